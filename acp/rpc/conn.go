@@ -1,0 +1,322 @@
+// Package rpc is Pixir's JSON-RPC 2.0 connection over a newline-delimited
+// byte stream (stdin/stdout for ACP). It runs on sourcegraph/jsonrpc2 and
+// closes the edges that engine leaves open: requests are handled concurrently
+// with a context each, client notifications in the order received,
+// $/cancel_request cancels the request it names, malformed input is answered
+// instead of killing the connection, any id is echoed exactly, and replies in
+// flight are written before the connection reports that it is done.
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sourcegraph/jsonrpc2"
+)
+
+// Handler serves what the peer sends. HandleRequest runs on its own goroutine
+// with a context that ends when the peer cancels the request or the
+// connection shuts down; it may call Conn.Call and Conn.Notify freely.
+// HandleNotification calls run one at a time, in the order received, and
+// all of those received before a reply to one of our Calls finish before that
+// Call returns; so a notification handler must not wait on a Call.
+type Handler interface {
+	HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error)
+	HandleNotification(ctx context.Context, method string, params json.RawMessage)
+}
+
+// Options tune a Conn. The zero value is usable.
+type Options struct {
+	Logger *slog.Logger
+	// DrainTimeout bounds how long requests still running when input ends
+	// may take to finish before their contexts are cancelled. Zero means 10s.
+	DrainTimeout time.Duration
+}
+
+// Conn is one JSON-RPC connection.
+type Conn struct {
+	engine *jsonrpc2.Conn
+	stream *lineStream
+	h      Handler
+	log    *slog.Logger
+	drain  time.Duration
+
+	// ctx lives as long as the connection; request contexts derive from it.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	inflight map[string]context.CancelFunc // by the request id's exact JSON
+	handlers sync.WaitGroup
+
+	// inputDone is closed when the peer's input has ended: no reply to our
+	// own calls can arrive after that.
+	inputDone chan struct{}
+	done      chan struct{}
+
+	notes     chan notification
+	notesDone chan struct{}
+	notesWG   sync.WaitGroup
+
+	nextID atomic.Uint64
+}
+
+type notification struct {
+	method string
+	params json.RawMessage
+}
+
+// Serve starts serving r and writing to w. closeInput, if not nil, is called
+// when the connection closes so a blocked read returns.
+func Serve(r io.Reader, w io.Writer, closeInput func() error, h Handler, opt Options) *Conn {
+	c := &Conn{
+		h:         h,
+		log:       opt.Logger,
+		drain:     opt.DrainTimeout,
+		inflight:  map[string]context.CancelFunc{},
+		inputDone: make(chan struct{}),
+		done:      make(chan struct{}),
+		notes:     make(chan notification, 1024),
+		notesDone: make(chan struct{}),
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	if c.drain == 0 {
+		c.drain = 10 * time.Second
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.stream = newLineStream(r, w, closeInput)
+	c.stream.beforeEOF = c.inputEnded
+	// A reply is delivered only after the notifications that arrived before
+	// it were handled, so a caller sees a peer's updates before its answer.
+	c.stream.beforeResponse = c.notesWG.Wait
+	c.stream.onInvalid = func(reason string) { c.log.Warn("answered invalid input", "reason", reason) }
+
+	go c.runNotifications()
+	c.engine = jsonrpc2.NewConn(c.ctx, c.stream, dispatcher{c},
+		jsonrpc2.SetLogger(slogPrinter{c.log}))
+	go func() {
+		<-c.engine.DisconnectNotify()
+		c.cancel()
+		close(c.done)
+	}()
+	return c
+}
+
+// Done is closed when the connection has ended and every reply was written.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Close ends the connection now.
+func (c *Conn) Close() error { return c.engine.Close() }
+
+// dispatcher adapts Conn to the engine's Handler interface.
+type dispatcher struct{ c *Conn }
+
+func (d dispatcher) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	d.c.dispatch(ctx, conn, req)
+}
+
+// dispatch runs inside the engine's read loop, so it never blocks on work.
+func (c *Conn) dispatch(_ context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	var params json.RawMessage
+	if req.Params != nil {
+		params = *req.Params
+	}
+	if req.Notif {
+		if req.Method == "$/cancel_request" {
+			c.cancelRequest(params)
+			return
+		}
+		c.notesWG.Add(1)
+		select {
+		case c.notes <- notification{req.Method, params}:
+		case <-c.ctx.Done():
+			c.notesWG.Done()
+		}
+		return
+	}
+	key := requestKey(req.ID)
+	ctx, cancel := context.WithCancel(c.ctx)
+	c.mu.Lock()
+	c.inflight[key] = cancel
+	c.handlers.Add(1)
+	c.mu.Unlock()
+	go c.serveRequest(ctx, cancel, key, req.ID, req.Method, params)
+}
+
+func (c *Conn) serveRequest(ctx context.Context, cancel context.CancelFunc, key string, id jsonrpc2.ID, method string, params json.RawMessage) {
+	defer c.handlers.Done()
+	defer func() {
+		c.mu.Lock()
+		delete(c.inflight, key)
+		c.mu.Unlock()
+		cancel()
+	}()
+	result, err := c.call(ctx, method, params)
+	resp := &jsonrpc2.Response{ID: id}
+	if err == nil {
+		if setErr := resp.SetResult(result); setErr != nil {
+			err = fmt.Errorf("encoding result: %w", setErr)
+		}
+	}
+	if err != nil {
+		resp.Result = nil
+		resp.Error = toWireError(ctx, err)
+		if resp.Error.Code == jsonrpc2.CodeInternalError {
+			c.log.Error("request failed", "method", method, "err", err)
+		}
+	}
+	// The reply is written even when ctx was cancelled: the peer is owed one.
+	if err := c.engine.SendResponse(context.Background(), resp); err != nil {
+		c.log.Warn("reply not sent", "method", method, "err", err)
+	}
+}
+
+// call runs the handler and turns a panic into an internal error.
+func (c *Conn) call(ctx context.Context, method string, params json.RawMessage) (result any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.log.Error("handler panicked", "method", method, "panic", p, "stack", string(debug.Stack()))
+			err = Errorf(CodeInternalError, "internal error while handling %s", method)
+		}
+	}()
+	return c.h.HandleRequest(ctx, method, params)
+}
+
+func (c *Conn) runNotifications() {
+	defer close(c.notesDone)
+	for {
+		select {
+		case n := <-c.notes:
+			func() {
+				defer c.notesWG.Done()
+				defer func() {
+					if p := recover(); p != nil {
+						c.log.Error("notification handler panicked", "method", n.method, "panic", p)
+					}
+				}()
+				c.h.HandleNotification(c.ctx, n.method, n.params)
+			}()
+		case <-c.ctx.Done():
+			return
+		}
+	}
+}
+
+func (c *Conn) cancelRequest(params json.RawMessage) {
+	var p struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil || len(p.RequestID) == 0 {
+		c.log.Warn("ignored $/cancel_request without requestId")
+		return
+	}
+	key := string(compactJSON(p.RequestID))
+	c.mu.Lock()
+	cancel := c.inflight[key]
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// inputEnded runs when the peer's input is exhausted, before the engine
+// closes the connection. Calls we made can no longer be answered, so they
+// fail at once; requests still running get DrainTimeout to reply.
+func (c *Conn) inputEnded() {
+	close(c.inputDone)
+	finished := make(chan struct{})
+	go func() {
+		c.handlers.Wait()
+		close(finished)
+	}()
+	select {
+	case <-finished:
+	case <-time.After(c.drain):
+		c.log.Warn("input ended; cancelling requests still running")
+		c.mu.Lock()
+		for _, cancel := range c.inflight {
+			cancel()
+		}
+		c.mu.Unlock()
+		<-finished
+	}
+	// Let queued notifications run out before the connection context ends.
+	c.notesWG.Wait()
+}
+
+// requestKey is the exact JSON of a request id, the key $/cancel_request
+// names it by.
+func requestKey(id jsonrpc2.ID) string {
+	if id.IsString && len(id.Str) > len(rawIDPrefix) && id.Str[:len(rawIDPrefix)] == rawIDPrefix {
+		return id.Str[len(rawIDPrefix):]
+	}
+	b, _ := json.Marshal(id)
+	return string(b)
+}
+
+// Notify sends a notification to the peer.
+func (c *Conn) Notify(ctx context.Context, method string, params any) error {
+	return c.engine.Notify(ctx, method, params)
+}
+
+// ErrPeerGone is returned by Call when the peer's input ended before it
+// answered.
+var ErrPeerGone = errors.New("the client closed its connection before answering")
+
+// Call sends a request to the peer and waits for the answer. When ctx ends
+// first, the peer is sent $/cancel_request for it and ctx's error returned.
+func (c *Conn) Call(ctx context.Context, method string, params, result any) error {
+	id := jsonrpc2.ID{Num: c.nextID.Add(1)}
+	w, err := c.engine.DispatchCall(ctx, method, params, jsonrpc2.PickID(id))
+	if err != nil {
+		return err
+	}
+	waitCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		select {
+		case <-c.inputDone:
+			stop()
+		case <-waitCtx.Done():
+		}
+	}()
+	err = w.Wait(waitCtx, result)
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		_ = c.engine.Notify(context.Background(), "$/cancel_request", map[string]any{"requestId": id.Num})
+		return ctx.Err()
+	case waitCtx.Err() != nil:
+		return ErrPeerGone
+	}
+	var wire *jsonrpc2.Error
+	if errors.As(err, &wire) {
+		return &Error{Code: wire.Code, Message: wire.Message, Data: rawData(wire.Data)}
+	}
+	return err
+}
+
+func rawData(d *json.RawMessage) json.RawMessage {
+	if d == nil {
+		return nil
+	}
+	return *d
+}
+
+// slogPrinter adapts slog to the engine's Printf logger.
+type slogPrinter struct{ log *slog.Logger }
+
+func (p slogPrinter) Printf(format string, v ...any) {
+	p.log.Debug(fmt.Sprintf(format, v...))
+}

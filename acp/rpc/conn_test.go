@@ -1,0 +1,310 @@
+package rpc
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// testHandler is a Handler whose behaviour each test chooses by method.
+type testHandler struct {
+	mu    sync.Mutex
+	notes []string
+	conn  *Conn
+}
+
+func (h *testHandler) HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	switch method {
+	case "echo":
+		return json.RawMessage(params), nil
+	case "panic":
+		panic("boom")
+	case "fail":
+		return nil, errors.New("disk on fire")
+	case "coded":
+		return nil, Errorf(CodeInvalidParams, "invalid params: %q must be a string", "cwd")
+	case "block":
+		<-ctx.Done()
+		return nil, ctx.Err()
+	case "sleep":
+		time.Sleep(200 * time.Millisecond)
+		return "slept", nil
+	case "ask":
+		// Calls the peer from inside a request, as session/prompt does with
+		// session/request_permission.
+		var answer string
+		if err := h.conn.Call(ctx, "question", map[string]any{"q": "?"}, &answer); err != nil {
+			return nil, err
+		}
+		return "peer said " + answer, nil
+	}
+	return nil, Errorf(CodeMethodNotFound, "method not found: %s", method)
+}
+
+func (h *testHandler) HandleNotification(_ context.Context, method string, _ json.RawMessage) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.notes = append(h.notes, method)
+}
+
+// pipes runs a Conn over two real OS pipes and returns the test's ends.
+type pipes struct {
+	t      *testing.T
+	toConn *os.File
+	lines  *bufio.Reader
+	conn   *Conn
+	h      *testHandler
+}
+
+func serveOverPipes(t *testing.T, opt Options) *pipes {
+	t.Helper()
+	inR, inW, err := os.Pipe()
+	require.NoError(t, err)
+	outR, outW, err := os.Pipe()
+	require.NoError(t, err)
+	h := &testHandler{}
+	c := Serve(inR, outW, inR.Close, h, opt)
+	h.conn = c
+	p := &pipes{t: t, toConn: inW, lines: bufio.NewReaderSize(outR, 1<<20), conn: c, h: h}
+	t.Cleanup(func() {
+		_ = inW.Close()
+		select {
+		case <-c.Done():
+		case <-time.After(10 * time.Second):
+			t.Error("connection did not end after its input closed")
+		}
+		_ = outW.Close()
+		_ = outR.Close()
+	})
+	return p
+}
+
+func (p *pipes) send(line string) {
+	p.t.Helper()
+	_, err := p.toConn.WriteString(line + "\n")
+	require.NoError(p.t, err)
+}
+
+// next reads the next line the connection wrote, as a generic object.
+func (p *pipes) next() map[string]any {
+	p.t.Helper()
+	type result struct {
+		line string
+		err  error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		line, err := p.lines.ReadString('\n')
+		ch <- result{line, err}
+	}()
+	select {
+	case r := <-ch:
+		require.NoError(p.t, r.err)
+		var m map[string]any
+		require.NoError(p.t, json.Unmarshal([]byte(r.line), &m), "line %q", r.line)
+		return m
+	case <-time.After(10 * time.Second):
+		p.t.Fatal("no reply within 10s")
+		return nil
+	}
+}
+
+func requireError(t *testing.T, msg map[string]any, id any, code float64) string {
+	t.Helper()
+	require.Equal(t, "2.0", msg["jsonrpc"])
+	require.Equal(t, id, msg["id"], "id must be echoed exactly")
+	e, ok := msg["error"].(map[string]any)
+	require.True(t, ok, "want an error reply, got %v", msg)
+	require.Equal(t, code, e["code"])
+	return e["message"].(string)
+}
+
+func TestTransportEdges(t *testing.T) {
+	tests := []struct {
+		name    string
+		line    string
+		id      any
+		code    float64
+		message string
+	}{
+		{"malformed JSON", `{"jsonrpc":"2.0","id":1,"method":`, nil, CodeParseError, "parse error: invalid JSON"},
+		{"not JSON at all", `hello`, nil, CodeParseError, "parse error: invalid JSON"},
+		{"batch", `[{"jsonrpc":"2.0","id":1,"method":"echo"}]`, nil, CodeInvalidRequest, "batch requests are not supported: send one message per line"},
+		{"no method", `{"jsonrpc":"2.0","id":8}`, float64(8), CodeInvalidRequest, `invalid request: "method" is missing`},
+		{"wrong version", `{"jsonrpc":"1.0","id":9,"method":"echo"}`, float64(9), CodeInvalidRequest, `invalid request: "jsonrpc" must be "2.0"`},
+		{"method not a string", `{"jsonrpc":"2.0","id":10,"method":5}`, float64(10), CodeInvalidRequest, `invalid request: "method" must be a string`},
+		{"id of wrong type", `{"jsonrpc":"2.0","id":{"a":1},"method":"echo"}`, nil, CodeInvalidRequest, `invalid request: "id" must be a string, a number or null`},
+		{"a JSON scalar", `42`, nil, CodeInvalidRequest, "invalid request: a message must be a JSON object"},
+		{"unknown method", `{"jsonrpc":"2.0","id":11,"method":"nope"}`, float64(11), CodeMethodNotFound, "method not found: nope"},
+		{"coded handler error", `{"jsonrpc":"2.0","id":12,"method":"coded"}`, float64(12), CodeInvalidParams, `invalid params: "cwd" must be a string`},
+		{"plain handler error", `{"jsonrpc":"2.0","id":13,"method":"fail"}`, float64(13), CodeInternalError, "internal error: disk on fire"},
+		{"handler panic", `{"jsonrpc":"2.0","id":14,"method":"panic"}`, float64(14), CodeInternalError, "internal error while handling panic"},
+	}
+	p := serveOverPipes(t, Options{})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p.send(tt.line)
+			msg := requireError(t, p.next(), tt.id, tt.code)
+			require.Equal(t, tt.message, msg)
+			// The connection still serves the next request.
+			p.send(`{"jsonrpc":"2.0","id":"after","method":"echo","params":{"ok":true}}`)
+			reply := p.next()
+			require.Equal(t, "after", reply["id"])
+			require.Equal(t, map[string]any{"ok": true}, reply["result"])
+		})
+	}
+}
+
+func TestIDsAreEchoedExactly(t *testing.T) {
+	p := serveOverPipes(t, Options{})
+	for _, id := range []string{`-1`, `-9007199254740991`, `0`, `18446744073709551615`, `"abc"`, `""`, `"-1"`, `1.5`, `null`} {
+		p.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"echo","params":{}}`)
+		line, err := p.lines.ReadString('\n')
+		require.NoError(t, err)
+		var raw struct {
+			ID json.RawMessage `json:"id"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &raw))
+		require.Equal(t, id, string(raw.ID), "reply: %s", line)
+	}
+}
+
+func TestCancelRequestCancelsTheNamedRequest(t *testing.T) {
+	p := serveOverPipes(t, Options{})
+	p.send(`{"jsonrpc":"2.0","id":-7,"method":"block"}`)
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"block"}`)
+	p.send(`{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":-7}}`)
+	msg := requireError(t, p.next(), float64(-7), CodeRequestCancelled)
+	require.Equal(t, "request cancelled", msg)
+	// Request 2 was not named and is still running: the next reply is for
+	// a new request, not for 2.
+	p.send(`{"jsonrpc":"2.0","id":3,"method":"echo","params":1}`)
+	require.Equal(t, float64(3), p.next()["id"])
+	p.send(`{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":2}}`)
+	requireError(t, p.next(), float64(2), CodeRequestCancelled)
+}
+
+func TestRequestsRunConcurrently(t *testing.T) {
+	p := serveOverPipes(t, Options{})
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"block"}`)
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"echo","params":"fast"}`)
+	require.Equal(t, float64(2), p.next()["id"], "a blocked request must not hold up the next")
+	p.send(`{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":1}}`)
+	require.Equal(t, float64(1), p.next()["id"])
+}
+
+func TestCallFromInsideARequestDoesNotDeadlock(t *testing.T) {
+	p := serveOverPipes(t, Options{})
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"ask"}`)
+	q := p.next()
+	require.Equal(t, "question", q["method"])
+	p.send(`{"jsonrpc":"2.0","id":` + jsonNumber(q["id"]) + `,"result":"yes"}`)
+	reply := p.next()
+	require.Equal(t, float64(1), reply["id"])
+	require.Equal(t, "peer said yes", reply["result"])
+}
+
+func TestCancelledCallSendsCancelRequest(t *testing.T) {
+	p := serveOverPipes(t, Options{})
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"ask"}`)
+	q := p.next()
+	require.Equal(t, "question", q["method"])
+	p.send(`{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":1}}`)
+	// The handler's Call ends with its context, tells the peer, and the
+	// request answers cancelled.
+	got := map[string]map[string]any{}
+	for range 2 {
+		m := p.next()
+		if m["method"] == "$/cancel_request" {
+			got["cancel"] = m
+		} else {
+			got["reply"] = m
+		}
+	}
+	require.Equal(t, q["id"], got["cancel"]["params"].(map[string]any)["requestId"])
+	requireError(t, got["reply"], float64(1), CodeRequestCancelled)
+}
+
+func TestNotificationsAreHandledInOrder(t *testing.T) {
+	p := serveOverPipes(t, Options{})
+	var want []string
+	for i := range 200 {
+		m := "n" + strings.Repeat("x", i%7) + string(rune('a'+i%26))
+		want = append(want, m)
+		p.send(`{"jsonrpc":"2.0","method":"` + m + `"}`)
+	}
+	// A request after them is answered only once they were read; give the
+	// ordered queue time to drain, then compare.
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"echo"}`)
+	p.next()
+	require.Eventually(t, func() bool {
+		p.h.mu.Lock()
+		defer p.h.mu.Unlock()
+		return len(p.h.notes) == len(want)
+	}, 5*time.Second, 5*time.Millisecond)
+	p.h.mu.Lock()
+	defer p.h.mu.Unlock()
+	require.Equal(t, want, p.h.notes)
+}
+
+func TestRepliesInFlightAreWrittenWhenInputCloses(t *testing.T) {
+	p := serveOverPipes(t, Options{})
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"sleep"}`)
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"sleep"}`)
+	require.NoError(t, p.toConn.Close())
+	ids := map[float64]bool{}
+	for range 2 {
+		m := p.next()
+		require.Equal(t, "slept", m["result"])
+		ids[m["id"].(float64)] = true
+	}
+	require.Equal(t, map[float64]bool{1: true, 2: true}, ids)
+	select {
+	case <-p.conn.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("connection did not end")
+	}
+}
+
+func TestInputClosingFailsCallsWaitingOnThePeer(t *testing.T) {
+	p := serveOverPipes(t, Options{})
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"ask"}`)
+	require.Equal(t, "question", p.next()["method"])
+	require.NoError(t, p.toConn.Close())
+	msg := requireError(t, p.next(), float64(1), CodeInternalError)
+	require.Contains(t, msg, ErrPeerGone.Error())
+}
+
+func TestOversizedLineIsRefusedAndTheConnectionGoesOn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 64 MiB")
+	}
+	p := serveOverPipes(t, Options{})
+	done := make(chan error, 1)
+	go func() {
+		big := `{"jsonrpc":"2.0","id":1,"method":"echo","params":"` + strings.Repeat("a", MaxLineBytes) + `"}` + "\n"
+		_, err := p.toConn.WriteString(big)
+		done <- err
+	}()
+	msg := requireError(t, p.next(), nil, CodeInvalidRequest)
+	require.Equal(t, "message exceeds 67108864 bytes", msg)
+	require.NoError(t, <-done)
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"echo","params":"ok"}`)
+	require.Equal(t, "ok", p.next()["result"])
+}
+
+func jsonNumber(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
