@@ -1,0 +1,224 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/pixir-go/pixir/runtime"
+	"github.com/pixir-go/pixir/tools"
+)
+
+// presenter turns one session's runtime Events into session/update
+// notifications: live during a turn, and from the Log on session/load. Both
+// paths render a tool call's end the same way, so a replay shows what the
+// user saw.
+type presenter struct {
+	s    *Server
+	ctx  context.Context
+	sess *runtime.Session
+	root string
+}
+
+func (s *Server) presenter(ctx context.Context, sess *runtime.Session) *presenter {
+	return &presenter{s: s, ctx: ctx, sess: sess, root: sess.Workspace().Root()}
+}
+
+func (p *presenter) send(update any) { p.s.notify(p.ctx, p.sess.ID(), update) }
+
+// live presents an event as it happens. Whole messages were already
+// streamed as deltas, and the client knows its own prompt, so those are not
+// sent again.
+func (p *presenter) live(ev runtime.Event) {
+	switch ev.Type {
+	case runtime.EventTextDelta:
+		var d runtime.TextDeltaData
+		if p.decode(ev, &d) {
+			p.send(ContentChunk{SessionUpdate: "agent_message_chunk", Content: textBlock(d.Text)})
+		}
+	case runtime.EventReasoningDelta:
+		var d runtime.TextDeltaData
+		if p.decode(ev, &d) {
+			p.send(ContentChunk{SessionUpdate: "agent_thought_chunk", Content: textBlock(d.Text)})
+		}
+	case runtime.EventStatus:
+		var d runtime.StatusData
+		if p.decode(ev, &d) && d.ToolCallID != "" {
+			p.send(ToolCall{SessionUpdate: "tool_call_update", ToolCallID: d.ToolCallID, Status: d.Status})
+		}
+	case runtime.EventProviderUsage:
+		var d runtime.ProviderUsageData
+		if p.decode(ev, &d) && d.ContextWindow > 0 {
+			p.send(UsageUpdate{SessionUpdate: "usage_update", Used: d.InputTokens + d.OutputTokens, Size: d.ContextWindow})
+		}
+	case runtime.EventToolCall, runtime.EventToolResult, runtime.EventTurnFailed:
+		p.common(ev)
+	}
+}
+
+// replay presents a canonical event from the Log.
+func (p *presenter) replay(ev runtime.Event) {
+	switch ev.Type {
+	case runtime.EventUserMessage:
+		var d runtime.UserMessageData
+		if !p.decode(ev, &d) {
+			return
+		}
+		var blocks []ContentBlock
+		if len(d.Content) == 0 || json.Unmarshal(d.Content, &blocks) != nil || len(blocks) == 0 {
+			blocks = []ContentBlock{textBlock(d.Text)}
+		}
+		for _, b := range blocks {
+			p.send(ContentChunk{SessionUpdate: "user_message_chunk", Content: b})
+		}
+	case runtime.EventReasoning:
+		var d runtime.ReasoningData
+		if p.decode(ev, &d) && d.Text != "" {
+			p.send(ContentChunk{SessionUpdate: "agent_thought_chunk", Content: textBlock(d.Text)})
+		}
+	case runtime.EventAssistantMessage:
+		var d runtime.AssistantMessageData
+		if p.decode(ev, &d) && d.Text != "" {
+			p.send(ContentChunk{SessionUpdate: "agent_message_chunk", Content: textBlock(d.Text)})
+		}
+	case runtime.EventToolCall, runtime.EventToolResult, runtime.EventTurnFailed:
+		p.common(ev)
+	}
+}
+
+// common presents the events that look the same live and replayed.
+func (p *presenter) common(ev runtime.Event) {
+	switch ev.Type {
+	case runtime.EventToolCall:
+		var d runtime.ToolCallData
+		if p.decode(ev, &d) {
+			p.send(ToolCall{
+				SessionUpdate: "tool_call", ToolCallID: d.ToolCallID, Title: d.Title, Kind: string(d.Kind),
+				Status: "pending", RawInput: rawInput(d.Arguments), Locations: locations(p.root, d.Locations),
+			})
+		}
+	case runtime.EventToolResult:
+		var d runtime.ToolResultData
+		if p.decode(ev, &d) {
+			p.send(p.toolEnd(d))
+		}
+	case runtime.EventTurnFailed:
+		var d runtime.TurnFailedData
+		if p.decode(ev, &d) {
+			p.send(ContentChunk{SessionUpdate: "agent_message_chunk", Content: textBlock(turnFailedText(d))})
+		}
+	}
+}
+
+func turnFailedText(d runtime.TurnFailedData) string {
+	return fmt.Sprintf("\n\n**The turn stopped: the model provider failed** (%s): %s\n\nThe session is still usable: send another prompt to retry.", d.Kind, d.Message)
+}
+
+// displayLimit bounds the text shown in a tool call's content; the model
+// and rawOutput keep the full result.
+const displayLimit = 16 << 10
+
+func (p *presenter) toolEnd(d runtime.ToolResultData) ToolCall {
+	u := ToolCall{SessionUpdate: "tool_call_update", ToolCallID: d.ToolCallID, Status: "completed"}
+	if raw, err := json.Marshal(d.Result); err == nil {
+		u.RawOutput = raw
+	}
+	if !d.Result.OK {
+		u.Status = "failed"
+		msg := "failed"
+		if d.Result.Error != nil {
+			msg = fmt.Sprintf("%s: %s", d.Result.Error.Kind, d.Result.Error.Message)
+		}
+		block := textBlock(msg)
+		u.Content = []ToolCallContent{{Type: "content", Content: &block}}
+		return u
+	}
+	for _, diff := range d.Diffs {
+		newText := diff.NewText
+		u.Content = append(u.Content, ToolCallContent{Type: "diff", Path: absPath(p.root, diff.Path), OldText: diff.OldText, NewText: &newText})
+	}
+	if len(d.Diffs) == 0 {
+		if text := displayOutput(d.Result.Output); text != "" {
+			block := textBlock(text)
+			u.Content = []ToolCallContent{{Type: "content", Content: &block}}
+		}
+	}
+	u.Locations = locations(p.root, d.Locations)
+	return u
+}
+
+// displayOutput renders a tool's output for a person: the main text field
+// when there is one, JSON otherwise.
+func displayOutput(out any) string {
+	var text string
+	switch v := out.(type) {
+	case nil:
+		return ""
+	case string:
+		text = v
+	case map[string]any:
+		for _, key := range []string{"content", "output", "text"} {
+			if s, ok := v[key].(string); ok {
+				text = s
+				break
+			}
+		}
+	}
+	if text == "" {
+		b, err := json.MarshalIndent(out, "", "  ")
+		if err != nil {
+			return ""
+		}
+		text = string(b)
+	}
+	if len(text) > displayLimit {
+		text = tools.Truncate(text, displayLimit)
+	}
+	return text
+}
+
+// sessionInfo tells the client the session's title and update time after a
+// turn.
+func (p *presenter) sessionInfo() {
+	m := p.sess.Meta()
+	p.send(SessionInfoUpdate{SessionUpdate: "session_info_update", Title: m.Title, UpdatedAt: m.UpdatedAt.UTC().Format(time.RFC3339)})
+}
+
+func (p *presenter) decode(ev runtime.Event, v any) bool {
+	if err := json.Unmarshal(ev.Data, v); err != nil {
+		p.s.log.Warn("undecodable event", "type", ev.Type, "seq", ev.Seq, "err", err)
+		return false
+	}
+	return true
+}
+
+// rawInput passes arguments through when they are JSON (a model may send
+// broken JSON, which the schema would reject as rawInput).
+func rawInput(args json.RawMessage) json.RawMessage {
+	if len(args) == 0 || !json.Valid(args) {
+		return nil
+	}
+	return args
+}
+
+func absPath(root, p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(root, p)
+}
+
+func locations(root string, locs []tools.Location) []Location {
+	var out []Location
+	for _, l := range locs {
+		loc := Location{Path: absPath(root, l.Path)}
+		if l.Line > 0 {
+			line := l.Line
+			loc.Line = &line
+		}
+		out = append(out, loc)
+	}
+	return out
+}

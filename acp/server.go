@@ -1,0 +1,396 @@
+// Package acp is Pixir's Agent Client Protocol v1 front: the wire types it
+// uses, the method routing, and the presenter that turns runtime Events into
+// session/update notifications. It knows nothing of how tools or workflows
+// work inside; the runtime does.
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pixir-go/pixir/acp/rpc"
+	"github.com/pixir-go/pixir/runtime"
+)
+
+// Options configure a Server.
+type Options struct {
+	Version string
+	Logger  *slog.Logger
+}
+
+// Server answers one ACP client over one connection.
+type Server struct {
+	rt      *runtime.Runtime
+	conn    *rpc.Conn
+	log     *slog.Logger
+	version string
+}
+
+// NewServer makes a Server for rt.
+func NewServer(rt *runtime.Runtime, opt Options) *Server {
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Server{rt: rt, log: opt.Logger, version: opt.Version}
+}
+
+// Serve speaks ACP over r and w until r ends; the returned connection's
+// Done channel closes once every reply has been written.
+func (s *Server) Serve(r io.Reader, w io.Writer, closeInput func() error) *rpc.Conn {
+	s.conn = rpc.Serve(r, w, closeInput, s, rpc.Options{Logger: s.log})
+	return s.conn
+}
+
+// HandleRequest implements rpc.Handler.
+func (s *Server) HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	switch method {
+	case MethodInitialize:
+		return handle(params, s.initialize)
+	case MethodAuthenticate:
+		return handle(params, s.authenticate)
+	case MethodSessionNew:
+		return handle(params, s.newSession)
+	case MethodSessionLoad:
+		return handle(params, func(p *LoadSessionRequest) (any, error) { return s.loadSession(ctx, p) })
+	case MethodSessionResume:
+		return handle(params, s.resumeSession)
+	case MethodSessionList:
+		return handle(params, s.listSessions)
+	case MethodSessionClose:
+		return handle(params, s.closeSession)
+	case MethodSessionPrompt:
+		return handle(params, func(p *PromptRequest) (any, error) { return s.prompt(ctx, p) })
+	case MethodSessionSetMode:
+		return handle(params, func(p *SetModeRequest) (any, error) { return s.setMode(ctx, p) })
+	case MethodSessionSetConfig:
+		return handle(params, func(p *SetConfigOptionRequest) (any, error) { return s.setConfigOption(ctx, p) })
+	}
+	return nil, rpc.Errorf(rpc.CodeMethodNotFound, "method not found: %s", method)
+}
+
+// HandleNotification implements rpc.Handler. Unknown notifications are
+// ignored, as JSON-RPC and ACP require.
+func (s *Server) HandleNotification(_ context.Context, method string, params json.RawMessage) {
+	if method != MethodSessionCancel {
+		s.log.Debug("ignored notification", "method", method)
+		return
+	}
+	p, err := decodeParams[SessionRequest](params)
+	if err != nil {
+		s.log.Warn("bad session/cancel", "err", err)
+		return
+	}
+	if sess, err := s.rt.Session(p.SessionID); err == nil {
+		sess.CancelAsync()
+	}
+}
+
+func handle[T any, PT interface {
+	*T
+	validator
+}](params json.RawMessage, f func(*T) (any, error)) (any, error) {
+	p, err := decodeParams[T, PT](params)
+	if err != nil {
+		return nil, err
+	}
+	return f(p)
+}
+
+func (s *Server) initialize(p *InitializeRequest) (any, error) {
+	if p.ClientInfo != nil {
+		s.log.Info("client connected", "client", p.ClientInfo.Name, "version", p.ClientInfo.Version, "protocolVersion", *p.ProtocolVersion)
+	}
+	return InitializeResponse{
+		// Version 1 is the only one Pixir speaks: it answers 1 whatever was
+		// asked, and a client that cannot speak 1 closes the connection.
+		ProtocolVersion: ProtocolVersion,
+		AgentCapabilities: AgentCapabilities{
+			LoadSession:        true,
+			PromptCapabilities: PromptCapabilities{EmbeddedContext: true},
+			SessionCapabilities: SessionCapabilities{
+				List: &Marker{}, Resume: &Marker{}, Close: &Marker{},
+			},
+		},
+		AuthMethods: []AuthMethod{},
+		AgentInfo:   Implementation{Name: "pixir", Title: "Pixir", Version: s.version},
+	}, nil
+}
+
+func (s *Server) authenticate(p *AuthenticateRequest) (any, error) {
+	// No method is advertised: the offline provider needs none, and hosted
+	// providers read their keys from the environment.
+	return nil, invalid("methodId", "%q is not an authentication method of Pixir (it advertises none)", p.MethodID)
+}
+
+func (s *Server) newSession(p *NewSessionRequest) (any, error) {
+	s.warnMCP(p.MCPServers)
+	sess, err := s.rt.NewSession(p.Cwd)
+	if err != nil {
+		return nil, s.setupError(err)
+	}
+	return NewSessionResponse{SessionID: sess.ID(), Modes: modeState(sess), ConfigOptions: s.configOptions(sess)}, nil
+}
+
+func (s *Server) warnMCP(servers []json.RawMessage) {
+	if len(servers) > 0 {
+		s.log.Warn("MCP servers are not supported yet; ignoring them", "count", len(servers))
+	}
+}
+
+// setupError turns a failure to open a session into the right code.
+func (s *Server) setupError(err error) error {
+	switch {
+	case errors.Is(err, runtime.ErrSessionNotFound):
+		return &rpc.Error{Code: rpc.CodeResourceNotFound, Message: err.Error()}
+	case errors.Is(err, os.ErrNotExist):
+		return invalid("cwd", "does not exist: %v", err)
+	}
+	var pathErr *os.PathError
+	if errors.As(err, &pathErr) {
+		return invalid("cwd", "is not usable: %v", err)
+	}
+	return err
+}
+
+func (s *Server) loadSession(ctx context.Context, p *LoadSessionRequest) (any, error) {
+	s.warnMCP(p.MCPServers)
+	sess, events, err := s.rt.OpenSession(p.SessionID, p.Cwd)
+	if err != nil {
+		return nil, s.setupError(err)
+	}
+	pr := s.presenter(ctx, sess)
+	for _, ev := range events {
+		pr.replay(ev)
+	}
+	return SessionSetupResponse{Modes: modeState(sess), ConfigOptions: s.configOptions(sess)}, nil
+}
+
+func (s *Server) resumeSession(p *ResumeSessionRequest) (any, error) {
+	s.warnMCP(p.MCPServers)
+	sess, _, err := s.rt.OpenSession(p.SessionID, p.Cwd)
+	if err != nil {
+		return nil, s.setupError(err)
+	}
+	return SessionSetupResponse{Modes: modeState(sess), ConfigOptions: s.configOptions(sess)}, nil
+}
+
+// listPageSize bounds one page of session/list.
+const listPageSize = 100
+
+func (s *Server) listSessions(p *ListSessionsRequest) (any, error) {
+	metas, err := s.rt.ListSessions(p.Cwd)
+	if err != nil {
+		return nil, s.setupError(err)
+	}
+	start := 0
+	if p.Cursor != "" {
+		n, err := strconv.Atoi(p.Cursor)
+		if err != nil || n < 0 || n > len(metas) {
+			return nil, invalid("cursor", "is not a cursor this agent returned: %q", p.Cursor)
+		}
+		start = n
+	}
+	resp := ListSessionsResponse{Sessions: []SessionInfo{}}
+	end := min(start+listPageSize, len(metas))
+	for _, m := range metas[start:end] {
+		info := SessionInfo{SessionID: m.ID, Cwd: m.Workspace, Title: m.Title}
+		if !m.UpdatedAt.IsZero() {
+			info.UpdatedAt = m.UpdatedAt.UTC().Format(time.RFC3339)
+		}
+		resp.Sessions = append(resp.Sessions, info)
+	}
+	if end < len(metas) {
+		resp.NextCursor = strconv.Itoa(end)
+	}
+	return resp, nil
+}
+
+func (s *Server) closeSession(p *SessionRequest) (any, error) {
+	if err := s.rt.CloseSession(p.SessionID); err != nil {
+		return nil, &rpc.Error{Code: rpc.CodeResourceNotFound, Message: err.Error()}
+	}
+	return struct{}{}, nil
+}
+
+// session finds a live session or answers -32002.
+func (s *Server) session(id string) (*runtime.Session, error) {
+	sess, err := s.rt.Session(id)
+	if err != nil {
+		return nil, &rpc.Error{Code: rpc.CodeResourceNotFound, Message: err.Error()}
+	}
+	return sess, nil
+}
+
+func (s *Server) prompt(ctx context.Context, p *PromptRequest) (any, error) {
+	sess, err := s.session(p.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	content, _ := json.Marshal(p.Prompt)
+	pr := s.presenter(ctx, sess)
+	stop, err := sess.Prompt(ctx, runtime.Prompt{Text: promptText(p.Prompt), Content: content},
+		runtime.TurnOptions{Observe: pr.live, Ask: &permissionAsker{s: s, sess: sess}})
+	switch {
+	case errors.Is(err, runtime.ErrBusy):
+		return nil, rpc.Errorf(rpc.CodeInvalidRequest, "%v", err)
+	case errors.Is(err, runtime.ErrSessionClosed):
+		return nil, &rpc.Error{Code: rpc.CodeResourceNotFound, Message: err.Error()}
+	case err != nil:
+		return nil, err
+	}
+	pr.sessionInfo()
+	return PromptResponse{StopReason: string(stop)}, nil
+}
+
+// promptText is the prompt as the model reads it: text as is, embedded
+// resources inline with their uri, links as references.
+func promptText(blocks []ContentBlock) string {
+	var b strings.Builder
+	for _, c := range blocks {
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		switch c.Type {
+		case "text":
+			b.WriteString(c.Text)
+		case "resource_link":
+			fmt.Fprintf(&b, "[%s](%s)", c.Name, c.URI)
+		case "resource":
+			if c.Resource.Text != nil {
+				fmt.Fprintf(&b, "<resource uri=%q>\n%s\n</resource>", c.Resource.URI, *c.Resource.Text)
+			} else {
+				fmt.Fprintf(&b, "<resource uri=%q>(binary, %d base64 bytes)</resource>", c.Resource.URI, len(*c.Resource.Blob))
+			}
+		}
+	}
+	return b.String()
+}
+
+func (s *Server) setMode(ctx context.Context, p *SetModeRequest) (any, error) {
+	sess, err := s.session(p.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	mode, err := runtime.ParseMode(p.ModeID)
+	if err != nil {
+		return nil, invalid("modeId", "%v", err)
+	}
+	if err := sess.SetMode(mode); err != nil {
+		return nil, err
+	}
+	s.notify(ctx, sess.ID(), CurrentModeUpdate{SessionUpdate: "current_mode_update", CurrentModeID: string(mode)})
+	return struct{}{}, nil
+}
+
+func (s *Server) setConfigOption(ctx context.Context, p *SetConfigOptionRequest) (any, error) {
+	sess, err := s.session(p.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	if p.Type != "" && p.Type != "value_id" {
+		return nil, invalid("type", "%q is not supported: %s is a select option", p.Type, p.ConfigID)
+	}
+	var value string
+	if err := json.Unmarshal(p.Value, &value); err != nil {
+		return nil, invalid("value", "must be a string value id")
+	}
+	switch p.ConfigID {
+	case "mode":
+		mode, err := runtime.ParseMode(value)
+		if err != nil {
+			return nil, invalid("value", "%v", err)
+		}
+		if err := sess.SetMode(mode); err != nil {
+			return nil, err
+		}
+		s.notify(ctx, sess.ID(), CurrentModeUpdate{SessionUpdate: "current_mode_update", CurrentModeID: string(mode)})
+	case "model":
+		if err := sess.SetModel(value); err != nil {
+			return nil, invalid("value", "%v", err)
+		}
+	default:
+		return nil, invalid("configId", "unknown config option %q: want mode or model", p.ConfigID)
+	}
+	return SetConfigOptionResponse{ConfigOptions: s.configOptions(sess)}, nil
+}
+
+var modeNames = map[runtime.Mode][2]string{
+	runtime.ModeAuto:     {"Auto", "Tools run without asking; paths stay inside the workspace."},
+	runtime.ModeAsk:      {"Ask", "Changes (writes, edits, commands) ask for permission first."},
+	runtime.ModeReadOnly: {"Read only", "Changes are refused; reading and searching work."},
+}
+
+func modeState(sess *runtime.Session) *ModeState {
+	st := &ModeState{CurrentModeID: string(sess.Mode())}
+	for _, m := range runtime.Modes {
+		st.AvailableModes = append(st.AvailableModes, SessionMode{ID: string(m), Name: modeNames[m][0], Description: modeNames[m][1]})
+	}
+	return st
+}
+
+func (s *Server) configOptions(sess *runtime.Session) []ConfigOption {
+	mode := ConfigOption{ID: "mode", Name: "Mode", Category: "mode", Type: "select", CurrentValue: string(sess.Mode())}
+	for _, m := range runtime.Modes {
+		mode.Options = append(mode.Options, SelectOption{Value: string(m), Name: modeNames[m][0], Description: modeNames[m][1]})
+	}
+	model := ConfigOption{ID: "model", Name: "Model", Category: "model", Type: "select", CurrentValue: sess.Model(),
+		Description: "Model of the " + s.rt.ProviderName() + " provider"}
+	for _, m := range s.rt.Models() {
+		model.Options = append(model.Options, SelectOption{Value: m, Name: m})
+	}
+	return []ConfigOption{mode, model}
+}
+
+// notify sends one session/update. A failure means the client is gone;
+// the runtime carries on and the Log keeps the evidence.
+func (s *Server) notify(ctx context.Context, sessionID string, update any) {
+	if err := s.conn.Notify(ctx, MethodSessionUpdate, SessionNotification{SessionID: sessionID, Update: update}); err != nil {
+		s.log.Debug("session/update not sent", "err", err)
+	}
+}
+
+// permissionAsker asks the client through session/request_permission.
+type permissionAsker struct {
+	s    *Server
+	sess *runtime.Session
+}
+
+func (a *permissionAsker) AskPermission(ctx context.Context, req runtime.PermissionRequest) (runtime.PermissionOutcome, error) {
+	params := RequestPermissionRequest{
+		SessionID: req.SessionID,
+		ToolCall: ToolCall{
+			ToolCallID: req.ToolCallID, Title: req.Title, Kind: string(req.Kind), Status: "pending",
+			RawInput: rawInput(req.Arguments), Locations: locations(a.sess.Workspace().Root(), req.Locations),
+		},
+		Options: []PermissionOption{
+			{OptionID: string(runtime.AllowOnce), Name: "Allow once", Kind: "allow_once"},
+			{OptionID: string(runtime.AllowAlways), Name: "Always allow " + req.Tool + " in this session", Kind: "allow_always"},
+			{OptionID: string(runtime.RejectOnce), Name: "Reject", Kind: "reject_once"},
+		},
+	}
+	var resp RequestPermissionResponse
+	if err := a.s.conn.Call(ctx, MethodRequestPermission, params, &resp); err != nil {
+		return runtime.PermissionCancelled, err
+	}
+	switch resp.Outcome.Outcome {
+	case "cancelled":
+		return runtime.PermissionCancelled, nil
+	case "selected":
+		switch o := runtime.PermissionOutcome(resp.Outcome.OptionID); o {
+		case runtime.AllowOnce, runtime.AllowAlways, runtime.RejectOnce:
+			return o, nil
+		}
+		a.s.log.Warn("permission: the client selected an unknown option; treating it as a rejection", "option", resp.Outcome.OptionID)
+		return runtime.RejectOnce, nil
+	}
+	a.s.log.Warn("permission: the client answered an unknown outcome; treating it as a rejection", "outcome", resp.Outcome.Outcome)
+	return runtime.RejectOnce, nil
+}

@@ -1,0 +1,415 @@
+package acp
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// The subset of ACP v1 wire types Pixir uses, hand-written (DESIGN.md);
+// the official schema in the conformance suite judges them.
+
+// ProtocolVersion is the ACP major version Pixir speaks.
+const ProtocolVersion = 1
+
+// Method names.
+const (
+	MethodInitialize       = "initialize"
+	MethodAuthenticate     = "authenticate"
+	MethodSessionNew       = "session/new"
+	MethodSessionLoad      = "session/load"
+	MethodSessionList      = "session/list"
+	MethodSessionResume    = "session/resume"
+	MethodSessionClose     = "session/close"
+	MethodSessionPrompt    = "session/prompt"
+	MethodSessionCancel    = "session/cancel"
+	MethodSessionSetMode   = "session/set_mode"
+	MethodSessionSetConfig = "session/set_config_option"
+
+	MethodSessionUpdate     = "session/update"
+	MethodRequestPermission = "session/request_permission"
+)
+
+type InitializeRequest struct {
+	ProtocolVersion    *int               `json:"protocolVersion"`
+	ClientCapabilities ClientCapabilities `json:"clientCapabilities"`
+	ClientInfo         *Implementation    `json:"clientInfo,omitempty"`
+}
+
+func (r *InitializeRequest) validate() error {
+	if r.ProtocolVersion == nil {
+		return missing("protocolVersion")
+	}
+	return nil
+}
+
+type ClientCapabilities struct {
+	FS       FileSystemCapabilities `json:"fs"`
+	Terminal bool                   `json:"terminal"`
+}
+
+type FileSystemCapabilities struct {
+	ReadTextFile  bool `json:"readTextFile"`
+	WriteTextFile bool `json:"writeTextFile"`
+}
+
+type Implementation struct {
+	Name    string `json:"name"`
+	Title   string `json:"title,omitempty"`
+	Version string `json:"version"`
+}
+
+type InitializeResponse struct {
+	ProtocolVersion   int               `json:"protocolVersion"`
+	AgentCapabilities AgentCapabilities `json:"agentCapabilities"`
+	AuthMethods       []AuthMethod      `json:"authMethods"`
+	AgentInfo         Implementation    `json:"agentInfo"`
+}
+
+type AgentCapabilities struct {
+	LoadSession         bool                `json:"loadSession"`
+	PromptCapabilities  PromptCapabilities  `json:"promptCapabilities"`
+	MCPCapabilities     MCPCapabilities     `json:"mcpCapabilities"`
+	SessionCapabilities SessionCapabilities `json:"sessionCapabilities"`
+}
+
+type PromptCapabilities struct {
+	Image           bool `json:"image"`
+	Audio           bool `json:"audio"`
+	EmbeddedContext bool `json:"embeddedContext"`
+}
+
+type MCPCapabilities struct {
+	HTTP bool `json:"http"`
+	SSE  bool `json:"sse"`
+}
+
+// Marker is an empty object: ACP advertises optional session methods as {}.
+type Marker struct{}
+
+type SessionCapabilities struct {
+	List   *Marker `json:"list,omitempty"`
+	Resume *Marker `json:"resume,omitempty"`
+	Close  *Marker `json:"close,omitempty"`
+}
+
+type AuthMethod struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+}
+
+type AuthenticateRequest struct {
+	MethodID string `json:"methodId"`
+}
+
+func (r *AuthenticateRequest) validate() error {
+	if r.MethodID == "" {
+		return missing("methodId")
+	}
+	return nil
+}
+
+type NewSessionRequest struct {
+	Cwd        string            `json:"cwd"`
+	MCPServers []json.RawMessage `json:"mcpServers"`
+}
+
+func (r *NewSessionRequest) validate() error { return checkCwd(r.Cwd, r.MCPServers, true) }
+
+type NewSessionResponse struct {
+	SessionID     string         `json:"sessionId"`
+	Modes         *ModeState     `json:"modes,omitempty"`
+	ConfigOptions []ConfigOption `json:"configOptions,omitempty"`
+}
+
+type LoadSessionRequest struct {
+	SessionID  string            `json:"sessionId"`
+	Cwd        string            `json:"cwd"`
+	MCPServers []json.RawMessage `json:"mcpServers"`
+}
+
+func (r *LoadSessionRequest) validate() error {
+	if r.SessionID == "" {
+		return missing("sessionId")
+	}
+	return checkCwd(r.Cwd, r.MCPServers, true)
+}
+
+// ResumeSessionRequest has the same fields as load; mcpServers is optional.
+type ResumeSessionRequest LoadSessionRequest
+
+func (r *ResumeSessionRequest) validate() error {
+	if r.SessionID == "" {
+		return missing("sessionId")
+	}
+	return checkCwd(r.Cwd, r.MCPServers, false)
+}
+
+// SessionSetupResponse answers session/load and session/resume.
+type SessionSetupResponse struct {
+	Modes         *ModeState     `json:"modes,omitempty"`
+	ConfigOptions []ConfigOption `json:"configOptions,omitempty"`
+}
+
+type ListSessionsRequest struct {
+	Cwd    string `json:"cwd,omitempty"`
+	Cursor string `json:"cursor,omitempty"`
+}
+
+func (r *ListSessionsRequest) validate() error {
+	if r.Cwd != "" && !isAbs(r.Cwd) {
+		return invalid("cwd", "must be an absolute path, got %q", r.Cwd)
+	}
+	return nil
+}
+
+type ListSessionsResponse struct {
+	Sessions   []SessionInfo `json:"sessions"`
+	NextCursor string        `json:"nextCursor,omitempty"`
+}
+
+type SessionInfo struct {
+	SessionID string `json:"sessionId"`
+	Cwd       string `json:"cwd"`
+	Title     string `json:"title,omitempty"`
+	UpdatedAt string `json:"updatedAt,omitempty"`
+}
+
+// SessionRequest is any request that names only a session.
+type SessionRequest struct {
+	SessionID string `json:"sessionId"`
+}
+
+func (r *SessionRequest) validate() error {
+	if r.SessionID == "" {
+		return missing("sessionId")
+	}
+	return nil
+}
+
+type PromptRequest struct {
+	SessionID string         `json:"sessionId"`
+	Prompt    []ContentBlock `json:"prompt"`
+}
+
+func (r *PromptRequest) validate() error {
+	if r.SessionID == "" {
+		return missing("sessionId")
+	}
+	if r.Prompt == nil {
+		return missing("prompt")
+	}
+	for i, b := range r.Prompt {
+		if err := b.validate(fmt.Sprintf("prompt[%d]", i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type PromptResponse struct {
+	StopReason string `json:"stopReason"`
+}
+
+type SetModeRequest struct {
+	SessionID string `json:"sessionId"`
+	ModeID    string `json:"modeId"`
+}
+
+func (r *SetModeRequest) validate() error {
+	if r.SessionID == "" {
+		return missing("sessionId")
+	}
+	if r.ModeID == "" {
+		return missing("modeId")
+	}
+	return nil
+}
+
+type SetConfigOptionRequest struct {
+	SessionID string          `json:"sessionId"`
+	ConfigID  string          `json:"configId"`
+	Type      string          `json:"type,omitempty"`
+	Value     json.RawMessage `json:"value"`
+}
+
+func (r *SetConfigOptionRequest) validate() error {
+	if r.SessionID == "" {
+		return missing("sessionId")
+	}
+	if r.ConfigID == "" {
+		return missing("configId")
+	}
+	if len(r.Value) == 0 {
+		return missing("value")
+	}
+	return nil
+}
+
+type SetConfigOptionResponse struct {
+	ConfigOptions []ConfigOption `json:"configOptions"`
+}
+
+type ModeState struct {
+	CurrentModeID  string        `json:"currentModeId"`
+	AvailableModes []SessionMode `json:"availableModes"`
+}
+
+type SessionMode struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+}
+
+// ConfigOption is a select config option (the only kind Pixir offers).
+type ConfigOption struct {
+	ID           string         `json:"id"`
+	Name         string         `json:"name"`
+	Description  string         `json:"description,omitempty"`
+	Category     string         `json:"category,omitempty"`
+	Type         string         `json:"type"`
+	CurrentValue string         `json:"currentValue"`
+	Options      []SelectOption `json:"options"`
+}
+
+type SelectOption struct {
+	Value       string `json:"value"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+}
+
+// ContentBlock is a prompt or message content block. Pixir reads text,
+// resource_link and embedded resource blocks.
+type ContentBlock struct {
+	Type     string            `json:"type"`
+	Text     string            `json:"text,omitempty"`
+	URI      string            `json:"uri,omitempty"`
+	Name     string            `json:"name,omitempty"`
+	MimeType string            `json:"mimeType,omitempty"`
+	Resource *EmbeddedResource `json:"resource,omitempty"`
+}
+
+type EmbeddedResource struct {
+	URI      string  `json:"uri"`
+	Text     *string `json:"text,omitempty"`
+	Blob     *string `json:"blob,omitempty"`
+	MimeType string  `json:"mimeType,omitempty"`
+}
+
+func (b ContentBlock) validate(at string) error {
+	switch b.Type {
+	case "text":
+		return nil
+	case "resource_link":
+		if b.URI == "" {
+			return missing(at + ".uri")
+		}
+		if b.Name == "" {
+			return missing(at + ".name")
+		}
+		return nil
+	case "resource":
+		if b.Resource == nil {
+			return missing(at + ".resource")
+		}
+		if b.Resource.URI == "" {
+			return missing(at + ".resource.uri")
+		}
+		if b.Resource.Text == nil && b.Resource.Blob == nil {
+			return invalid(at+".resource", "needs text or blob")
+		}
+		return nil
+	case "image", "audio":
+		return invalid(at+".type", "%q content is not supported (promptCapabilities.%s is false)", b.Type, b.Type)
+	case "":
+		return missing(at + ".type")
+	default:
+		return invalid(at+".type", "unknown content type %q", b.Type)
+	}
+}
+
+func textBlock(s string) ContentBlock { return ContentBlock{Type: "text", Text: s} }
+
+// SessionNotification is the params of session/update.
+type SessionNotification struct {
+	SessionID string `json:"sessionId"`
+	Update    any    `json:"update"`
+}
+
+// ContentChunk is user_message_chunk, agent_message_chunk or
+// agent_thought_chunk.
+type ContentChunk struct {
+	SessionUpdate string       `json:"sessionUpdate"`
+	Content       ContentBlock `json:"content"`
+	MessageID     string       `json:"messageId,omitempty"`
+}
+
+// ToolCall is the tool_call update; ToolCallUpdate the tool_call_update one.
+// Fields left empty are omitted, so an update carries only what changed.
+type ToolCall struct {
+	SessionUpdate string            `json:"sessionUpdate,omitempty"` // empty inside a permission request
+	ToolCallID    string            `json:"toolCallId"`
+	Title         string            `json:"title,omitempty"`
+	Kind          string            `json:"kind,omitempty"`
+	Status        string            `json:"status,omitempty"`
+	Content       []ToolCallContent `json:"content,omitempty"`
+	Locations     []Location        `json:"locations,omitempty"`
+	RawInput      json.RawMessage   `json:"rawInput,omitempty"`
+	RawOutput     json.RawMessage   `json:"rawOutput,omitempty"`
+	Meta          map[string]any    `json:"_meta,omitempty"`
+}
+
+// ToolCallContent is content, diff or terminal.
+type ToolCallContent struct {
+	Type    string        `json:"type"`
+	Content *ContentBlock `json:"content,omitempty"`
+	Path    string        `json:"path,omitempty"`
+	OldText *string       `json:"oldText,omitempty"`
+	NewText *string       `json:"newText,omitempty"`
+}
+
+type Location struct {
+	Path string `json:"path"`
+	Line *int   `json:"line,omitempty"`
+}
+
+type CurrentModeUpdate struct {
+	SessionUpdate string `json:"sessionUpdate"`
+	CurrentModeID string `json:"currentModeId"`
+}
+
+type ConfigOptionUpdate struct {
+	SessionUpdate string         `json:"sessionUpdate"`
+	ConfigOptions []ConfigOption `json:"configOptions"`
+}
+
+type UsageUpdate struct {
+	SessionUpdate string `json:"sessionUpdate"`
+	Used          int    `json:"used"`
+	Size          int    `json:"size"`
+}
+
+type SessionInfoUpdate struct {
+	SessionUpdate string `json:"sessionUpdate"`
+	Title         string `json:"title,omitempty"`
+	UpdatedAt     string `json:"updatedAt,omitempty"`
+}
+
+type RequestPermissionRequest struct {
+	SessionID string             `json:"sessionId"`
+	ToolCall  ToolCall           `json:"toolCall"`
+	Options   []PermissionOption `json:"options"`
+}
+
+type PermissionOption struct {
+	OptionID string `json:"optionId"`
+	Name     string `json:"name"`
+	Kind     string `json:"kind"`
+}
+
+type RequestPermissionResponse struct {
+	Outcome struct {
+		Outcome  string `json:"outcome"`
+		OptionID string `json:"optionId"`
+	} `json:"outcome"`
+}

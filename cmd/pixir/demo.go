@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/pixir-go/pixir/acp/client"
+)
+
+// runDemo starts this same binary as `pixir acp` in a scratch workspace and
+// drives a short session through a real ACP connection over pipes, printing
+// what an editor would show. It needs no network and no API key.
+func runDemo(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("pixir demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	keep := fs.Bool("keep", false, "keep the scratch workspace and print where it is")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if err := demo(stdout, stderr, *keep); err != nil {
+		fmt.Fprintln(stderr, "pixir demo:", err)
+		return exitError
+	}
+	return exitOK
+}
+
+func demo(stdout, stderr io.Writer, keep bool) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	scratch, err := os.MkdirTemp("", "pixir-demo-")
+	if err != nil {
+		return err
+	}
+	if keep {
+		defer fmt.Fprintf(stdout, "\nworkspace kept at %s\n", scratch)
+	} else {
+		defer os.RemoveAll(scratch)
+	}
+	workspace := filepath.Join(scratch, "workspace")
+	home := filepath.Join(scratch, "home")
+	if err := os.MkdirAll(workspace, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(workspace, "README.md"), []byte("# A tiny project\n\nPixir's demo works here.\n"), 0o644); err != nil {
+		return err
+	}
+
+	r := client.NewRenderer(stdout)
+	start := func() (*client.Client, error) {
+		cmd := exec.Command(self, "acp")
+		cmd.Env = append(os.Environ(), "PIXIR_HOME="+home, "PIXIR_PROVIDER=scripted", "PIXIR_SCRIPT=")
+		cmd.Stderr = stderr
+		return client.Start(cmd, client.Handlers{
+			Update: r.Update,
+			Permission: func(_ context.Context, params json.RawMessage) (any, error) {
+				r.Println("  ? permission asked — the demo answers: allow once")
+				return client.AllowOnce(params)
+			},
+		})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	c, err := start()
+	if err != nil {
+		return err
+	}
+	defer c.Kill()
+	var init struct {
+		ProtocolVersion int `json:"protocolVersion"`
+		AgentInfo       struct{ Name, Version string }
+	}
+	if err := c.Call(ctx, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}}, &init); err != nil {
+		return fmt.Errorf("initialize: %w", err)
+	}
+	r.Println(fmt.Sprintf("── connected to %s %s over ACP (protocol %d); workspace %s", init.AgentInfo.Name, init.AgentInfo.Version, init.ProtocolVersion, workspace))
+	var sess struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err := c.Call(ctx, "session/new", map[string]any{"cwd": workspace, "mcpServers": []any{}}, &sess); err != nil {
+		return fmt.Errorf("session/new: %w", err)
+	}
+	r.Println("── session " + sess.SessionID)
+
+	prompt := func(text string) (string, error) {
+		r.Println("\nyou> " + text)
+		var res struct {
+			StopReason string `json:"stopReason"`
+		}
+		err := c.Call(ctx, "session/prompt", map[string]any{"sessionId": sess.SessionID,
+			"prompt": []any{map[string]any{"type": "text", "text": text}}}, &res)
+		if err != nil {
+			return "", err
+		}
+		r.Println("── stop: " + res.StopReason)
+		return res.StopReason, nil
+	}
+	for _, text := range []string{"hello", "look around and list the files", "create a file for me"} {
+		if _, err := prompt(text); err != nil {
+			return err
+		}
+	}
+
+	r.Println("\n── switching to ask mode: changes now need permission")
+	if err := c.Call(ctx, "session/set_mode", map[string]any{"sessionId": sess.SessionID, "modeId": "ask"}, nil); err != nil {
+		return err
+	}
+	if _, err := prompt("edit the file"); err != nil {
+		return err
+	}
+
+	r.Println("\n── a slow answer, cancelled after 400 ms")
+	go func() {
+		time.Sleep(400 * time.Millisecond)
+		_ = c.Notify(ctx, "session/cancel", map[string]any{"sessionId": sess.SessionID})
+	}()
+	if _, err := prompt("think hard about it, slowly"); err != nil {
+		return err
+	}
+	if err := c.Close(); err != nil {
+		return fmt.Errorf("agent exit: %w", err)
+	}
+
+	r.Println("\n── a new pixir process loads the session from its Log and replays it:")
+	c2, err := start()
+	if err != nil {
+		return err
+	}
+	defer c2.Kill()
+	if err := c2.Call(ctx, "initialize", map[string]any{"protocolVersion": 1}, nil); err != nil {
+		return err
+	}
+	if err := c2.Call(ctx, "session/load", map[string]any{"sessionId": sess.SessionID, "cwd": workspace, "mcpServers": []any{}}, nil); err != nil {
+		return fmt.Errorf("session/load: %w", err)
+	}
+	r.Println(fmt.Sprintf("\n── replay done; the Log is %s", filepath.Join(workspace, ".pixir", "sessions", sess.SessionID+".ndjson")))
+	return c2.Close()
+}

@@ -1,0 +1,170 @@
+// Command pixir is the Pixir agent runtime: `pixir acp` serves the Agent
+// Client Protocol on stdin/stdout for editors and scripts.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/pixir-go/pixir/acp"
+	"github.com/pixir-go/pixir/runtime"
+	"github.com/pixir-go/pixir/runtime/provider/scripted"
+	"github.com/pixir-go/pixir/tools"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "0.1.0-dev"
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 64
+)
+
+const usage = `pixir — a supervised runtime for coding-agent work, spoken to over ACP
+
+Usage:
+  pixir acp [flags]     serve the Agent Client Protocol on stdin/stdout
+  pixir demo [flags]    run a short scripted session through a real ACP client
+  pixir version         print the version
+
+Run "pixir <command> -h" for a command's flags.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	switch args[0] {
+	case "acp":
+		return runACP(args[1:], stdin, stdout, stderr)
+	case "demo":
+		return runDemo(args[1:], stdout, stderr)
+	case "version", "--version", "-v":
+		fmt.Fprintln(stdout, "pixir", version)
+		return exitOK
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "pixir: unknown command %q\n\n%s", args[0], usage)
+	return exitUsage
+}
+
+// providerFlags are the flags that choose and configure the model.
+type providerFlags struct {
+	provider, model, script string
+	maxTurnRequests         int
+}
+
+func (p *providerFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&p.provider, "provider", "", "model provider: scripted (default; also PIXIR_PROVIDER or config.toml)")
+	fs.StringVar(&p.model, "model", "", "model name (also PIXIR_MODEL or config.toml)")
+	fs.StringVar(&p.script, "script", "", "script file for the scripted provider (also PIXIR_SCRIPT or config.toml [scripted] script)")
+	fs.IntVar(&p.maxTurnRequests, "max-turn-requests", 0, fmt.Sprintf("model calls allowed in one turn (default %d)", runtime.DefaultMaxTurnRequests))
+}
+
+// firstOf returns the first non-empty value: flag, environment, config.
+func firstOf(values ...string) string {
+	for _, v := range values {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// newRuntime resolves settings (flags over environment over config.toml
+// over defaults) and builds the Runtime.
+func newRuntime(pf providerFlags, logger *slog.Logger) (*runtime.Runtime, error) {
+	home, err := runtime.HomeDir()
+	if err != nil {
+		return nil, err
+	}
+	settings, err := runtime.LoadSettings(home)
+	if err != nil {
+		return nil, err
+	}
+	cfg := runtime.Config{
+		Home:            home,
+		Models:          settings.Models,
+		MaxTurnRequests: settings.MaxTurnRequests,
+		Tools:           tools.Builtins(),
+		Logger:          logger,
+	}
+	if pf.maxTurnRequests > 0 {
+		cfg.MaxTurnRequests = pf.maxTurnRequests
+	}
+	name := firstOf(pf.provider, os.Getenv("PIXIR_PROVIDER"), settings.Provider, scripted.ProviderName)
+	switch name {
+	case scripted.ProviderName:
+		script := scripted.Default()
+		if path := firstOf(pf.script, os.Getenv("PIXIR_SCRIPT"), settings.Scripted.Script); path != "" {
+			if script, err = scripted.Load(path); err != nil {
+				return nil, err
+			}
+		}
+		cfg.Provider = scripted.New(script)
+		cfg.Model = firstOf(pf.model, os.Getenv("PIXIR_MODEL"), settings.Model, "scripted")
+	default:
+		return nil, fmt.Errorf("unknown provider %q: available providers are: %s", name, scripted.ProviderName)
+	}
+	return runtime.New(cfg), nil
+}
+
+func runACP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("pixir acp", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var pf providerFlags
+	pf.register(fs)
+	logFile := fs.String("log-file", "", "also write logs to this file")
+	verbose := fs.Bool("verbose", false, "log debug details")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	logger, closeLog, err := newLogger(stderr, *logFile, *verbose)
+	if err != nil {
+		fmt.Fprintln(stderr, "pixir:", err)
+		return exitUsage
+	}
+	defer closeLog()
+	rt, err := newRuntime(pf, logger)
+	if err != nil {
+		fmt.Fprintln(stderr, "pixir:", err)
+		return exitUsage
+	}
+	defer rt.Close()
+	srv := acp.NewServer(rt, acp.Options{Version: version, Logger: logger})
+	conn := srv.Serve(stdin, stdout, nil)
+	<-conn.Done()
+	return exitOK
+}
+
+// newLogger writes text logs to stderr (never stdout: it carries the
+// protocol) and, when asked, to a file too.
+func newLogger(stderr io.Writer, path string, verbose bool) (*slog.Logger, func(), error) {
+	level := slog.LevelInfo
+	if verbose {
+		level = slog.LevelDebug
+	}
+	out := stderr
+	closeFn := func() {}
+	if path != "" {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			return nil, nil, fmt.Errorf("opening log file: %w", err)
+		}
+		out = io.MultiWriter(stderr, f)
+		closeFn = func() { f.Close() }
+	}
+	return slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: level})), closeFn, nil
+}

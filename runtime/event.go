@@ -1,0 +1,51 @@
+package runtime
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// EventType names what an Event records.
+type EventType string
+
+// Canonical event types: persisted in the Log with a seq.
+const (
+	EventUserMessage        EventType = "user_message"
+	EventAssistantMessage   EventType = "assistant_message"
+	EventReasoning          EventType = "reasoning"
+	EventSubagent           EventType = "subagent_event"
+	EventWorkflow           EventType = "workflow_event"
+	EventProviderUsage      EventType = "provider_usage"
+	EventTurnFailed         EventType = "turn_failed"
+	EventToolCall           EventType = "tool_call"
+	EventToolResult         EventType = "tool_result"
+	EventPermissionDecision EventType = "permission_decision"
+)
+
+// Ephemeral event types: live only, never in the Log.
+const (
+	EventTextDelta      EventType = "text_delta"
+	EventReasoningDelta EventType = "reasoning_delta"
+	EventStatus         EventType = "status"
+	EventPlan           EventType = "plan"
+)
+
+// Canonical reports whether events of type t are persisted.
+func (t EventType) Canonical() bool {
+	switch t {
+	case EventTextDelta, EventReasoningDelta, EventStatus, EventPlan:
+		return false
+	}
+	return true
+}
+
+// Event is the envelope of everything that happens in a Session. Seq is
+// stamped (from 1) on canonical events only; ephemeral events carry 0.
+type Event struct {
+	ID        string          `json:"id"`
+	SessionID string          `json:"session_id"`
+	Seq       int64           `json:"seq"`
+	TS        time.Time       `json:"ts"`
+	Type      EventType       `json:"type"`
+	Data      json.RawMessage `json:"data"`
+}

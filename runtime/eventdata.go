@@ -1,0 +1,98 @@
+package runtime
+
+import (
+	"encoding/json"
+
+	"github.com/pixir-go/pixir/tools"
+)
+
+// The Data of each event type. The presenter in acp/ decodes these; the Log
+// keeps them as JSON, so field names are a persisted contract.
+
+// UserMessageData is a prompt. Content keeps the client's content blocks
+// as sent (opaque to the runtime) so a replay can show them unchanged; Text is
+// what the model reads.
+type UserMessageData struct {
+	Text    string          `json:"text"`
+	Content json.RawMessage `json:"content,omitempty"`
+}
+
+// AssistantMessageData is one model response. Partial is set when the turn
+// was cancelled while it streamed: Text is what was streamed until then.
+type AssistantMessageData struct {
+	Text      string     `json:"text"`
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	Partial   bool       `json:"partial,omitempty"`
+}
+
+// ReasoningData is the model's reasoning for one response.
+type ReasoningData struct {
+	Text string `json:"text"`
+}
+
+// TextDeltaData is a streamed fragment (text_delta and reasoning_delta).
+type TextDeltaData struct {
+	Text string `json:"text"`
+}
+
+// ToolCallData announces a tool call before anything is decided about it.
+type ToolCallData struct {
+	ToolCallID string           `json:"tool_call_id"`
+	Name       string           `json:"name"`
+	Arguments  json.RawMessage  `json:"arguments"`
+	Title      string           `json:"title"`
+	Kind       tools.Kind       `json:"kind"`
+	Posture    tools.Posture    `json:"posture,omitempty"`
+	Locations  []tools.Location `json:"locations,omitempty"`
+}
+
+// ToolResultData is the end of a tool call. Result is the envelope the model
+// read.
+type ToolResultData struct {
+	ToolCallID string           `json:"tool_call_id"`
+	Name       string           `json:"name"`
+	Result     tools.Result     `json:"result"`
+	Diffs      []DiffData       `json:"diffs,omitempty"`
+	Locations  []tools.Location `json:"locations,omitempty"`
+	ElapsedMS  int64            `json:"elapsed_ms"`
+}
+
+// DiffData is a tools.Diff as persisted.
+type DiffData struct {
+	Path    string  `json:"path"`
+	OldText *string `json:"old_text,omitempty"`
+	NewText string  `json:"new_text"`
+}
+
+// StatusData is the ephemeral progress of a tool call.
+type StatusData struct {
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	Status     string `json:"status"`
+}
+
+// PermissionDecisionData records who decided what about a tool call.
+type PermissionDecisionData struct {
+	ToolCallID string `json:"tool_call_id"`
+	Tool       string `json:"tool"`
+	Mode       Mode   `json:"mode"`
+	// Decision is allowed, denied or cancelled.
+	Decision string `json:"decision"`
+	// Source is mode (the mode decided), user (the client was asked), or
+	// remembered (an earlier allow_always).
+	Source string `json:"source"`
+	Option string `json:"option,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// TurnFailedData records a turn that ended on a provider failure.
+type TurnFailedData struct {
+	Kind    tools.ErrorKind `json:"kind"`
+	Message string          `json:"message"`
+}
+
+// ProviderUsageData is token accounting for one model call.
+type ProviderUsageData struct {
+	Provider string `json:"provider"`
+	Model    string `json:"model"`
+	Usage
+}

@@ -1,0 +1,89 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Provider is a model behind a streaming API. Generate streams one model
+// response: it calls sink for each text or reasoning fragment as it arrives
+// and returns the assembled response when the model stops. It must return
+// promptly with ctx's error once ctx ends, leaving nothing running.
+type Provider interface {
+	Name() string
+	Generate(ctx context.Context, req ModelRequest, sink func(Delta)) (*ModelResponse, error)
+}
+
+// ModelRequest is everything a provider needs for one call.
+type ModelRequest struct {
+	Model    string
+	System   string
+	Messages []Message
+	Tools    []ToolSpec
+}
+
+// Role of a Message in the conversation.
+type Role string
+
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// Message is one entry of the conversation sent to a model.
+type Message struct {
+	Role Role `json:"role"`
+	// Text is the user's prompt, the assistant's answer, or the tool result
+	// as the model reads it (the JSON result envelope).
+	Text string `json:"text,omitempty"`
+	// ToolCalls the assistant asked for (RoleAssistant only).
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID and ToolName identify the call a RoleTool message answers.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	ToolName   string `json:"tool_name,omitempty"`
+}
+
+// ToolCall is a model's request to run a tool.
+type ToolCall struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// ToolSpec describes a tool to the model.
+type ToolSpec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// DeltaKind says what a streamed fragment is.
+type DeltaKind string
+
+const (
+	DeltaText      DeltaKind = "text"
+	DeltaReasoning DeltaKind = "reasoning"
+)
+
+// Delta is one streamed fragment of a model response.
+type Delta struct {
+	Kind DeltaKind
+	Text string
+}
+
+// ModelResponse is a complete model response.
+type ModelResponse struct {
+	Text      string
+	Reasoning string
+	ToolCalls []ToolCall
+	Usage     *Usage
+}
+
+// Usage is token accounting reported by a provider.
+type Usage struct {
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+	// ContextWindow is the model's context size when known.
+	ContextWindow int `json:"context_window,omitempty"`
+}

@@ -1,0 +1,308 @@
+package runtime
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pixir-go/pixir/tools"
+)
+
+// DefaultMaxTurnRequests bounds model calls in one turn when Config leaves
+// it zero.
+const DefaultMaxTurnRequests = 50
+
+// Config wires a Runtime.
+type Config struct {
+	// Home is $PIXIR_HOME: global state such as the index of workspaces.
+	Home     string
+	Provider Provider
+	// Model is the model new sessions use; Models the ones a client may
+	// switch to (Model is always among them).
+	Model  string
+	Models []string
+	// MaxTurnRequests bounds model calls per turn (max_turn_requests).
+	MaxTurnRequests int
+	Tools           []tools.Tool
+	System          string
+	Logger          *slog.Logger
+}
+
+// Runtime owns the live Sessions of one process.
+type Runtime struct {
+	cfg   Config
+	tools *tools.Registry
+	log   *slog.Logger
+
+	specsOnce sync.Once
+	specs     []ToolSpec
+
+	mu       sync.Mutex
+	sessions map[string]*Session
+}
+
+// New makes a Runtime.
+func New(cfg Config) *Runtime {
+	if cfg.MaxTurnRequests <= 0 {
+		cfg.MaxTurnRequests = DefaultMaxTurnRequests
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Model != "" && !slices.Contains(cfg.Models, cfg.Model) {
+		cfg.Models = append([]string{cfg.Model}, cfg.Models...)
+	}
+	return &Runtime{
+		cfg:      cfg,
+		tools:    tools.NewRegistry(cfg.Tools...),
+		log:      cfg.Logger,
+		sessions: map[string]*Session{},
+	}
+}
+
+// Models lists the models a session may use.
+func (r *Runtime) Models() []string { return slices.Clone(r.cfg.Models) }
+
+// ProviderName names the configured provider.
+func (r *Runtime) ProviderName() string { return r.cfg.Provider.Name() }
+
+func (r *Runtime) knowsModel(m string) bool { return slices.Contains(r.cfg.Models, m) }
+
+// toolSpecs describes the tools to the model, built once.
+func (r *Runtime) toolSpecs() []ToolSpec {
+	r.specsOnce.Do(func() {
+		for _, t := range r.tools.All() {
+			r.specs = append(r.specs, ToolSpec{Name: t.Name(), Description: t.Description(), Parameters: t.Schema()})
+		}
+	})
+	return r.specs
+}
+
+// NewSession starts a session in the workspace dir.
+func (r *Runtime) NewSession(dir string) (*Session, error) {
+	ws, err := NewWorkspace(dir)
+	if err != nil {
+		return nil, err
+	}
+	id := newSessionID()
+	log, _, _, err := OpenLog(logPath(ws.Root(), id))
+	if err != nil {
+		return nil, fmt.Errorf("creating session log: %w", err)
+	}
+	now := time.Now().UTC()
+	s := &Session{rt: r, workspace: ws, log: log, meta: Meta{
+		ID: id, Workspace: ws.Root(), Mode: ModeAuto, Model: r.cfg.Model, CreatedAt: now, UpdatedAt: now,
+	}}
+	if err := writeMeta(s.meta); err != nil {
+		log.Close()
+		return nil, fmt.Errorf("writing session metadata: %w", err)
+	}
+	r.rememberWorkspace(ws.Root())
+	r.mu.Lock()
+	r.sessions[id] = s
+	r.mu.Unlock()
+	return s, nil
+}
+
+// Session returns a live session of this process.
+func (r *Runtime) Session(id string) (*Session, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s, ok := r.sessions[id]; ok {
+		return s, nil
+	}
+	return nil, fmt.Errorf("%w: %s is not open in this process; load or resume it first", ErrSessionNotFound, id)
+}
+
+// OpenSession makes a session stored in workspace dir live again (or
+// returns it when it already is) with its canonical events for replay.
+func (r *Runtime) OpenSession(id, dir string) (*Session, []Event, error) {
+	if !validSessionID(id) {
+		return nil, nil, fmt.Errorf("%w: %q is not a session id", ErrSessionNotFound, id)
+	}
+	if s, err := r.Session(id); err == nil {
+		events, _, err := s.Events()
+		return s, events, err
+	}
+	ws, err := NewWorkspace(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	path := logPath(ws.Root(), id)
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, fmt.Errorf("%w: no log for %s in %s", ErrSessionNotFound, id, ws.Root())
+	}
+	log, events, report, err := OpenLog(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("opening session log: %w", err)
+	}
+	if report.TornBytes > 0 || report.Skipped > 0 {
+		r.log.Warn("session log was damaged; kept what was intact", "session", id, "log", path, "report", report.String())
+	}
+	meta, err := readMeta(ws.Root(), id)
+	if err != nil {
+		// The Log is the truth; metadata can be rebuilt.
+		r.log.Warn("session metadata missing; rebuilding it", "session", id, "err", err)
+		meta = Meta{ID: id, Workspace: ws.Root(), Mode: ModeAuto, Model: r.cfg.Model, CreatedAt: time.Now().UTC()}
+	}
+	if !r.knowsModel(meta.Model) {
+		meta.Model = r.cfg.Model
+	}
+	if _, err := ParseMode(string(meta.Mode)); err != nil {
+		meta.Mode = ModeAuto
+	}
+	if meta.Title == "" {
+		meta.Title = firstPromptTitle(events)
+	}
+	s := &Session{rt: r, workspace: ws, log: log, meta: meta, history: foldHistory(events, r.log)}
+	r.mu.Lock()
+	if live, ok := r.sessions[id]; ok { // opened concurrently
+		r.mu.Unlock()
+		log.Close()
+		ev, _, err := live.Events()
+		return live, ev, err
+	}
+	r.sessions[id] = s
+	r.mu.Unlock()
+	return s, events, nil
+}
+
+// CloseSession stops a live session and releases it. Its Log stays, so it
+// can be loaded again.
+func (r *Runtime) CloseSession(id string) error {
+	r.mu.Lock()
+	s, ok := r.sessions[id]
+	delete(r.sessions, id)
+	r.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("%w: %s is not open", ErrSessionNotFound, id)
+	}
+	s.close()
+	return nil
+}
+
+// Close stops every live session.
+func (r *Runtime) Close() {
+	r.mu.Lock()
+	live := make([]*Session, 0, len(r.sessions))
+	for _, s := range r.sessions {
+		live = append(live, s)
+	}
+	r.sessions = map[string]*Session{}
+	r.mu.Unlock()
+	for _, s := range live {
+		s.close()
+	}
+}
+
+// ListSessions lists stored sessions, newest first: of workspace dir, or of
+// every workspace this Pixir home has seen when dir is empty.
+func (r *Runtime) ListSessions(dir string) ([]Meta, error) {
+	var workspaces []string
+	if dir != "" {
+		ws, err := NewWorkspace(dir)
+		if err != nil {
+			return nil, err
+		}
+		workspaces = []string{ws.Root()}
+	} else {
+		workspaces = r.knownWorkspaces()
+	}
+	var out []Meta
+	for _, w := range workspaces {
+		entries, err := os.ReadDir(sessionsDir(w))
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			id, ok := strings.CutSuffix(e.Name(), ".ndjson")
+			if !ok {
+				continue
+			}
+			if s, err := r.Session(id); err == nil {
+				out = append(out, s.Meta())
+				continue
+			}
+			m, err := readMeta(w, id)
+			if err != nil {
+				m = Meta{ID: id, Workspace: w}
+			}
+			if info, err := e.Info(); err == nil && info.ModTime().After(m.UpdatedAt) {
+				m.UpdatedAt = info.ModTime().UTC()
+			}
+			out = append(out, m)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].UpdatedAt.After(out[j].UpdatedAt) })
+	return out, nil
+}
+
+func firstPromptTitle(events []Event) string {
+	for _, ev := range events {
+		if ev.Type == EventUserMessage {
+			var d UserMessageData
+			if decode(ev, &d, slog.New(slog.DiscardHandler)) {
+				return titleFrom(d.Text)
+			}
+		}
+	}
+	return ""
+}
+
+func (r *Runtime) workspacesFile() string {
+	if r.cfg.Home == "" {
+		return ""
+	}
+	return filepath.Join(r.cfg.Home, "workspaces")
+}
+
+// rememberWorkspace adds a workspace to the home's index so that listing
+// without a cwd finds its sessions.
+func (r *Runtime) rememberWorkspace(root string) {
+	path := r.workspacesFile()
+	if path == "" || slices.Contains(r.knownWorkspaces(), root) {
+		return
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		r.log.Warn("cannot create pixir home", "err", err)
+		return
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		r.log.Warn("cannot index workspace", "err", err)
+		return
+	}
+	defer f.Close()
+	if _, err := f.WriteString(root + "\n"); err != nil {
+		r.log.Warn("cannot index workspace", "err", err)
+	}
+}
+
+func (r *Runtime) knownWorkspaces() []string {
+	path := r.workspacesFile()
+	if path == "" {
+		return nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if line := strings.TrimSpace(sc.Text()); line != "" && !slices.Contains(out, line) {
+			out = append(out, line)
+		}
+	}
+	return out
+}

@@ -1,0 +1,294 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pixir-go/pixir/tools"
+)
+
+// Mode is a permission mode.
+type Mode string
+
+const (
+	ModeAuto     Mode = "auto"
+	ModeAsk      Mode = "ask"
+	ModeReadOnly Mode = "read_only"
+)
+
+// Modes lists the permission modes in the order they are offered.
+var Modes = []Mode{ModeAuto, ModeAsk, ModeReadOnly}
+
+// ParseMode checks a mode name.
+func ParseMode(s string) (Mode, error) {
+	for _, m := range Modes {
+		if string(m) == s {
+			return m, nil
+		}
+	}
+	return "", fmt.Errorf("unknown mode %q: want one of auto, ask, read_only", s)
+}
+
+// StopReason says why a turn ended (ACP StopReason values).
+type StopReason string
+
+const (
+	StopEndTurn         StopReason = "end_turn"
+	StopMaxTurnRequests StopReason = "max_turn_requests"
+	StopCancelled       StopReason = "cancelled"
+)
+
+// Errors a caller can tell apart.
+var (
+	ErrBusy            = errors.New("a turn is already running in this session; wait for it to end or cancel it with session/cancel")
+	ErrSessionNotFound = errors.New("session not found")
+	ErrSessionClosed   = errors.New("session is closed")
+)
+
+// Meta is what is known of a Session beside its Log, kept in
+// <workspace>/.pixir/sessions/<id>.json.
+type Meta struct {
+	ID        string    `json:"session_id"`
+	Workspace string    `json:"workspace"`
+	Title     string    `json:"title,omitempty"`
+	Mode      Mode      `json:"mode"`
+	Model     string    `json:"model"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Session is one conversation in one workspace. Its History is a fold over
+// its Log; at most one Turn runs at a time.
+type Session struct {
+	rt        *Runtime
+	workspace *Workspace
+	log       *Log
+
+	mu          sync.Mutex
+	meta        Meta
+	history     []Message
+	allowAlways map[string]bool
+	turnCancel  context.CancelFunc // non-nil while a turn runs
+	turnDone    chan struct{}
+	closed      bool
+}
+
+// ID is the session id.
+func (s *Session) ID() string { return s.meta.ID }
+
+// Workspace is the session's confined workspace.
+func (s *Session) Workspace() *Workspace { return s.workspace }
+
+// Meta returns a copy of the session's metadata.
+func (s *Session) Meta() Meta {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.meta
+}
+
+// Mode is the current permission mode.
+func (s *Session) Mode() Mode { return s.Meta().Mode }
+
+// Model is the current model.
+func (s *Session) Model() string { return s.Meta().Model }
+
+// SetMode changes the permission mode; it applies from the next tool call.
+func (s *Session) SetMode(m Mode) error {
+	if _, err := ParseMode(string(m)); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.meta.Mode = m
+	s.mu.Unlock()
+	return s.saveMeta()
+}
+
+// SetModel changes the model used from the next model call.
+func (s *Session) SetModel(model string) error {
+	if !s.rt.knowsModel(model) {
+		return fmt.Errorf("unknown model %q: want one of %s", model, strings.Join(s.rt.Models(), ", "))
+	}
+	s.mu.Lock()
+	s.meta.Model = model
+	s.mu.Unlock()
+	return s.saveMeta()
+}
+
+// Events reads the session's canonical events back from its Log.
+func (s *Session) Events() ([]Event, LoadReport, error) {
+	return ReadLog(s.log.Path())
+}
+
+// Cancel stops the running turn, if any, and waits for it to end.
+func (s *Session) Cancel() {
+	s.mu.Lock()
+	cancel, done := s.turnCancel, s.turnDone
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+// CancelAsync stops the running turn, if any, without waiting.
+func (s *Session) CancelAsync() {
+	s.mu.Lock()
+	cancel := s.turnCancel
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// close cancels any turn and closes the Log.
+func (s *Session) close() {
+	s.Cancel()
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	if err := s.log.Close(); err != nil {
+		s.rt.log.Warn("closing log", "session", s.ID(), "err", err)
+	}
+}
+
+func sessionsDir(workspace string) string {
+	return filepath.Join(workspace, StateDir, "sessions")
+}
+
+func logPath(workspace, id string) string {
+	return filepath.Join(sessionsDir(workspace), id+".ndjson")
+}
+
+func metaPath(workspace, id string) string {
+	return filepath.Join(sessionsDir(workspace), id+".json")
+}
+
+// saveMeta writes the metadata atomically (temp file and rename).
+func (s *Session) saveMeta() error {
+	s.mu.Lock()
+	s.meta.UpdatedAt = time.Now().UTC()
+	m := s.meta
+	s.mu.Unlock()
+	return writeMeta(m)
+}
+
+func writeMeta(m Meta) error {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	path := metaPath(m.Workspace, m.ID)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func readMeta(workspace, id string) (Meta, error) {
+	b, err := os.ReadFile(metaPath(workspace, id))
+	if err != nil {
+		return Meta{}, err
+	}
+	var m Meta
+	if err := json.Unmarshal(b, &m); err != nil {
+		return Meta{}, fmt.Errorf("session metadata %s: %w", metaPath(workspace, id), err)
+	}
+	return m, nil
+}
+
+func newSessionID() string { return uuid.Must(uuid.NewV7()).String() }
+
+// validSessionID keeps ids usable as file names.
+func validSessionID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for _, r := range id {
+		if !(r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// emit stamps and persists a canonical event, then shows it to the
+// observer. Ephemeral events are only shown.
+func (s *Session) emit(obs Observer, typ EventType, data any) error {
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return fmt.Errorf("encoding %s event: %w", typ, err)
+	}
+	ev := Event{SessionID: s.ID(), TS: time.Now().UTC(), Type: typ, Data: raw}
+	if typ.Canonical() {
+		if err := s.log.Append(&ev); err != nil {
+			return err
+		}
+	} else {
+		ev.ID = uuid.Must(uuid.NewV7()).String()
+	}
+	if obs != nil {
+		obs(ev)
+	}
+	return nil
+}
+
+// foldHistory rebuilds the model conversation from canonical events.
+func foldHistory(events []Event, log *slog.Logger) []Message {
+	var h []Message
+	for _, ev := range events {
+		switch ev.Type {
+		case EventUserMessage:
+			var d UserMessageData
+			if decode(ev, &d, log) {
+				h = append(h, Message{Role: RoleUser, Text: d.Text})
+			}
+		case EventAssistantMessage:
+			var d AssistantMessageData
+			if decode(ev, &d, log) {
+				h = append(h, Message{Role: RoleAssistant, Text: d.Text, ToolCalls: d.ToolCalls})
+			}
+		case EventToolResult:
+			var d ToolResultData
+			if decode(ev, &d, log) {
+				h = append(h, Message{Role: RoleTool, Text: resultText(d.Result), ToolCallID: d.ToolCallID, ToolName: d.Name})
+			}
+		}
+	}
+	return h
+}
+
+func decode(ev Event, v any, log *slog.Logger) bool {
+	if err := json.Unmarshal(ev.Data, v); err != nil {
+		log.Warn("undecodable event in log", "seq", ev.Seq, "type", ev.Type, "err", err)
+		return false
+	}
+	return true
+}
+
+// resultText is the tool result as the model reads it.
+func resultText(r tools.Result) string {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return `{"ok":false,"error":{"kind":"internal","message":"result could not be encoded"}}`
+	}
+	return string(b)
+}
+
+func titleFrom(text string) string {
+	t := strings.Join(strings.Fields(text), " ")
+	if r := []rune(t); len(r) > 80 {
+		t = string(r[:79]) + "…"
+	}
+	return t
+}

@@ -1,0 +1,359 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pixir-go/pixir/tools"
+)
+
+// Observer sees every event of a turn as it happens, in order, on the turn's
+// goroutine. It must not block for long: the model stream waits for it.
+type Observer func(Event)
+
+// PermissionRequest asks whoever drives the session whether a tool call may
+// run.
+type PermissionRequest struct {
+	SessionID  string
+	ToolCallID string
+	Tool       string
+	Title      string
+	Kind       tools.Kind
+	Arguments  json.RawMessage
+	Locations  []tools.Location
+}
+
+// PermissionOutcome is the answer to a PermissionRequest.
+type PermissionOutcome string
+
+const (
+	AllowOnce   PermissionOutcome = "allow_once"
+	AllowAlways PermissionOutcome = "allow_always"
+	RejectOnce  PermissionOutcome = "reject_once"
+	// PermissionCancelled means the question was withdrawn: the turn is
+	// being cancelled.
+	PermissionCancelled PermissionOutcome = "cancelled"
+)
+
+// Asker is how a session asks for permission in ask mode (the ACP client's
+// session/request_permission).
+type Asker interface {
+	AskPermission(ctx context.Context, req PermissionRequest) (PermissionOutcome, error)
+}
+
+// Prompt is what the user sent.
+type Prompt struct {
+	// Text is what the model reads.
+	Text string
+	// Content is the client's original content, kept for replay.
+	Content json.RawMessage
+}
+
+// TurnOptions connect a turn to whoever drives it.
+type TurnOptions struct {
+	Observe Observer
+	Ask     Asker // nil: ask mode denies, with a reason saying so
+}
+
+// Prompt runs one turn: model, tool calls, tool results, model… until the
+// model answers without tool calls, the model-call limit is reached, or ctx
+// or Cancel stops it. A provider failure ends the turn with end_turn and a
+// turn_failed event; only faults of the runtime itself (the Log cannot be
+// written) are returned as errors.
+func (s *Session) Prompt(ctx context.Context, p Prompt, opt TurnOptions) (StopReason, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return "", ErrSessionClosed
+	}
+	if s.turnCancel != nil {
+		s.mu.Unlock()
+		return "", ErrBusy
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	s.turnCancel, s.turnDone = cancel, done
+	if s.meta.Title == "" {
+		s.meta.Title = titleFrom(p.Text)
+	}
+	s.mu.Unlock()
+	defer func() {
+		cancel()
+		s.mu.Lock()
+		s.turnCancel, s.turnDone = nil, nil
+		s.mu.Unlock()
+		close(done)
+	}()
+
+	t := &turn{s: s, ctx: ctx, opt: opt}
+	stop, err := t.run(p)
+	if metaErr := s.saveMeta(); metaErr != nil && err == nil {
+		s.rt.log.Warn("saving session metadata", "session", s.ID(), "err", metaErr)
+	}
+	return stop, err
+}
+
+type turn struct {
+	s   *Session
+	ctx context.Context
+	opt TurnOptions
+}
+
+func (t *turn) emit(typ EventType, data any) error {
+	return t.s.emit(t.opt.Observe, typ, data)
+}
+
+func (t *turn) run(p Prompt) (StopReason, error) {
+	s := t.s
+	if err := t.emit(EventUserMessage, UserMessageData{Text: p.Text, Content: p.Content}); err != nil {
+		return "", err
+	}
+	s.appendHistory(Message{Role: RoleUser, Text: p.Text})
+
+	limit := s.rt.cfg.MaxTurnRequests
+	for call := 1; ; call++ {
+		if t.ctx.Err() != nil {
+			return StopCancelled, nil
+		}
+		if call > limit {
+			return StopMaxTurnRequests, nil
+		}
+		resp, streamed, err := t.generate()
+		if t.ctx.Err() != nil {
+			// Keep what the user already saw, so a replay shows it too.
+			if streamed.text != "" || streamed.reasoning != "" {
+				if err := t.recordResponse(&ModelResponse{Text: streamed.text, Reasoning: streamed.reasoning}, true); err != nil {
+					return "", err
+				}
+			}
+			return StopCancelled, nil
+		}
+		if err != nil {
+			kind := tools.ErrProviderError
+			var f *tools.Failure
+			if errors.As(err, &f) {
+				kind = f.Kind
+			}
+			if err := t.emit(EventTurnFailed, TurnFailedData{Kind: kind, Message: err.Error()}); err != nil {
+				return "", err
+			}
+			return StopEndTurn, nil
+		}
+		if err := t.recordResponse(resp, false); err != nil {
+			return "", err
+		}
+		if len(resp.ToolCalls) == 0 {
+			return StopEndTurn, nil
+		}
+		for i, tc := range resp.ToolCalls {
+			if t.ctx.Err() != nil {
+				// The model expects an answer to every call it made.
+				if err := t.skipCalls(resp.ToolCalls[i:]); err != nil {
+					return "", err
+				}
+				return StopCancelled, nil
+			}
+			if err := t.runTool(tc); err != nil {
+				return "", err
+			}
+		}
+	}
+}
+
+type streamedSoFar struct{ text, reasoning string }
+
+// generate makes one model call, streaming deltas to the observer.
+func (t *turn) generate() (*ModelResponse, streamedSoFar, error) {
+	s := t.s
+	var so streamedSoFar
+	req := ModelRequest{
+		Model:    s.Model(),
+		System:   s.rt.cfg.System,
+		Messages: s.historyCopy(),
+		Tools:    s.rt.toolSpecs(),
+	}
+	var emitErr error
+	resp, err := s.rt.cfg.Provider.Generate(t.ctx, req, func(d Delta) {
+		if d.Text == "" || emitErr != nil {
+			return
+		}
+		typ := EventTextDelta
+		if d.Kind == DeltaReasoning {
+			typ = EventReasoningDelta
+			so.reasoning += d.Text
+		} else {
+			so.text += d.Text
+		}
+		emitErr = t.emit(typ, TextDeltaData{Text: d.Text})
+	})
+	if emitErr != nil {
+		return nil, so, emitErr
+	}
+	if err == nil && resp == nil {
+		err = errors.New("the provider returned no response")
+	}
+	return resp, so, err
+}
+
+func (t *turn) recordResponse(resp *ModelResponse, partial bool) error {
+	s := t.s
+	if resp.Reasoning != "" {
+		if err := t.emit(EventReasoning, ReasoningData{Text: resp.Reasoning}); err != nil {
+			return err
+		}
+	}
+	if err := t.emit(EventAssistantMessage, AssistantMessageData{Text: resp.Text, ToolCalls: resp.ToolCalls, Partial: partial}); err != nil {
+		return err
+	}
+	s.appendHistory(Message{Role: RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
+	if resp.Usage != nil {
+		if err := t.emit(EventProviderUsage, ProviderUsageData{Provider: s.rt.cfg.Provider.Name(), Model: s.Model(), Usage: *resp.Usage}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runTool announces, authorizes, runs and records one tool call.
+func (t *turn) runTool(tc ToolCall) error {
+	s := t.s
+	tool, known := s.rt.tools.Get(tc.Name)
+	pres := tools.Presentation{Title: tc.Name, Kind: tools.KindOther}
+	var posture tools.Posture
+	if known {
+		pres = tool.Describe(tc.Arguments)
+		posture = tool.Posture()
+	}
+	if err := t.emit(EventToolCall, ToolCallData{
+		ToolCallID: tc.ID, Name: tc.Name, Arguments: tc.Arguments,
+		Title: pres.Title, Kind: pres.Kind, Posture: posture, Locations: pres.Locations,
+	}); err != nil {
+		return err
+	}
+	start := time.Now()
+	var result tools.Result
+	switch {
+	case !known:
+		result = s.rt.tools.Unknown(tc.Name)
+	default:
+		allowed, denial, err := t.authorize(tc, tool, pres)
+		if err != nil {
+			return err
+		}
+		if !allowed {
+			result = denial
+			break
+		}
+		if err := t.emit(EventStatus, StatusData{ToolCallID: tc.ID, Status: "in_progress"}); err != nil {
+			return err
+		}
+		result = tool.Run(t.ctx, tools.Env{SessionID: s.ID(), Workspace: s.workspace}, tc.Arguments)
+	}
+	return t.recordResult(tc, result, time.Since(start))
+}
+
+func (t *turn) recordResult(tc ToolCall, result tools.Result, elapsed time.Duration) error {
+	data := ToolResultData{ToolCallID: tc.ID, Name: tc.Name, Result: result, Locations: result.Locations, ElapsedMS: elapsed.Milliseconds()}
+	for _, d := range result.Diffs {
+		data.Diffs = append(data.Diffs, DiffData(d))
+	}
+	if err := t.emit(EventToolResult, data); err != nil {
+		return err
+	}
+	t.s.appendHistory(Message{Role: RoleTool, Text: resultText(result), ToolCallID: tc.ID, ToolName: tc.Name})
+	return nil
+}
+
+// skipCalls answers calls that will not run because the turn was cancelled.
+func (t *turn) skipCalls(calls []ToolCall) error {
+	for _, tc := range calls {
+		res := tools.Fail(tools.ErrCancelled, "not run: the turn was cancelled before this call started")
+		if err := t.recordResult(tc, res, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// authorize applies the permission mode to a call. Reads are always allowed;
+// mutations follow the mode, and every decision about one is recorded.
+func (t *turn) authorize(tc ToolCall, tool tools.Tool, pres tools.Presentation) (bool, tools.Result, error) {
+	s := t.s
+	if tool.Posture() != tools.PostureMutation {
+		return true, tools.Result{}, nil
+	}
+	mode := s.Mode()
+	decision := PermissionDecisionData{ToolCallID: tc.ID, Tool: tc.Name, Mode: mode}
+	record := func(d, source, option, reason string) error {
+		decision.Decision, decision.Source, decision.Option, decision.Reason = d, source, option, reason
+		return t.emit(EventPermissionDecision, decision)
+	}
+	switch mode {
+	case ModeReadOnly:
+		reason := fmt.Sprintf("%s changes the workspace and the session is in read_only mode; ask the user to switch the mode to auto or ask", tc.Name)
+		return false, tools.Fail(tools.ErrPermissionDenied, "%s", reason), record("denied", "mode", "", reason)
+	case ModeAsk:
+		if s.allowedAlways(tc.Name) {
+			return true, tools.Result{}, record("allowed", "remembered", string(AllowAlways), "")
+		}
+		if t.opt.Ask == nil {
+			reason := "the session is in ask mode and there is no client to ask"
+			return false, tools.Fail(tools.ErrPermissionDenied, "%s", reason), record("denied", "mode", "", reason)
+		}
+		outcome, err := t.opt.Ask.AskPermission(t.ctx, PermissionRequest{
+			SessionID: s.ID(), ToolCallID: tc.ID, Tool: tc.Name, Title: pres.Title,
+			Kind: pres.Kind, Arguments: tc.Arguments, Locations: pres.Locations,
+		})
+		if err != nil || t.ctx.Err() != nil {
+			outcome = PermissionCancelled
+		}
+		switch outcome {
+		case AllowOnce:
+			return true, tools.Result{}, record("allowed", "user", string(outcome), "")
+		case AllowAlways:
+			s.rememberAllow(tc.Name)
+			return true, tools.Result{}, record("allowed", "user", string(outcome), "")
+		case PermissionCancelled:
+			reason := "the permission request was cancelled"
+			if err != nil && t.ctx.Err() == nil {
+				reason = "the permission request failed: " + err.Error()
+			}
+			return false, tools.Fail(tools.ErrCancelled, "%s", reason), record("cancelled", "user", "", reason)
+		default:
+			reason := fmt.Sprintf("the user rejected this %s call; do not retry it unchanged, ask what they want instead", tc.Name)
+			return false, tools.Fail(tools.ErrPermissionDenied, "%s", reason), record("denied", "user", string(outcome), reason)
+		}
+	default:
+		return true, tools.Result{}, record("allowed", "mode", "", "")
+	}
+}
+
+func (s *Session) appendHistory(m Message) {
+	s.mu.Lock()
+	s.history = append(s.history, m)
+	s.mu.Unlock()
+}
+
+func (s *Session) historyCopy() []Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Message(nil), s.history...)
+}
+
+func (s *Session) allowedAlways(tool string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.allowAlways[tool]
+}
+
+func (s *Session) rememberAllow(tool string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.allowAlways == nil {
+		s.allowAlways = map[string]bool{}
+	}
+	s.allowAlways[tool] = true
+}
