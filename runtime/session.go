@@ -261,7 +261,7 @@ func foldHistory(events []Event, log *slog.Logger) []Message {
 		case EventToolResult:
 			var d ToolResultData
 			if decode(ev, &d, log) {
-				h = append(h, Message{Role: RoleTool, Text: resultText(d.Result), ToolCallID: d.ToolCallID, ToolName: d.Name})
+				h = append(h, Message{Role: RoleTool, Text: modelText(d.Result), ToolCallID: d.ToolCallID, ToolName: d.Name})
 			}
 		}
 	}
@@ -276,11 +276,21 @@ func decode(ev Event, v any, log *slog.Logger) bool {
 	return true
 }
 
-// resultText is the tool result as the model reads it.
-func resultText(r tools.Result) string {
+// modelText is the tool result as the model reads it: the envelope as
+// JSON with sorted keys, so that a History folded from the Log is byte for
+// byte the History the live turn built (provider prompt caches rely on it).
+func modelText(r tools.Result) string {
+	const unencodable = `{"ok":false,"error":{"kind":"internal","message":"the tool result could not be encoded"}}`
 	b, err := json.Marshal(r)
 	if err != nil {
-		return `{"ok":false,"error":{"kind":"internal","message":"result could not be encoded"}}`
+		return unencodable
+	}
+	var generic any
+	if err := json.Unmarshal(b, &generic); err != nil {
+		return unencodable
+	}
+	if b, err = json.Marshal(generic); err != nil {
+		return unencodable
 	}
 	return string(b)
 }

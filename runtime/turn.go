@@ -122,16 +122,17 @@ func (t *turn) run(p Prompt) (StopReason, error) {
 			return StopMaxTurnRequests, nil
 		}
 		resp, streamed, err := t.generate()
-		if t.ctx.Err() != nil {
-			// Keep what the user already saw, so a replay shows it too.
-			if streamed.text != "" || streamed.reasoning != "" {
-				if err := t.recordResponse(&ModelResponse{Text: streamed.text, Reasoning: streamed.reasoning}, true); err != nil {
-					return "", err
-				}
-			}
-			return StopCancelled, nil
-		}
 		if err != nil {
+			if t.ctx.Err() != nil {
+				// Keep what the user already saw, so a replay shows it too.
+				if streamed.text != "" || streamed.reasoning != "" {
+					partial := &ModelResponse{Text: streamed.text, Reasoning: streamed.reasoning}
+					if err := t.recordResponse(partial, true); err != nil {
+						return "", err
+					}
+				}
+				return StopCancelled, nil
+			}
 			kind := tools.ErrProviderError
 			var f *tools.Failure
 			if errors.As(err, &f) {
@@ -142,10 +143,15 @@ func (t *turn) run(p Prompt) (StopReason, error) {
 			}
 			return StopEndTurn, nil
 		}
+		// A complete response is recorded even when a cancel raced it: the
+		// model's tool calls must each get an answer in History.
 		if err := t.recordResponse(resp, false); err != nil {
 			return "", err
 		}
 		if len(resp.ToolCalls) == 0 {
+			if t.ctx.Err() != nil {
+				return StopCancelled, nil
+			}
 			return StopEndTurn, nil
 		}
 		for i, tc := range resp.ToolCalls {
@@ -263,7 +269,7 @@ func (t *turn) recordResult(tc ToolCall, result tools.Result, elapsed time.Durat
 	if err := t.emit(EventToolResult, data); err != nil {
 		return err
 	}
-	t.s.appendHistory(Message{Role: RoleTool, Text: resultText(result), ToolCallID: tc.ID, ToolName: tc.Name})
+	t.s.appendHistory(Message{Role: RoleTool, Text: modelText(result), ToolCallID: tc.ID, ToolName: tc.Name})
 	return nil
 }
 

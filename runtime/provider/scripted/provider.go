@@ -1,0 +1,220 @@
+package scripted
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"text/template"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/pixir-go/pixir/runtime"
+)
+
+// ProviderName is what Name returns for a scripted provider.
+const ProviderName = "scripted"
+
+// ContextWindow is the context size the scripted provider reports.
+const ContextWindow = 128000
+
+// ReplyError is the error Generate returns for a reply with `error = "…"`:
+// a provider failure the script asked for.
+type ReplyError struct {
+	Reply   string // which reply, e.g. `rule 6 "fail" reply 1`
+	Message string // the script's error text
+}
+
+func (e *ReplyError) Error() string { return e.Message }
+
+// New returns a provider that answers from s. It holds no per-session
+// state: each answer depends only on the request.
+func New(s *Script) runtime.Provider { return &provider{script: s} }
+
+type provider struct{ script *Script }
+
+func (p *provider) Name() string { return ProviderName }
+
+// Generate answers one model call from the script. See the package
+// documentation and FORMAT.md for how a reply is chosen.
+func (p *provider) Generate(ctx context.Context, req runtime.ModelRequest, sink func(runtime.Delta)) (*runtime.ModelResponse, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if sink == nil {
+		sink = func(runtime.Delta) {}
+	}
+	d := inspect(req)
+	r := p.script.find(d.User)
+	if r == nil {
+		text := fmt.Sprintf("I am Pixir's offline scripted provider and no rule in %s matches %q. "+
+			"Add a [[rule]] to the script (see README \"Scripted provider\").",
+			p.script.name, truncate(60, oneline(d.User)))
+		if err := stream(ctx, sink, runtime.DeltaText, text, 0, nil); err != nil {
+			return nil, err
+		}
+		return &runtime.ModelResponse{Text: text, Usage: usage(req, text)}, nil
+	}
+	rep := &r.replies[min(d.Call, len(r.replies))-1]
+
+	if err := sleep(ctx, rep.delay); err != nil {
+		return nil, err
+	}
+	if rep.hang {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	if rep.err != "" {
+		return nil, &ReplyError{Reply: rep.label, Message: rep.err}
+	}
+	reasoning, err := render(rep.reasoning, d)
+	if err != nil {
+		return nil, fmt.Errorf("scripted: %s reasoning: %w", rep.label, err)
+	}
+	text, err := render(rep.text, d)
+	if err != nil {
+		return nil, fmt.Errorf("scripted: %s text: %w", rep.label, err)
+	}
+
+	started := false
+	if err := stream(ctx, sink, runtime.DeltaReasoning, reasoning, rep.chunkDelay, &started); err != nil {
+		return nil, err
+	}
+	if err := stream(ctx, sink, runtime.DeltaText, text, rep.chunkDelay, &started); err != nil {
+		return nil, err
+	}
+
+	resp := &runtime.ModelResponse{Text: text, Reasoning: reasoning}
+	out := reasoning + text
+	for i, c := range rep.calls {
+		resp.ToolCalls = append(resp.ToolCalls, runtime.ToolCall{
+			ID:        fmt.Sprintf("call_%d_%d", d.Call, i+1),
+			Name:      c.name,
+			Arguments: append([]byte(nil), c.args...),
+		})
+		out += c.name + string(c.args)
+	}
+	resp.Usage = usage(req, out)
+	return resp, nil
+}
+
+// find returns the first rule whose match matches user, or nil.
+func (s *Script) find(user string) *rule {
+	for i := range s.rules {
+		if r := &s.rules[i]; r.match == nil || r.match.MatchString(user) {
+			return r
+		}
+	}
+	return nil
+}
+
+// inspect reads the turn out of the conversation: the latest user message,
+// how many model calls the turn has had, and its latest tool result.
+func inspect(req runtime.ModelRequest) data {
+	d := data{Model: req.Model, Call: 1}
+	last := -1
+	for i, m := range req.Messages {
+		if m.Role == runtime.RoleUser {
+			last = i
+		}
+	}
+	if last >= 0 {
+		d.User = req.Messages[last].Text
+	}
+	for _, m := range req.Messages[last+1:] {
+		switch m.Role {
+		case runtime.RoleAssistant:
+			d.Call++
+		case runtime.RoleTool:
+			d.ToolResult, d.ToolName = m.Text, m.ToolName
+		}
+	}
+	return d
+}
+
+func render(t *template.Template, d data) (string, error) {
+	if t == nil {
+		return "", nil
+	}
+	var b strings.Builder
+	if err := t.Execute(&b, d); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+// stream sends text to sink in word-sized chunks (each word with the white
+// space after it) so that the chunks concatenate to text exactly. It pauses
+// chunkDelay before every chunk but the first of the reply (*started tracks
+// that across calls) and returns ctx's error as soon as ctx ends.
+func stream(ctx context.Context, sink func(runtime.Delta), kind runtime.DeltaKind, text string, chunkDelay time.Duration, started *bool) error {
+	for _, c := range chunks(text) {
+		if started != nil && *started {
+			if err := sleep(ctx, chunkDelay); err != nil {
+				return err
+			}
+		} else if started != nil {
+			*started = true
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		sink(runtime.Delta{Kind: kind, Text: c})
+	}
+	return nil
+}
+
+// chunks splits s into pieces of one word and the white space that follows
+// it; white space at the start goes with the first word.
+func chunks(s string) []string {
+	var out []string
+	start := 0
+	inSpace := true // leading space belongs to the first chunk
+	for i, r := range s {
+		space := unicode.IsSpace(r)
+		if !space && inSpace && i > start && hasWord(s[start:i]) {
+			out = append(out, s[start:i])
+			start = i
+		}
+		inSpace = space
+	}
+	if start < len(s) {
+		out = append(out, s[start:])
+	}
+	return out
+}
+
+func hasWord(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool { return !unicode.IsSpace(r) }) >= 0
+}
+
+// sleep waits for d or until ctx ends, whichever is first.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// usage is a rough estimate: four characters to a token.
+func usage(req runtime.ModelRequest, out string) *runtime.Usage {
+	in := utf8.RuneCountInString(req.System)
+	for _, m := range req.Messages {
+		in += utf8.RuneCountInString(m.Text)
+		for _, c := range m.ToolCalls {
+			in += utf8.RuneCountInString(c.Name) + utf8.RuneCount(c.Arguments)
+		}
+	}
+	return &runtime.Usage{
+		InputTokens:   max(1, in/4),
+		OutputTokens:  max(1, utf8.RuneCountInString(out)/4),
+		ContextWindow: ContextWindow,
+	}
+}

@@ -1,0 +1,339 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/pixir-go/pixir/tools"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// fakeProvider answers each model call with the next func.
+type fakeProvider struct {
+	mu    sync.Mutex
+	calls []func(ctx context.Context, req ModelRequest, sink func(Delta)) (*ModelResponse, error)
+	reqs  []ModelRequest
+}
+
+func (p *fakeProvider) Name() string { return "fake" }
+
+func (p *fakeProvider) Generate(ctx context.Context, req ModelRequest, sink func(Delta)) (*ModelResponse, error) {
+	p.mu.Lock()
+	p.reqs = append(p.reqs, req)
+	if len(p.calls) == 0 {
+		p.mu.Unlock()
+		return &ModelResponse{Text: "(no more script)"}, nil
+	}
+	f := p.calls[0]
+	p.calls = p.calls[1:]
+	p.mu.Unlock()
+	return f(ctx, req, sink)
+}
+
+func text(s string) func(context.Context, ModelRequest, func(Delta)) (*ModelResponse, error) {
+	return func(_ context.Context, _ ModelRequest, sink func(Delta)) (*ModelResponse, error) {
+		sink(Delta{Kind: DeltaText, Text: s})
+		return &ModelResponse{Text: s, Usage: &Usage{InputTokens: 1, OutputTokens: 1}}, nil
+	}
+}
+
+func calls(tcs ...ToolCall) func(context.Context, ModelRequest, func(Delta)) (*ModelResponse, error) {
+	return func(context.Context, ModelRequest, func(Delta)) (*ModelResponse, error) {
+		return &ModelResponse{ToolCalls: tcs}, nil
+	}
+}
+
+func writeCall(id, path string) ToolCall {
+	args, _ := json.Marshal(map[string]string{"path": path, "content": "x"})
+	return ToolCall{ID: id, Name: "write", Arguments: args}
+}
+
+func newTestSession(t *testing.T, p Provider) *Session {
+	t.Helper()
+	rt := New(Config{Home: t.TempDir(), Provider: p, Model: "m", Tools: tools.Builtins()})
+	t.Cleanup(rt.Close)
+	s, err := rt.NewSession(t.TempDir())
+	require.NoError(t, err)
+	return s
+}
+
+type recorder struct {
+	mu     sync.Mutex
+	events []Event
+}
+
+func (r *recorder) observe(ev Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, ev)
+}
+
+func (r *recorder) types() []EventType {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []EventType
+	for _, ev := range r.events {
+		out = append(out, ev.Type)
+	}
+	return out
+}
+
+func TestTurnRunsToolsAndFeedsResultsBack(t *testing.T) {
+	p := &fakeProvider{calls: []func(context.Context, ModelRequest, func(Delta)) (*ModelResponse, error){
+		calls(writeCall("c1", "a.txt"), ToolCall{ID: "c2", Name: "nope", Arguments: json.RawMessage(`{}`)}),
+		text("done"),
+	}}
+	s := newTestSession(t, p)
+	var rec recorder
+	stop, err := s.Prompt(context.Background(), Prompt{Text: "go"}, TurnOptions{Observe: rec.observe})
+	require.NoError(t, err)
+	require.Equal(t, StopEndTurn, stop)
+	require.Equal(t, []EventType{
+		EventUserMessage, EventAssistantMessage,
+		EventToolCall, EventPermissionDecision, EventStatus, EventToolResult,
+		EventToolCall, EventToolResult,
+		EventTextDelta, EventAssistantMessage, EventProviderUsage,
+	}, rec.types())
+	// The second model call saw both results, the unknown tool as an error.
+	second := p.reqs[1].Messages
+	require.Len(t, second, 4)
+	require.Equal(t, RoleTool, second[2].Role)
+	require.Contains(t, second[2].Text, `"ok":true`)
+	require.Contains(t, second[3].Text, `"kind":"unknown_tool"`)
+	got, err := os.ReadFile(filepath.Join(s.Workspace().Root(), "a.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "x", string(got))
+
+	// History is a fold over the Log: a reopened session sees the same.
+	events, _, err := s.Events()
+	require.NoError(t, err)
+	require.Equal(t, s.historyCopy(), foldHistory(events, s.rt.log))
+}
+
+func TestPermissionModes(t *testing.T) {
+	tests := []struct {
+		name     string
+		mode     Mode
+		asker    Asker
+		written  bool
+		decision string
+		kind     tools.ErrorKind
+	}{
+		{"auto allows", ModeAuto, nil, true, "allowed", ""},
+		{"read_only denies", ModeReadOnly, nil, false, "denied", tools.ErrPermissionDenied},
+		{"ask without a client denies", ModeAsk, nil, false, "denied", tools.ErrPermissionDenied},
+		{"ask, allowed once", ModeAsk, answer(AllowOnce), true, "allowed", ""},
+		{"ask, rejected", ModeAsk, answer(RejectOnce), false, "denied", tools.ErrPermissionDenied},
+		{"ask, cancelled", ModeAsk, answer(PermissionCancelled), false, "cancelled", tools.ErrCancelled},
+		{"ask, client failed", ModeAsk, failingAsker{}, false, "cancelled", tools.ErrCancelled},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &fakeProvider{calls: []func(context.Context, ModelRequest, func(Delta)) (*ModelResponse, error){
+				calls(writeCall("c1", "a.txt")), text("ok"),
+			}}
+			s := newTestSession(t, p)
+			require.NoError(t, s.SetMode(tt.mode))
+			var rec recorder
+			_, err := s.Prompt(context.Background(), Prompt{Text: "go"}, TurnOptions{Observe: rec.observe, Ask: tt.asker})
+			require.NoError(t, err)
+			_, statErr := os.Stat(filepath.Join(s.Workspace().Root(), "a.txt"))
+			require.Equal(t, tt.written, statErr == nil)
+			var decision PermissionDecisionData
+			var result ToolResultData
+			for _, ev := range rec.events {
+				switch ev.Type {
+				case EventPermissionDecision:
+					require.NoError(t, json.Unmarshal(ev.Data, &decision))
+				case EventToolResult:
+					require.NoError(t, json.Unmarshal(ev.Data, &result))
+				}
+			}
+			require.Equal(t, tt.decision, decision.Decision)
+			require.Equal(t, tt.mode, decision.Mode)
+			if tt.kind != "" {
+				require.False(t, result.Result.OK)
+				require.Equal(t, tt.kind, result.Result.Error.Kind)
+			} else {
+				require.True(t, result.Result.OK)
+			}
+		})
+	}
+}
+
+type answer PermissionOutcome
+
+func (a answer) AskPermission(context.Context, PermissionRequest) (PermissionOutcome, error) {
+	return PermissionOutcome(a), nil
+}
+
+type failingAsker struct{}
+
+func (failingAsker) AskPermission(context.Context, PermissionRequest) (PermissionOutcome, error) {
+	return "", errors.New("client went away")
+}
+
+// countingAsker allows always and counts questions.
+type countingAsker struct{ n int }
+
+func (c *countingAsker) AskPermission(context.Context, PermissionRequest) (PermissionOutcome, error) {
+	c.n++
+	return AllowAlways, nil
+}
+
+func TestAllowAlwaysIsRememberedPerTool(t *testing.T) {
+	p := &fakeProvider{calls: []func(context.Context, ModelRequest, func(Delta)) (*ModelResponse, error){
+		calls(writeCall("c1", "a.txt"), writeCall("c2", "b.txt")), text("ok"),
+	}}
+	s := newTestSession(t, p)
+	require.NoError(t, s.SetMode(ModeAsk))
+	asker := &countingAsker{}
+	_, err := s.Prompt(context.Background(), Prompt{Text: "go"}, TurnOptions{Ask: asker})
+	require.NoError(t, err)
+	require.Equal(t, 1, asker.n)
+	events, _, err := s.Events()
+	require.NoError(t, err)
+	var sources []string
+	for _, ev := range events {
+		if ev.Type == EventPermissionDecision {
+			var d PermissionDecisionData
+			require.NoError(t, json.Unmarshal(ev.Data, &d))
+			sources = append(sources, d.Source)
+		}
+	}
+	require.Equal(t, []string{"user", "remembered"}, sources)
+}
+
+func TestCancelWhileStreamingKeepsWhatWasShown(t *testing.T) {
+	started := make(chan struct{})
+	p := &fakeProvider{calls: []func(context.Context, ModelRequest, func(Delta)) (*ModelResponse, error){
+		func(ctx context.Context, _ ModelRequest, sink func(Delta)) (*ModelResponse, error) {
+			sink(Delta{Kind: DeltaReasoning, Text: "hmm"})
+			sink(Delta{Kind: DeltaText, Text: "partial "})
+			close(started)
+			<-ctx.Done()
+			return nil, ctx.Err()
+		},
+	}}
+	s := newTestSession(t, p)
+	go func() {
+		<-started
+		s.Cancel()
+	}()
+	stop, err := s.Prompt(context.Background(), Prompt{Text: "go"}, TurnOptions{})
+	require.NoError(t, err)
+	require.Equal(t, StopCancelled, stop)
+	events, _, err := s.Events()
+	require.NoError(t, err)
+	last := events[len(events)-1]
+	require.Equal(t, EventAssistantMessage, last.Type)
+	var d AssistantMessageData
+	require.NoError(t, json.Unmarshal(last.Data, &d))
+	require.Equal(t, AssistantMessageData{Text: "partial ", Partial: true}, d)
+	require.Equal(t, EventReasoning, events[len(events)-2].Type)
+}
+
+func TestCancelledTurnAnswersEveryToolCall(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &fakeProvider{calls: []func(context.Context, ModelRequest, func(Delta)) (*ModelResponse, error){
+		func(context.Context, ModelRequest, func(Delta)) (*ModelResponse, error) {
+			cancel() // cancelled after the model answered, before tools ran
+			return &ModelResponse{ToolCalls: []ToolCall{writeCall("c1", "a.txt"), writeCall("c2", "b.txt")}}, nil
+		},
+	}}
+	s := newTestSession(t, p)
+	stop, err := s.Prompt(ctx, Prompt{Text: "go"}, TurnOptions{})
+	require.NoError(t, err)
+	require.Equal(t, StopCancelled, stop)
+	h := s.historyCopy()
+	require.Len(t, h, 4, "user, assistant, and a result for each call")
+	require.Contains(t, h[3].Text, `"kind":"cancelled"`)
+}
+
+func TestBusySessionRefusesASecondPrompt(t *testing.T) {
+	release := make(chan struct{})
+	p := &fakeProvider{calls: []func(context.Context, ModelRequest, func(Delta)) (*ModelResponse, error){
+		func(ctx context.Context, _ ModelRequest, _ func(Delta)) (*ModelResponse, error) {
+			<-release
+			return &ModelResponse{Text: "ok"}, nil
+		},
+	}}
+	s := newTestSession(t, p)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = s.Prompt(context.Background(), Prompt{Text: "one"}, TurnOptions{})
+	}()
+	require.Eventually(t, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.turnCancel != nil
+	}, 5*time.Second, time.Millisecond)
+	_, err := s.Prompt(context.Background(), Prompt{Text: "two"}, TurnOptions{})
+	require.ErrorIs(t, err, ErrBusy)
+	close(release)
+	<-done
+}
+
+func TestProviderFailureIsATurnFailedEvent(t *testing.T) {
+	p := &fakeProvider{calls: []func(context.Context, ModelRequest, func(Delta)) (*ModelResponse, error){
+		func(context.Context, ModelRequest, func(Delta)) (*ModelResponse, error) {
+			return nil, errors.New("502 bad gateway")
+		},
+	}}
+	s := newTestSession(t, p)
+	stop, err := s.Prompt(context.Background(), Prompt{Text: "go"}, TurnOptions{})
+	require.NoError(t, err)
+	require.Equal(t, StopEndTurn, stop)
+	events, _, err := s.Events()
+	require.NoError(t, err)
+	var d TurnFailedData
+	require.Equal(t, EventTurnFailed, events[len(events)-1].Type)
+	require.NoError(t, json.Unmarshal(events[len(events)-1].Data, &d))
+	require.Equal(t, TurnFailedData{Kind: tools.ErrProviderError, Message: "502 bad gateway"}, d)
+}
+
+func TestReopenedSessionKeepsModeModelAndHistory(t *testing.T) {
+	p := &fakeProvider{calls: []func(context.Context, ModelRequest, func(Delta)) (*ModelResponse, error){text("first answer")}}
+	home, ws := t.TempDir(), t.TempDir()
+	rt := New(Config{Home: home, Provider: p, Model: "m", Models: []string{"m2"}, Tools: tools.Builtins()})
+	s, err := rt.NewSession(ws)
+	require.NoError(t, err)
+	require.NoError(t, s.SetMode(ModeReadOnly))
+	require.NoError(t, s.SetModel("m2"))
+	require.Error(t, s.SetModel("nope"))
+	_, err = s.Prompt(context.Background(), Prompt{Text: "hello there"}, TurnOptions{})
+	require.NoError(t, err)
+	rt.Close()
+
+	rt2 := New(Config{Home: home, Provider: p, Model: "m", Models: []string{"m2"}, Tools: tools.Builtins()})
+	defer rt2.Close()
+	list, err := rt2.ListSessions("")
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	require.Equal(t, "hello there", list[0].Title)
+	s2, events, err := rt2.OpenSession(s.ID(), ws)
+	require.NoError(t, err)
+	require.Len(t, events, 3)
+	require.Equal(t, ModeReadOnly, s2.Mode())
+	require.Equal(t, "m2", s2.Model())
+	require.Equal(t, []Message{{Role: RoleUser, Text: "hello there"}, {Role: RoleAssistant, Text: "first answer"}}, s2.historyCopy())
+
+	_, _, err = rt2.OpenSession("../../etc", ws)
+	require.ErrorIs(t, err, ErrSessionNotFound)
+	_, _, err = rt2.OpenSession("0000", ws)
+	require.ErrorIs(t, err, ErrSessionNotFound)
+	require.NoError(t, rt2.CloseSession(s.ID()))
+	_, err = s2.Prompt(context.Background(), Prompt{Text: "again"}, TurnOptions{})
+	require.ErrorIs(t, err, ErrSessionClosed)
+}
