@@ -1,0 +1,134 @@
+package tools
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+//go:embed edit.md
+var editDescription string
+
+// EditArgs are the arguments of edit.
+type EditArgs struct {
+	Path       string `json:"path" jsonschema_description:"File to edit, relative to the workspace root."`
+	OldText    string `json:"old_text" jsonschema_description:"Exact text to replace, copied from the file with its whitespace."`
+	NewText    string `json:"new_text" jsonschema_description:"Text to put in its place."`
+	ReplaceAll bool   `json:"replace_all,omitempty" jsonschema_description:"Replace every match instead of requiring exactly one."`
+}
+
+// EditOutput is what edit returns.
+type EditOutput struct {
+	Path         string `json:"path"`
+	Replacements int    `json:"replacements"`
+}
+
+// maxListedLines bounds the line numbers an ambiguous match reports.
+const maxListedLines = 20
+
+// EditTool replaces exact text in a file.
+func EditTool() Tool {
+	return Define(Spec[EditArgs]{
+		Name:        "edit",
+		Description: editDescription,
+		Posture:     PostureMutation,
+		Kind:        KindEdit,
+		Describe:    describeEdit,
+		Run:         runEdit,
+	})
+}
+
+func describeEdit(a EditArgs) Presentation {
+	p := shown(a.Path)
+	if p == "" {
+		return Presentation{}
+	}
+	return Presentation{Title: "Edit " + p, Locations: []Location{{Path: p}}}
+}
+
+func runEdit(_ context.Context, env Env, a EditArgs, dryRun bool) Result {
+	if a.OldText == "" {
+		return Fail(ErrInvalidArgs, "old_text is empty; copy the exact text to replace from the file (to create a file or replace all of it, use write)")
+	}
+	if a.OldText == a.NewText {
+		return Fail(ErrInvalidArgs, "old_text and new_text are the same, so the edit would change nothing; put the changed text in new_text")
+	}
+	t, f := resolve(env, a.Path)
+	if f != nil {
+		return Failed(f)
+	}
+	old, f := currentText(t)
+	if f != nil {
+		return Failed(f)
+	}
+	if old == nil {
+		return Fail(ErrNotFound, "there is no file at %s; check the path, or create the file with write", t.rel)
+	}
+
+	lines := matchLines(*old, a.OldText)
+	switch {
+	case len(lines) == 0:
+		return Fail(ErrNotFound, "old_text was not found in %s; read the file and copy the exact text, including whitespace", t.rel)
+	case len(lines) > 1 && !a.ReplaceAll:
+		return Failed(&Failure{
+			Kind: ErrConflict,
+			Message: fmt.Sprintf("old_text matches %d places in %s (lines %s); add surrounding lines to old_text so it matches once, or set replace_all to replace every match",
+				len(lines), t.rel, listLines(lines)),
+			Details: map[string]any{"matches": len(lines), "lines": lines[:min(len(lines), maxListedLines)]},
+		})
+	}
+
+	n := 1
+	if a.ReplaceAll {
+		n = -1
+	}
+	text := strings.Replace(*old, a.OldText, a.NewText, n)
+	var res Result
+	if dryRun {
+		res = Preview("would replace %d match(es) of old_text in %s, the first at line %d", len(lines), t.rel, lines[0])
+	} else {
+		// The file exists, so WriteFile keeps its mode.
+		if err := os.WriteFile(t.abs, []byte(text), 0o644); err != nil {
+			return Failed(fileFailure(err, t.rel, "check the path"))
+		}
+		res = OK(EditOutput{Path: t.rel, Replacements: len(lines)})
+	}
+	res.Diffs = []Diff{{Path: t.abs, OldText: old, NewText: text}}
+	res.Locations = []Location{{Path: t.abs, Line: lines[0]}}
+	return res
+}
+
+// matchLines gives the 1-based line on which each non-overlapping match of
+// sub in s starts, the same matches strings.Replace replaces.
+func matchLines(s, sub string) []int {
+	var lines []int
+	line, from := 1, 0
+	for {
+		i := strings.Index(s[from:], sub)
+		if i < 0 {
+			return lines
+		}
+		line += strings.Count(s[from:from+i], "\n")
+		lines = append(lines, line)
+		line += strings.Count(sub, "\n")
+		from += i + len(sub)
+	}
+}
+
+// listLines renders match lines for a message, eliding past maxListedLines.
+func listLines(lines []int) string {
+	var b strings.Builder
+	for i, l := range lines[:min(len(lines), maxListedLines)] {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Itoa(l))
+	}
+	if len(lines) > maxListedLines {
+		b.WriteString(", …")
+	}
+	return b.String()
+}

@@ -1,0 +1,159 @@
+package tools
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+)
+
+//go:embed read.md
+var readDescription string
+
+// readLimit bounds what one read returns, so one call cannot fill the
+// model's context window.
+const readLimit = 256 << 10
+
+// ReadArgs are the arguments of read.
+type ReadArgs struct {
+	Path   string `json:"path" jsonschema_description:"File to read, relative to the workspace root."`
+	Offset int    `json:"offset,omitempty" jsonschema:"minimum=1" jsonschema_description:"First line to read, 1-based. Default 1."`
+	Limit  int    `json:"limit,omitempty" jsonschema:"minimum=1" jsonschema_description:"Number of lines to read. Default: to the end of the file."`
+}
+
+// ReadOutput is what read returns. StartLine and EndLine are the lines in
+// Content; all three line fields are 0 for an empty file.
+type ReadOutput struct {
+	Path       string `json:"path"`
+	StartLine  int    `json:"start_line"`
+	EndLine    int    `json:"end_line"`
+	TotalLines int    `json:"total_lines"`
+	Content    string `json:"content"`
+}
+
+// ReadTool reads a text file, or a range of its lines.
+func ReadTool() Tool {
+	return Define(Spec[ReadArgs]{
+		Name:        "read",
+		Description: readDescription,
+		Posture:     PostureRead,
+		Kind:        KindRead,
+		Describe:    describeRead,
+		Run:         runRead,
+	})
+}
+
+func describeRead(a ReadArgs) Presentation {
+	p := shown(a.Path)
+	if p == "" {
+		return Presentation{}
+	}
+	return Presentation{
+		Title:     "Read " + p + lineRange(a.Offset, a.Limit),
+		Locations: []Location{{Path: p, Line: max(a.Offset, 0)}},
+	}
+}
+
+// lineRange is the ":10-40" suffix of a read title, empty for a whole file.
+func lineRange(offset, limit int) string {
+	start := max(offset, 1)
+	switch {
+	case limit > 0:
+		return fmt.Sprintf(":%d-%d", start, start+limit-1)
+	case offset > 0:
+		return fmt.Sprintf(":%d-", start)
+	}
+	return ""
+}
+
+func runRead(ctx context.Context, env Env, a ReadArgs, dryRun bool) Result {
+	t, f := resolve(env, a.Path)
+	if f != nil {
+		return Failed(f)
+	}
+	info, err := os.Stat(t.abs)
+	if err != nil {
+		return Failed(fileFailure(err, t.rel, "check the path, or list the directory with bash (ls)"))
+	}
+	if f := regularFile(info, t.rel); f != nil {
+		return Failed(f)
+	}
+	if dryRun {
+		return Preview("would read %s%s (%d bytes)", t.rel, lineRange(a.Offset, a.Limit), info.Size())
+	}
+	out, f := readLines(ctx, t, a.Offset, a.Limit)
+	if f != nil {
+		return Failed(f)
+	}
+	res := OK(out)
+	res.Locations = []Location{{Path: t.abs, Line: out.StartLine}}
+	return res
+}
+
+// readLines streams the file, keeping at most readLimit bytes of the
+// selected lines and counting the rest, so memory stays bounded however
+// large the file or its lines are.
+func readLines(ctx context.Context, t target, offset, limit int) (ReadOutput, *Failure) {
+	file, err := os.Open(t.abs)
+	if err != nil {
+		return ReadOutput{}, fileFailure(err, t.rel, "check the path, or list the directory with bash (ls)")
+	}
+	defer file.Close()
+	r := bufio.NewReaderSize(file, 64<<10)
+	if head, _ := r.Peek(8000); bytes.IndexByte(head, 0) >= 0 {
+		return ReadOutput{}, &Failure{Kind: ErrInvalidArgs, Message: fmt.Sprintf(
+			"%s looks binary (it contains NUL bytes), so it cannot be read as text; inspect it with bash (file, xxd | head)", t.rel)}
+	}
+
+	start, end := max(offset, 1), math.MaxInt
+	if limit > 0 {
+		end = start + limit - 1
+	}
+	out := ReadOutput{Path: t.rel}
+	var kept []byte
+	selected, line, atLineStart := 0, 0, true
+	for {
+		if err := ctx.Err(); err != nil {
+			return ReadOutput{}, AsFailure(err)
+		}
+		chunk, err := r.ReadSlice('\n')
+		if len(chunk) > 0 {
+			if atLineStart {
+				line++
+			}
+			atLineStart = chunk[len(chunk)-1] == '\n'
+			if line >= start && line <= end {
+				if len(kept) < readLimit {
+					out.EndLine = line
+				}
+				kept = append(kept, chunk[:min(len(chunk), readLimit-len(kept))]...)
+				selected += len(chunk)
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			return ReadOutput{}, fileFailure(err, t.rel, "check the path, or list the directory with bash (ls)")
+		}
+	}
+
+	out.TotalLines = line
+	if start > line && (line > 0 || offset > 1) {
+		return ReadOutput{}, &Failure{Kind: ErrInvalidArgs, Message: fmt.Sprintf(
+			"offset %d is past the end of %s, which has %d lines; read from an offset between 1 and %d", offset, t.rel, line, max(line, 1))}
+	}
+	if out.EndLine > 0 {
+		out.StartLine = start
+	}
+	out.Content = string(kept)
+	if selected > len(kept) {
+		out.Content = truncated(out.Content, selected)
+	}
+	return out, nil
+}

@@ -1,0 +1,158 @@
+package tools
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// writeFiles creates files under root, making parent directories.
+func writeFiles(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(root, name)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+	}
+}
+
+func TestRead(t *testing.T) {
+	env, root := newEnv(t)
+	writeFiles(t, root, map[string]string{
+		"src/main.go":   "l1\nl2\nl3\nl4\n",
+		"no-newline.go": "a\nb",
+		"empty.txt":     "",
+	})
+	abs := filepath.Join(root, "src/main.go")
+	tests := []struct {
+		name string
+		args string
+		want ReadOutput
+	}{
+		{"whole file", `{"path":"src/main.go"}`, ReadOutput{"src/main.go", 1, 4, 4, "l1\nl2\nl3\nl4\n"}},
+		{"range", `{"path":"src/main.go","offset":2,"limit":2}`, ReadOutput{"src/main.go", 2, 3, 4, "l2\nl3\n"}},
+		{"offset only", `{"path":"src/main.go","offset":3}`, ReadOutput{"src/main.go", 3, 4, 4, "l3\nl4\n"}},
+		{"limit only", `{"path":"src/main.go","limit":1}`, ReadOutput{"src/main.go", 1, 1, 4, "l1\n"}},
+		{"limit past the end", `{"path":"src/main.go","offset":4,"limit":10}`, ReadOutput{"src/main.go", 4, 4, 4, "l4\n"}},
+		{"absolute path shown relative", fmt.Sprintf(`{"path":%q}`, abs), ReadOutput{"src/main.go", 1, 4, 4, "l1\nl2\nl3\nl4\n"}},
+		{"unclean path", `{"path":"./src/../src/main.go","limit":1}`, ReadOutput{"src/main.go", 1, 1, 4, "l1\n"}},
+		{"no final newline", `{"path":"no-newline.go"}`, ReadOutput{"no-newline.go", 1, 2, 2, "a\nb"}},
+		{"empty file", `{"path":"empty.txt"}`, ReadOutput{"empty.txt", 0, 0, 0, ""}},
+		{"empty file from line 1", `{"path":"empty.txt","offset":1}`, ReadOutput{"empty.txt", 0, 0, 0, ""}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := run(t, ReadTool(), env, tt.args)
+			require.Equal(t, tt.want, requireOK[ReadOutput](t, res))
+			require.Equal(t, filepath.Join(root, tt.want.Path), res.Locations[0].Path)
+		})
+	}
+}
+
+func TestReadFailures(t *testing.T) {
+	env, root := newEnv(t)
+	writeFiles(t, root, map[string]string{
+		"src/main.go": "l1\nl2\nl3\nl4\n",
+		"bin.dat":     "ELF\x00\x01\x02",
+		"empty.txt":   "",
+	})
+	tests := []struct {
+		name string
+		args string
+		kind ErrorKind
+		msg  string
+	}{
+		{"missing file", `{"path":"src/nope.go"}`, ErrNotFound, "there is no file at src/nope.go; check the path, or list the directory with bash (ls)"},
+		{"parent is a file", `{"path":"src/main.go/x"}`, ErrNotFound, "a parent of src/main.go/x is a file, not a directory; check the path, or list the directory with bash (ls)"},
+		{"directory", `{"path":"src"}`, ErrInvalidArgs, "src is a directory, not a file; list it with bash (ls) instead"},
+		{"workspace root", `{"path":"."}`, ErrInvalidArgs, ". is a directory, not a file; list it with bash (ls) instead"},
+		{"outside the workspace", `{"path":"../etc/passwd"}`, ErrPermissionDenied, "../etc/passwd is outside the workspace; use a path inside it"},
+		{"binary", `{"path":"bin.dat"}`, ErrInvalidArgs, "bin.dat looks binary (it contains NUL bytes), so it cannot be read as text; inspect it with bash (file, xxd | head)"},
+		{"offset past the end", `{"path":"src/main.go","offset":5}`, ErrInvalidArgs, "offset 5 is past the end of src/main.go, which has 4 lines; read from an offset between 1 and 4"},
+		{"offset past the end of an empty file", `{"path":"empty.txt","offset":2}`, ErrInvalidArgs, "offset 2 is past the end of empty.txt, which has 0 lines; read from an offset between 1 and 1"},
+		{"zero offset", `{"path":"src/main.go","offset":0}`, ErrInvalidArgs, "/offset: minimum: got 0, want 1"},
+		{"negative limit and string path", `{"path":7,"limit":-1}`, ErrInvalidArgs, "/limit: minimum: got -1, want 1\n/path: got number, want string"},
+		{"no path", `{"offset":1}`, ErrInvalidArgs, "/: missing property 'path'"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			requireFailure(t, run(t, ReadTool(), env, tt.args), tt.kind, tt.msg)
+		})
+	}
+}
+
+func TestReadFIFOIsRefused(t *testing.T) {
+	env, root := newEnv(t)
+	if err := syscall.Mkfifo(filepath.Join(root, "pipe"), 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	requireFailure(t, run(t, ReadTool(), env, `{"path":"pipe"}`), ErrInvalidArgs,
+		"pipe is not a regular file (p---------); only plain files can be read or edited")
+}
+
+func TestReadNeedsWorkspace(t *testing.T) {
+	requireFailure(t, run(t, ReadTool(), Env{}, `{"path":"a"}`), ErrInternal,
+		"this session has no workspace, so no path can be used; this is a bug in Pixir")
+}
+
+func TestReadTruncatesLargeFiles(t *testing.T) {
+	env, root := newEnv(t)
+	line := strings.Repeat("x", 99) + "\n" // 100 bytes
+	writeFiles(t, root, map[string]string{
+		"big.txt":  strings.Repeat(line, 3000), // 300000 bytes
+		"wide.txt": strings.Repeat("é", 200_000),
+	})
+
+	out := requireOK[ReadOutput](t, run(t, ReadTool(), env, `{"path":"big.txt"}`))
+	require.Equal(t, 3000, out.TotalLines)
+	require.Equal(t, 1, out.StartLine)
+	require.Equal(t, readLimit/100+1, out.EndLine, "the partly shown line counts")
+	require.True(t, strings.HasSuffix(out.Content,
+		"\n[… truncated 37856 bytes of 300000; narrow the request (line range, grep) to see more]"), out.Content[len(out.Content)-200:])
+	require.Len(t, strings.TrimSuffix(out.Content, "\n[… truncated 37856 bytes of 300000; narrow the request (line range, grep) to see more]"), readLimit)
+
+	// A range that fits is not cut.
+	out = requireOK[ReadOutput](t, run(t, ReadTool(), env, `{"path":"big.txt","offset":2900}`))
+	require.Equal(t, strings.Repeat(line, 101), out.Content)
+
+	// One line longer than the limit is cut on a rune boundary.
+	out = requireOK[ReadOutput](t, run(t, ReadTool(), env, `{"path":"wide.txt"}`))
+	require.Equal(t, ReadOutput{Path: "wide.txt", StartLine: 1, EndLine: 1, TotalLines: 1}, ReadOutput{Path: out.Path, StartLine: out.StartLine, EndLine: out.EndLine, TotalLines: out.TotalLines})
+	require.Equal(t, strings.Repeat("é", readLimit/2)+
+		"\n[… truncated 137856 bytes of 400000; narrow the request (line range, grep) to see more]", out.Content)
+}
+
+func TestReadDryRun(t *testing.T) {
+	env, root := newEnv(t)
+	writeFiles(t, root, map[string]string{"a.txt": "hello\n"})
+	require.Equal(t, DryRunOutput{DryRun: true, Summary: "would read a.txt:2-4 (6 bytes)"},
+		requireOK[DryRunOutput](t, dryRun(t, ReadTool(), env, `{"path":"a.txt","offset":2,"limit":3}`)))
+	requireFailure(t, dryRun(t, ReadTool(), env, `{"path":"b.txt"}`), ErrNotFound,
+		"there is no file at b.txt; check the path, or list the directory with bash (ls)")
+}
+
+func TestReadDescribe(t *testing.T) {
+	tests := []struct {
+		args string
+		want Presentation
+	}{
+		{`{"path":"src/main.go"}`, Presentation{Title: "Read src/main.go", Kind: KindRead, Locations: []Location{{Path: "src/main.go"}}}},
+		{`{"path":"./src//main.go","offset":10,"limit":31}`, Presentation{Title: "Read src/main.go:10-40", Kind: KindRead, Locations: []Location{{Path: "src/main.go", Line: 10}}}},
+		{`{"path":"src/main.go","offset":10}`, Presentation{Title: "Read src/main.go:10-", Kind: KindRead, Locations: []Location{{Path: "src/main.go", Line: 10}}}},
+		{`{"path":"src/main.go","limit":5}`, Presentation{Title: "Read src/main.go:1-5", Kind: KindRead, Locations: []Location{{Path: "src/main.go"}}}},
+		{`{"path":"src/main.go","offset":"ten"}`, Presentation{Title: "Read src/main.go", Kind: KindRead, Locations: []Location{{Path: "src/main.go"}}}},
+		{`{"offset":3}`, Presentation{Title: "read", Kind: KindRead}},
+		{`nonsense`, Presentation{Title: "read", Kind: KindRead}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.args, func(t *testing.T) {
+			require.Equal(t, tt.want, ReadTool().Describe(json.RawMessage(tt.args)))
+		})
+	}
+}

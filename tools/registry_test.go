@@ -1,0 +1,42 @@
+package tools
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestRegistry(t *testing.T) {
+	r := NewRegistry(Builtins()...)
+	var names []string
+	for _, tool := range r.All() {
+		names = append(names, tool.Name())
+	}
+	require.Equal(t, []string{"read", "write", "edit", "bash"}, names)
+
+	tool, ok := r.Get("edit")
+	require.True(t, ok)
+	require.Equal(t, "edit", tool.Name())
+	_, ok = r.Get("Edit")
+	require.False(t, ok)
+
+	all := r.All()
+	all[0] = nil
+	require.NotNil(t, r.All()[0], "All must return a copy")
+
+	requireFailure(t, r.Unknown("reed"), ErrUnknownTool, `there is no tool named "reed"; use one of: read, write, edit, bash`)
+}
+
+func TestRegistryRejectsDuplicates(t *testing.T) {
+	require.PanicsWithValue(t, `tools.NewRegistry: two tools are named "read"`, func() {
+		NewRegistry(ReadTool(), WriteTool(), ReadTool())
+	})
+}
+
+func TestBuiltinsPostureAndDescription(t *testing.T) {
+	want := map[string]Posture{"read": PostureRead, "write": PostureMutation, "edit": PostureMutation, "bash": PostureMutation}
+	for _, tool := range Builtins() {
+		require.Equal(t, want[tool.Name()], tool.Posture(), tool.Name())
+		require.NotEmpty(t, tool.Description(), tool.Name())
+	}
+}

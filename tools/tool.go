@@ -1,0 +1,94 @@
+// Package tools defines what a Tool is to Pixir: a name, a description the
+// model reads, a JSON Schema generated from a Go argument type, a posture,
+// a dry run, and a run. Arguments are validated against the schema before a
+// tool sees them. Failures the model should read are Results with ok=false;
+// Go errors are kept for faults of the runtime itself.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Posture says whether a tool changes anything. Permission modes act on it.
+type Posture string
+
+const (
+	PostureRead     Posture = "read"
+	PostureMutation Posture = "mutation"
+)
+
+// Kind is the ACP ToolKind an editor uses to pick an icon.
+type Kind string
+
+const (
+	KindRead    Kind = "read"
+	KindEdit    Kind = "edit"
+	KindDelete  Kind = "delete"
+	KindMove    Kind = "move"
+	KindSearch  Kind = "search"
+	KindExecute Kind = "execute"
+	KindThink   Kind = "think"
+	KindFetch   Kind = "fetch"
+	KindOther   Kind = "other"
+)
+
+// Workspace confines paths to the session's workspace. Resolve turns a path
+// the model gave (relative to Root, or absolute) into an absolute path inside
+// Root, or fails with a permission_denied *Failure.
+type Workspace interface {
+	Root() string
+	Resolve(path string) (string, error)
+}
+
+// Env is what a tool runs against.
+type Env struct {
+	SessionID string
+	Workspace Workspace
+}
+
+// Location is a file (and line) a tool call touches.
+type Location struct {
+	Path string `json:"path"`
+	Line int    `json:"line,omitempty"`
+}
+
+// Presentation is how a call is shown to a person before it runs.
+type Presentation struct {
+	Title     string
+	Kind      Kind
+	Locations []Location
+}
+
+// Diff is a whole-file change an edit made, shown as a diff by editors.
+type Diff struct {
+	Path    string
+	OldText *string // nil for a new file
+	NewText string
+}
+
+// Result is the outcome of a tool call. Its JSON is the envelope the model
+// reads: {"ok":true,"output":…} or {"ok":false,"error":{kind,message,details}}.
+type Result struct {
+	OK     bool     `json:"ok"`
+	Output any      `json:"output,omitempty"`
+	Error  *Failure `json:"error,omitempty"`
+	// Diffs and Locations are for the editor, not the model.
+	Diffs     []Diff     `json:"-"`
+	Locations []Location `json:"-"`
+}
+
+// Tool is one capability offered to the model.
+type Tool interface {
+	Name() string
+	Description() string
+	// Schema is the JSON Schema (2020-12) of the arguments object.
+	Schema() json.RawMessage
+	Posture() Posture
+	// Describe presents a call. args may be invalid; Describe must cope.
+	Describe(args json.RawMessage) Presentation
+	// DryRun validates args and says what Run would do, changing nothing.
+	DryRun(ctx context.Context, env Env, args json.RawMessage) Result
+	// Run validates args and does the work.
+	Run(ctx context.Context, env Env, args json.RawMessage) Result
+}

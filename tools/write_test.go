@@ -1,0 +1,99 @@
+package tools
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestWrite(t *testing.T) {
+	env, root := newEnv(t)
+	writeFiles(t, root, map[string]string{"old.txt": "before\n"})
+	before := "before\n"
+	tests := []struct {
+		name    string
+		args    string
+		want    WriteOutput
+		oldText *string
+		content string
+	}{
+		{"new file in new directories", `{"path":"a/b/new.txt","content":"hello"}`, WriteOutput{"a/b/new.txt", 5, true}, nil, "hello"},
+		{"overwrite", `{"path":"old.txt","content":"after\n"}`, WriteOutput{"old.txt", 6, false}, &before, "after\n"},
+		{"empty content", `{"path":"empty.txt","content":""}`, WriteOutput{"empty.txt", 0, true}, nil, ""},
+		{"unicode byte count", `{"path":"u.txt","content":"é"}`, WriteOutput{"u.txt", 2, true}, nil, "é"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := run(t, WriteTool(), env, tt.args)
+			require.Equal(t, tt.want, requireOK[WriteOutput](t, res))
+			abs := filepath.Join(root, tt.want.Path)
+			got, err := os.ReadFile(abs)
+			require.NoError(t, err)
+			require.Equal(t, tt.content, string(got))
+			require.Equal(t, []Diff{{Path: abs, OldText: tt.oldText, NewText: tt.content}}, res.Diffs)
+			require.Equal(t, []Location{{Path: abs}}, res.Locations)
+		})
+	}
+}
+
+func TestWriteKeepsMode(t *testing.T) {
+	env, root := newEnv(t)
+	p := filepath.Join(root, "secret.txt")
+	require.NoError(t, os.WriteFile(p, []byte("x"), 0o600))
+	requireOK[WriteOutput](t, run(t, WriteTool(), env, `{"path":"secret.txt","content":"y"}`))
+	info, err := os.Stat(p)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+}
+
+func TestWriteFailures(t *testing.T) {
+	env, root := newEnv(t)
+	writeFiles(t, root, map[string]string{"dir/file.txt": "x"})
+	tests := []struct {
+		name string
+		args string
+		kind ErrorKind
+		msg  string
+	}{
+		{"directory", `{"path":"dir","content":"x"}`, ErrInvalidArgs, "dir is a directory, not a file; list it with bash (ls) instead"},
+		{"parent is a file", `{"path":"dir/file.txt/x","content":"x"}`, ErrNotFound, "a parent of dir/file.txt/x is a file, not a directory; check the path"},
+		{"outside the workspace", `{"path":"/etc/passwd","content":"x"}`, ErrPermissionDenied, "/etc/passwd is outside the workspace; use a path inside it"},
+		{"no content", `{"path":"a.txt"}`, ErrInvalidArgs, "/: missing property 'content'"},
+		{"content not a string", `{"path":"a.txt","content":{"text":"x"}}`, ErrInvalidArgs, "/content: got object, want string"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			requireFailure(t, run(t, WriteTool(), env, tt.args), tt.kind, tt.msg)
+		})
+	}
+	_, err := os.Stat(filepath.Join(root, "a.txt"))
+	require.ErrorIs(t, err, os.ErrNotExist)
+}
+
+func TestWriteDryRun(t *testing.T) {
+	env, root := newEnv(t)
+	writeFiles(t, root, map[string]string{"old.txt": "before\n"})
+	before := "before\n"
+
+	res := dryRun(t, WriteTool(), env, `{"path":"a/new.txt","content":"hello"}`)
+	require.Equal(t, DryRunOutput{DryRun: true, Summary: "would create a/new.txt (5 bytes)"}, requireOK[DryRunOutput](t, res))
+	require.Equal(t, []Diff{{Path: filepath.Join(root, "a/new.txt"), NewText: "hello"}}, res.Diffs)
+	_, err := os.Stat(filepath.Join(root, "a"))
+	require.ErrorIs(t, err, os.ErrNotExist, "a dry run must not create directories")
+
+	res = dryRun(t, WriteTool(), env, `{"path":"old.txt","content":"after"}`)
+	require.Equal(t, DryRunOutput{DryRun: true, Summary: "would overwrite old.txt (5 bytes, was 7)"}, requireOK[DryRunOutput](t, res))
+	require.Equal(t, []Diff{{Path: filepath.Join(root, "old.txt"), OldText: &before, NewText: "after"}}, res.Diffs)
+	got, err := os.ReadFile(filepath.Join(root, "old.txt"))
+	require.NoError(t, err)
+	require.Equal(t, before, string(got))
+}
+
+func TestWriteDescribe(t *testing.T) {
+	require.Equal(t, Presentation{Title: "Write a/b.txt", Kind: KindEdit, Locations: []Location{{Path: "a/b.txt"}}},
+		WriteTool().Describe(json.RawMessage(`{"path":"a//b.txt"}`)))
+	require.Equal(t, Presentation{Title: "write", Kind: KindEdit}, WriteTool().Describe(json.RawMessage(`{"content":"x"}`)))
+}
