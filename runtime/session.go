@@ -215,7 +215,9 @@ func validSessionID(id string) bool {
 		return false
 	}
 	for _, r := range id {
-		if !(r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+		switch {
+		case r == '-', r == '_', r >= '0' && r <= '9', r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
+		default:
 			return false
 		}
 	}

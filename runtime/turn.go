@@ -102,20 +102,23 @@ type turn struct {
 	opt TurnOptions
 }
 
+// cancelled reports whether the turn was told to stop.
+func (t *turn) cancelled() bool { return t.ctx.Err() != nil }
+
 func (t *turn) emit(typ EventType, data any) error {
 	return t.s.emit(t.opt.Observe, typ, data)
 }
 
 func (t *turn) run(p Prompt) (StopReason, error) {
 	s := t.s
-	if err := t.emit(EventUserMessage, UserMessageData{Text: p.Text, Content: p.Content}); err != nil {
+	if err := t.emit(EventUserMessage, UserMessageData(p)); err != nil {
 		return "", err
 	}
 	s.appendHistory(Message{Role: RoleUser, Text: p.Text})
 
 	limit := s.rt.cfg.MaxTurnRequests
 	for call := 1; ; call++ {
-		if t.ctx.Err() != nil {
+		if t.cancelled() {
 			return StopCancelled, nil
 		}
 		if call > limit {
@@ -123,7 +126,7 @@ func (t *turn) run(p Prompt) (StopReason, error) {
 		}
 		resp, streamed, err := t.generate()
 		if err != nil {
-			if t.ctx.Err() != nil {
+			if t.cancelled() {
 				// Keep what the user already saw, so a replay shows it too.
 				if streamed.text != "" || streamed.reasoning != "" {
 					partial := &ModelResponse{Text: streamed.text, Reasoning: streamed.reasoning}
@@ -149,13 +152,13 @@ func (t *turn) run(p Prompt) (StopReason, error) {
 			return "", err
 		}
 		if len(resp.ToolCalls) == 0 {
-			if t.ctx.Err() != nil {
+			if t.cancelled() {
 				return StopCancelled, nil
 			}
 			return StopEndTurn, nil
 		}
 		for i, tc := range resp.ToolCalls {
-			if t.ctx.Err() != nil {
+			if t.cancelled() {
 				// The model expects an answer to every call it made.
 				if err := t.skipCalls(resp.ToolCalls[i:]); err != nil {
 					return "", err
@@ -313,7 +316,7 @@ func (t *turn) authorize(tc ToolCall, tool tools.Tool, pres tools.Presentation) 
 			SessionID: s.ID(), ToolCallID: tc.ID, Tool: tc.Name, Title: pres.Title,
 			Kind: pres.Kind, Arguments: tc.Arguments, Locations: pres.Locations,
 		})
-		if err != nil || t.ctx.Err() != nil {
+		if err != nil || t.cancelled() {
 			outcome = PermissionCancelled
 		}
 		switch outcome {
@@ -324,7 +327,7 @@ func (t *turn) authorize(tc ToolCall, tool tools.Tool, pres tools.Presentation) 
 			return true, tools.Result{}, record("allowed", "user", string(outcome), "")
 		case PermissionCancelled:
 			reason := "the permission request was cancelled"
-			if err != nil && t.ctx.Err() == nil {
+			if err != nil && !t.cancelled() {
 				reason = "the permission request failed: " + err.Error()
 			}
 			return false, tools.Fail(tools.ErrCancelled, "%s", reason), record("cancelled", "user", "", reason)

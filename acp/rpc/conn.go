@@ -220,9 +220,8 @@ func (c *Conn) cancelRequest(params json.RawMessage) {
 		c.log.Warn("ignored $/cancel_request without requestId")
 		return
 	}
-	key := string(compactJSON(p.RequestID))
 	c.mu.Lock()
-	cancel := c.inflight[key]
+	cancel := c.inflight[string(compactJSON(p.RequestID))]
 	c.mu.Unlock()
 	if cancel != nil {
 		cancel()

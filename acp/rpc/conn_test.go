@@ -27,7 +27,7 @@ type testHandler struct {
 func (h *testHandler) HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
 	switch method {
 	case "echo":
-		return json.RawMessage(params), nil
+		return params, nil
 	case "panic":
 		panic("boom")
 	case "fail":

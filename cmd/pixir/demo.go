@@ -74,7 +74,7 @@ func demo(stdout, stderr io.Writer, keep bool) error {
 	if err != nil {
 		return err
 	}
-	defer c.Kill()
+	defer func() { _ = c.Kill() }()
 	var init struct {
 		ProtocolVersion int `json:"protocolVersion"`
 		AgentInfo       struct{ Name, Version string }
@@ -135,7 +135,7 @@ func demo(stdout, stderr io.Writer, keep bool) error {
 	if err != nil {
 		return err
 	}
-	defer c2.Kill()
+	defer func() { _ = c2.Kill() }()
 	if err := c2.Call(ctx, "initialize", map[string]any{"protocolVersion": 1}, nil); err != nil {
 		return err
 	}

@@ -240,12 +240,14 @@ func TestDefaultRuleOrder(t *testing.T) {
 	}
 }
 
-// The example in FORMAT.md (pasted into the README) must stay valid.
-func TestFormatExample(t *testing.T) {
-	doc, err := os.ReadFile("FORMAT.md")
+// The example in the README's "Scripted provider" section must stay valid.
+func TestReadmeExample(t *testing.T) {
+	doc, err := os.ReadFile("../../../README.md")
 	require.NoError(t, err)
-	_, rest, found := strings.Cut(string(doc), "```toml\n")
-	require.True(t, found, "FORMAT.md has a toml example")
+	_, section, found := strings.Cut(string(doc), "## Scripted provider")
+	require.True(t, found, "the README has a Scripted provider section")
+	_, rest, found := strings.Cut(section, "```toml\n")
+	require.True(t, found, "the Scripted provider section has a toml example")
 	src, _, found := strings.Cut(rest, "```")
 	require.True(t, found)
 	s, err := Parse("demo.toml", []byte(src))

@@ -36,7 +36,7 @@ type provider struct{ script *Script }
 func (p *provider) Name() string { return ProviderName }
 
 // Generate answers one model call from the script. See the package
-// documentation and FORMAT.md for how a reply is chosen.
+// documentation and the README ("Scripted provider") for how a reply is chosen.
 func (p *provider) Generate(ctx context.Context, req runtime.ModelRequest, sink func(runtime.Delta)) (*runtime.ModelResponse, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err

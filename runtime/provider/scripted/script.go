@@ -7,7 +7,7 @@
 //
 // An embedded default script (default.toml, see Default) lets a person try
 // Pixir with no API key; tests and demos load their own scripts with Load or
-// Parse. FORMAT.md documents the script format.
+// Parse. The README ("Scripted provider") documents the script format.
 package scripted
 
 import (

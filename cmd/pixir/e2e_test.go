@@ -1,0 +1,602 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// These tests drive the built pixir binary over real pipes, as an editor
+// does.
+
+var pixirBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "pixir-e2e-")
+	if err != nil {
+		panic(err)
+	}
+	pixirBin = filepath.Join(dir, "pixir")
+	build := exec.Command("go", "build", "-o", pixirBin, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building pixir:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// agent is a pixir acp process and the raw lines it writes.
+type agent struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	lines  chan string
+	stderr *syncBuffer
+	home   string
+	ws     string
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// env is a workspace and a PIXIR_HOME shared by the processes of one test.
+type env struct {
+	t      *testing.T
+	home   string
+	ws     string
+	script string
+}
+
+func newEnv(t *testing.T, script string) *env {
+	t.Helper()
+	dir := t.TempDir()
+	e := &env{t: t, home: filepath.Join(dir, "home"), ws: filepath.Join(dir, "ws")}
+	require.NoError(t, os.MkdirAll(e.ws, 0o755))
+	if script != "" {
+		e.script = filepath.Join(dir, "script.toml")
+		require.NoError(t, os.WriteFile(e.script, []byte(script), 0o644))
+	}
+	return e
+}
+
+func (e *env) start(args ...string) *agent {
+	t := e.t
+	t.Helper()
+	if e.script != "" {
+		args = append([]string{"--script", e.script}, args...)
+	}
+	cmd := exec.Command(pixirBin, append([]string{"acp"}, args...)...)
+	cmd.Env = append(os.Environ(), "PIXIR_HOME="+e.home, "PIXIR_PROVIDER=", "PIXIR_SCRIPT=", "PIXIR_MODEL=")
+	a := &agent{t: t, cmd: cmd, lines: make(chan string, 4096), stderr: &syncBuffer{}, home: e.home, ws: e.ws}
+	cmd.Stderr = a.stderr
+	var err error
+	a.stdin, err = cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	go func() {
+		r := bufio.NewReaderSize(stdout, 1<<20)
+		for {
+			line, err := r.ReadString('\n')
+			if line != "" {
+				a.lines <- line
+			}
+			if err != nil {
+				close(a.lines)
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		_ = a.cmd.Process.Kill()
+		_ = a.cmd.Wait()
+		if t.Failed() {
+			t.Logf("pixir stderr:\n%s", a.stderr.String())
+		}
+	})
+	return a
+}
+
+func (a *agent) send(line string) {
+	a.t.Helper()
+	_, err := io.WriteString(a.stdin, line+"\n")
+	require.NoError(a.t, err)
+}
+
+func (a *agent) sendJSON(v any) {
+	a.t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(a.t, err)
+	a.send(string(b))
+}
+
+type message struct {
+	raw    string
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// next returns the next message the agent wrote.
+func (a *agent) next() message {
+	a.t.Helper()
+	select {
+	case line, ok := <-a.lines:
+		require.True(a.t, ok, "agent closed stdout")
+		var m message
+		require.NoError(a.t, json.Unmarshal([]byte(line), &m), "agent wrote %q", line)
+		m.raw = strings.TrimSpace(line)
+		return m
+	case <-time.After(15 * time.Second):
+		a.t.Fatalf("agent wrote nothing for 15s")
+		return message{}
+	}
+}
+
+// reply reads until the response with id, collecting the notifications and
+// requests on the way.
+func (a *agent) reply(id string) (message, []message) {
+	a.t.Helper()
+	var before []message
+	for {
+		m := a.next()
+		if m.Method == "" && string(m.ID) == id {
+			return m, before
+		}
+		before = append(before, m)
+	}
+}
+
+// call sends a request and returns its reply and what came before it.
+func (a *agent) call(id int, method string, params any) (message, []message) {
+	a.t.Helper()
+	a.sendJSON(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+	return a.reply(fmt.Sprint(id))
+}
+
+func (a *agent) result(id int, method string, params any, into any) []message {
+	a.t.Helper()
+	m, before := a.call(id, method, params)
+	require.Nil(a.t, m.Error, "%s failed: %s", method, m.raw)
+	if into != nil {
+		require.NoError(a.t, json.Unmarshal(m.Result, into))
+	}
+	return before
+}
+
+func (a *agent) initialize() {
+	a.t.Helper()
+	a.result(0, "initialize", map[string]any{"protocolVersion": 1}, nil)
+}
+
+func (a *agent) newSession() string {
+	a.t.Helper()
+	var r struct {
+		SessionID string `json:"sessionId"`
+	}
+	a.result(1, "session/new", map[string]any{"cwd": a.ws, "mcpServers": []any{}}, &r)
+	require.NotEmpty(a.t, r.SessionID)
+	return r.SessionID
+}
+
+func promptParams(sessionID, text string) map[string]any {
+	return map[string]any{"sessionId": sessionID, "prompt": []any{map[string]any{"type": "text", "text": text}}}
+}
+
+// stopReason reads the stop reason out of a prompt reply.
+func stopReason(t *testing.T, m message) string {
+	t.Helper()
+	require.Nil(t, m.Error, "prompt failed: %s", m.raw)
+	var r struct {
+		StopReason string `json:"stopReason"`
+	}
+	require.NoError(t, json.Unmarshal(m.Result, &r))
+	return r.StopReason
+}
+
+// updates decodes the session/update notifications among msgs.
+func updates(t *testing.T, msgs []message) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, m := range msgs {
+		if m.Method != "session/update" {
+			continue
+		}
+		var p struct {
+			Update map[string]any `json:"update"`
+		}
+		require.NoError(t, json.Unmarshal(m.Params, &p))
+		out = append(out, p.Update)
+	}
+	return out
+}
+
+// agentText concatenates the agent_message_chunk texts.
+func agentText(ups []map[string]any) string {
+	var b strings.Builder
+	for _, u := range ups {
+		if u["sessionUpdate"] == "agent_message_chunk" {
+			b.WriteString(u["content"].(map[string]any)["text"].(string))
+		}
+	}
+	return b.String()
+}
+
+const testScript = `
+[[rule]]
+match = "hang"
+  [[rule.reply]]
+  text = "Starting"
+  [[rule.reply.tool_calls]]
+  name = "bash"
+  arguments = { command = "echo started" }
+  [[rule.reply]]
+  hang = true
+[[rule]]
+match = "slowly"
+  [[rule.reply]]
+  delay_ms = 300
+  text = "done slowly"
+[[rule]]
+match = "fail"
+  [[rule.reply]]
+  error = "upstream exploded"
+[[rule]]
+match = "loop"
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "read"
+  arguments = { path = "a.txt" }
+[[rule]]
+match = "write"
+  [[rule.reply]]
+  text = "Writing."
+  [[rule.reply.tool_calls]]
+  name = "write"
+  arguments = { path = "a.txt", content = "hello\n" }
+  [[rule.reply]]
+  text = "Wrote it."
+[[rule]]
+  [[rule.reply]]
+  text = "You said: {{.User}}"
+`
+
+func TestTransportEdgesOverTheBinary(t *testing.T) {
+	e := newEnv(t, testScript)
+	a := e.start()
+	tests := []struct {
+		name, line, id string
+		code           int
+		message        string
+	}{
+		{"malformed line", `{"jsonrpc":"2.0","id":1,"method":"initialize"`, "null", -32700, "parse error: invalid JSON"},
+		{"batch", `[{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}]`, "null", -32600, "batch requests are not supported: send one message per line"},
+		{"unknown method", `{"jsonrpc":"2.0","id":-3,"method":"session/fly","params":{}}`, "-3", -32601, "method not found: session/fly"},
+		{"string id", `{"jsonrpc":"2.0","id":"x-1","method":"nope"}`, `"x-1"`, -32601, "method not found: nope"},
+		{"params missing", `{"jsonrpc":"2.0","id":4,"method":"session/new"}`, "4", -32602, "invalid params: params are required"},
+		{"field of wrong type", `{"jsonrpc":"2.0","id":5,"method":"session/new","params":{"cwd":5,"mcpServers":[]}}`, "5", -32602, `invalid params: "cwd" must be a string, got number`},
+		{"field missing", `{"jsonrpc":"2.0","id":6,"method":"session/new","params":{"mcpServers":[]}}`, "6", -32602, `invalid params: missing required field "cwd"`},
+		{"relative cwd", `{"jsonrpc":"2.0","id":7,"method":"session/new","params":{"cwd":"rel","mcpServers":[]}}`, "7", -32602, `invalid params: "cwd" must be an absolute path, got "rel"`},
+		{"mcpServers missing", `{"jsonrpc":"2.0","id":8,"method":"session/new","params":{"cwd":"/tmp"}}`, "8", -32602, `invalid params: missing required field "mcpServers"`},
+		{"prompt block without type", `{"jsonrpc":"2.0","id":9,"method":"session/prompt","params":{"sessionId":"s","prompt":[{}]}}`, "9", -32602, `invalid params: missing required field "prompt[0].type"`},
+		{"unknown session", `{"jsonrpc":"2.0","id":10,"method":"session/prompt","params":{"sessionId":"nope","prompt":[]}}`, "10", -32002, "session not found: nope is not open in this process; load or resume it first"},
+		{"unknown mode", `{"jsonrpc":"2.0","id":11,"method":"session/set_mode","params":{"sessionId":"nope","modeId":"x"}}`, "11", -32002, "session not found: nope is not open in this process; load or resume it first"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a.t = t
+			a.send(tt.line)
+			m := a.next()
+			require.Equal(t, tt.id, string(m.ID), m.raw)
+			require.NotNil(t, m.Error, m.raw)
+			require.Equal(t, tt.code, m.Error.Code, m.raw)
+			require.Equal(t, tt.message, m.Error.Message)
+			// The connection still serves.
+			var init struct {
+				ProtocolVersion int `json:"protocolVersion"`
+			}
+			a.result(100+i, "initialize", map[string]any{"protocolVersion": 1}, &init)
+			require.Equal(t, 1, init.ProtocolVersion)
+		})
+	}
+	a.t = t
+	// Unknown notifications are ignored: nothing is written for them.
+	a.send(`{"jsonrpc":"2.0","method":"_vendor/poke","params":{}}`)
+	a.send(`{"jsonrpc":"2.0","id":-9007199254740991,"method":"initialize","params":{"protocolVersion":7}}`)
+	m := a.next()
+	require.Equal(t, "-9007199254740991", string(m.ID), "the first line written answers the request: %s", m.raw)
+	require.JSONEq(t, `1`, string(mustField(t, m.Result, "protocolVersion")))
+}
+
+func mustField(t *testing.T, raw json.RawMessage, field string) json.RawMessage {
+	t.Helper()
+	var m map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(raw, &m))
+	return m[field]
+}
+
+func TestLargeLinesAreAccepted(t *testing.T) {
+	e := newEnv(t, testScript)
+	a := e.start()
+	a.initialize()
+	sid := a.newSession()
+	big := strings.Repeat("z", 48<<20) // base64 images and whole files arrive this way
+	m, _ := a.call(2, "session/prompt", map[string]any{"sessionId": sid, "prompt": []any{
+		map[string]any{"type": "text", "text": "read this"},
+		map[string]any{"type": "resource", "resource": map[string]any{"uri": "file:///big.txt", "text": big}},
+	}})
+	require.Equal(t, "end_turn", stopReason(t, m))
+}
+
+func TestCancelRequestCancelsAPrompt(t *testing.T) {
+	e := newEnv(t, testScript)
+	a := e.start()
+	a.initialize()
+	sid := a.newSession()
+	a.sendJSON(map[string]any{"jsonrpc": "2.0", "id": -42, "method": "session/prompt", "params": promptParams(sid, "hang please")})
+	// Wait until the turn is under way.
+	for m := a.next(); m.Method != "session/update"; m = a.next() {
+	}
+	a.send(`{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":-42}}`)
+	m, _ := a.reply("-42")
+	require.Equal(t, "cancelled", stopReason(t, m))
+}
+
+func TestSessionCancelAnswersCancelledOnceAndTheSessionGoesOn(t *testing.T) {
+	e := newEnv(t, testScript)
+	a := e.start()
+	a.initialize()
+	sid := a.newSession()
+	a.sendJSON(map[string]any{"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": promptParams(sid, "hang please")})
+	for m := a.next(); m.Method != "session/update"; m = a.next() {
+	}
+	// A second prompt while the first runs is refused clearly.
+	busy, _ := a.call(3, "session/prompt", promptParams(sid, "hello"))
+	require.NotNil(t, busy.Error)
+	require.Equal(t, -32600, busy.Error.Code)
+	require.Contains(t, busy.Error.Message, "a turn is already running in this session")
+
+	a.sendJSON(map[string]any{"jsonrpc": "2.0", "method": "session/cancel", "params": map[string]any{"sessionId": sid}})
+	m, _ := a.reply("2")
+	require.Equal(t, "cancelled", stopReason(t, m))
+
+	// The next turn works, and no second answer for request 2 ever came.
+	m, before := a.call(4, "session/prompt", promptParams(sid, "hello again"))
+	require.Equal(t, "end_turn", stopReason(t, m))
+	for _, b := range before {
+		require.NotEqual(t, "2", string(b.ID), "request 2 was answered twice: %s", b.raw)
+	}
+	require.Equal(t, "You said: hello again", agentText(updates(t, before)))
+}
+
+func TestRepliesInFlightAreWrittenWhenStdinCloses(t *testing.T) {
+	e := newEnv(t, testScript)
+	a := e.start()
+	a.initialize()
+	sid := a.newSession()
+	a.sendJSON(map[string]any{"jsonrpc": "2.0", "id": 7, "method": "session/prompt", "params": promptParams(sid, "do it slowly")})
+	require.NoError(t, a.stdin.Close())
+	m, before := a.reply("7")
+	require.Equal(t, "end_turn", stopReason(t, m))
+	require.Equal(t, "done slowly", agentText(updates(t, before)))
+	require.NoError(t, a.cmd.Wait(), "pixir must exit 0 when its input ends")
+}
+
+func TestPermissionRequestFromInsideAPrompt(t *testing.T) {
+	e := newEnv(t, testScript)
+	a := e.start()
+	a.initialize()
+	sid := a.newSession()
+	a.result(2, "session/set_mode", map[string]any{"sessionId": sid, "modeId": "ask"}, nil)
+	a.sendJSON(map[string]any{"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": promptParams(sid, "write a file")})
+	var seen []message
+	var req message
+	for {
+		m := a.next()
+		if m.Method == "session/request_permission" {
+			req = m
+			break
+		}
+		seen = append(seen, m)
+	}
+	var p struct {
+		ToolCall struct {
+			ToolCallID string `json:"toolCallId"`
+		} `json:"toolCall"`
+		Options []struct{ OptionID, Kind string }
+	}
+	require.NoError(t, json.Unmarshal(req.Params, &p))
+	announced := false
+	for _, u := range updates(t, seen) {
+		if u["sessionUpdate"] == "tool_call" && u["toolCallId"] == p.ToolCall.ToolCallID {
+			announced = true
+			require.Equal(t, "pending", u["status"])
+		}
+	}
+	require.True(t, announced, "the tool_call must be sent before its permission request")
+	var kinds []string
+	for _, o := range p.Options {
+		kinds = append(kinds, o.Kind)
+	}
+	require.Equal(t, []string{"allow_once", "allow_always", "reject_once"}, kinds)
+	a.sendJSON(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": map[string]any{
+		"outcome": map[string]any{"outcome": "selected", "optionId": p.Options[0].OptionID}}})
+	m, _ := a.reply("3")
+	require.Equal(t, "end_turn", stopReason(t, m))
+	data, err := os.ReadFile(filepath.Join(e.ws, "a.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "hello\n", string(data))
+}
+
+func TestProviderFailureEndsTheTurnReadably(t *testing.T) {
+	e := newEnv(t, testScript)
+	a := e.start()
+	a.initialize()
+	sid := a.newSession()
+	m, before := a.call(2, "session/prompt", promptParams(sid, "fail now"))
+	require.Equal(t, "end_turn", stopReason(t, m))
+	require.Contains(t, agentText(updates(t, before)), "the model provider failed")
+	require.Contains(t, agentText(updates(t, before)), "upstream exploded")
+	m, _ = a.call(3, "session/prompt", promptParams(sid, "still there?"))
+	require.Equal(t, "end_turn", stopReason(t, m))
+	events := readLog(t, e.ws, sid)
+	require.Contains(t, eventTypes(events), "turn_failed")
+}
+
+func TestMaxTurnRequests(t *testing.T) {
+	e := newEnv(t, testScript)
+	require.NoError(t, os.WriteFile(filepath.Join(e.ws, "a.txt"), []byte("x"), 0o644))
+	a := e.start("--max-turn-requests", "3")
+	a.initialize()
+	sid := a.newSession()
+	m, before := a.call(2, "session/prompt", promptParams(sid, "loop forever"))
+	require.Equal(t, "max_turn_requests", stopReason(t, m))
+	calls := 0
+	for _, u := range updates(t, before) {
+		if u["sessionUpdate"] == "tool_call" {
+			calls++
+		}
+	}
+	require.Equal(t, 3, calls)
+}
+
+type logEvent struct {
+	ID        string          `json:"id"`
+	SessionID string          `json:"session_id"`
+	Seq       int64           `json:"seq"`
+	TS        time.Time       `json:"ts"`
+	Type      string          `json:"type"`
+	Data      json.RawMessage `json:"data"`
+}
+
+func readLog(t *testing.T, ws, sid string) []logEvent {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(ws, ".pixir", "sessions", sid+".ndjson"))
+	require.NoError(t, err)
+	var out []logEvent
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var ev logEvent
+		require.NoError(t, json.Unmarshal([]byte(line), &ev), "log line %q", line)
+		out = append(out, ev)
+	}
+	return out
+}
+
+func eventTypes(events []logEvent) []string {
+	var out []string
+	for _, ev := range events {
+		out = append(out, ev.Type)
+	}
+	return out
+}
+
+func TestTheLogHoldsCanonicalEventEnvelopes(t *testing.T) {
+	e := newEnv(t, testScript)
+	a := e.start()
+	a.initialize()
+	sid := a.newSession()
+	m, _ := a.call(2, "session/prompt", promptParams(sid, "write a file"))
+	require.Equal(t, "end_turn", stopReason(t, m))
+	events := readLog(t, e.ws, sid)
+	require.Equal(t, []string{
+		"user_message", "assistant_message", "provider_usage", "tool_call", "permission_decision",
+		"tool_result", "assistant_message", "provider_usage",
+	}, eventTypes(events))
+	for i, ev := range events {
+		require.Equal(t, int64(i+1), ev.Seq)
+		require.Equal(t, sid, ev.SessionID)
+		require.NotEmpty(t, ev.ID)
+		require.False(t, ev.TS.IsZero())
+		require.NotEmpty(t, ev.Data)
+	}
+}
+
+func TestKilledDuringATurnLosesNothingWrittenBefore(t *testing.T) {
+	e := newEnv(t, testScript)
+	a := e.start()
+	a.initialize()
+	sid := a.newSession()
+	m, _ := a.call(2, "session/prompt", promptParams(sid, "write a file"))
+	require.Equal(t, "end_turn", stopReason(t, m))
+	a.sendJSON(map[string]any{"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": promptParams(sid, "hang now")})
+	// Kill once the turn ran its tool and hangs in its second model call.
+	for {
+		m := a.next()
+		if m.Method == "session/update" && strings.Contains(m.raw, `"status":"completed"`) {
+			break
+		}
+	}
+	before := readLog(t, e.ws, sid)
+	require.NoError(t, a.cmd.Process.Signal(syscall.SIGKILL))
+	_ = a.cmd.Wait()
+
+	// A crash mid-write leaves a torn last line; simulate one.
+	logFile := filepath.Join(e.ws, ".pixir", "sessions", sid+".ndjson")
+	f, err := os.OpenFile(logFile, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(`{"id":"torn","session_id":"` + sid + `","seq":99,"ty`)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	b := e.start()
+	b.initialize()
+	_, replay := b.call(1, "session/load", map[string]any{"sessionId": sid, "cwd": e.ws, "mcpServers": []any{}})
+	ups := updates(t, replay)
+	var users []string
+	for _, u := range ups {
+		if u["sessionUpdate"] == "user_message_chunk" {
+			users = append(users, u["content"].(map[string]any)["text"].(string))
+		}
+	}
+	require.Equal(t, []string{"write a file", "hang now"}, users)
+	require.Contains(t, agentText(ups), "Wrote it.")
+	require.Contains(t, agentText(ups), "Starting")
+	require.Eventually(t, func() bool {
+		return strings.Contains(b.stderr.String(), "a torn last line of")
+	}, 5*time.Second, 10*time.Millisecond, "the torn line must be reported")
+
+	// Everything logged before the kill is still there, and the session
+	// goes on appending after the cut.
+	after := readLog(t, e.ws, sid)
+	require.Equal(t, before, after[:len(before)])
+	m, _ = b.call(2, "session/prompt", promptParams(sid, "hello after the crash"))
+	require.Equal(t, "end_turn", stopReason(t, m))
+	final := readLog(t, e.ws, sid)
+	require.Greater(t, len(final), len(after))
+	require.Equal(t, final[len(after)-1].Seq+1, final[len(after)].Seq)
+}
