@@ -56,15 +56,16 @@ func LoadSettings(home string) (Settings, error) {
 	var s Settings
 	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {
-		var de *toml.DecodeError
-		if errors.As(err, &de) {
-			line, col := de.Position()
-			return Settings{}, fmt.Errorf("%s:%d:%d: %s", path, line, col, de.Error())
-		}
+		// Checked first: a strict-mode error also unwraps to a DecodeError.
 		var sm *toml.StrictMissingError
 		if errors.As(err, &sm) && len(sm.Errors) > 0 {
 			line, col := sm.Errors[0].Position()
 			return Settings{}, fmt.Errorf("%s:%d:%d: unknown key %q", path, line, col, strings.Join(sm.Errors[0].Key(), "."))
+		}
+		var de *toml.DecodeError
+		if errors.As(err, &de) {
+			line, col := de.Position()
+			return Settings{}, fmt.Errorf("%s:%d:%d: %s", path, line, col, de.Error())
 		}
 		return Settings{}, fmt.Errorf("%s: %w", path, err)
 	}

@@ -600,3 +600,85 @@ func TestKilledDuringATurnLosesNothingWrittenBefore(t *testing.T) {
 	require.Greater(t, len(final), len(after))
 	require.Equal(t, final[len(after)-1].Seq+1, final[len(after)].Seq)
 }
+
+func TestCancelWithdrawsAPendingPermissionRequest(t *testing.T) {
+	e := newEnv(t, testScript)
+	a := e.start()
+	a.initialize()
+	sid := a.newSession()
+	a.result(2, "session/set_mode", map[string]any{"sessionId": sid, "modeId": "ask"}, nil)
+	a.sendJSON(map[string]any{"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": promptParams(sid, "write a file")})
+	var req message
+	for req = a.next(); req.Method != "session/request_permission"; req = a.next() {
+	}
+	a.sendJSON(map[string]any{"jsonrpc": "2.0", "method": "session/cancel", "params": map[string]any{"sessionId": sid}})
+	// Pixir withdraws its question, then answers the prompt cancelled, and
+	// the tool call ends failed (it never ran).
+	m, before := a.reply("3")
+	require.Equal(t, "cancelled", stopReason(t, m))
+	withdrawn := false
+	for _, b := range before {
+		if b.Method == "$/cancel_request" {
+			require.JSONEq(t, string(req.ID), string(mustField(t, b.Params, "requestId")))
+			withdrawn = true
+		}
+	}
+	require.True(t, withdrawn, "the pending permission request must be cancelled")
+	var last map[string]any
+	for _, u := range updates(t, before) {
+		if u["sessionUpdate"] == "tool_call_update" {
+			last = u
+		}
+	}
+	require.Equal(t, "failed", last["status"])
+	_, err := os.Stat(filepath.Join(e.ws, "a.txt"))
+	require.True(t, os.IsNotExist(err), "the write must not have happened")
+	// A late answer to the withdrawn request is harmless.
+	a.sendJSON(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": map[string]any{"outcome": map[string]any{"outcome": "cancelled"}}})
+	m, _ = a.call(4, "session/prompt", promptParams(sid, "hello"))
+	require.Equal(t, "end_turn", stopReason(t, m))
+}
+
+func TestBadConfigurationIsAClearError(t *testing.T) {
+	tests := []struct {
+		name, config string
+		args         []string
+		want         string
+	}{
+		{"unknown key", "provider = \"scripted\"\nmodle = \"x\"\n", nil, `config.toml:2:1: unknown key "modle"`},
+		{"wrong type", "max_turn_requests = \"many\"\n", nil, "config.toml:1:"},
+		{"unknown provider", "", []string{"--provider", "gpt"}, `unknown provider "gpt": available providers are: scripted`},
+		{"missing script", "", []string{"--script", "/nonexistent/script.toml"}, "/nonexistent/script.toml"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			home := t.TempDir()
+			if tt.config != "" {
+				require.NoError(t, os.WriteFile(filepath.Join(home, "config.toml"), []byte(tt.config), 0o644))
+			}
+			cmd := exec.Command(pixirBin, append([]string{"acp"}, tt.args...)...)
+			cmd.Env = append(os.Environ(), "PIXIR_HOME="+home, "PIXIR_PROVIDER=", "PIXIR_SCRIPT=")
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			var exit *exec.ExitError
+			require.ErrorAs(t, err, &exit)
+			require.Equal(t, exitUsage, exit.ExitCode())
+			require.Contains(t, stderr.String(), tt.want)
+			require.Empty(t, stdout.String(), "stdout belongs to the protocol")
+		})
+	}
+}
+
+func TestLogsGoToStderrAndTheLogFile(t *testing.T) {
+	e := newEnv(t, testScript)
+	logFile := filepath.Join(t.TempDir(), "pixir.log")
+	a := e.start("--log-file", logFile)
+	a.result(0, "initialize", map[string]any{"protocolVersion": 1, "clientInfo": map[string]any{"name": "e2e-client", "version": "1"}}, nil)
+	require.NoError(t, a.stdin.Close())
+	require.NoError(t, a.cmd.Wait())
+	data, err := os.ReadFile(logFile)
+	require.NoError(t, err)
+	require.Contains(t, string(data), "client=e2e-client")
+	require.Contains(t, a.stderr.String(), "client=e2e-client")
+}
