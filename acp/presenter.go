@@ -20,6 +20,9 @@ type presenter struct {
 	ctx  context.Context
 	sess *runtime.Session
 	root string
+	// replaying is set while presenting the Log on session/load: terminals
+	// of past calls are gone by then, so their output is shown as text.
+	replaying bool
 }
 
 func (s *Server) presenter(ctx context.Context, sess *runtime.Session) *presenter {
@@ -47,6 +50,11 @@ func (p *presenter) live(ev runtime.Event) {
 		var d runtime.StatusData
 		if p.decode(ev, &d) && d.ToolCallID != "" {
 			p.send(ToolCall{SessionUpdate: "tool_call_update", ToolCallID: d.ToolCallID, Status: d.Status})
+		}
+	case runtime.EventPlan:
+		var d runtime.PlanData
+		if p.decode(ev, &d) {
+			p.send(planUpdate(d.Entries))
 		}
 	case runtime.EventProviderUsage:
 		var d runtime.ProviderUsageData
@@ -135,6 +143,11 @@ func (p *presenter) toolEnd(d runtime.ToolResultData) ToolCall {
 		u.Content = []ToolCallContent{{Type: "content", Content: &block}}
 		return u
 	}
+	if d.TerminalID != "" && !p.replaying {
+		u.Content = []ToolCallContent{{Type: "terminal", TerminalID: d.TerminalID}}
+		u.Locations = locations(p.root, d.Locations)
+		return u
+	}
 	for _, diff := range d.Diffs {
 		newText := diff.NewText
 		u.Content = append(u.Content, ToolCallContent{Type: "diff", Path: absPath(p.root, diff.Path), OldText: diff.OldText, NewText: &newText})
@@ -177,6 +190,15 @@ func displayOutput(out any) string {
 		text = tools.Truncate(text, displayLimit)
 	}
 	return text
+}
+
+// planUpdate is the ACP plan update: the whole plan each time.
+func planUpdate(entries []tools.PlanEntry) Plan {
+	u := Plan{SessionUpdate: "plan", Entries: []PlanEntry{}}
+	for _, e := range entries {
+		u.Entries = append(u.Entries, PlanEntry(e))
+	}
+	return u
 }
 
 // sessionInfo tells the client the session's title and update time after a

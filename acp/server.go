@@ -14,6 +14,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pixir-go/pixir/acp/rpc"
@@ -32,6 +33,9 @@ type Server struct {
 	conn    *rpc.Conn
 	log     *slog.Logger
 	version string
+
+	mu     sync.Mutex
+	client ClientCapabilities // what initialize said the client can do
 }
 
 // NewServer makes a Server for rt.
@@ -105,6 +109,9 @@ func handle[T any, PT interface {
 }
 
 func (s *Server) initialize(p *InitializeRequest) (any, error) {
+	s.mu.Lock()
+	s.client = p.ClientCapabilities
+	s.mu.Unlock()
 	if p.ClientInfo != nil {
 		s.log.Info("client connected", "client", p.ClientInfo.Name, "version", p.ClientInfo.Version, "protocolVersion", *p.ProtocolVersion)
 	}
@@ -167,6 +174,7 @@ func (s *Server) loadSession(ctx context.Context, p *LoadSessionRequest) (any, e
 		return nil, s.setupError(err)
 	}
 	pr := s.presenter(ctx, sess)
+	pr.replaying = true
 	for _, ev := range events {
 		pr.replay(ev)
 	}
@@ -236,8 +244,7 @@ func (s *Server) prompt(ctx context.Context, p *PromptRequest) (any, error) {
 	}
 	content, _ := json.Marshal(p.Prompt)
 	pr := s.presenter(ctx, sess)
-	stop, err := sess.Prompt(ctx, runtime.Prompt{Text: promptText(p.Prompt), Content: content},
-		runtime.TurnOptions{Observe: pr.live, Ask: &permissionAsker{s: s, sess: sess}})
+	stop, err := sess.Prompt(ctx, runtime.Prompt{Text: promptText(p.Prompt), Content: content}, s.turnOptions(sess, pr))
 	switch {
 	case errors.Is(err, runtime.ErrBusy):
 		return nil, rpc.Errorf(rpc.CodeInvalidRequest, "%v", err)
@@ -248,6 +255,23 @@ func (s *Server) prompt(ctx context.Context, p *PromptRequest) (any, error) {
 	}
 	pr.sessionInfo()
 	return PromptResponse{StopReason: string(stop)}, nil
+}
+
+// turnOptions connect a turn to this client: its updates, its permission
+// answers, and its files and terminals when it offered them.
+func (s *Server) turnOptions(sess *runtime.Session, pr *presenter) runtime.TurnOptions {
+	s.mu.Lock()
+	caps := s.client
+	s.mu.Unlock()
+	opt := runtime.TurnOptions{Observe: pr.live, Ask: &permissionAsker{s: s, sess: sess}}
+	if caps.FS.ReadTextFile || caps.FS.WriteTextFile {
+		opt.Files = clientFiles{s: s, sessionID: sess.ID(), read: caps.FS.ReadTextFile, write: caps.FS.WriteTextFile,
+			local: sess.Workspace().Files()}
+	}
+	if caps.Terminal {
+		opt.Terminals = clientTerminals{s: s, sessionID: sess.ID()}
+	}
+	return opt
 }
 
 // promptText is the prompt as the model reads it: text as is, embedded

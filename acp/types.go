@@ -361,8 +361,9 @@ type ToolCall struct {
 
 // ToolCallContent is content, diff or terminal.
 type ToolCallContent struct {
-	Type    string        `json:"type"`
-	Content *ContentBlock `json:"content,omitempty"`
+	Type       string        `json:"type"`
+	Content    *ContentBlock `json:"content,omitempty"`
+	TerminalID string        `json:"terminalId,omitempty"`
 	Path    string        `json:"path,omitempty"`
 	OldText *string       `json:"oldText,omitempty"`
 	NewText *string       `json:"newText,omitempty"`
@@ -371,6 +372,18 @@ type ToolCallContent struct {
 type Location struct {
 	Path string `json:"path"`
 	Line *int   `json:"line,omitempty"`
+}
+
+// Plan is the plan update; Entries is the whole plan.
+type Plan struct {
+	SessionUpdate string      `json:"sessionUpdate"`
+	Entries       []PlanEntry `json:"entries"`
+}
+
+type PlanEntry struct {
+	Content  string `json:"content"`
+	Priority string `json:"priority"`
+	Status   string `json:"status"`
 }
 
 type CurrentModeUpdate struct {

@@ -54,7 +54,9 @@ type ToolResultData struct {
 	Result     tools.Result     `json:"result"`
 	Diffs      []DiffData       `json:"diffs,omitempty"`
 	Locations  []tools.Location `json:"locations,omitempty"`
-	ElapsedMS  int64            `json:"elapsed_ms"`
+	// TerminalID is the editor terminal the call ran in, if any.
+	TerminalID string `json:"terminal_id,omitempty"`
+	ElapsedMS  int64  `json:"elapsed_ms"`
 }
 
 // DiffData is a tools.Diff as persisted.
@@ -62,6 +64,11 @@ type DiffData struct {
 	Path    string  `json:"path"`
 	OldText *string `json:"old_text,omitempty"`
 	NewText string  `json:"new_text"`
+}
+
+// PlanData is the whole current plan (ephemeral plan events).
+type PlanData struct {
+	Entries []tools.PlanEntry `json:"entries"`
 }
 
 // StatusData is the ephemeral progress of a tool call.

@@ -96,6 +96,7 @@ func (r *Runtime) NewSession(dir string) (*Session, error) {
 	id := newSessionID()
 	log, _, _, err := OpenLog(logPath(ws.Root(), id))
 	if err != nil {
+		ws.Close()
 		return nil, fmt.Errorf("creating session log: %w", err)
 	}
 	now := time.Now().UTC()
@@ -104,6 +105,7 @@ func (r *Runtime) NewSession(dir string) (*Session, error) {
 	}}
 	if err := writeMeta(s.meta); err != nil {
 		log.Close()
+		ws.Close()
 		return nil, fmt.Errorf("writing session metadata: %w", err)
 	}
 	r.rememberWorkspace(ws.Root())
@@ -139,10 +141,12 @@ func (r *Runtime) OpenSession(id, dir string) (*Session, []Event, error) {
 	}
 	path := logPath(ws.Root(), id)
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		ws.Close()
 		return nil, nil, fmt.Errorf("%w: no log for %s in %s", ErrSessionNotFound, id, ws.Root())
 	}
 	log, events, report, err := OpenLog(path)
 	if err != nil {
+		ws.Close()
 		return nil, nil, fmt.Errorf("opening session log: %w", err)
 	}
 	if report.TornBytes > 0 || report.Skipped > 0 {
@@ -168,6 +172,7 @@ func (r *Runtime) OpenSession(id, dir string) (*Session, []Event, error) {
 	if live, ok := r.sessions[id]; ok { // opened concurrently
 		r.mu.Unlock()
 		log.Close()
+		ws.Close()
 		ev, _, err := live.Events()
 		return live, ev, err
 	}
@@ -213,6 +218,7 @@ func (r *Runtime) ListSessions(dir string) ([]Meta, error) {
 		if err != nil {
 			return nil, err
 		}
+		ws.Close()
 		workspaces = []string{ws.Root()}
 	} else {
 		workspaces = r.knownWorkspaces()

@@ -159,6 +159,9 @@ func (s *Session) close() {
 	if err := s.log.Close(); err != nil {
 		s.rt.log.Warn("closing log", "session", s.ID(), "err", err)
 	}
+	if err := s.workspace.Close(); err != nil {
+		s.rt.log.Warn("closing workspace", "session", s.ID(), "err", err)
+	}
 }
 
 func sessionsDir(workspace string) string {

@@ -7,7 +7,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/pelletier/go-toml/v2"
 )
@@ -15,19 +17,128 @@ import (
 // Settings is $PIXIR_HOME/config.toml. Flags and environment variables
 // override it; it overrides the built-in defaults.
 type Settings struct {
-	// Provider names the model provider: "scripted" (the offline default).
+	// Profile names the [profiles.NAME] table used when neither --profile
+	// nor PIXIR_PROFILE names one.
+	Profile string `toml:"profile"`
+	// The top-level provider settings; a profile overrides what it sets.
+	ProviderSettings
+	MaxTurnRequests int `toml:"max_turn_requests"`
+	// Profiles are named sets of provider settings ("local", "hosted").
+	Profiles map[string]ProviderSettings `toml:"profiles"`
+	// Path is the file read; empty when there was none.
+	Path string `toml:"-"`
+}
+
+// ProviderSettings choose and configure the model provider. They appear at
+// the top level of config.toml and in each [profiles.NAME] table.
+type ProviderSettings struct {
+	// Provider names the model provider: "scripted" (the offline default),
+	// "openai" (any OpenAI-compatible server) or "anthropic".
 	Provider string `toml:"provider"`
 	Model    string `toml:"model"`
 	// Models a client may switch between; Model is added when missing.
-	Models          []string         `toml:"models"`
-	MaxTurnRequests int              `toml:"max_turn_requests"`
-	Scripted        ScriptedSettings `toml:"scripted"`
+	Models []string `toml:"models"`
+	// BaseURL is the API root of the openai or anthropic provider.
+	BaseURL string `toml:"base_url"`
+	// APIKeyEnv names the environment variable holding the API key, instead
+	// of OPENAI_API_KEY or ANTHROPIC_API_KEY. Keys never live in the file.
+	APIKeyEnv string `toml:"api_key_env"`
+	// ContextWindow is the model's context size in tokens, shown to editors
+	// with the usage.
+	ContextWindow int `toml:"context_window"`
+	// MaxTokens bounds each answer.
+	MaxTokens int `toml:"max_tokens"`
+	// ConnectTimeout, IdleTimeout and MaxRetries tune the request policy.
+	ConnectTimeout Duration         `toml:"connect_timeout"`
+	IdleTimeout    Duration         `toml:"idle_timeout"`
+	MaxRetries     *int             `toml:"max_retries"`
+	Scripted       ScriptedSettings `toml:"scripted"`
 }
 
 // ScriptedSettings configure the offline scripted provider.
 type ScriptedSettings struct {
 	// Script is a TOML script file; empty means the embedded default.
 	Script string `toml:"script"`
+}
+
+// Duration is a TOML string such as "90s" or "2m".
+type Duration struct{ time.Duration }
+
+// UnmarshalText parses a Go duration.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("want a duration with a unit, such as \"90s\" or \"2m\", got %s", b)
+	}
+	if v < 0 {
+		return fmt.Errorf("a duration cannot be negative, got %s", b)
+	}
+	d.Duration = v
+	return nil
+}
+
+// over returns base with every field that o sets replacing it.
+func (o ProviderSettings) over(base ProviderSettings) ProviderSettings {
+	pick := func(a, b string) string {
+		if a != "" {
+			return a
+		}
+		return b
+	}
+	base.Provider = pick(o.Provider, base.Provider)
+	base.Model = pick(o.Model, base.Model)
+	base.BaseURL = pick(o.BaseURL, base.BaseURL)
+	base.APIKeyEnv = pick(o.APIKeyEnv, base.APIKeyEnv)
+	base.Scripted.Script = pick(o.Scripted.Script, base.Scripted.Script)
+	if o.Models != nil {
+		base.Models = o.Models
+	}
+	if o.ContextWindow > 0 {
+		base.ContextWindow = o.ContextWindow
+	}
+	if o.MaxTokens > 0 {
+		base.MaxTokens = o.MaxTokens
+	}
+	if o.ConnectTimeout.Duration > 0 {
+		base.ConnectTimeout = o.ConnectTimeout
+	}
+	if o.IdleTimeout.Duration > 0 {
+		base.IdleTimeout = o.IdleTimeout
+	}
+	if o.MaxRetries != nil {
+		base.MaxRetries = o.MaxRetries
+	}
+	return base
+}
+
+// WithProfile returns the provider settings of profile name laid over the
+// top-level ones. An empty name means the file's own `profile`; when that
+// is empty too, the top-level settings are returned as they are. It also
+// returns the name of the profile used.
+func (s Settings) WithProfile(name string) (ProviderSettings, string, error) {
+	if name == "" {
+		name = s.Profile
+	}
+	if name == "" {
+		return s.ProviderSettings, "", nil
+	}
+	p, ok := s.Profiles[name]
+	if !ok {
+		where := "config.toml"
+		if s.Path != "" {
+			where = s.Path
+		}
+		names := make([]string, 0, len(s.Profiles))
+		for n := range s.Profiles {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		if len(names) == 0 {
+			return ProviderSettings{}, "", fmt.Errorf("unknown profile %q: %s defines no [profiles.NAME] tables", name, where)
+		}
+		return ProviderSettings{}, "", fmt.Errorf("unknown profile %q: %s defines %s", name, where, strings.Join(names, ", "))
+	}
+	return p.over(s.ProviderSettings), name, nil
 }
 
 // HomeDir is $PIXIR_HOME, or ~/.pixir.
@@ -69,8 +180,35 @@ func LoadSettings(home string) (Settings, error) {
 		}
 		return Settings{}, fmt.Errorf("%s: %w", path, err)
 	}
+	s.Path = path
 	if s.MaxTurnRequests < 0 {
 		return Settings{}, fmt.Errorf("%s: max_turn_requests must be positive, got %d", path, s.MaxTurnRequests)
 	}
+	tables := map[string]ProviderSettings{"": s.ProviderSettings}
+	for name, p := range s.Profiles {
+		tables["profiles."+name+"."] = p
+	}
+	for prefix, p := range tables {
+		if err := p.validate(); err != nil {
+			return Settings{}, fmt.Errorf("%s: %s%w", path, prefix, err)
+		}
+	}
+	if s.Profile != "" {
+		if _, _, err := s.WithProfile(s.Profile); err != nil {
+			return Settings{}, err
+		}
+	}
 	return s, nil
+}
+
+func (p ProviderSettings) validate() error {
+	switch {
+	case p.ContextWindow < 0:
+		return fmt.Errorf("context_window must be positive, got %d", p.ContextWindow)
+	case p.MaxTokens < 0:
+		return fmt.Errorf("max_tokens must be positive, got %d", p.MaxTokens)
+	case p.MaxRetries != nil && *p.MaxRetries < 0:
+		return fmt.Errorf("max_retries must be 0 or more, got %d", *p.MaxRetries)
+	}
+	return nil
 }

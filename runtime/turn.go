@@ -56,6 +56,10 @@ type Prompt struct {
 type TurnOptions struct {
 	Observe Observer
 	Ask     Asker // nil: ask mode denies, with a reason saying so
+	// Files, when set, replaces local file access (the editor's buffers).
+	Files tools.Files
+	// Terminals, when set, runs commands in the editor's terminals.
+	Terminals tools.Terminals
 }
 
 // Prompt runs one turn: model, tool calls, tool results, model… until the
@@ -259,18 +263,38 @@ func (t *turn) runTool(tc ToolCall) error {
 		if err := t.emit(EventStatus, StatusData{ToolCallID: tc.ID, Status: "in_progress"}); err != nil {
 			return err
 		}
-		result = tool.Run(t.ctx, tools.Env{SessionID: s.ID(), Workspace: s.workspace}, tc.Arguments)
+		result = tool.Run(t.ctx, t.env(tc), tc.Arguments)
 	}
 	return t.recordResult(tc, result, time.Since(start))
 }
 
+// env is what a tool call runs against.
+func (t *turn) env(tc ToolCall) tools.Env {
+	files := t.opt.Files
+	if files == nil {
+		files = t.s.workspace.Files()
+	}
+	return tools.Env{
+		SessionID: t.s.ID(), ToolCallID: tc.ID, Workspace: t.s.workspace,
+		Files: files, Terminals: t.opt.Terminals,
+	}
+}
+
 func (t *turn) recordResult(tc ToolCall, result tools.Result, elapsed time.Duration) error {
-	data := ToolResultData{ToolCallID: tc.ID, Name: tc.Name, Result: result, Locations: result.Locations, ElapsedMS: elapsed.Milliseconds()}
+	data := ToolResultData{
+		ToolCallID: tc.ID, Name: tc.Name, Result: result, Locations: result.Locations,
+		TerminalID: result.TerminalID, ElapsedMS: elapsed.Milliseconds(),
+	}
 	for _, d := range result.Diffs {
 		data.Diffs = append(data.Diffs, DiffData(d))
 	}
 	if err := t.emit(EventToolResult, data); err != nil {
 		return err
+	}
+	if result.Plan != nil {
+		if err := t.emit(EventPlan, PlanData{Entries: result.Plan}); err != nil {
+			return err
+		}
 	}
 	t.s.appendHistory(Message{Role: RoleTool, Text: modelText(result), ToolCallID: tc.ID, ToolName: tc.Name})
 	return nil

@@ -1,12 +1,15 @@
 package runtime
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/pixir-go/pixir/tools"
 )
@@ -15,10 +18,14 @@ import (
 // (Logs, snapshots). Tools may not touch it.
 const StateDir = ".pixir"
 
-// Workspace confines tool paths to one directory tree. It resolves symlinks
-// on the way, so a link pointing outside is refused like "..".
+// Workspace confines tool paths to one directory tree. Resolve refuses a
+// path that leads outside, through "..", an absolute path or a symbolic link
+// anywhere on its way; Files then does every read and write through an
+// os.Root, which checks again at the moment of use, so a link swapped in
+// after Resolve cannot lead out either.
 type Workspace struct {
-	root string // absolute, symlinks resolved
+	root string   // absolute, symlinks resolved
+	fs   *os.Root // opened on root
 }
 
 // NewWorkspace confines to dir, which must exist.
@@ -38,8 +45,15 @@ func NewWorkspace(dir string) (*Workspace, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("workspace %s is not a directory", dir)
 	}
-	return &Workspace{root: real}, nil
+	fsys, err := os.OpenRoot(real)
+	if err != nil {
+		return nil, fmt.Errorf("workspace %s: %w", dir, err)
+	}
+	return &Workspace{root: real, fs: fsys}, nil
 }
+
+// Close releases the workspace's directory handle.
+func (w *Workspace) Close() error { return w.fs.Close() }
 
 // Root implements tools.Workspace.
 func (w *Workspace) Root() string { return w.root }
@@ -102,6 +116,74 @@ func resolveExisting(p string) (string, error) {
 		rest = append([]string{filepath.Base(cur)}, rest...)
 		cur = parent
 	}
+}
+
+// Files returns local file access confined to the workspace.
+func (w *Workspace) Files() tools.Files { return localFiles{w} }
+
+// localFiles implements tools.Files on the local disk through the
+// workspace's os.Root.
+type localFiles struct{ w *Workspace }
+
+// rel turns an absolute path from Resolve into one relative to the root,
+// refusing Pixir's state folder.
+func (l localFiles) rel(path string) (string, error) {
+	rel, err := filepath.Rel(l.w.root, path)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return "", &tools.Failure{Kind: tools.ErrPermissionDenied, Message: fmt.Sprintf("%s is outside the workspace %s", path, l.w.root)}
+	}
+	if rel == StateDir || strings.HasPrefix(rel, StateDir+string(filepath.Separator)) {
+		return "", &tools.Failure{Kind: tools.ErrPermissionDenied, Message: fmt.Sprintf("%s is Pixir's state folder and cannot be used by tools", path)}
+	}
+	return rel, nil
+}
+
+// confined turns os.Root's refusal of an escaping path into the failure
+// the model reads.
+func (l localFiles) confined(path string, err error) error {
+	if err != nil && strings.Contains(err.Error(), "path escapes from parent") {
+		return &tools.Failure{Kind: tools.ErrPermissionDenied, Message: fmt.Sprintf("%s leads outside the workspace %s through a symbolic link", path, l.w.root)}
+	}
+	return err
+}
+
+// ReadFile implements tools.Files. It refuses anything but a regular file:
+// opening a FIFO or a device for reading could block or never end.
+func (l localFiles) ReadFile(_ context.Context, path string) ([]byte, error) {
+	rel, err := l.rel(path)
+	if err != nil {
+		return nil, err
+	}
+	f, err := l.w.fs.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, l.confined(path, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.IsDir() {
+		return nil, &tools.Failure{Kind: tools.ErrInvalidArgs, Message: fmt.Sprintf("%s is a directory, not a file; list it with bash (ls) or glob", path)}
+	}
+	if !st.Mode().IsRegular() {
+		return nil, &tools.Failure{Kind: tools.ErrInvalidArgs, Message: fmt.Sprintf("%s is not a regular file (%s)", path, st.Mode().Type())}
+	}
+	return io.ReadAll(f)
+}
+
+// WriteFile implements tools.Files, keeping an existing file's mode.
+func (l localFiles) WriteFile(_ context.Context, path string, data []byte) error {
+	rel, err := l.rel(path)
+	if err != nil {
+		return err
+	}
+	if dir := filepath.Dir(rel); dir != "." {
+		if err := l.w.fs.MkdirAll(dir, 0o755); err != nil {
+			return l.confined(path, err)
+		}
+	}
+	return l.confined(path, l.w.fs.WriteFile(rel, data, 0o644))
 }
 
 func within(root, p string) bool {

@@ -44,7 +44,14 @@ type Workspace interface {
 // Env is what a tool runs against.
 type Env struct {
 	SessionID string
-	Workspace Workspace
+	// ToolCallID is the id of the call being run.
+	ToolCallID string
+	Workspace  Workspace
+	// Files reads and writes; always set by the runtime.
+	Files Files
+	// Terminals, when set, runs commands in the editor's terminals;
+	// otherwise bash runs them itself.
+	Terminals Terminals
 }
 
 // Location is a file (and line) a tool call touches.
@@ -73,9 +80,22 @@ type Result struct {
 	OK     bool     `json:"ok"`
 	Output any      `json:"output,omitempty"`
 	Error  *Failure `json:"error,omitempty"`
-	// Diffs and Locations are for the editor, not the model.
+	// Diffs, Locations and TerminalID are for the editor, not the model.
 	Diffs     []Diff     `json:"-"`
 	Locations []Location `json:"-"`
+	// TerminalID names the editor terminal a command ran in.
+	TerminalID string `json:"-"`
+	// Plan, when set, replaces the plan shown to the user.
+	Plan []PlanEntry `json:"-"`
+}
+
+// PlanEntry is one item of the agent's plan (ACP plan entries).
+type PlanEntry struct {
+	Content string `json:"content"`
+	// Priority is high, medium or low.
+	Priority string `json:"priority"`
+	// Status is pending, in_progress or completed.
+	Status string `json:"status"`
 }
 
 // Tool is one capability offered to the model.

@@ -1,0 +1,135 @@
+package acp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"time"
+
+	"github.com/pixir-go/pixir/acp/rpc"
+	"github.com/pixir-go/pixir/tools"
+)
+
+// clientFiles reads and writes through the editor (fs/read_text_file,
+// fs/write_text_file), so tools see unsaved buffers and the editor reviews
+// edits. Either direction falls back to the local files when the client did
+// not advertise it.
+type clientFiles struct {
+	s         *Server
+	sessionID string
+	read      bool
+	write     bool
+	local     tools.Files
+}
+
+func (c clientFiles) ReadFile(ctx context.Context, path string) ([]byte, error) {
+	if !c.read {
+		return c.local.ReadFile(ctx, path)
+	}
+	var resp struct {
+		Content string `json:"content"`
+	}
+	err := c.s.conn.Call(ctx, "fs/read_text_file", map[string]any{"sessionId": c.sessionID, "path": path}, &resp)
+	if err != nil {
+		return nil, clientError("fs/read_text_file", path, err)
+	}
+	return []byte(resp.Content), nil
+}
+
+func (c clientFiles) WriteFile(ctx context.Context, path string, data []byte) error {
+	if !c.write {
+		return c.local.WriteFile(ctx, path, data)
+	}
+	err := c.s.conn.Call(ctx, "fs/write_text_file", map[string]any{"sessionId": c.sessionID, "path": path, "content": string(data)}, nil)
+	if err != nil {
+		return clientError("fs/write_text_file", path, err)
+	}
+	return nil
+}
+
+// clientError makes an editor's refusal readable, and "not found" match
+// fs.ErrNotExist so tools treat it like a missing local file.
+func clientError(method, path string, err error) error {
+	var wire *rpc.Error
+	if errors.As(err, &wire) {
+		msg := strings.ToLower(wire.Message)
+		if wire.Code == rpc.CodeResourceNotFound || strings.Contains(msg, "not found") || strings.Contains(msg, "no such file") {
+			return fmt.Errorf("the editor has no file %s: %s: %w", path, wire.Message, fs.ErrNotExist)
+		}
+		return fmt.Errorf("the editor refused %s for %s: %s (code %d)", method, path, wire.Message, wire.Code)
+	}
+	return fmt.Errorf("%s for %s: %w", method, path, err)
+}
+
+// clientTerminals runs commands in terminals the editor creates
+// (terminal/*), shown live inside the tool call.
+type clientTerminals struct {
+	s         *Server
+	sessionID string
+}
+
+func (c clientTerminals) Run(ctx context.Context, req tools.TerminalRequest) (tools.TerminalResult, error) {
+	var res tools.TerminalResult
+	var created struct {
+		TerminalID string `json:"terminalId"`
+	}
+	params := map[string]any{
+		"sessionId": c.sessionID, "command": "bash", "args": []string{"-c", req.Command},
+		"cwd": req.Cwd, "outputByteLimit": req.OutputLimit,
+	}
+	if err := c.s.conn.Call(ctx, "terminal/create", params, &created); err != nil {
+		return res, clientError("terminal/create", req.Cwd, err)
+	}
+	res.TerminalID = created.TerminalID
+	ids := map[string]any{"sessionId": c.sessionID, "terminalId": created.TerminalID}
+	// The terminal is the editor's until released, whatever happens here.
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = c.s.conn.Call(rctx, "terminal/release", ids, nil)
+	}()
+	c.s.notify(ctx, c.sessionID, ToolCall{
+		SessionUpdate: "tool_call_update", ToolCallID: req.ToolCallID,
+		Content: []ToolCallContent{{Type: "terminal", TerminalID: created.TerminalID}},
+	})
+
+	waitCtx, cancel := context.WithTimeout(ctx, req.Timeout)
+	defer cancel()
+	var exit struct {
+		ExitCode *int   `json:"exitCode"`
+		Signal   string `json:"signal"`
+	}
+	waitErr := c.s.conn.Call(waitCtx, "terminal/wait_for_exit", ids, &exit)
+	if waitErr != nil {
+		// Timed out or cancelled: stop the command, but still collect what it
+		// printed.
+		kctx, kcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		_ = c.s.conn.Call(kctx, "terminal/kill", ids, nil)
+		kcancel()
+		res.TimedOut = ctx.Err() == nil && errors.Is(waitErr, context.DeadlineExceeded)
+	}
+	var out struct {
+		Output     string `json:"output"`
+		Truncated  bool   `json:"truncated"`
+		ExitStatus *struct {
+			ExitCode *int   `json:"exitCode"`
+			Signal   string `json:"signal"`
+		} `json:"exitStatus"`
+	}
+	octx, ocancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer ocancel()
+	if err := c.s.conn.Call(octx, "terminal/output", ids, &out); err != nil {
+		return res, clientError("terminal/output", req.Cwd, err)
+	}
+	res.Output, res.Truncated = out.Output, out.Truncated
+	res.ExitCode, res.Signal = exit.ExitCode, exit.Signal
+	if out.ExitStatus != nil && res.ExitCode == nil {
+		res.ExitCode, res.Signal = out.ExitStatus.ExitCode, out.ExitStatus.Signal
+	}
+	if waitErr != nil && !res.TimedOut {
+		return res, waitErr
+	}
+	return res, nil
+}

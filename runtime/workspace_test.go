@@ -1,0 +1,198 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pixir-go/pixir/tools"
+)
+
+// sandbox is a workspace with a secret file and a directory outside it, so
+// every attack has something to reach for.
+type sandbox struct {
+	ws      *Workspace
+	root    string
+	outside string
+}
+
+func newSandbox(t *testing.T) *sandbox {
+	t.Helper()
+	base := t.TempDir()
+	root := filepath.Join(base, "ws")
+	outside := filepath.Join(base, "outside")
+	for _, d := range []string{root, outside, filepath.Join(root, "src"), filepath.Join(root, StateDir, "sessions")} {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("secret"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "src", "main.go"), []byte("package main\n"), 0o644))
+	require.NoError(t, os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(root, "link-to-secret")))
+	require.NoError(t, os.Symlink(outside, filepath.Join(root, "link-to-outside")))
+	require.NoError(t, os.Symlink(filepath.Join(root, "src"), filepath.Join(root, "link-to-src")))
+	require.NoError(t, os.Symlink(filepath.Join(outside, "nothing-yet"), filepath.Join(root, "dangling")))
+	ws, err := NewWorkspace(root)
+	require.NoError(t, err)
+	t.Cleanup(func() { ws.Close() })
+	real, err := filepath.EvalSymlinks(root)
+	require.NoError(t, err)
+	outReal, err := filepath.EvalSymlinks(outside)
+	require.NoError(t, err)
+	return &sandbox{ws: ws, root: real, outside: outReal}
+}
+
+// untouched asserts nothing outside the workspace changed.
+func (s *sandbox) untouched(t *testing.T) {
+	t.Helper()
+	entries, err := os.ReadDir(s.outside)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "a file appeared outside the workspace")
+	data, err := os.ReadFile(filepath.Join(s.outside, "secret.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "secret", string(data))
+}
+
+func TestResolveRefusesEveryWayOut(t *testing.T) {
+	s := newSandbox(t)
+	denied := []struct{ name, path, msg string }{
+		{"dot-dot", "../outside/secret.txt", "is outside the workspace"},
+		{"dot-dot deep", "src/../../outside/secret.txt", "is outside the workspace"},
+		{"absolute outside", "/etc/passwd", "is outside the workspace"},
+		{"absolute to the outside dir", filepath.Join(s.outside, "secret.txt"), "is outside the workspace"},
+		{"symlink to an outside file", "link-to-secret", "through a symbolic link"},
+		{"symlink to an outside dir", "link-to-outside/secret.txt", "through a symbolic link"},
+		{"new file under a symlinked outside dir", "link-to-outside/new.txt", "through a symbolic link"},
+		{"dangling symlink", "dangling", "cannot be resolved"},
+		{"NUL byte", "src/main.go\x00.txt", "contains a NUL byte"},
+		{"state folder", ".pixir/sessions/x.ndjson", "Pixir's state folder"},
+		{"state folder itself", ".pixir", "Pixir's state folder"},
+		{"state folder by a detour", "src/../.pixir/sessions", "Pixir's state folder"},
+	}
+	for _, tt := range denied {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := s.ws.Resolve(tt.path)
+			var f *tools.Failure
+			require.ErrorAs(t, err, &f)
+			require.Equal(t, tools.ErrPermissionDenied, f.Kind)
+			require.Contains(t, f.Message, tt.msg)
+		})
+	}
+	allowed := []struct{ name, path, want string }{
+		{"relative", "src/main.go", "src/main.go"},
+		{"absolute inside", filepath.Join(s.root, "src", "main.go"), "src/main.go"},
+		{"symlink that stays inside", "link-to-src/main.go", "src/main.go"},
+		{"a file not created yet", "src/new/deep.go", "src/new/deep.go"},
+		{"dot-dot that stays inside", "src/../src/main.go", "src/main.go"},
+		{"odd unicode stays a name", "src/\u202etxt.og", "src/\u202etxt.og"},
+		{"fullwidth solidus is not a separator", "..\uff0fsecret", "..\uff0fsecret"},
+		{"combining characters", "src/e\u0301.go", "src/e\u0301.go"},
+		{"the root itself", ".", ""},
+	}
+	for _, tt := range allowed {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := s.ws.Resolve(tt.path)
+			require.NoError(t, err)
+			require.Equal(t, filepath.Join(s.root, tt.want), got)
+		})
+	}
+	_, err := s.ws.Resolve("")
+	require.Error(t, err)
+	s.untouched(t)
+}
+
+func TestFilesStayInsideEvenWhenALinkIsSwappedInAfterTheCheck(t *testing.T) {
+	s := newSandbox(t)
+	files := s.ws.Files()
+	ctx := context.Background()
+
+	// The check passes while "box" is a real directory…
+	require.NoError(t, os.Mkdir(filepath.Join(s.root, "box"), 0o755))
+	target, err := s.ws.Resolve("box/out.txt")
+	require.NoError(t, err)
+	readTarget, err := s.ws.Resolve("box/secret.txt")
+	require.NoError(t, err)
+	// …then it is swapped for a link to the outside before the write.
+	require.NoError(t, os.Remove(filepath.Join(s.root, "box")))
+	require.NoError(t, os.Symlink(s.outside, filepath.Join(s.root, "box")))
+
+	err = files.WriteFile(ctx, target, []byte("pwned"))
+	var f *tools.Failure
+	require.ErrorAs(t, err, &f)
+	require.Equal(t, tools.ErrPermissionDenied, f.Kind)
+	_, err = files.ReadFile(ctx, readTarget)
+	require.ErrorAs(t, err, &f)
+	require.Equal(t, tools.ErrPermissionDenied, f.Kind)
+	s.untouched(t)
+
+	// A file swapped for a link to the outside is refused as well.
+	require.NoError(t, os.WriteFile(filepath.Join(s.root, "plain.txt"), []byte("x"), 0o644))
+	plain, err := s.ws.Resolve("plain.txt")
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(filepath.Join(s.root, "plain.txt")))
+	require.NoError(t, os.Symlink(filepath.Join(s.outside, "secret.txt"), filepath.Join(s.root, "plain.txt")))
+	_, err = files.ReadFile(ctx, plain)
+	require.Error(t, err)
+	require.Error(t, files.WriteFile(ctx, plain, []byte("pwned")))
+	s.untouched(t)
+}
+
+func TestFilesReadWriteInside(t *testing.T) {
+	s := newSandbox(t)
+	files := s.ws.Files()
+	ctx := context.Background()
+	p, err := s.ws.Resolve("a/b/c.txt")
+	require.NoError(t, err)
+	require.NoError(t, files.WriteFile(ctx, p, []byte("hi")))
+	data, err := files.ReadFile(ctx, p)
+	require.NoError(t, err)
+	require.Equal(t, "hi", string(data))
+
+	missing, err := s.ws.Resolve("nope.txt")
+	require.NoError(t, err)
+	_, err = files.ReadFile(ctx, missing)
+	require.True(t, errors.Is(err, fs.ErrNotExist), "missing files match fs.ErrNotExist: %v", err)
+
+	dir, err := s.ws.Resolve("src")
+	require.NoError(t, err)
+	_, err = files.ReadFile(ctx, dir)
+	var f *tools.Failure
+	require.ErrorAs(t, err, &f)
+	require.Contains(t, f.Message, "is a directory")
+
+	// Pixir's own state is refused even with a path that skipped Resolve.
+	err = files.WriteFile(ctx, filepath.Join(s.root, StateDir, "sessions", "x.ndjson"), []byte("x"))
+	require.ErrorAs(t, err, &f)
+	require.Equal(t, tools.ErrPermissionDenied, f.Kind)
+	err = files.WriteFile(ctx, filepath.Join(s.outside, "x"), []byte("x"))
+	require.ErrorAs(t, err, &f)
+	s.untouched(t)
+}
+
+// FuzzResolve: whatever the path, Resolve either refuses it or returns a
+// path inside the workspace and outside its state folder, and using that
+// path never touches anything outside.
+func FuzzResolve(f *testing.F) {
+	for _, seed := range []string{
+		"a.txt", "../x", "/etc/passwd", "link-to-outside/secret.txt", "link-to-src/../../outside",
+		"src/./../src//main.go", ".pixir/x", "dangling/x", "a\x00b", "\u202e", "..\\..\\x", "~/x", "src/..",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, path string) {
+		s := newSandbox(t)
+		got, err := s.ws.Resolve(path)
+		if err != nil {
+			return
+		}
+		require.True(t, within(s.root, got), "%q resolved to %q, outside %q", path, got, s.root)
+		rel, _ := filepath.Rel(s.root, got)
+		require.False(t, rel == StateDir || strings.HasPrefix(rel, StateDir+"/"), "%q reached the state folder", path)
+		_ = s.ws.Files().WriteFile(context.Background(), got, []byte("x"))
+		s.untouched(t)
+	})
+}

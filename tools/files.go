@@ -1,0 +1,45 @@
+package tools
+
+import (
+	"context"
+	"time"
+)
+
+// Files is how tools read and write files. The runtime gives tools either
+// local files, confined to the workspace at the moment of use, or the
+// editor's (ACP fs/read_text_file and fs/write_text_file), so that unsaved
+// buffers are read and edits are reviewed where the user works. Paths are
+// absolute and already resolved by Workspace.Resolve. A missing file is
+// reported with an error that matches fs.ErrNotExist.
+type Files interface {
+	ReadFile(ctx context.Context, path string) ([]byte, error)
+	// WriteFile creates missing parent directories.
+	WriteFile(ctx context.Context, path string, data []byte) error
+}
+
+// Terminals runs commands in terminals the editor owns (ACP terminal/*),
+// so the user watches them live in the tool call.
+type Terminals interface {
+	Run(ctx context.Context, req TerminalRequest) (TerminalResult, error)
+}
+
+// TerminalRequest is one command to run in a terminal.
+type TerminalRequest struct {
+	// ToolCallID is the call the terminal is shown in.
+	ToolCallID  string
+	Command     string
+	Cwd         string
+	OutputLimit int
+	Timeout     time.Duration
+}
+
+// TerminalResult is how a terminal command ended.
+type TerminalResult struct {
+	TerminalID string
+	Output     string
+	Truncated  bool
+	// ExitCode is nil when the command was ended by a signal.
+	ExitCode *int
+	Signal   string
+	TimedOut bool
+}
