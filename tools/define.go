@@ -4,20 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"math/big"
 	"runtime/debug"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
 	reflector "github.com/invopop/jsonschema"
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 )
 
 // Spec is everything a tool author writes; Define turns it into a Tool.
@@ -60,7 +53,7 @@ type defined[A any] struct {
 	schema     json.RawMessage
 
 	validatorOnce sync.Once
-	validator     *jsonschema.Schema
+	validator     *argValidator
 	validatorErr  error
 }
 
@@ -74,8 +67,8 @@ func (t *defined[A]) Schema() json.RawMessage {
 		// object itself, with no $defs, $ref or $id for a provider to trip on.
 		r := reflector.Reflector{ExpandedStruct: true, DoNotReference: true, Anonymous: true}
 		s := r.Reflect(new(A))
-		// Some providers reject $schema; the compiler below is told the
-		// dialect (2020-12) instead.
+		// Some providers reject $schema; the validator (validate.go)
+		// implements 2020-12 for the keywords reflection emits.
 		s.Version = ""
 		b, err := json.Marshal(s)
 		if err != nil {
@@ -87,21 +80,9 @@ func (t *defined[A]) Schema() json.RawMessage {
 	return slices.Clone(t.schema)
 }
 
-func (t *defined[A]) compiled() (*jsonschema.Schema, error) {
+func (t *defined[A]) compiled() (*argValidator, error) {
 	t.validatorOnce.Do(func() {
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(t.Schema()))
-		if err != nil {
-			t.validatorErr = err
-			return
-		}
-		url := "mem:///tools/" + t.spec.Name + ".json"
-		c := jsonschema.NewCompiler()
-		c.DefaultDraft(jsonschema.Draft2020)
-		if err := c.AddResource(url, doc); err != nil {
-			t.validatorErr = err
-			return
-		}
-		t.validator, t.validatorErr = c.Compile(url)
+		t.validator, t.validatorErr = compileSchema(t.spec.Name, t.Schema())
 	})
 	return t.validator, t.validatorErr
 }
@@ -167,7 +148,7 @@ func (t *defined[A]) decode(args json.RawMessage) (A, *Failure) {
 		return a, &Failure{Kind: ErrInvalidArgs, Message: fmt.Sprintf(
 			"arguments are missing; call %s with a JSON object that matches its schema", t.spec.Name)}
 	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	v, err := parseJSON(raw)
 	if err != nil {
 		return a, &Failure{Kind: ErrInvalidArgs, Message: fmt.Sprintf(
 			"arguments are not valid JSON (%v); send one JSON object that matches the schema of %s", err, t.spec.Name)}
@@ -176,16 +157,11 @@ func (t *defined[A]) decode(args json.RawMessage) (A, *Failure) {
 		return a, &Failure{Kind: ErrInvalidArgs, Message: fmt.Sprintf(
 			"arguments must be a JSON object, got %s; send one JSON object that matches the schema of %s", jsonType(v), t.spec.Name)}
 	}
-	sch, err := t.compiled()
+	val, err := t.compiled()
 	if err != nil {
-		return a, &Failure{Kind: ErrInternal, Message: fmt.Sprintf("the schema of %s does not compile: %v", t.spec.Name, err)}
+		return a, &Failure{Kind: ErrInternal, Message: err.Error()}
 	}
-	if err := sch.Validate(v); err != nil {
-		ve, ok := errors.AsType[*jsonschema.ValidationError](err)
-		if !ok {
-			return a, &Failure{Kind: ErrInternal, Message: fmt.Sprintf("validating arguments of %s: %v", t.spec.Name, err)}
-		}
-		lines := problems(ve)
+	if lines := val.validate(v); len(lines) > 0 {
 		return a, &Failure{Kind: ErrInvalidArgs, Message: strings.Join(lines, "\n"), Details: map[string]any{"problems": lines}}
 	}
 	if err := json.Unmarshal(raw, &a); err != nil {
@@ -193,77 +169,6 @@ func (t *defined[A]) decode(args json.RawMessage) (A, *Failure) {
 			"arguments match the schema of %s but do not decode (%v); check number sizes and string escapes", t.spec.Name, err)}
 	}
 	return a, nil
-}
-
-// problems flattens a validation error into one "/pointer: message" line
-// per leaf cause, sorted so the same arguments always read the same way.
-func problems(ve *jsonschema.ValidationError) []string {
-	var lines []string
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			lines = append(lines, pointer(e.InstanceLocation)+": "+leafMessage(e.ErrorKind))
-			return
-		}
-		for _, c := range e.Causes {
-			walk(c)
-		}
-	}
-	walk(ve)
-	slices.Sort(lines)
-	return slices.Compact(lines)
-}
-
-// printer renders validation messages. POSIX English prints integers
-// without grouping (600000, not 600,000): arguments are JSON, and the model
-// should see numbers as it would write them.
-var printer = message.NewPrinter(language.MustParse("en-US-POSIX"))
-
-// leafMessage renders one validation problem. Numeric bounds are rendered
-// here because the library prints them as floats, which the printer shows
-// as 1 × 10⁺⁰⁶ from a million on.
-func leafMessage(k jsonschema.ErrorKind) string {
-	switch k := k.(type) {
-	case *kind.Minimum:
-		return "minimum: got " + number(k.Got) + ", want " + number(k.Want)
-	case *kind.Maximum:
-		return "maximum: got " + number(k.Got) + ", want " + number(k.Want)
-	case *kind.ExclusiveMinimum:
-		return "exclusiveMinimum: got " + number(k.Got) + ", want " + number(k.Want)
-	case *kind.ExclusiveMaximum:
-		return "exclusiveMaximum: got " + number(k.Got) + ", want " + number(k.Want)
-	case *kind.MultipleOf:
-		return "multipleOf: got " + number(k.Got) + ", want " + number(k.Want)
-	case *kind.AdditionalProperties:
-		// Collected from a map: sort so the line is stable.
-		slices.Sort(k.Properties)
-	}
-	return k.LocalizedString(printer)
-}
-
-// number renders r as a JSON number.
-func number(r *big.Rat) string {
-	if r.IsInt() {
-		return r.Num().String()
-	}
-	f, _ := r.Float64()
-	return strconv.FormatFloat(f, 'f', -1, 64)
-}
-
-var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
-
-// pointer renders an instance location as an RFC 6901 JSON Pointer, with
-// "/" standing for the arguments object itself so no line starts with ":".
-func pointer(tokens []string) string {
-	if len(tokens) == 0 {
-		return "/"
-	}
-	var b strings.Builder
-	for _, tok := range tokens {
-		b.WriteByte('/')
-		b.WriteString(pointerEscaper.Replace(tok))
-	}
-	return b.String()
 }
 
 func jsonType(v any) string {

@@ -1,0 +1,711 @@
+package tools
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"math/big"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// This file is the argument validator: JSON Schema 2020-12 for exactly the
+// subset that invopop/jsonschema reflects from our argument structs, and
+// nothing more. A general validator (santhosh-tekuri/jsonschema) compiles
+// the meta-schemas of five drafts in its package init, which every start of
+// the binary paid for; it stays in the tests as the oracle this validator
+// must agree with, line for line (oracle_test.go).
+//
+// A keyword outside the subset is a compile error naming it and the tool,
+// so a tool whose Go type needs more fails loudly in tests instead of
+// validating wrongly.
+
+// assertions are the keywords the validator checks.
+var assertions = []string{
+	"type", "const", "enum",
+	"properties", "required", "additionalProperties", "minProperties", "maxProperties",
+	"items", "minItems", "maxItems", "uniqueItems",
+	"minLength", "maxLength", "pattern",
+	"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+}
+
+// annotations are keywords that never make a value invalid. format and the
+// content keywords are annotations too: 2020-12 does not assert them by
+// default, and neither does the oracle.
+var annotations = []string{
+	"title", "description", "default", "examples", "$comment",
+	"deprecated", "readOnly", "writeOnly",
+	"format", "contentEncoding", "contentMediaType",
+}
+
+// schemaType is a JSON Schema type name as a bit, in the order in which a
+// "want" list is written.
+type schemaType uint8
+
+const (
+	nullType schemaType = 1 << iota
+	booleanType
+	numberType
+	integerType
+	stringType
+	arrayType
+	objectType
+)
+
+var typeNames = []string{"null", "boolean", "number", "integer", "string", "array", "object"}
+
+func (t schemaType) String() string {
+	var names []string
+	for i, name := range typeNames {
+		if t&(1<<i) != 0 {
+			names = append(names, name)
+		}
+	}
+	return strings.Join(names, " or ")
+}
+
+func typeNamed(name string) schemaType {
+	if i := slices.Index(typeNames, name); i >= 0 {
+		return 1 << i
+	}
+	return 0
+}
+
+// typeOf is the type of a value decoded by parseJSON. A number is always a
+// "number": integer-ness is a property checked against the schema.
+func typeOf(v any) schemaType {
+	switch v.(type) {
+	case nil:
+		return nullType
+	case bool:
+		return booleanType
+	case json.Number:
+		return numberType
+	case string:
+		return stringType
+	case []any:
+		return arrayType
+	case map[string]any:
+		return objectType
+	}
+	panic(fmt.Sprintf("tools: %T is not a decoded JSON value", v))
+}
+
+// schemaNode is one compiled (sub)schema.
+type schemaNode struct {
+	// boolean is set for the schemas true and false.
+	boolean *bool
+
+	types    schemaType
+	hasConst bool
+	constVal any
+	enum     []any // nil: no enum keyword
+
+	properties map[string]*schemaNode
+	required   []string
+	// additional is nil without additionalProperties; false rejects every
+	// property that properties does not name.
+	additional    *schemaNode
+	minProperties int // -1: absent, as for the other counts
+	maxProperties int
+
+	items       *schemaNode
+	minItems    int
+	maxItems    int
+	uniqueItems bool
+
+	minLength int
+	maxLength int
+	pattern   *regexp.Regexp
+
+	minimum, maximum                   *big.Rat
+	exclusiveMinimum, exclusiveMaximum *big.Rat
+	multipleOf                         *big.Rat
+}
+
+func (n *schemaNode) numeric() bool {
+	return n.minimum != nil || n.maximum != nil || n.exclusiveMinimum != nil || n.exclusiveMaximum != nil || n.multipleOf != nil
+}
+
+// argValidator validates the arguments of one tool.
+type argValidator struct {
+	root *schemaNode
+}
+
+// compileSchema compiles the JSON Schema of tool.
+func compileSchema(tool string, schema []byte) (*argValidator, error) {
+	doc, err := parseJSON(schema)
+	if err != nil {
+		return nil, fmt.Errorf("the schema of tool %s is not JSON: %w", tool, err)
+	}
+	c := schemaCompiler{tool: tool}
+	root, err := c.compile(doc, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &argValidator{root: root}, nil
+}
+
+type schemaCompiler struct {
+	tool string
+}
+
+func (c *schemaCompiler) errorf(loc []string, format string, args ...any) error {
+	return fmt.Errorf("the schema of tool %s does not compile: at %s, %s", c.tool, pointer(loc), fmt.Sprintf(format, args...))
+}
+
+func (c *schemaCompiler) compile(doc any, loc []string) (*schemaNode, error) {
+	n := &schemaNode{
+		minProperties: -1, maxProperties: -1,
+		minItems: -1, maxItems: -1,
+		minLength: -1, maxLength: -1,
+	}
+	if b, ok := doc.(bool); ok {
+		n.boolean = &b
+		return n, nil
+	}
+	obj, ok := doc.(map[string]any)
+	if !ok {
+		return nil, c.errorf(loc, "a schema must be an object or a boolean, not %s", typeOf(doc))
+	}
+	// Sorted, so that the first of several problems is always the same one.
+	for _, kw := range slices.Sorted(maps.Keys(obj)) {
+		if slices.Contains(annotations, kw) {
+			continue
+		}
+		if !slices.Contains(assertions, kw) {
+			return nil, c.errorf(loc, "keyword %q is not supported by the argument validator (tools/validate.go); "+
+				"it knows only %s, and the annotations %s",
+				kw, strings.Join(assertions, ", "), strings.Join(annotations, ", "))
+		}
+		if err := c.keyword(n, kw, obj[kw], append(slices.Clip(loc), kw)); err != nil {
+			return nil, err
+		}
+	}
+	return n, nil
+}
+
+func (c *schemaCompiler) keyword(n *schemaNode, kw string, v any, loc []string) error {
+	var err error
+	switch kw {
+	case "type":
+		n.types, err = c.types(v, loc)
+	case "const":
+		n.hasConst, n.constVal = true, v
+	case "enum":
+		arr, ok := v.([]any)
+		if !ok {
+			return c.errorf(loc, "enum must be an array")
+		}
+		n.enum = slices.Clone(arr)
+	case "properties":
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return c.errorf(loc, "properties must be an object")
+		}
+		n.properties = make(map[string]*schemaNode, len(obj))
+		for name, sub := range obj {
+			if n.properties[name], err = c.compile(sub, append(slices.Clip(loc), name)); err != nil {
+				return err
+			}
+		}
+	case "required":
+		n.required, err = c.names(v, loc)
+	case "additionalProperties":
+		n.additional, err = c.compile(v, loc)
+	case "items":
+		n.items, err = c.compile(v, loc)
+	case "uniqueItems":
+		b, ok := v.(bool)
+		if !ok {
+			return c.errorf(loc, "uniqueItems must be a boolean")
+		}
+		n.uniqueItems = b
+	case "pattern":
+		s, ok := v.(string)
+		if !ok {
+			return c.errorf(loc, "pattern must be a string")
+		}
+		if n.pattern, err = regexp.Compile(s); err != nil {
+			return c.errorf(loc, "pattern %s is not a valid regular expression: %v", quote(s), err)
+		}
+	case "minProperties":
+		n.minProperties, err = c.count(v, loc)
+	case "maxProperties":
+		n.maxProperties, err = c.count(v, loc)
+	case "minItems":
+		n.minItems, err = c.count(v, loc)
+	case "maxItems":
+		n.maxItems, err = c.count(v, loc)
+	case "minLength":
+		n.minLength, err = c.count(v, loc)
+	case "maxLength":
+		n.maxLength, err = c.count(v, loc)
+	case "minimum":
+		n.minimum, err = c.number(v, loc)
+	case "maximum":
+		n.maximum, err = c.number(v, loc)
+	case "exclusiveMinimum":
+		n.exclusiveMinimum, err = c.number(v, loc)
+	case "exclusiveMaximum":
+		n.exclusiveMaximum, err = c.number(v, loc)
+	case "multipleOf":
+		n.multipleOf, err = c.number(v, loc)
+		if err == nil && n.multipleOf.Sign() <= 0 {
+			err = c.errorf(loc, "multipleOf must be greater than 0")
+		}
+	default:
+		panic("tools: keyword " + kw + " is listed as an assertion but not compiled")
+	}
+	return err
+}
+
+func (c *schemaCompiler) types(v any, loc []string) (schemaType, error) {
+	names := []any{v}
+	if arr, ok := v.([]any); ok {
+		names = arr
+	}
+	var types schemaType
+	for _, name := range names {
+		s, _ := name.(string)
+		t := typeNamed(s)
+		if t == 0 || types&t != 0 {
+			return 0, c.errorf(loc, "type must be a type name or an array of distinct type names")
+		}
+		types |= t
+	}
+	if types == 0 {
+		return 0, c.errorf(loc, "type must name at least one type")
+	}
+	return types, nil
+}
+
+func (c *schemaCompiler) names(v any, loc []string) ([]string, error) {
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, c.errorf(loc, "required must be an array of strings")
+	}
+	names := make([]string, 0, len(arr))
+	for _, item := range arr {
+		s, ok := item.(string)
+		if !ok || slices.Contains(names, s) {
+			return nil, c.errorf(loc, "required must be an array of distinct strings")
+		}
+		names = append(names, s)
+	}
+	return names, nil
+}
+
+func (c *schemaCompiler) number(v any, loc []string) (*big.Rat, error) {
+	if num, ok := v.(json.Number); ok {
+		if r, ok := rat(num); ok {
+			return r, nil
+		}
+	}
+	return nil, c.errorf(loc, "%s must be a number of sensible size", loc[len(loc)-1])
+}
+
+func (c *schemaCompiler) count(v any, loc []string) (int, error) {
+	r, err := c.number(v, loc)
+	if err != nil {
+		return 0, err
+	}
+	if !r.IsInt() || r.Sign() < 0 || !r.Num().IsInt64() || r.Num().Int64() > math.MaxInt32 {
+		return 0, c.errorf(loc, "%s must be a non-negative integer", loc[len(loc)-1])
+	}
+	return int(r.Num().Int64()), nil
+}
+
+// problem is one reason a value is invalid.
+type problem struct {
+	loc []string
+	msg string
+}
+
+// validate checks v, a value from parseJSON, and returns one
+// "/pointer: message" line per problem, sorted and without duplicates; none
+// if v is valid.
+func (av *argValidator) validate(v any) []string {
+	var ps []problem
+	av.root.validate(v, nil, &ps)
+	if len(ps) == 0 {
+		return nil
+	}
+	lines := make([]string, len(ps))
+	for i, p := range ps {
+		lines[i] = pointer(p.loc) + ": " + p.msg
+	}
+	slices.Sort(lines)
+	return slices.Compact(lines)
+}
+
+// validate appends v's problems to ps. It checks keywords in the order, and
+// with the short cuts, of the oracle: a wrong type, const or enum is the
+// only problem reported for a value; every other keyword reports its own.
+func (n *schemaNode) validate(v any, loc []string, ps *[]problem) {
+	add := func(format string, args ...any) {
+		*ps = append(*ps, problem{loc: slices.Clone(loc), msg: fmt.Sprintf(format, args...)})
+	}
+	if n.boolean != nil {
+		if !*n.boolean {
+			add("false schema")
+		}
+		return
+	}
+
+	t := typeOf(v)
+	if n.types != 0 && n.types&t == 0 && (n.types&integerType == 0 || t != numberType || !isInteger(v.(json.Number))) {
+		add("got %s, want %s", t, n.types)
+		return
+	}
+	if n.hasConst && !jsonEqual(v, n.constVal) {
+		add("%s", mustBe(n.constVal))
+		return
+	}
+	if n.enum != nil && !slices.ContainsFunc(n.enum, func(e any) bool { return jsonEqual(v, e) }) {
+		add("%s", mustBeOneOf(n.enum))
+		return
+	}
+
+	switch v := v.(type) {
+	case map[string]any:
+		n.validateObject(v, loc, ps, add)
+	case []any:
+		n.validateArray(v, loc, ps, add)
+	case string:
+		n.validateString(v, add)
+	case json.Number:
+		n.validateNumber(v, add)
+	}
+}
+
+func (n *schemaNode) validateObject(obj map[string]any, loc []string, ps *[]problem, add func(string, ...any)) {
+	if n.minProperties >= 0 && len(obj) < n.minProperties {
+		add("minProperties: got %d, want %d", len(obj), n.minProperties)
+	}
+	if n.maxProperties >= 0 && len(obj) > n.maxProperties {
+		add("maxProperties: got %d, want %d", len(obj), n.maxProperties)
+	}
+	var missing []string
+	for _, name := range n.required {
+		if _, ok := obj[name]; !ok {
+			missing = append(missing, name)
+		}
+	}
+	switch len(missing) {
+	case 0:
+	case 1:
+		add("missing property %s", quote(missing[0]))
+	default:
+		add("missing properties %s", joinQuoted(missing))
+	}
+	var additional []string
+	for _, name := range slices.Sorted(maps.Keys(obj)) {
+		sub, ok := n.properties[name]
+		if !ok {
+			sub = n.additional
+		}
+		switch {
+		case sub == nil:
+		case !ok && sub.boolean != nil && !*sub.boolean:
+			// additionalProperties: false is one problem of the object,
+			// naming every property it does not allow.
+			additional = append(additional, name)
+		default:
+			sub.validate(obj[name], append(slices.Clip(loc), name), ps)
+		}
+	}
+	if len(additional) > 0 {
+		add("additional properties %s not allowed", joinQuoted(additional))
+	}
+}
+
+func (n *schemaNode) validateArray(arr []any, loc []string, ps *[]problem, add func(string, ...any)) {
+	if n.minItems >= 0 && len(arr) < n.minItems {
+		add("minItems: got %d, want %d", len(arr), n.minItems)
+	}
+	if n.maxItems >= 0 && len(arr) > n.maxItems {
+		add("maxItems: got %d, want %d", len(arr), n.maxItems)
+	}
+	if n.uniqueItems {
+		if i, j, ok := duplicate(arr); ok {
+			add("items at %d and %d are equal", i, j)
+		}
+	}
+	if n.items != nil {
+		for i, item := range arr {
+			n.items.validate(item, append(slices.Clip(loc), strconv.Itoa(i)), ps)
+		}
+	}
+}
+
+func (n *schemaNode) validateString(s string, add func(string, ...any)) {
+	if n.minLength >= 0 || n.maxLength >= 0 {
+		// Length is in code points, not bytes.
+		length := utf8.RuneCountInString(s)
+		if n.minLength >= 0 && length < n.minLength {
+			add("minLength: got %d, want %d", length, n.minLength)
+		}
+		if n.maxLength >= 0 && length > n.maxLength {
+			add("maxLength: got %d, want %d", length, n.maxLength)
+		}
+	}
+	// Unanchored, as the specification says: "^...$" anchors explicitly.
+	if n.pattern != nil && !n.pattern.MatchString(s) {
+		add("%s does not match pattern %s", quote(s), quote(n.pattern.String()))
+	}
+}
+
+func (n *schemaNode) validateNumber(num json.Number, add func(string, ...any)) {
+	if !n.numeric() {
+		return
+	}
+	r, ok := rat(num)
+	if !ok {
+		// The oracle cannot check such a number either (it crashes); the
+		// model is better served by a plain answer than by a guess.
+		add("number %s is too large or too precise to check; send it in plain decimal notation", string(num))
+		return
+	}
+	bound := func(kw string, want *big.Rat) {
+		add("%s: got %s, want %s", kw, number(r), number(want))
+	}
+	if n.minimum != nil && r.Cmp(n.minimum) < 0 {
+		bound("minimum", n.minimum)
+	}
+	if n.maximum != nil && r.Cmp(n.maximum) > 0 {
+		bound("maximum", n.maximum)
+	}
+	if n.exclusiveMinimum != nil && r.Cmp(n.exclusiveMinimum) <= 0 {
+		bound("exclusiveMinimum", n.exclusiveMinimum)
+	}
+	if n.exclusiveMaximum != nil && r.Cmp(n.exclusiveMaximum) >= 0 {
+		bound("exclusiveMaximum", n.exclusiveMaximum)
+	}
+	if n.multipleOf != nil && !new(big.Rat).Quo(r, n.multipleOf).IsInt() {
+		bound("multipleOf", n.multipleOf)
+	}
+}
+
+// rat is num exactly. It fails for a number whose decimal exponent is too
+// large for math/big to expand (beyond a million digits).
+func rat(num json.Number) (*big.Rat, bool) {
+	return new(big.Rat).SetString(string(num))
+}
+
+// isInteger says whether num has no fractional part: 1.0 and 1e2 are
+// integers, as JSON Schema says.
+func isInteger(num json.Number) bool {
+	r, ok := rat(num)
+	return ok && r.IsInt()
+}
+
+// jsonEqual is JSON Schema equality: numbers compare by value (1 equals
+// 1.0), objects regardless of key order.
+func jsonEqual(a, b any) bool {
+	switch a := a.(type) {
+	case map[string]any:
+		b, ok := b.(map[string]any)
+		if !ok || len(a) != len(b) {
+			return false
+		}
+		for k, va := range a {
+			vb, ok := b[k]
+			if !ok || !jsonEqual(va, vb) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		b, ok := b.([]any)
+		if !ok || len(a) != len(b) {
+			return false
+		}
+		for i := range a {
+			if !jsonEqual(a[i], b[i]) {
+				return false
+			}
+		}
+		return true
+	case json.Number:
+		b, ok := b.(json.Number)
+		if !ok {
+			return false
+		}
+		ra, oka := rat(a)
+		rb, okb := rat(b)
+		// A number rat cannot expand equals nothing, itself included, as
+		// for the oracle.
+		return oka && okb && ra.Cmp(rb) == 0
+	default: // nil, bool, string
+		return a == b
+	}
+}
+
+// duplicate finds the first item of arr equal to an earlier one: i is the
+// earliest such earlier item, j the later one.
+func duplicate(arr []any) (i, j int, ok bool) {
+	first := make(map[string]int, len(arr))
+	var b strings.Builder
+	for j, item := range arr {
+		b.Reset()
+		if !canonical(&b, item) {
+			continue
+		}
+		key := b.String()
+		if i, seen := first[key]; seen {
+			return i, j, true
+		}
+		first[key] = j
+	}
+	return 0, 0, false
+}
+
+// canonical writes a text that two values share exactly when jsonEqual says
+// they are equal. It fails for a value that equals nothing (one holding a
+// number rat cannot expand).
+func canonical(b *strings.Builder, v any) bool {
+	switch v := v.(type) {
+	case nil:
+		b.WriteString("null")
+	case bool:
+		b.WriteString(strconv.FormatBool(v))
+	case string:
+		b.WriteString(strconv.Quote(v))
+	case json.Number:
+		r, ok := rat(v)
+		if !ok {
+			return false
+		}
+		b.WriteString(r.RatString())
+	case []any:
+		b.WriteByte('[')
+		for _, item := range v {
+			if !canonical(b, item) {
+				return false
+			}
+			b.WriteByte(',')
+		}
+		b.WriteByte(']')
+	case map[string]any:
+		b.WriteByte('{')
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			b.WriteString(strconv.Quote(k))
+			b.WriteByte(':')
+			if !canonical(b, v[k]) {
+				return false
+			}
+			b.WriteByte(',')
+		}
+		b.WriteByte('}')
+	}
+	return true
+}
+
+// mustBe words a failed const.
+func mustBe(want any) string {
+	switch want.(type) {
+	case []any, map[string]any:
+		return "'const' failed"
+	}
+	return "value must be " + display(want)
+}
+
+// mustBeOneOf words a failed enum.
+func mustBeOneOf(want []any) string {
+	shown := make([]string, len(want))
+	for i, v := range want {
+		switch v.(type) {
+		case []any, map[string]any:
+			return "'enum' failed"
+		}
+		shown[i] = display(v)
+	}
+	if len(shown) == 1 {
+		return "value must be " + shown[0]
+	}
+	return "value must be one of " + strings.Join(shown, ", ")
+}
+
+// display shows a scalar from a schema as the oracle does: strings quoted,
+// numbers as written in the schema, null as <nil>.
+func display(v any) string {
+	switch v := v.(type) {
+	case string:
+		return quote(v)
+	case nil:
+		return "<nil>"
+	case bool:
+		return strconv.FormatBool(v)
+	case json.Number:
+		return string(v)
+	}
+	return "value"
+}
+
+// quote single-quotes s with Go escapes, leaving double quotes bare.
+func quote(s string) string {
+	s = strconv.Quote(s)
+	s = strings.ReplaceAll(s, `\"`, `"`)
+	s = strings.ReplaceAll(s, `'`, `\'`)
+	return "'" + s[1:len(s)-1] + "'"
+}
+
+func joinQuoted(names []string) string {
+	quoted := make([]string, len(names))
+	for i, name := range names {
+		quoted[i] = quote(name)
+	}
+	return strings.Join(quoted, ", ")
+}
+
+// number renders r as a JSON number: integers exactly and without digit
+// grouping, fractions as the shortest float64 that reads back the same.
+func number(r *big.Rat) string {
+	if r.IsInt() {
+		return r.Num().String()
+	}
+	f, _ := r.Float64()
+	return strconv.FormatFloat(f, 'f', -1, 64)
+}
+
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
+// pointer renders an instance location as an RFC 6901 JSON Pointer, with
+// "/" standing for the arguments object itself so no line starts with ":".
+func pointer(tokens []string) string {
+	if len(tokens) == 0 {
+		return "/"
+	}
+	var b strings.Builder
+	for _, tok := range tokens {
+		b.WriteByte('/')
+		b.WriteString(pointerEscaper.Replace(tok))
+	}
+	return b.String()
+}
+
+// errTrailingData is what parseJSON reports for a document followed by more.
+var errTrailingData = errors.New("invalid character after top-level value")
+
+// parseJSON decodes exactly one JSON document, keeping numbers exact as
+// json.Number.
+func parseJSON(b []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return nil, errTrailingData
+	}
+	return v, nil
+}
