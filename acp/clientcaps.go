@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"strings"
 	"time"
@@ -24,9 +25,9 @@ type clientFiles struct {
 	local     tools.Files
 }
 
-func (c clientFiles) ReadFile(ctx context.Context, path string) ([]byte, error) {
+func (c clientFiles) Open(ctx context.Context, path string) (io.ReadCloser, error) {
 	if !c.read {
-		return c.local.ReadFile(ctx, path)
+		return c.local.Open(ctx, path)
 	}
 	var resp struct {
 		Content string `json:"content"`
@@ -35,7 +36,7 @@ func (c clientFiles) ReadFile(ctx context.Context, path string) ([]byte, error) 
 	if err != nil {
 		return nil, clientError("fs/read_text_file", path, err)
 	}
-	return []byte(resp.Content), nil
+	return io.NopCloser(strings.NewReader(resp.Content)), nil
 }
 
 func (c clientFiles) WriteFile(ctx context.Context, path string, data []byte) error {

@@ -364,9 +364,9 @@ type ToolCallContent struct {
 	Type       string        `json:"type"`
 	Content    *ContentBlock `json:"content,omitempty"`
 	TerminalID string        `json:"terminalId,omitempty"`
-	Path    string        `json:"path,omitempty"`
-	OldText *string       `json:"oldText,omitempty"`
-	NewText *string       `json:"newText,omitempty"`
+	Path       string        `json:"path,omitempty"`
+	OldText    *string       `json:"oldText,omitempty"`
+	NewText    *string       `json:"newText,omitempty"`
 }
 
 type Location struct {

@@ -147,9 +147,9 @@ func (l localFiles) confined(path string, err error) error {
 	return err
 }
 
-// ReadFile implements tools.Files. It refuses anything but a regular file:
-// opening a FIFO or a device for reading could block or never end.
-func (l localFiles) ReadFile(_ context.Context, path string) ([]byte, error) {
+// Open implements tools.Files. It refuses anything but a regular file:
+// reading a FIFO or a device could block or never end.
+func (l localFiles) Open(_ context.Context, path string) (io.ReadCloser, error) {
 	rel, err := l.rel(path)
 	if err != nil {
 		return nil, err
@@ -158,18 +158,20 @@ func (l localFiles) ReadFile(_ context.Context, path string) ([]byte, error) {
 	if err != nil {
 		return nil, l.confined(path, err)
 	}
-	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
+		f.Close()
 		return nil, err
 	}
 	if st.IsDir() {
-		return nil, &tools.Failure{Kind: tools.ErrInvalidArgs, Message: fmt.Sprintf("%s is a directory, not a file; list it with bash (ls) or glob", path)}
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, tools.ErrIsDir)
 	}
 	if !st.Mode().IsRegular() {
-		return nil, &tools.Failure{Kind: tools.ErrInvalidArgs, Message: fmt.Sprintf("%s is not a regular file (%s)", path, st.Mode().Type())}
+		f.Close()
+		return nil, fmt.Errorf("%s (%s): %w", path, st.Mode().Type(), tools.ErrNotRegular)
 	}
-	return io.ReadAll(f)
+	return f, nil
 }
 
 // WriteFile implements tools.Files, keeping an existing file's mode.

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -124,7 +125,7 @@ func TestFilesStayInsideEvenWhenALinkIsSwappedInAfterTheCheck(t *testing.T) {
 	var f *tools.Failure
 	require.ErrorAs(t, err, &f)
 	require.Equal(t, tools.ErrPermissionDenied, f.Kind)
-	_, err = files.ReadFile(ctx, readTarget)
+	_, err = files.Open(ctx, readTarget)
 	require.ErrorAs(t, err, &f)
 	require.Equal(t, tools.ErrPermissionDenied, f.Kind)
 	s.untouched(t)
@@ -135,7 +136,7 @@ func TestFilesStayInsideEvenWhenALinkIsSwappedInAfterTheCheck(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.Remove(filepath.Join(s.root, "plain.txt")))
 	require.NoError(t, os.Symlink(filepath.Join(s.outside, "secret.txt"), filepath.Join(s.root, "plain.txt")))
-	_, err = files.ReadFile(ctx, plain)
+	_, err = files.Open(ctx, plain)
 	require.Error(t, err)
 	require.Error(t, files.WriteFile(ctx, plain, []byte("pwned")))
 	s.untouched(t)
@@ -148,21 +149,23 @@ func TestFilesReadWriteInside(t *testing.T) {
 	p, err := s.ws.Resolve("a/b/c.txt")
 	require.NoError(t, err)
 	require.NoError(t, files.WriteFile(ctx, p, []byte("hi")))
-	data, err := files.ReadFile(ctx, p)
+	r, err := files.Open(ctx, p)
 	require.NoError(t, err)
+	data, err := io.ReadAll(r)
+	require.NoError(t, err)
+	require.NoError(t, r.Close())
 	require.Equal(t, "hi", string(data))
 
 	missing, err := s.ws.Resolve("nope.txt")
 	require.NoError(t, err)
-	_, err = files.ReadFile(ctx, missing)
+	_, err = files.Open(ctx, missing)
 	require.True(t, errors.Is(err, fs.ErrNotExist), "missing files match fs.ErrNotExist: %v", err)
 
 	dir, err := s.ws.Resolve("src")
 	require.NoError(t, err)
-	_, err = files.ReadFile(ctx, dir)
+	_, err = files.Open(ctx, dir)
+	require.ErrorIs(t, err, tools.ErrIsDir)
 	var f *tools.Failure
-	require.ErrorAs(t, err, &f)
-	require.Contains(t, f.Message, "is a directory")
 
 	// Pixir's own state is refused even with a path that skipped Resolve.
 	err = files.WriteFile(ctx, filepath.Join(s.root, StateDir, "sessions", "x.ndjson"), []byte("x"))

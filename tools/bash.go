@@ -88,6 +88,9 @@ func runBash(ctx context.Context, env Env, a BashArgs, dryRun bool) Result {
 	if dryRun {
 		return Preview("would run %q with %s in %s, with a %s time limit", a.Command, shell, dir, timeout)
 	}
+	if env.Terminals != nil {
+		return runInTerminal(ctx, env, a.Command, dir, timeout)
+	}
 
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -124,6 +127,39 @@ func runBash(ctx context.Context, env Env, a BashArgs, dryRun bool) Result {
 	// Other errors are a non-zero exit, or leftover descendants that held
 	// the output pipe past bashWaitDelay: the command itself finished.
 	return OK(BashOutput{ExitCode: exitCode(cmd.ProcessState), Output: out.String()})
+}
+
+// runInTerminal runs the command in a terminal the editor owns, so the user
+// watches it live inside the tool call; the outcome reads as a local run's.
+func runInTerminal(ctx context.Context, env Env, command, dir string, timeout time.Duration) Result {
+	tr, err := env.Terminals.Run(ctx, TerminalRequest{
+		ToolCallID: env.ToolCallID, Command: command, Cwd: dir, OutputLimit: bashOutputLimit, Timeout: timeout,
+	})
+	output := tr.Output
+	if tr.Truncated {
+		output = "[… the terminal kept only its last bytes]\n" + output
+	}
+	code := -1
+	if tr.ExitCode != nil {
+		code = *tr.ExitCode
+	} else if tr.Signal != "" {
+		output += fmt.Sprintf("\n[killed by %s]", tr.Signal)
+	}
+	var res Result
+	switch {
+	case ctx.Err() != nil:
+		res = Failed(&Failure{Kind: ErrCancelled, Message: "the command was cancelled and its terminal killed; the output so far is in details",
+			Details: BashOutput{ExitCode: -1, Output: output}})
+	case tr.TimedOut:
+		res = Failed(&Failure{Kind: ErrTimeout, Message: fmt.Sprintf("the command did not finish within %s and its terminal was killed; the output so far is in details. "+
+			"Raise timeout_ms (at most 600000) if it needs longer", timeout), Details: BashOutput{ExitCode: -1, Output: output, TimedOut: true}})
+	case err != nil:
+		res = Failed(AsFailure(err))
+	default:
+		res = OK(BashOutput{ExitCode: code, Output: output})
+	}
+	res.TerminalID = tr.TerminalID
+	return res
 }
 
 // shellPath prefers bash, which the description promises, and falls back

@@ -4,7 +4,6 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 )
@@ -49,7 +48,7 @@ func describeEdit(a EditArgs) Presentation {
 	return Presentation{Title: "Edit " + p, Locations: []Location{{Path: p}}}
 }
 
-func runEdit(_ context.Context, env Env, a EditArgs, dryRun bool) Result {
+func runEdit(ctx context.Context, env Env, a EditArgs, dryRun bool) Result {
 	if a.OldText == "" {
 		return Fail(ErrInvalidArgs, "old_text is empty; copy the exact text to replace from the file (to create a file or replace all of it, use write)")
 	}
@@ -60,7 +59,7 @@ func runEdit(_ context.Context, env Env, a EditArgs, dryRun bool) Result {
 	if f != nil {
 		return Failed(f)
 	}
-	old, f := currentText(t)
+	old, f := currentText(ctx, env, t)
 	if f != nil {
 		return Failed(f)
 	}
@@ -90,9 +89,8 @@ func runEdit(_ context.Context, env Env, a EditArgs, dryRun bool) Result {
 	if dryRun {
 		res = Preview("would replace %d match(es) of old_text in %s, the first at line %d", len(lines), t.rel, lines[0])
 	} else {
-		// The file exists, so WriteFile keeps its mode.
-		if err := os.WriteFile(t.abs, []byte(text), 0o644); err != nil {
-			return Failed(fileFailure(err, t.rel, "check the path"))
+		if f := writeText(ctx, env, t, text); f != nil {
+			return Failed(f)
 		}
 		res = OK(EditOutput{Path: t.rel, Replacements: len(lines)})
 	}

@@ -67,7 +67,7 @@ func TestEditFailures(t *testing.T) {
 		{"missing file", `{"path":"n.go","old_text":"a","new_text":"b"}`, ErrNotFound,
 			"there is no file at n.go; check the path, or create the file with write", nil},
 		{"directory", `{"path":"dir","old_text":"a","new_text":"b"}`, ErrInvalidArgs,
-			"dir is a directory, not a file; list it with bash (ls) instead", nil},
+			"dir is a directory, not a file; list it with glob or bash (ls) instead", nil},
 		{"outside the workspace", `{"path":"../m.go","old_text":"a","new_text":"b"}`, ErrPermissionDenied,
 			"../m.go is outside the workspace; use a path inside it", nil},
 		{"missing new_text", `{"path":"m.go","old_text":"a"}`, ErrInvalidArgs, "/: missing property 'new_text'",

@@ -2,6 +2,8 @@ package tools
 
 import (
 	"context"
+	"errors"
+	"io"
 	"time"
 )
 
@@ -12,10 +14,19 @@ import (
 // absolute and already resolved by Workspace.Resolve. A missing file is
 // reported with an error that matches fs.ErrNotExist.
 type Files interface {
-	ReadFile(ctx context.Context, path string) ([]byte, error)
+	// Open opens a regular file for reading; the caller closes it. A
+	// reader, not bytes, so a tool can take ten lines of a huge log.
+	Open(ctx context.Context, path string) (io.ReadCloser, error)
 	// WriteFile creates missing parent directories.
 	WriteFile(ctx context.Context, path string, data []byte) error
 }
+
+// Errors a Files implementation wraps so tools can explain them with the
+// path the model used.
+var (
+	ErrIsDir      = errors.New("is a directory")
+	ErrNotRegular = errors.New("is not a regular file")
+)
 
 // Terminals runs commands in terminals the editor owns (ACP terminal/*),
 // so the user watches them live in the tool call.

@@ -1,10 +1,14 @@
 package tools
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -38,9 +42,39 @@ func (w fakeWorkspace) Resolve(path string) (string, error) {
 func newEnv(t *testing.T) (Env, string) {
 	t.Helper()
 	root := t.TempDir()
-	return Env{SessionID: "s1", Workspace: fakeWorkspace{root: root}}, root
+	return Env{SessionID: "s1", Workspace: fakeWorkspace{root: root}, Files: osFiles{}}, root
 }
 
+// osFiles is the local tools.Files of the tests: plain os calls, with the
+// regular-file check the runtime's confined implementation makes.
+type osFiles struct{}
+
+func (osFiles) Open(_ context.Context, path string) (io.ReadCloser, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	info, err := f.Stat()
+	switch {
+	case err != nil:
+	case info.IsDir():
+		err = ErrIsDir
+	case !info.Mode().IsRegular():
+		err = ErrNotRegular
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+func (osFiles) WriteFile(_ context.Context, path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
+}
 func run(t *testing.T, tool Tool, env Env, args string) Result {
 	t.Helper()
 	return tool.Run(t.Context(), env, json.RawMessage(args))

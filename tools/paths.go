@@ -1,8 +1,10 @@
 package tools
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path/filepath"
 	"strings"
@@ -49,6 +51,10 @@ func shown(path string) string {
 // named; hint says what to do when the file does not exist.
 func fileFailure(err error, rel, hint string) *Failure {
 	switch {
+	case errors.Is(err, ErrIsDir):
+		return &Failure{Kind: ErrInvalidArgs, Message: fmt.Sprintf("%s is a directory, not a file; list it with glob or bash (ls) instead", rel)}
+	case errors.Is(err, ErrNotRegular):
+		return &Failure{Kind: ErrInvalidArgs, Message: fmt.Sprintf("%s is not a regular file; only plain files can be read or edited", rel)}
 	case errors.Is(err, syscall.ENOTDIR):
 		return &Failure{Kind: ErrNotFound, Message: fmt.Sprintf("a parent of %s is a file, not a directory; %s", rel, hint)}
 	case errors.Is(err, fs.ErrNotExist):
@@ -59,14 +65,63 @@ func fileFailure(err error, rel, hint string) *Failure {
 	return &Failure{Kind: ErrInternal, Message: fmt.Sprintf("%s: %v", rel, err)}
 }
 
-// regularFile checks that a path the model wants to read or change is a
-// plain file: reading a FIFO or a device would block or never end.
-func regularFile(info fs.FileInfo, rel string) *Failure {
-	switch {
-	case info.IsDir():
-		return &Failure{Kind: ErrInvalidArgs, Message: fmt.Sprintf("%s is a directory, not a file; list it with bash (ls) instead", rel)}
-	case !info.Mode().IsRegular():
-		return &Failure{Kind: ErrInvalidArgs, Message: fmt.Sprintf("%s is not a regular file (%s); only plain files can be read or edited", rel, info.Mode().Type())}
+// editLimit bounds the files write and edit read whole (for the diff and
+// the replacement).
+const editLimit = 64 << 20
+
+// files is env.Files; the runtime always sets it. Without it no file can be
+// touched safely, so nothing is.
+func files(env Env) (Files, *Failure) {
+	if env.Files == nil {
+		return nil, &Failure{Kind: ErrInternal, Message: "this session has no file access; this is a bug in Pixir"}
+	}
+	return env.Files, nil
+}
+
+// openFailure explains an Open or WriteFile error: a refusal from the
+// runtime or the editor keeps its kind, anything else is described.
+func openFailure(err error, rel, hint string) *Failure {
+	var f *Failure
+	if errors.As(err, &f) {
+		return f
+	}
+	return fileFailure(err, rel, hint)
+}
+
+// currentText is the content of the file at t, or nil when there is none
+// yet. Anything there that is not a plain file is refused.
+func currentText(ctx context.Context, env Env, t target) (*string, *Failure) {
+	fsys, f := files(env)
+	if f != nil {
+		return nil, f
+	}
+	r, err := fsys.Open(ctx, t.abs)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, openFailure(err, t.rel, "check the path")
+	}
+	defer r.Close()
+	b, err := io.ReadAll(io.LimitReader(r, editLimit+1))
+	if err != nil {
+		return nil, fileFailure(err, t.rel, "check the path")
+	}
+	if len(b) > editLimit {
+		return nil, &Failure{Kind: ErrInvalidArgs, Message: fmt.Sprintf("%s is larger than %d MiB, too large to rewrite in one call; change it with bash (sed, patch) instead", t.rel, editLimit>>20)}
+	}
+	s := string(b)
+	return &s, nil
+}
+
+// writeText writes the whole file through env.Files.
+func writeText(ctx context.Context, env Env, t target, text string) *Failure {
+	fsys, f := files(env)
+	if f != nil {
+		return f
+	}
+	if err := fsys.WriteFile(ctx, t.abs, []byte(text)); err != nil {
+		return openFailure(err, t.rel, "check the path")
 	}
 	return nil
 }

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 )
 
 //go:embed read.md
@@ -76,17 +75,19 @@ func runRead(ctx context.Context, env Env, a ReadArgs, dryRun bool) Result {
 	if f != nil {
 		return Failed(f)
 	}
-	info, err := os.Stat(t.abs)
-	if err != nil {
-		return Failed(fileFailure(err, t.rel, "check the path, or list the directory with bash (ls)"))
-	}
-	if f := regularFile(info, t.rel); f != nil {
+	fsys, f := files(env)
+	if f != nil {
 		return Failed(f)
 	}
-	if dryRun {
-		return Preview("would read %s%s (%d bytes)", t.rel, lineRange(a.Offset, a.Limit), info.Size())
+	file, err := fsys.Open(ctx, t.abs)
+	if err != nil {
+		return Failed(openFailure(err, t.rel, "check the path, or find the file with glob"))
 	}
-	out, f := readLines(ctx, t, a.Offset, a.Limit)
+	defer file.Close()
+	if dryRun {
+		return Preview("would read %s%s", t.rel, lineRange(a.Offset, a.Limit))
+	}
+	out, f := readLines(ctx, file, t, a.Offset, a.Limit)
 	if f != nil {
 		return Failed(f)
 	}
@@ -98,12 +99,7 @@ func runRead(ctx context.Context, env Env, a ReadArgs, dryRun bool) Result {
 // readLines streams the file, keeping at most readLimit bytes of the
 // selected lines and counting the rest, so memory stays bounded however
 // large the file or its lines are.
-func readLines(ctx context.Context, t target, offset, limit int) (ReadOutput, *Failure) {
-	file, err := os.Open(t.abs)
-	if err != nil {
-		return ReadOutput{}, fileFailure(err, t.rel, "check the path, or list the directory with bash (ls)")
-	}
-	defer file.Close()
+func readLines(ctx context.Context, file io.Reader, t target, offset, limit int) (ReadOutput, *Failure) {
 	r := bufio.NewReaderSize(file, 64<<10)
 	if head, _ := r.Peek(8000); bytes.IndexByte(head, 0) >= 0 {
 		return ReadOutput{}, &Failure{Kind: ErrInvalidArgs, Message: fmt.Sprintf(

@@ -3,10 +3,6 @@ package tools
 import (
 	"context"
 	_ "embed"
-	"errors"
-	"io/fs"
-	"os"
-	"path/filepath"
 )
 
 //go:embed write.md
@@ -45,12 +41,12 @@ func describeWrite(a WriteArgs) Presentation {
 	return Presentation{Title: "Write " + p, Locations: []Location{{Path: p}}}
 }
 
-func runWrite(_ context.Context, env Env, a WriteArgs, dryRun bool) Result {
+func runWrite(ctx context.Context, env Env, a WriteArgs, dryRun bool) Result {
 	t, f := resolve(env, a.Path)
 	if f != nil {
 		return Failed(f)
 	}
-	old, f := currentText(t)
+	old, f := currentText(ctx, env, t)
 	if f != nil {
 		return Failed(f)
 	}
@@ -62,37 +58,12 @@ func runWrite(_ context.Context, env Env, a WriteArgs, dryRun bool) Result {
 	case dryRun:
 		res = Preview("would overwrite %s (%d bytes, was %d)", t.rel, len(a.Content), len(*old))
 	default:
-		if err := os.MkdirAll(filepath.Dir(t.abs), 0o755); err != nil {
-			return Failed(fileFailure(err, filepath.Dir(t.rel), "check the path"))
-		}
-		// WriteFile keeps the mode of an existing file; 0o644 is for new ones.
-		if err := os.WriteFile(t.abs, []byte(a.Content), 0o644); err != nil {
-			return Failed(fileFailure(err, t.rel, "check the path"))
+		if f := writeText(ctx, env, t, a.Content); f != nil {
+			return Failed(f)
 		}
 		res = OK(WriteOutput{Path: t.rel, Bytes: len(a.Content), Created: old == nil})
 	}
 	res.Diffs = []Diff{diff}
 	res.Locations = []Location{{Path: t.abs}}
 	return res
-}
-
-// currentText is the content of the file at t, or nil when there is none
-// yet. Anything there that is not a plain file is refused.
-func currentText(t target) (*string, *Failure) {
-	info, err := os.Stat(t.abs)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fileFailure(err, t.rel, "check the path")
-	}
-	if f := regularFile(info, t.rel); f != nil {
-		return nil, f
-	}
-	b, err := os.ReadFile(t.abs)
-	if err != nil {
-		return nil, fileFailure(err, t.rel, "check the path")
-	}
-	s := string(b)
-	return &s, nil
 }

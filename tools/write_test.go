@@ -58,7 +58,7 @@ func TestWriteFailures(t *testing.T) {
 		kind ErrorKind
 		msg  string
 	}{
-		{"directory", `{"path":"dir","content":"x"}`, ErrInvalidArgs, "dir is a directory, not a file; list it with bash (ls) instead"},
+		{"directory", `{"path":"dir","content":"x"}`, ErrInvalidArgs, "dir is a directory, not a file; list it with glob or bash (ls) instead"},
 		{"parent is a file", `{"path":"dir/file.txt/x","content":"x"}`, ErrNotFound, "a parent of dir/file.txt/x is a file, not a directory; check the path"},
 		{"outside the workspace", `{"path":"/etc/passwd","content":"x"}`, ErrPermissionDenied, "/etc/passwd is outside the workspace; use a path inside it"},
 		{"no content", `{"path":"a.txt"}`, ErrInvalidArgs, "/: missing property 'content'"},
