@@ -8,7 +8,7 @@ GOLANGCI_LINT   := $(TOOLS)/golangci-lint
 GOLANGCI_VERSION:= v2.15.0
 BENCHTIME       ?= 50x
 
-.PHONY: all build demo check test gotest lint conformance bench tools clean
+.PHONY: all build demo check test gotest lint fuzz conformance bench tools schemas clean
 
 all: build
 
@@ -19,9 +19,10 @@ build:
 demo: build
 	./$(BIN) demo
 
-# Everything CI runs: lint, the Go tests with the race detector, and the
-# ACP conformance suite driven by the official TypeScript client.
-check: lint gotest conformance
+# Everything CI runs: lint, the Go tests with the race detector, short
+# fuzzing of argument validation and path confinement, and the ACP
+# conformance suite driven by the official TypeScript client.
+check: lint gotest fuzz conformance
 
 test: gotest conformance
 
@@ -32,10 +33,22 @@ lint: $(GOLANGCI_LINT)
 	$(GO) vet ./...
 	$(GOLANGCI_LINT) run ./...
 
+# Each fuzz target runs for a short, bounded time (FUZZTIME); their seed
+# corpora also run in every `go test`.
+FUZZTIME ?= 15s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzValidatorAgreesWithSanthosh$$' -fuzztime $(FUZZTIME) ./tools/
+	$(GO) test -run '^$$' -fuzz '^FuzzResolve$$' -fuzztime $(FUZZTIME) ./runtime/
+
 $(GOLANGCI_LINT):
 	GOBIN=$(TOOLS) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION)
 
 tools: $(GOLANGCI_LINT)
+
+# Regenerate the committed JSON Schemas of the tools and their results
+# (schemas/); a test fails when they drift from the Go types.
+schemas:
+	$(GO) generate ./schemas/...
 
 conformance: build
 	cd conformance && npm ci --no-audit --no-fund --loglevel=error

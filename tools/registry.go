@@ -48,7 +48,8 @@ func (r *Registry) Unknown(name string) Result {
 	return Fail(ErrUnknownTool, "there is no tool named %q; use one of: %s", name, strings.Join(names, ", "))
 }
 
-// Builtins returns fresh instances of the built-in file and shell tools.
+// Builtins returns fresh instances of the built-in file, shell, search and
+// plan tools.
 func Builtins() []Tool {
-	return []Tool{ReadTool(), WriteTool(), EditTool(), BashTool()}
+	return []Tool{ReadTool(), WriteTool(), EditTool(), BashTool(), GrepTool(), GlobTool(), UpdatePlanTool()}
 }

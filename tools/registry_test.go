@@ -12,7 +12,7 @@ func TestRegistry(t *testing.T) {
 	for _, tool := range r.All() {
 		names = append(names, tool.Name())
 	}
-	require.Equal(t, []string{"read", "write", "edit", "bash"}, names)
+	require.Equal(t, []string{"read", "write", "edit", "bash", "grep", "glob", "update_plan"}, names)
 
 	tool, ok := r.Get("edit")
 	require.True(t, ok)
@@ -24,7 +24,7 @@ func TestRegistry(t *testing.T) {
 	all[0] = nil
 	require.NotNil(t, r.All()[0], "All must return a copy")
 
-	requireFailure(t, r.Unknown("reed"), ErrUnknownTool, `there is no tool named "reed"; use one of: read, write, edit, bash`)
+	requireFailure(t, r.Unknown("reed"), ErrUnknownTool, `there is no tool named "reed"; use one of: read, write, edit, bash, grep, glob, update_plan`)
 }
 
 func TestRegistryRejectsDuplicates(t *testing.T) {
@@ -34,7 +34,10 @@ func TestRegistryRejectsDuplicates(t *testing.T) {
 }
 
 func TestBuiltinsPostureAndDescription(t *testing.T) {
-	want := map[string]Posture{"read": PostureRead, "write": PostureMutation, "edit": PostureMutation, "bash": PostureMutation}
+	want := map[string]Posture{
+		"read": PostureRead, "write": PostureMutation, "edit": PostureMutation, "bash": PostureMutation,
+		"grep": PostureRead, "glob": PostureRead, "update_plan": PostureRead,
+	}
 	for _, tool := range Builtins() {
 		require.Equal(t, want[tool.Name()], tool.Posture(), tool.Name())
 		require.NotEmpty(t, tool.Description(), tool.Name())

@@ -1,0 +1,197 @@
+// Package schemas generates the JSON Schemas of Pixir's built-in tools and
+// of the results they return, from the Go types in package tools. The files
+// under tools/ and results/ are committed so that clients, tests and
+// reviewers can read them without running Pixir; schemas_test.go fails when
+// they drift from the Go types. They are never edited by hand: run
+// `make schemas` (or `go generate ./schemas/`).
+package schemas
+
+//go:generate go run ./gen
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/invopop/jsonschema"
+
+	"github.com/pixir-go/pixir/tools"
+)
+
+// Folders of the generated files, relative to this package.
+const (
+	ToolsDir   = "tools"
+	ResultsDir = "results"
+)
+
+// Outputs maps every built-in tool to the type of the output of its
+// successful Result. A new built-in tool needs an entry (the test says so).
+var Outputs = map[string]any{
+	"read":        tools.ReadOutput{},
+	"write":       tools.WriteOutput{},
+	"edit":        tools.EditOutput{},
+	"bash":        tools.BashOutput{},
+	"grep":        tools.GrepOutput{},
+	"glob":        tools.GlobOutput{},
+	"update_plan": tools.UpdatePlanOutput{},
+}
+
+// ErrorKinds are the kinds of a failed Result, as DESIGN.md fixes them
+// (tools/errors.go; the test checks that the two lists agree).
+var ErrorKinds = []tools.ErrorKind{
+	tools.ErrInvalidArgs, tools.ErrUnknownTool, tools.ErrPermissionDenied, tools.ErrNotFound, tools.ErrConflict,
+	tools.ErrTimeout, tools.ErrCancelled, tools.ErrDetached, tools.ErrProviderError, tools.ErrInternal,
+}
+
+// Files returns every generated file by its slash-separated path relative
+// to this package:
+//
+//   - tools/<name>.json: the arguments schema of each built-in tool, exactly
+//     as the model is given it (Tool.Schema, indented);
+//   - results/tool_result.json: the envelope of every tool result;
+//   - results/<name>_output.json: the output of a successful call of each
+//     built-in tool;
+//   - results/dry_run_output.json: the output of a successful dry run.
+func Files() (map[string][]byte, error) {
+	files := map[string][]byte{}
+	for _, t := range tools.Builtins() {
+		var b bytes.Buffer
+		if err := json.Indent(&b, t.Schema(), "", "  "); err != nil {
+			return nil, fmt.Errorf("schema of tool %s: %w", t.Name(), err)
+		}
+		b.WriteByte('\n')
+		files[ToolsDir+"/"+t.Name()+".json"] = b.Bytes()
+
+		out, ok := Outputs[t.Name()]
+		if !ok {
+			return nil, fmt.Errorf("built-in tool %s has no output type in schemas.Outputs; add it", t.Name())
+		}
+		s := reflectOutput(out)
+		s.Title = "Output of " + t.Name()
+		s.Description = fmt.Sprintf("The output field of a successful result of the %s tool (not of a dry run).", t.Name())
+		if err := put(files, ResultsDir+"/"+t.Name()+"_output.json", s); err != nil {
+			return nil, err
+		}
+	}
+	dry := reflectOutput(tools.DryRunOutput{})
+	dry.Title = "Output of a dry run"
+	dry.Description = "The output field of a successful dry run of any tool: what Run would do."
+	if err := put(files, ResultsDir+"/dry_run_output.json", dry); err != nil {
+		return nil, err
+	}
+	if err := put(files, ResultsDir+"/tool_result.json", envelope()); err != nil {
+		return nil, err
+	}
+	return files, nil
+}
+
+// reflector reflects result types: the root is the object itself and
+// nested types are inlined, as for arguments.
+func reflector() *jsonschema.Reflector {
+	return &jsonschema.Reflector{
+		ExpandedStruct: true, DoNotReference: true, Anonymous: true,
+		Mapper: func(t reflect.Type) *jsonschema.Schema {
+			if t != reflect.TypeFor[tools.ErrorKind]() {
+				return nil
+			}
+			kinds := make([]any, len(ErrorKinds))
+			for i, k := range ErrorKinds {
+				kinds[i] = string(k)
+			}
+			return &jsonschema.Schema{Type: "string", Enum: kinds}
+		},
+	}
+}
+
+func reflectOutput(v any) *jsonschema.Schema {
+	return reflector().Reflect(v)
+}
+
+// envelope is the schema of tools.Result as the model reads it:
+// {"ok":true,"output":…} or {"ok":false,"error":{kind,message,details}}.
+// Results are not sent to providers as schemas, so it may use if/then/else
+// to tie ok to error.
+func envelope() *jsonschema.Schema {
+	s := reflector().Reflect(&tools.Result{})
+	s.Title = "Tool result"
+	s.Description = `What every tool call returns to the model: {"ok":true,"output":…} on success, ` +
+		`{"ok":false,"error":{"kind","message","details"}} on failure. The output of each tool is described in its *_output.json file, ` +
+		"and that of a dry run in dry_run_output.json."
+	okIs := func(v bool) *jsonschema.Schema {
+		p := jsonschema.NewProperties()
+		p.Set("ok", &jsonschema.Schema{Const: v})
+		return &jsonschema.Schema{Properties: p}
+	}
+	s.If = okIs(true)
+	s.Then = &jsonschema.Schema{Not: &jsonschema.Schema{Required: []string{"error"}}}
+	s.Else = &jsonschema.Schema{Required: []string{"error"}, Not: &jsonschema.Schema{Required: []string{"output"}}}
+	return s
+}
+
+func put(files map[string][]byte, name string, s *jsonschema.Schema) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	files[name] = append(b, '\n')
+	return nil
+}
+
+// Write writes the generated files under dir and removes the .json files
+// there that are no longer generated (a tool that was removed).
+func Write(dir string) error {
+	files, err := Files()
+	if err != nil {
+		return err
+	}
+	for _, sub := range []string{ToolsDir, ResultsDir} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			return err
+		}
+		stale, err := Stale(dir, sub, files)
+		if err != nil {
+			return err
+		}
+		for _, name := range stale {
+			if err := os.Remove(filepath.Join(dir, filepath.FromSlash(name))); err != nil {
+				return err
+			}
+		}
+	}
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(name)), files[name], 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Stale lists the .json files in dir/sub that files does not have.
+func Stale(dir, sub string, files map[string][]byte) ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(dir, sub))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var stale []string
+	for _, e := range entries {
+		name := sub + "/" + e.Name()
+		if _, ok := files[name]; !ok && strings.HasSuffix(e.Name(), ".json") {
+			stale = append(stale, name)
+		}
+	}
+	return stale, nil
+}

@@ -1,0 +1,197 @@
+package schemas
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pixir-go/pixir/tools"
+)
+
+const regenerate = "run `make schemas` (or `go generate ./schemas/`) and commit the result; the schemas are generated from the Go types and never edited by hand"
+
+// The committed files are exactly what the Go types produce, and there are
+// no others.
+func TestCommittedSchemasAreCurrent(t *testing.T) {
+	files, err := Files()
+	require.NoError(t, err)
+	for name, want := range files {
+		got, err := os.ReadFile(filepath.FromSlash(name))
+		if os.IsNotExist(err) {
+			t.Errorf("schemas/%s is missing; %s", name, regenerate)
+			continue
+		}
+		require.NoError(t, err)
+		if !bytes.Equal(want, got) {
+			t.Errorf("schemas/%s differs from what the Go types produce; %s", name, regenerate)
+		}
+	}
+	for _, sub := range []string{ToolsDir, ResultsDir} {
+		stale, err := Stale(".", sub, files)
+		require.NoError(t, err)
+		for _, name := range stale {
+			t.Errorf("schemas/%s is not generated from any Go type (a removed tool?); %s", name, regenerate)
+		}
+	}
+}
+
+func TestEveryBuiltinHasAnOutputType(t *testing.T) {
+	var names []string
+	for _, tool := range tools.Builtins() {
+		names = append(names, tool.Name())
+	}
+	var outputs []string
+	for name := range Outputs {
+		outputs = append(outputs, name)
+	}
+	slices.Sort(names)
+	slices.Sort(outputs)
+	require.Equal(t, names, outputs, "schemas.Outputs must name the output type of every built-in tool, and only those")
+}
+
+// ErrorKinds must list every ErrorKind constant of tools/errors.go.
+func TestErrorKindsAreAllOfThem(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "../tools/errors.go", nil, 0)
+	require.NoError(t, err)
+	var declared []tools.ErrorKind
+	for _, decl := range f.Decls {
+		gen, ok := decl.(*ast.GenDecl)
+		if !ok || gen.Tok != token.CONST {
+			continue
+		}
+		for _, spec := range gen.Specs {
+			vs := spec.(*ast.ValueSpec)
+			if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != "ErrorKind" {
+				continue
+			}
+			for _, v := range vs.Values {
+				s, err := strconv.Unquote(v.(*ast.BasicLit).Value)
+				require.NoError(t, err)
+				declared = append(declared, tools.ErrorKind(s))
+			}
+		}
+	}
+	require.Equal(t, declared, ErrorKinds)
+}
+
+// localFiles is tools.Files on the local disk.
+type localFiles struct{}
+
+func (localFiles) Open(_ context.Context, path string) (io.ReadCloser, error) { return os.Open(path) }
+func (localFiles) WriteFile(_ context.Context, path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
+}
+
+// workspace confines lexically; enough for results.
+type workspace struct{ root string }
+
+func (w workspace) Root() string { return w.root }
+func (w workspace) Resolve(path string) (string, error) {
+	abs := path
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(w.root, path)
+	}
+	abs = filepath.Clean(abs)
+	if abs != w.root && !strings.HasPrefix(abs, w.root+"/") {
+		return "", &tools.Failure{Kind: tools.ErrPermissionDenied, Message: path + " is outside the workspace"}
+	}
+	return abs, nil
+}
+
+func compile(t *testing.T, name string) *jsonschema.Schema {
+	t.Helper()
+	b, err := os.ReadFile(filepath.FromSlash(name))
+	require.NoError(t, err)
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	require.NoError(t, err)
+	c := jsonschema.NewCompiler()
+	url := "mem:///" + name
+	require.NoError(t, c.AddResource(url, doc))
+	s, err := c.Compile(url)
+	require.NoError(t, err, name)
+	return s
+}
+
+func instance(t *testing.T, v any) any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	require.NoError(t, err)
+	return inst
+}
+
+// Real results of every built-in tool (a success, a dry run and a failure)
+// are valid against the committed schemas, and the schemas reject what
+// the envelope forbids.
+func TestResultsMatchTheirSchemas(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(root, "a.txt"), []byte("one\ntwo\n"), 0o644))
+	env := tools.Env{SessionID: "s", ToolCallID: "c", Workspace: workspace{root}, Files: localFiles{}}
+	calls := []struct{ tool, ok, fail string }{
+		{"read", `{"path":"a.txt"}`, `{"path":"missing.txt"}`},
+		{"write", `{"path":"b.txt","content":"x\n"}`, `{"path":"../b.txt","content":"x"}`},
+		{"edit", `{"path":"a.txt","old_text":"one","new_text":"uno"}`, `{"path":"a.txt","old_text":"zzz","new_text":"y"}`},
+		{"bash", `{"command":"echo hi"}`, `{"command":""}`},
+		{"grep", `{"pattern":"t","context_lines":1}`, `{"pattern":"("}`},
+		{"glob", `{"pattern":"*.txt"}`, `{"pattern":"[x"}`},
+		{"update_plan", `{"entries":[{"content":"a","status":"pending"}]}`, `{"entries":[{"content":"a","status":"done"}]}`},
+	}
+	envelope := compile(t, ResultsDir+"/tool_result.json")
+	dry := compile(t, ResultsDir+"/dry_run_output.json")
+	reg := tools.NewRegistry(tools.Builtins()...)
+	require.Len(t, calls, len(reg.All()))
+	for _, c := range calls {
+		t.Run(c.tool, func(t *testing.T) {
+			tool, ok := reg.Get(c.tool)
+			require.True(t, ok)
+			output := compile(t, fmt.Sprintf("%s/%s_output.json", ResultsDir, c.tool))
+
+			res := tool.DryRun(t.Context(), env, json.RawMessage(c.ok))
+			require.True(t, res.OK, "%+v", res.Error)
+			require.NoError(t, envelope.Validate(instance(t, res)))
+			require.NoError(t, dry.Validate(instance(t, res.Output)))
+
+			res = tool.Run(t.Context(), env, json.RawMessage(c.ok))
+			require.True(t, res.OK, "%+v", res.Error)
+			require.NoError(t, envelope.Validate(instance(t, res)))
+			require.NoError(t, output.Validate(instance(t, res.Output)))
+
+			res = tool.Run(t.Context(), env, json.RawMessage(c.fail))
+			require.False(t, res.OK)
+			require.NoError(t, envelope.Validate(instance(t, res)))
+		})
+	}
+
+	for _, bad := range []string{
+		`{"ok":true,"error":{"kind":"internal","message":"x"}}`,
+		`{"ok":false,"output":"x","error":{"kind":"internal","message":"x"}}`,
+		`{"ok":false}`,
+		`{"ok":false,"error":{"kind":"oops","message":"x"}}`,
+		`{"ok":false,"error":{"kind":"internal"}}`,
+		`{"output":"x"}`,
+		`{"ok":true,"extra":1}`,
+	} {
+		inst, err := jsonschema.UnmarshalJSON(strings.NewReader(bad))
+		require.NoError(t, err)
+		require.Error(t, envelope.Validate(inst), bad)
+	}
+}

@@ -1,0 +1,101 @@
+package tools
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"strings"
+)
+
+//go:embed update_plan.md
+var updatePlanDescription string
+
+// The default priority and the statuses of plan entries (ACP PlanEntry).
+const (
+	defaultPriority  = "medium"
+	statusPending    = "pending"
+	statusInProgress = "in_progress"
+	statusCompleted  = "completed"
+)
+
+// UpdatePlanArgs are the arguments of update_plan.
+type UpdatePlanArgs struct {
+	Entries []PlanItem `json:"entries" jsonschema:"maxItems=100" jsonschema_description:"The whole plan, in order. It replaces the previous plan; an empty list clears it."`
+}
+
+// PlanItem is one entry of the plan as the model gives it.
+type PlanItem struct {
+	Content  string `json:"content" jsonschema:"minLength=1,maxLength=1000" jsonschema_description:"What this step does, in one short sentence."`
+	Priority string `json:"priority,omitempty" jsonschema:"enum=high,enum=medium,enum=low" jsonschema_description:"Default medium."`
+	Status   string `json:"status" jsonschema:"enum=pending,enum=in_progress,enum=completed"`
+}
+
+// UpdatePlanOutput is what update_plan returns; the plan itself goes to
+// the editor (Result.Plan), not back to the model.
+type UpdatePlanOutput struct {
+	Summary    string `json:"summary"`
+	Entries    int    `json:"entries"`
+	Pending    int    `json:"pending"`
+	InProgress int    `json:"in_progress"`
+	Completed  int    `json:"completed"`
+}
+
+// UpdatePlanTool replaces the plan shown to the user.
+func UpdatePlanTool() Tool {
+	return Define(Spec[UpdatePlanArgs]{
+		Name:        "update_plan",
+		Description: updatePlanDescription,
+		Posture:     PostureRead,
+		Kind:        KindThink,
+		Describe:    func(UpdatePlanArgs) Presentation { return Presentation{Title: "Update plan"} },
+		Run:         runUpdatePlan,
+	})
+}
+
+func runUpdatePlan(_ context.Context, _ Env, a UpdatePlanArgs, dryRun bool) Result {
+	// Never nil: an empty plan is a plan, and clears the one shown.
+	plan := make([]PlanEntry, 0, len(a.Entries))
+	out := UpdatePlanOutput{Entries: len(a.Entries)}
+	var current []string
+	for _, e := range a.Entries {
+		if e.Priority == "" {
+			e.Priority = defaultPriority
+		}
+		plan = append(plan, PlanEntry(e))
+		switch e.Status {
+		case statusPending:
+			out.Pending++
+		case statusInProgress:
+			out.InProgress++
+			current = append(current, e.Content)
+		case statusCompleted:
+			out.Completed++
+		}
+	}
+	out.Summary = planSummary(out, current)
+	if dryRun {
+		return Preview("would replace the plan with %d %s", len(plan), plural(len(plan), "entry", "entries"))
+	}
+	res := OK(out)
+	res.Plan = plan
+	return res
+}
+
+func planSummary(out UpdatePlanOutput, current []string) string {
+	if out.Entries == 0 {
+		return "Plan cleared."
+	}
+	s := fmt.Sprintf("Plan updated: %d %s (%d completed, %d in progress, %d pending).",
+		out.Entries, plural(out.Entries, "entry", "entries"), out.Completed, out.InProgress, out.Pending)
+	if len(current) > 0 {
+		s += " In progress: " + strings.Join(current, "; ")
+	}
+	return s
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -1,0 +1,278 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/bmatcuk/doublestar/v4"
+)
+
+// skipped are never searched: git's own store (a folder, or a file in a
+// worktree or submodule) and Pixir's state.
+var skipped = []string{".git", ".pixir"}
+
+// walkedFile is a file a search looks at.
+type walkedFile struct {
+	// rel is the path shown to the model: relative to the workspace root,
+	// slash-separated, and through a symbolic link when the file was
+	// reached through one.
+	rel string
+	// open is the path to open through the workspace's os.Root: rel, or
+	// the link's target inside the workspace.
+	open string
+}
+
+// fileWalk lists the files under a path of the workspace the way git sees
+// them: depth first in byte order of their paths, without .git/, .pixir/
+// and whatever .gitignore files (root and nested, with negation) and
+// .git/info/exclude ignore. Symbolic links to files are followed when
+// Workspace.Resolve accepts their target; symbolic links to directories are
+// not followed (as git and ripgrep do), so a link loop cannot make a walk
+// endless. Every open goes through an os.Root on the workspace, which
+// refuses, at the moment of use, a path that a link swapped in would lead
+// outside.
+type fileWalk struct {
+	env    Env
+	root   *os.Root
+	ignore ignorer
+	// start is the searched path, slash-separated and relative to the
+	// workspace root ("" for the root); startIsDir says what it is.
+	start      string
+	startIsDir bool
+}
+
+// openWalk resolves path (empty for the workspace root) through the
+// workspace and prepares a walk under it. The caller closes it.
+func openWalk(env Env, path string) (*fileWalk, target, *Failure) {
+	if path == "" {
+		path = "."
+	}
+	t, f := resolve(env, path)
+	if f != nil {
+		return nil, t, f
+	}
+	rel, err := filepath.Rel(env.Workspace.Root(), t.abs)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return nil, t, &Failure{Kind: ErrPermissionDenied, Message: fmt.Sprintf("%s is outside the workspace; search a path inside it", path)}
+	}
+	t.rel = rel
+	root, err := os.OpenRoot(env.Workspace.Root())
+	if err != nil {
+		return nil, t, &Failure{Kind: ErrInternal, Message: fmt.Sprintf("opening the workspace: %v", err)}
+	}
+	w := &fileWalk{env: env, root: root, start: filepath.ToSlash(rel)}
+	if w.start == "." {
+		w.start = ""
+	}
+	info, err := root.Stat(osPath(w.start))
+	if err != nil {
+		root.Close()
+		return nil, t, fileFailure(err, rel, "check the path, or list the directory with glob")
+	}
+	switch {
+	case info.IsDir():
+		w.startIsDir = true
+	case !info.Mode().IsRegular():
+		root.Close()
+		return nil, t, &Failure{Kind: ErrInvalidArgs, Message: fmt.Sprintf("%s is not a regular file or a directory (%s); search a directory or a plain file", rel, info.Mode().Type())}
+	}
+	return w, t, nil
+}
+
+func (w *fileWalk) Close() { w.root.Close() }
+
+// osPath turns a slash-separated path relative to the root into one for
+// os.Root.
+func osPath(rel string) string {
+	if rel == "" {
+		return "."
+	}
+	return filepath.FromSlash(rel)
+}
+
+// sub is rel relative to the searched directory: what glob patterns match.
+func (w *fileWalk) sub(rel string) string {
+	if w.start == "" {
+		return rel
+	}
+	return strings.TrimPrefix(rel, w.start+"/")
+}
+
+// errStopWalk ends a walk early without an error.
+var errStopWalk = errors.New("stop walking")
+
+// run calls visit for every file, in order. A searched path that is a file
+// is visited whatever the ignore rules say: it was asked for by name. It
+// returns ctx's error when the walk was cancelled.
+func (w *fileWalk) run(ctx context.Context, visit func(walkedFile) error) error {
+	if !w.startIsDir {
+		return ignoreStop(visit(walkedFile{rel: w.start, open: w.start}))
+	}
+	w.ignore.loadIgnoresAbove(w.root, w.start)
+	return ignoreStop(w.dir(ctx, w.start, visit))
+}
+
+func ignoreStop(err error) error {
+	if errors.Is(err, errStopWalk) {
+		return nil
+	}
+	return err
+}
+
+// entry is a directory entry with the key that orders a walk: a
+// directory's name followed by a slash, so that visiting entries in key
+// order, depth first, visits paths in byte order ("a.go" before "a/b.go").
+type entry struct {
+	name, key string
+	mode      fs.FileMode
+}
+
+func (w *fileWalk) dir(ctx context.Context, dir string, visit func(walkedFile) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	entries := w.readDir(dir)
+	for _, e := range entries {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if slices.Contains(skipped, e.name) {
+			continue
+		}
+		rel := e.name
+		if dir != "" {
+			rel = dir + "/" + e.name
+		}
+		switch {
+		case e.mode.IsDir():
+			if w.ignore.ignored(rel, true) {
+				continue
+			}
+			mark := w.ignore.mark()
+			w.ignore.load(w.root, rel+"/.gitignore", rel)
+			err := w.dir(ctx, rel, visit)
+			w.ignore.release(mark)
+			if err != nil {
+				return err
+			}
+		case e.mode.IsRegular():
+			if w.ignore.ignored(rel, false) {
+				continue
+			}
+			if err := visit(walkedFile{rel: rel, open: rel}); err != nil {
+				return err
+			}
+		case e.mode&fs.ModeSymlink != 0:
+			if w.ignore.ignored(rel, false) {
+				continue
+			}
+			if target, ok := w.linkedFile(rel); ok {
+				if err := visit(walkedFile{rel: rel, open: target}); err != nil {
+					return err
+				}
+			}
+		}
+		// Sockets, FIFOs and devices are not files to search.
+	}
+	return nil
+}
+
+// readDir lists dir in walk order. A directory that cannot be read (its
+// permissions, or removed meanwhile) is searched as empty.
+func (w *fileWalk) readDir(dir string) []entry {
+	f, err := w.root.Open(osPath(dir))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	des, _ := f.ReadDir(-1)
+	entries := make([]entry, 0, len(des))
+	for _, d := range des {
+		e := entry{name: d.Name(), key: d.Name(), mode: d.Type()}
+		if e.mode.IsDir() {
+			e.key += "/"
+		}
+		entries = append(entries, e)
+	}
+	slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.key, b.key) })
+	return entries
+}
+
+// linkedFile checks a symbolic link found by the walk: its target must be
+// accepted by Workspace.Resolve (inside the workspace, not Pixir's state)
+// and be a regular file. It returns the target relative to the root.
+func (w *fileWalk) linkedFile(rel string) (string, bool) {
+	abs, err := w.env.Workspace.Resolve(filepath.Join(w.env.Workspace.Root(), osPath(rel)))
+	if err != nil {
+		return "", false
+	}
+	target, err := filepath.Rel(w.env.Workspace.Root(), abs)
+	if err != nil {
+		return "", false
+	}
+	// Stat through the root follows the link only while it stays inside.
+	info, err := w.root.Stat(target)
+	if err != nil || !info.Mode().IsRegular() {
+		return "", false
+	}
+	return filepath.ToSlash(target), true
+}
+
+// openFile opens a walked file for reading through the root, and gives
+// its size. It refuses anything but a regular file, which a FIFO swapped in
+// could otherwise block on.
+func (w *fileWalk) openFile(f walkedFile) (*os.File, int64, error) {
+	file, err := w.root.OpenFile(osPath(f.open), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	info, err := file.Stat()
+	if err != nil {
+		file.Close()
+		return nil, 0, err
+	}
+	if !info.Mode().IsRegular() {
+		file.Close()
+		return nil, 0, fmt.Errorf("%s is not a regular file", f.rel)
+	}
+	return file, info.Size(), nil
+}
+
+// pathFilter is a glob that selects files by their path relative to the
+// searched directory. As in .gitignore and ripgrep's --glob, a pattern
+// without a slash matches a file's name at any depth (*.go is **/*.go), and
+// a leading slash anchors the pattern to the searched directory (/*.go is
+// only the files directly in it).
+type pathFilter struct {
+	glob string
+}
+
+// newPathFilter compiles a glob argument; the argument name goes into the
+// error message.
+func newPathFilter(pattern, arg string) (pathFilter, *Failure) {
+	g := filepath.ToSlash(pattern)
+	switch {
+	case strings.HasPrefix(g, "/"):
+		g = strings.TrimLeft(g, "/")
+	case strings.HasPrefix(g, "./"):
+		g = strings.TrimPrefix(g, "./")
+	case !strings.Contains(g, "/"):
+		g = "**/" + g
+	}
+	if g == "" || !doublestar.ValidatePattern(g) {
+		return pathFilter{}, &Failure{Kind: ErrInvalidArgs, Message: fmt.Sprintf(
+			"%s %q is not a valid glob (check its [ ] and { } pairs); use * for any name, ** for any number of directories, {a,b} for alternatives, e.g. **/*.go", arg, pattern)}
+	}
+	return pathFilter{glob: g}, nil
+}
+
+func (p pathFilter) match(sub string) bool {
+	return p.glob == "" || doublestar.MatchUnvalidated(p.glob, sub)
+}
