@@ -283,6 +283,14 @@ match = "loop"
   name = "read"
   arguments = { path = "a.txt" }
 [[rule]]
+match = "run it"
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "bash"
+  arguments = { command = "echo hi" }
+  [[rule.reply]]
+  text = "Ran it."
+[[rule]]
 match = "write"
   [[rule.reply]]
   text = "Writing."
@@ -681,4 +689,117 @@ func TestLogsGoToStderrAndTheLogFile(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(data), "client=e2e-client")
 	require.Contains(t, a.stderr.String(), "client=e2e-client")
+}
+
+// serveUntilReply answers the agent's requests with handlers until the reply
+// to id arrives, and returns everything the agent wrote on the way.
+func (a *agent) serveUntilReply(id string, handlers map[string]func(params json.RawMessage) any) (message, []message) {
+	a.t.Helper()
+	var seen []message
+	for {
+		m := a.next()
+		if m.Method == "" && string(m.ID) == id {
+			return m, seen
+		}
+		seen = append(seen, m)
+		if m.Method == "" || len(m.ID) == 0 {
+			continue
+		}
+		h, ok := handlers[m.Method]
+		require.True(a.t, ok, "unexpected request from the agent: %s", m.raw)
+		switch v := h(m.Params).(type) {
+		case *rpcError:
+			a.sendJSON(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": v})
+		default:
+			a.sendJSON(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": v})
+		}
+	}
+}
+
+type rpcError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+func TestEditorFilesAndTerminalsAreUsedWhenOffered(t *testing.T) {
+	e := newEnv(t, testScript)
+	a := e.start()
+	a.result(0, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{
+		"fs": map[string]any{"readTextFile": true, "writeTextFile": true}, "terminal": true}}, nil)
+	sid := a.newSession()
+	target := filepath.Join(e.ws, "a.txt")
+
+	// write: the old text is read from the editor (which has no such file),
+	// and the new text written through it, not to the disk.
+	var written map[string]any
+	a.sendJSON(map[string]any{"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": promptParams(sid, "write a file")})
+	m, _ := a.serveUntilReply("2", map[string]func(json.RawMessage) any{
+		"fs/read_text_file": func(p json.RawMessage) any {
+			require.JSONEq(t, `{"sessionId":"`+sid+`","path":"`+target+`"}`, string(p))
+			return &rpcError{Code: -32002, Message: "Resource not found"}
+		},
+		"fs/write_text_file": func(p json.RawMessage) any {
+			require.NoError(t, json.Unmarshal(p, &written))
+			return map[string]any{}
+		},
+	})
+	require.Equal(t, "end_turn", stopReason(t, m))
+	require.Equal(t, map[string]any{"sessionId": sid, "path": target, "content": "hello\n"}, written)
+	_, err := os.Stat(target)
+	require.True(t, os.IsNotExist(err), "the editor owns the write; nothing goes to disk behind its back")
+
+	// bash: runs in an editor terminal that is embedded in the tool call.
+	var calls []string
+	a.sendJSON(map[string]any{"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": promptParams(sid, "run it")})
+	m, seen := a.serveUntilReply("3", map[string]func(json.RawMessage) any{
+		"terminal/create": func(p json.RawMessage) any {
+			calls = append(calls, "create")
+			var req struct {
+				Command string   `json:"command"`
+				Args    []string `json:"args"`
+				Cwd     string   `json:"cwd"`
+			}
+			require.NoError(t, json.Unmarshal(p, &req))
+			require.Equal(t, "bash", req.Command)
+			require.Equal(t, []string{"-c", "echo hi"}, req.Args)
+			return map[string]any{"terminalId": "term-1"}
+		},
+		"terminal/wait_for_exit": func(json.RawMessage) any {
+			calls = append(calls, "wait")
+			return map[string]any{"exitCode": 0}
+		},
+		"terminal/output": func(json.RawMessage) any {
+			calls = append(calls, "output")
+			return map[string]any{"output": "hi\n", "truncated": false, "exitStatus": map[string]any{"exitCode": 0}}
+		},
+		"terminal/release": func(json.RawMessage) any {
+			calls = append(calls, "release")
+			return map[string]any{}
+		},
+	})
+	require.Equal(t, "end_turn", stopReason(t, m))
+	require.Equal(t, []string{"create", "wait", "output", "release"}, calls)
+	var embedded, final map[string]any
+	for _, u := range updates(t, seen) {
+		if u["sessionUpdate"] != "tool_call_update" || u["content"] == nil {
+			continue
+		}
+		if u["status"] == nil {
+			embedded = u
+		} else {
+			final = u
+		}
+	}
+	want := []any{map[string]any{"type": "terminal", "terminalId": "term-1"}}
+	require.Equal(t, want, embedded["content"], "the terminal is shown while the command runs")
+	require.Equal(t, "completed", final["status"])
+	require.Equal(t, want, final["content"])
+	require.Contains(t, string(mustField(t, mustJSON(t, final["rawOutput"]), "output")), `"exit_code":0`)
+}
+
+func mustJSON(t *testing.T, v any) json.RawMessage {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return b
 }
