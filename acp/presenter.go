@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/pixir-go/pixir/runtime"
@@ -47,9 +48,18 @@ func (p *presenter) live(ev runtime.Event) {
 			p.send(ContentChunk{SessionUpdate: "agent_thought_chunk", Content: textBlock(d.Text)})
 		}
 	case runtime.EventStatus:
-		var d runtime.StatusData
-		if p.decode(ev, &d) && d.ToolCallID != "" {
+		var d struct {
+			runtime.StatusData
+			runtime.SubagentProgressData
+		}
+		switch {
+		case !p.decode(ev, &d):
+		case d.ToolCallID != "":
 			p.send(ToolCall{SessionUpdate: "tool_call_update", ToolCallID: d.ToolCallID, Status: d.Status})
+		case d.SubagentID != "":
+			block := textBlock(d.Activity)
+			p.send(ToolCall{SessionUpdate: "tool_call_update", ToolCallID: subagentCallID(d.SubagentID),
+				Content: []ToolCallContent{{Type: "content", Content: &block}}})
 		}
 	case runtime.EventPlan:
 		var d runtime.PlanData
@@ -61,7 +71,7 @@ func (p *presenter) live(ev runtime.Event) {
 		if p.decode(ev, &d) && d.ContextWindow > 0 {
 			p.send(UsageUpdate{SessionUpdate: "usage_update", Used: d.InputTokens + d.OutputTokens, Size: d.ContextWindow})
 		}
-	case runtime.EventToolCall, runtime.EventToolResult, runtime.EventTurnFailed:
+	case runtime.EventToolCall, runtime.EventToolResult, runtime.EventTurnFailed, runtime.EventSubagent:
 		p.common(ev)
 	}
 }
@@ -91,7 +101,7 @@ func (p *presenter) replay(ev runtime.Event) {
 		if p.decode(ev, &d) && d.Text != "" {
 			p.send(ContentChunk{SessionUpdate: "agent_message_chunk", Content: textBlock(d.Text)})
 		}
-	case runtime.EventToolCall, runtime.EventToolResult, runtime.EventTurnFailed:
+	case runtime.EventToolCall, runtime.EventToolResult, runtime.EventTurnFailed, runtime.EventSubagent:
 		p.common(ev)
 	}
 }
@@ -117,7 +127,77 @@ func (p *presenter) common(ev runtime.Event) {
 		if p.decode(ev, &d) {
 			p.send(ContentChunk{SessionUpdate: "agent_message_chunk", Content: textBlock(turnFailedText(d))})
 		}
+	case runtime.EventSubagent:
+		var d runtime.SubagentEventData
+		if p.decode(ev, &d) {
+			if u, ok := subagentUpdate(d); ok {
+				p.send(u)
+			}
+		}
 	}
+}
+
+// subagentCallID is the tool call that shows a Subagent.
+func subagentCallID(id string) string { return "subagent-" + id }
+
+// subagentUpdate shows a Subagent as its own tool call (kind think), linked
+// to the call that spawned it through _meta.pixir.parentToolCallId.
+func subagentUpdate(d runtime.SubagentEventData) (ToolCall, bool) {
+	u := ToolCall{SessionUpdate: "tool_call_update", ToolCallID: subagentCallID(d.SubagentID)}
+	text := func(s string) []ToolCallContent {
+		b := textBlock(s)
+		return []ToolCallContent{{Type: "content", Content: &b}}
+	}
+	switch d.Event {
+	case "queued":
+		if d.Input != "" {
+			u.Status, u.Content = "pending", text("New input: "+d.Input)
+			return u, true
+		}
+		raw, _ := json.Marshal(map[string]any{"agent": d.Agent, "task": d.Task, "workspace_mode": d.WorkspaceMode, "depth": d.Depth})
+		meta := map[string]any{"subagentId": d.SubagentID}
+		if d.ParentToolCallID != "" {
+			meta["parentToolCallId"] = d.ParentToolCallID
+		}
+		return ToolCall{
+			SessionUpdate: "tool_call", ToolCallID: u.ToolCallID, Title: d.Agent + ": " + titleOf(d.Task),
+			Kind: "think", Status: "pending", RawInput: raw, Meta: map[string]any{"pixir": meta},
+		}, true
+	case "started", "input":
+		u.Status, u.Content = "in_progress", text(fmt.Sprintf("Running in the %s workspace %s", d.WorkspaceMode, d.Workspace))
+	case "finished":
+		u.Status, u.Content = "completed", text(subagentReport(d))
+	case "failed", "timed_out", "cancelled":
+		u.Status, u.Content = "failed", text(subagentReport(d))
+	default:
+		return u, false
+	}
+	if raw, err := json.Marshal(d); err == nil && (u.Status == "completed" || u.Status == "failed") {
+		u.RawOutput = raw
+	}
+	return u, true
+}
+
+// subagentReport is a Subagent's end as a person reads it.
+func subagentReport(d runtime.SubagentEventData) string {
+	var b strings.Builder
+	if d.Error != nil {
+		fmt.Fprintf(&b, "%s: %s\n\n", d.Status, d.Error.Message)
+	}
+	b.WriteString(d.Summary)
+	if c := d.Changes; c != nil && len(c.Added)+len(c.Changed)+len(c.Deleted) > 0 {
+		fmt.Fprintf(&b, "\n\nFiles: %d added, %d changed, %d deleted", len(c.Added), len(c.Changed), len(c.Deleted))
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// titleOf shortens a task to a title line.
+func titleOf(task string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(task), "\n")
+	if r := []rune(line); len(r) > 80 {
+		line = string(r[:79]) + "…"
+	}
+	return line
 }
 
 func turnFailedText(d runtime.TurnFailedData) string {

@@ -143,6 +143,7 @@ func (s *Server) newSession(p *NewSessionRequest) (any, error) {
 	if err != nil {
 		return nil, s.setupError(err)
 	}
+	s.watch(sess)
 	return NewSessionResponse{SessionID: sess.ID(), Modes: modeState(sess), ConfigOptions: s.configOptions(sess)}, nil
 }
 
@@ -178,6 +179,13 @@ func (s *Server) loadSession(ctx context.Context, p *LoadSessionRequest) (any, e
 	for _, ev := range events {
 		pr.replay(ev)
 	}
+	// Children still running when their process ended are shown as what
+	// they are now: detached, not complete.
+	for _, d := range sess.DetachedSubagents() {
+		pr.send(ToolCall{SessionUpdate: "tool_call_update", ToolCallID: subagentCallID(d.SubagentID), Status: "failed",
+			Content: []ToolCallContent{{Type: "content", Content: &ContentBlock{Type: "text", Text: "detached: " + d.Error.Message}}}})
+	}
+	s.watch(sess)
 	return SessionSetupResponse{Modes: modeState(sess), ConfigOptions: s.configOptions(sess)}, nil
 }
 
@@ -187,7 +195,15 @@ func (s *Server) resumeSession(p *ResumeSessionRequest) (any, error) {
 	if err != nil {
 		return nil, s.setupError(err)
 	}
+	s.watch(sess)
 	return SessionSetupResponse{Modes: modeState(sess), ConfigOptions: s.configOptions(sess)}, nil
+}
+
+// watch shows this client what happens in a session outside its turns:
+// Subagents go on after the turn that spawned them, and their updates are
+// sent as session/update notifications when they happen.
+func (s *Server) watch(sess *runtime.Session) {
+	sess.SetObserver(s.presenter(context.Background(), sess).live)
 }
 
 // listPageSize bounds one page of session/list.

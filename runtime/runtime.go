@@ -35,6 +35,7 @@ type Config struct {
 	Tools           []tools.Tool
 	System          string
 	Logger          *slog.Logger
+	Subagents       SubagentConfig
 }
 
 // Runtime owns the live Sessions of one process.
@@ -45,6 +46,8 @@ type Runtime struct {
 
 	specsOnce sync.Once
 	specs     []ToolSpec
+
+	subagents *Manager
 
 	mu       sync.Mutex
 	sessions map[string]*Session
@@ -61,12 +64,39 @@ func New(cfg Config) *Runtime {
 	if cfg.Model != "" && !slices.Contains(cfg.Models, cfg.Model) {
 		cfg.Models = append([]string{cfg.Model}, cfg.Models...)
 	}
-	return &Runtime{
+	rt := &Runtime{
 		cfg:      cfg,
 		tools:    tools.NewRegistry(cfg.Tools...),
 		log:      cfg.Logger,
 		sessions: map[string]*Session{},
 	}
+	rt.subagents = newManager(rt, cfg.Subagents)
+	return rt
+}
+
+// newChildSession makes the session of a Subagent in dir. It is owned by
+// the Subagents Manager, not listed among the user's sessions.
+func (r *Runtime) newChildSession(dir string, parent *Session, depth int, mode Mode, model, system string) (*Session, error) {
+	ws, err := NewWorkspace(dir)
+	if err != nil {
+		return nil, err
+	}
+	id := newSessionID()
+	log, _, _, err := OpenLog(logPath(ws.Root(), id))
+	if err != nil {
+		ws.Close()
+		return nil, fmt.Errorf("creating the subagent's log: %w", err)
+	}
+	now := time.Now().UTC()
+	s := &Session{rt: r, workspace: ws, log: log, depth: depth, system: system, meta: Meta{
+		ID: id, Workspace: ws.Root(), ParentID: parent.ID(), Depth: depth, Mode: mode, Model: model, CreatedAt: now, UpdatedAt: now,
+	}}
+	if err := writeMeta(s.meta); err != nil {
+		log.Close()
+		ws.Close()
+		return nil, fmt.Errorf("writing the subagent's metadata: %w", err)
+	}
+	return s, nil
 }
 
 // Models lists the models a session may use.
@@ -167,7 +197,7 @@ func (r *Runtime) OpenSession(id, dir string) (*Session, []Event, error) {
 	if meta.Title == "" {
 		meta.Title = firstPromptTitle(events)
 	}
-	s := &Session{rt: r, workspace: ws, log: log, meta: meta, history: foldHistory(events, r.log)}
+	s := &Session{rt: r, workspace: ws, log: log, meta: meta, depth: meta.Depth, history: foldHistory(events, r.log)}
 	r.mu.Lock()
 	if live, ok := r.sessions[id]; ok { // opened concurrently
 		r.mu.Unlock()
@@ -178,6 +208,7 @@ func (r *Runtime) OpenSession(id, dir string) (*Session, []Event, error) {
 	}
 	r.sessions[id] = s
 	r.mu.Unlock()
+	r.subagents.restore(s, events)
 	return s, events, nil
 }
 
@@ -195,8 +226,9 @@ func (r *Runtime) CloseSession(id string) error {
 	return nil
 }
 
-// Close stops every live session.
+// Close stops every Subagent and every live session.
 func (r *Runtime) Close() {
+	r.subagents.shutdown()
 	r.mu.Lock()
 	live := make([]*Session, 0, len(r.sessions))
 	for _, s := range r.sessions {
@@ -241,6 +273,9 @@ func (r *Runtime) ListSessions(dir string) ([]Meta, error) {
 			m, err := readMeta(w, id)
 			if err != nil {
 				m = Meta{ID: id, Workspace: w}
+			}
+			if m.ParentID != "" {
+				continue // a Subagent's session, listed by its parent
 			}
 			if info, err := e.Info(); err == nil && info.ModTime().After(m.UpdatedAt) {
 				m.UpdatedAt = info.ModTime().UTC()

@@ -58,8 +58,11 @@ var (
 // Meta is what is known of a Session beside its Log, kept in
 // <workspace>/.pixir/sessions/<id>.json.
 type Meta struct {
-	ID        string    `json:"session_id"`
-	Workspace string    `json:"workspace"`
+	ID        string `json:"session_id"`
+	Workspace string `json:"workspace"`
+	// ParentID and Depth are set on the session of a Subagent.
+	ParentID  string    `json:"parent_id,omitempty"`
+	Depth     int       `json:"depth,omitempty"`
 	Title     string    `json:"title,omitempty"`
 	Mode      Mode      `json:"mode"`
 	Model     string    `json:"model"`
@@ -74,8 +77,14 @@ type Session struct {
 	workspace *Workspace
 	log       *Log
 
+	// depth is 0 for a user's session, and one more than its parent's for
+	// a Subagent's; system is its agent's developer instructions.
+	depth  int
+	system string
+
 	mu          sync.Mutex
 	meta        Meta
+	observer    Observer // sees events that happen outside a turn
 	history     []Message
 	allowAlways map[string]bool
 	turnCancel  context.CancelFunc // non-nil while a turn runs
@@ -140,7 +149,8 @@ func (s *Session) Cancel() {
 	}
 }
 
-// CancelAsync stops the running turn, if any, without waiting.
+// CancelAsync stops the running turn, if any, and every running
+// descendant Subagent, without waiting for the turn.
 func (s *Session) CancelAsync() {
 	s.mu.Lock()
 	cancel := s.turnCancel
@@ -148,11 +158,36 @@ func (s *Session) CancelAsync() {
 	if cancel != nil {
 		cancel()
 	}
+	s.rt.subagents.cancelChildrenAsync(s.ID())
 }
 
-// close cancels any turn and closes the Log.
+// SetObserver sets who sees the events that happen outside a turn, such as
+// the progress of Subagents that outlive the turn that spawned them.
+func (s *Session) SetObserver(obs Observer) {
+	s.mu.Lock()
+	s.observer = obs
+	s.mu.Unlock()
+}
+
+// emitBackground records an event from outside the turn loop and shows it
+// to the session's observer.
+func (s *Session) emitBackground(typ EventType, data any) error {
+	s.mu.Lock()
+	obs := s.observer
+	s.mu.Unlock()
+	return s.emit(obs, typ, data)
+}
+
+// DetachedSubagents lists children rebuilt from the Log that no process
+// runs any more.
+func (s *Session) DetachedSubagents() []SubagentEventData {
+	return s.rt.subagents.detached(s.ID())
+}
+
+// close cancels any turn, closes its Subagents and closes the Log.
 func (s *Session) close() {
 	s.Cancel()
+	s.rt.subagents.closeChildren(s.ID())
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()

@@ -184,7 +184,7 @@ func (t *turn) generate() (*ModelResponse, streamedSoFar, error) {
 	var so streamedSoFar
 	req := ModelRequest{
 		Model:    s.Model(),
-		System:   s.rt.cfg.System,
+		System:   s.systemPrompt(),
 		Messages: s.historyCopy(),
 		Tools:    s.rt.toolSpecs(),
 	}
@@ -277,6 +277,7 @@ func (t *turn) env(tc ToolCall) tools.Env {
 	return tools.Env{
 		SessionID: t.s.ID(), ToolCallID: tc.ID, Workspace: t.s.workspace,
 		Files: files, Terminals: t.opt.Terminals,
+		Subagents: binding{m: t.s.rt.subagents, parent: t.s, toolCallID: tc.ID, ask: t.opt.Ask},
 	}
 }
 
@@ -362,6 +363,18 @@ func (t *turn) authorize(tc ToolCall, tool tools.Tool, pres tools.Presentation) 
 	default:
 		return true, tools.Result{}, record("allowed", "mode", "", "")
 	}
+}
+
+// systemPrompt is the runtime's system prompt, followed for a Subagent by
+// its agent's developer instructions.
+func (s *Session) systemPrompt() string {
+	switch {
+	case s.system == "":
+		return s.rt.cfg.System
+	case s.rt.cfg.System == "":
+		return s.system
+	}
+	return s.rt.cfg.System + "\n\n" + s.system
 }
 
 func (s *Session) appendHistory(m Message) {

@@ -40,6 +40,11 @@ var Outputs = map[string]any{
 	"grep":        tools.GrepOutput{},
 	"glob":        tools.GlobOutput{},
 	"update_plan": tools.UpdatePlanOutput{},
+	"spawn_agent": tools.SubagentView{},
+	"wait_agent":  tools.WaitOutcome{},
+	"send_input":  tools.SubagentView{},
+	"close_agent": tools.SubagentView{},
+	"list_agents": tools.ListAgentsOutput{},
 }
 
 // ErrorKinds are the kinds of a failed Result, as DESIGN.md fixes them

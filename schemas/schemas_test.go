@@ -100,6 +100,54 @@ func (localFiles) WriteFile(_ context.Context, path string, data []byte) error {
 }
 
 // workspace confines lexically; enough for results.
+// subagents is a fake Subagents Manager with one finished child, sa-1;
+// any other id or agent is not found.
+type subagents struct{}
+
+var child = tools.SubagentView{
+	ID: "sa-1", Agent: "default", Task: "look", Status: "completed", Summary: "done", Depth: 1,
+	Workspace: "/w/.pixir/subagents/sa-1/workspace", WorkspaceMode: "isolated", ChildSessionID: "c1", ElapsedMS: 5,
+	Changes: &tools.FileChanges{Added: []string{"a"}, Changed: []string{}, Deleted: []string{}},
+}
+
+func notFound(what string) error {
+	return &tools.Failure{Kind: tools.ErrNotFound, Message: what + " not found"}
+}
+
+func (subagents) Spawn(_ context.Context, req tools.SpawnRequest) (tools.SubagentView, error) {
+	if req.Agent != "" {
+		return tools.SubagentView{}, notFound(req.Agent)
+	}
+	return child, nil
+}
+
+func (subagents) Preview(req tools.SpawnRequest) (tools.SubagentView, error) { return child, nil }
+
+func (subagents) Wait(_ context.Context, req tools.WaitRequest) (tools.WaitOutcome, error) {
+	if req.IDs[0] != "sa-1" {
+		return tools.WaitOutcome{}, notFound(req.IDs[0])
+	}
+	return tools.WaitOutcome{Agents: []tools.SubagentView{child}, Finished: []string{"sa-1"}, Pending: []string{}}, nil
+}
+
+func (subagents) SendInput(_ context.Context, id, _ string) (tools.SubagentView, error) {
+	if id != "sa-1" {
+		return tools.SubagentView{}, notFound(id)
+	}
+	return child, nil
+}
+
+func (subagents) Close(_ context.Context, id string) (tools.SubagentView, error) {
+	if id != "sa-1" {
+		return tools.SubagentView{}, notFound(id)
+	}
+	return child, nil
+}
+
+func (subagents) List(context.Context) ([]tools.SubagentView, error) {
+	return []tools.SubagentView{child}, nil
+}
+
 type workspace struct{ root string }
 
 func (w workspace) Root() string { return w.root }
@@ -145,7 +193,7 @@ func TestResultsMatchTheirSchemas(t *testing.T) {
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(root, "a.txt"), []byte("one\ntwo\n"), 0o644))
-	env := tools.Env{SessionID: "s", ToolCallID: "c", Workspace: workspace{root}, Files: localFiles{}}
+	env := tools.Env{SessionID: "s", ToolCallID: "c", Workspace: workspace{root}, Files: localFiles{}, Subagents: subagents{}}
 	calls := []struct{ tool, ok, fail string }{
 		{"read", `{"path":"a.txt"}`, `{"path":"missing.txt"}`},
 		{"write", `{"path":"b.txt","content":"x\n"}`, `{"path":"../b.txt","content":"x"}`},
@@ -154,6 +202,11 @@ func TestResultsMatchTheirSchemas(t *testing.T) {
 		{"grep", `{"pattern":"t","context_lines":1}`, `{"pattern":"("}`},
 		{"glob", `{"pattern":"*.txt"}`, `{"pattern":"[x"}`},
 		{"update_plan", `{"entries":[{"content":"a","status":"pending"}]}`, `{"entries":[{"content":"a","status":"done"}]}`},
+		{"spawn_agent", `{"task":"look"}`, `{"task":"look","agent":"nobody"}`},
+		{"wait_agent", `{"ids":["sa-1"],"timeout_ms":10}`, `{"ids":["nobody"]}`},
+		{"send_input", `{"id":"sa-1","message":"more"}`, `{"id":"nobody","message":"more"}`},
+		{"close_agent", `{"id":"sa-1"}`, `{"id":"nobody"}`},
+		{"list_agents", `{}`, `{"x":1}`},
 	}
 	envelope := compile(t, ResultsDir+"/tool_result.json")
 	dry := compile(t, ResultsDir+"/dry_run_output.json")

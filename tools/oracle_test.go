@@ -244,6 +244,12 @@ var oracleCorpus = []string{
 	`{"entries":[{"content":"","status":"done","priority":"urgent"},{"status":"pending","x":1},"step"]}`,
 	`{"entries":{"content":"a","status":"pending"}}`, `{"entries":null,"plan":[]}`,
 
+	// spawn_agent, wait_agent, send_input, close_agent, list_agents.
+	`{"task":"look around"}`, `{"task":"fix it","agent":"worker","workspace_mode":"shared","timeout_ms":5000}`,
+	`{"task":"","workspace_mode":"cloud","timeout_ms":10}`, `{"agent":1,"timeout_ms":3600001}`,
+	`{"ids":["sa-1","sa-2"],"timeout_ms":0,"return_when":"any"}`, `{"ids":"sa-1","return_when":"some","timeout_ms":-1}`,
+	`{"id":"sa-1","message":"go on"}`, `{"id":"","message":""}`, `{"id":"sa-1"}`, `{"id":1,"x":true}`,
+
 	// echo.
 	`{"name":"a","count":2,"items":[{"id":7}],"tags":{"x":1},"ratio":1.5,"big":2000000}`,
 	`{"name":2,"items":[{"id":"x"},{},{"id":1,"z":0}],"tags":{"a/b~c":"x","ok":1},"ratio":0,"big":12345678}`,
@@ -317,7 +323,11 @@ func TestOracleCorpusCoverage(t *testing.T) {
 		require.Positive(t, valid, hint, c.name)
 		if c.name != "extra9" && c.name != "extra10" { // {} and true
 			require.Positive(t, invalid, hint, c.name)
-			require.Positive(t, several, hint, c.name)
+			// An object schema without properties can only be wrong in one
+			// way at a time: extra properties, all named on one line.
+			if c.name != "list_agents" {
+				require.Positive(t, several, hint, c.name)
+			}
 		}
 	}
 }

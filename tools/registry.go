@@ -51,5 +51,8 @@ func (r *Registry) Unknown(name string) Result {
 // Builtins returns fresh instances of the built-in file, shell, search and
 // plan tools.
 func Builtins() []Tool {
-	return []Tool{ReadTool(), WriteTool(), EditTool(), BashTool(), GrepTool(), GlobTool(), UpdatePlanTool()}
+	return []Tool{
+		ReadTool(), WriteTool(), EditTool(), BashTool(), GrepTool(), GlobTool(), UpdatePlanTool(),
+		SpawnAgentTool(), WaitAgentTool(), SendInputTool(), CloseAgentTool(), ListAgentsTool(),
+	}
 }

@@ -12,7 +12,10 @@ func TestRegistry(t *testing.T) {
 	for _, tool := range r.All() {
 		names = append(names, tool.Name())
 	}
-	require.Equal(t, []string{"read", "write", "edit", "bash", "grep", "glob", "update_plan"}, names)
+	require.Equal(t, []string{
+		"read", "write", "edit", "bash", "grep", "glob", "update_plan",
+		"spawn_agent", "wait_agent", "send_input", "close_agent", "list_agents",
+	}, names)
 
 	tool, ok := r.Get("edit")
 	require.True(t, ok)
@@ -24,7 +27,7 @@ func TestRegistry(t *testing.T) {
 	all[0] = nil
 	require.NotNil(t, r.All()[0], "All must return a copy")
 
-	requireFailure(t, r.Unknown("reed"), ErrUnknownTool, `there is no tool named "reed"; use one of: read, write, edit, bash, grep, glob, update_plan`)
+	requireFailure(t, r.Unknown("reed"), ErrUnknownTool, `there is no tool named "reed"; use one of: read, write, edit, bash, grep, glob, update_plan, spawn_agent, wait_agent, send_input, close_agent, list_agents`)
 }
 
 func TestRegistryRejectsDuplicates(t *testing.T) {
@@ -37,6 +40,8 @@ func TestBuiltinsPostureAndDescription(t *testing.T) {
 	want := map[string]Posture{
 		"read": PostureRead, "write": PostureMutation, "edit": PostureMutation, "bash": PostureMutation,
 		"grep": PostureRead, "glob": PostureRead, "update_plan": PostureRead,
+		"spawn_agent": PostureMutation, "wait_agent": PostureRead, "send_input": PostureMutation,
+		"close_agent": PostureMutation, "list_agents": PostureRead,
 	}
 	for _, tool := range Builtins() {
 		require.Equal(t, want[tool.Name()], tool.Posture(), tool.Name())

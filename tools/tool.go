@@ -52,6 +52,8 @@ type Env struct {
 	// Terminals, when set, runs commands in the editor's terminals;
 	// otherwise bash runs them itself.
 	Terminals Terminals
+	// Subagents runs child workers for the agent tools.
+	Subagents Subagents
 }
 
 // Location is a file (and line) a tool call touches.

@@ -32,7 +32,10 @@ func pixirTools(t *testing.T, args ...string) (stdout, stderr string, code int) 
 	return out.String(), errOut.String(), 0
 }
 
-var builtinTools = []string{"read", "write", "edit", "bash", "grep", "glob", "update_plan"}
+var builtinTools = []string{
+	"read", "write", "edit", "bash", "grep", "glob", "update_plan",
+	"spawn_agent", "wait_agent", "send_input", "close_agent", "list_agents",
+}
 
 func TestToolsJSON(t *testing.T) {
 	stdout, stderr, code := pixirTools(t, "--json")
@@ -56,6 +59,8 @@ func TestToolsJSON(t *testing.T) {
 	postures := map[string]string{
 		"read": "read", "write": "mutation", "edit": "mutation", "bash": "mutation",
 		"grep": "read", "glob": "read", "update_plan": "read",
+		"spawn_agent": "mutation", "wait_agent": "read", "send_input": "mutation",
+		"close_agent": "mutation", "list_agents": "read",
 	}
 	for _, tool := range catalogue {
 		require.Equal(t, postures[tool.Name], tool.Posture, tool.Name)

@@ -1,0 +1,848 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pixir-go/pixir/tools"
+)
+
+// Subagent statuses.
+const (
+	SubagentQueued    = "queued"
+	SubagentRunning   = "running"
+	SubagentCompleted = "completed"
+	SubagentFailed    = "failed"
+	SubagentTimedOut  = "timed_out"
+	SubagentCancelled = "cancelled"
+	SubagentDetached  = "detached"
+	SubagentClosed    = "closed"
+)
+
+// Workspace modes of a Subagent.
+const (
+	WorkspaceIsolated = "isolated"
+	WorkspaceShared   = "shared"
+)
+
+// Subagent limits when the configuration leaves them zero.
+const (
+	DefaultMaxThreads      = 6
+	DefaultMaxDepth        = 1
+	DefaultSubagentTimeout = 120 * time.Second
+	// progressEvery throttles the progress a running child reports.
+	progressEvery = 250 * time.Millisecond
+	summaryLimit  = 4 << 10
+)
+
+// AgentSpec is what a Subagent runs as.
+type AgentSpec struct {
+	Name                  string
+	DeveloperInstructions string
+	Model                 string
+	// ReadOnly narrows the child to read_only whatever the parent's mode.
+	ReadOnly bool
+}
+
+// AgentCatalog resolves agent names for one workspace.
+type AgentCatalog interface {
+	Agent(name string) (AgentSpec, bool)
+	Names() []string
+}
+
+// Snapshot is a copy of a workspace taken for an isolated child; Changes
+// lists what the child did to it.
+type Snapshot interface {
+	Changes(ctx context.Context, dir string) (tools.FileChanges, error)
+}
+
+// SubagentConfig bounds and equips the Subagents Manager. Limits come from
+// configuration, never from the model.
+type SubagentConfig struct {
+	MaxThreads int
+	MaxDepth   int
+	Timeout    time.Duration
+	// Agents loads the agent catalogue of a workspace; nil offers only the
+	// built-in "default" agent.
+	Agents func(workspace string) (AgentCatalog, error)
+	// Snapshot copies src to dst for an isolated child; nil makes every
+	// child shared.
+	Snapshot func(ctx context.Context, src, dst string) (Snapshot, error)
+}
+
+// SubagentEventData is the Data of a subagent_event in the parent's Log:
+// enough to rebuild every child's view from the Log alone.
+type SubagentEventData struct {
+	Event            string             `json:"event"`
+	ParentID         string             `json:"parent_id"`
+	SubagentID       string             `json:"subagent_id"`
+	ChildSessionID   string             `json:"child_session_id,omitempty"`
+	ParentToolCallID string             `json:"parent_tool_call_id,omitempty"`
+	Agent            string             `json:"agent"`
+	Task             string             `json:"task"`
+	Depth            int                `json:"depth"`
+	Status           string             `json:"status"`
+	Workspace        string             `json:"workspace"`
+	WorkspaceMode    string             `json:"workspace_mode"`
+	Input            string             `json:"input,omitempty"`
+	Summary          string             `json:"summary,omitempty"`
+	Error            *tools.Failure     `json:"error,omitempty"`
+	Changes          *tools.FileChanges `json:"changes,omitempty"`
+	ElapsedMS        int64              `json:"elapsed_ms"`
+}
+
+// SubagentProgressData is the ephemeral status event of a running child.
+type SubagentProgressData struct {
+	SubagentID string `json:"subagent_id"`
+	Activity   string `json:"activity"`
+}
+
+// Manager runs every Subagent of a Runtime: it is the single authority for
+// their concurrency (max_threads, with a FIFO queue), depth, time limits and
+// lifecycle, and it supervises every goroutine it starts.
+type Manager struct {
+	rt  *Runtime
+	cfg SubagentConfig
+
+	mu      sync.Mutex
+	byID    map[string]*subagent
+	order   []string // ids in spawn order
+	running int
+	queue   []*subagent
+	wg      sync.WaitGroup
+	closed  bool
+}
+
+type subagent struct {
+	id, agent, task  string
+	parent           *Session
+	parentToolCallID string
+	depth            int
+	mode, workspace  string
+	timeout          time.Duration
+	spec             AgentSpec
+	ask              Asker
+
+	// Guarded by Manager.mu.
+	child        *Session
+	snap         Snapshot
+	status       string
+	summary      string
+	failure      *tools.Failure
+	changes      *tools.FileChanges
+	started      time.Time
+	ended        time.Time
+	input        string        // the prompt of the next run
+	runs         int           // runs started
+	done         chan struct{} // closed when the current run ends
+	cancel       context.CancelFunc
+	closing      bool
+	childSession string // known from the Log for a restored child
+	restored     bool   // rebuilt from the Log: no session of this process
+}
+
+func newManager(rt *Runtime, cfg SubagentConfig) *Manager {
+	if cfg.MaxThreads <= 0 {
+		cfg.MaxThreads = DefaultMaxThreads
+	}
+	if cfg.MaxDepth <= 0 {
+		cfg.MaxDepth = DefaultMaxDepth
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultSubagentTimeout
+	}
+	return &Manager{rt: rt, cfg: cfg, byID: map[string]*subagent{}}
+}
+
+func ended(status string) bool {
+	switch status {
+	case SubagentQueued, SubagentRunning:
+		return false
+	}
+	return true
+}
+
+// binding is the tools.Subagents of one tool call of one session.
+type binding struct {
+	m          *Manager
+	parent     *Session
+	toolCallID string
+	ask        Asker
+}
+
+func failure(kind tools.ErrorKind, format string, args ...any) error {
+	return &tools.Failure{Kind: kind, Message: fmt.Sprintf(format, args...)}
+}
+
+// resolve picks the agent and checks the limits a spawn must respect.
+func (b binding) resolve(req tools.SpawnRequest) (AgentSpec, string, int, error) {
+	m := b.m
+	depth := b.parent.depth + 1
+	if depth > m.cfg.MaxDepth {
+		return AgentSpec{}, "", 0, failure(tools.ErrPermissionDenied,
+			"a subagent at depth %d cannot spawn more subagents (max_depth is %d); do the work yourself or report back to your parent", b.parent.depth, m.cfg.MaxDepth)
+	}
+	name := req.Agent
+	if name == "" {
+		name = "default"
+	}
+	spec := AgentSpec{Name: "default"}
+	if m.cfg.Agents != nil {
+		cat, err := m.cfg.Agents(b.parent.workspace.Root())
+		if err != nil {
+			return AgentSpec{}, "", 0, failure(tools.ErrInvalidArgs, "the agent definitions of this workspace do not load: %v", err)
+		}
+		s, ok := cat.Agent(name)
+		if !ok {
+			return AgentSpec{}, "", 0, failure(tools.ErrNotFound, "there is no agent named %q; use one of: %s", name, strings.Join(cat.Names(), ", "))
+		}
+		spec = s
+	} else if name != "default" {
+		return AgentSpec{}, "", 0, failure(tools.ErrNotFound, "there is no agent named %q; use default", name)
+	}
+	mode := req.WorkspaceMode
+	if mode == "" {
+		mode = WorkspaceIsolated
+	}
+	if mode == WorkspaceIsolated && m.cfg.Snapshot == nil {
+		mode = WorkspaceShared
+	}
+	return spec, mode, depth, nil
+}
+
+// Preview implements tools.Subagents.
+func (b binding) Preview(req tools.SpawnRequest) (tools.SubagentView, error) {
+	spec, mode, depth, err := b.resolve(req)
+	if err != nil {
+		return tools.SubagentView{}, err
+	}
+	return tools.SubagentView{Agent: spec.Name, Task: req.Task, Status: "not started", Depth: depth, WorkspaceMode: mode}, nil
+}
+
+// Spawn implements tools.Subagents.
+func (b binding) Spawn(ctx context.Context, req tools.SpawnRequest) (tools.SubagentView, error) {
+	m := b.m
+	spec, mode, depth, err := b.resolve(req)
+	if err != nil {
+		return tools.SubagentView{}, err
+	}
+	if strings.TrimSpace(req.Task) == "" {
+		return tools.SubagentView{}, failure(tools.ErrInvalidArgs, "task is empty; say what the subagent should do and report")
+	}
+	timeout := req.Timeout
+	if timeout <= 0 {
+		timeout = m.cfg.Timeout
+	}
+	id := "sa-" + uuid.Must(uuid.NewV7()).String()[24:]
+	sa := &subagent{
+		id: id, agent: spec.Name, task: req.Task, parent: b.parent, parentToolCallID: b.toolCallID,
+		depth: depth, mode: mode, timeout: timeout, spec: spec, ask: b.ask,
+		status: SubagentQueued, input: req.Task, done: make(chan struct{}),
+	}
+	if mode == WorkspaceShared {
+		sa.workspace = b.parent.workspace.Root()
+	} else {
+		sa.workspace = filepath.Join(b.parent.workspace.Root(), StateDir, "subagents", id, "workspace")
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return tools.SubagentView{}, failure(tools.ErrCancelled, "the runtime is shutting down")
+	}
+	m.byID[id] = sa
+	m.order = append(m.order, id)
+	m.queue = append(m.queue, sa)
+	view := m.viewLocked(sa)
+	m.mu.Unlock()
+	m.record(sa, SubagentQueued, "")
+	m.schedule()
+	return view, nil
+}
+
+// schedule starts queued children, in order, while there is capacity.
+func (m *Manager) schedule() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for !m.closed && m.running < m.cfg.MaxThreads && len(m.queue) > 0 {
+		sa := m.queue[0]
+		m.queue = m.queue[1:]
+		m.running++
+		ctx, cancel := context.WithTimeout(context.Background(), sa.timeout)
+		sa.cancel = cancel
+		sa.status = SubagentRunning
+		sa.started = time.Now()
+		sa.runs++
+		input := sa.input
+		event := "started"
+		if sa.runs > 1 {
+			event = "input"
+		}
+		m.wg.Add(1)
+		go m.run(ctx, sa, event, input)
+	}
+}
+
+// run is one turn of a child, from its start to its end; it always ends
+// the run (status, event, capacity) whatever happens inside, panics
+// included.
+func (m *Manager) run(ctx context.Context, sa *subagent, event, input string) {
+	defer m.wg.Done()
+	status, summary, fail := SubagentFailed, "", (*tools.Failure)(nil)
+	var changes *tools.FileChanges
+	defer func() {
+		if p := recover(); p != nil {
+			m.rt.log.Error("subagent panicked", "subagent", sa.id, "panic", p, "stack", string(debug.Stack()))
+			status, fail = SubagentFailed, &tools.Failure{Kind: tools.ErrInternal, Message: fmt.Sprintf("the subagent crashed: %v", p)}
+		}
+		m.finish(sa, status, summary, fail, changes)
+	}()
+
+	child, err := m.prepare(ctx, sa)
+	if err != nil {
+		status, fail = m.outcome(ctx, sa, tools.AsFailure(err))
+		return
+	}
+	m.record(sa, event, input)
+
+	tracker := &childTracker{m: m, sa: sa}
+	stop, err := child.Prompt(ctx, Prompt{Text: input}, TurnOptions{Observe: tracker.observe, Ask: sa.ask})
+	summary = tracker.summary()
+	if sa.snap != nil {
+		if ch, err := sa.snap.Changes(context.WithoutCancel(ctx), child.workspace.Root()); err == nil {
+			changes = &ch
+		} else {
+			m.rt.log.Warn("subagent changes unknown", "subagent", sa.id, "err", err)
+		}
+	}
+	switch {
+	case err != nil:
+		status, fail = SubagentFailed, tools.AsFailure(err)
+	case stop == StopCancelled || ctx.Err() != nil:
+		status, fail = m.outcome(ctx, sa, nil)
+	case tracker.failed != nil:
+		status, fail = SubagentFailed, tracker.failed
+	case stop == StopMaxTurnRequests:
+		status, fail = SubagentFailed, &tools.Failure{Kind: tools.ErrInternal, Message: "the subagent reached its limit of model calls in one turn"}
+	default:
+		status = SubagentCompleted
+	}
+}
+
+// outcome names how a run that stopped early ended: timed out, cancelled,
+// or failed with f.
+func (m *Manager) outcome(ctx context.Context, sa *subagent, f *tools.Failure) (string, *tools.Failure) {
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return SubagentTimedOut, &tools.Failure{Kind: tools.ErrTimeout, Message: fmt.Sprintf("the subagent did not finish within %s and was stopped; its work so far is in its own log", sa.timeout)}
+	case ctx.Err() != nil:
+		return SubagentCancelled, &tools.Failure{Kind: tools.ErrCancelled, Message: "the subagent was cancelled"}
+	case f != nil:
+		return SubagentFailed, f
+	}
+	return SubagentFailed, &tools.Failure{Kind: tools.ErrInternal, Message: "the subagent stopped without an answer"}
+}
+
+// prepare makes the child's session on its first run: its workspace (a
+// snapshot, or the parent's) and its Log.
+func (m *Manager) prepare(ctx context.Context, sa *subagent) (*Session, error) {
+	m.mu.Lock()
+	child := sa.child
+	m.mu.Unlock()
+	if child != nil {
+		return child, nil
+	}
+	if sa.mode == WorkspaceIsolated {
+		snap, err := m.cfg.Snapshot(ctx, sa.parent.workspace.Root(), sa.workspace)
+		if err != nil {
+			return nil, fmt.Errorf("taking the workspace snapshot: %w", err)
+		}
+		m.mu.Lock()
+		sa.snap = snap
+		m.mu.Unlock()
+	}
+	mode := sa.parent.Mode()
+	if sa.spec.ReadOnly {
+		mode = ModeReadOnly
+	}
+	model := sa.parent.Model()
+	if sa.spec.Model != "" && m.rt.knowsModel(sa.spec.Model) {
+		model = sa.spec.Model
+	}
+	child, err := m.rt.newChildSession(sa.workspace, sa.parent, sa.depth, mode, model, sa.spec.DeveloperInstructions)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	sa.child = child
+	m.mu.Unlock()
+	return child, nil
+}
+
+// finish ends a run: it records the outcome, frees the slot and starts
+// the next queued child.
+func (m *Manager) finish(sa *subagent, status, summary string, fail *tools.Failure, changes *tools.FileChanges) {
+	m.mu.Lock()
+	sa.cancel()
+	if sa.closing {
+		status = SubagentCancelled
+		fail = &tools.Failure{Kind: tools.ErrCancelled, Message: "the subagent was closed while it ran"}
+	}
+	sa.status, sa.summary, sa.failure, sa.ended = status, summary, fail, time.Now()
+	if changes != nil {
+		sa.changes = changes
+	}
+	m.running--
+	done := sa.done
+	m.mu.Unlock()
+	event := map[string]string{SubagentCompleted: "finished", SubagentTimedOut: "timed_out", SubagentCancelled: "cancelled"}[status]
+	if event == "" {
+		event = "failed"
+	}
+	m.record(sa, event, "")
+	close(done)
+	m.schedule()
+}
+
+// record writes a subagent_event for sa's current state to its parent's
+// Log and shows it to whoever watches the parent.
+func (m *Manager) record(sa *subagent, event, input string) {
+	m.mu.Lock()
+	d := SubagentEventData{
+		Event: event, ParentID: sa.parent.ID(), SubagentID: sa.id, ParentToolCallID: sa.parentToolCallID,
+		Agent: sa.agent, Task: sa.task, Depth: sa.depth, Status: sa.status, Workspace: sa.workspace,
+		WorkspaceMode: sa.mode, Input: input, ElapsedMS: m.elapsedLocked(sa),
+	}
+	if sa.child != nil {
+		d.ChildSessionID = sa.child.ID()
+	}
+	if ended(sa.status) {
+		d.Summary, d.Error, d.Changes = sa.summary, sa.failure, sa.changes
+	}
+	m.mu.Unlock()
+	if err := sa.parent.emitBackground(EventSubagent, d); err != nil {
+		m.rt.log.Error("recording a subagent event", "subagent", sa.id, "err", err)
+	}
+}
+
+func (m *Manager) elapsedLocked(sa *subagent) int64 {
+	switch {
+	case sa.started.IsZero():
+		return 0
+	case sa.ended.After(sa.started):
+		return sa.ended.Sub(sa.started).Milliseconds()
+	}
+	return time.Since(sa.started).Milliseconds()
+}
+
+func (m *Manager) viewLocked(sa *subagent) tools.SubagentView {
+	v := tools.SubagentView{
+		ID: sa.id, Agent: sa.agent, Task: sa.task, Status: sa.status, Depth: sa.depth,
+		Workspace: sa.workspace, WorkspaceMode: sa.mode, ElapsedMS: m.elapsedLocked(sa),
+		ChildSessionID: sa.childSession,
+	}
+	if sa.child != nil {
+		v.ChildSessionID = sa.child.ID()
+	}
+	if ended(sa.status) {
+		v.Summary, v.Error, v.Changes = sa.summary, sa.failure, sa.changes
+	}
+	return v
+}
+
+// mine finds a child of this binding's session.
+func (b binding) mine(id string) (*subagent, error) {
+	sa, ok := b.m.byID[id]
+	if !ok || sa.parent.ID() != b.parent.ID() {
+		return nil, failure(tools.ErrNotFound, "there is no subagent %q in this session; list_agents shows them", id)
+	}
+	return sa, nil
+}
+
+// List implements tools.Subagents.
+func (b binding) List(context.Context) ([]tools.SubagentView, error) {
+	m := b.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []tools.SubagentView
+	for _, id := range m.order {
+		if sa := m.byID[id]; sa.parent.ID() == b.parent.ID() {
+			out = append(out, m.viewLocked(sa))
+		}
+	}
+	return out, nil
+}
+
+// Wait implements tools.Subagents. Reaching the horizon is an outcome, not
+// an error, and never stops a child.
+func (b binding) Wait(ctx context.Context, req tools.WaitRequest) (tools.WaitOutcome, error) {
+	m := b.m
+	m.mu.Lock()
+	ids := req.IDs
+	if len(ids) == 0 {
+		for _, id := range m.order {
+			if m.byID[id].parent.ID() == b.parent.ID() {
+				ids = append(ids, id)
+			}
+		}
+	}
+	var targets []*subagent
+	for _, id := range ids {
+		sa, err := b.mine(id)
+		if err != nil {
+			m.mu.Unlock()
+			return tools.WaitOutcome{}, err
+		}
+		targets = append(targets, sa)
+	}
+	m.mu.Unlock()
+
+	horizon := time.NewTimer(req.Timeout)
+	defer horizon.Stop()
+	for {
+		m.mu.Lock()
+		var out tools.WaitOutcome
+		var pending []chan struct{}
+		for _, sa := range targets {
+			out.Agents = append(out.Agents, m.viewLocked(sa))
+			if ended(sa.status) {
+				out.Finished = append(out.Finished, sa.id)
+			} else {
+				out.Pending = append(out.Pending, sa.id)
+				pending = append(pending, sa.done)
+			}
+		}
+		m.mu.Unlock()
+		if len(pending) == 0 || (req.Any && len(out.Finished) > 0) {
+			return out, nil
+		}
+		cases := make(chan struct{}, 1)
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for _, d := range pending {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				select {
+				case <-d:
+					select {
+					case cases <- struct{}{}:
+					default:
+					}
+				case <-stop:
+				}
+			}()
+		}
+		var expired, cancelled bool
+		select {
+		case <-cases:
+		case <-horizon.C:
+			expired = true
+		case <-ctx.Done():
+			cancelled = true
+		}
+		close(stop)
+		wg.Wait()
+		if cancelled {
+			return tools.WaitOutcome{}, failure(tools.ErrCancelled, "the wait was cancelled with the turn; the subagents were cancelled too")
+		}
+		if expired {
+			out.Incomplete = true
+			return out, nil
+		}
+	}
+}
+
+// SendInput implements tools.Subagents: a child that ended its turn runs
+// another one with the message.
+func (b binding) SendInput(_ context.Context, id, message string) (tools.SubagentView, error) {
+	m := b.m
+	m.mu.Lock()
+	sa, err := b.mine(id)
+	if err != nil {
+		m.mu.Unlock()
+		return tools.SubagentView{}, err
+	}
+	switch sa.status {
+	case SubagentQueued, SubagentRunning:
+		m.mu.Unlock()
+		return tools.SubagentView{}, failure(tools.ErrPermissionDenied,
+			"subagent %s is %s and cannot take input now; wait for it with wait_agent, then send_input, or close it with close_agent", id, sa.status)
+	case SubagentClosed, SubagentDetached:
+		m.mu.Unlock()
+		return tools.SubagentView{}, failure(tools.ErrPermissionDenied,
+			"subagent %s is %s and takes no more input; spawn a new one with spawn_agent", id, sa.status)
+	}
+	if sa.restored {
+		m.mu.Unlock()
+		return tools.SubagentView{}, failure(tools.ErrPermissionDenied,
+			"subagent %s ran in an earlier Pixir process and cannot be resumed; spawn a new one with spawn_agent (its summary is in list_agents)", id)
+	}
+	sa.status, sa.input, sa.done = SubagentQueued, message, make(chan struct{})
+	sa.summary, sa.failure = "", nil
+	m.queue = append(m.queue, sa)
+	view := m.viewLocked(sa)
+	m.mu.Unlock()
+	m.record(sa, SubagentQueued, message)
+	m.schedule()
+	return view, nil
+}
+
+// Close implements tools.Subagents.
+func (b binding) Close(_ context.Context, id string) (tools.SubagentView, error) {
+	m := b.m
+	m.mu.Lock()
+	sa, err := b.mine(id)
+	if err != nil {
+		m.mu.Unlock()
+		return tools.SubagentView{}, err
+	}
+	m.mu.Unlock()
+	m.stop(sa, true)
+	return m.closeEnded(sa), nil
+}
+
+// stop cancels a queued or running child and waits for its run to end.
+func (m *Manager) stop(sa *subagent, closing bool) {
+	m.mu.Lock()
+	switch sa.status {
+	case SubagentQueued:
+		m.queue = slices.DeleteFunc(m.queue, func(q *subagent) bool { return q == sa })
+		sa.status, sa.ended = SubagentCancelled, time.Now()
+		sa.failure = &tools.Failure{Kind: tools.ErrCancelled, Message: "the subagent was cancelled before it started"}
+		done := sa.done
+		m.mu.Unlock()
+		m.record(sa, "cancelled", "")
+		close(done)
+		return
+	case SubagentRunning:
+		sa.closing = sa.closing || closing
+		cancel, done := sa.cancel, sa.done
+		m.mu.Unlock()
+		cancel()
+		<-done
+		return
+	}
+	m.mu.Unlock()
+}
+
+// closeEnded marks an ended child closed and frees its snapshot.
+func (m *Manager) closeEnded(sa *subagent) tools.SubagentView {
+	m.mu.Lock()
+	if sa.status == SubagentClosed {
+		v := m.viewLocked(sa)
+		m.mu.Unlock()
+		return v
+	}
+	sa.status = SubagentClosed
+	child, snapDir := sa.child, ""
+	if sa.mode == WorkspaceIsolated {
+		snapDir = filepath.Dir(sa.workspace)
+	}
+	v := m.viewLocked(sa)
+	m.mu.Unlock()
+	m.record(sa, "closed", "")
+	if child != nil {
+		child.close()
+	}
+	if snapDir != "" {
+		if err := os.RemoveAll(snapDir); err != nil {
+			m.rt.log.Warn("removing a subagent snapshot", "subagent", sa.id, "err", err)
+		}
+	}
+	return v
+}
+
+// cancelChildren cancels every queued or running descendant of a session.
+func (m *Manager) cancelChildren(parentID string) {
+	m.mu.Lock()
+	var mine []*subagent
+	for _, id := range m.order {
+		if sa := m.byID[id]; sa.parent.ID() == parentID {
+			mine = append(mine, sa)
+		}
+	}
+	m.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, sa := range mine {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m.mu.Lock()
+			child := sa.child
+			m.mu.Unlock()
+			if child != nil {
+				m.cancelChildren(child.ID())
+			}
+			m.stop(sa, false)
+		}()
+	}
+	wg.Wait()
+}
+
+// cancelChildrenAsync cancels a session's descendants without waiting,
+// under the Manager's supervision.
+func (m *Manager) cancelChildrenAsync(parentID string) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		m.cancelChildren(parentID)
+	}()
+}
+
+// closeChildren closes every child of a closing session.
+func (m *Manager) closeChildren(parentID string) {
+	m.cancelChildren(parentID)
+	m.mu.Lock()
+	var mine []*subagent
+	for _, id := range m.order {
+		if sa := m.byID[id]; sa.parent.ID() == parentID {
+			mine = append(mine, sa)
+		}
+	}
+	m.mu.Unlock()
+	for _, sa := range mine {
+		m.closeEnded(sa)
+	}
+}
+
+// shutdown cancels every child and waits for all of them.
+func (m *Manager) shutdown() {
+	m.mu.Lock()
+	m.closed = true
+	live := slices.Clone(m.queue)
+	for _, sa := range m.byID {
+		if sa.status == SubagentRunning {
+			live = append(live, sa)
+		}
+	}
+	m.mu.Unlock()
+	for _, sa := range live {
+		m.stop(sa, false)
+	}
+	m.wg.Wait()
+}
+
+// restore rebuilds the children of a session reopened from its Log. A
+// child that was not over when its process ended is detached: no process
+// runs it, and nothing says it finished.
+func (m *Manager) restore(parent *Session, events []Event) {
+	last := map[string]SubagentEventData{}
+	var order []string
+	for _, ev := range events {
+		if ev.Type != EventSubagent {
+			continue
+		}
+		var d SubagentEventData
+		if json.Unmarshal(ev.Data, &d) != nil || d.SubagentID == "" {
+			continue
+		}
+		if _, seen := last[d.SubagentID]; !seen {
+			order = append(order, d.SubagentID)
+		}
+		last[d.SubagentID] = d
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, id := range order {
+		if _, live := m.byID[id]; live {
+			continue
+		}
+		d := last[id]
+		sa := &subagent{
+			id: id, agent: d.Agent, task: d.Task, parent: parent, parentToolCallID: d.ParentToolCallID,
+			depth: d.Depth, mode: d.WorkspaceMode, workspace: d.Workspace, status: d.Status,
+			summary: d.Summary, failure: d.Error, changes: d.Changes, childSession: d.ChildSessionID,
+			done: make(chan struct{}), restored: true,
+		}
+		if !ended(sa.status) {
+			sa.status = SubagentDetached
+			sa.failure = &tools.Failure{Kind: tools.ErrDetached, Message: "the process that ran this subagent ended before it did; its work is not known to be complete"}
+		}
+		close(sa.done)
+		m.byID[id] = sa
+		m.order = append(m.order, id)
+	}
+}
+
+// detached lists the children of a session that are detached.
+func (m *Manager) detached(parentID string) []SubagentEventData {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []SubagentEventData
+	for _, id := range m.order {
+		sa := m.byID[id]
+		if sa.parent.ID() == parentID && sa.status == SubagentDetached {
+			out = append(out, SubagentEventData{SubagentID: id, Agent: sa.agent, Task: sa.task, Status: sa.status, Error: sa.failure, ParentToolCallID: sa.parentToolCallID})
+		}
+	}
+	return out
+}
+
+// childTracker watches a child's turn: it remembers the final answer and a
+// provider failure, and reports throttled progress to the parent.
+type childTracker struct {
+	m    *Manager
+	sa   *subagent
+	mu   sync.Mutex
+	last string
+	// failed is set when the child's turn ended on a provider failure.
+	failed   *tools.Failure
+	reported time.Time
+}
+
+func (t *childTracker) observe(ev Event) {
+	var activity string
+	switch ev.Type {
+	case EventAssistantMessage:
+		var d AssistantMessageData
+		if json.Unmarshal(ev.Data, &d) == nil && d.Text != "" {
+			t.mu.Lock()
+			t.last = d.Text
+			t.mu.Unlock()
+			activity = titleFrom(d.Text)
+		}
+	case EventToolCall:
+		var d ToolCallData
+		if json.Unmarshal(ev.Data, &d) == nil {
+			activity = d.Title
+		}
+	case EventTurnFailed:
+		var d TurnFailedData
+		if json.Unmarshal(ev.Data, &d) == nil {
+			t.mu.Lock()
+			t.failed = &tools.Failure{Kind: d.Kind, Message: d.Message}
+			t.mu.Unlock()
+		}
+	}
+	if activity == "" {
+		return
+	}
+	t.mu.Lock()
+	if time.Since(t.reported) < progressEvery {
+		t.mu.Unlock()
+		return
+	}
+	t.reported = time.Now()
+	t.mu.Unlock()
+	_ = t.sa.parent.emitBackground(EventStatus, SubagentProgressData{SubagentID: t.sa.id, Activity: activity})
+}
+
+func (t *childTracker) summary() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.last) > summaryLimit {
+		return tools.Truncate(t.last, summaryLimit)
+	}
+	return t.last
+}

@@ -1,0 +1,354 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pixir-go/pixir/tools"
+)
+
+// childProvider answers by the latest user text, so parent and children
+// can share it: "hang" blocks until cancelled, "panic" panics, "fail" is a
+// provider failure, "write NAME" writes a file, anything else echoes.
+type childProvider struct{}
+
+func (childProvider) Name() string { return "child" }
+
+func (childProvider) Generate(ctx context.Context, req ModelRequest, _ func(Delta)) (*ModelResponse, error) {
+	var user string
+	calls := 0
+	for _, m := range req.Messages {
+		switch m.Role {
+		case RoleUser:
+			user, calls = m.Text, 0
+		case RoleAssistant:
+			calls++
+		}
+	}
+	switch {
+	case strings.HasPrefix(user, "hang"):
+		<-ctx.Done()
+		return nil, ctx.Err()
+	case user == "panic":
+		panic("child exploded")
+	case user == "fail":
+		return nil, context.DeadlineExceeded
+	case strings.HasPrefix(user, "write ") && calls == 0:
+		args, _ := json.Marshal(map[string]string{"path": strings.TrimPrefix(user, "write "), "content": "x"})
+		return &ModelResponse{ToolCalls: []ToolCall{{ID: "w1", Name: "write", Arguments: args}}}, nil
+	}
+	return &ModelResponse{Text: "did: " + user}, nil
+}
+
+// snapshotCopy is a plain recursive copy standing in for runtime/snapshot.
+type snapshotCopy struct{ files map[string]string }
+
+func (s snapshotCopy) Changes(_ context.Context, dir string) (tools.FileChanges, error) {
+	var ch tools.FileChanges
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			if d != nil && d.IsDir() && d.Name() == StateDir {
+				return filepath.SkipDir
+			}
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if _, ok := s.files[rel]; !ok {
+			ch.Added = append(ch.Added, rel)
+		}
+		return nil
+	})
+	return ch, err
+}
+
+func takeCopy(_ context.Context, src, dst string) (Snapshot, error) {
+	files := map[string]string{}
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			if d.Name() == StateDir {
+				return filepath.SkipDir
+			}
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		files[rel] = string(b)
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	return snapshotCopy{files}, err
+}
+
+type collector struct {
+	mu     sync.Mutex
+	events []SubagentEventData
+}
+
+func (c *collector) observe(ev Event) {
+	if ev.Type != EventSubagent {
+		return
+	}
+	var d SubagentEventData
+	_ = json.Unmarshal(ev.Data, &d)
+	c.mu.Lock()
+	c.events = append(c.events, d)
+	c.mu.Unlock()
+}
+
+func (c *collector) of(id string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, d := range c.events {
+		if d.SubagentID == id {
+			out = append(out, d.Event)
+		}
+	}
+	return out
+}
+
+type managerFixture struct {
+	rt     *Runtime
+	parent *Session
+	b      binding
+	events *collector
+}
+
+func newManagerFixture(t *testing.T, cfg SubagentConfig) *managerFixture {
+	t.Helper()
+	if cfg.Snapshot == nil {
+		cfg.Snapshot = takeCopy
+	}
+	rt := New(Config{Home: t.TempDir(), Provider: childProvider{}, Model: "m", Tools: tools.Builtins(), Subagents: cfg})
+	t.Cleanup(rt.Close)
+	parent, err := rt.NewSession(t.TempDir())
+	require.NoError(t, err)
+	c := &collector{}
+	parent.SetObserver(c.observe)
+	return &managerFixture{rt: rt, parent: parent, b: binding{m: rt.subagents, parent: parent, toolCallID: "call-1"}, events: c}
+}
+
+func (f *managerFixture) spawn(t *testing.T, task string) tools.SubagentView {
+	t.Helper()
+	v, err := f.b.Spawn(context.Background(), tools.SpawnRequest{Task: task})
+	require.NoError(t, err)
+	return v
+}
+
+func (f *managerFixture) wait(t *testing.T, ids ...string) tools.WaitOutcome {
+	t.Helper()
+	out, err := f.b.Wait(context.Background(), tools.WaitRequest{IDs: ids, Timeout: 10 * time.Second})
+	require.NoError(t, err)
+	require.False(t, out.Incomplete, "children did not end: %+v", out)
+	return out
+}
+
+func TestSubagentRunsInAnIsolatedSnapshotAndReportsChanges(t *testing.T) {
+	f := newManagerFixture(t, SubagentConfig{})
+	require.NoError(t, os.WriteFile(filepath.Join(f.parent.workspace.Root(), "seed.txt"), []byte("s"), 0o644))
+	v := f.spawn(t, "write new.txt")
+	require.Equal(t, SubagentQueued, v.Status)
+	out := f.wait(t, v.ID)
+	got := out.Agents[0]
+	require.Equal(t, SubagentCompleted, got.Status, "%+v", got.Error)
+	require.Equal(t, "did: write new.txt", got.Summary)
+	require.Equal(t, []string{"new.txt"}, got.Changes.Added)
+	require.NotEmpty(t, got.ChildSessionID)
+	require.FileExists(t, filepath.Join(got.Workspace, "new.txt"))
+	require.NoFileExists(t, filepath.Join(f.parent.workspace.Root(), "new.txt"), "an isolated child never writes the parent's workspace")
+	require.Equal(t, []string{"queued", "started", "finished"}, f.events.of(v.ID))
+
+	// The child's details stay in its own Log.
+	childLog := filepath.Join(got.Workspace, StateDir, "sessions", got.ChildSessionID+".ndjson")
+	events, _, err := ReadLog(childLog)
+	require.NoError(t, err)
+	require.Contains(t, eventTypesOf(events), EventToolCall)
+
+	// Closing releases the snapshot.
+	closed, err := f.b.Close(context.Background(), v.ID)
+	require.NoError(t, err)
+	require.Equal(t, SubagentClosed, closed.Status)
+	require.NoDirExists(t, filepath.Dir(got.Workspace))
+	require.Equal(t, []string{"queued", "started", "finished", "closed"}, f.events.of(v.ID))
+}
+
+func eventTypesOf(events []Event) []EventType {
+	var out []EventType
+	for _, ev := range events {
+		out = append(out, ev.Type)
+	}
+	return out
+}
+
+func TestMaxThreadsQueuesInOrder(t *testing.T) {
+	f := newManagerFixture(t, SubagentConfig{MaxThreads: 2})
+	a, b, c := f.spawn(t, "hang a"), f.spawn(t, "hang b"), f.spawn(t, "quick c")
+	require.Eventually(t, func() bool {
+		views, _ := f.b.List(context.Background())
+		return views[0].Status == SubagentRunning && views[1].Status == SubagentRunning
+	}, 5*time.Second, 5*time.Millisecond)
+	views, _ := f.b.List(context.Background())
+	require.Equal(t, SubagentQueued, views[2].Status, "the third waits for a slot")
+
+	// Capacity frees: the queued child starts.
+	_, err := f.b.Close(context.Background(), a.ID)
+	require.NoError(t, err)
+	out := f.wait(t, c.ID)
+	require.Equal(t, SubagentCompleted, out.Agents[0].Status)
+	_, err = f.b.Close(context.Background(), b.ID)
+	require.NoError(t, err)
+	require.Equal(t, []string{"queued", "started", "cancelled", "closed"}, f.events.of(a.ID))
+}
+
+func TestDepthIsEnforced(t *testing.T) {
+	f := newManagerFixture(t, SubagentConfig{MaxDepth: 1})
+	child, err := f.rt.newChildSession(t.TempDir(), f.parent, 1, ModeAuto, "m", "")
+	require.NoError(t, err)
+	defer child.close()
+	_, err = binding{m: f.rt.subagents, parent: child}.Spawn(context.Background(), tools.SpawnRequest{Task: "x"})
+	var fail *tools.Failure
+	require.ErrorAs(t, err, &fail)
+	require.Equal(t, tools.ErrPermissionDenied, fail.Kind)
+	require.Contains(t, fail.Message, "max_depth is 1")
+}
+
+func TestTimeoutPanicAndFailureBecomeStatuses(t *testing.T) {
+	f := newManagerFixture(t, SubagentConfig{})
+	hung, err := f.b.Spawn(context.Background(), tools.SpawnRequest{Task: "hang forever", Timeout: 100 * time.Millisecond})
+	require.NoError(t, err)
+	crashed := f.spawn(t, "panic")
+	failed := f.spawn(t, "fail")
+	out := f.wait(t, hung.ID, crashed.ID, failed.ID)
+	byID := map[string]tools.SubagentView{}
+	for _, v := range out.Agents {
+		byID[v.ID] = v
+	}
+	require.Equal(t, SubagentTimedOut, byID[hung.ID].Status)
+	require.Equal(t, tools.ErrTimeout, byID[hung.ID].Error.Kind)
+	require.Equal(t, SubagentFailed, byID[crashed.ID].Status)
+	require.Contains(t, byID[crashed.ID].Error.Message, "child exploded")
+	require.Equal(t, SubagentFailed, byID[failed.ID].Status)
+	require.Equal(t, tools.ErrProviderError, byID[failed.ID].Error.Kind)
+	require.Equal(t, []string{"queued", "started", "timed_out"}, f.events.of(hung.ID))
+}
+
+func TestWaitHorizonIsAnOutcomeNotAnError(t *testing.T) {
+	f := newManagerFixture(t, SubagentConfig{})
+	v := f.spawn(t, "hang on")
+	out, err := f.b.Wait(context.Background(), tools.WaitRequest{IDs: []string{v.ID}, Timeout: 50 * time.Millisecond})
+	require.NoError(t, err)
+	require.True(t, out.Incomplete)
+	require.Equal(t, []string{v.ID}, out.Pending)
+	views, _ := f.b.List(context.Background())
+	require.Equal(t, SubagentRunning, views[0].Status, "reaching the horizon never cancels a child")
+
+	quick := f.spawn(t, "quick")
+	out, err = f.b.Wait(context.Background(), tools.WaitRequest{Any: true, Timeout: 10 * time.Second})
+	require.NoError(t, err)
+	require.False(t, out.Incomplete)
+	require.Equal(t, []string{quick.ID}, out.Finished)
+
+	_, err = f.b.Wait(context.Background(), tools.WaitRequest{IDs: []string{"nope"}})
+	var fail *tools.Failure
+	require.ErrorAs(t, err, &fail)
+	require.Equal(t, tools.ErrNotFound, fail.Kind)
+}
+
+func TestSendInput(t *testing.T) {
+	f := newManagerFixture(t, SubagentConfig{})
+	running := f.spawn(t, "hang there")
+	require.Eventually(t, func() bool {
+		views, _ := f.b.List(context.Background())
+		return views[0].Status == SubagentRunning
+	}, 5*time.Second, 5*time.Millisecond)
+	_, err := f.b.SendInput(context.Background(), running.ID, "hello")
+	var fail *tools.Failure
+	require.ErrorAs(t, err, &fail)
+	require.Equal(t, tools.ErrPermissionDenied, fail.Kind)
+	require.Contains(t, fail.Message, "wait for it with wait_agent")
+
+	done := f.spawn(t, "first")
+	f.wait(t, done.ID)
+	_, err = f.b.SendInput(context.Background(), done.ID, "second")
+	require.NoError(t, err)
+	out := f.wait(t, done.ID)
+	require.Equal(t, "did: second", out.Agents[0].Summary)
+	require.Equal(t, []string{"queued", "started", "finished", "queued", "input", "finished"}, f.events.of(done.ID))
+
+	_, err = f.b.Close(context.Background(), done.ID)
+	require.NoError(t, err)
+	_, err = f.b.SendInput(context.Background(), done.ID, "third")
+	require.ErrorAs(t, err, &fail)
+	require.Contains(t, fail.Message, "is closed")
+}
+
+func TestCancelCascadesToEveryRunningChild(t *testing.T) {
+	f := newManagerFixture(t, SubagentConfig{MaxThreads: 1})
+	a, b := f.spawn(t, "hang one"), f.spawn(t, "hang two")
+	require.Eventually(t, func() bool {
+		views, _ := f.b.List(context.Background())
+		return views[0].Status == SubagentRunning
+	}, 5*time.Second, 5*time.Millisecond)
+	f.parent.CancelAsync()
+	out := f.wait(t, a.ID, b.ID)
+	for _, v := range out.Agents {
+		require.Equal(t, SubagentCancelled, v.Status, v.ID)
+	}
+	require.Equal(t, []string{"queued", "started", "cancelled"}, f.events.of(a.ID))
+	require.Equal(t, []string{"queued", "cancelled"}, f.events.of(b.ID))
+}
+
+func TestReloadedSessionReportsUnfinishedChildrenDetached(t *testing.T) {
+	home, ws := t.TempDir(), t.TempDir()
+	cfg := Config{Home: home, Provider: childProvider{}, Model: "m", Tools: tools.Builtins(), Subagents: SubagentConfig{Snapshot: takeCopy}}
+	rt := New(cfg)
+	parent, err := rt.NewSession(ws)
+	require.NoError(t, err)
+	b := binding{m: rt.subagents, parent: parent}
+	done, err := b.Spawn(context.Background(), tools.SpawnRequest{Task: "finish me"})
+	require.NoError(t, err)
+	_, err = b.Wait(context.Background(), tools.WaitRequest{IDs: []string{done.ID}, Timeout: 10 * time.Second})
+	require.NoError(t, err)
+	hung, err := b.Spawn(context.Background(), tools.SpawnRequest{Task: "hang forever"})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		views, _ := b.List(context.Background())
+		return views[1].Status == SubagentRunning
+	}, 5*time.Second, 5*time.Millisecond)
+	// The process "dies": its Log ends with the hung child running. (The
+	// running child is then stopped so the test leaks nothing; its events
+	// after this point are cut from the Log below.)
+	logFile := logPath(parent.workspace.Root(), parent.ID())
+	snapshot, err := os.ReadFile(logFile)
+	require.NoError(t, err)
+	rt.Close()
+	require.NoError(t, os.WriteFile(logFile, snapshot, 0o644))
+
+	rt2 := New(cfg)
+	defer rt2.Close()
+	reopened, _, err := rt2.OpenSession(parent.ID(), ws)
+	require.NoError(t, err)
+	views, err := binding{m: rt2.subagents, parent: reopened}.List(context.Background())
+	require.NoError(t, err)
+	require.Len(t, views, 2)
+	require.Equal(t, SubagentCompleted, views[0].Status)
+	require.Equal(t, "did: finish me", views[0].Summary, "a completed child's summary is intact")
+	require.Equal(t, SubagentDetached, views[1].Status, "never reported as completed")
+	require.Equal(t, hung.ID, reopened.DetachedSubagents()[0].SubagentID)
+	out, err := binding{m: rt2.subagents, parent: reopened}.Wait(context.Background(), tools.WaitRequest{Timeout: time.Second})
+	require.NoError(t, err)
+	require.False(t, out.Incomplete, "waiting on a detached child returns at once")
+}

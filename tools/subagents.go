@@ -1,0 +1,86 @@
+package tools
+
+import (
+	"context"
+	"time"
+)
+
+// Subagents is what the agent tools (spawn_agent, wait_agent, send_input,
+// close_agent, list_agents) drive: the runtime's Subagents Manager, bound to
+// the session and tool call that use it. Its methods return a *Failure (with
+// its kind) for what the model should read.
+type Subagents interface {
+	Spawn(ctx context.Context, req SpawnRequest) (SubagentView, error)
+	Wait(ctx context.Context, req WaitRequest) (WaitOutcome, error)
+	SendInput(ctx context.Context, id, message string) (SubagentView, error)
+	Close(ctx context.Context, id string) (SubagentView, error)
+	List(ctx context.Context) ([]SubagentView, error)
+	// Preview says what Spawn would do, changing nothing (dry runs).
+	Preview(req SpawnRequest) (SubagentView, error)
+}
+
+// SpawnRequest asks for a child worker.
+type SpawnRequest struct {
+	Agent         string
+	Task          string
+	WorkspaceMode string // isolated (default) or shared
+	Timeout       time.Duration
+}
+
+// WaitRequest waits for children: the ids given, or every child of the
+// session; until all (or, with Any, the first) reach a terminal status, or
+// Timeout passes. A zero Timeout polls.
+type WaitRequest struct {
+	IDs     []string
+	Any     bool
+	Timeout time.Duration
+}
+
+// WaitOutcome is what a wait saw. Incomplete means the horizon came first:
+// an outcome, not an error, and the children go on running.
+type WaitOutcome struct {
+	Incomplete bool           `json:"incomplete"`
+	Agents     []SubagentView `json:"agents"`
+	Finished   []string       `json:"finished"`
+	Pending    []string       `json:"pending"`
+}
+
+// SubagentView is a child worker as the model and the user see it.
+type SubagentView struct {
+	ID             string       `json:"id"`
+	Agent          string       `json:"agent"`
+	Task           string       `json:"task"`
+	Status         string       `json:"status"`
+	Summary        string       `json:"summary,omitempty"`
+	Error          *Failure     `json:"error,omitempty"`
+	Depth          int          `json:"depth"`
+	Workspace      string       `json:"workspace"`
+	WorkspaceMode  string       `json:"workspace_mode"`
+	ChildSessionID string       `json:"child_session_id"`
+	ElapsedMS      int64        `json:"elapsed_ms"`
+	Changes        *FileChanges `json:"changes,omitempty"`
+}
+
+// FileChanges lists what a child in an isolated workspace added, changed and
+// deleted relative to its snapshot, workspace-relative.
+type FileChanges struct {
+	Added   []string `json:"added"`
+	Changed []string `json:"changed"`
+	Deleted []string `json:"deleted"`
+}
+
+// subagents is env.Subagents or a failure saying why there is none.
+func subagents(env Env) (Subagents, *Failure) {
+	if env.Subagents == nil {
+		return nil, &Failure{Kind: ErrInternal, Message: "this session cannot run subagents; this is a bug in Pixir"}
+	}
+	return env.Subagents, nil
+}
+
+// subagentResult turns a Manager answer into a tool result.
+func subagentResult(out any, err error) Result {
+	if err != nil {
+		return Failed(AsFailure(err))
+	}
+	return OK(out)
+}
