@@ -1,0 +1,68 @@
+// Subagents over ACP: a turn spawns three children and waits for them; each
+// child is its own tool call (kind think) linked to the call that spawned
+// it, with progress and a terminal update, all schema-valid.
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { withFixture, toolCalls, finalToolState, toolContentText, TEST_TIMEOUT_MS } from "../harness.mjs";
+
+const SCRIPT = `
+[[rule]]
+match = "^fan out$"
+  [[rule.reply]]
+  text = "Spawning three children."
+  [[rule.reply.tool_calls]]
+  name = "spawn_agent"
+  arguments = { task = "child one", workspace_mode = "shared" }
+  [[rule.reply.tool_calls]]
+  name = "spawn_agent"
+  arguments = { task = "child two", workspace_mode = "shared" }
+  [[rule.reply.tool_calls]]
+  name = "spawn_agent"
+  arguments = { task = "child three", workspace_mode = "shared" }
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "wait_agent"
+  arguments = { timeout_ms = 15000 }
+  [[rule.reply]]
+  text = "All three are done."
+[[rule]]
+match = "^child"
+  [[rule.reply]]
+  text = "finished {{.User}}"
+`;
+
+test("subagents: three children, each its own tool call with progress and a terminal update", { timeout: TEST_TIMEOUT_MS * 2 }, () =>
+  withFixture(async (f) => {
+    const a = await f.start(SCRIPT);
+    const { sessionId } = await a.newSession(f.sandbox.workspace);
+    const t = await a.turn(sessionId, "fan out");
+    assert.equal(t.response.stopReason, "end_turn");
+    assert.deepEqual(t.late, [], "no conversation update after the prompt answered");
+
+    const calls = toolCalls(t.updates);
+    const spawns = calls.filter((c) => c.title.startsWith("Spawn"));
+    const children = calls.filter((c) => c.toolCallId.startsWith("subagent-"));
+    assert.equal(spawns.length, 3, `three spawn_agent calls: ${JSON.stringify(calls)}`);
+    assert.equal(children.length, 3, `three child tool calls: ${JSON.stringify(calls)}`);
+
+    const spawnIds = new Set(spawns.map((s) => s.toolCallId));
+    for (const child of children) {
+      assert.equal(child.kind, "think");
+      assert.match(child.title, /^default: child (one|two|three)$/);
+      assert.equal(child.status, "pending");
+      const parent = child._meta?.pixir?.parentToolCallId;
+      assert.ok(spawnIds.has(parent), `child ${child.toolCallId} links to its spawning call (got ${parent})`);
+
+      const updates = t.updates.filter((u) => u.sessionUpdate === "tool_call_update" && u.toolCallId === child.toolCallId);
+      assert.ok(updates.some((u) => u.status === "in_progress"), `${child.title}: started`);
+      assert.ok(updates.some((u) => !u.status && toolContentText(u.content).length > 0), `${child.title}: progress while it runs`);
+      const final = finalToolState(t.updates, child.toolCallId);
+      assert.equal(final.status, "completed", `${child.title}: ${JSON.stringify(final)}`);
+      assert.match(toolContentText(final.content), /finished child (one|two|three)/);
+    }
+
+    const wait = calls.find((c) => c.title.startsWith("Wait"));
+    assert.ok(wait, "the wait_agent call");
+    assert.equal(finalToolState(t.updates, wait.toolCallId).status, "completed");
+  }));
