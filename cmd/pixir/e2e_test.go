@@ -803,3 +803,81 @@ func mustJSON(t *testing.T, v any) json.RawMessage {
 	require.NoError(t, err)
 	return b
 }
+
+const subagentScript = `
+[[rule]]
+match = "^spawn two$"
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "spawn_agent"
+  arguments = { task = "child quick", workspace_mode = "shared" }
+  [[rule.reply.tool_calls]]
+  name = "spawn_agent"
+  arguments = { task = "child hang", workspace_mode = "shared" }
+  [[rule.reply]]
+  text = "Spawned."
+[[rule]]
+match = "^list them$"
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "list_agents"
+  [[rule.reply]]
+  text = "{{.ToolResult}}"
+[[rule]]
+match = "^child hang"
+  [[rule.reply]]
+  hang = true
+[[rule]]
+match = "^child"
+  [[rule.reply]]
+  text = "summary of {{.User}}"
+`
+
+func TestKilledWithChildrenRunningReloadsThemDetached(t *testing.T) {
+	e := newEnv(t, subagentScript)
+	a := e.start()
+	a.initialize()
+	sid := a.newSession()
+	m, _ := a.call(2, "session/prompt", promptParams(sid, "spawn two"))
+	require.Equal(t, "end_turn", stopReason(t, m))
+	// The quick child finishes after the turn; the other hangs.
+	require.Eventually(t, func() bool {
+		for _, ev := range readLog(t, e.ws, sid) {
+			if ev.Type == "subagent_event" && strings.Contains(string(ev.Data), `"event":"finished"`) {
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 20*time.Millisecond)
+	require.NoError(t, a.cmd.Process.Signal(syscall.SIGKILL))
+	_ = a.cmd.Wait()
+
+	b := e.start()
+	b.initialize()
+	_, replay := b.call(1, "session/load", map[string]any{"sessionId": sid, "cwd": e.ws, "mcpServers": []any{}})
+	final := map[string]map[string]any{}
+	for _, u := range updates(t, replay) {
+		id, _ := u["toolCallId"].(string)
+		if !strings.HasPrefix(id, "subagent-") {
+			continue
+		}
+		if final[id] == nil {
+			final[id] = map[string]any{}
+		}
+		for k, v := range u {
+			final[id][k] = v
+		}
+	}
+	require.Len(t, final, 2)
+	statuses := map[string]string{}
+	for _, u := range final {
+		statuses[u["title"].(string)] = u["status"].(string)
+	}
+	require.Equal(t, map[string]string{"default: child quick": "completed", "default: child hang": "failed"}, statuses)
+
+	m, before := b.call(2, "session/prompt", promptParams(sid, "list them"))
+	require.Equal(t, "end_turn", stopReason(t, m))
+	text := agentText(updates(t, before))
+	require.Contains(t, text, `"status":"detached"`)
+	require.Contains(t, text, `"summary":"summary of child quick"`, "a completed child's summary is intact")
+}
