@@ -77,26 +77,26 @@ func New(cfg Config) *Runtime {
 // newChildSession makes the session of a Subagent in dir. It is owned by
 // the Subagents Manager, not listed among the user's sessions.
 func (r *Runtime) newChildSession(dir string, parent *Session, depth int, mode Mode, model, system string) (*Session, error) {
-	ws, err := NewWorkspace(dir)
-	if err != nil {
-		return nil, err
+	shared := dir == parent.workspace.Root()
+	ws := parent.workspace
+	if !shared {
+		var err error
+		if ws, err = NewWorkspace(dir); err != nil {
+			return nil, err
+		}
 	}
 	id := newSessionID()
 	log, _, _, err := OpenLog(logPath(ws.Root(), id))
 	if err != nil {
-		ws.Close()
+		if !shared {
+			ws.Close()
+		}
 		return nil, fmt.Errorf("creating the subagent's log: %w", err)
 	}
 	now := time.Now().UTC()
-	s := &Session{rt: r, workspace: ws, log: log, depth: depth, system: system, meta: Meta{
+	return &Session{rt: r, workspace: ws, log: log, depth: depth, system: system, sharesWorkspace: shared, meta: Meta{
 		ID: id, Workspace: ws.Root(), ParentID: parent.ID(), Depth: depth, Mode: mode, Model: model, CreatedAt: now, UpdatedAt: now,
-	}}
-	if err := writeMeta(s.meta); err != nil {
-		log.Close()
-		ws.Close()
-		return nil, fmt.Errorf("writing the subagent's metadata: %w", err)
-	}
-	return s, nil
+	}}, nil
 }
 
 // Models lists the models a session may use.

@@ -90,6 +90,10 @@ type Session struct {
 	turnCancel  context.CancelFunc // non-nil while a turn runs
 	turnDone    chan struct{}
 	closed      bool
+	released    bool // files closed by release
+	// sharesWorkspace is set on a Subagent in its parent's workspace: the
+	// parent owns that workspace's handle.
+	sharesWorkspace bool
 }
 
 // ID is the session id.
@@ -184,6 +188,50 @@ func (s *Session) DetachedSubagents() []SubagentEventData {
 	return s.rt.subagents.detached(s.ID())
 }
 
+// release closes the files a Subagent's session holds between its runs, so
+// thousands of finished children hold no descriptors; reacquire reopens
+// them for a next run.
+func (s *Session) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.released {
+		return
+	}
+	s.released = true
+	if err := s.log.Close(); err != nil {
+		s.rt.log.Warn("closing log", "session", s.ID(), "err", err)
+	}
+	if !s.sharesWorkspace {
+		if err := s.workspace.Close(); err != nil {
+			s.rt.log.Warn("closing workspace", "session", s.ID(), "err", err)
+		}
+	}
+}
+
+func (s *Session) reacquire() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.released {
+		return nil
+	}
+	ws := s.workspace
+	if !s.sharesWorkspace {
+		var err error
+		if ws, err = NewWorkspace(s.workspace.Root()); err != nil {
+			return err
+		}
+	}
+	log, _, _, err := OpenLog(s.log.Path())
+	if err != nil {
+		if !s.sharesWorkspace {
+			ws.Close()
+		}
+		return err
+	}
+	s.workspace, s.log, s.released = ws, log, false
+	return nil
+}
+
 // close cancels any turn, closes its Subagents and closes the Log.
 func (s *Session) close() {
 	s.Cancel()
@@ -191,12 +239,7 @@ func (s *Session) close() {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
-	if err := s.log.Close(); err != nil {
-		s.rt.log.Warn("closing log", "session", s.ID(), "err", err)
-	}
-	if err := s.workspace.Close(); err != nil {
-		s.rt.log.Warn("closing workspace", "session", s.ID(), "err", err)
-	}
+	s.release()
 }
 
 func sessionsDir(workspace string) string {
@@ -211,8 +254,12 @@ func metaPath(workspace, id string) string {
 	return filepath.Join(sessionsDir(workspace), id+".json")
 }
 
-// saveMeta writes the metadata atomically (temp file and rename).
+// saveMeta writes the metadata atomically (temp file and rename). A
+// Subagent's session has none: its parent's Log describes it.
 func (s *Session) saveMeta() error {
+	if s.depth > 0 {
+		return nil
+	}
 	s.mu.Lock()
 	s.meta.UpdatedAt = time.Now().UTC()
 	m := s.meta

@@ -118,10 +118,15 @@ type Manager struct {
 	mu      sync.Mutex
 	byID    map[string]*subagent
 	order   []string // ids in spawn order
+	// children indexes the subagents of each parent session.
+	children map[string][]*subagent
 	running int
 	queue   []*subagent
 	wg      sync.WaitGroup
 	closed  bool
+	// ended is closed, and replaced, whenever a run ends: waiters watch it
+	// instead of every child's own channel.
+	ended chan struct{}
 }
 
 type subagent struct {
@@ -162,7 +167,13 @@ func newManager(rt *Runtime, cfg SubagentConfig) *Manager {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultSubagentTimeout
 	}
-	return &Manager{rt: rt, cfg: cfg, byID: map[string]*subagent{}}
+	return &Manager{rt: rt, cfg: cfg, byID: map[string]*subagent{}, children: map[string][]*subagent{}, ended: make(chan struct{})}
+}
+
+// notifyEndedLocked wakes every waiter.
+func (m *Manager) notifyEndedLocked() {
+	close(m.ended)
+	m.ended = make(chan struct{})
 }
 
 func ended(status string) bool {
@@ -262,6 +273,7 @@ func (b binding) Spawn(ctx context.Context, req tools.SpawnRequest) (tools.Subag
 	}
 	m.byID[id] = sa
 	m.order = append(m.order, id)
+	m.children[sa.parent.ID()] = append(m.children[sa.parent.ID()], sa)
 	m.queue = append(m.queue, sa)
 	view := m.viewLocked(sa)
 	m.mu.Unlock()
@@ -325,6 +337,10 @@ func (m *Manager) run(ctx context.Context, sa *subagent, event, input string) {
 			m.rt.log.Warn("subagent changes unknown", "subagent", sa.id, "err", err)
 		}
 	}
+	if !m.hasLiveChildren(child.ID()) {
+		// Its grandchildren, if any, still report into its Log.
+		child.release()
+	}
 	switch {
 	case err != nil:
 		status, fail = SubagentFailed, tools.AsFailure(err)
@@ -360,7 +376,7 @@ func (m *Manager) prepare(ctx context.Context, sa *subagent) (*Session, error) {
 	child := sa.child
 	m.mu.Unlock()
 	if child != nil {
-		return child, nil
+		return child, child.reacquire()
 	}
 	if sa.mode == WorkspaceIsolated {
 		snap, err := m.cfg.Snapshot(ctx, sa.parent.workspace.Root(), sa.workspace)
@@ -398,19 +414,16 @@ func (m *Manager) finish(sa *subagent, status, summary string, fail *tools.Failu
 		status = SubagentCancelled
 		fail = &tools.Failure{Kind: tools.ErrCancelled, Message: "the subagent was closed while it ran"}
 	}
-	sa.status, sa.summary, sa.failure, sa.ended = status, summary, fail, time.Now()
+	sa.summary, sa.failure, sa.ended = summary, fail, time.Now()
 	if changes != nil {
 		sa.changes = changes
 	}
-	m.running--
-	done := sa.done
 	m.mu.Unlock()
 	event := map[string]string{SubagentCompleted: "finished", SubagentTimedOut: "timed_out", SubagentCancelled: "cancelled"}[status]
 	if event == "" {
 		event = "failed"
 	}
-	m.record(sa, event, "")
-	close(done)
+	m.end(sa, event, status, true)
 	m.schedule()
 }
 
@@ -418,21 +431,49 @@ func (m *Manager) finish(sa *subagent, status, summary string, fail *tools.Failu
 // Log and shows it to whoever watches the parent.
 func (m *Manager) record(sa *subagent, event, input string) {
 	m.mu.Lock()
+	d := m.eventLocked(sa, event, input, sa.status)
+	m.mu.Unlock()
+	m.emit(sa, d)
+}
+
+// eventLocked is the subagent_event of sa as it is, with status.
+func (m *Manager) eventLocked(sa *subagent, event, input, status string) SubagentEventData {
 	d := SubagentEventData{
 		Event: event, ParentID: sa.parent.ID(), SubagentID: sa.id, ParentToolCallID: sa.parentToolCallID,
-		Agent: sa.agent, Task: sa.task, Depth: sa.depth, Status: sa.status, Workspace: sa.workspace,
+		Agent: sa.agent, Task: sa.task, Depth: sa.depth, Status: status, Workspace: sa.workspace,
 		WorkspaceMode: sa.mode, Input: input, ElapsedMS: m.elapsedLocked(sa),
 	}
 	if sa.child != nil {
 		d.ChildSessionID = sa.child.ID()
 	}
-	if ended(sa.status) {
+	if ended(status) {
 		d.Summary, d.Error, d.Changes = sa.summary, sa.failure, sa.changes
 	}
-	m.mu.Unlock()
+	return d
+}
+
+func (m *Manager) emit(sa *subagent, d SubagentEventData) {
 	if err := sa.parent.emitBackground(EventSubagent, d); err != nil {
 		m.rt.log.Error("recording a subagent event", "subagent", sa.id, "err", err)
 	}
+}
+
+// end makes a run's outcome visible: the event is recorded first, then
+// waiters see the status, so no one learns of an end before the Log does.
+func (m *Manager) end(sa *subagent, event, status string, freeSlot bool) {
+	m.mu.Lock()
+	d := m.eventLocked(sa, event, "", status)
+	m.mu.Unlock()
+	m.emit(sa, d)
+	m.mu.Lock()
+	sa.status = status
+	if freeSlot {
+		m.running--
+	}
+	done := sa.done
+	m.notifyEndedLocked()
+	m.mu.Unlock()
+	close(done)
 }
 
 func (m *Manager) elapsedLocked(sa *subagent) int64 {
@@ -475,10 +516,8 @@ func (b binding) List(context.Context) ([]tools.SubagentView, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []tools.SubagentView
-	for _, id := range m.order {
-		if sa := m.byID[id]; sa.parent.ID() == b.parent.ID() {
-			out = append(out, m.viewLocked(sa))
-		}
+	for _, sa := range m.children[b.parent.ID()] {
+		out = append(out, m.viewLocked(sa))
 	}
 	return out, nil
 }
@@ -490,10 +529,8 @@ func (b binding) Wait(ctx context.Context, req tools.WaitRequest) (tools.WaitOut
 	m.mu.Lock()
 	ids := req.IDs
 	if len(ids) == 0 {
-		for _, id := range m.order {
-			if m.byID[id].parent.ID() == b.parent.ID() {
-				ids = append(ids, id)
-			}
+		for _, sa := range m.children[b.parent.ID()] {
+			ids = append(ids, sa.id)
 		}
 	}
 	var targets []*subagent
@@ -511,56 +548,45 @@ func (b binding) Wait(ctx context.Context, req tools.WaitRequest) (tools.WaitOut
 	defer horizon.Stop()
 	for {
 		m.mu.Lock()
-		var out tools.WaitOutcome
-		var pending []chan struct{}
+		finished := 0
 		for _, sa := range targets {
-			out.Agents = append(out.Agents, m.viewLocked(sa))
 			if ended(sa.status) {
-				out.Finished = append(out.Finished, sa.id)
-			} else {
-				out.Pending = append(out.Pending, sa.id)
-				pending = append(pending, sa.done)
+				finished++
 			}
 		}
-		m.mu.Unlock()
-		if len(pending) == 0 || (req.Any && len(out.Finished) > 0) {
+		wake := m.ended
+		if finished == len(targets) || (req.Any && finished > 0) {
+			out := m.outcomeLocked(targets)
+			m.mu.Unlock()
 			return out, nil
 		}
-		cases := make(chan struct{}, 1)
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		for _, d := range pending {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				select {
-				case <-d:
-					select {
-					case cases <- struct{}{}:
-					default:
-					}
-				case <-stop:
-				}
-			}()
-		}
-		var expired, cancelled bool
+		m.mu.Unlock()
 		select {
-		case <-cases:
+		case <-wake:
 		case <-horizon.C:
-			expired = true
-		case <-ctx.Done():
-			cancelled = true
-		}
-		close(stop)
-		wg.Wait()
-		if cancelled {
-			return tools.WaitOutcome{}, failure(tools.ErrCancelled, "the wait was cancelled with the turn; the subagents were cancelled too")
-		}
-		if expired {
+			m.mu.Lock()
+			out := m.outcomeLocked(targets)
+			m.mu.Unlock()
 			out.Incomplete = true
 			return out, nil
+		case <-ctx.Done():
+			return tools.WaitOutcome{}, failure(tools.ErrCancelled, "the wait was cancelled with the turn; the subagents were cancelled too")
 		}
 	}
+}
+
+// outcomeLocked is what a wait reports of its targets now.
+func (m *Manager) outcomeLocked(targets []*subagent) tools.WaitOutcome {
+	out := tools.WaitOutcome{Agents: []tools.SubagentView{}, Finished: []string{}, Pending: []string{}}
+	for _, sa := range targets {
+		out.Agents = append(out.Agents, m.viewLocked(sa))
+		if ended(sa.status) {
+			out.Finished = append(out.Finished, sa.id)
+		} else {
+			out.Pending = append(out.Pending, sa.id)
+		}
+	}
+	return out
 }
 
 // SendInput implements tools.Subagents: a child that ended its turn runs
@@ -618,12 +644,11 @@ func (m *Manager) stop(sa *subagent, closing bool) {
 	switch sa.status {
 	case SubagentQueued:
 		m.queue = slices.DeleteFunc(m.queue, func(q *subagent) bool { return q == sa })
-		sa.status, sa.ended = SubagentCancelled, time.Now()
+		sa.ended = time.Now()
 		sa.failure = &tools.Failure{Kind: tools.ErrCancelled, Message: "the subagent was cancelled before it started"}
-		done := sa.done
+		// Out of the queue, so no run will start it while it ends here.
 		m.mu.Unlock()
-		m.record(sa, "cancelled", "")
-		close(done)
+		m.end(sa, "cancelled", SubagentCancelled, false)
 		return
 	case SubagentRunning:
 		sa.closing = sa.closing || closing
@@ -666,12 +691,7 @@ func (m *Manager) closeEnded(sa *subagent) tools.SubagentView {
 // cancelChildren cancels every queued or running descendant of a session.
 func (m *Manager) cancelChildren(parentID string) {
 	m.mu.Lock()
-	var mine []*subagent
-	for _, id := range m.order {
-		if sa := m.byID[id]; sa.parent.ID() == parentID {
-			mine = append(mine, sa)
-		}
-	}
+	mine := slices.Clone(m.children[parentID])
 	m.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, sa := range mine {
@@ -690,6 +710,17 @@ func (m *Manager) cancelChildren(parentID string) {
 	wg.Wait()
 }
 
+func (m *Manager) hasLiveChildren(parentID string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, sa := range m.children[parentID] {
+		if !ended(sa.status) {
+			return true
+		}
+	}
+	return false
+}
+
 // cancelChildrenAsync cancels a session's descendants without waiting,
 // under the Manager's supervision.
 func (m *Manager) cancelChildrenAsync(parentID string) {
@@ -704,12 +735,7 @@ func (m *Manager) cancelChildrenAsync(parentID string) {
 func (m *Manager) closeChildren(parentID string) {
 	m.cancelChildren(parentID)
 	m.mu.Lock()
-	var mine []*subagent
-	for _, id := range m.order {
-		if sa := m.byID[id]; sa.parent.ID() == parentID {
-			mine = append(mine, sa)
-		}
-	}
+	mine := slices.Clone(m.children[parentID])
 	m.mu.Unlock()
 	for _, sa := range mine {
 		m.closeEnded(sa)
@@ -772,6 +798,7 @@ func (m *Manager) restore(parent *Session, events []Event) {
 		close(sa.done)
 		m.byID[id] = sa
 		m.order = append(m.order, id)
+		m.children[parent.ID()] = append(m.children[parent.ID()], sa)
 	}
 }
 
@@ -780,10 +807,9 @@ func (m *Manager) detached(parentID string) []SubagentEventData {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []SubagentEventData
-	for _, id := range m.order {
-		sa := m.byID[id]
-		if sa.parent.ID() == parentID && sa.status == SubagentDetached {
-			out = append(out, SubagentEventData{SubagentID: id, Agent: sa.agent, Task: sa.task, Status: sa.status, Error: sa.failure, ParentToolCallID: sa.parentToolCallID})
+	for _, sa := range m.children[parentID] {
+		if sa.status == SubagentDetached {
+			out = append(out, SubagentEventData{SubagentID: sa.id, Agent: sa.agent, Task: sa.task, Status: sa.status, Error: sa.failure, ParentToolCallID: sa.parentToolCallID})
 		}
 	}
 	return out
