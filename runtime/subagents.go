@@ -115,15 +115,15 @@ type Manager struct {
 	rt  *Runtime
 	cfg SubagentConfig
 
-	mu      sync.Mutex
-	byID    map[string]*subagent
-	order   []string // ids in spawn order
+	mu    sync.Mutex
+	byID  map[string]*subagent
+	order []string // ids in spawn order
 	// children indexes the subagents of each parent session.
 	children map[string][]*subagent
-	running int
-	queue   []*subagent
-	wg      sync.WaitGroup
-	closed  bool
+	running  int
+	queue    []*subagent
+	wg       sync.WaitGroup
+	closed   bool
 	// ended is closed, and replaced, whenever a run ends: waiters watch it
 	// instead of every child's own channel.
 	ended chan struct{}

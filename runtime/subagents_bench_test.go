@@ -3,9 +3,9 @@ package runtime
 import (
 	"context"
 	"os"
-	"strconv"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"testing"
 	"time"
 
