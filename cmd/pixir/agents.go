@@ -1,0 +1,190 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/pixir-go/pixir/runtime/agents"
+)
+
+// agentEntry is one agent in `pixir agents --json`. Optional fields are
+// always present: "" means the parent's model, effort or mode.
+type agentEntry struct {
+	Name                  string `json:"name"`
+	Description           string `json:"description"`
+	DeveloperInstructions string `json:"developer_instructions"`
+	Model                 string `json:"model"`
+	ModelReasoningEffort  string `json:"model_reasoning_effort"`
+	SandboxMode           string `json:"sandbox_mode"`
+	ReadOnly              bool   `json:"read_only"`
+	Source                string `json:"source"`
+}
+
+// agentsReport is the whole of `pixir agents --json`.
+type agentsReport struct {
+	Agents   []agentEntry        `json:"agents"`
+	Warnings []agents.Warning    `json:"warnings"`
+	Errors   []*agents.FileError `json:"errors"`
+}
+
+// runAgents lists the agents a Subagent can run as in a project: the
+// custom ones from TOML files and the built-ins, each with its source,
+// then the warnings and errors. It exits 1 when some agent file is broken,
+// after printing everything else.
+func runAgents(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("pixir agents", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, `print {"agents":[…],"warnings":[…],"errors":[…]}`)
+	cwd := fs.String("cwd", "", "the project folder whose .pixir/agents and .codex/agents are read (default: the current folder)")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "pixir agents: unexpected argument %q; usage: pixir agents [--json] [--cwd DIR]\n", fs.Arg(0))
+		return exitUsage
+	}
+	project, err := projectDir(*cwd)
+	if err != nil {
+		fmt.Fprintln(stderr, "pixir agents:", err)
+		return exitUsage
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		fmt.Fprintf(stderr, "pixir agents: warning: %v; ~/.pixir/agents and ~/.codex/agents are not read\n", err)
+		home = ""
+	}
+	reg, loadErr := agents.Load(project, home)
+	report := agentsReport{Warnings: reg.Warnings(), Errors: fileErrors(loadErr)}
+	if report.Warnings == nil {
+		report.Warnings = []agents.Warning{}
+	}
+	for _, a := range reg.All() {
+		report.Agents = append(report.Agents, agentEntry{
+			Name: a.Name, Description: a.Description, DeveloperInstructions: a.DeveloperInstructions,
+			Model: a.Model, ModelReasoningEffort: a.ModelReasoningEffort, SandboxMode: a.SandboxMode,
+			ReadOnly: a.ReadOnly(), Source: a.Source,
+		})
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(report)
+	} else {
+		err = writeAgentsTable(stdout, report, project, home)
+		writeAgentProblems(stderr, report)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "pixir:", err)
+		return exitError
+	}
+	if loadErr != nil {
+		return exitError
+	}
+	return exitOK
+}
+
+// projectDir is dir made absolute, or the current folder; it must exist.
+func projectDir(dir string) (string, error) {
+	if dir == "" {
+		return os.Getwd()
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return "", fmt.Errorf("--cwd: %w", err)
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("--cwd %s: not a folder", dir)
+	}
+	return abs, nil
+}
+
+// fileErrors lists the problems in a Load error, in order.
+func fileErrors(err error) []*agents.FileError {
+	out := []*agents.FileError{}
+	if err == nil {
+		return out
+	}
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	for _, e := range errs {
+		var fe *agents.FileError
+		if errors.As(e, &fe) {
+			out = append(out, fe)
+		} else {
+			out = append(out, &agents.FileError{Message: e.Error()})
+		}
+	}
+	return out
+}
+
+func writeAgentsTable(w io.Writer, r agentsReport, project, home string) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSOURCE\tSANDBOX\tMODEL\tDESCRIPTION")
+	for _, a := range r.Agents {
+		sandbox := a.SandboxMode
+		if sandbox == "" {
+			sandbox = "inherit"
+		}
+		model := a.Model
+		if model == "" {
+			model = "inherit"
+		}
+		if a.ModelReasoningEffort != "" {
+			model += " (" + a.ModelReasoningEffort + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.Name, shortPath(a.Source, project, home), sandbox, model, summary(a.Description))
+	}
+	return tw.Flush()
+}
+
+// writeAgentProblems prints the warnings and errors after the table.
+func writeAgentProblems(w io.Writer, r agentsReport) {
+	for _, wa := range r.Warnings {
+		fmt.Fprintf(w, "pixir agents: warning: %s\n", wa)
+	}
+	for _, e := range r.Errors {
+		fmt.Fprintf(w, "pixir agents: error: %v\n", e)
+	}
+	files := map[string]bool{}
+	for _, e := range r.Errors {
+		files[e.File] = true
+	}
+	switch len(files) {
+	case 0:
+	case 1:
+		fmt.Fprintln(w, "pixir agents: 1 broken agent file is left out until it is fixed")
+	default:
+		fmt.Fprintf(w, "pixir agents: %d broken agent files are left out until they are fixed\n", len(files))
+	}
+}
+
+// shortPath shows a path inside the project relative to it, and one in the
+// home folder as ~/…; others as they are.
+func shortPath(path, project, home string) string {
+	if path == agents.SourceBuiltin {
+		return path
+	}
+	for _, base := range []struct{ dir, prefix string }{{project, ""}, {home, "~" + string(filepath.Separator)}} {
+		if base.dir == "" {
+			continue
+		}
+		if rel, err := filepath.Rel(base.dir, path); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return base.prefix + rel
+		}
+	}
+	return path
+}

@@ -1,0 +1,231 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// agentsWorld is a project folder and a home folder with agent files.
+type agentsWorld struct {
+	project, home string
+}
+
+// newAgentsWorld writes files, given relative to a fresh folder holding
+// "project/" and "home/".
+func newAgentsWorld(t *testing.T, files map[string]string) agentsWorld {
+	t.Helper()
+	dir := t.TempDir()
+	w := agentsWorld{project: filepath.Join(dir, "project"), home: filepath.Join(dir, "home")}
+	require.NoError(t, os.MkdirAll(w.project, 0o755))
+	require.NoError(t, os.MkdirAll(w.home, 0o755))
+	for rel, content := range files {
+		path := filepath.Join(dir, filepath.FromSlash(rel))
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
+	}
+	return w
+}
+
+// run runs the built binary's agents command in the project folder with
+// HOME set to the home folder.
+func (w agentsWorld) run(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(pixirBin, append([]string{"agents"}, args...)...)
+	cmd.Dir = w.project
+	cmd.Env = append(os.Environ(), "HOME="+w.home)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return out.String(), errOut.String(), exit.ExitCode()
+	}
+	require.NoError(t, err)
+	return out.String(), errOut.String(), 0
+}
+
+func agentFile(name string, extra ...string) string {
+	s := fmt.Sprintf("name = %q\ndescription = \"The %s agent.\"\ndeveloper_instructions = \"Be %s.\"\n", name, name, name)
+	for _, e := range extra {
+		s += e + "\n"
+	}
+	return s
+}
+
+// agentsJSON is `pixir agents --json`, decoded strictly.
+type agentsJSON struct {
+	Agents []struct {
+		Name                  string `json:"name"`
+		Description           string `json:"description"`
+		DeveloperInstructions string `json:"developer_instructions"`
+		Model                 string `json:"model"`
+		ModelReasoningEffort  string `json:"model_reasoning_effort"`
+		SandboxMode           string `json:"sandbox_mode"`
+		ReadOnly              bool   `json:"read_only"`
+		Source                string `json:"source"`
+	} `json:"agents"`
+	Warnings []struct {
+		File    string `json:"file"`
+		Message string `json:"message"`
+	} `json:"warnings"`
+	Errors []struct {
+		File    string `json:"file"`
+		Line    int    `json:"line"`
+		Column  int    `json:"column"`
+		Message string `json:"message"`
+	} `json:"errors"`
+}
+
+func decodeAgentsJSON(t *testing.T, stdout string) agentsJSON {
+	t.Helper()
+	var got agentsJSON
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	dec.DisallowUnknownFields()
+	require.NoError(t, dec.Decode(&got), stdout)
+	return got
+}
+
+func TestAgentsJSON(t *testing.T) {
+	w := newAgentsWorld(t, map[string]string{
+		"project/.pixir/agents/reviewer.toml": agentFile("reviewer", `model = "gpt-5"`, `model_reasoning_effort = "high"`, `sandbox_mode = "read-only"`),
+		"project/.codex/agents/reviewer.toml": agentFile("reviewer"),
+		"project/.codex/agents/tester.toml":   agentFile("tester", `sandbox_mode = "workspace-write"`),
+		"home/.pixir/agents/notes.md":         "not an agent",
+		"home/.codex/agents/worker.toml":      agentFile("worker"),
+		"home/.codex/agents/broken.toml":      agentFile("broken", `colour = "red"`),
+	})
+	stdout, stderr, code := w.run(t, "--json")
+	require.Equal(t, exitError, code, "a broken file fails the command, after the listing")
+	require.Empty(t, stderr)
+	got := decodeAgentsJSON(t, stdout)
+
+	type row struct {
+		name, source, sandbox string
+		readOnly              bool
+	}
+	var rows []row
+	for _, a := range got.Agents {
+		rows = append(rows, row{a.Name, a.Source, a.SandboxMode, a.ReadOnly})
+		require.NotEmpty(t, a.Description, a.Name)
+		require.NotEmpty(t, a.DeveloperInstructions, a.Name)
+	}
+	pj := func(rel string) string { return filepath.Join(w.project, filepath.FromSlash(rel)) }
+	hm := func(rel string) string { return filepath.Join(w.home, filepath.FromSlash(rel)) }
+	require.Equal(t, []row{
+		{"default", "built-in", "", false},
+		{"explorer", "built-in", "read-only", true},
+		{"reviewer", pj(".pixir/agents/reviewer.toml"), "read-only", true},
+		{"tester", pj(".codex/agents/tester.toml"), "workspace-write", false},
+		{"worker", hm(".codex/agents/worker.toml"), "", false},
+	}, rows)
+	require.Equal(t, "gpt-5", got.Agents[2].Model)
+	require.Equal(t, "high", got.Agents[2].ModelReasoningEffort)
+
+	var warnings []string
+	for _, wa := range got.Warnings {
+		warnings = append(warnings, wa.File+": "+wa.Message)
+	}
+	require.Equal(t, []string{
+		pj(".codex/agents/reviewer.toml") + `: agent "reviewer" is also defined in ` + pj(".pixir/agents/reviewer.toml") + `, which takes precedence; this file is ignored`,
+		hm(".pixir/agents/notes.md") + ": ignored: not a .toml file",
+		hm(".codex/agents/worker.toml") + `: agent "worker" overrides the built-in "worker" agent`,
+	}, warnings)
+
+	require.Len(t, got.Errors, 1)
+	require.Equal(t, hm(".codex/agents/broken.toml"), got.Errors[0].File)
+	require.Equal(t, 4, got.Errors[0].Line)
+	require.Equal(t, 1, got.Errors[0].Column)
+	require.Contains(t, got.Errors[0].Message, `unknown key "colour"`)
+}
+
+func TestAgentsJSONWithoutProblems(t *testing.T) {
+	w := newAgentsWorld(t, nil)
+	stdout, stderr, code := w.run(t, "--json")
+	require.Equal(t, exitOK, code, stderr)
+	require.Empty(t, stderr)
+	require.Contains(t, stdout, `"warnings": []`)
+	require.Contains(t, stdout, `"errors": []`)
+	got := decodeAgentsJSON(t, stdout)
+	var names []string
+	for _, a := range got.Agents {
+		names = append(names, a.Name)
+		require.Equal(t, "built-in", a.Source)
+	}
+	require.Equal(t, []string{"default", "explorer", "worker"}, names)
+}
+
+func TestAgentsTable(t *testing.T) {
+	w := newAgentsWorld(t, map[string]string{
+		"project/.pixir/agents/r.toml": agentFile("reviewer", `model = "gpt-5"`, `model_reasoning_effort = "low"`, `sandbox_mode = "read-only"`),
+		"home/.codex/agents/s.toml":    agentFile("scout"),
+	})
+	stdout, stderr, code := w.run(t)
+	require.Equal(t, exitOK, code, stderr)
+	require.Empty(t, stderr)
+	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+	require.Len(t, lines, 6, stdout)
+	require.Equal(t, []string{"NAME", "SOURCE", "SANDBOX", "MODEL", "DESCRIPTION"}, strings.Fields(lines[0]))
+	require.Equal(t, []string{"default", "built-in", "inherit", "inherit"}, strings.Fields(lines[1])[:4])
+	require.Equal(t, []string{"explorer", "built-in", "read-only", "inherit"}, strings.Fields(lines[2])[:4])
+	require.Equal(t, []string{"reviewer", filepath.Join(".pixir", "agents", "r.toml"), "read-only", "gpt-5", "(low)", "The", "reviewer", "agent."}, strings.Fields(lines[3]))
+	require.Equal(t, []string{"scout", filepath.Join("~", ".codex", "agents", "s.toml"), "inherit", "inherit", "The", "scout", "agent."}, strings.Fields(lines[4]))
+	require.Equal(t, "worker", strings.Fields(lines[5])[0])
+}
+
+func TestAgentsTableWithProblems(t *testing.T) {
+	w := newAgentsWorld(t, map[string]string{
+		"project/.codex/agents/a.toml": agentFile("Bad Name"),
+		"project/.codex/agents/b.toml": agentFile("good", `sandbox_mode = "read_only"`),
+		"project/.codex/agents/c.toml": agentFile("fine"),
+		"project/.codex/agents/d.toml": agentFile("fine"),
+	})
+	stdout, stderr, code := w.run(t)
+	require.Equal(t, exitError, code)
+	require.Contains(t, stdout, "fine ")
+	require.NotContains(t, stdout, "good")
+	dir := filepath.Join(w.project, ".codex", "agents")
+	require.Equal(t, strings.Join([]string{
+		`pixir agents: warning: ` + filepath.Join(dir, "d.toml") + `: agent "fine" is also defined in ` + filepath.Join(dir, "c.toml") + `, which takes precedence; this file is ignored`,
+		`pixir agents: error: ` + filepath.Join(dir, "a.toml") + `:1:8: name "Bad Name" is not a valid agent name: start with a lowercase letter and use only lowercase letters, digits, '-' and '_', at most 64 characters (e.g. "bad-name")`,
+		`pixir agents: error: ` + filepath.Join(dir, "b.toml") + `:4:16: sandbox_mode "read_only" is not one of read-only, workspace-write, danger-full-access; did you mean "read-only"?`,
+		`pixir agents: 2 broken agent files are left out until they are fixed`,
+	}, "\n")+"\n", stderr)
+}
+
+func TestAgentsCwdFlag(t *testing.T) {
+	w := newAgentsWorld(t, nil)
+	other := newAgentsWorld(t, map[string]string{"project/.pixir/agents/x.toml": agentFile("elsewhere")})
+	stdout, stderr, code := w.run(t, "--json", "--cwd", other.project)
+	require.Equal(t, exitOK, code, stderr)
+	got := decodeAgentsJSON(t, stdout)
+	require.Len(t, got.Agents, 4)
+	require.Equal(t, "elsewhere", got.Agents[1].Name)
+	require.Equal(t, filepath.Join(other.project, ".pixir", "agents", "x.toml"), got.Agents[1].Source)
+}
+
+func TestAgentsUsageErrors(t *testing.T) {
+	w := newAgentsWorld(t, nil)
+	tests := []struct {
+		args   []string
+		stderr string
+	}{
+		{[]string{"extra"}, `pixir agents: unexpected argument "extra"; usage: pixir agents [--json] [--cwd DIR]`},
+		{[]string{"--cwd", filepath.Join(w.project, "missing")}, "pixir agents: --cwd: stat " + filepath.Join(w.project, "missing") + ": no such file or directory"},
+		{[]string{"--nope"}, "flag provided but not defined: -nope"},
+	}
+	for _, tt := range tests {
+		stdout, stderr, code := w.run(t, tt.args...)
+		require.Equal(t, exitUsage, code, tt.args)
+		require.Empty(t, stdout)
+		require.Contains(t, stderr, tt.stderr)
+	}
+}
