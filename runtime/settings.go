@@ -77,8 +77,27 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// over returns base with every field that o sets replacing it.
+// For returns the settings that hold for provider name. The model, the
+// models, the base URL, the key variable and the context window belong to
+// the provider the settings name: when they name another one, those are
+// left out, so that they never send one provider's model or key to
+// another's server. Settings that name no provider hold for any.
+func (p ProviderSettings) For(name string) ProviderSettings {
+	if p.Provider == "" || p.Provider == name {
+		return p
+	}
+	p.Provider = name
+	p.Model, p.Models, p.BaseURL, p.APIKeyEnv, p.ContextWindow = "", nil, "", "", 0
+	return p
+}
+
+// over returns base with every field that o sets replacing it. A profile
+// that names another provider than base inherits none of base's
+// provider-bound settings (see For).
 func (o ProviderSettings) over(base ProviderSettings) ProviderSettings {
+	if o.Provider != "" {
+		base = base.For(o.Provider)
+	}
 	pick := func(a, b string) string {
 		if a != "" {
 			return a

@@ -4,22 +4,36 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
+	"strings"
 
 	"github.com/pixir-go/pixir/runtime"
+	"github.com/pixir-go/pixir/runtime/provider/anthropic"
+	"github.com/pixir-go/pixir/runtime/provider/httpstream"
+	"github.com/pixir-go/pixir/runtime/provider/openai"
 	"github.com/pixir-go/pixir/runtime/provider/scripted"
 	"github.com/pixir-go/pixir/tools"
 )
 
+// providerNames lists the providers, the default first.
+var providerNames = []string{scripted.ProviderName, openai.ProviderName, anthropic.ProviderName}
+
+// defaultAnthropicModel is the model of the anthropic provider when none is
+// configured. The openai provider has no default: servers differ too much.
+const defaultAnthropicModel = "claude-sonnet-4-5"
+
 // providerFlags are the flags that choose and configure the model.
 type providerFlags struct {
-	provider, model, script string
-	maxTurnRequests         int
+	provider, profile, model, baseURL, script string
+	maxTurnRequests                           int
 }
 
 func (p *providerFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&p.provider, "provider", "", "model provider: scripted (default; also PIXIR_PROVIDER or config.toml)")
+	fs.StringVar(&p.provider, "provider", "", "model provider: scripted (default), openai or anthropic (also PIXIR_PROVIDER or config.toml)")
+	fs.StringVar(&p.profile, "profile", "", "a [profiles.NAME] table of config.toml (also PIXIR_PROFILE or profile in config.toml)")
 	fs.StringVar(&p.model, "model", "", "model name (also PIXIR_MODEL or config.toml)")
+	fs.StringVar(&p.baseURL, "base-url", "", "API root of the openai or anthropic provider, e.g. http://localhost:11434/v1 (also OPENAI_BASE_URL, ANTHROPIC_BASE_URL or base_url in config.toml)")
 	fs.StringVar(&p.script, "script", "", "script file for the scripted provider (also PIXIR_SCRIPT or config.toml [scripted] script)")
 	fs.IntVar(&p.maxTurnRequests, "max-turn-requests", 0, fmt.Sprintf("model calls allowed in one turn (default %d)", runtime.DefaultMaxTurnRequests))
 }
@@ -34,40 +48,144 @@ func firstOf(values ...string) string {
 	return ""
 }
 
-// newRuntime resolves settings (flags over environment over config.toml
-// over defaults) and builds the Runtime.
-func newRuntime(pf providerFlags, logger *slog.Logger) (*runtime.Runtime, error) {
+// providerChoice is the provider and its settings once flags, environment,
+// profile and config.toml are resolved, in that order of precedence.
+type providerChoice struct {
+	Name, Profile, Model string
+	// Settings are the merged provider settings; BaseURL and Script are
+	// resolved in them.
+	Settings runtime.ProviderSettings
+	// KeyEnv names the variable of the API key; APIKey is its value.
+	KeyEnv, APIKey string
+}
+
+// resolveProvider applies flag > environment > profile > top-level
+// config.toml > default.
+func resolveProvider(pf providerFlags, settings runtime.Settings, getenv func(string) string) (providerChoice, error) {
+	ps, profile, err := settings.WithProfile(firstOf(pf.profile, getenv("PIXIR_PROFILE")))
+	if err != nil {
+		return providerChoice{}, err
+	}
+	name := firstOf(pf.provider, getenv("PIXIR_PROVIDER"), ps.Provider, scripted.ProviderName)
+	// The file's model, models, base_url, api_key_env and context_window
+	// belong to the file's provider: when a flag or PIXIR_PROVIDER picks
+	// another one, they are left out (they would send its requests, and a
+	// key, to the wrong server).
+	ps = ps.For(name)
+	c := providerChoice{Name: name, Profile: profile, Settings: ps}
+	c.Model = firstOf(pf.model, getenv("PIXIR_MODEL"), ps.Model)
+	switch c.Name {
+	case scripted.ProviderName:
+		c.Model = firstOf(c.Model, "scripted")
+		c.Settings.Scripted.Script = firstOf(pf.script, getenv("PIXIR_SCRIPT"), ps.Scripted.Script)
+		c.Settings.BaseURL = ""
+	case openai.ProviderName:
+		c.Settings.BaseURL = firstOf(pf.baseURL, getenv("OPENAI_BASE_URL"), ps.BaseURL, openai.DefaultBaseURL)
+		c.KeyEnv = firstOf(ps.APIKeyEnv, openai.DefaultKeyEnv)
+	case anthropic.ProviderName:
+		c.Model = firstOf(c.Model, defaultAnthropicModel)
+		c.Settings.BaseURL = firstOf(pf.baseURL, getenv("ANTHROPIC_BASE_URL"), ps.BaseURL, anthropic.DefaultBaseURL)
+		c.KeyEnv = firstOf(ps.APIKeyEnv, anthropic.DefaultKeyEnv)
+	default:
+		return providerChoice{}, fmt.Errorf("unknown provider %q: available providers are: %s", c.Name, strings.Join(providerNames, ", "))
+	}
+	if c.KeyEnv != "" {
+		c.APIKey = strings.TrimSpace(getenv(c.KeyEnv))
+	}
+	if c.Settings.BaseURL != "" {
+		if u, err := url.Parse(c.Settings.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return providerChoice{}, fmt.Errorf("the base URL %q of the %s provider is not an http(s) URL; write it whole, e.g. http://localhost:11434/v1", c.Settings.BaseURL, c.Name)
+		}
+	}
+	return c, nil
+}
+
+// policy is the request policy the settings ask for.
+func (c providerChoice) policy() httpstream.Policy {
+	p := httpstream.DefaultPolicy()
+	if d := c.Settings.ConnectTimeout.Duration; d > 0 {
+		p.ConnectTimeout = d
+	}
+	if d := c.Settings.IdleTimeout.Duration; d > 0 {
+		p.IdleTimeout = d
+	}
+	if c.Settings.MaxRetries != nil {
+		p.MaxRetries = *c.Settings.MaxRetries
+	}
+	return p
+}
+
+// buildProvider makes the chosen provider.
+func buildProvider(c providerChoice, logger *slog.Logger) (runtime.Provider, error) {
+	hint := "--base-url, " + map[string]string{openai.ProviderName: "OPENAI_BASE_URL", anthropic.ProviderName: "ANTHROPIC_BASE_URL"}[c.Name] + " or base_url in config.toml"
+	switch c.Name {
+	case openai.ProviderName:
+		return openai.New(openai.Config{
+			BaseURL: c.Settings.BaseURL, APIKey: c.APIKey, KeyEnv: c.KeyEnv, BaseURLHint: hint,
+			ContextWindow: c.Settings.ContextWindow, MaxTokens: c.Settings.MaxTokens,
+			Policy: c.policy(), Logger: logger,
+		}), nil
+	case anthropic.ProviderName:
+		return anthropic.New(anthropic.Config{
+			BaseURL: c.Settings.BaseURL, APIKey: c.APIKey, KeyEnv: c.KeyEnv, BaseURLHint: hint,
+			ContextWindow: c.Settings.ContextWindow, MaxTokens: c.Settings.MaxTokens,
+			Policy: c.policy(), Logger: logger,
+		}), nil
+	}
+	script := scripted.Default()
+	if path := c.Settings.Scripted.Script; path != "" {
+		var err error
+		if script, err = scripted.Load(path); err != nil {
+			return nil, err
+		}
+	}
+	return scripted.New(script), nil
+}
+
+// loadChoice reads config.toml and resolves the provider.
+func loadChoice(pf providerFlags) (string, runtime.Settings, providerChoice, error) {
 	home, err := runtime.HomeDir()
+	if err != nil {
+		return "", runtime.Settings{}, providerChoice{}, err
+	}
+	settings, err := runtime.LoadSettings(home)
+	if err != nil {
+		return home, settings, providerChoice{}, err
+	}
+	c, err := resolveProvider(pf, settings, os.Getenv)
+	return home, settings, c, err
+}
+
+// newRuntime resolves settings (flags over environment over profile over
+// config.toml over defaults) and builds the Runtime.
+func newRuntime(pf providerFlags, logger *slog.Logger) (*runtime.Runtime, error) {
+	home, settings, c, err := loadChoice(pf)
 	if err != nil {
 		return nil, err
 	}
-	settings, err := runtime.LoadSettings(home)
+	if c.Name == openai.ProviderName && c.Model == "" {
+		return nil, fmt.Errorf("the openai provider needs a model: set --model, PIXIR_MODEL or model in config.toml (pixir doctor lists the models the server at %s serves)", c.Settings.BaseURL)
+	}
+	if c.Name == anthropic.ProviderName && c.APIKey == "" {
+		// Not fatal: the editor shows the provider's error in the chat,
+		// where the user looks, at the first prompt.
+		logger.Warn("the anthropic provider needs an API key; every prompt will fail until it is set", "env", c.KeyEnv)
+	}
+	provider, err := buildProvider(c, logger)
 	if err != nil {
 		return nil, err
 	}
 	cfg := runtime.Config{
 		Home:            home,
-		Models:          settings.Models,
+		Provider:        provider,
+		Model:           c.Model,
+		Models:          c.Settings.Models,
 		MaxTurnRequests: settings.MaxTurnRequests,
 		Tools:           tools.Builtins(),
 		Logger:          logger,
 	}
 	if pf.maxTurnRequests > 0 {
 		cfg.MaxTurnRequests = pf.maxTurnRequests
-	}
-	name := firstOf(pf.provider, os.Getenv("PIXIR_PROVIDER"), settings.Provider, scripted.ProviderName)
-	switch name {
-	case scripted.ProviderName:
-		script := scripted.Default()
-		if path := firstOf(pf.script, os.Getenv("PIXIR_SCRIPT"), settings.Scripted.Script); path != "" {
-			if script, err = scripted.Load(path); err != nil {
-				return nil, err
-			}
-		}
-		cfg.Provider = scripted.New(script)
-		cfg.Model = firstOf(pf.model, os.Getenv("PIXIR_MODEL"), settings.Model, "scripted")
-	default:
-		return nil, fmt.Errorf("unknown provider %q: available providers are: %s", name, scripted.ProviderName)
 	}
 	return runtime.New(cfg), nil
 }

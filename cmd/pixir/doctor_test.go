@@ -1,0 +1,207 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pixir-go/pixir/runtime/provider/doctor"
+)
+
+// runDoctorBin runs the built binary's doctor command with a fresh
+// PIXIR_HOME holding config (when given) and only the provider variables
+// in env.
+func runDoctorBin(t *testing.T, config string, env map[string]string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	home := t.TempDir()
+	if config != "" {
+		require.NoError(t, os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o644))
+	}
+	cmd := exec.Command(pixirBin, append([]string{"doctor"}, args...)...)
+	cmd.Env = append(os.Environ(), "PIXIR_HOME="+home)
+	for _, k := range []string{"PIXIR_PROVIDER", "PIXIR_MODEL", "PIXIR_PROFILE", "PIXIR_SCRIPT", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"} {
+		cmd.Env = append(cmd.Env, k+"="+env[k])
+	}
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return out.String(), errOut.String(), exit.ExitCode()
+	}
+	require.NoError(t, err)
+	return out.String(), errOut.String(), 0
+}
+
+func decodeReport(t *testing.T, stdout string) doctor.Report {
+	t.Helper()
+	var r doctor.Report
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	dec.DisallowUnknownFields()
+	require.NoError(t, dec.Decode(&r), stdout)
+	return r
+}
+
+func checkNamed(t *testing.T, r doctor.Report, name string) doctor.Check {
+	t.Helper()
+	for _, c := range r.Checks {
+		if c.Name == name {
+			return c
+		}
+	}
+	t.Fatalf("no %q check in %+v", name, r.Checks)
+	return doctor.Check{}
+}
+
+const openAIModels = `{"object":"list","data":[{"id":"gpt-test","object":"model","created":1744318173,"owned_by":"system"},{"id":"o4-mini","object":"model","created":1744225351,"owned_by":"system"}]}`
+
+func TestDoctorJSON(t *testing.T) {
+	listing := func(t *testing.T) *fakeModel { return newFakeModel(t, jsonReply(200, openAIModels)) }
+	tests := []struct {
+		name   string
+		config string
+		server func(t *testing.T) *fakeModel
+		base   func(t *testing.T, srv *fakeModel) string
+		env    map[string]string
+		args   []string
+		code   int
+		check  func(t *testing.T, r doctor.Report, srv *fakeModel)
+	}{
+		{name: "the model is listed", server: listing, env: map[string]string{"OPENAI_API_KEY": "sk-doc"}, args: []string{"--model", "gpt-test"}, code: exitOK,
+			check: func(t *testing.T, r doctor.Report, srv *fakeModel) {
+				require.True(t, r.OK)
+				require.Equal(t, "openai", r.Provider)
+				require.Equal(t, "gpt-test", r.Model)
+				require.Equal(t, srv.URL+"/v1", r.BaseURL)
+				require.Equal(t, doctor.OK, checkNamed(t, r, "API key").Status)
+				require.Equal(t, doctor.OK, checkNamed(t, r, "server").Status)
+				require.Contains(t, checkNamed(t, r, "server").Detail, "2 model(s) listed")
+				require.Equal(t, doctor.OK, checkNamed(t, r, "model").Status)
+				require.Equal(t, doctor.Warn, checkNamed(t, r, "context").Status, "no context_window: a warning, not a failure")
+				req := srv.received()
+				require.Len(t, req, 1)
+				require.Equal(t, "GET", req[0].Method)
+				require.Equal(t, "/v1/models", req[0].Path)
+				require.Equal(t, "Bearer sk-doc", req[0].Header.Get("Authorization"))
+			}},
+		{name: "the model is missing", server: listing, args: []string{"--model", "gpt-9"}, code: exitError,
+			check: func(t *testing.T, r doctor.Report, _ *fakeModel) {
+				require.False(t, r.OK)
+				c := checkNamed(t, r, "model")
+				require.Equal(t, doctor.Fail, c.Status)
+				require.Equal(t, `"gpt-9" is not among the models the server lists: gpt-test, o4-mini`, c.Detail)
+				require.Contains(t, c.Fix, "--model, PIXIR_MODEL or model in config.toml")
+			}},
+		{name: "no model configured", server: listing, code: exitError,
+			check: func(t *testing.T, r doctor.Report, _ *fakeModel) {
+				c := checkNamed(t, r, "model")
+				require.Equal(t, doctor.Fail, c.Status)
+				require.Contains(t, c.Fix, "the server lists: gpt-test, o4-mini")
+			}},
+		{name: "the server is unreachable", base: func(t *testing.T, _ *fakeModel) string { return closedURL(t) + "/v1" }, args: []string{"--model", "gpt-test"}, code: exitError,
+			check: func(t *testing.T, r doctor.Report, _ *fakeModel) {
+				require.False(t, r.OK)
+				c := checkNamed(t, r, "server")
+				require.Equal(t, doctor.Fail, c.Status)
+				require.Contains(t, c.Detail, "connection refused")
+				require.Contains(t, c.Fix, "start the server, or point --base-url")
+				require.Equal(t, doctor.Warn, checkNamed(t, r, "model").Status)
+			}},
+		{name: "the key is wrong",
+			server: func(t *testing.T) *fakeModel {
+				return newFakeModel(t, jsonReply(401, `{"error":{"message":"Incorrect API key provided: sk-bad.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`))
+			},
+			env: map[string]string{"OPENAI_API_KEY": "sk-bad"}, args: []string{"--model", "gpt-test"}, code: exitError,
+			check: func(t *testing.T, r doctor.Report, _ *fakeModel) {
+				c := checkNamed(t, r, "server")
+				require.Equal(t, doctor.Fail, c.Status)
+				require.Contains(t, c.Detail, "rejected the API key")
+				require.Equal(t, "set OPENAI_API_KEY to a valid key", c.Fix)
+			}},
+		{name: "a profile of config.toml", server: listing,
+			config: "context_window = 8192\n[profiles.local]\nprovider = \"openai\"\nmodel = \"gpt-test\"\nbase_url = \"BASE\"\n",
+			args:   []string{"--profile", "local"}, code: exitOK,
+			check: func(t *testing.T, r doctor.Report, srv *fakeModel) {
+				require.True(t, r.OK)
+				require.Equal(t, "local", r.Profile)
+				require.Equal(t, srv.URL+"/v1", r.BaseURL)
+				require.Contains(t, checkNamed(t, r, "config").Detail, `profile "local"`)
+				require.Equal(t, "context window 8192 tokens", checkNamed(t, r, "context").Detail)
+			}},
+		{name: "anthropic without a key makes no request", server: listing, args: []string{"--provider", "anthropic"}, code: exitError,
+			check: func(t *testing.T, r doctor.Report, srv *fakeModel) {
+				c := checkNamed(t, r, "API key")
+				require.Equal(t, doctor.Fail, c.Status)
+				require.Equal(t, "ANTHROPIC_API_KEY is not set", c.Detail)
+				require.Contains(t, c.Fix, "export ANTHROPIC_API_KEY=")
+				require.Empty(t, srv.received())
+			}},
+		{name: "the offline scripted provider", code: exitOK,
+			check: func(t *testing.T, r doctor.Report, _ *fakeModel) {
+				require.True(t, r.OK)
+				require.Equal(t, "scripted", r.Provider)
+				require.Contains(t, checkNamed(t, r, "script").Detail, "the embedded default script")
+			}},
+		{name: "a broken config.toml", config: "provider = \"openai\"\nmodle = \"x\"\n", code: exitError,
+			check: func(t *testing.T, r doctor.Report, _ *fakeModel) {
+				require.False(t, r.OK)
+				c := checkNamed(t, r, "config")
+				require.Equal(t, doctor.Fail, c.Status)
+				require.Contains(t, c.Detail, `config.toml:2:1: unknown key "modle"`)
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var srv *fakeModel
+			if tt.server != nil {
+				srv = tt.server(t)
+			}
+			args := append([]string{"--json"}, tt.args...)
+			config := tt.config
+			if srv != nil {
+				base := srv.URL + "/v1"
+				if strings.Contains(config, "BASE") {
+					config = strings.ReplaceAll(config, "BASE", base)
+				} else if !strings.Contains(strings.Join(tt.args, " "), "--provider") {
+					args = append(args, "--provider", "openai", "--base-url", base)
+				} else {
+					args = append(args, "--base-url", srv.URL)
+				}
+			}
+			if tt.base != nil {
+				args = append(args, "--provider", "openai", "--base-url", tt.base(t, srv))
+			}
+			stdout, stderr, code := runDoctorBin(t, config, tt.env, args...)
+			require.Equal(t, tt.code, code, "stdout: %s\nstderr: %s", stdout, stderr)
+			tt.check(t, decodeReport(t, stdout), srv)
+		})
+	}
+}
+
+func TestDoctorText(t *testing.T) {
+	srv := newFakeModel(t, jsonReply(200, openAIModels))
+	stdout, _, code := runDoctorBin(t, "", nil, "--provider", "openai", "--base-url", srv.URL+"/v1", "--model", "gpt-test")
+	require.Equal(t, exitOK, code, stdout)
+	require.True(t, strings.HasPrefix(stdout, "provider openai, model gpt-test, "+srv.URL+"/v1\n"), stdout)
+	require.Contains(t, stdout, "  ok    model      \"gpt-test\" is listed")
+	require.True(t, strings.HasSuffix(stdout, "\nAll checks passed.\n"), stdout)
+
+	stdout, _, code = runDoctorBin(t, "", nil, "--provider", "openai", "--base-url", srv.URL+"/v1", "--model", "gpt-9")
+	require.Equal(t, exitError, code, stdout)
+	require.Contains(t, stdout, "  FAIL  model      \"gpt-9\" is not among the models the server lists: gpt-test, o4-mini\n")
+	require.Contains(t, stdout, "fix: choose a listed model with --model")
+	require.True(t, strings.HasSuffix(stdout, "\n1 check(s) failed.\n"), stdout)
+}
+
+func TestDoctorBadUsage(t *testing.T) {
+	_, stderr, code := runDoctorBin(t, "", nil, "--jsn")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, stderr, "flag provided but not defined: -jsn")
+}

@@ -1,0 +1,316 @@
+package anthropic
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pixir-go/pixir/runtime"
+	"github.com/pixir-go/pixir/runtime/provider/doctor"
+	"github.com/pixir-go/pixir/runtime/provider/httpstream"
+	"github.com/pixir-go/pixir/runtime/provider/internal/wiretest"
+)
+
+func testPolicy() httpstream.Policy {
+	return httpstream.Policy{ConnectTimeout: 2 * time.Second, IdleTimeout: 400 * time.Millisecond, MaxRetries: 2,
+		MinBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond, MaxRetryAfter: 3 * time.Second}
+}
+
+func newProvider(t *testing.T, srv *wiretest.Server) *Provider {
+	t.Helper()
+	p := New(Config{BaseURL: srv.URL, APIKey: "sk-ant-test", Policy: testPolicy()})
+	t.Cleanup(p.CloseIdleConnections)
+	return p
+}
+
+func fixture(t *testing.T, name string) string { return wiretest.File(t, "testdata/"+name) }
+
+func sse(t *testing.T, name string) wiretest.Reply {
+	return wiretest.Reply{Body: fixture(t, name), Chunk: 61}
+}
+
+type deltas struct {
+	mu  sync.Mutex
+	got []runtime.Delta
+}
+
+func (d *deltas) sink(x runtime.Delta) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.got = append(d.got, x)
+}
+
+func (d *deltas) text(kind runtime.DeltaKind) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var b strings.Builder
+	for _, x := range d.got {
+		if x.Kind == kind {
+			b.WriteString(x.Text)
+		}
+	}
+	return b.String()
+}
+
+func request(model string) runtime.ModelRequest {
+	return runtime.ModelRequest{Model: model, System: "You are Pixir.",
+		Tools:    []runtime.ToolSpec{{Name: "read", Description: "Read a file.", Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)}},
+		Messages: []runtime.Message{{Role: runtime.RoleUser, Text: "what does the README say?"}}}
+}
+
+func TestStreamsText(t *testing.T) {
+	srv := wiretest.New(t, sse(t, "text.sse"))
+	p := newProvider(t, srv)
+	var d deltas
+	resp, err := p.Generate(context.Background(), request("claude-sonnet-4-5"), d.sink)
+	require.NoError(t, err)
+	require.Equal(t, "Hello! The README describes Pixir, a supervised runtime.", resp.Text)
+	require.Equal(t, resp.Text, d.text(runtime.DeltaText))
+	require.Equal(t, &runtime.Usage{InputTokens: 25, OutputTokens: 15, ContextWindow: DefaultContextWindow}, resp.Usage)
+
+	req := srv.Requests()[0]
+	require.Equal(t, "/v1/messages", req.Path)
+	require.Equal(t, "sk-ant-test", req.Header.Get("X-Api-Key"))
+	require.Equal(t, "2023-06-01", req.Header.Get("Anthropic-Version"))
+	require.Empty(t, req.Header.Get("Authorization"))
+	var body map[string]any
+	require.NoError(t, json.Unmarshal(req.Body, &body))
+	require.Equal(t, true, body["stream"])
+	require.Equal(t, float64(DefaultMaxTokens), body["max_tokens"])
+	require.Equal(t, "You are Pixir.", body["system"])
+}
+
+func TestThinkingTextAndToolUse(t *testing.T) {
+	srv := wiretest.New(t, sse(t, "tool_use.sse"))
+	p := newProvider(t, srv)
+	var d deltas
+	resp, err := p.Generate(context.Background(), request("claude-sonnet-4-5"), d.sink)
+	require.NoError(t, err)
+	require.Equal(t, "The user wants the README and the file list. I'll call both tools.", resp.Reasoning)
+	require.Equal(t, resp.Reasoning, d.text(runtime.DeltaReasoning))
+	require.Equal(t, "I'll read the README and list the files.", resp.Text)
+	require.Equal(t, runtime.DeltaReasoning, d.got[0].Kind)
+	require.Equal(t, []runtime.ToolCall{
+		{ID: "toolu_01T1x1fJ34qAmk2tNTrN7Up6", Name: "read", Arguments: json.RawMessage(`{"path": "README.md"}`)},
+		{ID: "toolu_01Kd8UoJTgY9XrnSh7qBm4vE", Name: "bash", Arguments: json.RawMessage(`{"command": "ls -la \"my dir\""}`)},
+		{ID: "toolu_01Ng2eQz7vHcR5pXyW3aLt9K", Name: "list_agents", Arguments: json.RawMessage(`{}`)},
+	}, resp.ToolCalls)
+	require.Equal(t, &runtime.Usage{InputTokens: 472 + 1024, OutputTokens: 156, ContextWindow: DefaultContextWindow}, resp.Usage, "cached input counts")
+}
+
+func failure(t *testing.T, err error, kind httpstream.Kind, want ...string) {
+	t.Helper()
+	var e *httpstream.Error
+	require.ErrorAs(t, err, &e, "%v", err)
+	require.Equal(t, kind, e.Kind, err.Error())
+	for _, w := range want {
+		require.Contains(t, err.Error(), w)
+	}
+}
+
+func TestErrorsAUserCanActOn(t *testing.T) {
+	tests := []struct {
+		name     string
+		reply    wiretest.Reply
+		model    string
+		kind     httpstream.Kind
+		want     []string
+		requests int
+	}{
+		{"wrong key", wiretest.Reply{Status: 401, Body: fixture(t, "error_401.json")}, "claude-sonnet-4-5", httpstream.KindAuth,
+			[]string{"the Anthropic API at http://127.0.0.1:", "rejected the API key (401 Unauthorized authentication_error): invalid x-api-key", "set ANTHROPIC_API_KEY to a valid key"}, 1},
+		{"unknown model", wiretest.Reply{Status: 404, Body: fixture(t, "error_404_model.json")}, "claude-sonnet-9", httpstream.KindModel,
+			[]string{`does not know the model "claude-sonnet-9" (404 Not Found not_found_error): model: claude-sonnet-9`}, 1},
+		{"rate limited after retries", wiretest.Reply{Status: 429, Body: fixture(t, "error_429.json")}, "claude-sonnet-4-5", httpstream.KindRateLimit,
+			[]string{"is rate limiting requests (429 Too Many Requests rate_limit_error)", "gave up after 3 attempts"}, 3},
+		{"overloaded", wiretest.Reply{Status: 529, Body: fixture(t, "error_529.json")}, "claude-sonnet-4-5", httpstream.KindServer,
+			[]string{"failed (529 overloaded_error): Overloaded; try again later (gave up after 3 attempts)"}, 3},
+		{"bad request", wiretest.Reply{Status: 400, Body: fixture(t, "error_400.json")}, "claude-sonnet-4-5", httpstream.KindRejected,
+			[]string{"rejected the request (400 Bad Request invalid_request_error): messages.1.content.0"}, 1},
+		{"overloaded mid-stream", sse(t, "overloaded.sse"), "claude-sonnet-4-5", httpstream.KindStream,
+			[]string{"reported an error in the middle of the answer (overloaded_error: Overloaded)"}, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := wiretest.New(t, tt.reply)
+			p := newProvider(t, srv)
+			_, err := p.Generate(context.Background(), request(tt.model), nil)
+			failure(t, err, tt.kind, tt.want...)
+			require.Len(t, srv.Requests(), tt.requests)
+		})
+	}
+}
+
+func TestMissingKeyIsAClearErrorWithoutARequest(t *testing.T) {
+	srv := wiretest.New(t)
+	p := New(Config{BaseURL: srv.URL})
+	_, err := p.Generate(context.Background(), request("claude-sonnet-4-5"), nil)
+	failure(t, err, httpstream.KindConfig, "ANTHROPIC_API_KEY is not set", "export ANTHROPIC_API_KEY=")
+	require.Empty(t, srv.Requests())
+}
+
+func TestUnreachable(t *testing.T) {
+	p := New(Config{BaseURL: wiretest.ClosedURL(t), APIKey: "k", Policy: testPolicy()})
+	defer p.CloseIdleConnections()
+	_, err := p.Generate(context.Background(), request("claude-sonnet-4-5"), nil)
+	failure(t, err, httpstream.KindUnreachable, "cannot reach the Anthropic API at http://127.0.0.1:", "connection refused", "ANTHROPIC_BASE_URL")
+}
+
+func TestBaseURLWithV1(t *testing.T) {
+	srv := wiretest.New(t, sse(t, "text.sse"))
+	p := New(Config{BaseURL: srv.URL + "/v1/", APIKey: "k", Policy: testPolicy()})
+	defer p.CloseIdleConnections()
+	_, err := p.Generate(context.Background(), request("m"), nil)
+	require.NoError(t, err)
+	require.Equal(t, "/v1/messages", srv.Requests()[0].Path)
+}
+
+// --- faults ---
+
+func upTo(t *testing.T, name, mark string) string {
+	body := fixture(t, name)
+	i := strings.Index(body, mark)
+	require.GreaterOrEqual(t, i, 0)
+	j := strings.Index(body[i:], "\n\n")
+	return body[:i+j+2]
+}
+
+func TestFaultServerClosesMidStream(t *testing.T) {
+	wiretest.NoLeaks(t)
+	for _, cut := range []wiretest.Reply{
+		{Body: upTo(t, "text.sse", `" describes Pixir,"`), Cut: true},
+		{Body: upTo(t, "text.sse", `" describes Pixir,"`), Reset: true},
+		{Body: upTo(t, "text.sse", `" describes Pixir,"`)},
+	} {
+		srv := wiretest.New(t, cut, sse(t, "text.sse"))
+		p := newProvider(t, srv)
+		var d deltas
+		_, err := p.Generate(context.Background(), request("m"), d.sink)
+		failure(t, err, httpstream.KindClosed, "send the prompt again")
+		require.Equal(t, "Hello! The README describes Pixir,", d.text(runtime.DeltaText))
+		require.Len(t, srv.Requests(), 1, "no retry once text was shown")
+	}
+}
+
+func TestFaultClosedBeforeOutputIsRetried(t *testing.T) {
+	wiretest.NoLeaks(t)
+	srv := wiretest.New(t, wiretest.Reply{Body: upTo(t, "text.sse", "event: ping"), Cut: true}, sse(t, "text.sse"))
+	p := newProvider(t, srv)
+	resp, err := p.Generate(context.Background(), request("m"), nil)
+	require.NoError(t, err)
+	require.Contains(t, resp.Text, "supervised runtime")
+	require.Len(t, srv.Requests(), 2)
+}
+
+func TestFaultServerStallsPastTheIdleTimeout(t *testing.T) {
+	wiretest.NoLeaks(t)
+	// Pings keep a slow answer alive; silence past the timeout ends it.
+	srv := wiretest.New(t, wiretest.Reply{Body: upTo(t, "text.sse", "event: ping"), Stall: true})
+	p := newProvider(t, srv)
+	start := time.Now()
+	_, err := p.Generate(context.Background(), request("m"), nil)
+	failure(t, err, httpstream.KindIdle, "the Anthropic API at", "sent nothing for 400ms")
+	require.Less(t, time.Since(start), 5*time.Second)
+	require.Len(t, srv.Requests(), 1)
+}
+
+func TestFault429WithRetryAfterThenSuccess(t *testing.T) {
+	wiretest.NoLeaks(t)
+	srv := wiretest.New(t,
+		wiretest.Reply{Status: 429, Body: fixture(t, "error_429.json"), Header: map[string]string{"Retry-After": "1", "Anthropic-Ratelimit-Input-Tokens-Remaining": "0"}},
+		sse(t, "text.sse"))
+	p := newProvider(t, srv)
+	start := time.Now()
+	resp, err := p.Generate(context.Background(), request("m"), nil)
+	require.NoError(t, err)
+	require.Contains(t, resp.Text, "Hello!")
+	require.GreaterOrEqual(t, time.Since(start), 900*time.Millisecond)
+	require.Len(t, srv.Requests(), 2)
+}
+
+func TestFault500ThenSuccess(t *testing.T) {
+	wiretest.NoLeaks(t)
+	srv := wiretest.New(t,
+		wiretest.Reply{Status: 500, Body: `{"type":"error","error":{"type":"api_error","message":"Internal server error"},"request_id":"req_011CUbR7"}`},
+		sse(t, "tool_use.sse"))
+	p := newProvider(t, srv)
+	resp, err := p.Generate(context.Background(), request("m"), nil)
+	require.NoError(t, err)
+	require.Len(t, resp.ToolCalls, 3)
+	require.Len(t, srv.Requests(), 2)
+}
+
+func TestFaultInvalidJSONInToolInput(t *testing.T) {
+	wiretest.NoLeaks(t)
+	srv := wiretest.New(t, sse(t, "bad_input.sse"))
+	p := newProvider(t, srv)
+	_, err := p.Generate(context.Background(), request("m"), nil)
+	failure(t, err, httpstream.KindToolCall, `the model called "write" with input that is not valid JSON`, "cut off at the token limit: raise max_tokens")
+}
+
+func TestFaultCancelWhileStreaming(t *testing.T) {
+	wiretest.NoLeaks(t)
+	srv := wiretest.New(t, wiretest.Reply{Body: upTo(t, "text.sse", `"Hello"`), Stall: true})
+	p := New(Config{BaseURL: srv.URL, APIKey: "k", Policy: httpstream.Policy{IdleTimeout: time.Minute}})
+	defer p.CloseIdleConnections()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var cancelledAt time.Time
+	resp, err := p.Generate(ctx, request("m"), func(runtime.Delta) {
+		if cancelledAt.IsZero() {
+			cancelledAt = time.Now()
+			cancel()
+		}
+	})
+	require.Nil(t, resp)
+	require.True(t, errors.Is(err, context.Canceled), "got %v", err)
+	require.Less(t, time.Since(cancelledAt), 2*time.Second)
+	srv.WaitGone(t, 2*time.Second) // the server saw the connection close
+}
+
+func TestCheck(t *testing.T) {
+	models := wiretest.Reply{Header: map[string]string{"Content-Type": "application/json"}, Body: fixture(t, "models.json")}
+	t.Run("alias of a listed snapshot", func(t *testing.T) {
+		srv := wiretest.New(t, models)
+		p := newProvider(t, srv)
+		checks := p.Check(context.Background(), "claude-sonnet-4-5")
+		for _, c := range checks {
+			require.Equal(t, doctor.OK, c.Status, "%+v", c)
+		}
+		req := srv.Requests()[0]
+		require.Equal(t, "/v1/models?limit=1000", req.Path)
+		require.Equal(t, "sk-ant-test", req.Header.Get("X-Api-Key"))
+	})
+	t.Run("unknown model", func(t *testing.T) {
+		srv := wiretest.New(t, models)
+		p := newProvider(t, srv)
+		var model doctor.Check
+		for _, c := range p.Check(context.Background(), "claude-sonnet-9") {
+			if c.Name == "model" {
+				model = c
+			}
+		}
+		require.Equal(t, doctor.Fail, model.Status)
+		require.Contains(t, model.Detail, "claude-sonnet-4-5-20250929")
+	})
+	t.Run("no key", func(t *testing.T) {
+		srv := wiretest.New(t, models)
+		p := New(Config{BaseURL: srv.URL})
+		checks := p.Check(context.Background(), "claude-sonnet-4-5")
+		require.Equal(t, doctor.Fail, checks[1].Status)
+		require.Empty(t, srv.Requests(), "no request without a key")
+	})
+}
+
+func TestMatchModel(t *testing.T) {
+	require.True(t, matchModel("claude-sonnet-4-5", "claude-sonnet-4-5-20250929"))
+	require.True(t, matchModel("claude-3-5-haiku-latest", "claude-3-5-haiku-20241022"))
+	require.True(t, matchModel("claude-opus-4-1-20250805", "claude-opus-4-1-20250805"))
+	require.False(t, matchModel("claude-sonnet-4", "claude-sonnet-4-5-20250929"))
+}

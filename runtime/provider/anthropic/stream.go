@@ -1,0 +1,197 @@
+package anthropic
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/pixir-go/pixir/runtime"
+	"github.com/pixir-go/pixir/runtime/provider/httpstream"
+)
+
+// The response side: message_start, content_block_start/delta/stop,
+// message_delta, message_stop, ping and error events.
+
+type event struct {
+	Type         string        `json:"type"`
+	Message      *startMessage `json:"message"`
+	Index        int           `json:"index"`
+	ContentBlock *contentBlock `json:"content_block"`
+	Delta        *delta        `json:"delta"`
+	Usage        *usage        `json:"usage"`
+	Error        *apiError     `json:"error"`
+}
+
+type startMessage struct {
+	Model string `json:"model"`
+	Usage *usage `json:"usage"`
+}
+
+type contentBlock struct {
+	Type     string `json:"type"`
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	Text     string `json:"text"`
+	Thinking string `json:"thinking"`
+}
+
+type delta struct {
+	Type        string `json:"type"`
+	Text        string `json:"text"`
+	PartialJSON string `json:"partial_json"`
+	Thinking    string `json:"thinking"`
+	StopReason  string `json:"stop_reason"`
+}
+
+type usage struct {
+	InputTokens              int `json:"input_tokens"`
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+	OutputTokens             int `json:"output_tokens"`
+}
+
+type apiError struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+}
+
+// assembler builds one response out of a stream.
+type assembler struct {
+	subj       httpstream.Subject
+	text       strings.Builder
+	reasoning  strings.Builder
+	tools      map[int]*toolUse // by block index
+	stopReason string
+	usage      *usage
+}
+
+type toolUse struct {
+	id, name string
+	input    strings.Builder
+}
+
+func newAssembler(subj httpstream.Subject) *assembler {
+	return &assembler{subj: subj, tools: map[int]*toolUse{}}
+}
+
+func (a *assembler) readStream(s *httpstream.Stream, sink func(runtime.Delta)) error {
+	emit := func(kind runtime.DeltaKind, text string, into *strings.Builder) {
+		if text == "" {
+			return
+		}
+		s.Started()
+		into.WriteString(text)
+		sink(runtime.Delta{Kind: kind, Text: text})
+	}
+	for {
+		ev, err := s.Next()
+		if errors.Is(err, io.EOF) {
+			return httpstream.ErrStreamClosed
+		}
+		if err != nil {
+			return err
+		}
+		var e event
+		if err := json.Unmarshal([]byte(ev.Data), &e); err != nil {
+			return &httpstream.Error{Kind: httpstream.KindProtocol, Err: err,
+				Message: fmt.Sprintf("%s sent an event Pixir cannot read (%v): %s", a.subj.Server, err, httpstream.Truncate(ev.Data, 200))}
+		}
+		if e.Type == "" {
+			e.Type = ev.Name
+		}
+		switch e.Type {
+		case "message_start":
+			if e.Message != nil && e.Message.Usage != nil {
+				u := *e.Message.Usage
+				a.usage = &u
+			}
+		case "content_block_start":
+			b := e.ContentBlock
+			if b == nil {
+				continue
+			}
+			switch b.Type {
+			case "text":
+				emit(runtime.DeltaText, b.Text, &a.text)
+			case "thinking":
+				emit(runtime.DeltaReasoning, b.Thinking, &a.reasoning)
+			case "tool_use":
+				a.tools[e.Index] = &toolUse{id: b.ID, name: b.Name}
+			}
+		case "content_block_delta":
+			d := e.Delta
+			if d == nil {
+				continue
+			}
+			switch d.Type {
+			case "text_delta":
+				emit(runtime.DeltaText, d.Text, &a.text)
+			case "thinking_delta":
+				emit(runtime.DeltaReasoning, d.Thinking, &a.reasoning)
+			case "input_json_delta":
+				if t := a.tools[e.Index]; t != nil {
+					t.input.WriteString(d.PartialJSON)
+				}
+			}
+			// signature_delta and citations_delta carry nothing to show.
+		case "message_delta":
+			if e.Delta != nil && e.Delta.StopReason != "" {
+				a.stopReason = e.Delta.StopReason
+			}
+			if u := e.Usage; u != nil {
+				if a.usage == nil {
+					a.usage = &usage{}
+				}
+				a.usage.OutputTokens = u.OutputTokens
+				// Counts here, when present, are final.
+				if u.InputTokens > 0 || u.CacheCreationInputTokens > 0 || u.CacheReadInputTokens > 0 {
+					a.usage.InputTokens, a.usage.CacheCreationInputTokens, a.usage.CacheReadInputTokens =
+						u.InputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens
+				}
+			}
+		case "message_stop":
+			return nil
+		case "error":
+			se := &httpstream.StreamError{Type: "error", Message: ev.Data}
+			if e.Error != nil {
+				se.Type, se.Message = e.Error.Type, e.Error.Message
+			}
+			return se
+		}
+		// ping, content_block_stop and event types added later need nothing.
+	}
+}
+
+func (a *assembler) response() (*runtime.ModelResponse, error) {
+	resp := &runtime.ModelResponse{Text: a.text.String(), Reasoning: a.reasoning.String()}
+	if u := a.usage; u != nil {
+		resp.Usage = &runtime.Usage{InputTokens: u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens, OutputTokens: u.OutputTokens}
+	}
+	indexes := make([]int, 0, len(a.tools))
+	for i := range a.tools {
+		indexes = append(indexes, i)
+	}
+	sort.Ints(indexes)
+	for _, i := range indexes {
+		t := a.tools[i]
+		input := strings.TrimSpace(t.input.String())
+		if input == "" {
+			input = "{}"
+		}
+		if !json.Valid([]byte(input)) {
+			var v any
+			err := json.Unmarshal([]byte(input), &v)
+			msg := fmt.Sprintf("the model called %q with input that is not valid JSON (%v): %s; send the prompt again",
+				t.name, err, httpstream.Truncate(input, 200))
+			if a.stopReason == "max_tokens" {
+				msg += " (the answer was cut off at the token limit: raise max_tokens)"
+			}
+			return nil, &httpstream.Error{Kind: httpstream.KindToolCall, Message: msg, Err: err}
+		}
+		resp.ToolCalls = append(resp.ToolCalls, runtime.ToolCall{ID: t.id, Name: t.name, Arguments: json.RawMessage(input)})
+	}
+	return resp, nil
+}

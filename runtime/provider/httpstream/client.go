@@ -1,0 +1,273 @@
+// Package httpstream is what the hand-written model providers share: an SSE
+// reader, and one retry, timeout and cancel policy for their HTTP requests,
+// with errors a user can act on.
+//
+// The policy: a connect timeout; an idle timeout (the server sent nothing
+// for too long, before the headers or mid-stream); retries with exponential
+// backoff and jitter on 429, 408, 5xx and broken connections, honouring
+// Retry-After, but only while nothing was streamed to the user; and
+// cancellation through the context, which closes the connection at once.
+package httpstream
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Client sends provider requests under one Policy. It is safe for
+// concurrent use; its connections are kept alive and reused.
+type Client struct {
+	policy Policy
+	hc     *http.Client
+	log    *slog.Logger
+}
+
+// NewClient returns a Client with policy p (zero durations take the
+// defaults). log receives a line for each retry; nil discards them.
+func NewClient(p Policy, log *slog.Logger) *Client {
+	p = p.normalized()
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	dialer := &net.Dialer{Timeout: p.ConnectTimeout, KeepAlive: 30 * time.Second}
+	tr := &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         dialer.DialContext,
+		TLSHandshakeTimeout: p.ConnectTimeout,
+		ForceAttemptHTTP2:   true,
+		MaxIdleConns:        8,
+		IdleConnTimeout:     90 * time.Second,
+		// Compressed streams arrive in bursts; SSE is small anyway.
+		DisableCompression: true,
+	}
+	// No overall timeout: a stream may last long; the idle timer bounds
+	// silence instead.
+	return &Client{policy: p, hc: &http.Client{Transport: tr}, log: log}
+}
+
+// Policy is the client's policy, defaults filled in.
+func (c *Client) Policy() Policy { return c.policy }
+
+// CloseIdleConnections closes kept-alive connections (and their
+// goroutines); in-flight requests are not affected.
+func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
+
+// Request is one HTTP request, built again for each attempt.
+type Request struct {
+	// Method defaults to POST when there is a Body and GET otherwise.
+	Method string
+	URL    string
+	Header http.Header
+	Body   []byte
+}
+
+func (r Request) build(ctx context.Context) (*http.Request, error) {
+	method := r.Method
+	if method == "" {
+		method = http.MethodGet
+		if r.Body != nil {
+			method = http.MethodPost
+		}
+	}
+	var body io.Reader
+	if r.Body != nil {
+		body = bytes.NewReader(r.Body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, r.URL, body)
+	if err != nil {
+		return nil, fmt.Errorf("building the request to %s: %w", r.URL, err)
+	}
+	for k, v := range r.Header {
+		req.Header[k] = v
+	}
+	return req, nil
+}
+
+// Stream is a 2xx response being read.
+type Stream struct {
+	Header  http.Header
+	url     string
+	body    io.Reader
+	sse     *Reader
+	started bool
+}
+
+// Next returns the next server-sent event; io.EOF when the stream ended
+// cleanly between events, ErrStreamClosed (wrapped) when it ended inside
+// one.
+func (s *Stream) Next() (Event, error) {
+	ev, err := s.sse.Next()
+	switch {
+	case err == nil, errors.Is(err, io.EOF), errors.Is(err, ErrLineTooLong):
+		return ev, err
+	}
+	return ev, transportError(s.url, err)
+}
+
+// Body is the raw response body, for an answer that is not an event
+// stream.
+func (s *Stream) Body() io.Reader { return s.body }
+
+// IsEventStream reports whether the response is text/event-stream.
+func (s *Stream) IsEventStream() bool {
+	return strings.HasPrefix(strings.ToLower(s.Header.Get("Content-Type")), "text/event-stream")
+}
+
+// Started records that output reached the user: from now on a failure is
+// final, never retried, so nothing is shown twice.
+func (s *Stream) Started() { s.started = true }
+
+// Stream sends req and hands the response to consume, which reads it with
+// Next or Body. A failed attempt is retried under the policy when the error
+// is Retryable and consume had not called Started. It returns ctx's error
+// when ctx ended, an *IdleTimeoutError when the server fell silent, and
+// otherwise the last attempt's error (in a *RetriesError when there were
+// several).
+func (c *Client) Stream(ctx context.Context, req Request, consume func(*Stream) error) error {
+	for attempt := 1; ; attempt++ {
+		s, err := c.attempt(ctx, req, consume)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if s.started || !Retryable(err) {
+			return retriesError(err, attempt, "")
+		}
+		if attempt > c.policy.MaxRetries {
+			return retriesError(err, attempt, "")
+		}
+		wait := c.policy.backoff(attempt - 1)
+		var se *StatusError
+		if errors.As(err, &se) && se.RetryAfter > 0 {
+			if se.RetryAfter > c.policy.MaxRetryAfter {
+				return retriesError(err, attempt, fmt.Sprintf("the server asks to wait %s before trying again", se.RetryAfter.Round(time.Second)))
+			}
+			wait = se.RetryAfter
+		}
+		c.log.Info("model request failed; retrying", "url", req.URL, "attempt", attempt, "wait", wait.Round(time.Millisecond), "err", err)
+		if err := sleep(ctx, wait); err != nil {
+			return err
+		}
+	}
+}
+
+// Get sends one request, never retried (for checks such as listing models),
+// and returns the body of a 2xx answer.
+func (c *Client) Get(ctx context.Context, req Request) ([]byte, error) {
+	var data []byte
+	_, err := c.attempt(ctx, req, func(s *Stream) error {
+		var err error
+		data, err = io.ReadAll(io.LimitReader(s.Body(), 16<<20))
+		if err != nil {
+			return transportError(req.URL, err)
+		}
+		return nil
+	})
+	if err != nil && ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return data, err
+}
+
+func retriesError(err error, attempts int, reason string) error {
+	if attempts == 1 && reason == "" {
+		return err
+	}
+	return &RetriesError{Attempts: attempts, Reason: reason, Err: err}
+}
+
+// attempt makes one request. The idle timer cancels the request's own
+// context, which makes the transport close the connection; a cancelled ctx
+// does the same.
+func (c *Client) attempt(ctx context.Context, req Request, consume func(*Stream) error) (*Stream, error) {
+	s := &Stream{url: req.URL}
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	idle := c.policy.IdleTimeout
+	timer := time.AfterFunc(idle, func() { cancel(&IdleTimeoutError{After: idle}) })
+	defer timer.Stop()
+
+	hreq, err := req.build(actx)
+	if err != nil {
+		return s, err
+	}
+	resp, err := c.hc.Do(hreq)
+	timer.Stop()
+	if err != nil {
+		return s, failure(ctx, actx, transportError(req.URL, err))
+	}
+	defer resp.Body.Close()
+	body := &idleReader{r: resp.Body, timer: timer, d: idle}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		data, err := io.ReadAll(io.LimitReader(body, 1<<20))
+		if err != nil && len(data) == 0 {
+			return s, failure(ctx, actx, transportError(req.URL, err))
+		}
+		se := &StatusError{StatusCode: resp.StatusCode, RetryAfter: parseRetryAfter(resp.Header, time.Now())}
+		se.Type, se.Code, se.Message = ParseErrorBody(data)
+		if v := resp.Header.Get("X-Should-Retry"); v == "true" || v == "false" {
+			b := v == "true"
+			se.ShouldRetry = &b
+		}
+		return s, se
+	}
+	if ct := strings.ToLower(resp.Header.Get("Content-Type")); strings.HasPrefix(ct, "text/html") {
+		// A web page: the base URL leads to a site or a proxy, not the API.
+		data, _ := io.ReadAll(io.LimitReader(body, 300))
+		return s, &NotAPIError{URL: req.URL, ContentType: ct, Sample: strings.TrimSpace(string(data))}
+	}
+	s.Header, s.body, s.sse = resp.Header, body, NewReader(body)
+	if err := consume(s); err != nil {
+		return s, failure(ctx, actx, err)
+	}
+	return s, nil
+}
+
+// failure says why an attempt ended: the caller's cancellation, the idle
+// timer, or err itself (whatever the aborted read reported is noise then).
+func failure(ctx, actx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var idle *IdleTimeoutError
+	if errors.As(context.Cause(actx), &idle) {
+		return idle
+	}
+	return err
+}
+
+// idleReader arms the idle timer only while a Read waits on the server, so
+// a slow consumer never counts as a silent server.
+type idleReader struct {
+	r     io.Reader
+	timer *time.Timer
+	d     time.Duration
+}
+
+func (i *idleReader) Read(p []byte) (int, error) {
+	i.timer.Reset(i.d)
+	n, err := i.r.Read(p)
+	i.timer.Stop()
+	return n, err
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,350 @@
+package httpstream
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pixir-go/pixir/runtime/provider/internal/wiretest"
+)
+
+// testPolicy keeps every wait tiny so the suite stays fast.
+func testPolicy() Policy {
+	return Policy{
+		ConnectTimeout: 2 * time.Second,
+		IdleTimeout:    300 * time.Millisecond,
+		MaxRetries:     2,
+		MinBackoff:     5 * time.Millisecond,
+		MaxBackoff:     20 * time.Millisecond,
+		MaxRetryAfter:  3 * time.Second,
+	}
+}
+
+func newTestClient(t *testing.T, p Policy) *Client {
+	c := NewClient(p, nil)
+	t.Cleanup(c.CloseIdleConnections)
+	return c
+}
+
+const okStream = "data: one\n\ndata: two\n\ndata: [DONE]\n\n"
+
+// collect reads events until [DONE], marking output as started when asked.
+func collect(out *[]string, start bool) func(*Stream) error {
+	return func(s *Stream) error {
+		*out = nil
+		for {
+			ev, err := s.Next()
+			if err != nil {
+				if errors.Is(err, io.EOF) {
+					return ErrStreamClosed
+				}
+				return err
+			}
+			if ev.Data == "[DONE]" {
+				return nil
+			}
+			if start {
+				s.Started()
+			}
+			*out = append(*out, ev.Data)
+		}
+	}
+}
+
+func post(url string) Request {
+	return Request{URL: url + "/chat/completions", Body: []byte(`{}`), Header: http.Header{"Content-Type": {"application/json"}}}
+}
+
+func TestStreamRetriesRetryableFailuresBeforeOutput(t *testing.T) {
+	wiretest.NoLeaks(t)
+	tests := []struct {
+		name     string
+		first    wiretest.Reply
+		minWait  time.Duration
+		requests int
+	}{
+		{"500 then success", wiretest.Reply{Status: 500, Body: `{"error":{"message":"The server had an error while processing your request. Sorry about that!","type":"server_error"}}`}, 0, 2},
+		{"429 with Retry-After seconds", wiretest.Reply{Status: 429, Header: map[string]string{"Retry-After": "1"},
+			Body: `{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}`}, 900 * time.Millisecond, 2},
+		{"529 overloaded", wiretest.Reply{Status: 529, Body: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`}, 0, 2},
+		{"connection reset before the headers", wiretest.Reply{Drop: true}, 0, 2},
+		{"connection reset after the headers", wiretest.Reply{Reset: true}, 0, 2},
+		{"stream cut before any output", wiretest.Reply{Body: "data: one\n\n", Cut: true}, 0, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := wiretest.New(t, tt.first, wiretest.Reply{Body: okStream, Chunk: 7})
+			c := newTestClient(t, testPolicy())
+			var got []string
+			start := time.Now()
+			// Output only starts with the second event, so a cut after the
+			// first is still "before any output".
+			err := c.Stream(context.Background(), post(srv.URL), collect(&got, false))
+			require.NoError(t, err)
+			require.Equal(t, []string{"one", "two"}, got)
+			require.Len(t, srv.Requests(), tt.requests)
+			require.GreaterOrEqual(t, time.Since(start), tt.minWait)
+		})
+	}
+}
+
+func TestStreamGivesUpAfterMaxRetries(t *testing.T) {
+	wiretest.NoLeaks(t)
+	srv := wiretest.New(t, wiretest.Reply{Status: 503, Body: `{"error":{"message":"upstream busy","type":"server_error"}}`})
+	c := newTestClient(t, testPolicy())
+	var got []string
+	err := c.Stream(context.Background(), post(srv.URL), collect(&got, true))
+	var re *RetriesError
+	require.ErrorAs(t, err, &re)
+	require.Equal(t, 3, re.Attempts)
+	var se *StatusError
+	require.ErrorAs(t, err, &se)
+	require.Equal(t, 503, se.StatusCode)
+	require.Len(t, srv.Requests(), 3)
+}
+
+func TestStreamDoesNotRetry(t *testing.T) {
+	wiretest.NoLeaks(t)
+	tests := []struct {
+		name  string
+		reply wiretest.Reply
+		check func(t *testing.T, err error)
+	}{
+		{"401", wiretest.Reply{Status: 401, Body: `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}`},
+			func(t *testing.T, err error) {
+				var se *StatusError
+				require.ErrorAs(t, err, &se)
+				require.Equal(t, "invalid_api_key", se.Code)
+			}},
+		{"x-should-retry false", wiretest.Reply{Status: 500, Header: map[string]string{"X-Should-Retry": "false"}, Body: `{}`},
+			func(t *testing.T, err error) { require.False(t, Retryable(err)) }},
+		{"out of quota", wiretest.Reply{Status: 429, Body: `{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}`},
+			func(t *testing.T, err error) { require.False(t, Retryable(err)) }},
+		{"Retry-After longer than the policy waits", wiretest.Reply{Status: 429, Header: map[string]string{"Retry-After": "3600"}, Body: `{}`},
+			func(t *testing.T, err error) {
+				var re *RetriesError
+				require.ErrorAs(t, err, &re)
+				require.Contains(t, re.Error(), "not retried: the server asks to wait 1h0m0s")
+			}},
+		{"a failure after output was streamed", wiretest.Reply{Body: "data: one\n\n", Reset: true},
+			func(t *testing.T, err error) {
+				require.True(t, Retryable(err), "retryable in itself, but output had started")
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := wiretest.New(t, tt.reply, wiretest.Reply{Body: okStream})
+			c := newTestClient(t, testPolicy())
+			var got []string
+			err := c.Stream(context.Background(), post(srv.URL), collect(&got, true))
+			require.Error(t, err)
+			require.Len(t, srv.Requests(), 1)
+			tt.check(t, err)
+		})
+	}
+}
+
+func TestStreamIdleTimeout(t *testing.T) {
+	wiretest.NoLeaks(t)
+	t.Run("before the headers", func(t *testing.T) {
+		srv := wiretest.New(t, wiretest.Reply{Delay: time.Hour})
+		p := testPolicy()
+		c := newTestClient(t, p)
+		start := time.Now()
+		err := c.Stream(context.Background(), post(srv.URL), func(*Stream) error { return nil })
+		var it *IdleTimeoutError
+		require.ErrorAs(t, err, &it)
+		require.Equal(t, p.IdleTimeout, it.After)
+		require.Less(t, time.Since(start), 5*time.Second)
+		require.Len(t, srv.Requests(), 1, "silence is not retried")
+	})
+	t.Run("in the middle of the stream", func(t *testing.T) {
+		srv := wiretest.New(t, wiretest.Reply{Body: "data: one\n\n", Stall: true})
+		c := newTestClient(t, testPolicy())
+		var got []string
+		start := time.Now()
+		err := c.Stream(context.Background(), post(srv.URL), collect(&got, true))
+		var it *IdleTimeoutError
+		require.ErrorAs(t, err, &it)
+		require.Equal(t, []string{"one"}, got)
+		require.GreaterOrEqual(t, time.Since(start), 250*time.Millisecond)
+		require.Less(t, time.Since(start), 5*time.Second)
+	})
+	t.Run("a slow reader is not a silent server", func(t *testing.T) {
+		srv := wiretest.New(t, wiretest.Reply{Body: okStream})
+		c := newTestClient(t, testPolicy())
+		var got []string
+		err := c.Stream(context.Background(), post(srv.URL), func(s *Stream) error {
+			time.Sleep(2 * testPolicy().IdleTimeout)
+			return collect(&got, true)(s)
+		})
+		require.NoError(t, err)
+		require.Equal(t, []string{"one", "two"}, got)
+	})
+}
+
+func TestStreamCancelClosesTheConnectionAtOnce(t *testing.T) {
+	wiretest.NoLeaks(t)
+	srv := wiretest.New(t, wiretest.Reply{Body: "data: one\n\n", Stall: true})
+	p := testPolicy()
+	p.IdleTimeout = time.Minute
+	c := newTestClient(t, p)
+	ctx, cancel := context.WithCancel(context.Background())
+	var cancelledAt time.Time
+	err := c.Stream(ctx, post(srv.URL), func(s *Stream) error {
+		for {
+			if _, err := s.Next(); err != nil {
+				return err
+			}
+			s.Started()
+			cancelledAt = time.Now()
+			cancel()
+		}
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	require.Less(t, time.Since(cancelledAt), 2*time.Second)
+	srv.WaitGone(t, 2*time.Second) // the server saw the connection close
+}
+
+func TestStreamConnectTimeout(t *testing.T) {
+	wiretest.NoLeaks(t)
+	// A server that accepts the connection and never answers the TLS
+	// handshake: the connect timeout, not the (longer) idle one, ends it.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var conns []net.Conn
+	accepted := make(chan struct{})
+	go func() {
+		defer close(accepted)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		<-accepted
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	p := testPolicy()
+	p.ConnectTimeout = 200 * time.Millisecond
+	p.IdleTimeout = time.Minute
+	c := newTestClient(t, p)
+	start := time.Now()
+	err = c.Stream(context.Background(), post("https://"+l.Addr().String()), func(*Stream) error { return nil })
+	var ue *UnreachableError
+	require.ErrorAs(t, err, &ue, "%v", err)
+	require.Equal(t, "the connection timed out", ue.Reason())
+	require.Less(t, time.Since(start), 5*time.Second)
+	var described *Error
+	require.ErrorAs(t, Subject{Server: "the server", BaseURLHint: "--base-url"}.Describe(err), &described)
+	require.Equal(t, KindUnreachable, described.Kind)
+}
+
+func TestStreamCancelDuringBackoff(t *testing.T) {
+	wiretest.NoLeaks(t)
+	srv := wiretest.New(t, wiretest.Reply{Status: 429, Header: map[string]string{"Retry-After": "2"}, Body: `{}`})
+	c := newTestClient(t, testPolicy())
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := c.Stream(ctx, post(srv.URL), func(*Stream) error { return nil })
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Less(t, time.Since(start), time.Second)
+}
+
+func TestStreamUnreachableIsNotRetried(t *testing.T) {
+	wiretest.NoLeaks(t)
+	c := newTestClient(t, testPolicy())
+	url := wiretest.ClosedURL(t)
+	start := time.Now()
+	err := c.Stream(context.Background(), post(url), func(*Stream) error { return nil })
+	var ue *UnreachableError
+	require.ErrorAs(t, err, &ue)
+	require.Equal(t, "connection refused", ue.Reason())
+	var re *RetriesError
+	require.False(t, errors.As(err, &re))
+	require.Less(t, time.Since(start), 2*time.Second)
+}
+
+func TestGetReturnsTheBody(t *testing.T) {
+	srv := wiretest.New(t, wiretest.Reply{Header: map[string]string{"Content-Type": "application/json"}, Body: `{"data":[]}`})
+	c := newTestClient(t, testPolicy())
+	body, err := c.Get(context.Background(), Request{URL: srv.URL + "/models"})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"data":[]}`, string(body))
+	require.Equal(t, http.MethodGet, srv.Requests()[0].Method)
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		header map[string]string
+		want   time.Duration
+	}{
+		{map[string]string{"Retry-After": "13"}, 13 * time.Second},
+		{map[string]string{"Retry-After": "0.5"}, 500 * time.Millisecond},
+		{map[string]string{"Retry-After": "Sun, 01 Mar 2026 12:00:30 GMT"}, 30 * time.Second},
+		{map[string]string{"Retry-After": "Sun, 01 Mar 2026 11:00:00 GMT"}, 0},
+		{map[string]string{"Retry-After": "-1"}, 0},
+		{map[string]string{"Retry-After": "soon"}, 0},
+		{map[string]string{"Retry-After-Ms": "250", "Retry-After": "1"}, 250 * time.Millisecond},
+		{nil, 0},
+	}
+	for _, tt := range tests {
+		h := http.Header{}
+		for k, v := range tt.header {
+			h.Set(k, v)
+		}
+		require.Equal(t, tt.want, parseRetryAfter(h, now), "%v", tt.header)
+	}
+}
+
+func TestBackoffGrowsWithJitterAndIsCapped(t *testing.T) {
+	p := Policy{MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second}.normalized()
+	for n, base := range []time.Duration{100, 200, 400, 800, 1000, 1000} {
+		base *= time.Millisecond
+		for range 50 {
+			d := p.backoff(n)
+			require.GreaterOrEqual(t, d, base/2, "retry %d", n)
+			require.LessOrEqual(t, d, base, "retry %d", n)
+		}
+	}
+}
+
+func TestParseErrorBody(t *testing.T) {
+	tests := []struct {
+		name, body, typ, code, msg string
+	}{
+		{"OpenAI", "{\n    \"error\": {\n        \"message\": \"Incorrect API key provided: sk-abc.\",\n        \"type\": \"invalid_request_error\",\n        \"param\": null,\n        \"code\": \"invalid_api_key\"\n    }\n}\n",
+			"invalid_request_error", "invalid_api_key", "Incorrect API key provided: sk-abc."},
+		{"Anthropic", `{"type":"error","error":{"type":"not_found_error","message":"model: claude-nope"},"request_id":"req_011CSHoEeqs5C35K2UUqR7Fy"}`,
+			"not_found_error", "", "model: claude-nope"},
+		{"vLLM", `{"object":"error","message":"The model ` + "`x`" + ` does not exist.","type":"NotFoundError","param":null,"code":404}`,
+			"NotFoundError", "404", "The model `x` does not exist."},
+		{"Ollama native", `{"error":"model \"qwen\" not found, try pulling it first"}`, "", "", `model "qwen" not found, try pulling it first`},
+		{"FastAPI", `{"detail":"Not Found"}`, "", "", "Not Found"},
+		{"HTML", "<html><body><h1>502 Bad Gateway</h1></body></html>\n", "", "", "<html><body><h1>502 Bad Gateway</h1></body></html>"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			typ, code, msg := ParseErrorBody([]byte(tt.body))
+			require.Equal(t, []string{tt.typ, tt.code, tt.msg}, []string{typ, code, msg})
+		})
+	}
+	_, _, msg := ParseErrorBody([]byte(strings.Repeat("é", 400)))
+	require.True(t, strings.HasSuffix(msg, "…"))
+	require.LessOrEqual(t, len(msg), 304)
+}

@@ -1,0 +1,73 @@
+package httpstream
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestDescribeSaysWhatToDo(t *testing.T) {
+	subj := Subject{Server: "the OpenAI-compatible server at http://127.0.0.1:1/v1", KeyEnv: "OPENAI_API_KEY", HasKey: true,
+		BaseURLHint: "--base-url or OPENAI_BASE_URL", Model: "qwen2.5-coder"}
+	noKey := subj
+	noKey.HasKey = false
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	tests := []struct {
+		name string
+		subj Subject
+		err  error
+		kind Kind
+		want []string
+	}{
+		{"wrong key", subj, &StatusError{StatusCode: 401, Code: "invalid_api_key", Message: "Incorrect API key provided"}, KindAuth,
+			[]string{"rejected the API key (401 Unauthorized invalid_api_key): Incorrect API key provided", "set OPENAI_API_KEY to a valid key"}},
+		{"no key", noKey, &StatusError{StatusCode: 401, Message: "missing bearer"}, KindAuth,
+			[]string{"wants an API key and none is set", "; set OPENAI_API_KEY"}},
+		{"forbidden", subj, &StatusError{StatusCode: 403, Type: "permission_error", Message: "no access"}, KindAuth,
+			[]string{"refused the request (403 Forbidden permission_error)", `may use the model "qwen2.5-coder"`}},
+		{"unknown model", subj, &StatusError{StatusCode: 404, Type: "api_error", Message: `model "qwen2.5-coder" not found, try pulling it first`}, KindModel,
+			[]string{`does not know the model "qwen2.5-coder" (404 Not Found api_error)`, "--model, PIXIR_MODEL", "pixir doctor"}},
+		{"wrong path", subj, &StatusError{StatusCode: 404, Message: "404 page not found"}, KindNotFound,
+			[]string{"has no such endpoint", "check --base-url or OPENAI_BASE_URL"}},
+		{"rate limited after retries", subj, &RetriesError{Attempts: 4, Err: &StatusError{StatusCode: 429, Code: "rate_limit_exceeded", Message: "Rate limit reached"}}, KindRateLimit,
+			[]string{"is rate limiting requests (429 Too Many Requests rate_limit_exceeded): Rate limit reached", "(gave up after 4 attempts)"}},
+		{"out of quota", subj, &StatusError{StatusCode: 429, Code: "insufficient_quota", Message: "You exceeded your current quota"}, KindQuota,
+			[]string{"refuses more requests", "plan and billing"}},
+		{"server fault", subj, &RetriesError{Attempts: 2, Err: &StatusError{StatusCode: 529, Type: "overloaded_error", Message: "Overloaded"}}, KindServer,
+			[]string{"failed (529 overloaded_error): Overloaded; try again later (gave up after 2 attempts)"}},
+		{"bad request", subj, &StatusError{StatusCode: 400, Message: "tool_choice auto needs --enable-auto-tool-choice"}, KindRejected,
+			[]string{"rejected the request (400 Bad Request): tool_choice auto"}},
+		{"refused", subj, &UnreachableError{URL: "http://127.0.0.1:1/v1", Err: refused}, KindUnreachable,
+			[]string{"cannot reach the OpenAI-compatible server at http://127.0.0.1:1/v1: connection refused", "Check --base-url or OPENAI_BASE_URL"}},
+		{"no such host", subj, &UnreachableError{Err: &net.DNSError{Name: "nohost.invalid", Err: "no such host", IsNotFound: true}}, KindUnreachable,
+			[]string{`no such host "nohost.invalid"`}},
+		{"idle", subj, &IdleTimeoutError{After: 2 * time.Minute}, KindIdle,
+			[]string{"sent nothing for 2m0s", "idle_timeout"}},
+		{"closed mid-stream", subj, fmt.Errorf("%w: %w", ErrStreamClosed, errors.New("unexpected EOF")), KindClosed,
+			[]string{"closed the connection before the answer was complete"}},
+		{"reset", subj, &ConnError{Err: syscall.ECONNRESET}, KindClosed, []string{"broke (connection reset)"}},
+		{"a web page", subj, &NotAPIError{URL: "http://127.0.0.1:1/v1/chat/completions", ContentType: "text/html; charset=utf-8", Sample: "<!doctype html>"}, KindNotFound,
+			[]string{"answered with a web page (text/html; charset=utf-8), not the API", "check --base-url or OPENAI_BASE_URL"}},
+		{"error event", subj, &StreamError{Type: "overloaded_error", Message: "Overloaded"}, KindStream,
+			[]string{"reported an error in the middle of the answer (overloaded_error: Overloaded)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.subj.Describe(tt.err)
+			var e *Error
+			require.ErrorAs(t, err, &e)
+			require.Equal(t, tt.kind, e.Kind, err.Error())
+			for _, w := range tt.want {
+				require.Contains(t, err.Error(), w)
+			}
+			require.ErrorIs(t, err, tt.err, "the cause stays reachable")
+			require.Same(t, err, tt.subj.Describe(err), "describing twice changes nothing")
+		})
+	}
+}

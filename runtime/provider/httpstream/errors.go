@@ -1,0 +1,285 @@
+package httpstream
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// StatusError is a non-2xx answer, with what its body said.
+type StatusError struct {
+	StatusCode int
+	// Type and Code are the API's error type and code when its body had them
+	// ("authentication_error", "model_not_found", …).
+	Type, Code string
+	// Message is the API's error message, or the start of the body when it
+	// was not an error object.
+	Message string
+	// RetryAfter is what the server asked to wait (Retry-After,
+	// retry-after-ms); zero when it said nothing.
+	RetryAfter time.Duration
+	// ShouldRetry is the server's x-should-retry header, when sent.
+	ShouldRetry *bool
+}
+
+func (e *StatusError) Error() string {
+	s := fmt.Sprintf("HTTP %d %s", e.StatusCode, http.StatusText(e.StatusCode))
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	return s
+}
+
+// Retryable reports whether another attempt may succeed: rate limits,
+// timeouts and server faults, unless the server said otherwise or the
+// account is out of quota (waiting will not help).
+func (e *StatusError) Retryable() bool {
+	if e.ShouldRetry != nil {
+		return *e.ShouldRetry
+	}
+	if e.Code == "insufficient_quota" || e.Type == "insufficient_quota" {
+		return false
+	}
+	return e.StatusCode == http.StatusRequestTimeout || e.StatusCode == http.StatusTooManyRequests || e.StatusCode >= 500
+}
+
+// Status is e.g. "401 Unauthorized" or "529".
+func (e *StatusError) Status() string {
+	if t := http.StatusText(e.StatusCode); t != "" {
+		return fmt.Sprintf("%d %s", e.StatusCode, t)
+	}
+	return fmt.Sprint(e.StatusCode)
+}
+
+// StreamError is an error the server reported inside a stream that had
+// already started (an SSE error event or chunk).
+type StreamError struct {
+	Type, Code, Message string
+}
+
+func (e *StreamError) Error() string {
+	if e.Type == "" {
+		return e.Message
+	}
+	return e.Type + ": " + e.Message
+}
+
+// Retryable reports whether the error is a passing server condition.
+func (e *StreamError) Retryable() bool {
+	switch e.Type {
+	case "overloaded_error", "api_error", "server_error", "rate_limit_error", "internal_server_error", "timeout_error":
+		return true
+	}
+	return false
+}
+
+// UnreachableError is a connection that could not be made: refused, no
+// such host, connect timeout. It is not retried: the server is not there.
+type UnreachableError struct {
+	URL string
+	Err error
+}
+
+func (e *UnreachableError) Error() string { return "cannot reach " + e.URL + ": " + e.Reason() }
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// Reason is the cause in a few words.
+func (e *UnreachableError) Reason() string {
+	var dns *net.DNSError
+	switch {
+	case errors.Is(e.Err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.As(e.Err, &dns):
+		if dns.IsNotFound {
+			return fmt.Sprintf("no such host %q", dns.Name)
+		}
+		return "DNS lookup failed: " + dns.Err
+	case isTimeout(e.Err):
+		return "the connection timed out"
+	}
+	return e.Err.Error()
+}
+
+// ConnError is a connection that broke: reset by the peer, closed before
+// the response or in the middle of it. Retried while nothing was streamed.
+type ConnError struct {
+	Err error
+}
+
+func (e *ConnError) Error() string { return "the connection broke: " + e.Err.Error() }
+
+// Reason is the cause in a few words.
+func (e *ConnError) Reason() string {
+	switch {
+	case errors.Is(e.Err, syscall.ECONNRESET), errors.Is(e.Err, syscall.ECONNABORTED):
+		return "connection reset"
+	case errors.Is(e.Err, syscall.EPIPE):
+		return "broken pipe"
+	case errors.Is(e.Err, io.EOF):
+		return "closed without an answer"
+	}
+	return e.Err.Error()
+}
+func (e *ConnError) Unwrap() error   { return e.Err }
+func (e *ConnError) Retryable() bool { return true }
+
+// IdleTimeoutError is a server that sent nothing for After: no response
+// headers, or no bytes of a started stream.
+type IdleTimeoutError struct {
+	After time.Duration
+}
+
+func (e *IdleTimeoutError) Error() string {
+	return fmt.Sprintf("the server sent nothing for %s", e.After)
+}
+
+// NotAPIError is a 2xx answer that is a web page, not the API's: the base
+// URL leads to a site, a proxy's login page or a server's web UI. Not
+// retried.
+type NotAPIError struct {
+	URL, ContentType, Sample string
+}
+
+func (e *NotAPIError) Error() string {
+	return fmt.Sprintf("%s answered with a web page (%s), not the API: %s", e.URL, e.ContentType, Truncate(e.Sample, 120))
+}
+
+// ErrStreamClosed is a stream that ended before its end marker ([DONE],
+// message_stop). Retried while nothing was streamed.
+var ErrStreamClosed = errors.New("the server closed the stream before the answer was complete")
+
+// RetriesError is the last error of a request that was tried more than
+// once.
+type RetriesError struct {
+	Attempts int
+	// Reason says why the retries stopped early, when they did.
+	Reason string
+	Err    error
+}
+
+func (e *RetriesError) Error() string {
+	return fmt.Sprintf("%v (%s)", e.Err, e.Summary())
+}
+func (e *RetriesError) Unwrap() error { return e.Err }
+
+// Summary is e.g. "gave up after 4 attempts" or "not retried: the server
+// asks to wait 1h0m0s before trying again".
+func (e *RetriesError) Summary() string {
+	switch {
+	case e.Attempts <= 1:
+		return "not retried: " + e.Reason
+	case e.Reason != "":
+		return fmt.Sprintf("gave up after %d attempts: %s", e.Attempts, e.Reason)
+	}
+	return fmt.Sprintf("gave up after %d attempts", e.Attempts)
+}
+
+// Retryable reports whether err is worth another attempt, if nothing was
+// streamed yet.
+func Retryable(err error) bool {
+	if errors.Is(err, ErrStreamClosed) {
+		return true
+	}
+	var r interface{ Retryable() bool }
+	return errors.As(err, &r) && r.Retryable()
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// transportError classifies an error of http.Client.Do or of reading a
+// response body.
+func transportError(url string, err error) error {
+	var op *net.OpError
+	var dns *net.DNSError
+	switch {
+	case errors.As(err, &dns), errors.As(err, &op) && op.Op == "dial":
+		return &UnreachableError{URL: url, Err: err}
+	case isTimeout(err):
+		// The TLS handshake outlasted the connect timeout (no read
+		// deadlines are set otherwise: the idle timer cancels instead).
+		return &UnreachableError{URL: url, Err: err}
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("%w: %w", ErrStreamClosed, err)
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, io.EOF),
+		errors.Is(err, syscall.ECONNABORTED):
+		return &ConnError{Err: err}
+	}
+	return err
+}
+
+// errorBody is the error objects APIs send: OpenAI and most compatible
+// servers {"error":{"message","type","code"}}, Anthropic
+// {"type":"error","error":{"type","message"}}, vLLM {"object":"error",
+// "message","type","code"}, Ollama's native API and some proxies
+// {"error":"text"}, FastAPI {"detail":"text"}.
+type errorBody struct {
+	Error   json.RawMessage `json:"error"`
+	Message string          `json:"message"`
+	Type    string          `json:"type"`
+	Code    json.RawMessage `json:"code"`
+	Detail  json.RawMessage `json:"detail"`
+}
+
+type errorObject struct {
+	Message string          `json:"message"`
+	Type    string          `json:"type"`
+	Code    json.RawMessage `json:"code"`
+}
+
+// ParseErrorBody pulls type, code and message out of an error body; when it
+// is not an error object the message is the start of the body.
+func ParseErrorBody(body []byte) (typ, code, message string) {
+	var b errorBody
+	if json.Unmarshal(body, &b) == nil {
+		var o errorObject
+		var s string
+		switch {
+		case json.Unmarshal(b.Error, &o) == nil && (o.Message != "" || o.Type != ""):
+			return o.Type, codeString(o.Code), o.Message
+		case json.Unmarshal(b.Error, &s) == nil && s != "":
+			return "", "", s
+		case b.Message != "":
+			return b.Type, codeString(b.Code), b.Message
+		case json.Unmarshal(b.Detail, &s) == nil && s != "":
+			return "", "", s
+		case len(b.Detail) > 0:
+			return "", "", string(b.Detail)
+		}
+	}
+	return "", "", Truncate(strings.TrimSpace(string(body)), 300)
+}
+
+// codeString reads a code that is a string in some APIs and a number in
+// others.
+func codeString(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	return string(raw)
+}
+
+// Truncate cuts s to about n bytes (on a rune boundary), marking the cut.
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

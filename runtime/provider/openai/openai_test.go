@@ -1,0 +1,348 @@
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pixir-go/pixir/runtime"
+	"github.com/pixir-go/pixir/runtime/provider/httpstream"
+	"github.com/pixir-go/pixir/runtime/provider/internal/wiretest"
+)
+
+func testPolicy() httpstream.Policy {
+	return httpstream.Policy{ConnectTimeout: 2 * time.Second, IdleTimeout: 400 * time.Millisecond, MaxRetries: 2,
+		MinBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond, MaxRetryAfter: 3 * time.Second}
+}
+
+func newProvider(t *testing.T, srv *wiretest.Server, key string) *Provider {
+	t.Helper()
+	p := New(Config{BaseURL: srv.URL + "/v1", APIKey: key, ContextWindow: 32768, Policy: testPolicy()})
+	t.Cleanup(p.CloseIdleConnections)
+	return p
+}
+
+func fixture(t *testing.T, name string) string { return wiretest.File(t, "testdata/"+name) }
+
+// sse replays a fixture in small pieces, split anywhere.
+func sse(t *testing.T, name string) wiretest.Reply {
+	return wiretest.Reply{Body: fixture(t, name), Chunk: 97}
+}
+
+type deltas struct {
+	mu  sync.Mutex
+	got []runtime.Delta
+}
+
+func (d *deltas) sink(x runtime.Delta) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.got = append(d.got, x)
+}
+
+func (d *deltas) text(kind runtime.DeltaKind) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var b strings.Builder
+	for _, x := range d.got {
+		if x.Kind == kind {
+			b.WriteString(x.Text)
+		}
+	}
+	return b.String()
+}
+
+var readTool = runtime.ToolSpec{Name: "read", Description: "Read a file.", Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`)}
+
+func request(model string) runtime.ModelRequest {
+	return runtime.ModelRequest{Model: model, System: "You are Pixir.", Tools: []runtime.ToolSpec{readTool},
+		Messages: []runtime.Message{{Role: runtime.RoleUser, Text: "what does the README say?"}}}
+}
+
+func TestStreamsText(t *testing.T) {
+	srv := wiretest.New(t, sse(t, "text.sse"))
+	p := newProvider(t, srv, "sk-test")
+	var d deltas
+	resp, err := p.Generate(context.Background(), request("gpt-4.1-mini"), d.sink)
+	require.NoError(t, err)
+	require.Equal(t, "The README says Pixir is a supervised runtime.", resp.Text)
+	require.Equal(t, resp.Text, d.text(runtime.DeltaText))
+	require.Len(t, d.got, 8, "one delta per content chunk")
+	require.Empty(t, resp.ToolCalls)
+	require.Equal(t, &runtime.Usage{InputTokens: 812, OutputTokens: 9, ContextWindow: 32768}, resp.Usage)
+
+	reqs := srv.Requests()
+	require.Len(t, reqs, 1)
+	require.Equal(t, "POST", reqs[0].Method)
+	require.Equal(t, "/v1/chat/completions", reqs[0].Path)
+	require.Equal(t, "Bearer sk-test", reqs[0].Header.Get("Authorization"))
+	var body map[string]any
+	require.NoError(t, json.Unmarshal(reqs[0].Body, &body))
+	require.Equal(t, true, body["stream"])
+	require.Equal(t, map[string]any{"include_usage": true}, body["stream_options"])
+	require.Equal(t, "gpt-4.1-mini", body["model"])
+}
+
+func TestNoKeyNoAuthorizationHeader(t *testing.T) {
+	srv := wiretest.New(t, sse(t, "text.sse"))
+	p := newProvider(t, srv, "")
+	_, err := p.Generate(context.Background(), request("qwen2.5-coder"), nil)
+	require.NoError(t, err)
+	_, sent := srv.Requests()[0].Header["Authorization"]
+	require.False(t, sent)
+}
+
+func TestAssemblesParallelToolCallsFromFragments(t *testing.T) {
+	srv := wiretest.New(t, sse(t, "tool_calls.sse"))
+	p := newProvider(t, srv, "sk-test")
+	var d deltas
+	resp, err := p.Generate(context.Background(), request("gpt-4.1-mini"), d.sink)
+	require.NoError(t, err)
+	require.Empty(t, d.got, "tool calls are not streamed as text")
+	require.Len(t, resp.ToolCalls, 2)
+	require.Equal(t, "call_Yb3Xr9kQ2fVt1nEo8LmZaC4d", resp.ToolCalls[0].ID)
+	require.Equal(t, "read", resp.ToolCalls[0].Name)
+	require.JSONEq(t, `{"path":"README.md"}`, string(resp.ToolCalls[0].Arguments))
+	require.Equal(t, "call_P0aL8sW2eRt5yU7iO9pQ1zXc", resp.ToolCalls[1].ID)
+	require.Equal(t, "bash", resp.ToolCalls[1].Name)
+	require.JSONEq(t, `{"command":"ls -la \"my dir\""}`, string(resp.ToolCalls[1].Arguments))
+	require.Equal(t, &runtime.Usage{InputTokens: 1187, OutputTokens: 58, ContextWindow: 32768}, resp.Usage, "from the chunk with empty choices")
+}
+
+func TestStreamsReasoningContent(t *testing.T) {
+	srv := wiretest.New(t, sse(t, "reasoning_content.sse"))
+	p := newProvider(t, srv, "sk-test")
+	var d deltas
+	resp, err := p.Generate(context.Background(), request("deepseek-reasoner"), d.sink)
+	require.NoError(t, err)
+	require.Equal(t, "The user asks for 2+2. That is 4.", resp.Reasoning)
+	require.Equal(t, resp.Reasoning, d.text(runtime.DeltaReasoning))
+	require.Equal(t, "2 + 2 = 4", resp.Text)
+	require.Equal(t, runtime.DeltaReasoning, d.got[0].Kind, "reasoning streams first")
+	require.Equal(t, 14, resp.Usage.InputTokens, "usage on the finish chunk")
+}
+
+func TestOllamaReasoningAndWholeToolCalls(t *testing.T) {
+	srv := wiretest.New(t, sse(t, "ollama_tool_calls.sse"))
+	p := newProvider(t, srv, "")
+	var d deltas
+	resp, err := p.Generate(context.Background(), request("qwen3:8b"), d.sink)
+	require.NoError(t, err)
+	require.Equal(t, "Let me list the files.", d.text(runtime.DeltaReasoning))
+	require.Len(t, resp.ToolCalls, 2)
+	require.Equal(t, runtime.ToolCall{ID: "call_t8yqf2lm", Name: "bash", Arguments: json.RawMessage(`{"command":"ls"}`)}, resp.ToolCalls[0])
+	require.Equal(t, runtime.ToolCall{ID: "call_0w9x3c1n", Name: "read", Arguments: json.RawMessage(`{"path":"go.mod"}`)}, resp.ToolCalls[1])
+	require.Equal(t, 912, resp.Usage.InputTokens)
+}
+
+func TestToolCallFragmentsWithoutIndexOrID(t *testing.T) {
+	a := newAssembler(httpstream.Subject{})
+	var frags []toolCallFrag
+	require.NoError(t, json.Unmarshal([]byte(`[
+		{"id":"a","function":{"name":"read","arguments":{"path":"x"}}},
+		{"id":"b","function":{"name":"bash","arguments":"{\"command\":\"ls\"}"}}]`), &frags))
+	a.addToolCalls(frags)
+	// Gemini-style: each call whole, every one at index 0.
+	require.NoError(t, json.Unmarshal([]byte(`[{"index":0,"id":"c","function":{"name":"glob","arguments":"{}"}}]`), &frags))
+	a.addToolCalls(frags)
+	require.NoError(t, json.Unmarshal([]byte(`[{"index":0,"function":{"name":"","arguments":""}}]`), &frags))
+	a.addToolCalls(frags)
+	resp, err := a.response()
+	require.NoError(t, err)
+	require.Len(t, resp.ToolCalls, 3)
+	require.JSONEq(t, `{"path":"x"}`, string(resp.ToolCalls[0].Arguments))
+	require.Equal(t, "bash", resp.ToolCalls[1].Name)
+	require.Equal(t, "c", resp.ToolCalls[2].ID)
+}
+
+func TestAToolCallWithoutIDGetsOne(t *testing.T) {
+	a := newAssembler(httpstream.Subject{})
+	a.addToolCalls([]toolCallFrag{{Function: struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}{Name: "read"}}})
+	resp, err := a.response()
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(resp.ToolCalls[0].ID, "call_"))
+	require.JSONEq(t, `{}`, string(resp.ToolCalls[0].Arguments), "no arguments means {}")
+}
+
+func TestACompletionThatIsNotStreamed(t *testing.T) {
+	srv := wiretest.New(t, wiretest.Reply{Header: map[string]string{"Content-Type": "application/json"},
+		Body: `{"id":"chatcmpl-1","object":"chat.completion","created":1759312345,"model":"local","choices":[{"index":0,"message":{"role":"assistant","content":"Hi.","tool_calls":[{"id":"call_1","type":"function","function":{"name":"read","arguments":"{\"path\":\"a\"}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}`})
+	p := newProvider(t, srv, "")
+	resp, err := p.Generate(context.Background(), request("local"), nil)
+	require.NoError(t, err)
+	require.Equal(t, "Hi.", resp.Text)
+	require.Equal(t, "read", resp.ToolCalls[0].Name)
+	require.Equal(t, 5, resp.Usage.InputTokens)
+}
+
+// failure checks a Generate error: an *httpstream.Error of kind, whose
+// message holds each of want.
+func failure(t *testing.T, err error, kind httpstream.Kind, want ...string) {
+	t.Helper()
+	var e *httpstream.Error
+	require.ErrorAs(t, err, &e, "%v", err)
+	require.Equal(t, kind, e.Kind, err.Error())
+	for _, w := range want {
+		require.Contains(t, err.Error(), w)
+	}
+}
+
+func TestErrorsAUserCanActOn(t *testing.T) {
+	jsonReply := func(status int, name string, header map[string]string) wiretest.Reply {
+		return wiretest.Reply{Status: status, Body: fixture(t, name), Header: header}
+	}
+	tests := []struct {
+		name     string
+		replies  []wiretest.Reply
+		key      string
+		model    string
+		kind     httpstream.Kind
+		want     []string
+		requests int
+	}{
+		{"wrong key", []wiretest.Reply{jsonReply(401, "error_401.json", nil)}, "sk-wrong", "gpt-4.1-mini", httpstream.KindAuth,
+			[]string{"rejected the API key (401 Unauthorized invalid_api_key): Incorrect API key provided", "set OPENAI_API_KEY to a valid key"}, 1},
+		{"missing key", []wiretest.Reply{jsonReply(401, "error_401.json", nil)}, "", "gpt-4.1-mini", httpstream.KindAuth,
+			[]string{"wants an API key and none is set", "set OPENAI_API_KEY"}, 1},
+		{"unknown model", []wiretest.Reply{jsonReply(404, "error_404_model.json", nil)}, "sk-test", "gpt-9-turbo", httpstream.KindModel,
+			[]string{`does not know the model "gpt-9-turbo" (404 Not Found model_not_found)`, "--model"}, 1},
+		{"unknown model on Ollama", []wiretest.Reply{jsonReply(404, "ollama_404_model.json", nil)}, "", "qwen2.5-coder", httpstream.KindModel,
+			[]string{`model "qwen2.5-coder" not found, try pulling it first`}, 1},
+		{"rate limited after retries", []wiretest.Reply{jsonReply(429, "error_429.json", nil)}, "sk-test", "gpt-4.1-mini", httpstream.KindRateLimit,
+			[]string{"is rate limiting requests (429 Too Many Requests rate_limit_exceeded)", "gave up after 3 attempts"}, 3},
+		{"a web page instead of the API", []wiretest.Reply{{Header: map[string]string{"Content-Type": "text/html; charset=utf-8"}, Body: "<!doctype html><html><title>Web UI</title></html>"}},
+			"", "m", httpstream.KindNotFound, []string{"answered with a web page (text/html; charset=utf-8), not the API", "check --base-url, OPENAI_BASE_URL"}, 1},
+		{"a vLLM error object in the stream", []wiretest.Reply{{Body: "data: {\"object\":\"error\",\"message\":\"This model's maximum context length is 32768 tokens. However, you requested 40000 tokens.\",\"type\":\"BadRequestError\",\"param\":null,\"code\":400}\n\n"}},
+			"", "m", httpstream.KindStream, []string{"reported an error in the middle of the answer (BadRequestError: This model's maximum context length is 32768 tokens"}, 1},
+		{"error chunk in the stream", []wiretest.Reply{sse(t, "error_chunk.sse")}, "sk-test", "gpt-4.1-mini", httpstream.KindStream,
+			[]string{"reported an error in the middle of the answer (server_error: The server had an error"}, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := wiretest.New(t, tt.replies...)
+			p := newProvider(t, srv, tt.key)
+			resp, err := p.Generate(context.Background(), request(tt.model), nil)
+			require.Nil(t, resp)
+			failure(t, err, tt.kind, tt.want...)
+			require.Contains(t, err.Error(), srv.URL+"/v1", "names the server")
+			require.Len(t, srv.Requests(), tt.requests)
+		})
+	}
+}
+
+func TestUnreachableServer(t *testing.T) {
+	p := New(Config{BaseURL: wiretest.ClosedURL(t) + "/v1", Policy: testPolicy()})
+	defer p.CloseIdleConnections()
+	start := time.Now()
+	_, err := p.Generate(context.Background(), request("m"), nil)
+	failure(t, err, httpstream.KindUnreachable, "cannot reach the OpenAI-compatible server at http://127.0.0.1:", "connection refused", "--base-url, OPENAI_BASE_URL")
+	require.Less(t, time.Since(start), 2*time.Second, "a refused connection is not retried")
+}
+
+func TestNoModel(t *testing.T) {
+	p := New(Config{BaseURL: "http://127.0.0.1:1/v1"})
+	_, err := p.Generate(context.Background(), request(""), nil)
+	failure(t, err, httpstream.KindConfig, "no model is configured")
+}
+
+// --- faults ---
+
+// upTo returns the fixture cut right after the first chunk containing mark.
+func upTo(t *testing.T, name, mark string) string {
+	body := fixture(t, name)
+	i := strings.Index(body, mark)
+	require.GreaterOrEqual(t, i, 0)
+	j := strings.Index(body[i:], "\n\n")
+	return body[:i+j+2]
+}
+
+func TestFaultServerClosesMidStream(t *testing.T) {
+	wiretest.NoLeaks(t)
+	for _, cut := range []wiretest.Reply{
+		{Body: upTo(t, "text.sse", `" supervised"`), Cut: true},   // the chunked body breaks off
+		{Body: upTo(t, "text.sse", `" supervised"`), Reset: true}, // a TCP reset
+		{Body: upTo(t, "text.sse", `" supervised"`)},              // a clean end, without finish_reason or [DONE]
+	} {
+		srv := wiretest.New(t, cut, sse(t, "text.sse"))
+		p := newProvider(t, srv, "")
+		var d deltas
+		_, err := p.Generate(context.Background(), request("m"), d.sink)
+		failure(t, err, httpstream.KindClosed, "the connection", "send the prompt again")
+		require.Equal(t, "The README says Pixir is a supervised", d.text(runtime.DeltaText))
+		require.Len(t, srv.Requests(), 1, "no retry once text was shown")
+	}
+}
+
+func TestFaultServerStallsPastTheIdleTimeout(t *testing.T) {
+	wiretest.NoLeaks(t)
+	srv := wiretest.New(t, wiretest.Reply{Body: upTo(t, "text.sse", `" README"`), Stall: true})
+	p := newProvider(t, srv, "")
+	start := time.Now()
+	_, err := p.Generate(context.Background(), request("m"), nil)
+	failure(t, err, httpstream.KindIdle, "sent nothing for 400ms")
+	require.Less(t, time.Since(start), 5*time.Second)
+}
+
+func TestFault429WithRetryAfterThenSuccess(t *testing.T) {
+	wiretest.NoLeaks(t)
+	srv := wiretest.New(t,
+		wiretest.Reply{Status: 429, Body: fixture(t, "error_429.json"), Header: map[string]string{"Retry-After": "1"}},
+		sse(t, "text.sse"))
+	p := newProvider(t, srv, "sk-test")
+	start := time.Now()
+	resp, err := p.Generate(context.Background(), request("gpt-4.1-mini"), nil)
+	require.NoError(t, err)
+	require.Equal(t, "The README says Pixir is a supervised runtime.", resp.Text)
+	require.GreaterOrEqual(t, time.Since(start), 900*time.Millisecond, "Retry-After honoured")
+	require.Len(t, srv.Requests(), 2)
+}
+
+func TestFault500ThenSuccess(t *testing.T) {
+	wiretest.NoLeaks(t)
+	srv := wiretest.New(t, wiretest.Reply{Status: 500, Body: fixture(t, "error_500.json")}, sse(t, "tool_calls.sse"))
+	p := newProvider(t, srv, "sk-test")
+	resp, err := p.Generate(context.Background(), request("gpt-4.1-mini"), nil)
+	require.NoError(t, err)
+	require.Len(t, resp.ToolCalls, 2)
+	require.Len(t, srv.Requests(), 2)
+	require.Equal(t, srv.Requests()[0].Body, srv.Requests()[1].Body, "the retry sends the same request")
+}
+
+func TestFaultInvalidJSONInToolArguments(t *testing.T) {
+	wiretest.NoLeaks(t)
+	srv := wiretest.New(t, sse(t, "bad_arguments.sse"))
+	p := newProvider(t, srv, "")
+	resp, err := p.Generate(context.Background(), request("local-model"), nil)
+	require.Nil(t, resp)
+	failure(t, err, httpstream.KindToolCall, `the model called "write" with arguments that are not valid JSON`, `{"path": "a.txt", "content": "unterminated`)
+	require.Len(t, srv.Requests(), 1)
+}
+
+func TestFaultCancelWhileStreaming(t *testing.T) {
+	wiretest.NoLeaks(t)
+	srv := wiretest.New(t, wiretest.Reply{Body: upTo(t, "text.sse", `" README"`), Stall: true})
+	p := New(Config{BaseURL: srv.URL + "/v1", Policy: httpstream.Policy{IdleTimeout: time.Minute}})
+	defer p.CloseIdleConnections()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var cancelledAt time.Time
+	resp, err := p.Generate(ctx, request("m"), func(d runtime.Delta) {
+		if cancelledAt.IsZero() {
+			cancelledAt = time.Now()
+			cancel()
+		}
+	})
+	require.Nil(t, resp)
+	require.True(t, errors.Is(err, context.Canceled), "got %v", err)
+	require.Less(t, time.Since(cancelledAt), 2*time.Second)
+	srv.WaitGone(t, 2*time.Second) // the server saw the connection close
+}
