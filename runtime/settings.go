@@ -23,6 +23,8 @@ type Settings struct {
 	// The top-level provider settings; a profile overrides what it sets.
 	ProviderSettings
 	MaxTurnRequests int `toml:"max_turn_requests"`
+	// Agents bounds Subagents: [agents] max_threads, max_depth, timeout_ms.
+	Agents SubagentLimits `toml:"agents"`
 	// Profiles are named sets of provider settings ("local", "hosted").
 	Profiles map[string]ProviderSettings `toml:"profiles"`
 	// Path is the file read; empty when there was none.
@@ -202,6 +204,11 @@ func LoadSettings(home string) (Settings, error) {
 	s.Path = path
 	if s.MaxTurnRequests < 0 {
 		return Settings{}, fmt.Errorf("%s: max_turn_requests must be positive, got %d", path, s.MaxTurnRequests)
+	}
+	for key, v := range map[string]int{"max_threads": s.Agents.MaxThreads, "max_depth": s.Agents.MaxDepth, "timeout_ms": s.Agents.TimeoutMS} {
+		if v < 0 {
+			return Settings{}, fmt.Errorf("%s: [agents] %s must be positive, got %d", path, key, v)
+		}
 	}
 	tables := map[string]ProviderSettings{"": s.ProviderSettings}
 	for name, p := range s.Profiles {

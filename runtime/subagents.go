@@ -67,6 +67,17 @@ type Snapshot interface {
 	Changes(ctx context.Context, dir string) (tools.FileChanges, error)
 }
 
+// SubagentLimits are the [agents] table of config.toml (the names Codex
+// uses). Zero means the default.
+type SubagentLimits struct {
+	MaxThreads int `toml:"max_threads"`
+	MaxDepth   int `toml:"max_depth"`
+	TimeoutMS  int `toml:"timeout_ms"`
+}
+
+// Timeout is TimeoutMS as a duration.
+func (l SubagentLimits) Timeout() time.Duration { return time.Duration(l.TimeoutMS) * time.Millisecond }
+
 // SubagentConfig bounds and equips the Subagents Manager. Limits come from
 // configuration, never from the model.
 type SubagentConfig struct {

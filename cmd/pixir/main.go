@@ -27,6 +27,9 @@ const usage = `pixir — a supervised runtime for coding-agent work, spoken to o
 Usage:
   pixir acp [flags]     serve the Agent Client Protocol on stdin/stdout
   pixir demo [flags]    run a short scripted session through a real ACP client
+  pixir tools [--json]  list the built-in tools as the model sees them
+  pixir agents [--json] list the agents a subagent can run as, and where each comes from
+  pixir doctor [flags]  check the configured model provider; --json for scripts
   pixir version         print the version
 
 Run "pixir <command> -h" for a command's flags.
@@ -46,6 +49,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runACP(args[1:], stdin, stdout, stderr)
 	case "demo":
 		return runDemo(args[1:], stdout, stderr)
+	case "tools":
+		return runTools(args[1:], stdout, stderr)
+	case "agents":
+		return runAgents(args[1:], stdout, stderr)
+	case "doctor":
+		return runDoctor(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "pixir", version)
 		return exitOK
