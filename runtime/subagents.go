@@ -166,6 +166,7 @@ type subagent struct {
 	closing      bool
 	childSession string // known from the Log for a restored child
 	restored     bool   // rebuilt from the Log: no session of this process
+	stopping     bool   // a queued child being cancelled
 }
 
 func newManager(rt *Runtime, cfg SubagentConfig) *Manager {
@@ -285,12 +286,22 @@ func (b binding) Spawn(ctx context.Context, req tools.SpawnRequest) (tools.Subag
 	m.byID[id] = sa
 	m.order = append(m.order, id)
 	m.children[sa.parent.ID()] = append(m.children[sa.parent.ID()], sa)
-	m.queue = append(m.queue, sa)
 	view := m.viewLocked(sa)
 	m.mu.Unlock()
-	m.record(sa, SubagentQueued, "")
-	m.schedule()
+	m.enqueue(sa, "")
 	return view, nil
+}
+
+// enqueue records that sa is queued, and only then lets the scheduler see
+// it, so its "queued" event always comes before its "started".
+func (m *Manager) enqueue(sa *subagent, input string) {
+	m.record(sa, SubagentQueued, input)
+	m.mu.Lock()
+	if sa.status == SubagentQueued && !sa.stopping { // not cancelled meanwhile
+		m.queue = append(m.queue, sa)
+	}
+	m.mu.Unlock()
+	m.schedule()
 }
 
 // schedule starts queued children, in order, while there is capacity.
@@ -626,12 +637,10 @@ func (b binding) SendInput(_ context.Context, id, message string) (tools.Subagen
 			"subagent %s ran in an earlier Pixir process and cannot be resumed; spawn a new one with spawn_agent (its summary is in list_agents)", id)
 	}
 	sa.status, sa.input, sa.done = SubagentQueued, message, make(chan struct{})
-	sa.summary, sa.failure = "", nil
-	m.queue = append(m.queue, sa)
+	sa.summary, sa.failure, sa.stopping = "", nil, false
 	view := m.viewLocked(sa)
 	m.mu.Unlock()
-	m.record(sa, SubagentQueued, message)
-	m.schedule()
+	m.enqueue(sa, message)
 	return view, nil
 }
 
@@ -654,6 +663,11 @@ func (m *Manager) stop(sa *subagent, closing bool) {
 	m.mu.Lock()
 	switch sa.status {
 	case SubagentQueued:
+		if sa.stopping {
+			m.mu.Unlock()
+			return // another stop is ending it
+		}
+		sa.stopping = true
 		m.queue = slices.DeleteFunc(m.queue, func(q *subagent) bool { return q == sa })
 		sa.ended = time.Now()
 		sa.failure = &tools.Failure{Kind: tools.ErrCancelled, Message: "the subagent was cancelled before it started"}
