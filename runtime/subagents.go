@@ -90,6 +90,8 @@ type SubagentConfig struct {
 	// Snapshot copies src to dst for an isolated child; nil makes every
 	// child shared.
 	Snapshot func(ctx context.Context, src, dst string) (Snapshot, error)
+	// RemoveSnapshot deletes a child's snapshot folder; nil is os.RemoveAll.
+	RemoveSnapshot func(dir string) error
 }
 
 // SubagentEventData is the Data of a subagent_event in the parent's Log:
@@ -403,6 +405,7 @@ func (m *Manager) prepare(ctx context.Context, sa *subagent) (*Session, error) {
 	if sa.mode == WorkspaceIsolated {
 		snap, err := m.cfg.Snapshot(ctx, sa.parent.workspace.Root(), sa.workspace)
 		if err != nil {
+			m.removeSnapshot(sa) // a partial copy is no use to anyone
 			return nil, fmt.Errorf("taking the workspace snapshot: %w", err)
 		}
 		m.mu.Lock()
@@ -706,11 +709,20 @@ func (m *Manager) closeEnded(sa *subagent) tools.SubagentView {
 		child.close()
 	}
 	if snapDir != "" {
-		if err := os.RemoveAll(snapDir); err != nil {
-			m.rt.log.Warn("removing a subagent snapshot", "subagent", sa.id, "err", err)
-		}
+		m.removeSnapshot(sa)
 	}
 	return v
+}
+
+// removeSnapshot deletes the folder of an isolated child's snapshot.
+func (m *Manager) removeSnapshot(sa *subagent) {
+	remove := m.cfg.RemoveSnapshot
+	if remove == nil {
+		remove = os.RemoveAll
+	}
+	if err := remove(filepath.Dir(sa.workspace)); err != nil {
+		m.rt.log.Warn("removing a subagent snapshot", "subagent", sa.id, "err", err)
+	}
 }
 
 // cancelChildren cancels every queued or running descendant of a session.

@@ -27,6 +27,7 @@ const defaultAnthropicModel = "claude-sonnet-4-5"
 type providerFlags struct {
 	provider, profile, model, baseURL, script string
 	maxTurnRequests                           int
+	limits                                    runtime.SubagentLimits
 }
 
 func (p *providerFlags) register(fs *flag.FlagSet) {
@@ -36,6 +37,24 @@ func (p *providerFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&p.baseURL, "base-url", "", "API root of the openai or anthropic provider, e.g. http://localhost:11434/v1 (also OPENAI_BASE_URL, ANTHROPIC_BASE_URL or base_url in config.toml)")
 	fs.StringVar(&p.script, "script", "", "script file for the scripted provider (also PIXIR_SCRIPT or config.toml [scripted] script)")
 	fs.IntVar(&p.maxTurnRequests, "max-turn-requests", 0, fmt.Sprintf("model calls allowed in one turn (default %d)", runtime.DefaultMaxTurnRequests))
+	fs.IntVar(&p.limits.MaxThreads, "max-threads", 0, fmt.Sprintf("subagents running at once (default %d; also [agents] max_threads)", runtime.DefaultMaxThreads))
+	fs.IntVar(&p.limits.MaxDepth, "max-depth", 0, fmt.Sprintf("how deep subagents may spawn subagents (default %d; also [agents] max_depth)", runtime.DefaultMaxDepth))
+	fs.IntVar(&p.limits.TimeoutMS, "subagent-timeout-ms", 0, fmt.Sprintf("a subagent's time limit (default %d; also [agents] timeout_ms)", runtime.DefaultSubagentTimeout.Milliseconds()))
+}
+
+// subagentLimits lays the flags over config.toml's [agents] table.
+func (p *providerFlags) subagentLimits(fromFile runtime.SubagentLimits) runtime.SubagentLimits {
+	l := fromFile
+	if p.limits.MaxThreads > 0 {
+		l.MaxThreads = p.limits.MaxThreads
+	}
+	if p.limits.MaxDepth > 0 {
+		l.MaxDepth = p.limits.MaxDepth
+	}
+	if p.limits.TimeoutMS > 0 {
+		l.TimeoutMS = p.limits.TimeoutMS
+	}
+	return l
 }
 
 // firstOf returns the first non-empty value: flag, environment, config.
@@ -183,6 +202,7 @@ func newRuntime(pf providerFlags, logger *slog.Logger) (*runtime.Runtime, error)
 		MaxTurnRequests: settings.MaxTurnRequests,
 		Tools:           tools.Builtins(),
 		Logger:          logger,
+		Subagents:       subagentConfig(pf.subagentLimits(settings.Agents), logger),
 	}
 	if pf.maxTurnRequests > 0 {
 		cfg.MaxTurnRequests = pf.maxTurnRequests

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+
+	"github.com/pixir-go/pixir/runtime"
+	"github.com/pixir-go/pixir/runtime/agents"
+	"github.com/pixir-go/pixir/runtime/snapshot"
+	"github.com/pixir-go/pixir/tools"
+)
+
+// subagentConfig wires the Subagents Manager to the agent registry and to
+// workspace snapshots, with the limits of the configuration.
+func subagentConfig(limits runtime.SubagentLimits, logger *slog.Logger) runtime.SubagentConfig {
+	return runtime.SubagentConfig{
+		MaxThreads: limits.MaxThreads,
+		MaxDepth:   limits.MaxDepth,
+		Timeout:    limits.Timeout(),
+		Agents: func(workspace string) (runtime.AgentCatalog, error) {
+			home, _ := os.UserHomeDir()
+			reg, err := agents.Load(workspace, home)
+			if err != nil {
+				// The agents that load are usable; a broken file is reported
+				// here and by `pixir agents`, not by refusing every spawn.
+				logger.Warn("some agent definitions do not load", "err", err)
+			}
+			return catalog{reg}, nil
+		},
+		Snapshot: func(ctx context.Context, src, dst string) (runtime.Snapshot, error) {
+			m, err := snapshot.Take(ctx, src, dst)
+			if err != nil {
+				return nil, err
+			}
+			return manifest{m}, nil
+		},
+		RemoveSnapshot: snapshot.Remove,
+	}
+}
+
+// catalog adapts the agent registry to the Manager.
+type catalog struct{ reg *agents.Registry }
+
+func (c catalog) Agent(name string) (runtime.AgentSpec, bool) {
+	a, ok := c.reg.Get(name)
+	if !ok {
+		return runtime.AgentSpec{}, false
+	}
+	return runtime.AgentSpec{Name: a.Name, DeveloperInstructions: a.DeveloperInstructions, Model: a.Model, ReadOnly: a.ReadOnly()}, true
+}
+
+func (c catalog) Names() []string { return c.reg.Names() }
+
+// manifest adapts a snapshot's manifest to the Manager.
+type manifest struct{ m *snapshot.Manifest }
+
+func (s manifest) Changes(ctx context.Context, dir string) (tools.FileChanges, error) {
+	ch, err := s.m.Changes(ctx, dir)
+	if err != nil {
+		return tools.FileChanges{}, err
+	}
+	return tools.FileChanges{Added: nonNil(ch.Added), Changed: nonNil(ch.Changed), Deleted: nonNil(ch.Deleted)}, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
