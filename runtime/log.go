@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -131,6 +132,23 @@ func OpenLog(path string) (*Log, []Event, LoadReport, error) {
 		l.seq = max(l.seq, ev.Seq)
 	}
 	return l, events, report, nil
+}
+
+// CreateLog creates a new, empty Log at path; it fails if one exists. It
+// skips the reading OpenLog does, which matters when thousands of
+// Subagents each start one.
+func CreateLog(path string) (*Log, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, err
+		}
+		f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Log{f: f, path: path}, nil
 }
 
 // Path is where the Log lives.

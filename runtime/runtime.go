@@ -86,7 +86,7 @@ func (r *Runtime) newChildSession(dir string, parent *Session, depth int, mode M
 		}
 	}
 	id := newSessionID()
-	log, _, _, err := OpenLog(logPath(ws.Root(), id))
+	log, err := CreateLog(logPath(ws.Root(), id))
 	if err != nil {
 		if !shared {
 			ws.Close()

@@ -213,6 +213,21 @@ func TestMaxThreadsQueuesInOrder(t *testing.T) {
 	require.Equal(t, []string{"queued", "started", "cancelled", "closed"}, f.events.of(a.ID))
 }
 
+func TestCloseAQueuedChild(t *testing.T) {
+	f := newManagerFixture(t, SubagentConfig{MaxThreads: 1})
+	running, queued := f.spawn(t, "hang here"), f.spawn(t, "never runs")
+	v, err := f.b.Close(context.Background(), queued.ID)
+	require.NoError(t, err)
+	require.Equal(t, SubagentClosed, v.Status)
+	require.Equal(t, []string{"queued", "cancelled", "closed"}, f.events.of(queued.ID))
+	_, err = f.b.Close(context.Background(), running.ID)
+	require.NoError(t, err)
+	_, err = f.b.Close(context.Background(), "sa-nope")
+	var fail *tools.Failure
+	require.ErrorAs(t, err, &fail)
+	require.Equal(t, tools.ErrNotFound, fail.Kind)
+}
+
 func TestDepthIsEnforced(t *testing.T) {
 	f := newManagerFixture(t, SubagentConfig{MaxDepth: 1})
 	child, err := f.rt.newChildSession(t.TempDir(), f.parent, 1, ModeAuto, "m", "")
