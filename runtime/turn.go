@@ -130,14 +130,14 @@ func (t *turn) run(p Prompt) (StopReason, error) {
 		}
 		resp, streamed, err := t.generate()
 		if err != nil {
-			if t.cancelled() {
-				// Keep what the user already saw, so a replay shows it too.
-				if streamed.text != "" || streamed.reasoning != "" {
-					partial := &ModelResponse{Text: streamed.text, Reasoning: streamed.reasoning}
-					if err := t.recordResponse(partial, true); err != nil {
-						return "", err
-					}
+			// Keep what the user already saw, so a replay shows it too.
+			if streamed.text != "" || streamed.reasoning != "" {
+				partial := &ModelResponse{Text: streamed.text, Reasoning: streamed.reasoning}
+				if err := t.recordResponse(partial, true); err != nil {
+					return "", err
 				}
+			}
+			if t.cancelled() {
 				return StopCancelled, nil
 			}
 			kind := tools.ErrProviderError

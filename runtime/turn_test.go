@@ -287,7 +287,8 @@ func TestBusySessionRefusesASecondPrompt(t *testing.T) {
 
 func TestProviderFailureIsATurnFailedEvent(t *testing.T) {
 	p := &fakeProvider{calls: []func(context.Context, ModelRequest, func(Delta)) (*ModelResponse, error){
-		func(context.Context, ModelRequest, func(Delta)) (*ModelResponse, error) {
+		func(_ context.Context, _ ModelRequest, sink func(Delta)) (*ModelResponse, error) {
+			sink(Delta{Kind: DeltaText, Text: "half an answer"})
 			return nil, errors.New("502 bad gateway")
 		},
 	}}
@@ -301,6 +302,10 @@ func TestProviderFailureIsATurnFailedEvent(t *testing.T) {
 	require.Equal(t, EventTurnFailed, events[len(events)-1].Type)
 	require.NoError(t, json.Unmarshal(events[len(events)-1].Data, &d))
 	require.Equal(t, TurnFailedData{Kind: tools.ErrProviderError, Message: "502 bad gateway"}, d)
+	// What streamed before the failure stays, marked partial, for replay.
+	var partial AssistantMessageData
+	require.NoError(t, json.Unmarshal(events[len(events)-2].Data, &partial))
+	require.Equal(t, AssistantMessageData{Text: "half an answer", Partial: true}, partial)
 }
 
 func TestReopenedSessionKeepsModeModelAndHistory(t *testing.T) {
