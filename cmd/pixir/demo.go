@@ -104,7 +104,7 @@ func demo(stdout, stderr io.Writer, keep bool) error {
 		r.Println("── stop: " + res.StopReason)
 		return res.StopReason, nil
 	}
-	for _, text := range []string{"hello", "look around and list the files", "create a file for me"} {
+	for _, text := range []string{"hello", "look around and list the files", "create a file for me", "delegate the looking around to a subagent"} {
 		if _, err := prompt(text); err != nil {
 			return err
 		}
@@ -118,9 +118,9 @@ func demo(stdout, stderr io.Writer, keep bool) error {
 		return err
 	}
 
-	r.Println("\n── a slow answer, cancelled after 400 ms")
+	r.Println("\n── a slow answer, cancelled after 1.5 s")
 	go func() {
-		time.Sleep(400 * time.Millisecond)
+		time.Sleep(1500 * time.Millisecond)
 		_ = c.Notify(ctx, "session/cancel", map[string]any{"sessionId": sess.SessionID})
 	}()
 	if _, err := prompt("think hard about it, slowly"); err != nil {

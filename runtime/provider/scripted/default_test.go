@@ -88,6 +88,12 @@ func TestDefaultConversations(t *testing.T) {
 		{"list files", "what files are here?", []step{
 			{reasoning: true, calls: []wantCall{{name: "bash", args: `{"command":"ls -la"}`}}},
 		}},
+		{"delegate", "delegate it to a subagent", []step{
+			{reasoning: true, calls: []wantCall{{name: "spawn_agent", args: `{"agent":"default","task":"look around and list the files"}`}}},
+			{result: okResult(map[string]any{"id": "sa-1", "status": "queued"}), calls: []wantCall{{name: "wait_agent", args: `{"timeout_ms":60000}`}}},
+			{result: okResult(map[string]any{"agents": []any{map[string]any{"id": "sa-1", "status": "completed", "summary": "Here is what ls shows"}}}),
+				contains: []string{"The subagent (sa-1) finished with status completed", "Here is what ls shows"}},
+		}},
 		{"write", "create a file please", []step{
 			{reasoning: true, contains: []string{"hello.txt"}, calls: []wantCall{{name: "write",
 				args: mustJSON(map[string]string{"path": "hello.txt", "content": helloContent})}}},
@@ -220,6 +226,8 @@ func TestDefaultRuleOrder(t *testing.T) {
 		{"hi, write a file", "write"},
 		{"create hello.txt", "write"},
 		{"hello", "greeting"},
+		{"use subagents", "delegate"},
+		{"delegate looking around and listing the files", "delegate"},
 		{"good morning", "greeting"},
 		{"this will fail", "fail"},
 		{"failure please", "fail"},

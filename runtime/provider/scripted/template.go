@@ -3,6 +3,7 @@ package scripted
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"text/template"
 	"text/template/parse"
@@ -110,8 +111,9 @@ func resultOutput(s string) string {
 	return string(env.Output)
 }
 
-// field returns the value at a dotted path ("output.exit_code") of the JSON
-// text s: a string as is, anything else as compact JSON, "" when missing.
+// field returns the value at a dotted path ("output.exit_code", with
+// numbers indexing arrays: "output.agents.0.summary") of the JSON text s: a
+// string as is, anything else as compact JSON, "" when missing.
 func field(path, s string) string {
 	var v any
 	if json.Unmarshal([]byte(s), &v) != nil {
@@ -121,11 +123,19 @@ func field(path, s string) string {
 		if part == "" {
 			continue
 		}
-		m, ok := v.(map[string]any)
-		if !ok {
-			return ""
-		}
-		if v, ok = m[part]; !ok {
+		switch x := v.(type) {
+		case map[string]any:
+			var ok bool
+			if v, ok = x[part]; !ok {
+				return ""
+			}
+		case []any:
+			i, err := strconv.Atoi(part)
+			if err != nil || i < 0 || i >= len(x) {
+				return ""
+			}
+			v = x[i]
+		default:
 			return ""
 		}
 	}
