@@ -404,12 +404,19 @@ type permissionAsker struct {
 }
 
 func (a *permissionAsker) AskPermission(ctx context.Context, req runtime.PermissionRequest) (runtime.PermissionOutcome, error) {
+	call := ToolCall{
+		ToolCallID: req.ToolCallID, Title: req.Title, Kind: string(req.Kind), Status: "pending",
+		RawInput: rawInput(req.Arguments), Locations: locations(a.sess.Workspace().Root(), req.Locations),
+	}
+	if req.SubagentID != "" {
+		// A child's own tool calls are not shown to the client; its tool
+		// call in the parent's session is what the question is about.
+		call.ToolCallID = subagentCallID(req.SubagentID)
+		call.Status, call.Kind, call.Locations = "", "", nil
+	}
 	params := RequestPermissionRequest{
 		SessionID: req.SessionID,
-		ToolCall: ToolCall{
-			ToolCallID: req.ToolCallID, Title: req.Title, Kind: string(req.Kind), Status: "pending",
-			RawInput: rawInput(req.Arguments), Locations: locations(a.sess.Workspace().Root(), req.Locations),
-		},
+		ToolCall:  call,
 		Options: []PermissionOption{
 			{OptionID: string(runtime.AllowOnce), Name: "Allow once", Kind: "allow_once"},
 			{OptionID: string(runtime.AllowAlways), Name: "Always allow " + req.Tool + " in this session", Kind: "allow_always"},

@@ -352,7 +352,11 @@ func (m *Manager) run(ctx context.Context, sa *subagent, event, input string) {
 	m.record(sa, event, input)
 
 	tracker := &childTracker{m: m, sa: sa}
-	stop, err := child.Prompt(ctx, Prompt{Text: input}, TurnOptions{Observe: tracker.observe, Ask: sa.ask})
+	var ask Asker
+	if sa.ask != nil {
+		ask = childAsker{sa: sa}
+	}
+	stop, err := child.Prompt(ctx, Prompt{Text: input}, TurnOptions{Observe: tracker.observe, Ask: ask})
 	summary = tracker.summary()
 	if sa.snap != nil {
 		if ch, err := sa.snap.Changes(context.WithoutCancel(ctx), child.workspace.Root()); err == nil {
@@ -850,6 +854,19 @@ func (m *Manager) detached(parentID string) []SubagentEventData {
 		}
 	}
 	return out
+}
+
+// childAsker asks the client that drives the parent on a child's behalf:
+// the client knows the parent's session and the child's tool call there,
+// not the child's own session.
+type childAsker struct{ sa *subagent }
+
+func (c childAsker) AskPermission(ctx context.Context, req PermissionRequest) (PermissionOutcome, error) {
+	if req.SubagentID == "" {
+		req.SessionID, req.SubagentID = c.sa.parent.ID(), c.sa.id
+		req.Title = c.sa.agent + ": " + req.Title
+	}
+	return c.sa.ask.AskPermission(ctx, req)
 }
 
 // childTracker watches a child's turn: it remembers the final answer and a

@@ -17,7 +17,10 @@ type Observer func(Event)
 // PermissionRequest asks whoever drives the session whether a tool call may
 // run.
 type PermissionRequest struct {
-	SessionID  string
+	SessionID string
+	// SubagentID is set when a Subagent asks: SessionID is then its
+	// top-level ancestor's, the session the client knows.
+	SubagentID string
 	ToolCallID string
 	Tool       string
 	Title      string

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/pixir-go/pixir/acp/client"
 )
 
 // These tests drive the built pixir binary over real pipes, as an editor
@@ -880,4 +882,58 @@ func TestKilledWithChildrenRunningReloadsThemDetached(t *testing.T) {
 	text := agentText(updates(t, before))
 	require.Contains(t, text, `"status":"detached"`)
 	require.Contains(t, text, `"summary":"summary of child quick"`, "a completed child's summary is intact")
+}
+
+func TestASubagentsPermissionRequestNamesItsToolCallInTheParentSession(t *testing.T) {
+	e := newEnv(t, `
+[[rule]]
+match = "^delegate a write$"
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "spawn_agent"
+  arguments = { task = "write a file", workspace_mode = "shared" }
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "wait_agent"
+  arguments = { timeout_ms = 10000 }
+  [[rule.reply]]
+  text = "done"
+[[rule]]
+match = "^write a file$"
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "write"
+  arguments = { path = "child.txt", content = "from the child\n" }
+  [[rule.reply]]
+  text = "wrote it"
+`)
+	a := e.start()
+	a.initialize()
+	sid := a.newSession()
+	a.result(2, "session/set_mode", map[string]any{"sessionId": sid, "modeId": "ask"}, nil)
+	a.sendJSON(map[string]any{"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": promptParams(sid, "delegate a write")})
+	var asked map[string]any
+	m, seen := a.serveUntilReply("3", map[string]func(json.RawMessage) any{
+		"session/request_permission": func(p json.RawMessage) any {
+			require.NoError(t, json.Unmarshal(p, &asked))
+			res, err := client.Select(p, "allow_once")
+			require.NoError(t, err)
+			return res
+		},
+	})
+	require.Equal(t, "end_turn", stopReason(t, m))
+	// spawn_agent itself asks first (a mutation); then the child's write.
+	require.Equal(t, sid, asked["sessionId"], "the client is asked in the session it knows")
+	callID := asked["toolCall"].(map[string]any)["toolCallId"].(string)
+	require.True(t, strings.HasPrefix(callID, "subagent-"), callID)
+	announced := false
+	for _, u := range updates(t, seen) {
+		if u["sessionUpdate"] == "tool_call" && u["toolCallId"] == callID {
+			announced = true
+		}
+	}
+	require.True(t, announced, "the child's tool call was sent before the question about it")
+	data, err := os.ReadFile(filepath.Join(e.ws, "child.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "from the child\n", string(data))
 }
