@@ -74,9 +74,10 @@ func New(cfg Config) *Runtime {
 	return rt
 }
 
-// newChildSession makes the session of a Subagent in dir. It is owned by
+// newChildSession makes the session of a Subagent working in dir, with its
+// Log in logDir (outside a snapshot, so the Log outlives it). It is owned by
 // the Subagents Manager, not listed among the user's sessions.
-func (r *Runtime) newChildSession(dir string, parent *Session, depth int, mode Mode, model, system string) (*Session, error) {
+func (r *Runtime) newChildSession(dir, logDir string, parent *Session, depth int, mode Mode, model, system string) (*Session, error) {
 	shared := dir == parent.workspace.Root()
 	ws := parent.workspace
 	if !shared {
@@ -86,7 +87,7 @@ func (r *Runtime) newChildSession(dir string, parent *Session, depth int, mode M
 		}
 	}
 	id := newSessionID()
-	log, err := CreateLog(logPath(ws.Root(), id))
+	log, err := CreateLog(filepath.Join(logDir, id+".ndjson"))
 	if err != nil {
 		if !shared {
 			ws.Close()

@@ -101,6 +101,7 @@ type SubagentEventData struct {
 	ParentID         string             `json:"parent_id"`
 	SubagentID       string             `json:"subagent_id"`
 	ChildSessionID   string             `json:"child_session_id,omitempty"`
+	ChildLog         string             `json:"child_log,omitempty"`
 	ParentToolCallID string             `json:"parent_tool_call_id,omitempty"`
 	Agent            string             `json:"agent"`
 	Task             string             `json:"task"`
@@ -167,6 +168,7 @@ type subagent struct {
 	cancel       context.CancelFunc
 	closing      bool
 	childSession string // known from the Log for a restored child
+	childLog     string // the path of the child's Log
 	restored     bool   // rebuilt from the Log: no session of this process
 	stopping     bool   // a queued child being cancelled
 }
@@ -278,7 +280,7 @@ func (b binding) Spawn(ctx context.Context, req tools.SpawnRequest) (tools.Subag
 	if mode == WorkspaceShared {
 		sa.workspace = b.parent.workspace.Root()
 	} else {
-		sa.workspace = filepath.Join(b.parent.workspace.Root(), StateDir, "subagents", id, "workspace")
+		sa.workspace = filepath.Join(m.home(sa), "workspace")
 	}
 	m.mu.Lock()
 	if m.closed {
@@ -424,12 +426,12 @@ func (m *Manager) prepare(ctx context.Context, sa *subagent) (*Session, error) {
 	if sa.spec.Model != "" && m.rt.knowsModel(sa.spec.Model) {
 		model = sa.spec.Model
 	}
-	child, err := m.rt.newChildSession(sa.workspace, sa.parent, sa.depth, mode, model, sa.spec.DeveloperInstructions)
+	child, err := m.rt.newChildSession(sa.workspace, m.home(sa), sa.parent, sa.depth, mode, model, sa.spec.DeveloperInstructions)
 	if err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
-	sa.child = child
+	sa.child, sa.childLog = child, child.log.Path()
 	m.mu.Unlock()
 	return child, nil
 }
@@ -473,7 +475,7 @@ func (m *Manager) eventLocked(sa *subagent, event, input, status string) Subagen
 		WorkspaceMode: sa.mode, Input: input, ElapsedMS: m.elapsedLocked(sa),
 	}
 	if sa.child != nil {
-		d.ChildSessionID = sa.child.ID()
+		d.ChildSessionID, d.ChildLog = sa.child.ID(), sa.childLog
 	}
 	if ended(status) {
 		d.Summary, d.Error, d.Changes = sa.summary, sa.failure, sa.changes
@@ -702,29 +704,34 @@ func (m *Manager) closeEnded(sa *subagent) tools.SubagentView {
 		return v
 	}
 	sa.status = SubagentClosed
-	child, snapDir := sa.child, ""
-	if sa.mode == WorkspaceIsolated {
-		snapDir = filepath.Dir(sa.workspace)
-	}
+	child, isolated := sa.child, sa.mode == WorkspaceIsolated
 	v := m.viewLocked(sa)
 	m.mu.Unlock()
 	m.record(sa, "closed", "")
 	if child != nil {
 		child.close()
 	}
-	if snapDir != "" {
+	if isolated {
 		m.removeSnapshot(sa)
 	}
 	return v
 }
 
-// removeSnapshot deletes the folder of an isolated child's snapshot.
+// home is the folder of a Subagent's own state under its parent's
+// workspace: .pixir/subagents/<id>/ holds its session Log and, when
+// isolated, its workspace snapshot.
+func (m *Manager) home(sa *subagent) string {
+	return filepath.Join(sa.parent.workspace.Root(), StateDir, "subagents", sa.id)
+}
+
+// removeSnapshot deletes an isolated child's workspace snapshot; its Log,
+// beside it, stays as evidence.
 func (m *Manager) removeSnapshot(sa *subagent) {
 	remove := m.cfg.RemoveSnapshot
 	if remove == nil {
 		remove = os.RemoveAll
 	}
-	if err := remove(filepath.Dir(sa.workspace)); err != nil {
+	if err := remove(sa.workspace); err != nil {
 		m.rt.log.Warn("removing a subagent snapshot", "subagent", sa.id, "err", err)
 	}
 }

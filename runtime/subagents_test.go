@@ -171,17 +171,19 @@ func TestSubagentRunsInAnIsolatedSnapshotAndReportsChanges(t *testing.T) {
 	require.NoFileExists(t, filepath.Join(f.parent.workspace.Root(), "new.txt"), "an isolated child never writes the parent's workspace")
 	require.Equal(t, []string{"queued", "started", "finished"}, f.events.of(v.ID))
 
-	// The child's details stay in its own Log.
-	childLog := filepath.Join(got.Workspace, StateDir, "sessions", got.ChildSessionID+".ndjson")
+	// The child's details stay in its own Log, beside its snapshot.
+	childLog := filepath.Join(filepath.Dir(got.Workspace), got.ChildSessionID+".ndjson")
 	events, _, err := ReadLog(childLog)
 	require.NoError(t, err)
 	require.Contains(t, eventTypesOf(events), EventToolCall)
+	require.NoDirExists(t, filepath.Join(got.Workspace, StateDir), "the snapshot holds only the child's work")
 
-	// Closing releases the snapshot.
+	// Closing releases the snapshot; the Log stays as evidence.
 	closed, err := f.b.Close(context.Background(), v.ID)
 	require.NoError(t, err)
 	require.Equal(t, SubagentClosed, closed.Status)
-	require.NoDirExists(t, filepath.Dir(got.Workspace))
+	require.NoDirExists(t, got.Workspace)
+	require.FileExists(t, childLog)
 	require.Equal(t, []string{"queued", "started", "finished", "closed"}, f.events.of(v.ID))
 }
 
@@ -213,6 +215,18 @@ func TestMaxThreadsQueuesInOrder(t *testing.T) {
 	require.Equal(t, []string{"queued", "started", "cancelled", "closed"}, f.events.of(a.ID))
 }
 
+func TestASharedChildIsNotListedAsAUserSession(t *testing.T) {
+	f := newManagerFixture(t, SubagentConfig{})
+	v, err := f.b.Spawn(context.Background(), tools.SpawnRequest{Task: "quick", WorkspaceMode: WorkspaceShared})
+	require.NoError(t, err)
+	out := f.wait(t, v.ID)
+	require.Equal(t, f.parent.workspace.Root(), out.Agents[0].Workspace)
+	list, err := f.rt.ListSessions(f.parent.workspace.Root())
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	require.Equal(t, f.parent.ID(), list[0].ID)
+}
+
 func TestCloseAQueuedChild(t *testing.T) {
 	f := newManagerFixture(t, SubagentConfig{MaxThreads: 1})
 	running, queued := f.spawn(t, "hang here"), f.spawn(t, "never runs")
@@ -230,7 +244,7 @@ func TestCloseAQueuedChild(t *testing.T) {
 
 func TestDepthIsEnforced(t *testing.T) {
 	f := newManagerFixture(t, SubagentConfig{MaxDepth: 1})
-	child, err := f.rt.newChildSession(t.TempDir(), f.parent, 1, ModeAuto, "m", "")
+	child, err := f.rt.newChildSession(t.TempDir(), t.TempDir(), f.parent, 1, ModeAuto, "m", "")
 	require.NoError(t, err)
 	defer child.close()
 	_, err = binding{m: f.rt.subagents, parent: child}.Spawn(context.Background(), tools.SpawnRequest{Task: "x"})
