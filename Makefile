@@ -39,6 +39,7 @@ FUZZTIME ?= 15s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzValidatorAgreesWithSanthosh$$' -fuzztime $(FUZZTIME) ./tools/
 	$(GO) test -run '^$$' -fuzz '^FuzzResolve$$' -fuzztime $(FUZZTIME) ./runtime/
+	$(GO) test -run '^$$' -fuzz '^FuzzOverlapSound$$' -fuzztime $(FUZZTIME) ./workflows/
 
 $(GOLANGCI_LINT):
 	GOBIN=$(TOOLS) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION)

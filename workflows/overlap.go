@@ -1,0 +1,534 @@
+package workflows
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/bmatcuk/doublestar/v4"
+)
+
+// Overlap reports whether some path could match both doublestar patterns.
+// It decides the question exactly for the pattern language (literals, ?, *,
+// **, [classes], {alternatives}, \ escapes) by searching the product of the
+// two patterns' automata, then widens the answer in the conservative
+// direction wherever the filesystem or the caller might disagree with a
+// literal reading. The conservative cases, each tested in overlap_test.go:
+//
+//   - a pattern whose last segment has no wildcard also covers everything
+//     beneath it: "src" names the directory src, so it overlaps "src/a.go"
+//     (a step that reads "lib" reads the files in lib). A pattern ending in
+//     a wildcard ("*.md", "*") names files by shape and covers only what it
+//     matches, so "**/*.go" and "**/*.md" stay disjoint even though a
+//     directory could be called "x.md";
+//   - letters are compared without case (ASCII ranges and simple Unicode
+//     folding of literals), because on a case-insensitive filesystem
+//     "README.md" and "readme.md" are one file; a negated class such as
+//     [^a] is then taken to match any character;
+//   - an invalid pattern, or one with an empty segment ("a//b", "a/"),
+//     overlaps everything (Validate rejects both first; this only keeps
+//     Overlap safe on its own);
+//   - a pattern whose {a,b} alternatives expand to more than maxExpansions
+//     overlaps everything.
+//
+// Overlap does not normalise paths: "./a" and "a" differ here, and
+// Normalize strips "./" before any comparison.
+func Overlap(a, b string) bool {
+	pa, okA := compile(a)
+	pb, okB := compile(b)
+	if !okA || !okB {
+		return true
+	}
+	for _, x := range pa {
+		for _, y := range pb {
+			if pathsOverlap(x, y) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// maxExpansions bounds brace expansion; beyond it Overlap gives up and says
+// yes rather than spend unbounded time on a pathological pattern.
+const maxExpansions = 256
+
+// segment is one path segment of a pattern: either ** (any number of whole
+// segments) or a sequence of single-character matchers and stars.
+type segment struct {
+	globstar bool
+	toks     []token
+}
+
+// literal reports whether a segment has no wildcard at all, so a pattern
+// ending in it reads as naming a directory (or file) by name.
+func (s segment) literal() bool {
+	if s.globstar {
+		return false
+	}
+	for _, t := range s.toks {
+		if !t.lit {
+			return false
+		}
+	}
+	return true
+}
+
+// token matches one character (set) or, when star, any run of characters
+// within a segment.
+type token struct {
+	star bool
+	lit  bool // a plain or escaped character, not ?, * or a class
+	set  charSet
+}
+
+// compile expands braces and splits each alternative into segments, adding
+// a trailing ** after a literal last segment so a named directory covers
+// its contents.
+// ok is false when the pattern is invalid or expands too far.
+func compile(p string) (alts [][]segment, ok bool) {
+	if !doublestar.ValidatePattern(p) {
+		return nil, false
+	}
+	exp, ok := expandBraces(p, maxExpansions)
+	if !ok {
+		return nil, false
+	}
+	for _, e := range exp {
+		segs, ok := splitSegments(e)
+		if !ok {
+			return nil, false
+		}
+		if n := len(segs); n > 0 && segs[n-1].literal() {
+			segs = append(segs, segment{globstar: true})
+		}
+		alts = append(alts, segs)
+	}
+	return alts, true
+}
+
+// expandBraces rewrites {a,b} alternatives (nested ones too) into separate
+// patterns, leaving escapes and character classes untouched.
+func expandBraces(p string, limit int) ([]string, bool) {
+	open := -1
+	inClass := false
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; {
+		case c == '\\':
+			i++
+		case inClass:
+			if c == ']' {
+				inClass = false
+			}
+		case c == '[':
+			inClass = true
+			// A ] right after [ or [^ / [! is a literal member.
+			if i+1 < len(p) && (p[i+1] == '^' || p[i+1] == '!') {
+				i++
+			}
+			if i+1 < len(p) && p[i+1] == ']' {
+				i++
+			}
+		case c == '{':
+			open = i
+		}
+		if open >= 0 {
+			break
+		}
+	}
+	if open < 0 {
+		return []string{p}, true
+	}
+	// Find the matching } and the top-level commas between.
+	depth, cuts, end := 0, []int{open}, -1
+	inClass = false
+scan:
+	for i := open + 1; i < len(p); i++ {
+		switch c := p[i]; {
+		case c == '\\':
+			i++
+		case inClass:
+			if c == ']' {
+				inClass = false
+			}
+		case c == '[':
+			inClass = true
+			if i+1 < len(p) && (p[i+1] == '^' || p[i+1] == '!') {
+				i++
+			}
+			if i+1 < len(p) && p[i+1] == ']' {
+				i++
+			}
+		case c == '{':
+			depth++
+		case c == '}':
+			if depth == 0 {
+				end = i
+				break scan
+			}
+			depth--
+		case c == ',' && depth == 0:
+			cuts = append(cuts, i)
+		}
+	}
+	if end < 0 {
+		return nil, false
+	}
+	cuts = append(cuts, end)
+	prefix, suffix := p[:open], p[end+1:]
+	var out []string
+	for k := 0; k+1 < len(cuts); k++ {
+		alt := prefix + p[cuts[k]+1:cuts[k+1]] + suffix
+		sub, ok := expandBraces(alt, limit-len(out))
+		if !ok {
+			return nil, false
+		}
+		out = append(out, sub...)
+		if len(out) > limit {
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+// splitSegments splits a brace-free pattern on unescaped slashes outside
+// classes and tokenises each segment. A segment that is exactly ** is a
+// globstar; ** inside a segment (a**b) is a plain star, as in doublestar.
+func splitSegments(p string) ([]segment, bool) {
+	var parts []string
+	start, inClass := 0, false
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; {
+		case c == '\\':
+			i++
+		case inClass:
+			if c == ']' {
+				inClass = false
+			}
+		case c == '[':
+			inClass = true
+			if i+1 < len(p) && (p[i+1] == '^' || p[i+1] == '!') {
+				i++
+			}
+			if i+1 < len(p) && p[i+1] == ']' {
+				i++
+			}
+		case c == '/':
+			parts = append(parts, p[start:i])
+			start = i + 1
+		}
+	}
+	parts = append(parts, p[start:])
+	segs := make([]segment, 0, len(parts))
+	for _, part := range parts {
+		if part == "" {
+			// "a//b" or "a/": doublestar's matching of empty segments is
+			// not worth modelling; Validate rejects them anyway.
+			return nil, false
+		}
+		if part == "**" {
+			// Consecutive globstars are one.
+			if n := len(segs); n > 0 && segs[n-1].globstar {
+				continue
+			}
+			segs = append(segs, segment{globstar: true})
+			continue
+		}
+		toks, ok := tokenize(part)
+		if !ok {
+			return nil, false
+		}
+		segs = append(segs, segment{toks: toks})
+	}
+	return segs, true
+}
+
+// tokenize turns one segment into tokens, folding case as Overlap promises.
+func tokenize(s string) ([]token, bool) {
+	var toks []token
+	for i := 0; i < len(s); {
+		c, w := utf8.DecodeRuneInString(s[i:])
+		switch c {
+		case '*':
+			if n := len(toks); n == 0 || !toks[n-1].star {
+				toks = append(toks, token{star: true})
+			}
+			i += w
+		case '?':
+			toks = append(toks, token{set: anyChar()})
+			i += w
+		case '[':
+			set, n, ok := parseClass(s[i:])
+			if !ok {
+				return nil, false
+			}
+			toks = append(toks, token{set: set})
+			i += n
+		case '\\':
+			i += w
+			if i >= len(s) {
+				return nil, false
+			}
+			c, w = utf8.DecodeRuneInString(s[i:])
+			toks = append(toks, token{lit: true, set: literal(c)})
+			i += w
+		default:
+			toks = append(toks, token{lit: true, set: literal(c)})
+			i += w
+		}
+	}
+	return toks, true
+}
+
+// parseClass reads a [class] at the start of s and returns its folded set
+// and the bytes it used.
+func parseClass(s string) (charSet, int, bool) {
+	i := 1
+	negated := false
+	if i < len(s) && (s[i] == '^' || s[i] == '!') {
+		negated = true
+		i++
+	}
+	var rs []runeRange
+	first := true
+	for i < len(s) {
+		if s[i] == ']' && !first {
+			if negated {
+				// Folded, a negated class may match either case of what it
+				// excludes; treat it as any character.
+				return anyChar(), i + 1, true
+			}
+			return foldRanges(rs), i + 1, true
+		}
+		first = false
+		lo, w, ok := classRune(s[i:])
+		if !ok {
+			return charSet{}, 0, false
+		}
+		i += w
+		hi := lo
+		if i+1 < len(s) && s[i] == '-' && s[i+1] != ']' {
+			hi, w, ok = classRune(s[i+1:])
+			if !ok {
+				return charSet{}, 0, false
+			}
+			i += 1 + w
+		}
+		if lo <= hi {
+			rs = append(rs, runeRange{lo, hi})
+		}
+	}
+	return charSet{}, 0, false
+}
+
+func classRune(s string) (rune, int, bool) {
+	if s[0] == '\\' {
+		if len(s) < 2 {
+			return 0, 0, false
+		}
+		r, w := utf8.DecodeRuneInString(s[1:])
+		return r, 1 + w, true
+	}
+	r, w := utf8.DecodeRuneInString(s)
+	return r, w, true
+}
+
+// runeRange is an inclusive range of runes.
+type runeRange struct{ lo, hi rune }
+
+// charSet is the set of characters one token accepts: the listed ranges, or
+// when negated every character but them. No set ever accepts '/', which
+// only separates segments.
+type charSet struct {
+	negated bool
+	ranges  []runeRange
+}
+
+func anyChar() charSet { return charSet{negated: true} }
+
+// literal is a one-character set widened to the character's case orbit.
+func literal(c rune) charSet {
+	rs := []runeRange{{c, c}}
+	for f := unicode.SimpleFold(c); f != c; f = unicode.SimpleFold(f) {
+		rs = append(rs, runeRange{f, f})
+	}
+	return charSet{ranges: rs}
+}
+
+// foldRanges adds the other ASCII case of every letter a range covers.
+func foldRanges(rs []runeRange) charSet {
+	out := append([]runeRange(nil), rs...)
+	for _, r := range rs {
+		if lo, hi := max(r.lo, 'a'), min(r.hi, 'z'); lo <= hi {
+			out = append(out, runeRange{lo - 'a' + 'A', hi - 'a' + 'A'})
+		}
+		if lo, hi := max(r.lo, 'A'), min(r.hi, 'Z'); lo <= hi {
+			out = append(out, runeRange{lo - 'A' + 'a', hi - 'A' + 'a'})
+		}
+		if r.lo == r.hi && r.lo > unicode.MaxASCII {
+			out = append(out, literal(r.lo).ranges...)
+		}
+	}
+	return charSet{ranges: out}
+}
+
+func (s charSet) has(c rune) bool {
+	if c == '/' {
+		return false
+	}
+	in := false
+	for _, r := range s.ranges {
+		if r.lo <= c && c <= r.hi {
+			in = true
+			break
+		}
+	}
+	return in != s.negated
+}
+
+// intersects reports whether some character is in both sets.
+func (s charSet) intersects(t charSet) bool {
+	if s.negated && t.negated {
+		// Two finite exclusions leave infinitely many characters.
+		return true
+	}
+	if s.negated {
+		s, t = t, s
+	}
+	// s is positive: look for a member of s that t accepts. Within each range
+	// of s the only candidates worth testing are its start and the first
+	// characters after an excluded range of t (or after '/').
+	for _, r := range s.ranges {
+		cands := []rune{r.lo, '/' + 1}
+		for _, x := range t.ranges {
+			cands = append(cands, x.lo, x.hi+1)
+		}
+		for _, c := range cands {
+			if c >= r.lo && c <= r.hi && t.has(c) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// pathsOverlap searches the product of two segment lists: state (i, j)
+// means both patterns could have consumed the same leading segments.
+func pathsOverlap(a, b []segment) bool {
+	type state struct{ i, j int }
+	seen := map[state]bool{}
+	var visit func(i, j int) bool
+	visit = func(i, j int) bool {
+		if i == len(a) && j == len(b) {
+			return true
+		}
+		st := state{i, j}
+		if seen[st] {
+			return false
+		}
+		seen[st] = true
+		if i < len(a) && a[i].globstar {
+			// ** matches nothing, or swallows one segment b produces.
+			if visit(i+1, j) || (j < len(b) && visit(i, j+1)) {
+				return true
+			}
+		}
+		if j < len(b) && b[j].globstar {
+			if visit(i, j+1) || (i < len(a) && visit(i+1, j)) {
+				return true
+			}
+		}
+		if i < len(a) && j < len(b) && !a[i].globstar && !b[j].globstar &&
+			segmentsOverlap(a[i].toks, b[j].toks) {
+			return visit(i+1, j+1)
+		}
+		return false
+	}
+	return visit(0, 0)
+}
+
+// segmentsOverlap reports whether some non-empty segment name matches both
+// token lists. The search runs over (position in a, position in b, whether
+// a character has been consumed yet).
+func segmentsOverlap(a, b []token) bool {
+	type state struct {
+		i, j     int
+		nonEmpty bool
+	}
+	seen := map[state]bool{}
+	var visit func(st state) bool
+	visit = func(st state) bool {
+		if st.i == len(a) && st.j == len(b) {
+			return st.nonEmpty
+		}
+		if seen[st] {
+			return false
+		}
+		seen[st] = true
+		i, j := st.i, st.j
+		// A star may match the empty string.
+		if i < len(a) && a[i].star && visit(state{i + 1, j, st.nonEmpty}) {
+			return true
+		}
+		if j < len(b) && b[j].star && visit(state{i, j + 1, st.nonEmpty}) {
+			return true
+		}
+		if i == len(a) || j == len(b) {
+			return false
+		}
+		// Consume one character both accept; a star stays where it is.
+		sa, sb := a[i].set, b[j].set
+		if a[i].star {
+			sa = anyChar()
+		}
+		if b[j].star {
+			sb = anyChar()
+		}
+		if !sa.intersects(sb) {
+			return false
+		}
+		ni, nj := i+1, j+1
+		if a[i].star {
+			ni = i
+		}
+		if b[j].star {
+			nj = j
+		}
+		return visit(state{ni, nj, true})
+	}
+	return visit(state{})
+}
+
+// patternProblem says why a workflow path pattern is unusable, or "" when it
+// is fine. Beyond doublestar's syntax a pattern must stay inside the
+// workspace, relative to its root, without empty or dot segments, because
+// the scheduler compares patterns textually and a path that escapes the
+// workspace is a confinement question, not a scheduling one.
+func patternProblem(p string) string {
+	if p == "" {
+		return "it is empty"
+	}
+	if !doublestar.ValidatePattern(p) {
+		return "it is not a valid doublestar pattern (an unclosed [ or {, or a trailing \\)"
+	}
+	if strings.HasPrefix(p, "/") {
+		return "it is absolute; write it relative to the workspace root"
+	}
+	exp, ok := expandBraces(p, maxExpansions)
+	if !ok {
+		return "its {a,b} alternatives expand to more than 256 patterns"
+	}
+	for _, e := range exp {
+		for seg := range strings.SplitSeq(e, "/") {
+			switch seg {
+			case "":
+				return "it has an empty path segment (// or a leading / inside braces)"
+			case "..":
+				return "it climbs out of the workspace with ..; patterns stay inside the workspace"
+			case ".":
+				return "it has a . segment; write the path without it"
+			}
+		}
+	}
+	return ""
+}

@@ -1,0 +1,272 @@
+package workflows
+
+import (
+	"fmt"
+)
+
+// ConflictRule names the ADR 0012 rule that makes two steps unable to run
+// at the same time.
+type ConflictRule string
+
+const (
+	// RuleWriteOverlap: two writers whose write sets overlap serialize,
+	// whatever their workspaces, because without merge-back the second
+	// must see (or at least not race) the first's files.
+	RuleWriteOverlap ConflictRule = "write_sets_overlap"
+	// RuleSharedWriteRead: a writer in the shared workspace conflicts with
+	// any other step whose read set overlaps its write set, since that step
+	// would read files while they change (an isolated reader too: its
+	// snapshot is taken from the live workspace).
+	RuleSharedWriteRead ConflictRule = "shared_writer_read_overlap"
+	// RuleMaxConcurrency is not a conflict between two steps: the step was
+	// runnable but every slot was taken.
+	RuleMaxConcurrency ConflictRule = "max_concurrency"
+)
+
+// Conflict says why two steps may not run at the same time: the rule and
+// the pair of patterns that overlap (the first from Step, the second from
+// With). For RuleMaxConcurrency, With and Patterns are empty.
+type Conflict struct {
+	Step     string       `json:"step"`
+	With     string       `json:"with,omitempty"`
+	Rule     ConflictRule `json:"rule"`
+	Patterns []string     `json:"patterns,omitempty"`
+	Reason   string       `json:"reason"`
+}
+
+// MergeRisk is a pair of writers, at least one isolated, whose write sets
+// overlap. They are serialized, but an isolated writer's changes stay in
+// its snapshot (there is no merge-back yet), so bringing both back into the
+// workspace may conflict: the parent should know before it runs them.
+type MergeRisk struct {
+	Steps    []string `json:"steps"`
+	Patterns []string `json:"patterns"`
+	Reason   string   `json:"reason"`
+}
+
+// effectiveWrite is what a step may write: nothing for a read-only step,
+// the whole workspace for a writer that named nothing.
+func effectiveWrite(s *Step) []string {
+	if s.PermissionMode != Writer {
+		return nil
+	}
+	if len(s.WriteSet) == 0 {
+		return []string{WholeWorkspace}
+	}
+	return s.WriteSet
+}
+
+// effectiveRead is what a step may read: everything unless it said.
+func effectiveRead(s *Step) []string {
+	if len(s.ReadSet) == 0 {
+		return []string{WholeWorkspace}
+	}
+	return s.ReadSet
+}
+
+// firstOverlap returns the first pair (in declaration order) of patterns
+// from xs and ys that overlap.
+func firstOverlap(overlap func(a, b string) bool, xs, ys []string) ([]string, bool) {
+	for _, x := range xs {
+		for _, y := range ys {
+			if overlap(x, y) {
+				return []string{x, y}, true
+			}
+		}
+	}
+	return nil, false
+}
+
+// Conflicts applies the conflict rules of ADR 0012 to two steps and says
+// whether they must not run at the same time, and why. Read-only steps
+// never conflict with each other; isolated writers never block readers
+// (they mutate a snapshot). The result does not depend on the argument
+// order except for which step is named first.
+func Conflicts(a, b *Step) (Conflict, bool) { return conflicts(Overlap, a, b) }
+
+func conflicts(overlap func(a, b string) bool, a, b *Step) (Conflict, bool) {
+	wa, wb := effectiveWrite(a), effectiveWrite(b)
+	if len(wa) > 0 && len(wb) > 0 {
+		if p, ok := firstOverlap(overlap, wa, wb); ok {
+			return Conflict{Step: a.ID, With: b.ID, Rule: RuleWriteOverlap, Patterns: p,
+				Reason: fmt.Sprintf("both write: %s writes %q and %s writes %q, which overlap", a.ID, p[0], b.ID, p[1])}, true
+		}
+	}
+	if a.WorkspaceMode == Shared && len(wa) > 0 {
+		if p, ok := firstOverlap(overlap, wa, effectiveRead(b)); ok {
+			return Conflict{Step: a.ID, With: b.ID, Rule: RuleSharedWriteRead, Patterns: p,
+				Reason: fmt.Sprintf("%s writes %q in the shared workspace while %s reads %q", a.ID, p[0], b.ID, p[1])}, true
+		}
+	}
+	if b.WorkspaceMode == Shared && len(wb) > 0 {
+		if p, ok := firstOverlap(overlap, effectiveRead(a), wb); ok {
+			return Conflict{Step: a.ID, With: b.ID, Rule: RuleSharedWriteRead, Patterns: p,
+				Reason: fmt.Sprintf("%s reads %q while %s writes %q in the shared workspace", a.ID, p[0], b.ID, p[1])}, true
+		}
+	}
+	return Conflict{}, false
+}
+
+// MergeRiskOf reports two writers, at least one of them isolated, whose
+// write sets overlap.
+func MergeRiskOf(a, b *Step) (MergeRisk, bool) { return mergeRisk(Overlap, a, b) }
+
+func mergeRisk(overlap func(a, b string) bool, a, b *Step) (MergeRisk, bool) {
+	wa, wb := effectiveWrite(a), effectiveWrite(b)
+	if len(wa) == 0 || len(wb) == 0 || (a.WorkspaceMode != Isolated && b.WorkspaceMode != Isolated) {
+		return MergeRisk{}, false
+	}
+	p, ok := firstOverlap(overlap, wa, wb)
+	if !ok {
+		return MergeRisk{}, false
+	}
+	return MergeRisk{Steps: []string{a.ID, b.ID}, Patterns: p,
+		Reason: fmt.Sprintf("%s writes %q and %s writes %q, which overlap; an isolated writer's changes stay in its snapshot (no automatic merge-back), so bringing both back may conflict", a.ID, p[0], b.ID, p[1])}, true
+}
+
+// PlannedStep is one step as the dry run will run it.
+type PlannedStep struct {
+	ID            string         `json:"id"`
+	Agent         string         `json:"agent,omitempty"`
+	Wave          int            `json:"wave"` // 1-based
+	Posture       PermissionMode `json:"posture"`
+	WorkspaceMode WorkspaceMode  `json:"workspace_mode"`
+	DependsOn     []string       `json:"depends_on"`
+	ReadSet       []string       `json:"read_set"`
+	WriteSet      []string       `json:"write_set"`
+}
+
+// Serialization records that a step (Conflict.Step) was runnable, its
+// dependencies done, for Wave but was pushed later: by a conflict with a
+// step of that wave, or because max_concurrency slots were full (Rule
+// RuleMaxConcurrency, With empty). Each (step, with) pair is recorded once,
+// at the first wave it held the step back.
+type Serialization struct {
+	Wave int `json:"wave"`
+	Conflict
+}
+
+// DryRun is what run_workflow's dry run returns: the waves the scheduler
+// would run if every step took the same time, and why it ordered them so.
+type DryRun struct {
+	MaxConcurrency int             `json:"max_concurrency"`
+	FailurePolicy  FailurePolicy   `json:"failure_policy"`
+	Waves          [][]string      `json:"waves"`
+	Steps          []PlannedStep   `json:"steps"`
+	Serialized     []Serialization `json:"serialized"`
+	MergeRisks     []MergeRisk     `json:"merge_conflict_risk"`
+}
+
+// Waves validates w and simulates the greedy deterministic scheduler with
+// every step taking one unit of time: at each tick the steps whose
+// dependencies are all done are considered in declaration order, and each
+// starts if a slot is free and it conflicts with no step already started in
+// this tick (with equal durations, those are exactly the running steps).
+// The real scheduler is event-driven; with equal durations it makes the
+// same choices, so these waves are what a dry run can honestly promise.
+// w must be normalised (Parse does it); an invalid w yields the
+// *tools.Failure from Validate.
+func Waves(w *Workflow) (DryRun, error) {
+	if f := Validate(w); f != nil {
+		return DryRun{}, f
+	}
+	n := len(w.Steps)
+	index := make(map[string]int, n)
+	for i := range w.Steps {
+		index[w.Steps[i].ID] = i
+	}
+	wave := make([]int, n) // 0: not started
+	out := DryRun{
+		MaxConcurrency: w.MaxConcurrency, FailurePolicy: w.FailurePolicy,
+		Waves: [][]string{}, Serialized: []Serialization{}, MergeRisks: []MergeRisk{},
+	}
+	recorded := map[[2]string]bool{}
+	// Workflows reuse a few patterns across many steps: remember each
+	// pair's answer instead of recompiling both patterns per comparison.
+	memo := map[[2]string]bool{}
+	overlap := func(a, b string) bool {
+		k := [2]string{a, b}
+		v, ok := memo[k]
+		if !ok {
+			v = Overlap(a, b)
+			memo[k] = v
+		}
+		return v
+	}
+	for started := 0; started < n; {
+		t := len(out.Waves) + 1
+		var now []int
+		for i := range w.Steps {
+			if wave[i] != 0 || !depsDone(&w.Steps[i], index, wave, t) {
+				continue
+			}
+			s := &w.Steps[i]
+			blocked := false
+			for _, r := range now {
+				if c, ok := conflicts(overlap, s, &w.Steps[r]); ok {
+					blocked = true
+					if key := [2]string{s.ID, c.With}; !recorded[key] {
+						recorded[key] = true
+						out.Serialized = append(out.Serialized, Serialization{Wave: t, Conflict: c})
+					}
+				}
+			}
+			if !blocked && len(now) >= w.MaxConcurrency {
+				blocked = true
+				if key := [2]string{s.ID, ""}; !recorded[key] {
+					recorded[key] = true
+					out.Serialized = append(out.Serialized, Serialization{Wave: t, Conflict: Conflict{
+						Step: s.ID, Rule: RuleMaxConcurrency,
+						Reason: fmt.Sprintf("%s was ready but all %d slots of max_concurrency were taken", s.ID, w.MaxConcurrency),
+					}})
+				}
+			}
+			if !blocked {
+				now = append(now, i)
+			}
+		}
+		if len(now) == 0 {
+			// Unreachable for a validated (acyclic) workflow: some step with
+			// all dependencies done always fits into an empty wave.
+			return DryRun{}, fmt.Errorf("workflows: no step could start in wave %d", t)
+		}
+		ids := make([]string, len(now))
+		for k, i := range now {
+			wave[i] = t
+			ids[k] = w.Steps[i].ID
+		}
+		out.Waves = append(out.Waves, ids)
+		started += len(now)
+	}
+	for i := range w.Steps {
+		s := &w.Steps[i]
+		out.Steps = append(out.Steps, PlannedStep{
+			ID: s.ID, Agent: s.Agent, Wave: wave[i], Posture: s.PermissionMode, WorkspaceMode: s.WorkspaceMode,
+			DependsOn: nonNil(s.DependsOn), ReadSet: nonNil(effectiveRead(s)), WriteSet: nonNil(effectiveWrite(s)),
+		})
+		for j := i + 1; j < n; j++ {
+			if r, ok := mergeRisk(overlap, s, &w.Steps[j]); ok {
+				out.MergeRisks = append(out.MergeRisks, r)
+			}
+		}
+	}
+	return out, nil
+}
+
+// depsDone reports whether every dependency of s ran in a wave before t.
+func depsDone(s *Step, index map[string]int, wave []int, t int) bool {
+	for _, d := range s.DependsOn {
+		if w := wave[index[d]]; w == 0 || w >= t {
+			return false
+		}
+	}
+	return true
+}
+
+// nonNil keeps empty lists as [] in JSON, which reads better than null.
+func nonNil(xs []string) []string {
+	if xs == nil {
+		return []string{}
+	}
+	return xs
+}

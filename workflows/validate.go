@@ -1,0 +1,275 @@
+package workflows
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/pixir-go/pixir/tools"
+)
+
+// IDPattern is the rule for step ids: a lowercase letter, then up to 63
+// lowercase letters, digits, '_' or '-'. Ids become parts of file names,
+// Log keys and ACP tool-call ids, so they must be safe in all three and
+// must not differ only in case.
+var IDPattern = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)
+
+// Problem is one thing wrong with a workflow spec, structured so a model
+// (or a test) can act on it without parsing Message.
+type Problem struct {
+	// Code is one of: malformed_spec empty_workflow missing_id unsafe_id
+	// duplicate_id missing_task task_prompt_mismatch unknown_dependency
+	// self_dependency cycle invalid_pattern read_only_write_set
+	// invalid_output_schema invalid_enum invalid_number.
+	Code string `json:"code"`
+	// Index is the step's position in steps; nil for workflow-level problems.
+	Index *int   `json:"index,omitempty"`
+	Step  string `json:"step,omitempty"`
+	Field string `json:"field,omitempty"`
+	Value string `json:"value,omitempty"`
+	// Cycle is the cycle's path, first step repeated at the end.
+	Cycle   []string `json:"cycle,omitempty"`
+	Message string   `json:"message"`
+}
+
+// ValidationDetails is the Details of an invalid_args Failure from Validate.
+type ValidationDetails struct {
+	Problems []Problem `json:"problems"`
+}
+
+// Validate checks a normalised workflow before anything runs and returns
+// nil or an invalid_args Failure whose Message has one line per problem.
+// It reports every problem it can find in one pass, so a model fixes the
+// spec in one retry instead of one per problem.
+func Validate(w *Workflow) *tools.Failure {
+	var v validator
+	v.workflow(w)
+	if len(v.problems) == 0 {
+		return nil
+	}
+	lines := make([]string, len(v.problems))
+	for i, p := range v.problems {
+		lines[i] = p.Message
+	}
+	return &tools.Failure{
+		Kind:    tools.ErrInvalidArgs,
+		Message: strings.Join(lines, "\n"),
+		Details: ValidationDetails{Problems: v.problems},
+	}
+}
+
+type validator struct{ problems []Problem }
+
+func (v *validator) add(p Problem) { v.problems = append(v.problems, p) }
+
+// stepProblem records a problem of steps[i], its message prefixed with the
+// step's position and id so the model can find it.
+func (v *validator) stepProblem(i int, s *Step, code, field, value, format string, args ...any) {
+	label := fmt.Sprintf("steps[%d]", i)
+	if s.ID != "" {
+		label += fmt.Sprintf(" %q", s.ID)
+	}
+	v.add(Problem{
+		Code: code, Index: &i, Step: s.ID, Field: field, Value: value,
+		Message: label + ": " + fmt.Sprintf(format, args...),
+	})
+}
+
+func (v *validator) workflow(w *Workflow) {
+	if w.MaxConcurrency < 1 {
+		v.add(Problem{Code: "invalid_number", Field: "max_concurrency", Value: fmt.Sprint(w.MaxConcurrency),
+			Message: fmt.Sprintf("max_concurrency: %d must be at least 1 (omit it for %d)", w.MaxConcurrency, DefaultMaxConcurrency)})
+	}
+	if w.TimeoutMS < 0 {
+		v.add(Problem{Code: "invalid_number", Field: "timeout_ms", Value: fmt.Sprint(w.TimeoutMS),
+			Message: fmt.Sprintf("timeout_ms: %d must be at least 1 (omit it for no workflow-wide limit)", w.TimeoutMS)})
+	}
+	if w.FailurePolicy != KeepGoing && w.FailurePolicy != FailFast {
+		v.add(Problem{Code: "invalid_enum", Field: "failure_policy", Value: string(w.FailurePolicy),
+			Message: fmt.Sprintf("failure_policy: %q is not one of keep_going, fail_fast", w.FailurePolicy)})
+	}
+	if len(w.Steps) == 0 {
+		v.add(Problem{Code: "empty_workflow", Field: "steps",
+			Message: `steps: the workflow has no steps; give at least one {"id": ..., "task": ...}`})
+		return
+	}
+	first := map[string]int{} // id -> index of its first declaration
+	for i := range w.Steps {
+		s := &w.Steps[i]
+		switch j, dup := first[s.ID]; {
+		case s.ID == "":
+			v.stepProblem(i, s, "missing_id", "id", "", "id is missing; give a unique id matching %s", IDPattern)
+		case !IDPattern.MatchString(s.ID):
+			v.stepProblem(i, s, "unsafe_id", "id", s.ID, "id is unsafe; it must match %s (a lowercase letter, then lowercase letters, digits, _ or -, at most 64)", IDPattern)
+		case dup:
+			v.stepProblem(i, s, "duplicate_id", "id", s.ID, "id duplicates steps[%d]; ids must be unique", j)
+		}
+		if _, dup := first[s.ID]; !dup && s.ID != "" {
+			first[s.ID] = i
+		}
+	}
+	for i := range w.Steps {
+		v.step(i, &w.Steps[i], first)
+	}
+	v.cycles(w, first)
+}
+
+func (v *validator) step(i int, s *Step, ids map[string]int) {
+	if strings.TrimSpace(s.Task) == "" {
+		v.stepProblem(i, s, "missing_task", "task", "", "task is empty; say what the step must do (prompt is accepted as an alias)")
+	}
+	if s.taskPromptClash {
+		v.stepProblem(i, s, "task_prompt_mismatch", "task", "", "task and prompt differ; prompt is an alias of task, give only one")
+	}
+	for _, d := range s.DependsOn {
+		switch _, known := ids[d]; {
+		case d == s.ID && s.ID != "":
+			v.stepProblem(i, s, "self_dependency", "depends_on", d, "depends_on names the step itself; remove %q", d)
+		case !known:
+			v.stepProblem(i, s, "unknown_dependency", "depends_on", d, "depends_on %q is not a step id; known ids: %s", d, knownIDs(ids))
+		}
+	}
+	switch s.PermissionMode {
+	case ReadOnly, Writer:
+	default:
+		v.stepProblem(i, s, "invalid_enum", "permission_mode", string(s.PermissionMode), "permission_mode %q is not one of read_only, writer", s.PermissionMode)
+	}
+	switch s.WorkspaceMode {
+	case Isolated, Shared:
+	default:
+		v.stepProblem(i, s, "invalid_enum", "workspace_mode", string(s.WorkspaceMode), "workspace_mode %q is not one of isolated, shared", s.WorkspaceMode)
+	}
+	if s.PermissionMode == ReadOnly && len(s.WriteSet) > 0 {
+		v.stepProblem(i, s, "read_only_write_set", "write_set", strings.Join(s.WriteSet, ","), "permission_mode is read_only but write_set is %q; drop write_set or make the step a writer", s.WriteSet)
+	}
+	for _, f := range []struct {
+		field string
+		set   []string
+	}{{"read_set", s.ReadSet}, {"write_set", s.WriteSet}} {
+		for _, p := range f.set {
+			if why := patternProblem(p); why != "" {
+				v.stepProblem(i, s, "invalid_pattern", f.field, p, "%s pattern %q is invalid: %s", f.field, p, why)
+			}
+		}
+	}
+	if s.TimeoutMS < 0 {
+		v.stepProblem(i, s, "invalid_number", "timeout_ms", fmt.Sprint(s.TimeoutMS), "timeout_ms %d must be at least 1 (omit it for %d)", s.TimeoutMS, DefaultStepTimeoutMS)
+	}
+	// Only the shape is checked here: the schema must be a JSON object.
+	// Compiling it as JSON Schema (santhosh-tekuri/jsonschema) and checking
+	// payloads against it belong to the checkpoint part of issue 6.
+	if len(s.OutputSchema) > 0 {
+		if kind := jsonKind(s.OutputSchema); kind != "object" {
+			v.stepProblem(i, s, "invalid_output_schema", "output_schema", kind, "output_schema must be a JSON object (a JSON Schema), got %s", kind)
+		}
+	}
+}
+
+// jsonKind names the JSON type of raw: object, array, string, number,
+// boolean, null, or "invalid JSON".
+func jsonKind(raw json.RawMessage) string {
+	var x any
+	if err := json.Unmarshal(raw, &x); err != nil {
+		return "invalid JSON"
+	}
+	switch x.(type) {
+	case map[string]any:
+		return "object"
+	case []any:
+		return "array"
+	case string:
+		return "string"
+	case float64:
+		return "number"
+	case bool:
+		return "boolean"
+	}
+	return "null"
+}
+
+func knownIDs(ids map[string]int) string {
+	ordered := make([]string, len(ids))
+	for id, i := range ids {
+		ordered[i] = id
+	}
+	var out []string
+	for _, id := range ordered {
+		if id != "" {
+			out = append(out, id)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// cycles reports each dependency cycle once, as a path that starts at its
+// earliest-declared step (a -> b -> c -> a). It follows only edges to known
+// steps other than the step itself: those are reported on their own.
+func (v *validator) cycles(w *Workflow, ids map[string]int) {
+	const (
+		white = iota
+		grey
+		black
+	)
+	n := len(w.Steps)
+	color := make([]int, n)
+	var stack []int
+	seen := map[string]bool{}
+	var visit func(i int)
+	visit = func(i int) {
+		color[i] = grey
+		stack = append(stack, i)
+		for _, d := range w.Steps[i].DependsOn {
+			j, ok := ids[d]
+			if !ok || j == i {
+				continue
+			}
+			switch color[j] {
+			case white:
+				visit(j)
+			case grey:
+				v.cycle(w, stack, j, seen)
+			}
+		}
+		stack = stack[:len(stack)-1]
+		color[i] = black
+	}
+	for i := range n {
+		// Duplicate declarations are not nodes: their id resolves elsewhere.
+		if color[i] == white && ids[w.Steps[i].ID] == i {
+			visit(i)
+		}
+	}
+}
+
+// cycle records the cycle closed by an edge back to j, which is on stack.
+// Edges point from a step to its dependency, so the path reads "a depends
+// on b depends on ... a".
+func (v *validator) cycle(w *Workflow, stack []int, j int, seen map[string]bool) {
+	k := len(stack) - 1
+	for stack[k] != j {
+		k--
+	}
+	loop := append([]int(nil), stack[k:]...)
+	// Rotate to start at the earliest-declared step so the same cycle is
+	// always written the same way.
+	m := 0
+	for x := range loop {
+		if loop[x] < loop[m] {
+			m = x
+		}
+	}
+	loop = append(loop[m:], loop[:m]...)
+	path := make([]string, 0, len(loop)+1)
+	for _, x := range loop {
+		path = append(path, w.Steps[x].ID)
+	}
+	path = append(path, path[0])
+	key := strings.Join(path, " -> ")
+	if seen[key] {
+		return
+	}
+	seen[key] = true
+	v.add(Problem{Code: "cycle", Field: "depends_on", Cycle: path,
+		Message: "cycle: " + key + " (each step depends on the next); remove one of these depends_on edges"})
+}
