@@ -107,12 +107,12 @@ func compile(p string) (alts [][]segment, ok bool) {
 	return alts, true
 }
 
-// expandBraces rewrites {a,b} alternatives (nested ones too) into separate
-// patterns, leaving escapes and character classes untouched.
-func expandBraces(p string, limit int) ([]string, bool) {
-	open := -1
+// syntax calls visit with the index of each character of p from index
+// from on that is outside escapes and character classes (so it may be
+// pattern syntax: braces, commas, slashes), until visit returns false.
+func syntax(p string, from int, visit func(i int) bool) {
 	inClass := false
-	for i := 0; i < len(p); i++ {
+	for i := from; i < len(p); i++ {
 		switch c := p[i]; {
 		case c == '\\':
 			i++
@@ -129,48 +129,47 @@ func expandBraces(p string, limit int) ([]string, bool) {
 			if i+1 < len(p) && p[i+1] == ']' {
 				i++
 			}
-		case c == '{':
-			open = i
-		}
-		if open >= 0 {
-			break
+		default:
+			if !visit(i) {
+				return
+			}
 		}
 	}
+}
+
+// expandBraces rewrites {a,b} alternatives (nested ones too) into separate
+// patterns, leaving escapes and character classes untouched.
+func expandBraces(p string, limit int) ([]string, bool) {
+	open := -1
+	syntax(p, 0, func(i int) bool {
+		if p[i] == '{' {
+			open = i
+			return false
+		}
+		return true
+	})
 	if open < 0 {
 		return []string{p}, true
 	}
 	// Find the matching } and the top-level commas between.
 	depth, cuts, end := 0, []int{open}, -1
-	inClass = false
-scan:
-	for i := open + 1; i < len(p); i++ {
-		switch c := p[i]; {
-		case c == '\\':
-			i++
-		case inClass:
-			if c == ']' {
-				inClass = false
-			}
-		case c == '[':
-			inClass = true
-			if i+1 < len(p) && (p[i+1] == '^' || p[i+1] == '!') {
-				i++
-			}
-			if i+1 < len(p) && p[i+1] == ']' {
-				i++
-			}
-		case c == '{':
+	syntax(p, open+1, func(i int) bool {
+		switch p[i] {
+		case '{':
 			depth++
-		case c == '}':
+		case '}':
 			if depth == 0 {
 				end = i
-				break scan
+				return false
 			}
 			depth--
-		case c == ',' && depth == 0:
-			cuts = append(cuts, i)
+		case ',':
+			if depth == 0 {
+				cuts = append(cuts, i)
+			}
 		}
-	}
+		return true
+	})
 	if end < 0 {
 		return nil, false
 	}
@@ -196,28 +195,14 @@ scan:
 // globstar; ** inside a segment (a**b) is a plain star, as in doublestar.
 func splitSegments(p string) ([]segment, bool) {
 	var parts []string
-	start, inClass := 0, false
-	for i := 0; i < len(p); i++ {
-		switch c := p[i]; {
-		case c == '\\':
-			i++
-		case inClass:
-			if c == ']' {
-				inClass = false
-			}
-		case c == '[':
-			inClass = true
-			if i+1 < len(p) && (p[i+1] == '^' || p[i+1] == '!') {
-				i++
-			}
-			if i+1 < len(p) && p[i+1] == ']' {
-				i++
-			}
-		case c == '/':
+	start := 0
+	syntax(p, 0, func(i int) bool {
+		if p[i] == '/' {
 			parts = append(parts, p[start:i])
 			start = i + 1
 		}
-	}
+		return true
+	})
 	parts = append(parts, p[start:])
 	segs := make([]segment, 0, len(parts))
 	for _, part := range parts {
