@@ -129,9 +129,8 @@ type Manager struct {
 	rt  *Runtime
 	cfg SubagentConfig
 
-	mu    sync.Mutex
-	byID  map[string]*subagent
-	order []string // ids in spawn order
+	mu   sync.Mutex
+	byID map[string]*subagent
 	// children indexes the subagents of each parent session.
 	children map[string][]*subagent
 	running  int
@@ -288,7 +287,6 @@ func (b binding) Spawn(ctx context.Context, req tools.SpawnRequest) (tools.Subag
 		return tools.SubagentView{}, failure(tools.ErrCancelled, "the runtime is shutting down")
 	}
 	m.byID[id] = sa
-	m.order = append(m.order, id)
 	m.children[sa.parent.ID()] = append(m.children[sa.parent.ID()], sa)
 	view := m.viewLocked(sa)
 	m.mu.Unlock()
@@ -845,7 +843,6 @@ func (m *Manager) restore(parent *Session, events []Event) {
 		}
 		close(sa.done)
 		m.byID[id] = sa
-		m.order = append(m.order, id)
 		m.children[parent.ID()] = append(m.children[parent.ID()], sa)
 	}
 }
