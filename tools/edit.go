@@ -40,13 +40,7 @@ func EditTool() Tool {
 	})
 }
 
-func describeEdit(a EditArgs) Presentation {
-	p := shown(a.Path)
-	if p == "" {
-		return Presentation{}
-	}
-	return Presentation{Title: "Edit " + p, Locations: []Location{{Path: p}}}
-}
+func describeEdit(a EditArgs) Presentation { return fileCall("Edit", a.Path) }
 
 func runEdit(ctx context.Context, env Env, a EditArgs, dryRun bool) Result {
 	if a.OldText == "" {

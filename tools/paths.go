@@ -47,6 +47,16 @@ func shown(path string) string {
 	return filepath.Clean(path)
 }
 
+// fileCall presents a call that changes one file: "Write src/a.go", with
+// the file as its location.
+func fileCall(verb, path string) Presentation {
+	p := shown(path)
+	if p == "" {
+		return Presentation{}
+	}
+	return Presentation{Title: verb + " " + p, Locations: []Location{{Path: p}}}
+}
+
 // fileFailure explains a failed filesystem call on the file the model
 // named; hint says what to do when the file does not exist.
 func fileFailure(err error, rel, hint string) *Failure {

@@ -33,13 +33,7 @@ func WriteTool() Tool {
 	})
 }
 
-func describeWrite(a WriteArgs) Presentation {
-	p := shown(a.Path)
-	if p == "" {
-		return Presentation{}
-	}
-	return Presentation{Title: "Write " + p, Locations: []Location{{Path: p}}}
-}
+func describeWrite(a WriteArgs) Presentation { return fileCall("Write", a.Path) }
 
 func runWrite(ctx context.Context, env Env, a WriteArgs, dryRun bool) Result {
 	t, f := resolve(env, a.Path)

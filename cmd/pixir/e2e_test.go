@@ -174,14 +174,7 @@ func (a *agent) next() message {
 // requests on the way.
 func (a *agent) reply(id string) (message, []message) {
 	a.t.Helper()
-	var before []message
-	for {
-		m := a.next()
-		if m.Method == "" && string(m.ID) == id {
-			return m, before
-		}
-		before = append(before, m)
-	}
+	return a.serveUntilReply(id, nil)
 }
 
 // call sends a request and returns its reply and what came before it.
@@ -694,7 +687,8 @@ func TestLogsGoToStderrAndTheLogFile(t *testing.T) {
 }
 
 // serveUntilReply answers the agent's requests with handlers until the reply
-// to id arrives, and returns everything the agent wrote on the way.
+// to id arrives, and returns everything the agent wrote on the way. With nil
+// handlers requests are only collected, for the test to answer itself.
 func (a *agent) serveUntilReply(id string, handlers map[string]func(params json.RawMessage) any) (message, []message) {
 	a.t.Helper()
 	var seen []message
@@ -704,7 +698,7 @@ func (a *agent) serveUntilReply(id string, handlers map[string]func(params json.
 			return m, seen
 		}
 		seen = append(seen, m)
-		if m.Method == "" || len(m.ID) == 0 {
+		if handlers == nil || m.Method == "" || len(m.ID) == 0 {
 			continue
 		}
 		h, ok := handlers[m.Method]
