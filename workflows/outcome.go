@@ -1,0 +1,164 @@
+package workflows
+
+import (
+	"encoding/json"
+
+	"github.com/pixir-go/pixir/tools"
+)
+
+// CheckpointStatus is the workflow's judgement of a step (ADR 0014): a
+// projection over the child's Subagent status, never a replacement for it.
+type CheckpointStatus string
+
+const (
+	// CheckpointReady: the step produced a result dependents may consume.
+	CheckpointReady CheckpointStatus = "checkpoint_ready"
+	// CheckpointPartial: useful evidence, not enough to unblock dependents.
+	CheckpointPartial CheckpointStatus = "partial"
+	// CheckpointFailed: a terminal state with no usable checkpoint.
+	CheckpointFailed CheckpointStatus = "failed"
+	// CheckpointHeld: never started, because a dependency did not become
+	// checkpoint_ready (or the workflow stopped first).
+	CheckpointHeld CheckpointStatus = "held"
+	// CheckpointNeedsOrchestrator: the step found an ambiguity or conflict
+	// the workflow cannot resolve; the parent (or the user) must decide.
+	CheckpointNeedsOrchestrator CheckpointStatus = "needs_orchestrator"
+)
+
+// Workflow statuses. completed only when every step is checkpoint_ready;
+// partial when some are; failed when none is.
+const (
+	StatusCompleted = "completed"
+	StatusPartial   = "partial"
+	StatusFailed    = "failed"
+)
+
+// Reasons a workflow stopped starting steps before the graph was done, and
+// reasons a step was held or closed early.
+const (
+	StoppedFailFast    = "fail_fast"
+	StoppedTimeout     = "workflow_timeout"
+	StoppedCancelled   = "cancelled"
+	StoppedInterrupted = "interrupted" // the process ended mid-run (Rebuild)
+
+	HeldDependency = "dependency_not_checkpoint_ready"
+)
+
+// SubagentNotStarted is the subagent_status of a step that never got a
+// child.
+const SubagentNotStarted = "not_started"
+
+// Bundle is a Checkpoint Bundle: the evidence that makes a step's result
+// safe (or not) for dependents to consume.
+type Bundle struct {
+	Version        int              `json:"version"`
+	StepID         string           `json:"step_id"`
+	AgentID        string           `json:"agent_id"`
+	ChildSessionID string           `json:"child_session_id,omitempty"`
+	Status         CheckpointStatus `json:"status"`
+	DependentSafe  bool             `json:"dependent_safe"`
+	Summary        string           `json:"summary"`
+	// Produced is the contract or the artifacts: files, interfaces,
+	// decisions a dependent may rely on.
+	Produced []string `json:"produced"`
+	// Verification is the evidence: checks run and what they showed.
+	Verification     []string `json:"verification"`
+	KnownLimitations []string `json:"known_limitations"`
+	// Payload is the typed output, valid against the step's output_schema.
+	Payload json.RawMessage `json:"payload,omitempty"`
+	// Changes and Workspace say where an isolated writer's files are: its
+	// snapshot, since there is no automatic merge-back.
+	Changes   *tools.FileChanges `json:"changes,omitempty"`
+	Workspace string             `json:"workspace,omitempty"`
+	// Source is how the checkpoint was learnt: report_checkpoint, a
+	// "checkpoint_status:" line in the final message, or the Subagent
+	// status alone.
+	Source string `json:"source"`
+}
+
+// Bundle sources.
+const (
+	SourceReport   = "report_checkpoint"
+	SourceMarker   = "final_message_marker"
+	SourceSubagent = "subagent_status"
+)
+
+// StepOutcome is what became of one step.
+type StepOutcome struct {
+	StepID         string         `json:"step_id"`
+	Agent          string         `json:"agent"`
+	AgentID        string         `json:"agent_id,omitempty"`
+	ChildSessionID string         `json:"child_session_id,omitempty"`
+	Wave           int            `json:"wave,omitempty"`
+	Posture        PermissionMode `json:"posture"`
+	WorkspaceMode  WorkspaceMode  `json:"workspace_mode"`
+	Workspace      string         `json:"workspace,omitempty"`
+	DependsOn      []string       `json:"depends_on"`
+	// SubagentStatus is the child's raw lifecycle status (not_started for
+	// a step that never got one).
+	SubagentStatus   string           `json:"subagent_status"`
+	CheckpointStatus CheckpointStatus `json:"checkpoint_status"`
+	Summary          string           `json:"summary"`
+	ElapsedMS        int64            `json:"elapsed_ms"`
+	Error            *tools.Failure   `json:"error,omitempty"`
+	// Reason says why a started step ended early by the workflow's hand
+	// (fail_fast, workflow_timeout, cancelled).
+	Reason string `json:"reason,omitempty"`
+	// HeldReason and BlockedBy say why a held step never started.
+	HeldReason string   `json:"held_reason,omitempty"`
+	BlockedBy  []string `json:"blocked_by,omitempty"`
+	// Checkpoint is the step's bundle; nil when it has none.
+	Checkpoint *Bundle            `json:"checkpoint,omitempty"`
+	Changes    *tools.FileChanges `json:"changes,omitempty"`
+}
+
+// NextAction is a safe thing the parent may do after a workflow that did
+// not complete.
+type NextAction struct {
+	// Action is one of retry_failed_steps, rerun_held_steps, ask_user,
+	// abort.
+	Action  string   `json:"action"`
+	StepIDs []string `json:"step_ids,omitempty"`
+	Reason  string   `json:"reason"`
+}
+
+// Counts sums up an Outcome.
+type Counts struct {
+	Steps                  int `json:"steps"`
+	Waves                  int `json:"waves"`
+	CheckpointReadySteps   int `json:"checkpoint_ready_steps"`
+	PartialSteps           int `json:"partial_steps"`
+	FailedSteps            int `json:"failed_steps"`
+	HeldSteps              int `json:"held_steps"`
+	NeedsOrchestratorSteps int `json:"needs_orchestrator_steps"`
+}
+
+// Outcome is the result of run_workflow: a Partial Workflow Outcome
+// whenever Status is not completed, with every step's outcome and
+// everything that is still usable.
+type Outcome struct {
+	// Output is the outcome as a table a person reads at a glance.
+	Output     string `json:"output"`
+	Mode       string `json:"mode"` // run
+	WorkflowID string `json:"workflow_id"`
+	Name       string `json:"name,omitempty"`
+	Status     string `json:"status"`
+	// StoppedBy says why the workflow stopped starting steps early.
+	StoppedBy string        `json:"stopped_by,omitempty"`
+	Waves     [][]string    `json:"waves"`
+	Steps     []StepOutcome `json:"steps"`
+	ElapsedMS int64         `json:"elapsed_ms"`
+	// Buckets of step ids.
+	UsableCheckpoints      []string `json:"usable_checkpoints"`
+	PartialSteps           []string `json:"partial_steps"`
+	FailedSteps            []string `json:"failed_steps"`
+	TimeoutSteps           []string `json:"timeout_steps"`
+	HeldSteps              []string `json:"held_steps"`
+	NeedsOrchestratorSteps []string `json:"needs_orchestrator_steps"`
+	// SeamObligations are the unresolved decisions needs_orchestrator
+	// steps raised, for the parent to settle.
+	SeamObligations   []string     `json:"seam_obligations"`
+	MergeConflictRisk []MergeRisk  `json:"merge_conflict_risk"`
+	SafeNextActions   []NextAction `json:"safe_next_actions"`
+	Summary           Counts       `json:"summary"`
+}
