@@ -141,11 +141,16 @@ type argValidator struct {
 
 // compileSchema compiles the JSON Schema of tool.
 func compileSchema(tool string, schema []byte) (*argValidator, error) {
+	return compileNamed("the schema of tool "+tool, schema)
+}
+
+// compileNamed compiles a schema; subject names it in errors.
+func compileNamed(subject string, schema []byte) (*argValidator, error) {
 	doc, err := parseJSON(schema)
 	if err != nil {
-		return nil, fmt.Errorf("the schema of tool %s is not JSON: %w", tool, err)
+		return nil, fmt.Errorf("%s is not JSON: %w", subject, err)
 	}
-	c := schemaCompiler{tool: tool}
+	c := schemaCompiler{subject: subject}
 	root, err := c.compile(doc, nil)
 	if err != nil {
 		return nil, err
@@ -154,11 +159,11 @@ func compileSchema(tool string, schema []byte) (*argValidator, error) {
 }
 
 type schemaCompiler struct {
-	tool string
+	subject string // "the schema of tool read", "output_schema"
 }
 
 func (c *schemaCompiler) errorf(loc []string, format string, args ...any) error {
-	return fmt.Errorf("the schema of tool %s does not compile: at %s, %s", c.tool, pointer(loc), fmt.Sprintf(format, args...))
+	return fmt.Errorf("%s does not compile: at %s, %s", c.subject, pointer(loc), fmt.Sprintf(format, args...))
 }
 
 func (c *schemaCompiler) compile(doc any, loc []string) (*schemaNode, error) {
@@ -181,7 +186,7 @@ func (c *schemaCompiler) compile(doc any, loc []string) (*schemaNode, error) {
 			continue
 		}
 		if !slices.Contains(assertions, kw) {
-			return nil, c.errorf(loc, "keyword %q is not supported by the argument validator (tools/validate.go); "+
+			return nil, c.errorf(loc, "keyword %q is not supported by Pixir's schema validator (tools/validate.go); "+
 				"it knows only %s, and the annotations %s",
 				kw, strings.Join(assertions, ", "), strings.Join(annotations, ", "))
 		}
@@ -327,6 +332,32 @@ func (c *schemaCompiler) count(v any, loc []string) (int, error) {
 type problem struct {
 	loc []string
 	msg string
+}
+
+// Schema is a compiled JSON Schema for values that are not tool arguments:
+// the typed outputs of workflow steps (output_schema). It accepts exactly
+// the keywords the argument validator knows; any other is a compile error,
+// never a keyword silently ignored.
+type Schema struct{ v *argValidator }
+
+// CompileSchema compiles schema; subject names it in errors (for example
+// `steps[2] "review" output_schema`).
+func CompileSchema(subject string, schema []byte) (*Schema, error) {
+	v, err := compileNamed(subject, schema)
+	if err != nil {
+		return nil, err
+	}
+	return &Schema{v: v}, nil
+}
+
+// Validate checks a JSON document and returns one "/pointer: message" line
+// per problem, sorted; none when it is valid.
+func (s *Schema) Validate(doc []byte) []string {
+	v, err := parseJSON(doc)
+	if err != nil {
+		return []string{"/: not valid JSON: " + err.Error()}
+	}
+	return s.v.validate(v)
 }
 
 // validate checks v, a value from parseJSON, and returns one

@@ -139,7 +139,7 @@ func TestValidatorRejectsUnsupportedKeywords(t *testing.T) {
 		t.Run(kw, func(t *testing.T) {
 			_, err := compileSchema("mytool", []byte(`{"type":"object","properties":{"a":{"`+kw+`":{}}}}`))
 			require.EqualError(t, err, `the schema of tool mytool does not compile: at /properties/a, keyword "`+kw+`" `+
-				`is not supported by the argument validator (tools/validate.go); it knows only `+strings.Join(assertions, ", ")+
+				`is not supported by Pixir's schema validator (tools/validate.go); it knows only `+strings.Join(assertions, ", ")+
 				`, and the annotations `+strings.Join(annotations, ", "))
 		})
 	}
@@ -197,4 +197,19 @@ func TestUnsupportedSchemaFailsTheCall(t *testing.T) {
 	require.False(t, res.OK)
 	require.Equal(t, ErrInternal, res.Error.Kind)
 	require.Contains(t, res.Error.Message, `the schema of tool nullable does not compile: at /properties/name, keyword "oneOf" is not supported`)
+}
+
+func TestCompileSchemaForTypedOutputs(t *testing.T) {
+	s, err := CompileSchema("output_schema", []byte(`{"type":"object","required":["files"],"properties":{"files":{"type":"array","items":{"type":"string","pattern":"^src/"}},"n":{"type":"integer","minimum":1}},"additionalProperties":false}`))
+	require.NoError(t, err)
+	require.Empty(t, s.Validate([]byte(`{"files":["src/a.go"],"n":2}`)))
+	require.Equal(t, []string{
+		"/: additional properties 'x' not allowed",
+		"/files/0: 'a.go' does not match pattern '^src/'",
+		"/n: minimum: got 0, want 1",
+	}, s.Validate([]byte(`{"files":["a.go"],"n":0,"x":true}`)))
+	require.Equal(t, []string{"/: not valid JSON: unexpected EOF"}, s.Validate([]byte(`{`)))
+
+	_, err = CompileSchema(`steps[0] "a" output_schema`, []byte(`{"anyOf":[{"type":"string"}]}`))
+	require.ErrorContains(t, err, `steps[0] "a" output_schema does not compile: at /, keyword "anyOf" is not supported`)
 }
