@@ -156,12 +156,11 @@ func (v *validator) step(i int, s *Step, ids map[string]int) {
 	if s.TimeoutMS < 0 {
 		v.stepProblem(i, s, "invalid_number", "timeout_ms", fmt.Sprint(s.TimeoutMS), "timeout_ms %d must be at least 1 (omit it for %d)", s.TimeoutMS, DefaultStepTimeoutMS)
 	}
-	// Only the shape is checked here: the schema must be a JSON object.
-	// Compiling it as JSON Schema (santhosh-tekuri/jsonschema) and checking
-	// payloads against it belong to the checkpoint part of issue 6.
 	if len(s.OutputSchema) > 0 {
 		if kind := jsonKind(s.OutputSchema); kind != "object" {
 			v.stepProblem(i, s, "invalid_output_schema", "output_schema", kind, "output_schema must be a JSON object (a JSON Schema), got %s", kind)
+		} else if _, err := tools.CompileSchema("output_schema", s.OutputSchema); err != nil {
+			v.stepProblem(i, s, "invalid_output_schema", "output_schema", "", "%v", err)
 		}
 	}
 }

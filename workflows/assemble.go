@@ -1,0 +1,209 @@
+package workflows
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/pixir-go/pixir/tools"
+)
+
+// assemble builds a run's Outcome from its steps' outcomes, in
+// declaration order. It is a pure function of its arguments, so the
+// Outcome rebuilt from the Log (Rebuild) equals the one Run returned.
+func assemble(w *Workflow, id string, steps []StepOutcome, stoppedBy string, elapsedMS int64) Outcome {
+	out := Outcome{
+		Mode: "run", WorkflowID: id, Name: w.Name, StoppedBy: stoppedBy, Steps: steps, ElapsedMS: elapsedMS,
+		Waves: [][]string{}, UsableCheckpoints: []string{}, PartialSteps: []string{}, FailedSteps: []string{},
+		TimeoutSteps: []string{}, HeldSteps: []string{}, NeedsOrchestratorSteps: []string{},
+		SeamObligations: []string{}, MergeConflictRisk: []MergeRisk{}, SafeNextActions: []NextAction{},
+	}
+	overlap := memoOverlap()
+	for i := range steps {
+		s := &steps[i]
+		if s.Wave > 0 {
+			for len(out.Waves) < s.Wave {
+				out.Waves = append(out.Waves, []string{})
+			}
+			out.Waves[s.Wave-1] = append(out.Waves[s.Wave-1], s.StepID)
+		}
+		switch s.CheckpointStatus {
+		case CheckpointReady:
+			out.UsableCheckpoints = append(out.UsableCheckpoints, s.StepID)
+		case CheckpointPartial:
+			out.PartialSteps = append(out.PartialSteps, s.StepID)
+		case CheckpointFailed:
+			out.FailedSteps = append(out.FailedSteps, s.StepID)
+		case CheckpointHeld:
+			out.HeldSteps = append(out.HeldSteps, s.StepID)
+		case CheckpointNeedsOrchestrator:
+			out.NeedsOrchestratorSteps = append(out.NeedsOrchestratorSteps, s.StepID)
+			out.SeamObligations = append(out.SeamObligations, seamObligation(s))
+		}
+		if s.SubagentStatus == "timed_out" || s.Reason == StoppedTimeout {
+			out.TimeoutSteps = append(out.TimeoutSteps, s.StepID)
+		}
+		for j := i + 1; j < len(w.Steps) && i < len(w.Steps); j++ {
+			if risk, ok := mergeRisk(overlap, &w.Steps[i], &w.Steps[j]); ok {
+				out.MergeConflictRisk = append(out.MergeConflictRisk, risk)
+			}
+		}
+	}
+	// Dispatch rounds are numbered across the run, and a round whose only
+	// step failed to start still counts; keep no empty wave.
+	out.Waves = slices.DeleteFunc(out.Waves, func(w []string) bool { return len(w) == 0 })
+	out.Summary = Counts{
+		Steps: len(steps), Waves: len(out.Waves), CheckpointReadySteps: len(out.UsableCheckpoints),
+		PartialSteps: len(out.PartialSteps), FailedSteps: len(out.FailedSteps), HeldSteps: len(out.HeldSteps),
+		NeedsOrchestratorSteps: len(out.NeedsOrchestratorSteps),
+	}
+	switch {
+	case len(out.UsableCheckpoints) == len(steps):
+		out.Status = StatusCompleted
+	case len(out.UsableCheckpoints) > 0:
+		out.Status = StatusPartial
+	default:
+		out.Status = StatusFailed
+	}
+	out.SafeNextActions = nextActions(&out)
+	out.Output = Render(&out)
+	return out
+}
+
+// seamObligation is what a needs_orchestrator step leaves the parent to
+// settle.
+func seamObligation(s *StepOutcome) string {
+	text := s.Summary
+	if c := s.Checkpoint; c != nil {
+		text = c.Summary
+		if len(c.KnownLimitations) > 0 {
+			text += " (" + strings.Join(c.KnownLimitations, "; ") + ")"
+		}
+	}
+	return s.StepID + ": " + strings.TrimSpace(text)
+}
+
+// nextActions are the safe moves after an outcome that is not completed.
+func nextActions(o *Outcome) []NextAction {
+	acts := []NextAction{}
+	if o.Status == StatusCompleted {
+		return acts
+	}
+	if len(o.FailedSteps) > 0 {
+		acts = append(acts, NextAction{Action: "retry_failed_steps", StepIDs: o.FailedSteps,
+			Reason: "run only these steps again (a new run_workflow with just them, their dependencies' checkpoints in the task); the usable checkpoints need no rerun"})
+	}
+	if len(o.HeldSteps) > 0 {
+		acts = append(acts, NextAction{Action: "rerun_held_steps", StepIDs: o.HeldSteps,
+			Reason: "these never started; run them once the steps they wait for (blocked_by) are checkpoint_ready"})
+	}
+	if ask := append(slices.Clone(o.NeedsOrchestratorSteps), o.PartialSteps...); len(ask) > 0 {
+		acts = append(acts, NextAction{Action: "ask_user", StepIDs: ask,
+			Reason: "these steps need a decision (needs_orchestrator) or produced only partial evidence; settle them before building on them"})
+	}
+	acts = append(acts, NextAction{Action: "abort",
+		Reason: "stop here and report this partial outcome as it is; isolated writers' changes stay in their snapshots"})
+	return acts
+}
+
+// planEntry shows one step as an ACP plan entry.
+func planEntry(st *Step, state stepState, out *StepOutcome) tools.PlanEntry {
+	e := tools.PlanEntry{Content: st.ID + ": " + firstLine(st.Task), Priority: "medium", Status: "pending"}
+	switch {
+	case out != nil && out.CheckpointStatus == CheckpointHeld:
+		e.Content += " — held (" + out.HeldReason + ")"
+	case out != nil:
+		e.Status = "completed"
+		e.Content += " — " + string(out.CheckpointStatus)
+		if out.CheckpointStatus != CheckpointReady && out.SubagentStatus != "completed" {
+			e.Content += " (" + out.SubagentStatus + ")"
+		}
+	case state == stateRunning:
+		e.Status = "in_progress"
+	}
+	return e
+}
+
+// firstLine is a task's first line, shortened for a title or a table.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	if r := []rune(line); len(r) > 72 {
+		line = string(r[:71]) + "…"
+	}
+	return line
+}
+
+// Render is an Outcome as a person reads it: a verdict line, one table row
+// per step, and what to do next.
+func Render(o *Outcome) string {
+	var b strings.Builder
+	c := o.Summary
+	fmt.Fprintf(&b, "Workflow %s: %s", o.WorkflowID, strings.ToUpper(o.Status))
+	fmt.Fprintf(&b, " — %d of %d steps checkpoint_ready", c.CheckpointReadySteps, c.Steps)
+	for _, part := range []struct {
+		n    int
+		what string
+	}{{c.PartialSteps, "partial"}, {c.NeedsOrchestratorSteps, "needs_orchestrator"}, {c.FailedSteps, "failed"}, {c.HeldSteps, "held"}} {
+		if part.n > 0 {
+			fmt.Fprintf(&b, ", %d %s", part.n, part.what)
+		}
+	}
+	fmt.Fprintf(&b, " (%s)", seconds(o.ElapsedMS))
+	if o.StoppedBy != "" {
+		fmt.Fprintf(&b, "; stopped early: %s", o.StoppedBy)
+	}
+	b.WriteString("\n\n| step | agent | wave | subagent | checkpoint | time | summary |\n|---|---|---|---|---|---|---|\n")
+	for _, s := range o.Steps {
+		wave := "–"
+		if s.Wave > 0 {
+			wave = fmt.Sprint(s.Wave)
+		}
+		summary := s.Summary
+		if s.Error != nil && s.CheckpointStatus != CheckpointReady {
+			summary = string(s.Error.Kind) + ": " + s.Error.Message
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", s.StepID, s.Agent, wave, s.SubagentStatus,
+			s.CheckpointStatus, seconds(s.ElapsedMS), cell(summary))
+	}
+	if len(o.MergeConflictRisk) > 0 {
+		b.WriteString("\nMerge risk: ")
+		for i, m := range o.MergeConflictRisk {
+			if i > 0 {
+				b.WriteString("; ")
+			}
+			fmt.Fprintf(&b, "%s write overlapping files (%s)", strings.Join(m.Steps, " and "), strings.Join(m.Patterns, " ~ "))
+		}
+		b.WriteString("\n")
+	}
+	if len(o.SafeNextActions) > 0 {
+		b.WriteString("\nNext:\n")
+		for _, a := range o.SafeNextActions {
+			fmt.Fprintf(&b, "- %s", a.Action)
+			if len(a.StepIDs) > 0 {
+				fmt.Fprintf(&b, " [%s]", strings.Join(a.StepIDs, ", "))
+			}
+			fmt.Fprintf(&b, ": %s\n", a.Reason)
+		}
+	}
+	return b.String()
+}
+
+// cell makes text fit one table cell: one line, no pipes, bounded.
+func cell(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	s = strings.ReplaceAll(s, "|", "\\|")
+	if r := []rune(s); len(r) > 120 {
+		s = string(r[:119]) + "…"
+	}
+	return s
+}
+
+func seconds(ms int64) string { return fmt.Sprintf("%.1f s", float64(ms)/1000) }
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

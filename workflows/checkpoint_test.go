@@ -1,0 +1,115 @@
+package workflows
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pixir-go/pixir/tools"
+)
+
+func TestDecide(t *testing.T) {
+	schema := `{"type":"object","required":["n"],"properties":{"n":{"type":"integer"}},"additionalProperties":false}`
+	tests := []struct {
+		name     string
+		schema   string
+		status   string
+		summary  string
+		reports  []string // report_checkpoint calls, in order
+		want     CheckpointStatus
+		source   string
+		errKind  tools.ErrorKind
+		safe     bool
+		payload  string
+		noBundle bool
+	}{
+		{name: "completed, nothing said: ready", status: "completed", want: CheckpointReady, source: SourceSubagent, safe: true},
+		{name: "failed, nothing said: failed, no bundle", status: "failed", want: CheckpointFailed, noBundle: true},
+		{name: "timed out, nothing said", status: "timed_out", want: CheckpointFailed, noBundle: true},
+		{name: "cancelled, nothing said", status: "cancelled", want: CheckpointFailed, noBundle: true},
+		{name: "marker in the final message", status: "completed", summary: "done.\n\n**checkpoint_status:** partial", want: CheckpointPartial, source: SourceMarker},
+		{name: "the last marker counts", status: "completed", summary: "checkpoint_status: failed\nretried.\ncheckpoint_status: checkpoint_ready", want: CheckpointReady, source: SourceMarker, safe: true},
+		{name: "a marker inside a sentence is not a marker", status: "completed", summary: "I will not write checkpoint_status: failed here", want: CheckpointReady, source: SourceSubagent, safe: true},
+		{name: "report beats marker", status: "completed", summary: "checkpoint_status: failed", reports: []string{`{"status":"needs_orchestrator","summary":"two APIs disagree"}`}, want: CheckpointNeedsOrchestrator, source: SourceReport},
+		{name: "the last report counts", status: "completed", reports: []string{`{"status":"partial","summary":"a"}`, `{"status":"checkpoint_ready","summary":"b"}`}, want: CheckpointReady, source: SourceReport, safe: true},
+		{name: "ready, then timed out: partial", status: "timed_out", reports: []string{`{"status":"checkpoint_ready","summary":"a"}`}, want: CheckpointPartial, source: SourceReport},
+		{name: "partial report survives a failure", status: "failed", reports: []string{`{"status":"partial","summary":"a"}`}, want: CheckpointPartial, source: SourceReport},
+		{name: "typed payload accepted", schema: schema, status: "completed", reports: []string{`{"status":"checkpoint_ready","summary":"a","payload":{"n":2}}`}, want: CheckpointReady, source: SourceReport, safe: true, payload: `{"n":2}`},
+		{name: "typed payload rejected: failed with the problems", schema: schema, status: "completed", reports: []string{`{"status":"checkpoint_ready","summary":"a","payload":{"n":"two"}}`}, want: CheckpointFailed, source: SourceSubagent, errKind: tools.ErrInvalidArgs},
+		{name: "schema but only a marker: failed", schema: schema, status: "completed", summary: "checkpoint_status: checkpoint_ready", want: CheckpointFailed, source: SourceMarker, errKind: tools.ErrInvalidArgs},
+		{name: "schema, partial without payload is fine", schema: schema, status: "completed", reports: []string{`{"status":"partial","summary":"a"}`}, want: CheckpointPartial, source: SourceReport},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			slot := &reportSlot{stepID: "s"}
+			if tt.schema != "" {
+				s, err := tools.CompileSchema("output_schema", []byte(tt.schema))
+				require.NoError(t, err)
+				slot.schema = s
+			}
+			tool := boundReport{Tool: reportCheckpoint, slot: slot}
+			for _, r := range tt.reports {
+				tool.Run(context.Background(), tools.Env{}, []byte(r))
+			}
+			out := decide(&Step{ID: "s", Task: "t", PermissionMode: ReadOnly, WorkspaceMode: Shared},
+				tools.SubagentView{ID: "sa-1", Status: tt.status, Summary: tt.summary, ChildSessionID: "c1"}, slot)
+			require.Equal(t, tt.want, out.CheckpointStatus)
+			require.Equal(t, tt.status, out.SubagentStatus)
+			if tt.noBundle {
+				require.Nil(t, out.Checkpoint)
+				return
+			}
+			require.NotNil(t, out.Checkpoint)
+			require.Equal(t, tt.source, out.Checkpoint.Source)
+			require.Equal(t, tt.safe, out.Checkpoint.DependentSafe)
+			require.Equal(t, "sa-1", out.Checkpoint.AgentID)
+			require.Equal(t, "c1", out.Checkpoint.ChildSessionID)
+			if tt.errKind != "" {
+				require.NotNil(t, out.Error)
+				require.Equal(t, tt.errKind, out.Error.Kind)
+			}
+			if tt.payload != "" {
+				require.JSONEq(t, tt.payload, string(out.Checkpoint.Payload))
+			}
+		})
+	}
+}
+
+func TestReportCheckpointRefusesWhatItCannotKeep(t *testing.T) {
+	s, err := tools.CompileSchema("output_schema", []byte(`{"type":"object","required":["n"],"properties":{"n":{"type":"integer","minimum":1}}}`))
+	require.NoError(t, err)
+	slot := &reportSlot{stepID: "s", schema: s}
+	tool := boundReport{Tool: reportCheckpoint, slot: slot}
+	run := func(args string) tools.Result { return tool.Run(context.Background(), tools.Env{}, []byte(args)) }
+
+	res := run(`{"status":"checkpoint_ready","summary":"a","payload":{"n":0}}`)
+	require.False(t, res.OK)
+	require.Equal(t, tools.ErrInvalidArgs, res.Error.Kind)
+	require.Contains(t, res.Error.Message, "/n: minimum: got 0, want 1")
+
+	res = run(`{"status":"checkpoint_ready","summary":"a"}`)
+	require.Contains(t, res.Error.Message, "payload is missing")
+
+	res = run(`{"status":"partial","summary":"a","dependent_safe":true}`)
+	require.Contains(t, res.Error.Message, "dependent_safe is true but status is partial")
+
+	res = run(`{"status":"done","summary":"a"}`)
+	require.Equal(t, tools.ErrInvalidArgs, res.Error.Kind, "the schema's enum")
+
+	res = tool.DryRun(context.Background(), tools.Env{}, []byte(`{"status":"checkpoint_ready","summary":"a","payload":{"n":3}}`))
+	require.True(t, res.OK)
+	r, _, _ := slot.taken()
+	require.Nil(t, r, "a dry run keeps nothing")
+
+	res = run(`{"status":"checkpoint_ready","summary":"a","payload":{"n":3}}`)
+	require.True(t, res.OK)
+	out, _ := json.Marshal(res.Output)
+	require.Contains(t, string(out), `"recorded":true`)
+
+	// Outside a workflow step.
+	res = ReportCheckpointTool().Run(context.Background(), tools.Env{}, []byte(`{"status":"partial","summary":"a"}`))
+	require.Equal(t, tools.ErrPermissionDenied, res.Error.Kind)
+	require.Equal(t, tools.PostureRead, ReportCheckpointTool().Posture(), "read_only steps must be able to report")
+}

@@ -1,0 +1,272 @@
+package workflows
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/pixir-go/pixir/tools"
+)
+
+// RunOptions identify a run.
+type RunOptions struct {
+	// WorkflowID names the run in its events and result; NewWorkflowID
+	// makes one.
+	WorkflowID string
+	// ToolCallID is the run_workflow call, recorded in every event.
+	ToolCallID string
+	// Now is the clock; nil is time.Now.
+	Now func() time.Time
+}
+
+// stepEnd is a child's end, delivered to the run loop.
+type stepEnd struct {
+	index int
+	view  tools.SubagentView
+}
+
+// runner is one run of a workflow: the scheduler, driven by the
+// children's end events through the Spawner.
+type runner struct {
+	sp    Spawner
+	w     *Workflow
+	opt   RunOptions
+	sched *scheduler
+	slots []*reportSlot
+
+	outcomes []*StepOutcome // nil until decided or held
+	agentIDs []string       // each started step's child
+	waves    []int          // each started step's dispatch round
+	reasons  []string       // why the workflow closed a step early
+	round    int
+	started  time.Time
+
+	ends chan stepEnd
+	// recordErr is the first failure to write the Log: the run goes on (the
+	// children are real), but the result says the evidence is incomplete.
+	recordErr error
+}
+
+// Run runs a validated, normalised workflow to its end and returns its
+// Outcome. It never fails: a step that cannot start is a failed step, and
+// an expected agentic failure (a timeout, a failed child) is part of the
+// Outcome, not an error. It returns when every child it started has ended.
+// Cancelling ctx stops the children and returns the partial outcome.
+func Run(ctx context.Context, sp Spawner, w *Workflow, opt RunOptions) Outcome {
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	n := len(w.Steps)
+	r := &runner{
+		sp: sp, w: w, opt: opt, sched: newScheduler(w),
+		slots: make([]*reportSlot, n), outcomes: make([]*StepOutcome, n),
+		agentIDs: make([]string, n), waves: make([]int, n), reasons: make([]string, n),
+		ends: make(chan stepEnd, n), started: opt.Now(),
+	}
+	for i := range w.Steps {
+		st := &w.Steps[i]
+		r.slots[i] = &reportSlot{stepID: st.ID}
+		if len(st.OutputSchema) > 0 {
+			// Validate compiled it already; it cannot fail here.
+			r.slots[i].schema, _ = tools.CompileSchema("output_schema", st.OutputSchema)
+		}
+	}
+	r.record(WorkflowEvent{Kind: EventWorkflowStarted, Workflow: w})
+	r.dispatch(ctx)
+	r.showPlan()
+
+	var deadline <-chan time.Time
+	if w.TimeoutMS > 0 {
+		t := time.NewTimer(time.Duration(w.TimeoutMS) * time.Millisecond)
+		defer t.Stop()
+		deadline = t.C
+	}
+	done := ctx.Done()
+	for !r.sched.idle() {
+		select {
+		case e := <-r.ends:
+			r.ended(e)
+			// Decide every end already delivered before starting anything,
+			// so steps unlocked at the same moment start in declaration
+			// order, not in the order their dependencies happened to end.
+			for drained := false; !drained; {
+				select {
+				case e := <-r.ends:
+					r.ended(e)
+				default:
+					drained = true
+				}
+			}
+			r.dispatch(ctx)
+			r.showPlan()
+		case <-deadline:
+			deadline = nil
+			r.stop(StoppedTimeout)
+			r.showPlan()
+		case <-done:
+			done = nil
+			r.stop(StoppedCancelled)
+			r.showPlan()
+		}
+	}
+	out := r.finish()
+	r.showPlan()
+	return out
+}
+
+// NewWorkflowID makes a workflow id.
+func NewWorkflowID() string { return "wf-" + randomHex(6) }
+
+// dispatch starts every step the scheduler lets start now.
+func (r *runner) dispatch(ctx context.Context) {
+	for {
+		start := r.sched.next()
+		if len(start) == 0 {
+			return
+		}
+		r.round++
+		failedToStart := false
+		for _, i := range start {
+			if !r.startStep(ctx, i) {
+				failedToStart = true
+			}
+		}
+		if !failedToStart {
+			return
+		}
+		// A step that could not start was decided at once; that may have
+		// freed a slot or held dependents, so look again.
+	}
+}
+
+// startStep asks the Manager for step i's child; a refusal decides the
+// step failed on the spot.
+func (r *runner) startStep(ctx context.Context, i int) bool {
+	st := &r.w.Steps[i]
+	var deps []*StepOutcome
+	for _, j := range r.sched.deps[i] {
+		deps = append(deps, r.outcomes[j])
+	}
+	req := StepRequest{
+		Agent: st.Agent, Task: childPrompt(r.w, st, deps), Name: st.ID,
+		WorkspaceMode: string(st.WorkspaceMode), ReadOnly: st.PermissionMode == ReadOnly,
+		Timeout: time.Duration(st.TimeoutMS) * time.Millisecond,
+		Tools:   []tools.Tool{boundReport{Tool: reportCheckpoint, slot: r.slots[i]}},
+	}
+	r.waves[i] = r.round
+	view, err := r.sp.StartStep(ctx, req, func(v tools.SubagentView) {
+		r.ends <- stepEnd{index: i, view: v}
+	})
+	if err != nil {
+		f := tools.AsFailure(err)
+		out := StepOutcome{
+			StepID: st.ID, Agent: agentOrDefault(st.Agent), Wave: r.round, Posture: st.PermissionMode,
+			WorkspaceMode: st.WorkspaceMode, DependsOn: nonNil(st.DependsOn),
+			SubagentStatus: SubagentNotStarted, CheckpointStatus: CheckpointFailed,
+			Summary: "the step's child could not be started: " + f.Message, Error: f,
+		}
+		r.decided(i, out)
+		return false
+	}
+	r.agentIDs[i] = view.ID
+	r.record(WorkflowEvent{Kind: EventStepScheduled, StepID: st.ID, Wave: r.round, SubagentID: view.ID})
+	return true
+}
+
+// ended decides a step whose child ended.
+func (r *runner) ended(e stepEnd) {
+	out := decide(&r.w.Steps[e.index], e.view, r.slots[e.index])
+	out.Wave = r.waves[e.index]
+	out.Reason = r.reasons[e.index]
+	r.decided(e.index, out)
+}
+
+// decided records a step's outcome and lets the scheduler act on it:
+// dependents unlock or are held, and fail_fast stops the rest.
+func (r *runner) decided(i int, out StepOutcome) {
+	r.outcomes[i] = &out
+	r.record(WorkflowEvent{Kind: EventCheckpointDecided, StepID: out.StepID, Outcome: &out})
+	ready := out.CheckpointStatus == CheckpointReady
+	r.hold(r.sched.finish(i, ready))
+	if !ready && r.w.FailurePolicy == FailFast {
+		r.stop(StoppedFailFast)
+	}
+}
+
+// hold records held steps.
+func (r *runner) hold(held []heldStep) {
+	for _, h := range held {
+		out := heldOutcome(&r.w.Steps[h.index], h.reason, h.blockedBy)
+		r.outcomes[h.index] = &out
+		r.record(WorkflowEvent{Kind: EventStepHeld, StepID: out.StepID, HeldReason: h.reason, BlockedBy: h.blockedBy})
+	}
+}
+
+// heldOutcome is the outcome of a step that never started.
+func heldOutcome(st *Step, reason string, blockedBy []string) StepOutcome {
+	summary := "not started: the workflow stopped (" + reason + ")"
+	if reason == HeldDependency {
+		summary = fmt.Sprintf("not started: its dependencies %v did not become checkpoint_ready", blockedBy)
+	}
+	return StepOutcome{
+		StepID: st.ID, Agent: agentOrDefault(st.Agent), Posture: st.PermissionMode, WorkspaceMode: st.WorkspaceMode,
+		DependsOn: nonNil(st.DependsOn), SubagentStatus: SubagentNotStarted, CheckpointStatus: CheckpointHeld,
+		Summary: summary, HeldReason: reason, BlockedBy: blockedBy,
+	}
+}
+
+// stop starts nothing more, holds what has not started and stops the
+// running children, all at once, returning when they have ended. Their
+// end events are buffered, and decided by the loop like any other.
+func (r *runner) stop(reason string) {
+	r.hold(r.sched.stop(reason))
+	var wg sync.WaitGroup
+	for _, i := range r.sched.running {
+		if r.reasons[i] == "" {
+			r.reasons[i] = reason
+		}
+		wg.Go(func() { r.sp.StopStep(r.agentIDs[i]) })
+	}
+	wg.Wait()
+}
+
+// finish records the end of the run and assembles its Outcome.
+func (r *runner) finish() Outcome {
+	steps := make([]StepOutcome, len(r.outcomes))
+	for i, o := range r.outcomes {
+		steps[i] = *o
+	}
+	elapsed := r.opt.Now().Sub(r.started).Milliseconds()
+	out := assemble(r.w, r.opt.WorkflowID, steps, r.sched.stopped, elapsed)
+	r.record(WorkflowEvent{Kind: EventWorkflowFinished, Status: out.Status, StoppedBy: out.StoppedBy, ElapsedMS: elapsed})
+	if r.recordErr != nil {
+		out.SafeNextActions = append(out.SafeNextActions, NextAction{Action: "ask_user",
+			Reason: "the workflow's evidence could not all be written to the session Log (" + r.recordErr.Error() + "); check the disk before relying on the Log"})
+	}
+	return out
+}
+
+// record writes a workflow_event, keeping the first failure.
+func (r *runner) record(ev WorkflowEvent) {
+	ev.WorkflowID, ev.ToolCallID = r.opt.WorkflowID, r.opt.ToolCallID
+	if err := r.sp.RecordWorkflowEvent(ev); err != nil && r.recordErr == nil {
+		r.recordErr = err
+	}
+}
+
+// showPlan shows the steps as the user's plan, kept current.
+func (r *runner) showPlan() {
+	entries := make([]tools.PlanEntry, len(r.w.Steps))
+	for i := range r.w.Steps {
+		entries[i] = planEntry(&r.w.Steps[i], r.sched.state[i], r.outcomes[i])
+	}
+	r.sp.ShowPlan(entries)
+}
+
+func agentOrDefault(a string) string {
+	if a == "" {
+		return "default"
+	}
+	return a
+}

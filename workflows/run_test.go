@@ -1,0 +1,306 @@
+package workflows
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// runSim runs spec on the simulated clock.
+func runSim(t *testing.T, spec string, plan func(step string) childPlan) (Outcome, *simSpawner) {
+	t.Helper()
+	w := mustParse(t, spec)
+	sim := newSim(plan)
+	out := Run(context.Background(), sim, w, RunOptions{WorkflowID: "wf-test", ToolCallID: "call-1", Now: fixedClock()})
+	return out, sim
+}
+
+// durations gives each step a duration by id, default 10.
+func durations(d map[string]int64) func(string) childPlan {
+	return func(step string) childPlan {
+		if v, ok := d[step]; ok {
+			return childPlan{dur: v}
+		}
+		return childPlan{dur: 10}
+	}
+}
+
+func TestRunFollowsTheADR0012Rules(t *testing.T) {
+	tests := []struct {
+		name   string
+		spec   string
+		dur    map[string]int64
+		starts map[string]int64
+	}{{
+		name:   "read-only steps fan out together",
+		spec:   `{"steps":[{"id":"a","task":"x"},{"id":"b","task":"x"},{"id":"c","task":"x"}]}`,
+		starts: map[string]int64{"a": 0, "b": 0, "c": 0},
+	}, {
+		name:   "a dependent starts the moment its last dependency is ready",
+		spec:   `{"steps":[{"id":"a","task":"x"},{"id":"b","task":"x"},{"id":"c","task":"x","depends_on":["a","b"]}]}`,
+		dur:    map[string]int64{"a": 5, "b": 30},
+		starts: map[string]int64{"a": 0, "b": 0, "c": 30},
+	}, {
+		name:   "writers with overlapping write sets serialize, even isolated",
+		spec:   `{"steps":[{"id":"w1","task":"x","write_set":["src/**"]},{"id":"w2","task":"x","write_set":["src/a.go"]}]}`,
+		starts: map[string]int64{"w1": 0, "w2": 10},
+	}, {
+		name:   "writers with disjoint write sets run together",
+		spec:   `{"steps":[{"id":"w1","task":"x","write_set":["src/**"]},{"id":"w2","task":"x","write_set":["docs/**"]}]}`,
+		starts: map[string]int64{"w1": 0, "w2": 0},
+	}, {
+		name:   "a shared writer waits for a reader of its files",
+		spec:   `{"steps":[{"id":"r","task":"x","read_set":["src/**"]},{"id":"w","task":"x","write_set":["src/a.go"],"workspace_mode":"shared"}]}`,
+		starts: map[string]int64{"r": 0, "w": 10},
+	}, {
+		name:   "a shared writer runs beside a reader of other files",
+		spec:   `{"steps":[{"id":"r","task":"x","read_set":["docs/**"]},{"id":"w","task":"x","write_set":["src/a.go"],"workspace_mode":"shared"}]}`,
+		starts: map[string]int64{"r": 0, "w": 0},
+	}, {
+		name:   "an isolated writer does not block readers",
+		spec:   `{"steps":[{"id":"w","task":"x","write_set":["src/**"]},{"id":"r","task":"x","read_set":["src/**"]}]}`,
+		starts: map[string]int64{"w": 0, "r": 0},
+	}, {
+		name:   "a writer without a write set claims the whole workspace",
+		spec:   `{"steps":[{"id":"w1","task":"x","permission_mode":"writer"},{"id":"w2","task":"x","write_set":["docs/x.md"]}]}`,
+		starts: map[string]int64{"w1": 0, "w2": 10},
+	}, {
+		name:   "max_concurrency bounds the running steps; the next starts when a slot frees",
+		spec:   `{"max_concurrency":2,"steps":[{"id":"a","task":"x"},{"id":"b","task":"x"},{"id":"c","task":"x"}]}`,
+		dur:    map[string]int64{"a": 10, "b": 4},
+		starts: map[string]int64{"a": 0, "b": 0, "c": 4},
+	}, {
+		name: "a blocked step does not block later ones (greedy), ties by declaration order",
+		spec: `{"steps":[{"id":"w1","task":"x","write_set":["src/**"]},{"id":"w2","task":"x","write_set":["src/**"]},{"id":"r","task":"x"},{"id":"w3","task":"x","write_set":["src/**"]}]}`,
+		dur:  map[string]int64{"w1": 10, "w2": 10, "w3": 10},
+		// w2 and w3 both wait for w1; w2 is declared first, so it goes
+		// first and w3 after it.
+		starts: map[string]int64{"w1": 0, "r": 0, "w2": 10, "w3": 20},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, sim := runSim(t, tt.spec, durations(tt.dur))
+			require.Equal(t, StatusCompleted, out.Status, out.Output)
+			require.Equal(t, tt.starts, sim.startTimes())
+		})
+	}
+}
+
+func TestRunHoldsDependentsAndKeepsGoing(t *testing.T) {
+	spec := `{"steps":[
+		{"id":"a","task":"x"},
+		{"id":"b","task":"x"},
+		{"id":"c","task":"x","depends_on":["a"]},
+		{"id":"d","task":"x","depends_on":["c","b"]},
+		{"id":"e","task":"x","depends_on":["b"]}]}`
+	out, sim := runSim(t, spec, func(step string) childPlan {
+		if step == "a" {
+			return childPlan{dur: 5, status: "timed_out"}
+		}
+		return childPlan{dur: 10}
+	})
+	require.Equal(t, StatusPartial, out.Status)
+	require.Equal(t, []string{"b", "e"}, out.UsableCheckpoints)
+	require.Equal(t, []string{"a"}, out.FailedSteps)
+	require.Equal(t, []string{"a"}, out.TimeoutSteps)
+	require.Equal(t, []string{"c", "d"}, out.HeldSteps)
+	c, d := out.Steps[2], out.Steps[3]
+	require.Equal(t, CheckpointHeld, c.CheckpointStatus)
+	require.Equal(t, HeldDependency, c.HeldReason)
+	require.Equal(t, []string{"a"}, c.BlockedBy)
+	require.Equal(t, SubagentNotStarted, c.SubagentStatus)
+	// d waits on c (held) and b (running when a failed): both named.
+	require.Equal(t, []string{"c", "b"}, d.BlockedBy)
+	// Held at once, when a failed, not at the end.
+	require.Equal(t, []string{
+		"workflow_started:", "step_scheduled:a", "step_scheduled:b",
+		"checkpoint_decided:a", "step_held:c", "step_held:d",
+		"checkpoint_decided:b", "step_scheduled:e", "checkpoint_decided:e", "workflow_finished:",
+	}, sim.kinds())
+	require.Equal(t, []NextAction{
+		{Action: "retry_failed_steps", StepIDs: []string{"a"}, Reason: out.SafeNextActions[0].Reason},
+		{Action: "rerun_held_steps", StepIDs: []string{"c", "d"}, Reason: out.SafeNextActions[1].Reason},
+		{Action: "abort", Reason: out.SafeNextActions[2].Reason},
+	}, out.SafeNextActions)
+	require.Contains(t, out.Output, "Workflow wf-test: PARTIAL — 2 of 5 steps checkpoint_ready, 1 failed, 2 held")
+	require.NotContains(t, strings.ToLower(out.Output), "completed —")
+}
+
+func TestRunFailFastStopsEverything(t *testing.T) {
+	spec := `{"failure_policy":"fail_fast","max_concurrency":2,"steps":[
+		{"id":"a","task":"x"},{"id":"b","task":"x"},{"id":"c","task":"x"},{"id":"d","task":"x","depends_on":["b"]}]}`
+	out, sim := runSim(t, spec, func(step string) childPlan {
+		switch step {
+		case "a":
+			return childPlan{dur: 5, status: "failed"}
+		case "b":
+			return childPlan{dur: 50}
+		}
+		return childPlan{dur: 10}
+	})
+	require.Equal(t, StatusFailed, out.Status)
+	require.Equal(t, StoppedFailFast, out.StoppedBy)
+	require.Equal(t, []string{"b"}, sim.stopped)
+	b := out.Steps[1]
+	require.Equal(t, "cancelled", b.SubagentStatus)
+	require.Equal(t, CheckpointFailed, b.CheckpointStatus)
+	require.Equal(t, StoppedFailFast, b.Reason)
+	require.Equal(t, []string{"c", "d"}, out.HeldSteps)
+	require.Equal(t, StoppedFailFast, out.Steps[2].HeldReason)
+	require.NotContains(t, sim.startTimes(), "c")
+}
+
+func TestRunWorkflowTimeoutStopsRunningAndHoldsTheRest(t *testing.T) {
+	w := mustParse(t, `{"timeout_ms":30,"max_concurrency":1,"steps":[{"id":"a","task":"x"},{"id":"b","task":"x"},{"id":"c","task":"x"}]}`)
+	sim := newSim(func(step string) childPlan {
+		if step == "b" {
+			return childPlan{hang: true}
+		}
+		return childPlan{dur: 1}
+	})
+	out := Run(context.Background(), sim, w, RunOptions{WorkflowID: "wf-t"})
+	require.Equal(t, StatusPartial, out.Status)
+	require.Equal(t, StoppedTimeout, out.StoppedBy)
+	require.Equal(t, []string{"a"}, out.UsableCheckpoints)
+	require.Equal(t, []string{"b"}, out.TimeoutSteps)
+	require.Equal(t, StoppedTimeout, out.Steps[1].Reason)
+	require.Equal(t, StoppedTimeout, out.Steps[2].HeldReason)
+}
+
+func TestRunCancelledReturnsThePartialOutcome(t *testing.T) {
+	w := mustParse(t, `{"steps":[{"id":"a","task":"x"},{"id":"b","task":"x"},{"id":"c","task":"x","depends_on":["b"]}]}`)
+	sim := newSim(func(step string) childPlan {
+		if step == "b" {
+			return childPlan{hang: true}
+		}
+		return childPlan{dur: 1}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	out := Run(ctx, sim, w, RunOptions{WorkflowID: "wf-c"})
+	require.Equal(t, StatusPartial, out.Status)
+	require.Equal(t, StoppedCancelled, out.StoppedBy)
+	require.Equal(t, "cancelled", out.Steps[1].SubagentStatus)
+	require.Equal(t, []string{"c"}, out.HeldSteps)
+}
+
+func TestRunIsDeterministic(t *testing.T) {
+	w := randomWorkflow(60, 7)
+	for i := range w.Steps {
+		if i%7 == 3 {
+			w.Steps[i].PermissionMode, w.Steps[i].WriteSet = Writer, []string{"src/" + string(rune('a'+i%3)) + "/**"}
+			w.Steps[i].WorkspaceMode = Shared
+		}
+	}
+	raw, err := json.Marshal(w)
+	require.NoError(t, err)
+	plan := func(step string) childPlan {
+		return childPlan{dur: int64(len(step)*7%13 + 1)}
+	}
+	var first []string
+	var firstOut string
+	for range 100 {
+		w, err := Parse(raw)
+		require.NoError(t, err)
+		sim := newSim(plan)
+		out := Run(context.Background(), sim, w, RunOptions{WorkflowID: "wf-d", Now: fixedClock()})
+		got, _ := json.Marshal(out)
+		if first == nil {
+			first, firstOut = sim.order, string(got)
+			continue
+		}
+		require.Equal(t, first, sim.order)
+		require.Equal(t, firstOut, string(got))
+	}
+}
+
+func TestRunAgreesWithTheDryRunWhenDurationsAreEqual(t *testing.T) {
+	for seed := range uint64(20) {
+		w := randomWorkflow(40, seed)
+		for i := range w.Steps {
+			if i%5 == 2 {
+				w.Steps[i].PermissionMode, w.Steps[i].WriteSet = Writer, []string{"src/**"}
+			}
+		}
+		w.MaxConcurrency = 3
+		plan, err := Waves(w)
+		require.NoError(t, err)
+		sim := newSim(durations(nil))
+		out := Run(context.Background(), sim, w, RunOptions{WorkflowID: "wf", Now: fixedClock()})
+		require.Equal(t, StatusCompleted, out.Status)
+		require.Equal(t, plan.Waves, sim.byStart(), "seed %d", seed)
+	}
+}
+
+func TestDependentsReceiveTheirDependenciesBundles(t *testing.T) {
+	spec := `{"name":"review","steps":[
+		{"id":"plan","task":"Plan the change."},
+		{"id":"build","task":"Build it.","depends_on":["plan"],"write_set":["src/**"]}]}`
+	_, sim := runSim(t, spec, func(step string) childPlan {
+		if step == "plan" {
+			return childPlan{dur: 1, report: `{"status":"checkpoint_ready","summary":"Use a ring buffer.","produced":["docs/plan.md"],"verification":["read src/queue.go"],"known_limitations":["no benchmarks yet"]}`}
+		}
+		return childPlan{dur: 1}
+	})
+	p := sim.prompts["build"]
+	require.True(t, strings.HasPrefix(p, "Build it.\n\n---\nYou are step \"build\" of a workflow (review). You may write only: src/**."), p)
+	for _, want := range []string{"### plan (checkpoint_ready, subagent sa-plan)", "Summary: Use a ring buffer.", "- docs/plan.md", "- read src/queue.go", "- no benchmarks yet", "call report_checkpoint"} {
+		require.Contains(t, p, want)
+	}
+	require.NotContains(t, sim.prompts["plan"], "Checkpoints of the steps you depend on")
+}
+
+func TestRunEventsRebuildTheOutcome(t *testing.T) {
+	spec := `{"steps":[
+		{"id":"a","task":"x"},
+		{"id":"b","task":"x","output_schema":{"type":"object","required":["n"],"properties":{"n":{"type":"integer"}}}},
+		{"id":"c","task":"x","depends_on":["b"]},
+		{"id":"d","task":"x"},
+		{"id":"e","task":"x","write_set":["src/**"]},
+		{"id":"f","task":"x","write_set":["src/x/**"]}]}`
+	out, sim := runSim(t, spec, func(step string) childPlan {
+		switch step {
+		case "b":
+			return childPlan{dur: 3, report: `{"status":"checkpoint_ready","summary":"n is two","payload":{"n":"two"}}`}
+		case "d":
+			return childPlan{dur: 3, summary: "I could not decide.\ncheckpoint_status: needs_orchestrator"}
+		}
+		return childPlan{dur: 2}
+	})
+	require.Equal(t, CheckpointFailed, out.Steps[1].CheckpointStatus)
+	require.Equal(t, CheckpointNeedsOrchestrator, out.Steps[3].CheckpointStatus)
+	require.Len(t, out.MergeConflictRisk, 1)
+
+	// Through JSON, as the Log has them.
+	raw, err := json.Marshal(sim.events)
+	require.NoError(t, err)
+	var events []WorkflowEvent
+	require.NoError(t, json.Unmarshal(raw, &events))
+	rebuilt := Rebuild(events)
+	require.Len(t, rebuilt, 1)
+	want, _ := json.Marshal(out)
+	got, _ := json.Marshal(rebuilt[0])
+	require.JSONEq(t, string(want), string(got))
+}
+
+func TestRebuildOfAnInterruptedRun(t *testing.T) {
+	w := mustParse(t, `{"steps":[{"id":"a","task":"x"},{"id":"b","task":"x"},{"id":"c","task":"x","depends_on":["b"]}]}`)
+	events := []WorkflowEvent{
+		{Kind: EventWorkflowStarted, WorkflowID: "wf-i", Workflow: w},
+		{Kind: EventStepScheduled, WorkflowID: "wf-i", StepID: "a", Wave: 1, SubagentID: "sa-a"},
+		{Kind: EventStepScheduled, WorkflowID: "wf-i", StepID: "b", Wave: 1, SubagentID: "sa-b"},
+		{Kind: EventCheckpointDecided, WorkflowID: "wf-i", StepID: "a", Outcome: &StepOutcome{StepID: "a", Agent: "default", Wave: 1, SubagentStatus: "completed", CheckpointStatus: CheckpointReady}},
+	}
+	out := Rebuild(events)
+	require.Len(t, out, 1)
+	o := out[0]
+	require.Equal(t, StatusPartial, o.Status)
+	require.Equal(t, StoppedInterrupted, o.StoppedBy)
+	require.Equal(t, "detached", o.Steps[1].SubagentStatus)
+	require.Equal(t, CheckpointFailed, o.Steps[1].CheckpointStatus)
+	require.Equal(t, CheckpointHeld, o.Steps[2].CheckpointStatus)
+}
