@@ -84,8 +84,9 @@ type PermissionDecisionData struct {
 	Mode       Mode   `json:"mode"`
 	// Decision is allowed, denied or cancelled.
 	Decision string `json:"decision"`
-	// Source is mode (the mode decided), user (the client was asked), or
-	// remembered (an earlier allow_always).
+	// Source is mode (the mode decided), user (the client was asked),
+	// remembered (an earlier allow_always), or dry_run (a mutation's dry
+	// run, allowed in every mode).
 	Source string `json:"source"`
 	Option string `json:"option,omitempty"`
 	Reason string `json:"reason,omitempty"`

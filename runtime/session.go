@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -94,6 +95,53 @@ type Session struct {
 	// sharesWorkspace is set on a Subagent in its parent's workspace: the
 	// parent owns that workspace's handle.
 	sharesWorkspace bool
+
+	// toolset and specs are set, before the first turn, only on a session
+	// with tools of its own (a workflow step's child); nil means the
+	// runtime's, so the common case shares its cached specs.
+	toolset *tools.Registry
+	specs   []ToolSpec
+}
+
+// addTools offers extra tools to this session only, after the runtime's.
+// The runtime's tools win on a name clash (the extra is dropped): a step's
+// tool must not shadow a built-in whose posture the permission rules know.
+func (s *Session) addTools(extra []tools.Tool) {
+	if len(extra) == 0 {
+		return
+	}
+	all := s.rt.tools.All()
+	specs := slices.Clone(s.rt.toolSpecs())
+	seen := map[string]bool{}
+	for _, t := range all {
+		seen[t.Name()] = true
+	}
+	for _, t := range extra {
+		if seen[t.Name()] {
+			s.rt.log.Warn("an extra tool is named like another; dropped", "session", s.ID(), "tool", t.Name())
+			continue
+		}
+		seen[t.Name()] = true
+		all = append(all, t)
+		specs = append(specs, ToolSpec{Name: t.Name(), Description: t.Description(), Parameters: t.Schema()})
+	}
+	s.toolset, s.specs = tools.NewRegistry(all...), specs
+}
+
+// registry is the tools this session's turns can run.
+func (s *Session) registry() *tools.Registry {
+	if s.toolset != nil {
+		return s.toolset
+	}
+	return s.rt.tools
+}
+
+// toolSpecs describes this session's tools to the model.
+func (s *Session) toolSpecs() []ToolSpec {
+	if s.specs != nil {
+		return s.specs
+	}
+	return s.rt.toolSpecs()
 }
 
 // ID is the session id.

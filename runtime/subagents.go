@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pixir-go/pixir/tools"
+	"github.com/pixir-go/pixir/workflows"
 )
 
 // Subagent statuses.
@@ -104,6 +105,7 @@ type SubagentEventData struct {
 	ChildLog         string             `json:"child_log,omitempty"`
 	ParentToolCallID string             `json:"parent_tool_call_id,omitempty"`
 	Agent            string             `json:"agent"`
+	Name             string             `json:"name,omitempty"` // a workflow step's label (its id)
 	Task             string             `json:"task"`
 	Depth            int                `json:"depth"`
 	Status           string             `json:"status"`
@@ -151,6 +153,12 @@ type subagent struct {
 	timeout          time.Duration
 	spec             AgentSpec
 	ask              Asker
+	// Set by StartStep for a workflow step: its label, a read_only session
+	// whatever the parent's mode, tools of its own, and who to tell when
+	// its run ends.
+	name     string
+	readOnly bool
+	extra    []tools.Tool
 
 	// Guarded by Manager.mu.
 	child        *Session
@@ -170,6 +178,8 @@ type subagent struct {
 	childLog     string // the path of the child's Log
 	restored     bool   // rebuilt from the Log: no session of this process
 	stopping     bool   // a queued child being cancelled
+	// onEnd is called once, when the run StartStep asked for ends.
+	onEnd func(tools.SubagentView)
 }
 
 func newManager(rt *Runtime, cfg SubagentConfig) *Manager {
@@ -257,7 +267,66 @@ func (b binding) Preview(req tools.SpawnRequest) (tools.SubagentView, error) {
 }
 
 // Spawn implements tools.Subagents.
-func (b binding) Spawn(ctx context.Context, req tools.SpawnRequest) (tools.SubagentView, error) {
+func (b binding) Spawn(_ context.Context, req tools.SpawnRequest) (tools.SubagentView, error) {
+	return b.spawn(req, stepOptions{})
+}
+
+var _ workflows.Spawner = binding{}
+
+// stepOptions are what a workflow step adds to a spawn.
+type stepOptions struct {
+	name     string
+	readOnly bool
+	extra    []tools.Tool
+	ended    func(tools.SubagentView)
+}
+
+// StartStep implements workflows.Spawner: a Spawn that also carries the
+// step's name, read_only, extra tools and end callback.
+func (b binding) StartStep(ctx context.Context, req workflows.StepRequest, ended func(tools.SubagentView)) (tools.SubagentView, error) {
+	if ctx.Err() != nil {
+		return tools.SubagentView{}, failure(tools.ErrCancelled, "the workflow was cancelled before step %q started", req.Name)
+	}
+	return b.spawn(tools.SpawnRequest{Agent: req.Agent, Task: req.Task, WorkspaceMode: req.WorkspaceMode, Timeout: req.Timeout},
+		stepOptions{name: req.Name, readOnly: req.ReadOnly, extra: req.Tools, ended: ended})
+}
+
+// StopStep implements workflows.Spawner. It waits for done even when stop
+// had nothing to do: an end already under way (another stop, or the run's
+// own end) may still be in the step's callback. So the callback must not
+// call StopStep: it would wait for itself.
+func (b binding) StopStep(id string) {
+	m := b.m
+	m.mu.Lock()
+	sa, err := b.mine(id)
+	m.mu.Unlock()
+	if err != nil {
+		return
+	}
+	m.stop(sa, false)
+	m.mu.Lock()
+	done := sa.done
+	m.mu.Unlock()
+	<-done
+}
+
+// RecordWorkflowEvent implements workflows.Spawner: workflow events take
+// the path of subagent events, so the Log and live observers both see them.
+func (b binding) RecordWorkflowEvent(d workflows.WorkflowEvent) error {
+	return b.parent.emitBackground(EventWorkflow, d)
+}
+
+// ShowPlan implements workflows.Spawner.
+func (b binding) ShowPlan(entries []tools.PlanEntry) {
+	if entries == nil {
+		entries = []tools.PlanEntry{} // an empty plan clears the one shown
+	}
+	if err := b.parent.emitBackground(EventPlan, PlanData{Entries: entries}); err != nil {
+		b.m.rt.log.Warn("showing a workflow plan", "session", b.parent.ID(), "err", err)
+	}
+}
+
+func (b binding) spawn(req tools.SpawnRequest, opt stepOptions) (tools.SubagentView, error) {
 	m := b.m
 	spec, mode, depth, err := b.resolve(req)
 	if err != nil {
@@ -275,6 +344,7 @@ func (b binding) Spawn(ctx context.Context, req tools.SpawnRequest) (tools.Subag
 		id: id, agent: spec.Name, task: req.Task, parent: b.parent, parentToolCallID: b.toolCallID,
 		depth: depth, mode: mode, timeout: timeout, spec: spec, ask: b.ask,
 		status: SubagentQueued, input: req.Task, done: make(chan struct{}),
+		name: opt.name, readOnly: opt.readOnly, extra: opt.extra, onEnd: opt.ended,
 	}
 	if mode == WorkspaceShared {
 		sa.workspace = b.parent.workspace.Root()
@@ -417,7 +487,7 @@ func (m *Manager) prepare(ctx context.Context, sa *subagent) (*Session, error) {
 		m.mu.Unlock()
 	}
 	mode := sa.parent.Mode()
-	if sa.spec.ReadOnly {
+	if sa.spec.ReadOnly || sa.readOnly {
 		mode = ModeReadOnly
 	}
 	model := sa.parent.Model()
@@ -428,6 +498,7 @@ func (m *Manager) prepare(ctx context.Context, sa *subagent) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	child.addTools(sa.extra)
 	m.mu.Lock()
 	sa.child, sa.childLog = child, child.log.Path()
 	m.mu.Unlock()
@@ -469,7 +540,7 @@ func (m *Manager) record(sa *subagent, event, input string) {
 func (m *Manager) eventLocked(sa *subagent, event, input, status string) SubagentEventData {
 	d := SubagentEventData{
 		Event: event, ParentID: sa.parent.ID(), SubagentID: sa.id, ParentToolCallID: sa.parentToolCallID,
-		Agent: sa.agent, Task: sa.task, Depth: sa.depth, Status: status, Workspace: sa.workspace,
+		Agent: sa.agent, Name: sa.name, Task: sa.task, Depth: sa.depth, Status: status, Workspace: sa.workspace,
 		WorkspaceMode: sa.mode, Input: input, ElapsedMS: m.elapsedLocked(sa),
 	}
 	if sa.child != nil {
@@ -489,6 +560,8 @@ func (m *Manager) emit(sa *subagent, d SubagentEventData) {
 
 // end makes a run's outcome visible: the event is recorded first, then
 // waiters see the status, so no one learns of an end before the Log does.
+// A step's callback runs before done closes, so StopStep returns only
+// once the workflow has heard of the end.
 func (m *Manager) end(sa *subagent, event, status string, freeSlot bool) {
 	m.mu.Lock()
 	d := m.eventLocked(sa, event, "", status)
@@ -500,9 +573,29 @@ func (m *Manager) end(sa *subagent, event, status string, freeSlot bool) {
 		m.running--
 	}
 	done := sa.done
+	onEnd := sa.onEnd
+	sa.onEnd = nil // once: later runs (send_input) are not the step's
+	var view tools.SubagentView
+	if onEnd != nil {
+		view = m.viewLocked(sa)
+	}
 	m.notifyEndedLocked()
 	m.mu.Unlock()
+	if onEnd != nil {
+		m.callEnded(sa, onEnd, view)
+	}
 	close(done)
+}
+
+// callEnded runs a step's callback; a panic in it is the workflow's bug
+// and must not leave done open or take the Manager's goroutine down.
+func (m *Manager) callEnded(sa *subagent, onEnd func(tools.SubagentView), v tools.SubagentView) {
+	defer func() {
+		if p := recover(); p != nil {
+			m.rt.log.Error("a step's end callback panicked", "subagent", sa.id, "panic", p, "stack", string(debug.Stack()))
+		}
+	}()
+	onEnd(v)
 }
 
 func (m *Manager) elapsedLocked(sa *subagent) int64 {
@@ -832,7 +925,7 @@ func (m *Manager) restore(parent *Session, events []Event) {
 		}
 		d := last[id]
 		sa := &subagent{
-			id: id, agent: d.Agent, task: d.Task, parent: parent, parentToolCallID: d.ParentToolCallID,
+			id: id, agent: d.Agent, name: d.Name, task: d.Task, parent: parent, parentToolCallID: d.ParentToolCallID,
 			depth: d.Depth, mode: d.WorkspaceMode, workspace: d.Workspace, status: d.Status,
 			summary: d.Summary, failure: d.Error, changes: d.Changes, childSession: d.ChildSessionID,
 			done: make(chan struct{}), restored: true,

@@ -17,7 +17,8 @@ import (
 
 // childProvider answers by the latest user text, so parent and children
 // can share it: "hang" blocks until cancelled, "panic" panics, "fail" is a
-// provider failure, "write NAME" writes a file, anything else echoes.
+// provider failure, "write NAME" writes a file, "call TOOL …" calls TOOL
+// with {}, anything else echoes.
 type childProvider struct{}
 
 func (childProvider) Name() string { return "child" }
@@ -44,6 +45,8 @@ func (childProvider) Generate(ctx context.Context, req ModelRequest, _ func(Delt
 	case strings.HasPrefix(user, "write ") && calls == 0:
 		args, _ := json.Marshal(map[string]string{"path": strings.TrimPrefix(user, "write "), "content": "x"})
 		return &ModelResponse{ToolCalls: []ToolCall{{ID: "w1", Name: "write", Arguments: args}}}, nil
+	case strings.HasPrefix(user, "call ") && calls == 0:
+		return &ModelResponse{ToolCalls: []ToolCall{{ID: "t1", Name: strings.Fields(user)[1], Arguments: json.RawMessage(`{}`)}}}, nil
 	}
 	return &ModelResponse{Text: "did: " + user}, nil
 }
@@ -129,10 +132,15 @@ type managerFixture struct {
 
 func newManagerFixture(t *testing.T, cfg SubagentConfig) *managerFixture {
 	t.Helper()
+	return newManagerFixtureWith(t, cfg, childProvider{})
+}
+
+func newManagerFixtureWith(t *testing.T, cfg SubagentConfig, p Provider) *managerFixture {
+	t.Helper()
 	if cfg.Snapshot == nil {
 		cfg.Snapshot = takeCopy
 	}
-	rt := New(Config{Home: t.TempDir(), Provider: childProvider{}, Model: "m", Tools: tools.Builtins(), Subagents: cfg})
+	rt := New(Config{Home: t.TempDir(), Provider: p, Model: "m", Tools: tools.Builtins(), Subagents: cfg})
 	t.Cleanup(rt.Close)
 	parent, err := rt.NewSession(t.TempDir())
 	require.NoError(t, err)

@@ -189,7 +189,7 @@ func (t *turn) generate() (*ModelResponse, streamedSoFar, error) {
 		Model:    s.Model(),
 		System:   s.systemPrompt(),
 		Messages: s.historyCopy(),
-		Tools:    s.rt.toolSpecs(),
+		Tools:    s.toolSpecs(),
 	}
 	var emitErr error
 	resp, err := s.rt.cfg.Provider.Generate(t.ctx, req, func(d Delta) {
@@ -236,7 +236,7 @@ func (t *turn) recordResponse(resp *ModelResponse, partial bool) error {
 // runTool announces, authorizes, runs and records one tool call.
 func (t *turn) runTool(tc ToolCall) error {
 	s := t.s
-	tool, known := s.rt.tools.Get(tc.Name)
+	tool, known := s.registry().Get(tc.Name)
 	pres := tools.Presentation{Title: tc.Name, Kind: tools.KindOther}
 	var posture tools.Posture
 	if known {
@@ -253,9 +253,18 @@ func (t *turn) runTool(tc ToolCall) error {
 	var result tools.Result
 	switch {
 	case !known:
-		result = s.rt.tools.Unknown(tc.Name)
+		result = s.registry().Unknown(tc.Name)
 	default:
-		allowed, denial, err := t.authorize(tc, tool, pres)
+		dry := posture == tools.PostureMutation && dryRunArgs(tc.Arguments)
+		allowed, denial, err := true, tools.Result{}, error(nil)
+		if dry {
+			// A dry run changes nothing, so every mode allows it unasked.
+			err = t.emit(EventPermissionDecision, PermissionDecisionData{
+				ToolCallID: tc.ID, Tool: tc.Name, Mode: s.Mode(), Decision: "allowed", Source: "dry_run",
+			})
+		} else {
+			allowed, denial, err = t.authorize(tc, tool, pres)
+		}
 		if err != nil {
 			return err
 		}
@@ -266,9 +275,24 @@ func (t *turn) runTool(tc ToolCall) error {
 		if err := t.emit(EventStatus, StatusData{ToolCallID: tc.ID, Status: "in_progress"}); err != nil {
 			return err
 		}
-		result = tool.Run(t.ctx, t.env(tc), tc.Arguments)
+		if dry {
+			result = tool.DryRun(t.ctx, t.env(tc), tc.Arguments)
+		} else {
+			result = tool.Run(t.ctx, t.env(tc), tc.Arguments)
+		}
 	}
 	return t.recordResult(tc, result, time.Since(start))
+}
+
+// dryRunArgs reports whether args are an object whose top-level dry_run or
+// validate_only is the boolean true. The turn then calls DryRun, never Run,
+// so a tool that does not know the flag cannot be tricked into a real run.
+func dryRunArgs(args json.RawMessage) bool {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(args, &top) != nil {
+		return false
+	}
+	return string(top["dry_run"]) == "true" || string(top["validate_only"]) == "true"
 }
 
 // env is what a tool call runs against.
