@@ -45,8 +45,17 @@ func assemble(w *Workflow, id string, steps []StepOutcome, stoppedBy string, ela
 		if s.SubagentStatus == "timed_out" || s.Reason == StoppedTimeout {
 			out.TimeoutSteps = append(out.TimeoutSteps, s.StepID)
 		}
-		for j := i + 1; j < len(w.Steps) && i < len(w.Steps); j++ {
-			if risk, ok := mergeRisk(overlap, &w.Steps[i], &w.Steps[j]); ok {
+	}
+	// Only writers can make a merge risk: pair them alone, not all steps.
+	var writers []*Step
+	for i := range w.Steps {
+		if len(effectiveWrite(&w.Steps[i])) > 0 {
+			writers = append(writers, &w.Steps[i])
+		}
+	}
+	for i, a := range writers {
+		for _, b := range writers[i+1:] {
+			if risk, ok := mergeRisk(overlap, a, b); ok {
 				out.MergeConflictRisk = append(out.MergeConflictRisk, risk)
 			}
 		}

@@ -105,11 +105,16 @@ func (s *simSpawner) RecordWorkflowEvent(ev WorkflowEvent) error {
 	return nil
 }
 
-// ShowPlan is Run's "I am waiting now": deliver the next ends, every
-// child that ends at the earliest simulated time, in start order.
 func (s *simSpawner) ShowPlan(entries []tools.PlanEntry) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.plans = append(s.plans, entries)
+}
+
+// waiting is Run's "I am about to wait": deliver the next ends, every
+// child that ends at the earliest simulated time, in start order.
+func (s *simSpawner) waiting() {
+	s.mu.Lock()
 	var batch []*simChild
 	for _, c := range s.live {
 		switch {

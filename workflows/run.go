@@ -18,7 +18,16 @@ type RunOptions struct {
 	ToolCallID string
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+
+	// waiting, in tests, is called each time Run is about to wait for an
+	// event: a simulated clock delivers its next child ends then.
+	waiting func()
 }
+
+// planEvery bounds how often the plan is shown: ACP sends the whole plan
+// each time, so a large workflow would otherwise cost O(steps) per event.
+// The last state is always shown.
+const planEvery = 100 * time.Millisecond
 
 // stepEnd is a child's end, delivered to the run loop.
 type stepEnd struct {
@@ -35,12 +44,13 @@ type runner struct {
 	sched *scheduler
 	slots []*reportSlot
 
-	outcomes []*StepOutcome // nil until decided or held
-	agentIDs []string       // each started step's child
-	waves    []int          // each started step's dispatch round
-	reasons  []string       // why the workflow closed a step early
-	round    int
-	started  time.Time
+	outcomes  []*StepOutcome // nil until decided or held
+	agentIDs  []string       // each started step's child
+	waves     []int          // each started step's dispatch round
+	reasons   []string       // why the workflow closed a step early
+	round     int
+	started   time.Time
+	planShown time.Time
 
 	ends chan stepEnd
 	// recordErr is the first failure to write the Log: the run goes on (the
@@ -82,8 +92,15 @@ func Run(ctx context.Context, sp Spawner, w *Workflow, opt RunOptions) Outcome {
 		defer t.Stop()
 		deadline = t.C
 	}
+	planTimer := time.NewTimer(planEvery)
+	planTimer.Stop()
+	defer planTimer.Stop()
+	planDue := false // a change is waiting for planTimer
 	done := ctx.Done()
 	for !r.sched.idle() {
+		if r.opt.waiting != nil {
+			r.opt.waiting()
+		}
 		select {
 		case e := <-r.ends:
 			r.ended(e)
@@ -99,14 +116,23 @@ func Run(ctx context.Context, sp Spawner, w *Workflow, opt RunOptions) Outcome {
 				}
 			}
 			r.dispatch(ctx)
-			r.showPlan()
 		case <-deadline:
 			deadline = nil
 			r.stop(StoppedTimeout)
-			r.showPlan()
 		case <-done:
 			done = nil
 			r.stop(StoppedCancelled)
+		case <-planTimer.C:
+			planDue = false
+			r.showPlan()
+			continue
+		}
+		if wait := planEvery - r.opt.Now().Sub(r.planShown); wait > 0 {
+			if !planDue {
+				planDue = true
+				planTimer.Reset(wait)
+			}
+		} else {
 			r.showPlan()
 		}
 	}
@@ -257,6 +283,7 @@ func (r *runner) record(ev WorkflowEvent) {
 
 // showPlan shows the steps as the user's plan, kept current.
 func (r *runner) showPlan() {
+	r.planShown = r.opt.Now()
 	entries := make([]tools.PlanEntry, len(r.w.Steps))
 	for i := range r.w.Steps {
 		entries[i] = planEntry(&r.w.Steps[i], r.sched.state[i], r.outcomes[i])

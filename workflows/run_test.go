@@ -15,7 +15,7 @@ func runSim(t *testing.T, spec string, plan func(step string) childPlan) (Outcom
 	t.Helper()
 	w := mustParse(t, spec)
 	sim := newSim(plan)
-	out := Run(context.Background(), sim, w, RunOptions{WorkflowID: "wf-test", ToolCallID: "call-1", Now: fixedClock()})
+	out := Run(context.Background(), sim, w, RunOptions{WorkflowID: "wf-test", ToolCallID: "call-1", Now: fixedClock(), waiting: sim.waiting})
 	return out, sim
 }
 
@@ -162,7 +162,7 @@ func TestRunWorkflowTimeoutStopsRunningAndHoldsTheRest(t *testing.T) {
 		}
 		return childPlan{dur: 1}
 	})
-	out := Run(context.Background(), sim, w, RunOptions{WorkflowID: "wf-t"})
+	out := Run(context.Background(), sim, w, RunOptions{WorkflowID: "wf-t", waiting: sim.waiting})
 	require.Equal(t, StatusPartial, out.Status)
 	require.Equal(t, StoppedTimeout, out.StoppedBy)
 	require.Equal(t, []string{"a"}, out.UsableCheckpoints)
@@ -181,7 +181,7 @@ func TestRunCancelledReturnsThePartialOutcome(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	out := Run(ctx, sim, w, RunOptions{WorkflowID: "wf-c"})
+	out := Run(ctx, sim, w, RunOptions{WorkflowID: "wf-c", waiting: sim.waiting})
 	require.Equal(t, StatusPartial, out.Status)
 	require.Equal(t, StoppedCancelled, out.StoppedBy)
 	require.Equal(t, "cancelled", out.Steps[1].SubagentStatus)
@@ -207,7 +207,7 @@ func TestRunIsDeterministic(t *testing.T) {
 		w, err := Parse(raw)
 		require.NoError(t, err)
 		sim := newSim(plan)
-		out := Run(context.Background(), sim, w, RunOptions{WorkflowID: "wf-d", Now: fixedClock()})
+		out := Run(context.Background(), sim, w, RunOptions{WorkflowID: "wf-d", Now: fixedClock(), waiting: sim.waiting})
 		got, _ := json.Marshal(out)
 		if first == nil {
 			first, firstOut = sim.order, string(got)
@@ -230,7 +230,7 @@ func TestRunAgreesWithTheDryRunWhenDurationsAreEqual(t *testing.T) {
 		plan, err := Waves(w)
 		require.NoError(t, err)
 		sim := newSim(durations(nil))
-		out := Run(context.Background(), sim, w, RunOptions{WorkflowID: "wf", Now: fixedClock()})
+		out := Run(context.Background(), sim, w, RunOptions{WorkflowID: "wf", Now: fixedClock(), waiting: sim.waiting})
 		require.Equal(t, StatusCompleted, out.Status)
 		require.Equal(t, plan.Waves, sim.byStart(), "seed %d", seed)
 	}
