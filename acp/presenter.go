@@ -159,8 +159,13 @@ func subagentUpdate(d runtime.SubagentEventData) (ToolCall, bool) {
 		if d.ParentToolCallID != "" {
 			meta["parentToolCallId"] = d.ParentToolCallID
 		}
+		title := d.Agent + ": " + titleOf(d.Task)
+		if d.Name != "" { // a workflow step
+			title = d.Name + " (" + d.Agent + "): " + titleOf(d.Task)
+			meta["stepId"] = d.Name
+		}
 		return ToolCall{
-			SessionUpdate: "tool_call", ToolCallID: u.ToolCallID, Title: d.Agent + ": " + titleOf(d.Task),
+			SessionUpdate: "tool_call", ToolCallID: u.ToolCallID, Title: title,
 			Kind: "think", Status: "pending", RawInput: raw, Meta: map[string]any{"pixir": meta},
 		}, true
 	case "started", "input":
@@ -212,6 +217,16 @@ func (p *presenter) toolEnd(d runtime.ToolResultData) ToolCall {
 	u := ToolCall{SessionUpdate: "tool_call_update", ToolCallID: d.ToolCallID, Status: "completed"}
 	if raw, err := json.Marshal(d.Result); err == nil {
 		u.RawOutput = raw
+	}
+	if !d.Result.OK && d.Result.Error == nil && d.Result.Output != nil {
+		// Work that ran but did not succeed (a partial workflow): failed,
+		// never completed, with its outcome for a person to read.
+		u.Status = "failed"
+		if text := displayOutput(d.Result.Output); text != "" {
+			block := textBlock(text)
+			u.Content = []ToolCallContent{{Type: "content", Content: &block}}
+		}
+		return u
 	}
 	if !d.Result.OK {
 		u.Status = "failed"

@@ -22,6 +22,7 @@ import (
 	"github.com/invopop/jsonschema"
 
 	"github.com/pixir-go/pixir/tools"
+	"github.com/pixir-go/pixir/workflows"
 )
 
 // Folders of the generated files, relative to this package.
@@ -45,7 +46,20 @@ var Outputs = map[string]any{
 	"send_input":  tools.SubagentView{},
 	"close_agent": tools.SubagentView{},
 	"list_agents": tools.ListAgentsOutput{},
+
+	"run_workflow":      workflows.Outcome{},
+	"report_checkpoint": workflows.ReportCheckpointOutput{},
 }
+
+// DryRunOutputs maps the tools whose dry run says more than
+// tools.DryRunOutput to the type of that output.
+var DryRunOutputs = map[string]any{
+	"run_workflow": workflows.DryRunOutcome{},
+}
+
+// Catalogue is every tool Pixir offers: the built-ins of package tools
+// and those of package workflows.
+func Catalogue() []tools.Tool { return append(tools.Builtins(), workflows.Tools()...) }
 
 // ErrorKinds are the kinds of a failed Result, as DESIGN.md fixes them
 // (tools/errors.go; the test checks that the two lists agree).
@@ -62,10 +76,12 @@ var ErrorKinds = []tools.ErrorKind{
 //   - results/tool_result.json: the envelope of every tool result;
 //   - results/<name>_output.json: the output of a successful call of each
 //     built-in tool;
-//   - results/dry_run_output.json: the output of a successful dry run.
+//   - results/dry_run_output.json: the output of a successful dry run;
+//   - results/<name>_dry_run_output.json: that of the tools in
+//     DryRunOutputs, whose dry run says more.
 func Files() (map[string][]byte, error) {
 	files := map[string][]byte{}
-	for _, t := range tools.Builtins() {
+	for _, t := range Catalogue() {
 		var b bytes.Buffer
 		if err := json.Indent(&b, t.Schema(), "", "  "); err != nil {
 			return nil, fmt.Errorf("schema of tool %s: %w", t.Name(), err)
@@ -82,6 +98,14 @@ func Files() (map[string][]byte, error) {
 		s.Description = fmt.Sprintf("The output field of a successful result of the %s tool (not of a dry run).", t.Name())
 		if err := put(files, ResultsDir+"/"+t.Name()+"_output.json", s); err != nil {
 			return nil, err
+		}
+		if dry, ok := DryRunOutputs[t.Name()]; ok {
+			s := reflectOutput(dry)
+			s.Title = "Output of a dry run of " + t.Name()
+			s.Description = fmt.Sprintf("The output field of a successful dry run of the %s tool.", t.Name())
+			if err := put(files, ResultsDir+"/"+t.Name()+"_dry_run_output.json", s); err != nil {
+				return nil, err
+			}
 		}
 	}
 	dry := reflectOutput(tools.DryRunOutput{})
@@ -119,14 +143,17 @@ func reflectOutput(v any) *jsonschema.Schema {
 }
 
 // envelope is the schema of tools.Result as the model reads it:
-// {"ok":true,"output":…} or {"ok":false,"error":{kind,message,details}}.
+// {"ok":true,"output":…}, {"ok":false,"error":{kind,message,details}}, or
+// {"ok":false,"output":…} for work that ran but did not succeed (a partial
+// workflow: an outcome, not a tool error).
 // Results are not sent to providers as schemas, so it may use if/then/else
 // to tie ok to error.
 func envelope() *jsonschema.Schema {
 	s := reflector().Reflect(&tools.Result{})
 	s.Title = "Tool result"
 	s.Description = `What every tool call returns to the model: {"ok":true,"output":…} on success, ` +
-		`{"ok":false,"error":{"kind","message","details"}} on failure. The output of each tool is described in its *_output.json file, ` +
+		`{"ok":false,"error":{"kind","message","details"}} on failure, and {"ok":false,"output":…} when the work ran but did not ` +
+		`succeed (a partial or failed workflow: its outcome is the output). The output of each tool is described in its *_output.json file, ` +
 		"and that of a dry run in dry_run_output.json."
 	okIs := func(v bool) *jsonschema.Schema {
 		p := jsonschema.NewProperties()
@@ -135,7 +162,10 @@ func envelope() *jsonschema.Schema {
 	}
 	s.If = okIs(true)
 	s.Then = &jsonschema.Schema{Not: &jsonschema.Schema{Required: []string{"error"}}}
-	s.Else = &jsonschema.Schema{Required: []string{"error"}, Not: &jsonschema.Schema{Required: []string{"output"}}}
+	s.Else = &jsonschema.Schema{OneOf: []*jsonschema.Schema{
+		{Required: []string{"error"}, Not: &jsonschema.Schema{Required: []string{"output"}}},
+		{Required: []string{"output"}, Not: &jsonschema.Schema{Required: []string{"error"}}},
+	}}
 	return s
 }
 

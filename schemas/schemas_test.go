@@ -14,12 +14,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixir-go/pixir/tools"
+	"github.com/pixir-go/pixir/workflows"
 )
 
 const regenerate = "run `make schemas` (or `go generate ./schemas/`) and commit the result; the schemas are generated from the Go types and never edited by hand"
@@ -51,7 +53,7 @@ func TestCommittedSchemasAreCurrent(t *testing.T) {
 
 func TestEveryBuiltinHasAnOutputType(t *testing.T) {
 	var names []string
-	for _, tool := range tools.Builtins() {
+	for _, tool := range Catalogue() {
 		names = append(names, tool.Name())
 	}
 	var outputs []string
@@ -148,6 +150,38 @@ func (subagents) List(context.Context) ([]tools.SubagentView, error) {
 	return []tools.SubagentView{child}, nil
 }
 
+// reports collects the results of the report_checkpoint calls the fake
+// step children make, to check them against the schemas too.
+var reports struct {
+	sync.Mutex
+	results []tools.Result
+}
+
+// StartStep plays a workflow step's child: it calls the report_checkpoint
+// bound to its step (a dry run, a good report and a bad one) and ends,
+// completed, unless its task starts with "[fail]".
+func (subagents) StartStep(ctx context.Context, req workflows.StepRequest, ended func(tools.SubagentView)) (tools.SubagentView, error) {
+	report := req.Tools[0]
+	reports.Lock()
+	reports.results = append(reports.results,
+		report.DryRun(ctx, tools.Env{}, json.RawMessage(`{"status":"checkpoint_ready","summary":"ok"}`)),
+		report.Run(ctx, tools.Env{}, json.RawMessage(`{"status":"checkpoint_ready","summary":"ok","produced":["a"],"verification":["read a"]}`)),
+		report.Run(ctx, tools.Env{}, json.RawMessage(`{"status":"partial","summary":"ok","dependent_safe":true}`)),
+	)
+	reports.Unlock()
+	v := child
+	v.ID, v.Task = "sa-"+req.Name, req.Task
+	if strings.HasPrefix(req.Task, "[fail]") {
+		v.Status, v.Error = "failed", &tools.Failure{Kind: tools.ErrProviderError, Message: "the provider failed"}
+	}
+	go ended(v)
+	return v, nil
+}
+
+func (subagents) StopStep(string)                                   {}
+func (subagents) RecordWorkflowEvent(workflows.WorkflowEvent) error { return nil }
+func (subagents) ShowPlan([]tools.PlanEntry)                        {}
+
 type workspace struct{ root string }
 
 func (w workspace) Root() string { return w.root }
@@ -207,12 +241,19 @@ func TestResultsMatchTheirSchemas(t *testing.T) {
 		{"send_input", `{"id":"sa-1","message":"more"}`, `{"id":"nobody","message":"more"}`},
 		{"close_agent", `{"id":"sa-1"}`, `{"id":"nobody"}`},
 		{"list_agents", `{}`, `{"x":1}`},
+		{"run_workflow", `{"steps":[{"id":"a","task":"look"},{"id":"b","task":"then","depends_on":["a"]}]}`, `{"steps":[{"id":"a","task":"x","depends_on":["zz"]}]}`},
+		// report_checkpoint is offered only to a step's child, bound to
+		// its step: run_workflow's fake children call it (StartStep).
+		{"report_checkpoint", "", ""},
 	}
 	envelope := compile(t, ResultsDir+"/tool_result.json")
 	dry := compile(t, ResultsDir+"/dry_run_output.json")
-	reg := tools.NewRegistry(tools.Builtins()...)
+	reg := tools.NewRegistry(Catalogue()...)
 	require.Len(t, calls, len(reg.All()))
 	for _, c := range calls {
+		if c.ok == "" {
+			continue
+		}
 		t.Run(c.tool, func(t *testing.T) {
 			tool, ok := reg.Get(c.tool)
 			require.True(t, ok)
@@ -221,7 +262,12 @@ func TestResultsMatchTheirSchemas(t *testing.T) {
 			res := tool.DryRun(t.Context(), env, json.RawMessage(c.ok))
 			require.True(t, res.OK, "%+v", res.Error)
 			require.NoError(t, envelope.Validate(instance(t, res)))
-			require.NoError(t, dry.Validate(instance(t, res.Output)))
+			if _, special := DryRunOutputs[c.tool]; special {
+				dry := compile(t, fmt.Sprintf("%s/%s_dry_run_output.json", ResultsDir, c.tool))
+				require.NoError(t, dry.Validate(instance(t, res.Output)))
+			} else {
+				require.NoError(t, dry.Validate(instance(t, res.Output)))
+			}
 
 			res = tool.Run(t.Context(), env, json.RawMessage(c.ok))
 			require.True(t, res.OK, "%+v", res.Error)
@@ -233,6 +279,32 @@ func TestResultsMatchTheirSchemas(t *testing.T) {
 			require.NoError(t, envelope.Validate(instance(t, res)))
 		})
 	}
+
+	t.Run("run_workflow partial", func(t *testing.T) {
+		tool, _ := reg.Get("run_workflow")
+		res := tool.Run(t.Context(), env, json.RawMessage(`{"steps":[{"id":"a","task":"look"},{"id":"b","task":"[fail] this"},{"id":"c","task":"x","depends_on":["b"]}]}`))
+		require.False(t, res.OK)
+		require.Nil(t, res.Error, "a partial outcome is not a tool error")
+		require.NoError(t, envelope.Validate(instance(t, res)))
+		require.NoError(t, compile(t, ResultsDir+"/run_workflow_output.json").Validate(instance(t, res.Output)))
+	})
+	t.Run("report_checkpoint", func(t *testing.T) {
+		output := compile(t, ResultsDir+"/report_checkpoint_output.json")
+		reports.Lock()
+		defer reports.Unlock()
+		require.NotEmpty(t, reports.results)
+		for i := 0; i < len(reports.results); i += 3 {
+			d, ok, bad := reports.results[i], reports.results[i+1], reports.results[i+2]
+			require.True(t, d.OK)
+			require.NoError(t, envelope.Validate(instance(t, d)))
+			require.NoError(t, dry.Validate(instance(t, d.Output)))
+			require.True(t, ok.OK)
+			require.NoError(t, envelope.Validate(instance(t, ok)))
+			require.NoError(t, output.Validate(instance(t, ok.Output)))
+			require.False(t, bad.OK)
+			require.NoError(t, envelope.Validate(instance(t, bad)))
+		}
+	})
 
 	for _, bad := range []string{
 		`{"ok":true,"error":{"kind":"internal","message":"x"}}`,

@@ -169,3 +169,9 @@ func orDash(xs []string) string {
 	}
 	return strings.Join(xs, ", ")
 }
+
+// Tools are this package's tools, for catalogues and schemas:
+// run_workflow, which every session offers, and report_checkpoint, which
+// only a step's child is offered (bound to its step by Run; a session
+// registry must not hold it, or the bound one would be shadowed).
+func Tools() []tools.Tool { return []tools.Tool{runWorkflow, reportCheckpoint} }

@@ -161,8 +161,25 @@ func (v *validator) step(i int, s *Step, ids map[string]int) {
 			v.stepProblem(i, s, "invalid_output_schema", "output_schema", kind, "output_schema must be a JSON object (a JSON Schema), got %s", kind)
 		} else if _, err := tools.CompileSchema("output_schema", s.OutputSchema); err != nil {
 			v.stepProblem(i, s, "invalid_output_schema", "output_schema", "", "%v", err)
+		} else if t := rootType(s.OutputSchema); t != "" && t != "object" {
+			// report_checkpoint's payload is an object.
+			v.stepProblem(i, s, "invalid_output_schema", "output_schema", t, `output_schema must describe an object (the payload is a JSON object), not %s; wrap it: {"type":"object","properties":{"items":...}}`, t)
 		}
 	}
+}
+
+// rootType is the "type" keyword of a schema's root, as written.
+func rootType(schema json.RawMessage) string {
+	var root struct {
+		Type any `json:"type"`
+	}
+	if json.Unmarshal(schema, &root) != nil || root.Type == nil {
+		return ""
+	}
+	if t, ok := root.Type.(string); ok {
+		return t
+	}
+	return fmt.Sprint(root.Type)
 }
 
 // jsonKind names the JSON type of raw: object, array, string, number,

@@ -183,3 +183,18 @@ func TestParseDefaults(t *testing.T) {
 	require.Equal(t, []string{WholeWorkspace}, all.WriteSet, "a writer without a write set claims the whole workspace")
 	require.JSONEq(t, `{"type":"object"}`, string(all.OutputSchema))
 }
+
+func TestValidateOutputSchemas(t *testing.T) {
+	for _, tt := range []struct{ schema, want string }{
+		{`[1]`, "output_schema must be a JSON object (a JSON Schema), got array"},
+		{`{"type":"array","items":{"type":"string"}}`, "output_schema must describe an object"},
+		{`{"type":"object","properties":{"a":{"anyOf":[{"type":"string"}]}}}`, `output_schema does not compile: at /properties/a, keyword "anyOf" is not supported`},
+		{`{"type":"object","properties":{"a":{"pattern":"("}}}`, "output_schema does not compile: at /properties/a/pattern"},
+	} {
+		f := parseFailure(t, `{"steps":[{"id":"a","task":"x","output_schema":`+tt.schema+`}]}`)
+		require.Contains(t, f.Message, tt.want)
+		require.Equal(t, "invalid_output_schema", f.Details.(ValidationDetails).Problems[0].Code)
+	}
+	_, err := Parse([]byte(`{"steps":[{"id":"a","task":"x","output_schema":{"type":"object","required":["n"],"properties":{"n":{"type":"integer"}}}}]}`))
+	require.NoError(t, err)
+}

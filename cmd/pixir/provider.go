@@ -14,6 +14,7 @@ import (
 	"github.com/pixir-go/pixir/runtime/provider/openai"
 	"github.com/pixir-go/pixir/runtime/provider/scripted"
 	"github.com/pixir-go/pixir/tools"
+	"github.com/pixir-go/pixir/workflows"
 )
 
 // providerNames lists the providers, the default first.
@@ -200,7 +201,7 @@ func newRuntime(pf providerFlags, logger *slog.Logger) (*runtime.Runtime, error)
 		Model:           c.Model,
 		Models:          c.Settings.Models,
 		MaxTurnRequests: settings.MaxTurnRequests,
-		Tools:           tools.Builtins(),
+		Tools:           append(tools.Builtins(), workflows.RunWorkflowTool()),
 		Logger:          logger,
 		Subagents:       subagentConfig(pf.subagentLimits(settings.Agents), logger),
 	}

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pixir-go/pixir/tools"
+	"github.com/pixir-go/pixir/workflows"
 )
 
 // catalogueEntry is one tool as a provider offers it to the model, with
@@ -34,7 +35,7 @@ func runTools(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pixir tools: unexpected argument %q; usage: pixir tools [--json]\n", fs.Arg(0))
 		return exitUsage
 	}
-	all := tools.NewRegistry(tools.Builtins()...).All()
+	all := tools.NewRegistry(append(tools.Builtins(), workflows.Tools()...)...).All()
 	var err error
 	if *asJSON {
 		err = writeCatalogueJSON(stdout, all)

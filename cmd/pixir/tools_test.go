@@ -35,6 +35,7 @@ func pixirTools(t *testing.T, args ...string) (stdout, stderr string, code int) 
 var builtinTools = []string{
 	"read", "write", "edit", "bash", "grep", "glob", "update_plan",
 	"spawn_agent", "wait_agent", "send_input", "close_agent", "list_agents",
+	"run_workflow", "report_checkpoint",
 }
 
 func TestToolsJSON(t *testing.T) {
@@ -61,6 +62,7 @@ func TestToolsJSON(t *testing.T) {
 		"grep": "read", "glob": "read", "update_plan": "read",
 		"spawn_agent": "mutation", "wait_agent": "read", "send_input": "mutation",
 		"close_agent": "mutation", "list_agents": "read",
+		"run_workflow": "mutation", "report_checkpoint": "read",
 	}
 	for _, tool := range catalogue {
 		require.Equal(t, postures[tool.Name], tool.Posture, tool.Name)
