@@ -85,7 +85,7 @@ func TestToolsTable(t *testing.T) {
 		require.Contains(t, []string{"read", "mutation"}, fields[1], lines[1+i])
 		require.Greater(t, len(fields), 2, "%s has no description", name)
 	}
-	require.Contains(t, stdout, "grep         read      Search the contents of the workspace's files with a regular expression.\n")
+	require.Contains(t, stdout, "grep               read      Search the contents of the workspace's files with a regular expression.\n")
 }
 
 func TestToolsUsage(t *testing.T) {
