@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -1019,7 +1020,20 @@ func (t *childTracker) summary() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if len(t.last) > summaryLimit {
-		return tools.Truncate(t.last, summaryLimit)
+		return keepEnds(t.last, summaryLimit)
 	}
 	return t.last
+}
+
+// keepEnds shortens a child's final answer to about limit bytes, keeping
+// its start and its end: a report's conclusion (and a workflow step's
+// "checkpoint_status:" line) is at the end.
+func keepEnds(s string, limit int) string {
+	tail := limit / 4
+	head := strings.ToValidUTF8(s[:limit-tail], "")
+	end := s[len(s)-tail:]
+	for len(end) > 0 && !utf8.RuneStart(end[0]) {
+		end = end[1:]
+	}
+	return fmt.Sprintf("%s\n[… %d bytes omitted; the whole answer is in the subagent's log]\n%s", head, len(s)-len(head)-len(end), end)
 }

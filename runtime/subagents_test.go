@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -388,4 +389,14 @@ func TestReloadedSessionReportsUnfinishedChildrenDetached(t *testing.T) {
 	out, err := binding{m: rt2.subagents, parent: reopened}.Wait(context.Background(), tools.WaitRequest{Timeout: time.Second})
 	require.NoError(t, err)
 	require.False(t, out.Incomplete, "waiting on a detached child returns at once")
+}
+
+func TestKeepEndsKeepsTheConclusion(t *testing.T) {
+	long := strings.Repeat("é", 3000) + "\ncheckpoint_status: partial"
+	got := keepEnds(long, 4096)
+	require.True(t, utf8.ValidString(got))
+	require.True(t, strings.HasPrefix(got, "éé"))
+	require.True(t, strings.HasSuffix(got, "\ncheckpoint_status: partial"))
+	require.Contains(t, got, "bytes omitted")
+	require.Less(t, len(got), 4096+100)
 }
