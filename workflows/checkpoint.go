@@ -186,9 +186,9 @@ func decide(st *Step, view tools.SubagentView, slot *reportSlot) StepOutcome {
 		bundle.Verification = nonNil(report.Verification)
 		bundle.KnownLimitations = nonNil(report.KnownLimitations)
 		bundle.Payload = payload
-		if out.Summary == "" {
-			out.Summary = report.Summary
-		}
+		// The report is written for dependents; the final message is
+		// often just "done, reported".
+		out.Summary = report.Summary
 	case completed:
 		bundle.Source = SourceSubagent
 		status = CheckpointReady

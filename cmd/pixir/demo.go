@@ -104,7 +104,7 @@ func demo(stdout, stderr io.Writer, keep bool) error {
 		r.Println("── stop: " + res.StopReason)
 		return res.StopReason, nil
 	}
-	for _, text := range []string{"hello", "look around and list the files", "create a file for me", "delegate the looking around to a subagent"} {
+	for _, text := range []string{"hello", "look around and list the files", "create a file for me", "delegate the looking around to a subagent", "plan a workflow", "run a workflow"} {
 		if _, err := prompt(text); err != nil {
 			return err
 		}

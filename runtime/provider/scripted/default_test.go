@@ -94,6 +94,19 @@ func TestDefaultConversations(t *testing.T) {
 			{result: okResult(map[string]any{"agents": []any{map[string]any{"id": "sa-1", "status": "completed", "summary": "Here is what ls shows"}}}),
 				contains: []string{"The subagent (sa-1) finished with status completed", "Here is what ls shows"}},
 		}},
+		{"workflow", "run a workflow please", []step{
+			{reasoning: true, calls: []wantCall{{name: "run_workflow"}}},
+			{result: `{"ok":false,"output":{"output":"Workflow wf-1: PARTIAL — 2 of 3 steps checkpoint_ready","status":"partial","summary":{"steps":3,"checkpoint_ready_steps":2}}}`,
+				contains: []string{"ended **partial**: 2 of 3 steps", "Workflow wf-1: PARTIAL"}},
+		}},
+		{"plan a workflow", "plan a workflow", []step{
+			{reasoning: true, calls: []wantCall{{name: "run_workflow"}}},
+			{result: okResult(map[string]any{"output": "Dry run: 4 steps in 3 waves", "mode": "dry_run"}), contains: []string{"Dry run: 4 steps in 3 waves", "run a workflow"}},
+		}},
+		{"workflow step", "Survey it.\n\n---\nYou are step \"survey\" of a workflow. Your posture is read_only. ... status checkpoint_ready, partial, failed or needs_orchestrator", []step{
+			{calls: []wantCall{{name: "report_checkpoint"}}},
+			{result: okResult(map[string]any{"recorded": true}), contains: []string{"checkpoint is reported"}},
+		}},
 		{"write", "create a file please", []step{
 			{reasoning: true, contains: []string{"hello.txt"}, calls: []wantCall{{name: "write",
 				args: mustJSON(map[string]string{"path": "hello.txt", "content": helloContent})}}},
@@ -129,7 +142,7 @@ func TestDefaultConversations(t *testing.T) {
 		}},
 		{"help", "what is the meaning of life?", []step{
 			{contains: []string{"offline scripted provider", `"what is the meaning of life?"`,
-				"list the files", "create a file", "edit the file", "read the README", "think hard", "hang", "fail", "bad arguments"}},
+				"list the files", "create a file", "edit the file", "read the README", "run a workflow", "plan a workflow", "think hard", "hang", "fail", "bad arguments"}},
 		}},
 	}
 	for _, tc := range tests {

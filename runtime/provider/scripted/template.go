@@ -88,13 +88,15 @@ func resultOutput(s string) string {
 		return s
 	}
 	if !*env.OK {
-		if env.Error == nil {
+		switch {
+		case env.Error != nil && env.Error.Kind == "":
+			return env.Error.Message
+		case env.Error != nil:
+			return env.Error.Kind + ": " + env.Error.Message
+		case len(env.Output) == 0:
 			return "failed"
 		}
-		if env.Error.Kind == "" {
-			return env.Error.Message
-		}
-		return env.Error.Kind + ": " + env.Error.Message
+		// Work that ran and did not succeed: its output says how.
 	}
 	var str string
 	if json.Unmarshal(env.Output, &str) == nil {
