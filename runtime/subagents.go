@@ -1037,3 +1037,11 @@ func keepEnds(s string, limit int) string {
 	}
 	return fmt.Sprintf("%s\n[… %d bytes omitted; the whole answer is in the subagent's log]\n%s", head, len(s)-len(head)-len(end), end)
 }
+
+// Spawner runs workflow steps as Subagents of this session outside any
+// turn (pixir run --workflow, the smoke checks): the same Manager, limits
+// and evidence as run_workflow inside a turn. ask, when not nil, answers
+// the children's permission requests.
+func (s *Session) Spawner(ask Asker) workflows.Spawner {
+	return binding{m: s.rt.subagents, parent: s, ask: ask}
+}
