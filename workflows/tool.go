@@ -82,7 +82,7 @@ func runWorkflowTool(ctx context.Context, env tools.Env, a RunWorkflowArgs, dryR
 	if sp == nil {
 		return tools.Fail(tools.ErrInternal, "this session cannot run workflows; this is a bug in Pixir")
 	}
-	if f := checkAgents(sp, w); f != nil {
+	if f := CheckAgents(sp.Preview, w); f != nil {
 		return tools.Failed(f)
 	}
 	if dryRun || w.DryRun {
@@ -101,16 +101,18 @@ func runWorkflowTool(ctx context.Context, env tools.Env, a RunWorkflowArgs, dryR
 	return tools.Result{OK: false, Output: out}
 }
 
-// checkAgents resolves every step's agent before anything starts, so a
-// misspelt agent is an invalid spec instead of a failed step.
-func checkAgents(sp Spawner, w *Workflow) *tools.Failure {
+// CheckAgents resolves every step's agent with preview (a Spawner's
+// Preview) before anything starts, so a misspelt agent is an invalid spec
+// instead of a failed step, and a spawn the Manager would refuse (depth)
+// is refused before the first step runs.
+func CheckAgents(preview func(tools.SpawnRequest) (tools.SubagentView, error), w *Workflow) *tools.Failure {
 	var problems []Problem
 	seen := map[string]*tools.Failure{}
 	for i := range w.Steps {
 		st := &w.Steps[i]
 		f, done := seen[st.Agent]
 		if !done {
-			if _, err := sp.Preview(tools.SpawnRequest{Agent: st.Agent, Task: st.Task, WorkspaceMode: string(st.WorkspaceMode)}); err != nil {
+			if _, err := preview(tools.SpawnRequest{Agent: st.Agent, Task: st.Task, WorkspaceMode: string(st.WorkspaceMode)}); err != nil {
 				f = tools.AsFailure(err)
 			}
 			seen[st.Agent] = f
