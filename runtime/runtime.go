@@ -227,7 +227,10 @@ func (r *Runtime) CloseSession(id string) error {
 	return nil
 }
 
-// Close stops every Subagent and every live session.
+// Close stops every Subagent and every live session, as a process does at
+// exit. It does not close them the way session/close does: children's
+// snapshots stay, since an isolated writer's work lives only there (there
+// is no merge-back), and their Logs say how each one ended.
 func (r *Runtime) Close() {
 	r.subagents.shutdown()
 	r.mu.Lock()
@@ -238,7 +241,7 @@ func (r *Runtime) Close() {
 	r.sessions = map[string]*Session{}
 	r.mu.Unlock()
 	for _, s := range live {
-		s.close()
+		s.stop()
 	}
 }
 

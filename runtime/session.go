@@ -281,6 +281,16 @@ func (s *Session) reacquire() error {
 }
 
 // close cancels any turn, closes its Subagents and closes the Log.
+// stop ends a session at process exit: no turn runs on, its files are
+// released, and its children's snapshots are left as evidence.
+func (s *Session) stop() {
+	s.Cancel()
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.release()
+}
+
 func (s *Session) close() {
 	s.Cancel()
 	s.rt.subagents.closeChildren(s.ID())

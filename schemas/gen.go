@@ -21,6 +21,7 @@ import (
 
 	"github.com/invopop/jsonschema"
 
+	"github.com/pixir-go/pixir/runtime"
 	"github.com/pixir-go/pixir/tools"
 	"github.com/pixir-go/pixir/workflows"
 )
@@ -55,6 +56,12 @@ var Outputs = map[string]any{
 // tools.DryRunOutput to the type of that output.
 var DryRunOutputs = map[string]any{
 	"run_workflow": workflows.DryRunOutcome{},
+}
+
+// CommandOutputs maps pixir commands whose --json output is a result
+// envelope of their own to the type of its output.
+var CommandOutputs = map[string]any{
+	"pixir_run": runtime.TurnOutcome{},
 }
 
 // Catalogue is every tool Pixir offers: the built-ins of package tools
@@ -106,6 +113,14 @@ func Files() (map[string][]byte, error) {
 			if err := put(files, ResultsDir+"/"+t.Name()+"_dry_run_output.json", s); err != nil {
 				return nil, err
 			}
+		}
+	}
+	for name, v := range CommandOutputs {
+		s := reflectOutput(v)
+		s.Title = "Output of " + strings.ReplaceAll(name, "_", " ")
+		s.Description = fmt.Sprintf("The output field of the --json result of `%s \"prompt\"` (and of pixir resume).", strings.ReplaceAll(name, "_", " "))
+		if err := put(files, ResultsDir+"/"+name+"_output.json", s); err != nil {
+			return nil, err
 		}
 	}
 	dry := reflectOutput(tools.DryRunOutput{})

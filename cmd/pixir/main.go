@@ -29,6 +29,11 @@ Usage:
   pixir demo [flags]    run a short scripted session through a real ACP client
   pixir tools [--json]  list the built-in tools as the model sees them
   pixir agents [--json] list the agents a subagent can run as, and where each comes from
+  pixir run "prompt"    run one turn in the current directory and stream the answer
+  pixir run --workflow FILE
+                        run a workflow (JSON or YAML) without a model in the parent
+  pixir resume ID "prompt"
+                        run one more turn of a session
   pixir doctor [flags]  check the configured model provider; --json for scripts
   pixir version         print the version
 
@@ -55,6 +60,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runAgents(args[1:], stdout, stderr)
 	case "doctor":
 		return runDoctor(args[1:], stdout, stderr)
+	case "run":
+		return runRun(args[1:], stdin, stdout, stderr)
+	case "resume":
+		return runResume(args[1:], stdin, stdout, stderr)
+
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "pixir", version)
 		return exitOK

@@ -1,0 +1,451 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/pixir-go/pixir/runtime"
+	"github.com/pixir-go/pixir/tools"
+	"github.com/pixir-go/pixir/workflows"
+)
+
+// runOutput is where pixir run and pixir resume print their result:
+// people get text, scripts (--json) get one envelope on stdout, shaped
+// like a tool result ({"ok":…,"output":…} or {"ok":false,"error":…}).
+type runOutput struct {
+	stdout, stderr io.Writer
+	json           bool
+}
+
+func newRunOutput(stdout, stderr io.Writer, asJSON bool) *runOutput {
+	return &runOutput{stdout: stdout, stderr: stderr, json: asJSON}
+}
+
+func (o *runOutput) envelope(r tools.Result) {
+	enc := json.NewEncoder(o.stdout)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		fmt.Fprintln(o.stderr, "pixir:", err)
+	}
+}
+
+// usage reports invalid input: exit 64.
+func (o *runOutput) usage(err error) int {
+	return o.invalid(&tools.Failure{Kind: tools.ErrInvalidArgs, Message: err.Error()})
+}
+
+// invalid reports an invalid spec or argument: exit 64.
+func (o *runOutput) invalid(f *tools.Failure) int {
+	fmt.Fprintln(o.stderr, "pixir:", f.Message)
+	if o.json {
+		o.envelope(tools.Failed(f))
+	}
+	return exitUsage
+}
+
+// refuse reports a run that cannot happen as asked: exit 1.
+func (o *runOutput) refuse(f *tools.Failure) int {
+	fmt.Fprintf(o.stderr, "pixir: %s: %s\n", f.Kind, f.Message)
+	if o.json {
+		o.envelope(tools.Failed(f))
+	}
+	return exitError
+}
+
+func (o *runOutput) dryRun(d workflows.DryRunOutcome) int {
+	if o.json {
+		o.envelope(tools.OK(d))
+	} else {
+		fmt.Fprint(o.stdout, d.Output)
+	}
+	return exitOK
+}
+
+// workflow prints a workflow's outcome; its status is the exit code.
+func (o *runOutput) workflow(out workflows.Outcome) int {
+	if o.json {
+		o.envelope(tools.Result{OK: out.Status == workflows.StatusCompleted, Output: out})
+	} else {
+		fmt.Fprint(o.stdout, out.Output)
+	}
+	switch out.Status {
+	case workflows.StatusCompleted:
+		return exitOK
+	case workflows.StatusPartial:
+		return exitPartial
+	}
+	return exitError
+}
+
+// turn prints a turn's end (its text was streamed); its status is the
+// exit code.
+func (o *runOutput) turn(res runtime.TurnOutcome) int {
+	if o.json {
+		o.envelope(tools.Result{OK: res.Status == runtime.TurnCompleted, Output: res})
+	} else if res.Text != "" && !strings.HasSuffix(res.Text, "\n") {
+		fmt.Fprintln(o.stdout)
+	}
+	if res.Error != nil {
+		fmt.Fprintf(o.stderr, "pixir: %s: %s\n", res.Error.Kind, res.Error.Message)
+	}
+	switch res.Status {
+	case runtime.TurnCompleted:
+		return exitOK
+	case runtime.TurnPartial:
+		fmt.Fprintf(o.stderr, "pixir: the turn ended %s; the session is %s (pixir resume %s \"…\" goes on)\n", res.StopReason, res.SessionID, res.SessionID)
+		return exitPartial
+	}
+	return exitError
+}
+
+// turnView shows a headless turn: the answer streams to stdout (unless
+// --json), each tool call and Subagent is a line on stderr.
+type turnView struct {
+	out *runOutput
+
+	mu       sync.Mutex
+	text     strings.Builder
+	midLine  bool // stdout's last line is not ended
+	newMsg   bool // the next text starts another message
+	calls    int
+	failed   int
+	titles   map[string]string
+	turnFail *tools.Failure
+}
+
+func newTurnView(out *runOutput) *turnView {
+	return &turnView{out: out, titles: map[string]string{}}
+}
+
+func (v *turnView) observe(ev runtime.Event) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	switch ev.Type {
+	case runtime.EventTextDelta:
+		var d runtime.TextDeltaData
+		if json.Unmarshal(ev.Data, &d) == nil {
+			if v.newMsg && v.text.Len() > 0 {
+				v.write("\n\n")
+			}
+			v.newMsg = false
+			v.write(d.Text)
+		}
+	case runtime.EventAssistantMessage:
+		v.newMsg = true
+	case runtime.EventToolCall:
+		var d runtime.ToolCallData
+		if json.Unmarshal(ev.Data, &d) == nil {
+			v.calls++
+			v.titles[d.ToolCallID] = d.Title
+			v.note("  ⚙ %s\n", d.Title)
+		}
+	case runtime.EventToolResult:
+		var d runtime.ToolResultData
+		if json.Unmarshal(ev.Data, &d) == nil {
+			mark, note := "✓", ""
+			if !d.Result.OK {
+				v.failed++
+				mark = "✗"
+				if d.Result.Error != nil {
+					note = fmt.Sprintf(" — %s: %s", d.Result.Error.Kind, oneLine(d.Result.Error.Message, 160))
+				}
+			}
+			v.note("  %s %s%s\n", mark, v.titles[d.ToolCallID], note)
+		}
+	case runtime.EventSubagent:
+		var d runtime.SubagentEventData
+		if json.Unmarshal(ev.Data, &d) == nil {
+			v.note("    ↳ subagent %s (%s): %s\n", d.SubagentID, d.Agent, d.Event)
+		}
+	case runtime.EventTurnFailed:
+		var d runtime.TurnFailedData
+		if json.Unmarshal(ev.Data, &d) == nil {
+			v.turnFail = &tools.Failure{Kind: d.Kind, Message: d.Message}
+		}
+	}
+}
+
+// write adds answer text, streaming it to stdout unless --json.
+func (v *turnView) write(s string) {
+	v.text.WriteString(s)
+	if !v.out.json {
+		fmt.Fprint(v.out.stdout, s)
+		v.midLine = !strings.HasSuffix(s, "\n")
+	}
+}
+
+// note writes a progress line on stderr, after ending the answer's line
+// on a shared terminal.
+func (v *turnView) note(format string, args ...any) {
+	if v.midLine {
+		fmt.Fprintln(v.out.stdout)
+		v.midLine = false
+	}
+	fmt.Fprintf(v.out.stderr, format, args...)
+}
+
+// outcome is the turn's result once Prompt returned.
+func (v *turnView) outcome(sessionID string, stop runtime.StopReason, err error) runtime.TurnOutcome {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	res := runtime.TurnOutcome{SessionID: sessionID, StopReason: stop, Text: v.text.String(),
+		ToolCalls: v.calls, FailedToolCalls: v.failed, Error: v.turnFail}
+	switch {
+	case err != nil:
+		res.Status, res.Error = runtime.TurnFailed, tools.AsFailure(err)
+	case v.turnFail != nil:
+		res.Status = runtime.TurnFailed
+	case stop == runtime.StopEndTurn:
+		res.Status = runtime.TurnCompleted
+	default:
+		res.Status = runtime.TurnPartial
+	}
+	return res
+}
+
+func oneLine(s string, limit int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > limit {
+		s = string(r[:limit-1]) + "…"
+	}
+	return s
+}
+
+// stepRow is one step as the live view shows it.
+type stepRow struct {
+	id, agent, state, activity string
+	started, ended             time.Time
+}
+
+// workflowView shows a running workflow on stderr: in a terminal, a
+// compact view of every step (status, agent, elapsed time, last activity)
+// redrawn in place; otherwise one timestamped line per change.
+type workflowView struct {
+	w     io.Writer
+	tty   bool
+	name  string
+	now   func() time.Time
+	begin time.Time
+
+	mu       sync.Mutex
+	rows     []*stepRow
+	byID     map[string]*stepRow
+	children map[string]string // subagent id -> step id
+	drawn    int               // lines of the last frame
+	frame    int
+	status   string
+	stop     chan struct{}
+	done     chan struct{}
+}
+
+func newWorkflowView(w io.Writer, tty bool, wf *workflows.Workflow) *workflowView {
+	v := &workflowView{w: w, tty: tty, name: wf.Name, now: time.Now, byID: map[string]*stepRow{}, children: map[string]string{}}
+	for _, st := range wf.Steps {
+		agent := st.Agent
+		if agent == "" {
+			agent = "default"
+		}
+		r := &stepRow{id: st.ID, agent: agent, state: "pending"}
+		if len(st.DependsOn) > 0 {
+			r.activity = "waits for " + strings.Join(st.DependsOn, ", ")
+		}
+		v.rows = append(v.rows, r)
+		v.byID[st.ID] = r
+	}
+	return v
+}
+
+// start begins redrawing (in a terminal) ten times a second.
+func (v *workflowView) start() {
+	v.begin = v.now()
+	if !v.tty {
+		return
+	}
+	v.stop, v.done = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(v.done)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				v.mu.Lock()
+				v.draw()
+				v.mu.Unlock()
+			case <-v.stop:
+				return
+			}
+		}
+	}()
+}
+
+// finish draws the last frame and leaves it on the screen.
+func (v *workflowView) finish() {
+	if !v.tty {
+		return
+	}
+	close(v.stop)
+	<-v.done
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.draw()
+}
+
+// observe follows the parent session's events: Subagent lifecycle and
+// activity, and the workflow's decisions.
+func (v *workflowView) observe(ev runtime.Event) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	switch ev.Type {
+	case runtime.EventSubagent:
+		var d runtime.SubagentEventData
+		if json.Unmarshal(ev.Data, &d) != nil {
+			return
+		}
+		r := v.byID[d.Name]
+		if r == nil {
+			return
+		}
+		v.children[d.SubagentID] = r.id
+		switch d.Event {
+		case "queued":
+			r.state = "queued"
+			v.line("step %s queued (%s, subagent %s)", r.id, r.agent, d.SubagentID)
+		case "started":
+			r.state, r.started, r.activity = "running", v.now(), "started in the "+d.WorkspaceMode+" workspace"
+			v.line("step %s running (%s, %s workspace)", r.id, r.agent, d.WorkspaceMode)
+		}
+	case runtime.EventStatus:
+		var d runtime.SubagentProgressData
+		if json.Unmarshal(ev.Data, &d) != nil || d.SubagentID == "" {
+			return
+		}
+		if r := v.byID[v.children[d.SubagentID]]; r != nil && r.state == "running" {
+			r.activity = oneLine(d.Activity, 80)
+			v.line("step %s: %s", r.id, r.activity)
+		}
+	case runtime.EventWorkflow:
+		var d workflows.WorkflowEvent
+		if json.Unmarshal(ev.Data, &d) == nil {
+			v.workflowEvent(d)
+		}
+	}
+}
+
+func (v *workflowView) workflowEvent(d workflows.WorkflowEvent) {
+	switch d.Kind {
+	case workflows.EventWorkflowStarted:
+		v.line("workflow %s started: %d steps", d.WorkflowID, len(v.rows))
+	case workflows.EventStepScheduled:
+		v.children[d.SubagentID] = d.StepID
+	case workflows.EventCheckpointDecided:
+		r, o := v.byID[d.StepID], d.Outcome
+		if r == nil || o == nil {
+			return
+		}
+		r.state, r.ended = string(o.CheckpointStatus), v.now()
+		if r.started.IsZero() {
+			r.started = r.ended
+		}
+		r.activity = oneLine(o.Summary, 80)
+		if o.Error != nil && o.CheckpointStatus != workflows.CheckpointReady {
+			r.activity = string(o.Error.Kind) + ": " + oneLine(o.Error.Message, 70)
+		}
+		v.line("step %s %s (subagent %s) in %s: %s", r.id, o.CheckpointStatus, o.SubagentStatus, seconds(o.ElapsedMS), r.activity)
+	case workflows.EventStepHeld:
+		r := v.byID[d.StepID]
+		if r == nil {
+			return
+		}
+		r.state, r.activity = "held", d.HeldReason
+		if len(d.BlockedBy) > 0 {
+			r.activity += " (blocked by " + strings.Join(d.BlockedBy, ", ") + ")"
+		}
+		v.line("step %s held: %s", r.id, r.activity)
+	case workflows.EventWorkflowFinished:
+		v.status = d.Status
+		v.line("workflow %s %s in %s", d.WorkflowID, d.Status, seconds(d.ElapsedMS))
+	}
+}
+
+// line writes a timestamped line when stderr is not a terminal.
+func (v *workflowView) line(format string, args ...any) {
+	if v.tty {
+		return
+	}
+	fmt.Fprintf(v.w, "%s %s\n", v.now().UTC().Format("2006-01-02T15:04:05.000Z"), fmt.Sprintf(format, args...))
+}
+
+var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+
+// draw replaces the last frame with the current one. Lines are cut to
+// the terminal's width, so none wraps and the cursor arithmetic holds.
+func (v *workflowView) draw() {
+	v.frame++
+	width := 100
+	if f, ok := v.w.(*os.File); ok {
+		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 20 {
+			width = w
+		}
+	}
+	var b strings.Builder
+	if v.drawn > 0 {
+		fmt.Fprintf(&b, "\x1b[%dF\x1b[J", v.drawn) // up to the frame's first line, clear below
+	}
+	ready := 0
+	for _, r := range v.rows {
+		if r.state == string(workflows.CheckpointReady) {
+			ready++
+		}
+	}
+	title := "Workflow"
+	if v.name != "" {
+		title += " " + v.name
+	}
+	head := fmt.Sprintf("%s — %d/%d checkpoint_ready · %s", title, ready, len(v.rows), seconds(v.now().Sub(v.begin).Milliseconds()))
+	if v.status != "" {
+		head += " · " + strings.ToUpper(v.status)
+	}
+	lines := []string{head}
+	for _, r := range v.rows {
+		mark := "·"
+		switch r.state {
+		case "running", "queued":
+			mark = spinner[v.frame%len(spinner)]
+		case string(workflows.CheckpointReady):
+			mark = "✓"
+		case "held":
+			mark = "⏸"
+		case "pending":
+		default:
+			mark = "✗"
+		}
+		elapsed := "–"
+		switch {
+		case !r.ended.IsZero():
+			elapsed = seconds(r.ended.Sub(r.started).Milliseconds())
+		case !r.started.IsZero():
+			elapsed = seconds(v.now().Sub(r.started).Milliseconds())
+		}
+		lines = append(lines, fmt.Sprintf("  %s %-14s %-10s %7s  %-18s %s", mark, r.id, r.agent, elapsed, r.state, r.activity))
+	}
+	for _, l := range lines {
+		if r := []rune(l); len(r) >= width {
+			l = string(r[:width-1])
+		}
+		b.WriteString(l)
+		b.WriteString("\x1b[K\n")
+	}
+	v.drawn = len(lines)
+	fmt.Fprint(v.w, b.String())
+}
+
+func seconds(ms int64) string { return fmt.Sprintf("%.1f s", float64(ms)/1000) }

@@ -1,0 +1,402 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+
+	"go.yaml.in/yaml/v3"
+	"golang.org/x/term"
+
+	"github.com/pixir-go/pixir/runtime"
+	"github.com/pixir-go/pixir/runtime/agents"
+	"github.com/pixir-go/pixir/tools"
+	"github.com/pixir-go/pixir/workflows"
+)
+
+// Exit codes of pixir run and pixir resume, besides exitOK (completed),
+// exitError (failed) and exitUsage (invalid input).
+const exitPartial = 2
+
+// runOptions are the flags of pixir run and pixir resume.
+type runOptions struct {
+	pf       providerFlags
+	workflow string
+	asJSON   bool
+	dryRun   bool
+	mode     string
+	cwd      string
+	verbose  bool
+}
+
+func (o *runOptions) register(fs *flag.FlagSet, withWorkflow bool) {
+	o.pf.register(fs)
+	if withWorkflow {
+		fs.StringVar(&o.workflow, "workflow", "", "run the workflow in this file (JSON or YAML) instead of a prompt: no model in the parent")
+		fs.BoolVar(&o.dryRun, "dry-run", false, "with --workflow: validate it and print the waves it would run; start nothing, write nothing")
+	}
+	fs.BoolVar(&o.asJSON, "json", false, "print the final result envelope as JSON on stdout")
+	fs.StringVar(&o.mode, "mode", "auto", "permission mode: auto, ask (the terminal asks y/n/always) or read_only")
+	fs.StringVar(&o.cwd, "cwd", "", "the workspace (default: the current directory)")
+	fs.BoolVar(&o.verbose, "verbose", false, "log debug details on stderr")
+}
+
+// parseInterleaved parses flags placed before or after the positional
+// arguments (pixir run "fix it" --json), which flag.Parse alone stops at.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return positional, nil
+		}
+		if args[0] == "--" {
+			return append(positional, args[1:]...), nil
+		}
+		positional = append(positional, args[0])
+		args = args[1:]
+	}
+}
+
+// runRun is `pixir run "prompt"` and `pixir run --workflow FILE`.
+func runRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("pixir run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "Usage: pixir run [flags] \"prompt\"\n       pixir run [flags] --workflow FILE\n\nExit codes: 0 completed, 2 partial, 1 failed, 64 invalid input.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	var o runOptions
+	o.register(fs, true)
+	rest, err := parseInterleaved(fs, args)
+	if err != nil {
+		return exitUsage
+	}
+	out := newRunOutput(stdout, stderr, o.asJSON)
+	mode, err := parseMode(o.mode)
+	if err != nil {
+		return out.usage(err)
+	}
+	switch {
+	case o.workflow != "" && len(rest) > 0:
+		return out.usage(errors.New("give either a prompt or --workflow FILE, not both"))
+	case o.workflow == "" && o.dryRun:
+		return out.usage(errors.New("--dry-run goes with --workflow FILE"))
+	case o.workflow != "":
+		return runWorkflowFile(o, mode, stdin, out)
+	case len(rest) != 1 || strings.TrimSpace(rest[0]) == "":
+		return out.usage(errors.New(`give the prompt as one argument, in quotes: pixir run "what to do"`))
+	}
+	return runPrompt(o, mode, "", rest[0], stdin, out)
+}
+
+// runResume is `pixir resume <session-id> "prompt"`.
+func runResume(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("pixir resume", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "Usage: pixir resume [flags] SESSION_ID \"prompt\"\n\nExit codes: 0 completed, 2 partial, 1 failed, 64 invalid input.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	var o runOptions
+	o.register(fs, false)
+	rest, err := parseInterleaved(fs, args)
+	if err != nil {
+		return exitUsage
+	}
+	out := newRunOutput(stdout, stderr, o.asJSON)
+	mode, err := parseMode(o.mode)
+	if err != nil {
+		return out.usage(err)
+	}
+	if len(rest) != 2 || strings.TrimSpace(rest[1]) == "" {
+		return out.usage(errors.New(`give the session id and the prompt: pixir resume SESSION_ID "what next" (pixir sessions lists the ids)`))
+	}
+	return runPrompt(o, mode, rest[0], rest[1], stdin, out)
+}
+
+func parseMode(s string) (runtime.Mode, error) {
+	switch m := runtime.Mode(s); m {
+	case runtime.ModeAuto, runtime.ModeAsk, runtime.ModeReadOnly:
+		return m, nil
+	}
+	return "", fmt.Errorf("--mode %q is not one of auto, ask, read_only", s)
+}
+
+func workspaceDir(cwd string) (string, error) {
+	if cwd == "" {
+		return os.Getwd()
+	}
+	return filepath.Abs(cwd)
+}
+
+// interruptible is a context cancelled by the first Ctrl-C (or SIGTERM):
+// the run stops its children, records their end and prints what it has.
+// A second Ctrl-C kills the process at once, as usual.
+func interruptible() (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sigs:
+			signal.Reset(os.Interrupt, syscall.SIGTERM)
+			cancel()
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		close(done)
+		signal.Stop(sigs)
+		cancel()
+	}
+}
+
+// TurnOutput is the output of `pixir run "prompt" --json` and of
+// `pixir resume --json`: one turn, run headless.
+type TurnOutput = runtime.TurnOutcome
+
+// runPrompt runs one turn in a new session (or, with id, in that one),
+// streaming the answer to stdout and tool calls to stderr.
+func runPrompt(o runOptions, mode runtime.Mode, id, prompt string, stdin io.Reader, out *runOutput) int {
+	dir, err := workspaceDir(o.cwd)
+	if err != nil {
+		return out.usage(err)
+	}
+	rt, err := newRuntime(o.pf, runLogger(out.stderr, o.verbose))
+	if err != nil {
+		return out.usage(err)
+	}
+	defer rt.Close()
+	var sess *runtime.Session
+	if id == "" {
+		sess, err = rt.NewSession(dir)
+	} else {
+		sess, _, err = rt.OpenSession(id, dir)
+		if err != nil && !errors.Is(err, runtime.ErrBusy) {
+			err = fmt.Errorf("%w (pixir sessions lists the sessions of %s)", err, dir)
+		}
+	}
+	if err != nil {
+		return out.usage(err)
+	}
+	if err := sess.SetMode(mode); err != nil {
+		return out.usage(err)
+	}
+	ctx, stop := interruptible()
+	defer stop()
+
+	view := newTurnView(out)
+	sess.SetObserver(view.observe)
+	stopReason, err := sess.Prompt(ctx, runtime.Prompt{Text: prompt}, runtime.TurnOptions{Observe: view.observe, Ask: newTerminalAsker(stdin, out.stderr)})
+	sess.SetObserver(nil)
+	res := view.outcome(sess.ID(), stopReason, err)
+	return out.turn(res)
+}
+
+// runLogger keeps the runtime's info logs off the terminal the answer and
+// the progress go to: warnings only, unless --verbose.
+func runLogger(stderr io.Writer, verbose bool) *slog.Logger {
+	level := slog.LevelWarn
+	if verbose {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// runWorkflowFile is `pixir run --workflow FILE`: the workflow runs
+// straight through the Subagents Manager of a new session, no model in
+// the parent.
+func runWorkflowFile(o runOptions, mode runtime.Mode, stdin io.Reader, out *runOutput) int {
+	raw, err := readWorkflowFile(o.workflow)
+	if err != nil {
+		return out.usage(err)
+	}
+	w, err := workflows.Parse(raw)
+	if err != nil {
+		return out.invalid(tools.AsFailure(err))
+	}
+	dir, err := workspaceDir(o.cwd)
+	if err != nil {
+		return out.usage(err)
+	}
+	if o.dryRun || w.DryRun {
+		// Nothing starts and nothing is written: agents are resolved from
+		// their files, no session is made.
+		home, _ := os.UserHomeDir()
+		reg, _ := agents.Load(dir, home)
+		if f := workflows.CheckAgents(previewAgents(reg), w); f != nil {
+			return out.invalid(f)
+		}
+		plan, err := workflows.Waves(w)
+		if err != nil {
+			return out.invalid(tools.AsFailure(err))
+		}
+		return out.dryRun(workflows.DryRunOutcome{Output: workflows.RenderPlan(&plan), Mode: "dry_run", DryRun: plan})
+	}
+	if mode == runtime.ModeReadOnly {
+		return out.refuse(&tools.Failure{Kind: tools.ErrPermissionDenied,
+			Message: "a workflow starts Subagents, which read_only mode does not allow; use --dry-run to plan it, or --mode auto or ask"})
+	}
+	rt, err := newRuntime(o.pf, runLogger(out.stderr, o.verbose))
+	if err != nil {
+		return out.usage(err)
+	}
+	defer rt.Close()
+	sess, err := rt.NewSession(dir)
+	if err != nil {
+		return out.usage(err)
+	}
+	if err := sess.SetMode(mode); err != nil {
+		return out.usage(err)
+	}
+	sp := sess.Spawner(newTerminalAsker(stdin, out.stderr))
+	if f := workflows.CheckAgents(sp.Preview, w); f != nil {
+		return out.invalid(f)
+	}
+	ctx, stop := interruptible()
+	defer stop()
+
+	view := newWorkflowView(out.stderr, isTerminal(out.stderr), w)
+	sess.SetObserver(view.observe)
+	view.start()
+	outcome := workflows.Run(ctx, sp, w, workflows.RunOptions{WorkflowID: workflows.NewWorkflowID()})
+	view.finish()
+	sess.SetObserver(nil)
+	if ctx.Err() != nil {
+		fmt.Fprintln(out.stderr, "pixir: interrupted: the running steps were cancelled and recorded; here is the partial outcome")
+	}
+	fmt.Fprintf(out.stderr, "pixir: session %s (pixir inspect %s)\n", sess.ID(), sess.ID())
+	return out.workflow(outcome)
+}
+
+// readWorkflowFile reads a workflow spec as JSON, from JSON or YAML.
+func readWorkflowFile(path string) (json.RawMessage, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the workflow: %w", err)
+	}
+	trimmed := bytes.TrimSpace(b)
+	ext := strings.ToLower(filepath.Ext(path))
+	if ext == ".json" || (ext != ".yaml" && ext != ".yml" && len(trimmed) > 0 && trimmed[0] == '{') {
+		return trimmed, nil
+	}
+	var doc any
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("%s is neither JSON nor valid YAML: %w", path, err)
+	}
+	raw, err := json.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("%s: the YAML does not map to JSON (keys must be strings): %w", path, err)
+	}
+	return raw, nil
+}
+
+// previewAgents resolves agents from the registry, as the Manager would.
+func previewAgents(reg *agents.Registry) func(tools.SpawnRequest) (tools.SubagentView, error) {
+	return func(req tools.SpawnRequest) (tools.SubagentView, error) {
+		name := req.Agent
+		if name == "" {
+			name = "default"
+		}
+		if reg == nil {
+			if name == "default" {
+				return tools.SubagentView{Agent: name}, nil
+			}
+			return tools.SubagentView{}, &tools.Failure{Kind: tools.ErrNotFound, Message: fmt.Sprintf("there is no agent named %q; use default", name)}
+		}
+		if _, ok := reg.Get(name); !ok {
+			return tools.SubagentView{}, &tools.Failure{Kind: tools.ErrNotFound,
+				Message: fmt.Sprintf("there is no agent named %q; use one of: %s", name, strings.Join(reg.Names(), ", "))}
+		}
+		return tools.SubagentView{Agent: name}, nil
+	}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// terminalAsker answers permission requests in ask mode: on a terminal it
+// asks y/n/always; without one it denies, and says so.
+type terminalAsker struct {
+	mu     sync.Mutex // one question at a time, from parallel children too
+	stdin  io.Reader
+	tty    bool
+	stderr io.Writer
+	warned bool
+
+	readOnce sync.Once
+	lines    chan string // stdin's lines, read by one goroutine
+}
+
+func newTerminalAsker(stdin io.Reader, stderr io.Writer) *terminalAsker {
+	f, ok := stdin.(*os.File)
+	return &terminalAsker{stdin: stdin, tty: ok && term.IsTerminal(int(f.Fd())), stderr: stderr}
+}
+
+// readLines feeds a.lines until stdin ends; the goroutine ends with it.
+func (a *terminalAsker) readLines() {
+	a.lines = make(chan string)
+	go func() {
+		defer close(a.lines)
+		sc := bufio.NewScanner(a.stdin)
+		for sc.Scan() {
+			a.lines <- sc.Text()
+		}
+	}()
+}
+
+// AskPermission implements runtime.Asker.
+func (a *terminalAsker) AskPermission(ctx context.Context, req runtime.PermissionRequest) (runtime.PermissionOutcome, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.tty {
+		if !a.warned {
+			a.warned = true
+			fmt.Fprintln(a.stderr, "pixir: ask mode, but standard input is not a terminal: every change is denied (use --mode auto to allow them)")
+		}
+		fmt.Fprintf(a.stderr, "pixir: denied: %s\n", req.Title)
+		return runtime.RejectOnce, nil
+	}
+	a.readOnce.Do(a.readLines)
+	for {
+		fmt.Fprintf(a.stderr, "\nAllow %s? [y]es, [n]o, [a]lways for %s: ", req.Title, req.Tool)
+		var line string
+		select {
+		case l, ok := <-a.lines:
+			if !ok {
+				return runtime.RejectOnce, nil // stdin closed: no one to say yes
+			}
+			line = l
+		case <-ctx.Done():
+			fmt.Fprintln(a.stderr)
+			return runtime.PermissionCancelled, nil
+		}
+		switch strings.ToLower(strings.TrimSpace(line)) {
+		case "y", "yes":
+			return runtime.AllowOnce, nil
+		case "a", "always":
+			return runtime.AllowAlways, nil
+		case "n", "no":
+			return runtime.RejectOnce, nil
+		}
+	}
+}

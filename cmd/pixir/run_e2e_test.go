@@ -1,0 +1,332 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/stretchr/testify/require"
+)
+
+// runEnv is a workspace and a PIXIR_HOME for headless runs on the
+// embedded offline script.
+type runEnv struct {
+	t        *testing.T
+	home, ws string
+}
+
+func newRunEnv(t *testing.T) *runEnv {
+	t.Helper()
+	dir := t.TempDir()
+	e := &runEnv{t: t, home: filepath.Join(dir, "home"), ws: filepath.Join(dir, "ws")}
+	require.NoError(t, os.MkdirAll(e.ws, 0o755))
+	return e
+}
+
+func (e *runEnv) command(args ...string) *exec.Cmd {
+	cmd := exec.Command(pixirBin, args...)
+	cmd.Dir = e.ws
+	cmd.Env = append(os.Environ(), "PIXIR_HOME="+e.home, "PIXIR_PROVIDER=", "PIXIR_SCRIPT=", "PIXIR_MODEL=")
+	return cmd
+}
+
+// pixir runs the binary to its end: stdout, stderr, exit code.
+func (e *runEnv) pixir(args ...string) (string, string, int) {
+	e.t.Helper()
+	cmd := e.command(args...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return out.String(), errOut.String(), exit.ExitCode()
+	}
+	require.NoError(e.t, err)
+	return out.String(), errOut.String(), 0
+}
+
+func (e *runEnv) file(name, content string) string {
+	p := filepath.Join(e.ws, name)
+	require.NoError(e.t, os.WriteFile(p, []byte(content), 0o644))
+	return p
+}
+
+// schema compiles a committed result schema.
+func resultSchema(t *testing.T, name string) *jsonschema.Schema {
+	t.Helper()
+	path := filepath.Join("..", "..", "schemas", "results", name)
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	require.NoError(t, err)
+	c := jsonschema.NewCompiler()
+	require.NoError(t, c.AddResource("mem:///"+name, doc))
+	s, err := c.Compile("mem:///" + name)
+	require.NoError(t, err)
+	return s
+}
+
+// validEnvelope checks stdout against the result envelope and the output
+// schema, and returns the envelope.
+func validEnvelope(t *testing.T, stdout, outputSchema string) map[string]any {
+	t.Helper()
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(stdout))
+	require.NoError(t, err, stdout)
+	require.NoError(t, resultSchema(t, "tool_result.json").Validate(doc))
+	var env map[string]any
+	require.NoError(t, json.Unmarshal([]byte(stdout), &env))
+	if outputSchema != "" {
+		out, err := jsonschema.UnmarshalJSON(bytes.NewReader(mustJSON(t, env["output"])))
+		require.NoError(t, err)
+		require.NoError(t, resultSchema(t, outputSchema).Validate(out))
+	}
+	return env
+}
+
+const partialWorkflow = `name: e2e
+steps:
+  - id: survey
+    agent: explorer
+    task: List the files.
+  - id: slow
+    task: hang here
+    timeout_ms: 400
+  - id: after
+    task: use the slow one
+    depends_on: [slow]
+`
+
+func TestRunPromptExitCodesAndJSON(t *testing.T) {
+	e := newRunEnv(t)
+	stdout, stderr, code := e.pixir("run", "create a file please")
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, stdout, "I'll create `hello.txt`")
+	require.Contains(t, stdout, "\n\nWritten.", "messages are apart")
+	require.Contains(t, stderr, "⚙ Write hello.txt")
+	require.FileExists(t, filepath.Join(e.ws, "hello.txt"))
+
+	stdout, _, code = e.pixir("run", "--json", "hello there")
+	require.Equal(t, exitOK, code)
+	env := validEnvelope(t, stdout, "pixir_run_output.json")
+	require.Equal(t, true, env["ok"])
+	out := env["output"].(map[string]any)
+	require.Equal(t, "completed", out["status"])
+	require.Contains(t, out["text"], "Hello!")
+
+	// The provider fails: the turn failed.
+	stdout, stderr, code = e.pixir("run", "please fail now", "--json")
+	require.Equal(t, exitError, code, stderr)
+	env = validEnvelope(t, stdout, "pixir_run_output.json")
+	require.Equal(t, false, env["ok"])
+	require.Equal(t, "failed", env["output"].(map[string]any)["status"])
+
+	// resume goes on in the same session.
+	sid := out["session_id"].(string)
+	stdout, stderr, code = e.pixir("resume", sid, "read the README", "--json")
+	require.Equal(t, exitOK, code, stderr)
+	require.Equal(t, sid, validEnvelope(t, stdout, "pixir_run_output.json")["output"].(map[string]any)["session_id"])
+	_, stderr, code = e.pixir("resume", "no-such-session", "hi")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, stderr, "pixir sessions lists the sessions")
+
+	// Invalid input is 64, with the envelope under --json.
+	for _, args := range [][]string{
+		{"run"},
+		{"run", "--mode", "yolo", "hi"},
+		{"run", "--dry-run", "hi"},
+		{"run", "--workflow", "missing.yaml"},
+		{"run", "two", "prompts"},
+	} {
+		stdout, stderr, code := e.pixir(append(args, "--json")...)
+		require.Equal(t, exitUsage, code, "%v: %s", args, stderr)
+		env := validEnvelope(t, stdout, "")
+		require.Equal(t, "invalid_args", env["error"].(map[string]any)["kind"], "%v", args)
+	}
+}
+
+func TestRunAskModeWithoutATerminalDenies(t *testing.T) {
+	e := newRunEnv(t)
+	stdout, stderr, code := e.pixir("run", "--mode", "ask", "create a file please")
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, stderr, "ask mode, but standard input is not a terminal: every change is denied")
+	require.Contains(t, stdout, "did not go through")
+	require.NoFileExists(t, filepath.Join(e.ws, "hello.txt"))
+}
+
+func TestRunWorkflowFileOutcomesAndExitCodes(t *testing.T) {
+	e := newRunEnv(t)
+	// Completed: 0.
+	ok := e.file("ok.json", `{"steps":[{"id":"a","task":"look"},{"id":"b","task":"then","depends_on":["a"]}]}`)
+	stdout, stderr, code := e.pixir("run", "--workflow", ok, "--json")
+	require.Equal(t, exitOK, code, stderr)
+	env := validEnvelope(t, stdout, "run_workflow_output.json")
+	require.Equal(t, "completed", env["output"].(map[string]any)["status"])
+
+	// Partial: 2, with plain timestamped progress lines on a pipe.
+	partial := e.file("partial.yaml", partialWorkflow)
+	stdout, stderr, code = e.pixir("run", "--workflow", partial)
+	require.Equal(t, exitPartial, code, stderr)
+	require.Contains(t, stdout, "PARTIAL — 1 of 3 steps checkpoint_ready, 1 failed, 1 held")
+	stamp := `\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z `
+	for _, want := range []string{
+		stamp + `workflow wf-[0-9a-f]+ started: 3 steps`,
+		stamp + `step survey running \(explorer, shared workspace\)`,
+		stamp + `step survey checkpoint_ready`,
+		stamp + `step slow failed \(subagent timed_out\)`,
+		stamp + `step after held: dependency_not_checkpoint_ready \(blocked by slow\)`,
+		stamp + `workflow wf-[0-9a-f]+ partial in`,
+	} {
+		require.Regexp(t, regexp.MustCompile(want), stderr)
+	}
+	require.NotContains(t, stderr, "\x1b[", "no terminal control codes on a pipe")
+
+	// Failed: 1 (no step ready).
+	failed := e.file("failed.json", `{"steps":[{"id":"a","task":"hang","timeout_ms":200}]}`)
+	stdout, _, code = e.pixir("run", "--workflow", failed, "--json")
+	require.Equal(t, exitError, code)
+	env = validEnvelope(t, stdout, "run_workflow_output.json")
+	require.Equal(t, false, env["ok"])
+	require.Equal(t, "failed", env["output"].(map[string]any)["status"])
+
+	// Invalid: 64, with the problems.
+	cycle := e.file("cycle.json", `{"steps":[{"id":"a","task":"x","depends_on":["b"]},{"id":"b","task":"y","depends_on":["a"]}]}`)
+	stdout, stderr, code = e.pixir("run", "--workflow", cycle, "--json")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, stderr, "cycle: a -> b -> a")
+	env = validEnvelope(t, stdout, "")
+	require.Equal(t, "invalid_args", env["error"].(map[string]any)["kind"])
+
+	// Dry run: 0, nothing written.
+	before := listTree(t, e.ws)
+	stdout, _, code = e.pixir("run", "--workflow", partial, "--dry-run", "--json")
+	require.Equal(t, exitOK, code)
+	env = validEnvelope(t, stdout, "run_workflow_dry_run_output.json")
+	require.Equal(t, "dry_run", env["output"].(map[string]any)["mode"])
+	require.Equal(t, before, listTree(t, e.ws), "a dry run writes nothing")
+
+	// read_only refuses to start Subagents, but plans.
+	_, stderr, code = e.pixir("run", "--workflow", ok, "--mode", "read_only")
+	require.Equal(t, exitError, code)
+	require.Contains(t, stderr, "read_only mode does not allow")
+	_, _, code = e.pixir("run", "--workflow", ok, "--mode", "read_only", "--dry-run")
+	require.Equal(t, exitOK, code)
+}
+
+func listTree(t *testing.T, root string) []string {
+	t.Helper()
+	var out []string
+	require.NoError(t, filepath.Walk(root, func(p string, _ os.FileInfo, err error) error {
+		out = append(out, p)
+		return err
+	}))
+	return out
+}
+
+func TestRunInterruptedWorkflowPrintsThePartialOutcomeAndKeepsTheLog(t *testing.T) {
+	e := newRunEnv(t)
+	wf := e.file("wf.yaml", `steps:
+  - id: quick
+    task: List the files.
+  - id: long
+    task: hang until stopped
+  - id: later
+    task: use it
+    depends_on: [long]
+`)
+	cmd := e.command("run", "--workflow", wf, "--json")
+	var stdout bytes.Buffer
+	stderr := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = &stdout, stderr
+	require.NoError(t, cmd.Start())
+	require.Eventually(t, func() bool { return strings.Contains(stderr.String(), "step long running") }, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, stderr.String())
+	require.Equal(t, exitPartial, exit.ExitCode(), stderr.String())
+	require.Contains(t, stderr.String(), "interrupted: the running steps were cancelled and recorded")
+
+	env := validEnvelope(t, stdout.String(), "run_workflow_output.json")
+	out := env["output"].(map[string]any)
+	require.Equal(t, "partial", out["status"])
+	require.Equal(t, "cancelled", out["stopped_by"])
+	steps := out["steps"].([]any)
+	long := steps[1].(map[string]any)
+	require.Equal(t, "cancelled", long["subagent_status"])
+	require.Equal(t, "failed", long["checkpoint_status"])
+	require.Equal(t, "held", steps[2].(map[string]any)["checkpoint_status"])
+
+	// The Log is complete: the children's ends and the workflow's.
+	sid := regexp.MustCompile(`session ([0-9a-f-]{36})`).FindStringSubmatch(stderr.String())
+	require.NotNil(t, sid, stderr.String())
+	var kinds []string
+	ended := map[string]string{}
+	for _, ev := range readLog(t, e.ws, sid[1]) {
+		var d struct {
+			Kind       string `json:"kind"`
+			Event      string `json:"event"`
+			SubagentID string `json:"subagent_id"`
+		}
+		require.NoError(t, json.Unmarshal(ev.Data, &d))
+		switch ev.Type {
+		case "workflow_event":
+			kinds = append(kinds, d.Kind)
+		case "subagent_event":
+			ended[d.SubagentID] = d.Event
+		}
+	}
+	require.Equal(t, "workflow_finished", kinds[len(kinds)-1])
+	require.Contains(t, kinds, "step_held")
+	require.Len(t, ended, 2)
+	for id, last := range ended {
+		require.Contains(t, []string{"finished", "cancelled"}, last, id)
+	}
+}
+
+// In a terminal, the live view redraws in place and ends in the final
+// table.
+func TestRunWorkflowLiveViewInATerminal(t *testing.T) {
+	e := newRunEnv(t)
+	wf := e.file("wf.yaml", partialWorkflow)
+	cmd := e.command("run", "--workflow", wf)
+	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 120})
+	require.NoError(t, err)
+	defer ptmx.Close()
+	var screen bytes.Buffer
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = io.Copy(&screen, ptmx) // ends with EIO when the process exits
+	}()
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	require.Equal(t, exitPartial, exit.ExitCode())
+	<-done
+	out := screen.String()
+	redraws := strings.Count(out, "\x1b[4F\x1b[J")
+	require.GreaterOrEqual(t, redraws, 2, "the view redraws in place:\n%q", out)
+	require.Contains(t, out, "Workflow e2e — ")
+	require.Regexp(t, `✓ survey\s+explorer`, out)
+	require.Regexp(t, `✗ slow\s+default`, out)
+	require.Regexp(t, `⏸ after\s+default`, out)
+	// The last frame is the final state, and the table comes after it.
+	last := strings.LastIndex(out, "\x1b[4F\x1b[J")
+	require.Contains(t, out[last:], "PARTIAL")
+	table := strings.Index(out, "| step | agent | wave |")
+	require.Greater(t, table, last, "the final table ends the output")
+	require.NotRegexp(t, regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d`), out, "no plain log lines in a terminal")
+	fmt.Fprint(io.Discard, out)
+}
