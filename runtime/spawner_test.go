@@ -348,6 +348,11 @@ func TestWorkflowEventsAndPlanReachTheParent(t *testing.T) {
 	var logged workflows.WorkflowEvent
 	require.NoError(t, json.Unmarshal(events[0].Data, &logged))
 	require.Equal(t, d, logged)
+
+	// resume_from reads them back from the Log.
+	back, err := f.b.WorkflowEvents()
+	require.NoError(t, err)
+	require.Equal(t, []workflows.WorkflowEvent{d}, back)
 }
 
 // changeArgs are those of a mutation tool that knows dry runs.

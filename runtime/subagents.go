@@ -317,6 +317,27 @@ func (b binding) RecordWorkflowEvent(d workflows.WorkflowEvent) error {
 	return b.parent.emitBackground(EventWorkflow, d)
 }
 
+// WorkflowEvents implements workflows.Spawner: the workflow events of
+// the parent's Log, read from the Log itself (the truth), for resume_from.
+func (b binding) WorkflowEvents() ([]workflows.WorkflowEvent, error) {
+	events, _, err := ReadLog(b.parent.log.Path())
+	if err != nil {
+		return nil, err
+	}
+	var out []workflows.WorkflowEvent
+	for _, ev := range events {
+		if ev.Type != EventWorkflow {
+			continue
+		}
+		var d workflows.WorkflowEvent
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return nil, fmt.Errorf("workflow event %d of the Log: %w", ev.Seq, err)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
 // ShowPlan implements workflows.Spawner.
 func (b binding) ShowPlan(entries []tools.PlanEntry) {
 	if entries == nil {

@@ -178,9 +178,10 @@ func (subagents) StartStep(ctx context.Context, req workflows.StepRequest, ended
 	return v, nil
 }
 
-func (subagents) StopStep(string)                                   {}
-func (subagents) RecordWorkflowEvent(workflows.WorkflowEvent) error { return nil }
-func (subagents) ShowPlan([]tools.PlanEntry)                        {}
+func (subagents) StopStep(string)                                    {}
+func (subagents) RecordWorkflowEvent(workflows.WorkflowEvent) error  { return nil }
+func (subagents) ShowPlan([]tools.PlanEntry)                         {}
+func (subagents) WorkflowEvents() ([]workflows.WorkflowEvent, error) { return nil, nil }
 
 type workspace struct{ root string }
 

@@ -100,13 +100,14 @@ func nextActions(o *Outcome) []NextAction {
 	if o.Status == StatusCompleted {
 		return acts
 	}
+	resume := map[string]string{"resume_from": o.WorkflowID}
 	if len(o.FailedSteps) > 0 {
-		acts = append(acts, NextAction{Action: "retry_failed_steps", StepIDs: o.FailedSteps,
-			Reason: "run only these steps again (a new run_workflow with just them, their dependencies' checkpoints in the task); the usable checkpoints need no rerun"})
+		acts = append(acts, NextAction{Action: "retry_failed_steps", StepIDs: o.FailedSteps, Args: resume,
+			Reason: "call run_workflow again with the same steps and resume_from: the checkpoint_ready steps are reused, only these (and what waits for them) run again"})
 	}
 	if len(o.HeldSteps) > 0 {
-		acts = append(acts, NextAction{Action: "rerun_held_steps", StepIDs: o.HeldSteps,
-			Reason: "these never started; run them once the steps they wait for (blocked_by) are checkpoint_ready"})
+		acts = append(acts, NextAction{Action: "rerun_held_steps", StepIDs: o.HeldSteps, Args: resume,
+			Reason: "these never started; they run in a resume_from run once the steps they wait for (blocked_by) are checkpoint_ready"})
 	}
 	if ask := append(slices.Clone(o.NeedsOrchestratorSteps), o.PartialSteps...); len(ask) > 0 {
 		acts = append(acts, NextAction{Action: "ask_user", StepIDs: ask,
@@ -170,6 +171,9 @@ func Render(o *Outcome) string {
 			wave = fmt.Sprint(s.Wave)
 		}
 		summary := s.Summary
+		if s.ReusedFrom != "" {
+			wave = "reused"
+		}
 		if s.Error != nil && s.CheckpointStatus != CheckpointReady {
 			summary = string(s.Error.Kind) + ": " + s.Error.Message
 		}

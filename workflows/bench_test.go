@@ -149,9 +149,10 @@ func (s *chainSpawner) StartStep(_ context.Context, req StepRequest, ended func(
 	return tools.SubagentView{ID: "sa-" + req.Name}, nil
 }
 
-func (s *chainSpawner) StopStep(string)                         {}
-func (s *chainSpawner) RecordWorkflowEvent(WorkflowEvent) error { return nil }
-func (s *chainSpawner) ShowPlan([]tools.PlanEntry)              {}
+func (s *chainSpawner) StopStep(string)                          {}
+func (s *chainSpawner) RecordWorkflowEvent(WorkflowEvent) error  { return nil }
+func (s *chainSpawner) ShowPlan([]tools.PlanEntry)               {}
+func (s *chainSpawner) WorkflowEvents() ([]WorkflowEvent, error) { return nil, nil }
 
 // BenchmarkDependencyToStart measures, on real goroutines, the time from a
 // child's end (its ended callback) to the start of the step that depended

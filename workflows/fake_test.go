@@ -217,3 +217,9 @@ func fixedClock() func() time.Time {
 	t := time.Unix(1_800_000_000, 0)
 	return func() time.Time { return t }
 }
+
+func (s *simSpawner) WorkflowEvents() ([]WorkflowEvent, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]WorkflowEvent(nil), s.events...), nil
+}

@@ -107,6 +107,9 @@ type StepOutcome struct {
 	// HeldReason and BlockedBy say why a held step never started.
 	HeldReason string   `json:"held_reason,omitempty"`
 	BlockedBy  []string `json:"blocked_by,omitempty"`
+	// ReusedFrom is the earlier run (resume_from) whose checkpoint this
+	// step reuses instead of running again.
+	ReusedFrom string `json:"reused_from,omitempty"`
 	// Checkpoint is the step's bundle; nil when it has none.
 	Checkpoint *Bundle            `json:"checkpoint,omitempty"`
 	Changes    *tools.FileChanges `json:"changes,omitempty"`
@@ -119,7 +122,9 @@ type NextAction struct {
 	// abort.
 	Action  string   `json:"action"`
 	StepIDs []string `json:"step_ids,omitempty"`
-	Reason  string   `json:"reason"`
+	// Args are run_workflow arguments that do it (resume_from).
+	Args   map[string]string `json:"args,omitempty"`
+	Reason string            `json:"reason"`
 }
 
 // Counts sums up an Outcome.

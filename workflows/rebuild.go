@@ -6,22 +6,22 @@ import (
 	"github.com/pixir-go/pixir/tools"
 )
 
-// Rebuild folds the workflow_events of one session's Log into the
-// Outcome of each workflow run in it, in the order they started. For a
-// finished run it equals what Run returned; for a run the process did not
-// live to finish, the steps that were running are detached (nothing says
-// they ended) and the rest are held, and StoppedBy is "interrupted".
-func Rebuild(events []WorkflowEvent) []Outcome {
-	type run struct {
-		w        *Workflow
-		index    map[string]int
-		steps    []*StepOutcome
-		agent    []string
-		wave     []int
-		finished *WorkflowEvent
-	}
+// foldedRun is one run as its events tell it.
+type foldedRun struct {
+	id       string
+	w        *Workflow
+	index    map[string]int
+	steps    []*StepOutcome
+	agent    []string
+	wave     []int
+	finished *WorkflowEvent
+}
+
+// fold groups a session's workflow events by run, in the order the runs
+// started, keeping each step's decision, hold or start.
+func fold(events []WorkflowEvent) []foldedRun {
 	var order []string
-	runs := map[string]*run{}
+	runs := map[string]*foldedRun{}
 	for k := range events {
 		ev := &events[k]
 		if ev.Kind == EventWorkflowStarted {
@@ -29,7 +29,7 @@ func Rebuild(events []WorkflowEvent) []Outcome {
 				continue
 			}
 			n := len(ev.Workflow.Steps)
-			r := &run{w: ev.Workflow, index: map[string]int{}, steps: make([]*StepOutcome, n), agent: make([]string, n), wave: make([]int, n)}
+			r := &foldedRun{id: ev.WorkflowID, w: ev.Workflow, index: map[string]int{}, steps: make([]*StepOutcome, n), agent: make([]string, n), wave: make([]int, n)}
 			for i := range ev.Workflow.Steps {
 				r.index[ev.Workflow.Steps[i].ID] = i
 			}
@@ -63,9 +63,24 @@ func Rebuild(events []WorkflowEvent) []Outcome {
 			r.finished = ev
 		}
 	}
-	outs := make([]Outcome, 0, len(order))
-	for _, id := range order {
-		r := runs[id]
+	out := make([]foldedRun, len(order))
+	for i, id := range order {
+		out[i] = *runs[id]
+	}
+	return out
+}
+
+// Rebuild folds the workflow_events of one session's Log into the
+// Outcome of each workflow run in it, in the order they started. For a
+// finished run it equals what Run returned; for a run the process did not
+// live to finish, the steps that were running are detached (nothing says
+// they ended) and the rest are held, and StoppedBy is "interrupted".
+func Rebuild(events []WorkflowEvent) []Outcome {
+	runs := fold(events)
+	outs := make([]Outcome, 0, len(runs))
+	for k := range runs {
+		r := &runs[k]
+		id := r.id
 		steps := make([]StepOutcome, len(r.steps))
 		for i, s := range r.steps {
 			switch {

@@ -18,6 +18,8 @@ type RunOptions struct {
 	ToolCallID string
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+	// Reuse, from Reusable, names the steps decided by an earlier run.
+	Reuse *Reuse
 
 	// waiting, in tests, is called each time Run is about to wait for an
 	// event: a simulated clock delivers its next child ends then.
@@ -83,6 +85,7 @@ func Run(ctx context.Context, sp Spawner, w *Workflow, opt RunOptions) Outcome {
 		}
 	}
 	r.record(WorkflowEvent{Kind: EventWorkflowStarted, Workflow: w})
+	r.reuse()
 	r.dispatch(ctx)
 	r.showPlan()
 
@@ -139,6 +142,24 @@ func Run(ctx context.Context, sp Spawner, w *Workflow, opt RunOptions) Outcome {
 	out := r.finish()
 	r.showPlan()
 	return out
+}
+
+// reuse decides, before anything starts, the steps an earlier run made
+// checkpoint_ready (resume_from).
+func (r *runner) reuse() {
+	if r.opt.Reuse == nil {
+		return
+	}
+	for i := range r.w.Steps {
+		prior, ok := r.opt.Reuse.Steps[r.w.Steps[i].ID]
+		if !ok {
+			continue
+		}
+		out := reusedOutcome(prior, r.opt.Reuse.From)
+		r.outcomes[i] = &out
+		r.record(WorkflowEvent{Kind: EventCheckpointDecided, StepID: out.StepID, Outcome: &out})
+		r.sched.reuse(i)
+	}
 }
 
 // NewWorkflowID makes a workflow id.

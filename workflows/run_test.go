@@ -122,8 +122,8 @@ func TestRunHoldsDependentsAndKeepsGoing(t *testing.T) {
 		"checkpoint_decided:b", "step_scheduled:e", "checkpoint_decided:e", "workflow_finished:",
 	}, sim.kinds())
 	require.Equal(t, []NextAction{
-		{Action: "retry_failed_steps", StepIDs: []string{"a"}, Reason: out.SafeNextActions[0].Reason},
-		{Action: "rerun_held_steps", StepIDs: []string{"c", "d"}, Reason: out.SafeNextActions[1].Reason},
+		{Action: "retry_failed_steps", StepIDs: []string{"a"}, Args: map[string]string{"resume_from": "wf-test"}, Reason: out.SafeNextActions[0].Reason},
+		{Action: "rerun_held_steps", StepIDs: []string{"c", "d"}, Args: map[string]string{"resume_from": "wf-test"}, Reason: out.SafeNextActions[1].Reason},
 		{Action: "abort", Reason: out.SafeNextActions[2].Reason},
 	}, out.SafeNextActions)
 	require.Contains(t, out.Output, "Workflow wf-test: PARTIAL — 2 of 5 steps checkpoint_ready, 1 failed, 2 held")
@@ -303,4 +303,75 @@ func TestRebuildOfAnInterruptedRun(t *testing.T) {
 	require.Equal(t, "detached", o.Steps[1].SubagentStatus)
 	require.Equal(t, CheckpointFailed, o.Steps[1].CheckpointStatus)
 	require.Equal(t, CheckpointHeld, o.Steps[2].CheckpointStatus)
+}
+
+func TestResumeFromRerunsOnlyWhatIsNotReady(t *testing.T) {
+	spec := `{"steps":[
+		{"id":"a","task":"x"},
+		{"id":"b","task":"x"},
+		{"id":"c","task":"x","depends_on":["a"]},
+		{"id":"d","task":"x","depends_on":["b"]},
+		{"id":"e","task":"x","depends_on":["d"]}]}`
+	flaky := true
+	sim := newSim(func(step string) childPlan {
+		if step == "b" && flaky {
+			return childPlan{dur: 5, status: "timed_out"}
+		}
+		return childPlan{dur: 2, report: `{"status":"checkpoint_ready","summary":"` + step + ` is done"}`}
+	})
+	first := Run(context.Background(), sim, mustParse(t, spec), RunOptions{WorkflowID: "wf-1", Now: fixedClock(), waiting: sim.waiting})
+	require.Equal(t, StatusPartial, first.Status)
+	require.Equal(t, []string{"a", "c"}, first.UsableCheckpoints)
+	require.Equal(t, "wf-1", first.SafeNextActions[0].Args["resume_from"])
+
+	// The same spec, resumed: a and c are reused, b, d and e run.
+	flaky = false
+	w := mustParse(t, spec)
+	w.ResumeFrom = "wf-1"
+	events, err := sim.WorkflowEvents()
+	require.NoError(t, err)
+	reuse, err := Reusable(events, w)
+	require.NoError(t, err)
+	require.Len(t, reuse.Steps, 2)
+	sim.order = nil
+	second := Run(context.Background(), sim, w, RunOptions{WorkflowID: "wf-2", Now: fixedClock(), waiting: sim.waiting, Reuse: reuse})
+	require.Equal(t, StatusCompleted, second.Status, second.Output)
+	require.Equal(t, []string{"b", "d", "e"}, sim.order, "only what was not ready runs again")
+	require.Equal(t, "wf-1", second.Steps[0].ReusedFrom)
+	require.Equal(t, 0, second.Steps[0].Wave)
+	require.Contains(t, second.Output, "| a | default | reused |")
+
+	// The rebuilt outcome of the resumed run equals the returned one.
+	events, _ = sim.WorkflowEvents()
+	raw, _ := json.Marshal(events)
+	require.NoError(t, json.Unmarshal(raw, &events))
+	rebuilt := Rebuild(events)
+	require.Len(t, rebuilt, 2)
+	want, _ := json.Marshal(second)
+	got, _ := json.Marshal(rebuilt[1])
+	require.JSONEq(t, string(want), string(got))
+}
+
+func TestReusableIsConservative(t *testing.T) {
+	sim := newSim(durations(nil))
+	spec := `{"steps":[{"id":"a","task":"x"},{"id":"b","task":"x","depends_on":["a"]},{"id":"c","task":"x"}]}`
+	Run(context.Background(), sim, mustParse(t, spec), RunOptions{WorkflowID: "wf-1", Now: fixedClock(), waiting: sim.waiting})
+	events, _ := sim.WorkflowEvents()
+
+	// a's task changed: a runs again, and so does b, built on a.
+	w := mustParse(t, `{"resume_from":"wf-1","steps":[{"id":"a","task":"x, better"},{"id":"b","task":"x","depends_on":["a"]},{"id":"c","task":"x","timeout_ms":5}]}`)
+	reuse, err := Reusable(events, w)
+	require.NoError(t, err)
+	require.Equal(t, []string{"c"}, keys(reuse.Steps), "a new timeout does not matter; a new task does")
+
+	_, err = Reusable(events, mustParse(t, `{"resume_from":"wf-9","steps":[{"id":"a","task":"x"}]}`))
+	require.ErrorContains(t, err, `resume_from: there is no workflow "wf-9" in this session's Log; earlier runs: wf-1`)
+}
+
+func keys(m map[string]StepOutcome) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }

@@ -138,6 +138,15 @@ func (s *scheduler) finish(i int, ready bool) []heldStep {
 	return nil
 }
 
+// reuse marks pending step i checkpoint_ready without running it (its
+// checkpoint comes from an earlier run) and unlocks its dependents.
+func (s *scheduler) reuse(i int) {
+	s.runnable = slices.DeleteFunc(s.runnable, func(r int) bool { return r == i })
+	s.running = append(s.running, i)
+	s.state[i] = stateRunning
+	s.finish(i, true)
+}
+
 // holdDownstream holds the pending dependents of i, and theirs, each with
 // the dependencies that keep it from starting.
 func (s *scheduler) holdDownstream(i int) []heldStep {

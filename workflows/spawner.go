@@ -35,6 +35,9 @@ type Spawner interface {
 	RecordWorkflowEvent(data WorkflowEvent) error
 	// ShowPlan replaces the plan the user sees (ephemeral).
 	ShowPlan(entries []tools.PlanEntry)
+	// WorkflowEvents returns the data of every workflow_event in the
+	// parent's Log, in order (for resume_from).
+	WorkflowEvents() ([]WorkflowEvent, error)
 }
 
 // StepRequest is one step's child as the Manager is asked for it.

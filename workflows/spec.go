@@ -125,6 +125,9 @@ type Workflow struct {
 	TimeoutMS      int64         `json:"timeout_ms,omitempty"` // 0: no workflow-wide limit beyond each step's
 	FailurePolicy  FailurePolicy `json:"failure_policy,omitempty"`
 	DryRun         bool          `json:"dry_run,omitempty"`
+	// ResumeFrom names an earlier run in the same session whose
+	// checkpoint_ready steps are reused instead of run again (Reusable).
+	ResumeFrom string `json:"resume_from,omitempty"`
 
 	zeroConcurrency bool // max_concurrency was given as 0
 }
@@ -139,6 +142,7 @@ type workflowWire struct {
 	FailurePolicy  FailurePolicy `json:"failure_policy"`
 	DryRun         bool          `json:"dry_run"`
 	ValidateOnly   bool          `json:"validate_only"`
+	ResumeFrom     string        `json:"resume_from"`
 }
 
 // Parse decodes a run_workflow spec, fills its defaults (Normalize) and
@@ -156,7 +160,7 @@ func Parse(raw json.RawMessage) (*Workflow, error) {
 	}
 	wf := &Workflow{
 		ID: w.ID, Name: w.Name, Steps: w.Steps, TimeoutMS: w.TimeoutMS,
-		FailurePolicy: w.FailurePolicy, DryRun: w.DryRun || w.ValidateOnly,
+		FailurePolicy: w.FailurePolicy, DryRun: w.DryRun || w.ValidateOnly, ResumeFrom: w.ResumeFrom,
 	}
 	if w.MaxConcurrency != nil {
 		wf.MaxConcurrency = *w.MaxConcurrency

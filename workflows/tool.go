@@ -38,6 +38,7 @@ type RunWorkflowArgs struct {
 	FailurePolicy  string     `json:"failure_policy,omitempty" jsonschema:"enum=keep_going,enum=fail_fast" jsonschema_description:"keep_going (default): independent steps go on when one fails; fail_fast: stop everything at the first step that is not checkpoint_ready."`
 	DryRun         bool       `json:"dry_run,omitempty" jsonschema_description:"Validate and plan only: return the waves, conflicts and merge risks without starting anything."`
 	ValidateOnly   bool       `json:"validate_only,omitempty" jsonschema_description:"Alias of dry_run."`
+	ResumeFrom     string     `json:"resume_from,omitempty" jsonschema_description:"The workflow_id of an earlier run in this session: its checkpoint_ready steps (same id, task, agent, sets and dependencies, all of them reused too) are reused, not run again; only the rest runs. This is how to retry failed steps only."`
 }
 
 // DryRunOutcome is what a dry run of run_workflow returns.
@@ -85,6 +86,16 @@ func runWorkflowTool(ctx context.Context, env tools.Env, a RunWorkflowArgs, dryR
 	if f := CheckAgents(sp.Preview, w); f != nil {
 		return tools.Failed(f)
 	}
+	var reuse *Reuse
+	if w.ResumeFrom != "" {
+		events, err := sp.WorkflowEvents()
+		if err != nil {
+			return tools.Fail(tools.ErrInternal, "reading this session's Log for resume_from: %v", err)
+		}
+		if reuse, err = Reusable(events, w); err != nil {
+			return tools.Failed(tools.AsFailure(err))
+		}
+	}
 	if dryRun || w.DryRun {
 		plan, err := Waves(w)
 		if err != nil {
@@ -92,7 +103,7 @@ func runWorkflowTool(ctx context.Context, env tools.Env, a RunWorkflowArgs, dryR
 		}
 		return tools.OK(DryRunOutcome{Output: RenderPlan(&plan), Mode: "dry_run", DryRun: plan})
 	}
-	out := Run(ctx, sp, w, RunOptions{WorkflowID: NewWorkflowID(), ToolCallID: env.ToolCallID})
+	out := Run(ctx, sp, w, RunOptions{WorkflowID: NewWorkflowID(), ToolCallID: env.ToolCallID, Reuse: reuse})
 	if out.Status == StatusCompleted {
 		return tools.OK(out)
 	}
