@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"slices"
 )
 
 // ConflictRule names the ADR 0012 rule that makes two steps unable to run
@@ -159,7 +160,8 @@ type DryRun struct {
 
 // Waves validates w and simulates the greedy deterministic scheduler with
 // every step taking one unit of time: at each tick the steps whose
-// dependencies are all done are considered in declaration order, and each
+// dependencies are all done are considered in priority order (critical
+// path first, then declaration order: priorityOrder), and each
 // starts if a slot is free and it conflicts with no step already started in
 // this tick (with equal durations, those are exactly the running steps).
 // The real scheduler is event-driven; with equal durations it makes the
@@ -193,10 +195,11 @@ func Waves(w *Workflow) (DryRun, error) {
 		}
 		return v
 	}
+	order := priorityOrder(w)
 	for started := 0; started < n; {
 		t := len(out.Waves) + 1
 		var now []int
-		for i := range w.Steps {
+		for _, i := range order {
 			if wave[i] != 0 || !depsDone(&w.Steps[i], index, wave, t) {
 				continue
 			}
@@ -230,6 +233,8 @@ func Waves(w *Workflow) (DryRun, error) {
 			// all dependencies done always fits into an empty wave.
 			return DryRun{}, fmt.Errorf("workflows: no step could start in wave %d", t)
 		}
+		// A wave is a set: list it in declaration order, which people read.
+		slices.Sort(now)
 		ids := make([]string, len(now))
 		for k, i := range now {
 			wave[i] = t
@@ -251,6 +256,43 @@ func Waves(w *Workflow) (DryRun, error) {
 		}
 	}
 	return out, nil
+}
+
+// priorityOrder is the order in which the scheduler considers runnable
+// steps: the longest chain of dependents first (critical path first, so a
+// long tail does not start last), then declaration order. It is a pure
+// function of the graph, so the dry run and the run agree.
+func priorityOrder(w *Workflow) []int {
+	n := len(w.Steps)
+	index := make(map[string]int, n)
+	for i := range w.Steps {
+		index[w.Steps[i].ID] = i
+	}
+	dependents := make([][]int, n)
+	for i := range w.Steps {
+		for _, d := range w.Steps[i].DependsOn {
+			dependents[index[d]] = append(dependents[index[d]], i)
+		}
+	}
+	height := make([]int, n) // steps on the longest chain from i down
+	var measure func(i int) int
+	measure = func(i int) int {
+		if height[i] == 0 {
+			h := 0
+			for _, d := range dependents[i] {
+				h = max(h, measure(d))
+			}
+			height[i] = h + 1
+		}
+		return height[i]
+	}
+	order := make([]int, n)
+	for i := range order {
+		measure(i)
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return height[b] - height[a] })
+	return order
 }
 
 // depsDone reports whether every dependency of s ran in a wave before t.

@@ -176,17 +176,17 @@ func TestWavesDeterministic(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, first, again)
 	}
-	// Wave 2 fills its three slots in declaration order (r1, r2, w1); w2
-	// overlaps w1's writes; w3 writes docs/** in the shared workspace, which
-	// r2 reads in wave 2 and w1 and w2 (no read set: everything) read too.
+	// Wave 2 considers the writers first (each has rev and fin behind it,
+	// the readers only fin): w1 starts; w2 overlaps w1's writes; w3 writes
+	// docs/** in the shared workspace, which w1 and w2 (no read set:
+	// everything) read; then r1 and r2 fill the wave's other two slots.
 	require.Equal(t, [][]string{{"plan"}, {"r1", "r2", "w1"}, {"w2"}, {"w3"}, {"rev"}, {"fin"}}, first.Waves)
 	var ser []string
 	for _, s := range first.Serialized {
 		ser = append(ser, fmt.Sprintf("%s<-%s:%s@%d", s.Step, s.With, s.Rule, s.Wave))
 	}
 	require.Equal(t, []string{
-		"w2<-w1:write_sets_overlap@2", "w3<-r2:shared_writer_read_overlap@2",
-		"w3<-w1:shared_writer_read_overlap@2", "w3<-w2:shared_writer_read_overlap@3",
+		"w2<-w1:write_sets_overlap@2", "w3<-w1:shared_writer_read_overlap@2", "w3<-w2:shared_writer_read_overlap@3",
 	}, ser)
 }
 

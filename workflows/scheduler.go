@@ -28,7 +28,8 @@ type heldStep struct {
 // simulated clock. It only decides; it never waits.
 //
 // A step is runnable once every dependency is checkpoint_ready. next starts
-// runnable steps in declaration order while max_concurrency has room,
+// runnable steps in priority order (the longest chain of dependents first,
+// then declaration order) while max_concurrency has room,
 // skipping any that conflicts (Conflicts) with a running step; a skipped
 // step does not block later ones. A step whose dependency ends without a
 // ready checkpoint is held at once, with its own dependents.
@@ -38,7 +39,8 @@ type scheduler struct {
 	dependents [][]int
 	unmet      []int // dependencies not yet checkpoint_ready
 	state      []stepState
-	runnable   []int // pending steps with unmet == 0, ascending
+	rank       []int // position in priorityOrder
+	runnable   []int // pending steps with unmet == 0, by rank
 	running    []int // in start order
 	stopped    string
 	overlap    func(a, b string) bool
@@ -55,6 +57,10 @@ func newScheduler(w *Workflow) *scheduler {
 		unmet: make([]int, n), state: make([]stepState, n),
 		overlap: memoOverlap(),
 	}
+	s.rank = make([]int, n)
+	for r, i := range priorityOrder(w) {
+		s.rank[i] = r
+	}
 	for i := range w.Steps {
 		for _, d := range w.Steps[i].DependsOn {
 			j := index[d]
@@ -63,10 +69,16 @@ func newScheduler(w *Workflow) *scheduler {
 		}
 		s.unmet[i] = len(s.deps[i])
 		if s.unmet[i] == 0 {
-			s.runnable = append(s.runnable, i)
+			s.makeRunnable(i)
 		}
 	}
 	return s
+}
+
+// makeRunnable adds i to the runnable steps, kept in priority order.
+func (s *scheduler) makeRunnable(i int) {
+	at, _ := slices.BinarySearchFunc(s.runnable, s.rank[i], func(r, rank int) int { return s.rank[r] - rank })
+	s.runnable = slices.Insert(s.runnable, at, i)
 }
 
 // memoOverlap remembers each pattern pair's answer: workflows reuse a few
@@ -84,7 +96,7 @@ func memoOverlap() func(a, b string) bool {
 	}
 }
 
-// next marks and returns the steps to start now, in declaration order.
+// next marks and returns the steps to start now, in priority order.
 func (s *scheduler) next() []int {
 	if s.stopped != "" {
 		return nil
@@ -131,8 +143,7 @@ func (s *scheduler) finish(i int, ready bool) []heldStep {
 	for _, d := range s.dependents[i] {
 		s.unmet[d]--
 		if s.unmet[d] == 0 && s.state[d] == statePending && s.stopped == "" {
-			at, _ := slices.BinarySearch(s.runnable, d)
-			s.runnable = slices.Insert(s.runnable, at, d)
+			s.makeRunnable(d)
 		}
 	}
 	return nil

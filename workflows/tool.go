@@ -32,7 +32,7 @@ type StepArgs struct {
 // RunWorkflowArgs are the arguments of run_workflow.
 type RunWorkflowArgs struct {
 	Name           string     `json:"name,omitempty" jsonschema_description:"A label for people."`
-	Steps          []StepArgs `json:"steps" jsonschema:"minItems=1" jsonschema_description:"The steps, in priority order: ties in scheduling go to the earlier step."`
+	Steps          []StepArgs `json:"steps" jsonschema:"minItems=1" jsonschema_description:"The steps. Among steps ready at the same time, the one with the longest chain of dependents starts first, then the earlier declared."`
 	MaxConcurrency int        `json:"max_concurrency,omitempty" jsonschema:"minimum=1" jsonschema_description:"Most steps running at once. Default 6."`
 	TimeoutMS      int64      `json:"timeout_ms,omitempty" jsonschema:"minimum=1" jsonschema_description:"Time limit of the whole workflow in milliseconds; at the limit running steps are stopped and the rest held. Default: none beyond each step's."`
 	FailurePolicy  string     `json:"failure_policy,omitempty" jsonschema:"enum=keep_going,enum=fail_fast" jsonschema_description:"keep_going (default): independent steps go on when one fails; fail_fast: stop everything at the first step that is not checkpoint_ready."`
