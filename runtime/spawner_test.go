@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -133,6 +134,23 @@ func TestStepReadOnlyRunsTheChildReadOnly(t *testing.T) {
 	w := st.start(t, workflows.StepRequest{Name: "make", Task: "write y.txt", WorkspaceMode: WorkspaceShared})
 	require.Equal(t, SubagentCompleted, st.await(t, w.ID).Status)
 	require.FileExists(t, filepath.Join(f.parent.workspace.Root(), "y.txt"))
+}
+
+func TestStepWritesStayInTheWriteSet(t *testing.T) {
+	f := newManagerFixture(t, SubagentConfig{})
+	st := newSteps(f)
+	inSrc := func(rel string) bool { return strings.HasPrefix(rel, "src/") }
+	v := st.start(t, workflows.StepRequest{Name: "out", Task: "write docs/x.md", WorkspaceMode: WorkspaceShared, MayWrite: inSrc, WriteSet: []string{"src/**"}})
+	require.Equal(t, SubagentCompleted, st.await(t, v.ID).Status)
+	require.NoFileExists(t, filepath.Join(f.parent.workspace.Root(), "docs", "x.md"))
+	results := childEvents[ToolResultData](t, f.childLog(v.ID), EventToolResult)
+	require.Len(t, results, 1)
+	require.Equal(t, tools.ErrPermissionDenied, results[0].Result.Error.Kind)
+	require.Contains(t, results[0].Result.Error.Message, "docs/x.md is outside this workflow step's write_set (src/**)")
+
+	in := st.start(t, workflows.StepRequest{Name: "in", Task: "write src/y.go", WorkspaceMode: WorkspaceShared, MayWrite: inSrc, WriteSet: []string{"src/**"}})
+	require.Equal(t, SubagentCompleted, st.await(t, in.ID).Status)
+	require.FileExists(t, filepath.Join(f.parent.workspace.Root(), "src", "y.go"))
 }
 
 // offeredTools records the tools each conversation was offered, by its

@@ -160,6 +160,8 @@ type subagent struct {
 	name     string
 	readOnly bool
 	extra    []tools.Tool
+	mayWrite func(rel string) bool // nil: anywhere in the workspace
+	writeSet []string
 
 	// Guarded by Manager.mu.
 	child        *Session
@@ -280,6 +282,8 @@ type stepOptions struct {
 	readOnly bool
 	extra    []tools.Tool
 	ended    func(tools.SubagentView)
+	mayWrite func(rel string) bool
+	writeSet []string
 }
 
 // StartStep implements workflows.Spawner: a Spawn that also carries the
@@ -289,7 +293,7 @@ func (b binding) StartStep(ctx context.Context, req workflows.StepRequest, ended
 		return tools.SubagentView{}, failure(tools.ErrCancelled, "the workflow was cancelled before step %q started", req.Name)
 	}
 	return b.spawn(tools.SpawnRequest{Agent: req.Agent, Task: req.Task, WorkspaceMode: req.WorkspaceMode, Timeout: req.Timeout},
-		stepOptions{name: req.Name, readOnly: req.ReadOnly, extra: req.Tools, ended: ended})
+		stepOptions{name: req.Name, readOnly: req.ReadOnly, extra: req.Tools, ended: ended, mayWrite: req.MayWrite, writeSet: req.WriteSet})
 }
 
 // StopStep implements workflows.Spawner. It waits for done even when stop
@@ -367,6 +371,7 @@ func (b binding) spawn(req tools.SpawnRequest, opt stepOptions) (tools.SubagentV
 		depth: depth, mode: mode, timeout: timeout, spec: spec, ask: b.ask,
 		status: SubagentQueued, input: req.Task, done: make(chan struct{}),
 		name: opt.name, readOnly: opt.readOnly, extra: opt.extra, onEnd: opt.ended,
+		mayWrite: opt.mayWrite, writeSet: opt.writeSet,
 	}
 	if mode == WorkspaceShared {
 		sa.workspace = b.parent.workspace.Root()
@@ -448,7 +453,11 @@ func (m *Manager) run(ctx context.Context, sa *subagent, event, input string) {
 	if sa.ask != nil {
 		ask = childAsker{sa: sa}
 	}
-	stop, err := child.Prompt(ctx, Prompt{Text: input}, TurnOptions{Observe: tracker.observe, Ask: ask})
+	opts := TurnOptions{Observe: tracker.observe, Ask: ask}
+	if sa.mayWrite != nil {
+		opts.Files = writeSetFiles{Files: child.workspace.Files(), root: child.workspace.Root(), may: sa.mayWrite, set: sa.writeSet}
+	}
+	stop, err := child.Prompt(ctx, Prompt{Text: input}, opts)
 	summary = tracker.summary()
 	if sa.snap != nil {
 		if ch, err := sa.snap.Changes(context.WithoutCancel(ctx), child.workspace.Root()); err == nil {
@@ -1065,4 +1074,25 @@ func keepEnds(s string, limit int) string {
 // the children's permission requests.
 func (s *Session) Spawner(ask Asker) workflows.Spawner {
 	return binding{m: s.rt.subagents, parent: s, ask: ask}
+}
+
+// writeSetFiles holds a workflow step's child to its write set: a write
+// outside it is refused before it touches the disk, so writers the
+// scheduler let run side by side (disjoint write sets) cannot collide
+// through the file tools.
+type writeSetFiles struct {
+	tools.Files
+	root string
+	may  func(rel string) bool
+	set  []string
+}
+
+func (f writeSetFiles) WriteFile(ctx context.Context, path string, data []byte) error {
+	rel, err := filepath.Rel(f.root, path)
+	if err == nil && !f.may(filepath.ToSlash(rel)) {
+		return &tools.Failure{Kind: tools.ErrPermissionDenied, Message: fmt.Sprintf(
+			"%s is outside this workflow step's write_set (%s); write only there, or report needs_orchestrator if the task needs more",
+			filepath.ToSlash(rel), strings.Join(f.set, ", "))}
+	}
+	return f.Files.WriteFile(ctx, path, data)
 }

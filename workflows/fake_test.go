@@ -40,6 +40,7 @@ type simSpawner struct {
 	events  []WorkflowEvent
 	plans   [][]tools.PlanEntry
 	prompts map[string]string
+	reqs    map[string]StepRequest
 	stopped []string
 	// onStart, if set, runs at each start (for latency probes).
 	onStart func(step string)
@@ -58,7 +59,7 @@ type simChild struct {
 }
 
 func newSim(plan func(step string) childPlan) *simSpawner {
-	return &simSpawner{plan: plan, starts: map[string]int64{}, ends: map[string]int64{}, prompts: map[string]string{}}
+	return &simSpawner{plan: plan, starts: map[string]int64{}, ends: map[string]int64{}, prompts: map[string]string{}, reqs: map[string]StepRequest{}}
 }
 
 func (s *simSpawner) Preview(req tools.SpawnRequest) (tools.SubagentView, error) {
@@ -81,6 +82,7 @@ func (s *simSpawner) StartStep(_ context.Context, req StepRequest, ended func(to
 	s.starts[req.Name] = s.now
 	s.order = append(s.order, req.Name)
 	s.prompts[req.Name] = req.Task
+	s.reqs[req.Name] = req
 	return tools.SubagentView{ID: c.id, Agent: agentOrDefault(req.Agent), Status: "queued"}, nil
 }
 

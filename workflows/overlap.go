@@ -517,3 +517,16 @@ func patternProblem(p string) string {
 	}
 	return ""
 }
+
+// writeSetMatcher says whether a workspace-relative path is in a write
+// set. The patterns are validated (Validate), so Match cannot fail on them.
+func writeSetMatcher(patterns []string) func(rel string) bool {
+	return func(rel string) bool {
+		for _, p := range patterns {
+			if ok, _ := doublestar.Match(p, rel); ok {
+				return true
+			}
+		}
+		return false
+	}
+}

@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -53,6 +54,7 @@ type runner struct {
 	round     int
 	started   time.Time
 	planShown time.Time
+	lastPlan  []tools.PlanEntry
 
 	ends chan stepEnd
 	// recordErr is the first failure to write the Log: the run goes on (the
@@ -201,6 +203,9 @@ func (r *runner) startStep(ctx context.Context, i int) bool {
 		Timeout: time.Duration(st.TimeoutMS) * time.Millisecond,
 		Tools:   []tools.Tool{boundReport{Tool: reportCheckpoint, slot: r.slots[i]}},
 	}
+	if st.PermissionMode == Writer {
+		req.WriteSet, req.MayWrite = st.WriteSet, writeSetMatcher(st.WriteSet)
+	}
 	r.waves[i] = r.round
 	view, err := r.sp.StartStep(ctx, req, func(v tools.SubagentView) {
 		r.ends <- stepEnd{index: i, view: v}
@@ -302,13 +307,18 @@ func (r *runner) record(ev WorkflowEvent) {
 	}
 }
 
-// showPlan shows the steps as the user's plan, kept current.
+// showPlan shows the steps as the user's plan, kept current; a plan the
+// user already sees is not sent again.
 func (r *runner) showPlan() {
 	r.planShown = r.opt.Now()
 	entries := make([]tools.PlanEntry, len(r.w.Steps))
 	for i := range r.w.Steps {
 		entries[i] = planEntry(&r.w.Steps[i], r.sched.state[i], r.outcomes[i])
 	}
+	if slices.Equal(entries, r.lastPlan) {
+		return
+	}
+	r.lastPlan = entries
 	r.sp.ShowPlan(entries)
 }
 

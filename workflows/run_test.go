@@ -399,3 +399,14 @@ func TestCriticalPathFirst(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, [][]string{{"head"}, {"x"}, {"y"}, {"tail"}}, plan.Waves)
 }
+
+func TestWritersAreHeldToTheirWriteSet(t *testing.T) {
+	_, sim := runSim(t, `{"steps":[{"id":"w","task":"t","write_set":["src/**","docs/*.md"]},{"id":"r","task":"t"}]}`, durations(nil))
+	w, r := sim.reqs["w"], sim.reqs["r"]
+	require.Equal(t, []string{"src/**", "docs/*.md"}, w.WriteSet)
+	for path, want := range map[string]bool{"src/a/b.go": true, "docs/x.md": true, "docs/sub/x.md": false, "README.md": false} {
+		require.Equal(t, want, w.MayWrite(path), path)
+	}
+	require.Nil(t, r.MayWrite, "a read_only step is read_only anyway")
+	require.True(t, r.ReadOnly)
+}

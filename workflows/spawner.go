@@ -59,4 +59,10 @@ type StepRequest struct {
 	// Tools are offered to the child in addition to the built-in tools
 	// (report_checkpoint, bound to this step).
 	Tools []tools.Tool
+	// MayWrite, when set, says whether the child may write the file at a
+	// workspace-relative, slash-separated path: a writer's write_set,
+	// enforced on every file the child's tools write (not on what a shell
+	// command does). WriteSet names it in the refusal.
+	MayWrite func(rel string) bool
+	WriteSet []string
 }
