@@ -110,8 +110,8 @@ func Run(ctx context.Context, sp Spawner, w *Workflow, opt RunOptions) Outcome {
 		case e := <-r.ends:
 			r.ended(e)
 			// Decide every end already delivered before starting anything,
-			// so steps unlocked at the same moment start in declaration
-			// order, not in the order their dependencies happened to end.
+			// so steps unlocked at the same moment start in priority order,
+			// not in the order their dependencies happened to end.
 			for drained := false; !drained; {
 				select {
 				case e := <-r.ends:
@@ -169,6 +169,12 @@ func NewWorkflowID() string { return "wf-" + randomHex(6) }
 
 // dispatch starts every step the scheduler lets start now.
 func (r *runner) dispatch(ctx context.Context) {
+	if ctx.Err() != nil {
+		// Cancelled before this dispatch: nothing more starts, and what
+		// would have is held, not failed.
+		r.stop(StoppedCancelled)
+		return
+	}
 	for {
 		start := r.sched.next()
 		if len(start) == 0 {

@@ -410,3 +410,15 @@ func TestWritersAreHeldToTheirWriteSet(t *testing.T) {
 	require.Nil(t, r.MayWrite, "a read_only step is read_only anyway")
 	require.True(t, r.ReadOnly)
 }
+
+func TestRunCancelledBeforeItStartsHoldsEverything(t *testing.T) {
+	w := mustParse(t, `{"steps":[{"id":"a","task":"x"},{"id":"b","task":"x","depends_on":["a"]}]}`)
+	sim := newSim(durations(nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	out := Run(ctx, sim, w, RunOptions{WorkflowID: "wf-x", waiting: sim.waiting})
+	require.Equal(t, StatusFailed, out.Status)
+	require.Equal(t, StoppedCancelled, out.StoppedBy)
+	require.Equal(t, []string{"a", "b"}, out.HeldSteps)
+	require.Empty(t, sim.order, "nothing started")
+}
