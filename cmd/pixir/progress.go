@@ -111,6 +111,8 @@ func (o *runOutput) turn(res runtime.TurnOutcome) int {
 type turnView struct {
 	out *runOutput
 
+	stamp bool // timestamp progress lines: stderr is not a terminal
+
 	mu       sync.Mutex
 	text     strings.Builder
 	midLine  bool // stdout's last line is not ended
@@ -122,7 +124,7 @@ type turnView struct {
 }
 
 func newTurnView(out *runOutput) *turnView {
-	return &turnView{out: out, titles: map[string]string{}}
+	return &turnView{out: out, titles: map[string]string{}, stamp: !isTerminal(out.stderr)}
 }
 
 func (v *turnView) observe(ev runtime.Event) {
@@ -163,7 +165,26 @@ func (v *turnView) observe(ev runtime.Event) {
 	case runtime.EventSubagent:
 		var d runtime.SubagentEventData
 		if json.Unmarshal(ev.Data, &d) == nil {
-			v.note("    ↳ subagent %s (%s): %s\n", d.SubagentID, d.Agent, d.Event)
+			who := d.Agent
+			if d.Name != "" {
+				who = "step " + d.Name + ", " + d.Agent
+			}
+			v.note("    ↳ subagent %s (%s): %s\n", d.SubagentID, who, d.Event)
+		}
+	case runtime.EventWorkflow:
+		var d workflows.WorkflowEvent
+		if json.Unmarshal(ev.Data, &d) != nil {
+			return
+		}
+		switch d.Kind {
+		case workflows.EventCheckpointDecided:
+			if o := d.Outcome; o != nil {
+				v.note("    ↳ step %s: %s (subagent %s)\n", o.StepID, o.CheckpointStatus, o.SubagentStatus)
+			}
+		case workflows.EventStepHeld:
+			v.note("    ↳ step %s: held, %s %v\n", d.StepID, d.HeldReason, d.BlockedBy)
+		case workflows.EventWorkflowFinished:
+			v.note("    ↳ workflow %s: %s\n", d.WorkflowID, d.Status)
 		}
 	case runtime.EventTurnFailed:
 		var d runtime.TurnFailedData
@@ -188,6 +209,9 @@ func (v *turnView) note(format string, args ...any) {
 	if v.midLine {
 		fmt.Fprintln(v.out.stdout)
 		v.midLine = false
+	}
+	if v.stamp {
+		fmt.Fprint(v.out.stderr, time.Now().UTC().Format("2006-01-02T15:04:05.000Z "))
 	}
 	fmt.Fprintf(v.out.stderr, format, args...)
 }
