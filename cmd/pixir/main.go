@@ -34,6 +34,8 @@ Usage:
                         run a workflow (JSON or YAML) without a model in the parent
   pixir resume ID "prompt"
                         run one more turn of a session
+  pixir sessions        list the sessions of the current directory
+  pixir inspect ID      show a session's turns, tool calls, Subagents and Workflows
   pixir doctor [flags]  check the configured model provider; --json for scripts
   pixir version         print the version
 
@@ -64,6 +66,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runRun(args[1:], stdin, stdout, stderr)
 	case "resume":
 		return runResume(args[1:], stdin, stdout, stderr)
+	case "sessions":
+		return runSessions(args[1:], stdout, stderr)
+	case "inspect":
+		return runInspect(args[1:], stdout, stderr)
 
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "pixir", version)

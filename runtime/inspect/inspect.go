@@ -1,0 +1,527 @@
+// Package inspect folds a Session's Log into the tree `pixir inspect`
+// shows: the turns, each tool call with its result and permission
+// decision, the Subagents a call spawned and the Workflows it ran, each
+// with its status. It reads the Log alone; nothing has to be live.
+package inspect
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/pixir-go/pixir/runtime"
+	"github.com/pixir-go/pixir/tools"
+	"github.com/pixir-go/pixir/workflows"
+)
+
+// Turn statuses, as far as the Log tells them.
+const (
+	// TurnCompleted: the model's last reply asked for no tool.
+	TurnCompleted = "completed"
+	// TurnFailed: the turn ended on a provider failure (turn_failed).
+	TurnFailed = "failed"
+	// TurnCancelled: a reply was cut off, or the last calls were
+	// cancelled.
+	TurnCancelled = "cancelled"
+	// TurnIncomplete: no final reply is in the Log: the turn was cancelled
+	// between model calls, stopped at the model-call limit, is still
+	// running, or its process ended.
+	TurnIncomplete = "incomplete"
+)
+
+// Tool call statuses.
+const (
+	ToolOK     = "ok"
+	ToolFailed = "failed"
+	// ToolUnfinished: no tool_result is in the Log (still running, or the
+	// process ended).
+	ToolUnfinished = "unfinished"
+)
+
+// Item kinds.
+const (
+	KindAssistantMessage   = "assistant_message"
+	KindToolCall           = "tool_call"
+	KindTurnFailed         = "turn_failed"
+	KindPermissionDecision = "permission_decision"
+)
+
+// Session is the whole tree of one Session's Log.
+type Session struct {
+	SessionID string `json:"session_id"`
+	Workspace string `json:"workspace,omitempty"`
+	// Log is the path of the Session's Log.
+	Log       string     `json:"log,omitempty"`
+	Title     string     `json:"title,omitempty"`
+	Mode      string     `json:"mode,omitempty"`
+	Model     string     `json:"model,omitempty"`
+	CreatedAt *time.Time `json:"created_at,omitempty"`
+	UpdatedAt *time.Time `json:"updated_at,omitempty"`
+	// Load says what reading the Log found besides the events: a torn last
+	// line (a crash mid-write) or lines that did not decode.
+	Load  LoadInfo `json:"load"`
+	Turns []*Turn  `json:"turns"`
+	// Subagents and Workflows that no tool call of a turn started (a
+	// `pixir run --workflow` session, or a call the Log lost).
+	Subagents []*Subagent `json:"subagents"`
+	Workflows []*Workflow `json:"workflows"`
+}
+
+// LoadInfo is runtime.LoadReport as shown.
+type LoadInfo struct {
+	Events       int `json:"events"`
+	TornBytes    int `json:"torn_bytes"`
+	SkippedLines int `json:"skipped_lines"`
+	// UndecodedEvents counts events whose data did not decode as their type
+	// says; they are left out of the tree.
+	UndecodedEvents int `json:"undecoded_events"`
+}
+
+// Turn is a user_message and what follows it until the next one.
+type Turn struct {
+	// Index counts from 1; 0 is the events before any user_message.
+	Index  int       `json:"index"`
+	Seq    int64     `json:"seq"`
+	TS     time.Time `json:"ts"`
+	Prompt string    `json:"prompt"`
+	// Status is completed, failed, cancelled or incomplete.
+	Status string `json:"status"`
+	// Error is the provider failure of a failed turn.
+	Error *Failure `json:"error,omitempty"`
+	Items []*Item  `json:"items"`
+}
+
+// Item is one thing that happened in a turn, in Log order. Kind says
+// which of the other fields is set.
+type Item struct {
+	Kind string `json:"kind"`
+	Seq  int64  `json:"seq"`
+	// assistant_message
+	Message *Message `json:"message,omitempty"`
+	// tool_call
+	ToolCall *ToolCall `json:"tool_call,omitempty"`
+	// turn_failed
+	Error *Failure `json:"error,omitempty"`
+	// permission_decision about no tool call of the turn
+	Permission *Permission `json:"permission,omitempty"`
+}
+
+// Message is an assistant message.
+type Message struct {
+	Text string `json:"text"`
+	// Partial: the turn was cancelled while it streamed.
+	Partial bool `json:"partial,omitempty"`
+	// ToolCalls counts the tools the reply asked for.
+	ToolCalls int `json:"tool_calls,omitempty"`
+}
+
+// Failure is a structured error without its details.
+type Failure struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+}
+
+// ToolCall is a tool call with what became of it.
+type ToolCall struct {
+	ToolCallID string `json:"tool_call_id"`
+	Name       string `json:"name"`
+	Title      string `json:"title,omitempty"`
+	Posture    string `json:"posture,omitempty"`
+	// Status is ok, failed or unfinished.
+	Status    string   `json:"status"`
+	Error     *Failure `json:"error,omitempty"`
+	ElapsedMS int64    `json:"elapsed_ms"`
+	// Permission is the decision about the call, for a mutation.
+	Permission *Permission `json:"permission,omitempty"`
+	// Subagents the call spawned and Workflows it ran.
+	Subagents []*Subagent `json:"subagents,omitempty"`
+	Workflows []*Workflow `json:"workflows,omitempty"`
+}
+
+// Permission is a permission_decision.
+type Permission struct {
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	Tool       string `json:"tool,omitempty"`
+	Mode       string `json:"mode"`
+	Decision   string `json:"decision"`
+	Source     string `json:"source"`
+	Option     string `json:"option,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+}
+
+// Subagent is a child as its last subagent_event tells it.
+type Subagent struct {
+	SubagentID string `json:"subagent_id"`
+	Agent      string `json:"agent"`
+	// Name is a workflow step's label.
+	Name string `json:"name,omitempty"`
+	Task string `json:"task"`
+	// Status is the last status; Event the last event (queued, started,
+	// input, finished, failed, cancelled, closed, timed_out).
+	Status           string   `json:"status"`
+	Event            string   `json:"event"`
+	ElapsedMS        int64    `json:"elapsed_ms"`
+	Summary          string   `json:"summary,omitempty"`
+	Error            *Failure `json:"error,omitempty"`
+	Inputs           int      `json:"inputs,omitempty"`
+	Depth            int      `json:"depth,omitempty"`
+	Workspace        string   `json:"workspace,omitempty"`
+	WorkspaceMode    string   `json:"workspace_mode,omitempty"`
+	ChildSessionID   string   `json:"child_session_id,omitempty"`
+	ChildLog         string   `json:"child_log,omitempty"`
+	ParentToolCallID string   `json:"parent_tool_call_id,omitempty"`
+}
+
+// Ended reports whether the Log records the child's end.
+func (s *Subagent) Ended() bool {
+	return s.Status != runtime.SubagentQueued && s.Status != runtime.SubagentRunning
+}
+
+// Workflow is one run of a workflow, as workflows.Rebuild makes it.
+type Workflow struct {
+	WorkflowID string `json:"workflow_id"`
+	Name       string `json:"name,omitempty"`
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	// Status is completed, partial or failed; "" when the run's start
+	// could not be read.
+	Status string `json:"status"`
+	// StoppedBy is interrupted when the Log holds no end of the run.
+	StoppedBy string           `json:"stopped_by,omitempty"`
+	ElapsedMS int64            `json:"elapsed_ms"`
+	Summary   workflows.Counts `json:"summary"`
+	Steps     []*Step          `json:"steps"`
+}
+
+// Step is one step of a run with its outcome and its child.
+type Step struct {
+	StepID           string   `json:"step_id"`
+	Agent            string   `json:"agent"`
+	Wave             int      `json:"wave,omitempty"`
+	DependsOn        []string `json:"depends_on,omitempty"`
+	CheckpointStatus string   `json:"checkpoint_status"`
+	SubagentStatus   string   `json:"subagent_status"`
+	Summary          string   `json:"summary,omitempty"`
+	ElapsedMS        int64    `json:"elapsed_ms"`
+	Error            *Failure `json:"error,omitempty"`
+	Reason           string   `json:"reason,omitempty"`
+	HeldReason       string   `json:"held_reason,omitempty"`
+	BlockedBy        []string `json:"blocked_by,omitempty"`
+	ReusedFrom       string   `json:"reused_from,omitempty"`
+	SubagentID       string   `json:"subagent_id,omitempty"`
+	ChildSessionID   string   `json:"child_session_id,omitempty"`
+	ChildLog         string   `json:"child_log,omitempty"`
+}
+
+// Fold builds the tree of a Log's events, in order. Events whose data does
+// not decode are counted in Load.UndecodedEvents and left out.
+func Fold(events []runtime.Event) *Session {
+	f := &folder{
+		s:     &Session{Turns: []*Turn{}, Subagents: []*Subagent{}, Workflows: []*Workflow{}},
+		calls: map[string]*ToolCall{}, subagents: map[string]*Subagent{}, runs: map[string]*Workflow{},
+		steps: stepChildren(events),
+	}
+	f.s.Load.Events = len(events)
+	for i := range events {
+		ev := &events[i]
+		if f.s.SessionID == "" {
+			f.s.SessionID = ev.SessionID
+		}
+		if !f.event(ev) {
+			f.s.Load.UndecodedEvents++
+		}
+	}
+	f.endTurn()
+	f.rebuildWorkflows()
+	if f.s.Title == "" {
+		for _, t := range f.s.Turns {
+			if t.Index > 0 {
+				f.s.Title = oneLine(t.Prompt, 80)
+				break
+			}
+		}
+	}
+	return f.s
+}
+
+// folder is the state of one Fold.
+type folder struct {
+	s    *Session
+	turn *Turn
+	// turnCalls are the current turn's tool calls by id; calls the latest
+	// call of each id in the whole Log (scripted ids repeat across turns),
+	// which is the one a child or a run names when it starts.
+	turnCalls map[string]*ToolCall
+	calls     map[string]*ToolCall
+	// last is the turn's latest assistant message and the calls it made.
+	last      *Message
+	lastCalls []string
+	failed    bool
+
+	subagents map[string]*Subagent
+	// steps are the ids of the children that are workflow steps: they
+	// are shown under their step, not as Subagents of the call.
+	steps  map[string]*Subagent
+	runs   map[string]*Workflow
+	wfEvts []workflows.WorkflowEvent
+}
+
+// stepChildren finds the children that ran workflow steps. A step's
+// child is queued before its step_scheduled event, so this is a pass of
+// its own.
+func stepChildren(events []runtime.Event) map[string]*Subagent {
+	out := map[string]*Subagent{}
+	for i := range events {
+		if events[i].Type != runtime.EventWorkflow {
+			continue
+		}
+		var we workflows.WorkflowEvent
+		if json.Unmarshal(events[i].Data, &we) != nil {
+			continue
+		}
+		switch {
+		case we.SubagentID != "":
+			out[we.SubagentID] = nil
+		case we.Outcome != nil && we.Outcome.AgentID != "":
+			out[we.Outcome.AgentID] = nil
+		}
+	}
+	return out
+}
+
+func decode[T any](ev *runtime.Event) (T, bool) {
+	var d T
+	err := json.Unmarshal(ev.Data, &d)
+	return d, err == nil
+}
+
+// event folds one event; false when its data did not decode.
+func (f *folder) event(ev *runtime.Event) bool {
+	switch ev.Type {
+	case runtime.EventUserMessage:
+		d, ok := decode[runtime.UserMessageData](ev)
+		if !ok {
+			return false
+		}
+		f.endTurn()
+		f.startTurn(ev, d.Text)
+	case runtime.EventAssistantMessage:
+		d, ok := decode[runtime.AssistantMessageData](ev)
+		if !ok {
+			return false
+		}
+		m := &Message{Text: d.Text, Partial: d.Partial, ToolCalls: len(d.ToolCalls)}
+		f.last, f.lastCalls = m, nil
+		for _, tc := range d.ToolCalls {
+			f.lastCalls = append(f.lastCalls, tc.ID)
+		}
+		f.add(&Item{Kind: KindAssistantMessage, Seq: ev.Seq, Message: m}, ev)
+	case runtime.EventToolCall:
+		d, ok := decode[runtime.ToolCallData](ev)
+		if !ok {
+			return false
+		}
+		tc := &ToolCall{ToolCallID: d.ToolCallID, Name: d.Name, Title: d.Title, Posture: string(d.Posture), Status: ToolUnfinished}
+		f.add(&Item{Kind: KindToolCall, Seq: ev.Seq, ToolCall: tc}, ev)
+		f.turnCalls[d.ToolCallID] = tc
+		f.calls[d.ToolCallID] = tc
+	case runtime.EventToolResult:
+		d, ok := decode[runtime.ToolResultData](ev)
+		if !ok {
+			return false
+		}
+		f.result(ev, d)
+	case runtime.EventPermissionDecision:
+		d, ok := decode[runtime.PermissionDecisionData](ev)
+		if !ok {
+			return false
+		}
+		p := &Permission{ToolCallID: d.ToolCallID, Tool: d.Tool, Mode: string(d.Mode), Decision: d.Decision, Source: d.Source, Option: d.Option, Reason: d.Reason}
+		if tc := f.turnCall(d.ToolCallID); tc != nil {
+			tc.Permission = p
+		} else {
+			f.add(&Item{Kind: KindPermissionDecision, Seq: ev.Seq, Permission: p}, ev)
+		}
+	case runtime.EventTurnFailed:
+		d, ok := decode[runtime.TurnFailedData](ev)
+		if !ok {
+			return false
+		}
+		fail := &Failure{Kind: string(d.Kind), Message: d.Message}
+		f.failed = true
+		f.add(&Item{Kind: KindTurnFailed, Seq: ev.Seq, Error: fail}, ev)
+		f.turn.Error = fail
+	case runtime.EventSubagent:
+		d, ok := decode[runtime.SubagentEventData](ev)
+		if !ok || d.SubagentID == "" {
+			return false
+		}
+		f.subagent(d)
+	case runtime.EventWorkflow:
+		d, ok := decode[workflows.WorkflowEvent](ev)
+		if !ok {
+			return false
+		}
+		f.workflow(d)
+	}
+	// reasoning and provider_usage are not part of the tree; --events
+	// shows them.
+	return true
+}
+
+func (f *folder) startTurn(ev *runtime.Event, prompt string) {
+	f.turn = &Turn{Index: len(f.s.Turns) + 1, Seq: ev.Seq, TS: ev.TS, Prompt: prompt, Items: []*Item{}}
+	if len(f.s.Turns) > 0 && f.s.Turns[0].Index == 0 {
+		f.turn.Index--
+	}
+	f.s.Turns = append(f.s.Turns, f.turn)
+	f.turnCalls = map[string]*ToolCall{}
+	f.last, f.lastCalls, f.failed = nil, nil, false
+}
+
+// add appends an item to the current turn, opening turn 0 for events
+// before any user_message.
+func (f *folder) add(it *Item, ev *runtime.Event) {
+	if f.turn == nil {
+		f.startTurn(ev, "")
+		f.turn.Index = 0
+	}
+	f.turn.Items = append(f.turn.Items, it)
+}
+
+func (f *folder) turnCall(id string) *ToolCall {
+	if f.turn == nil {
+		return nil
+	}
+	return f.turnCalls[id]
+}
+
+func (f *folder) result(ev *runtime.Event, d runtime.ToolResultData) {
+	tc := f.turnCall(d.ToolCallID)
+	if tc == nil || tc.Status != ToolUnfinished {
+		// A call cancelled before it started has a result and no
+		// tool_call.
+		tc = &ToolCall{ToolCallID: d.ToolCallID, Name: d.Name}
+		f.add(&Item{Kind: KindToolCall, Seq: ev.Seq, ToolCall: tc}, ev)
+		f.turnCalls[d.ToolCallID] = tc
+		f.calls[d.ToolCallID] = tc
+	}
+	tc.ElapsedMS = d.ElapsedMS
+	tc.Status = ToolOK
+	if !d.Result.OK {
+		tc.Status = ToolFailed
+	}
+	if e := d.Result.Error; e != nil {
+		tc.Error = &Failure{Kind: string(e.Kind), Message: e.Message}
+	}
+}
+
+// endTurn settles the current turn's status.
+func (f *folder) endTurn() {
+	t := f.turn
+	if t == nil {
+		return
+	}
+	switch {
+	case f.failed:
+		t.Status = TurnFailed
+	case f.last == nil:
+		t.Status = TurnIncomplete
+	case f.last.Partial:
+		t.Status = TurnCancelled
+	case len(f.lastCalls) == 0:
+		t.Status = TurnCompleted
+	default:
+		t.Status = TurnIncomplete
+		for _, id := range f.lastCalls {
+			if tc := f.turnCalls[id]; tc != nil && tc.Error != nil && tc.Error.Kind == string(tools.ErrCancelled) {
+				t.Status = TurnCancelled
+			}
+		}
+	}
+	f.turn = nil
+}
+
+func (f *folder) subagent(d runtime.SubagentEventData) {
+	sa := f.subagents[d.SubagentID]
+	if sa == nil {
+		sa = &Subagent{SubagentID: d.SubagentID}
+		f.subagents[d.SubagentID] = sa
+		switch _, isStep := f.steps[d.SubagentID]; {
+		case isStep:
+			f.steps[d.SubagentID] = sa
+		case d.ParentToolCallID != "" && f.calls[d.ParentToolCallID] != nil:
+			tc := f.calls[d.ParentToolCallID]
+			tc.Subagents = append(tc.Subagents, sa)
+		default:
+			f.s.Subagents = append(f.s.Subagents, sa)
+		}
+	}
+	sa.Agent, sa.Name, sa.Task, sa.Depth = d.Agent, d.Name, d.Task, d.Depth
+	sa.Status, sa.Event, sa.ElapsedMS = d.Status, d.Event, d.ElapsedMS
+	sa.Workspace, sa.WorkspaceMode, sa.ParentToolCallID = d.Workspace, d.WorkspaceMode, d.ParentToolCallID
+	if d.Event == "input" {
+		sa.Inputs++
+	}
+	if d.ChildSessionID != "" {
+		sa.ChildSessionID, sa.ChildLog = d.ChildSessionID, d.ChildLog
+	}
+	if sa.Ended() {
+		sa.Summary, sa.Error = d.Summary, nil
+		if d.Error != nil {
+			sa.Error = &Failure{Kind: string(d.Error.Kind), Message: d.Error.Message}
+		}
+	}
+}
+
+func (f *folder) workflow(d workflows.WorkflowEvent) {
+	f.wfEvts = append(f.wfEvts, d)
+	if d.Kind != workflows.EventWorkflowStarted || f.runs[d.WorkflowID] != nil {
+		return
+	}
+	w := &Workflow{WorkflowID: d.WorkflowID, ToolCallID: d.ToolCallID, Steps: []*Step{}}
+	if d.Workflow != nil {
+		w.Name = d.Workflow.Name
+	}
+	f.runs[d.WorkflowID] = w
+	if tc := f.calls[d.ToolCallID]; d.ToolCallID != "" && tc != nil {
+		tc.Workflows = append(tc.Workflows, w)
+	} else {
+		f.s.Workflows = append(f.s.Workflows, w)
+	}
+}
+
+// rebuildWorkflows fills each run with the Outcome workflows.Rebuild
+// makes of the Log's workflow events, an interrupted run included.
+func (f *folder) rebuildWorkflows() {
+	for _, o := range workflows.Rebuild(f.wfEvts) {
+		w := f.runs[o.WorkflowID]
+		if w == nil {
+			continue
+		}
+		w.Status, w.StoppedBy, w.ElapsedMS, w.Summary = o.Status, o.StoppedBy, o.ElapsedMS, o.Summary
+		if o.Name != "" {
+			w.Name = o.Name
+		}
+		for i := range o.Steps {
+			so := &o.Steps[i]
+			st := &Step{
+				StepID: so.StepID, Agent: so.Agent, Wave: so.Wave, DependsOn: so.DependsOn,
+				CheckpointStatus: string(so.CheckpointStatus), SubagentStatus: so.SubagentStatus,
+				Summary: so.Summary, ElapsedMS: so.ElapsedMS, Reason: so.Reason, HeldReason: so.HeldReason,
+				BlockedBy: so.BlockedBy, ReusedFrom: so.ReusedFrom, SubagentID: so.AgentID, ChildSessionID: so.ChildSessionID,
+			}
+			if len(st.DependsOn) == 0 {
+				st.DependsOn = nil
+			}
+			if so.Error != nil {
+				st.Error = &Failure{Kind: string(so.Error.Kind), Message: so.Error.Message}
+			}
+			if sa := f.steps[so.AgentID]; so.AgentID != "" && sa != nil {
+				st.ChildLog = sa.ChildLog
+				if st.ChildSessionID == "" {
+					st.ChildSessionID = sa.ChildSessionID
+				}
+			}
+			w.Steps = append(w.Steps, st)
+		}
+	}
+}

@@ -1,0 +1,246 @@
+package inspect
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pixir-go/pixir/runtime"
+)
+
+// ErrAmbiguous is returned by Locate when a prefix names several
+// sessions. An unknown session is runtime.ErrSessionNotFound.
+var ErrAmbiguous = errors.New("ambiguous session id")
+
+// Found is where a session's Log is.
+type Found struct {
+	ID string
+	// Workspace is the workspace's root (symbolic links resolved, as the
+	// runtime keeps it).
+	Workspace string
+	Log       string
+	// Child is set when the id is a Subagent's session, whose Log lives
+	// beside its snapshot.
+	Child bool
+}
+
+// SessionsDir is where the Logs of a workspace's sessions are.
+func SessionsDir(workspace string) string {
+	return filepath.Join(workspace, runtime.StateDir, "sessions")
+}
+
+// Workspace resolves dir as the runtime does for a session's workspace.
+func Workspace(dir string) (string, error) {
+	ws, err := runtime.NewWorkspace(dir)
+	if err != nil {
+		return "", err
+	}
+	root := ws.Root()
+	ws.Close()
+	return root, nil
+}
+
+// Locate finds the Log of session id in workspace dir: a session of the
+// workspace by its id or a unique prefix of it, or a Subagent's session
+// (under .pixir/subagents/) by its whole id.
+func Locate(dir, id string) (Found, error) {
+	root, err := Workspace(dir)
+	if err != nil {
+		return Found{}, err
+	}
+	sessions := SessionsDir(root)
+	notFound := func(why string) error {
+		return fmt.Errorf("%w: %s in %s; `pixir sessions --cwd %s` lists the sessions there", runtime.ErrSessionNotFound, why, sessions, root)
+	}
+	if !validID(id) {
+		return Found{}, notFound(fmt.Sprintf("%q is not a session id", id))
+	}
+	path := filepath.Join(sessions, id+".ndjson")
+	if isFile(path) {
+		return Found{ID: id, Workspace: root, Log: path}, nil
+	}
+	if matches, _ := filepath.Glob(filepath.Join(root, runtime.StateDir, "subagents", "*", id+".ndjson")); len(matches) > 0 {
+		return Found{ID: id, Workspace: root, Log: matches[0], Child: true}, nil
+	}
+	entries, err := os.ReadDir(sessions)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return Found{}, err
+	}
+	var ids []string
+	for _, e := range entries {
+		if name, ok := strings.CutSuffix(e.Name(), ".ndjson"); ok && strings.HasPrefix(name, id) {
+			ids = append(ids, name)
+		}
+	}
+	switch len(ids) {
+	case 0:
+		return Found{}, notFound("no session " + id)
+	case 1:
+		return Found{ID: ids[0], Workspace: root, Log: filepath.Join(sessions, ids[0]+".ndjson")}, nil
+	}
+	slices.Sort(ids)
+	return Found{}, fmt.Errorf("%w: %s is the start of %d sessions in %s (%s); give more of it", ErrAmbiguous, id, len(ids), sessions, strings.Join(ids, ", "))
+}
+
+// validID keeps ids usable as file names (as the runtime does).
+func validID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for _, r := range id {
+		switch {
+		case r == '-', r == '_', r >= '0' && r <= '9', r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func isFile(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// Load reads a located session's Log (tolerating a torn last line) and
+// its metadata, and folds them into the tree. It returns the events too,
+// for --events.
+func Load(found Found) (*Session, []runtime.Event, error) {
+	events, report, err := runtime.ReadLog(found.Log)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the session's log: %w", err)
+	}
+	s := Fold(events)
+	s.SessionID, s.Workspace, s.Log = found.ID, found.Workspace, found.Log
+	s.Load.TornBytes, s.Load.SkippedLines = report.TornBytes, report.Skipped
+	if m, ok := readMeta(strings.TrimSuffix(found.Log, ".ndjson") + ".json"); ok {
+		if m.Title != "" {
+			s.Title = m.Title
+		}
+		s.Mode, s.Model = string(m.Mode), m.Model
+		s.CreatedAt, s.UpdatedAt = timePtr(m.CreatedAt), timePtr(m.UpdatedAt)
+	}
+	return s, events, nil
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// readMeta reads a Meta sidecar; a missing or broken one is no error:
+// the Log is the truth.
+func readMeta(path string) (runtime.Meta, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return runtime.Meta{}, false
+	}
+	var m runtime.Meta
+	if json.Unmarshal(b, &m) != nil {
+		return runtime.Meta{}, false
+	}
+	return m, true
+}
+
+// Listed is one session in `pixir sessions --json`: its metadata, how
+// many turns its Log holds and where it is.
+type Listed struct {
+	runtime.Meta
+	Turns int    `json:"turns"`
+	Log   string `json:"log"`
+}
+
+// List lists the sessions of workspace dir, newest first.
+func List(dir string) ([]Listed, error) {
+	root, err := Workspace(dir)
+	if err != nil {
+		return nil, err
+	}
+	rt := runtime.New(runtime.Config{})
+	defer rt.Close()
+	metas, err := rt.ListSessions(root)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Listed, 0, len(metas))
+	for _, m := range metas {
+		// The Log is where it was found, even if the metadata names a
+		// workspace that has moved since.
+		l := Listed{Meta: m, Log: filepath.Join(SessionsDir(root), m.ID+".ndjson")}
+		if l.Turns, err = CountTurns(l.Log); err != nil {
+			l.Turns = -1
+		}
+		if l.Title == "" {
+			l.Title = firstPrompt(l.Log)
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// userMessage is how a user_message's type appears in a Log line. A
+// quote is escaped inside a JSON string, so only a key or a raw tool
+// argument can hold it; those lines are decoded to be sure.
+var userMessage = []byte(`"type":"user_message"`)
+
+// CountTurns counts the user_messages of a Log without decoding every
+// line.
+func CountTurns(path string) (int, error) {
+	n := 0
+	err := scanUserMessages(path, func(runtime.UserMessageData) bool { n++; return true })
+	return n, err
+}
+
+// firstPrompt is the title the runtime gives a session without one.
+func firstPrompt(path string) string {
+	var title string
+	_ = scanUserMessages(path, func(d runtime.UserMessageData) bool { title = oneLine(d.Text, 80); return false })
+	return title
+}
+
+// scanUserMessages calls fn with each user_message of the Log at path
+// until it returns false.
+func scanUserMessages(path string, fn func(runtime.UserMessageData) bool) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 64<<10)
+	for {
+		line, err := r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A long line: keep the start (the next read overwrites the
+			// buffer) and read the rest.
+			start := slices.Clone(line)
+			rest, err2 := r.ReadBytes('\n')
+			line, err = append(start, rest...), err2
+		}
+		if bytes.Contains(line, userMessage) {
+			var ev struct {
+				Type runtime.EventType       `json:"type"`
+				Data runtime.UserMessageData `json:"data"`
+			}
+			if json.Unmarshal(line, &ev) == nil && ev.Type == runtime.EventUserMessage && !fn(ev.Data) {
+				return nil
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}

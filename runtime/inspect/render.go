@@ -1,0 +1,373 @@
+package inspect
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/pixir-go/pixir/workflows"
+)
+
+// Widths of the shortened texts in the tree.
+const (
+	messageWidth = 100
+	lineWidth    = 120
+)
+
+// RenderOptions shape the text tree.
+type RenderOptions struct {
+	// Location is the time zone times are shown in (default UTC).
+	Location *time.Location
+}
+
+// node is one line of the tree, the notes printed under it, and its
+// children.
+type node struct {
+	text     string
+	notes    []string
+	children []*node
+}
+
+func (n *node) note(format string, args ...any) {
+	n.notes = append(n.notes, fmt.Sprintf(format, args...))
+}
+
+// Render writes the tree a person reads: the session, then each turn with
+// its messages and tool calls, and under a call the Subagents it spawned
+// and the Workflows it ran, with their steps.
+func Render(w io.Writer, s *Session, opt RenderOptions) error {
+	loc := opt.Location
+	if loc == nil {
+		loc = time.UTC
+	}
+	bw := bufio.NewWriter(w)
+	title := s.Title
+	if title == "" {
+		title = "(untitled)"
+	}
+	fmt.Fprintf(bw, "session %s: %s\n", s.SessionID, title)
+	if s.Workspace != "" {
+		fmt.Fprintf(bw, "  workspace %s\n", s.Workspace)
+	}
+	if s.Log != "" {
+		fmt.Fprintf(bw, "  log %s (%d events)\n", s.Log, s.Load.Events)
+	}
+	var facts []string
+	if s.Mode != "" {
+		facts = append(facts, "mode "+s.Mode)
+	}
+	if s.Model != "" {
+		facts = append(facts, "model "+s.Model)
+	}
+	if s.CreatedAt != nil {
+		facts = append(facts, "created "+s.CreatedAt.In(loc).Format(time.DateTime))
+	}
+	if s.UpdatedAt != nil {
+		facts = append(facts, "updated "+s.UpdatedAt.In(loc).Format(time.DateTime))
+	}
+	if len(facts) > 0 {
+		fmt.Fprintf(bw, "  %s\n", strings.Join(facts, " · "))
+	}
+	for _, warning := range loadWarnings(s.Load) {
+		fmt.Fprintf(bw, "  warning: %s\n", warning)
+	}
+	var roots []*node
+	for _, t := range s.Turns {
+		roots = append(roots, turnNode(t, loc))
+	}
+	if len(s.Subagents) > 0 || len(s.Workflows) > 0 {
+		outside := &node{text: "outside any turn"}
+		for _, wf := range s.Workflows {
+			outside.children = append(outside.children, workflowNode(wf))
+		}
+		for _, sa := range s.Subagents {
+			outside.children = append(outside.children, subagentNode(sa))
+		}
+		roots = append(roots, outside)
+	}
+	if len(roots) == 0 {
+		fmt.Fprintln(bw, "\n(no turns, Subagents or Workflows in the Log)")
+	}
+	for _, r := range roots {
+		fmt.Fprintln(bw)
+		writeNode(bw, r, "", "", "")
+	}
+	return bw.Flush()
+}
+
+// loadWarnings says what reading the Log left out.
+func loadWarnings(l LoadInfo) []string {
+	var out []string
+	if l.TornBytes > 0 {
+		out = append(out, fmt.Sprintf("the Log's last line is torn (%d bytes, cut off mid-write by a crash); it is left out", l.TornBytes))
+	}
+	if l.SkippedLines > 0 {
+		out = append(out, fmt.Sprintf("%d line(s) of the Log are not events; they are left out", l.SkippedLines))
+	}
+	if l.UndecodedEvents > 0 {
+		out = append(out, fmt.Sprintf("%d event(s) have data that does not decode; they are left out", l.UndecodedEvents))
+	}
+	return out
+}
+
+// writeNode prints n after lead (its connector), its notes and its
+// children under prefix.
+func writeNode(w io.Writer, n *node, prefix, lead, cont string) {
+	fmt.Fprintf(w, "%s%s%s\n", prefix, lead, n.text)
+	bar := "   "
+	if len(n.children) > 0 {
+		bar = "│  "
+	}
+	for _, note := range n.notes {
+		fmt.Fprintf(w, "%s%s%s%s\n", prefix, cont, bar, note)
+	}
+	for i, c := range n.children {
+		if i == len(n.children)-1 {
+			writeNode(w, c, prefix+cont, "└─ ", "   ")
+		} else {
+			writeNode(w, c, prefix+cont, "├─ ", "│  ")
+		}
+	}
+}
+
+func turnNode(t *Turn, loc *time.Location) *node {
+	n := &node{}
+	if t.Index == 0 {
+		n.text = fmt.Sprintf("before the first prompt [%s]", t.Status)
+	} else {
+		n.text = fmt.Sprintf("turn %d [%s] %s: %s", t.Index, t.Status, t.TS.In(loc).Format(time.DateTime), oneLine(t.Prompt, messageWidth))
+	}
+	if t.Status == TurnIncomplete {
+		n.note("no final answer in the Log: cancelled between model calls, stopped at the model-call limit, still running, or the process ended")
+	}
+	for _, it := range t.Items {
+		switch it.Kind {
+		case KindAssistantMessage:
+			m := it.Message
+			if m.Text == "" && !m.Partial {
+				continue
+			}
+			label := "assistant"
+			if m.Partial {
+				label = "assistant (cut off)"
+			}
+			n.children = append(n.children, &node{text: label + ": " + oneLine(m.Text, messageWidth)})
+		case KindToolCall:
+			n.children = append(n.children, toolNode(it.ToolCall))
+		case KindTurnFailed:
+			n.children = append(n.children, &node{text: "turn failed: " + failure(it.Error)})
+		case KindPermissionDecision:
+			p := it.Permission
+			n.children = append(n.children, &node{text: fmt.Sprintf("permission for %s %s: %s", p.Tool, p.ToolCallID, permission(p))})
+		}
+	}
+	return n
+}
+
+func toolNode(tc *ToolCall) *node {
+	status := tc.Status
+	if tc.Error != nil {
+		status += ": " + tc.Error.Kind
+	}
+	parts := []string{fmt.Sprintf("%s %s [%s]", tc.Name, tc.ToolCallID, status)}
+	if tc.Status != ToolUnfinished {
+		parts = append(parts, elapsed(tc.ElapsedMS))
+	}
+	if tc.Title != "" && tc.Title != tc.Name {
+		parts = append(parts, oneLine(tc.Title, 80))
+	}
+	if tc.Permission != nil {
+		parts = append(parts, permission(tc.Permission))
+	}
+	n := &node{text: strings.Join(parts, " · ")}
+	if tc.Status == ToolUnfinished {
+		n.note("no result in the Log: still running, or the process ended")
+	}
+	if tc.Error != nil {
+		n.note("error: %s", oneLine(tc.Error.Message, lineWidth))
+	}
+	if p := tc.Permission; p != nil && p.Reason != "" && (tc.Error == nil || tc.Error.Message != p.Reason) {
+		n.note("permission: %s", oneLine(p.Reason, lineWidth))
+	}
+	for _, wf := range tc.Workflows {
+		n.children = append(n.children, workflowNode(wf))
+	}
+	for _, sa := range tc.Subagents {
+		n.children = append(n.children, subagentNode(sa))
+	}
+	return n
+}
+
+func permission(p *Permission) string {
+	s := p.Decision + " by " + p.Source
+	if p.Source == "mode" {
+		s += " " + p.Mode
+	}
+	if p.Option != "" {
+		s += " (" + p.Option + ")"
+	}
+	return s
+}
+
+func subagentNode(sa *Subagent) *node {
+	status := sa.Status
+	if !sa.Ended() {
+		status += ", no end in the Log"
+	}
+	text := fmt.Sprintf("subagent %s %s [%s] %s", sa.SubagentID, sa.Agent, status, elapsed(sa.ElapsedMS))
+	if t := firstLine(sa.Task, 80); t != "" {
+		text += " · " + t
+	}
+	n := &node{text: text}
+	if sa.Summary != "" {
+		n.note("summary: %s", firstLine(sa.Summary, lineWidth))
+	}
+	if sa.Error != nil {
+		n.note("error: %s", oneLine(failure(sa.Error), lineWidth))
+	}
+	if sa.Inputs > 0 {
+		n.note("inputs: %d", sa.Inputs)
+	}
+	if sa.ChildLog != "" {
+		n.note("log: %s", sa.ChildLog)
+	}
+	return n
+}
+
+func workflowNode(wf *Workflow) *node {
+	status := wf.Status
+	if status == "" {
+		status = "unknown"
+	}
+	switch wf.StoppedBy {
+	case "":
+	case workflows.StoppedInterrupted:
+		status += ", interrupted"
+	default:
+		status += ", stopped by " + wf.StoppedBy
+	}
+	text := "workflow " + wf.WorkflowID
+	if wf.Name != "" {
+		text += fmt.Sprintf(" %q", wf.Name)
+	}
+	text += fmt.Sprintf(" [%s] %d/%d checkpoint_ready", status, wf.Summary.CheckpointReadySteps, wf.Summary.Steps)
+	if wf.StoppedBy != workflows.StoppedInterrupted {
+		text += " · " + elapsed(wf.ElapsedMS)
+	}
+	n := &node{text: text}
+	if wf.StoppedBy == workflows.StoppedInterrupted {
+		n.note("no end of the run in the Log: its process ended mid-run (or it is still running); running steps are shown detached")
+	}
+	for _, st := range wf.Steps {
+		n.children = append(n.children, stepNode(st))
+	}
+	return n
+}
+
+func stepNode(st *Step) *node {
+	parts := []string{fmt.Sprintf("step %s %s", st.StepID, st.Agent)}
+	if st.Wave > 0 {
+		parts[0] += fmt.Sprintf(" wave %d", st.Wave)
+	}
+	parts[0] += fmt.Sprintf(" [%s]", st.CheckpointStatus)
+	parts = append(parts, "subagent "+st.SubagentStatus)
+	if st.SubagentStatus != workflows.SubagentNotStarted {
+		parts = append(parts, elapsed(st.ElapsedMS))
+	}
+	n := &node{text: strings.Join(parts, " · ")}
+	switch {
+	case st.HeldReason != "" && len(st.BlockedBy) > 0:
+		n.note("held: %s (blocked by %s)", st.HeldReason, strings.Join(st.BlockedBy, ", "))
+	case st.HeldReason != "":
+		n.note("held: %s", st.HeldReason)
+	case st.Summary != "":
+		n.note("summary: %s", firstLine(st.Summary, lineWidth))
+	}
+	if st.Reason != "" {
+		n.note("stopped by the workflow: %s", st.Reason)
+	}
+	if st.Error != nil {
+		n.note("error: %s", oneLine(failure(st.Error), lineWidth))
+	}
+	if st.ReusedFrom != "" {
+		n.note("reused from %s", st.ReusedFrom)
+	}
+	if st.SubagentID != "" {
+		child := "subagent " + st.SubagentID
+		if st.ChildLog != "" {
+			child += " · log " + st.ChildLog
+		}
+		n.note("%s", child)
+	}
+	return n
+}
+
+func failure(f *Failure) string {
+	if f.Kind == "" {
+		return f.Message
+	}
+	return f.Kind + ": " + f.Message
+}
+
+// elapsed shows milliseconds as a person reads them.
+func elapsed(ms int64) string {
+	if ms < 1000 {
+		return fmt.Sprintf("%d ms", ms)
+	}
+	return fmt.Sprintf("%.1f s", float64(ms)/1000)
+}
+
+// oneLine is s with every run of white space made one space, cut to n
+// characters with "…".
+func oneLine(s string, n int) string {
+	return cut(strings.Join(strings.Fields(s), " "), n)
+}
+
+// firstLine is the first non-empty line of s, cut to n characters, with
+// "…" when more follows.
+func firstLine(s string, n int) string {
+	s = strings.TrimSpace(s)
+	line, rest, more := strings.Cut(s, "\n")
+	line = oneLine(line, n)
+	if more && strings.TrimSpace(rest) != "" && !strings.HasSuffix(line, "…") {
+		line += " …"
+	}
+	return line
+}
+
+func cut(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// RenderList writes the table of `pixir sessions`.
+func RenderList(w io.Writer, list []Listed, loc *time.Location) error {
+	if loc == nil {
+		loc = time.UTC
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tUPDATED\tMODE\tTURNS\tTITLE")
+	for _, l := range list {
+		updated, turns, mode := "-", "?", string(l.Mode)
+		if !l.UpdatedAt.IsZero() {
+			updated = l.UpdatedAt.In(loc).Format("2006-01-02 15:04")
+		}
+		if l.Turns >= 0 {
+			turns = fmt.Sprint(l.Turns)
+		}
+		if mode == "" {
+			mode = "-"
+		}
+		title := oneLine(l.Title, 80)
+		if title == "" {
+			title = "(untitled)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", l.ID, updated, mode, turns, title)
+	}
+	return tw.Flush()
+}

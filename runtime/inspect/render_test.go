@@ -1,0 +1,124 @@
+package inspect
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pixir-go/pixir/runtime"
+	"github.com/pixir-go/pixir/tools"
+	"github.com/pixir-go/pixir/workflows"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		require.NoError(t, os.MkdirAll("testdata", 0o755))
+		require.NoError(t, os.WriteFile(path, got, 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run go test ./runtime/inspect -update to create it")
+	require.Equal(t, string(want), string(got))
+}
+
+// richLog has a turn of every ending, a child under its spawn_agent, a
+// finished and an interrupted workflow run, and a run outside any turn.
+func richLog(t *testing.T) []runtime.Event {
+	long := strings.Repeat("All of this is one long answer that goes on and on. ", 6)
+	return logOf(t,
+		user("create a file"), say("I'll create `hello.txt`.", "call_1_1"), call("call_1_1", "write"), allowed("call_1_1", "write"),
+		result("call_1_1", "write", tools.OK("ok"), 3), say(long),
+
+		user("delegate it\nto a subagent"), say("Handing it over.", "call_1_1", "call_1_2"),
+		call("call_1_1", "spawn_agent"), child("queued", "sa-1", "call_1_1", "queued"),
+		result("call_1_1", "spawn_agent", tools.OK("queued"), 1),
+		call("call_1_2", "spawn_agent"), child("queued", "sa-2", "call_1_2", "queued"),
+		result("call_1_2", "spawn_agent", tools.OK("queued"), 1),
+		child("started", "sa-1", "call_1_1", "running"),
+		child("finished", "sa-1", "call_1_1", "completed", func(d *runtime.SubagentEventData) { d.Summary = "Here is what ls shows:\n\nhello.txt" }),
+		child("started", "sa-2", "call_1_2", "running"),
+		say("", "call_2_1"), call("call_2_1", "wait_agent"), result("call_2_1", "wait_agent", tools.OK("done"), 2400),
+		say("The first one finished."),
+
+		user("read it in read_only"), say("", "call_1_1"), call("call_1_1", "bash"),
+		ev{runtime.EventPermissionDecision, runtime.PermissionDecisionData{ToolCallID: "call_1_1", Tool: "bash", Mode: runtime.ModeReadOnly, Decision: "denied", Source: "mode", Reason: "bash changes the workspace and the session is in read_only mode"}},
+		result("call_1_1", "bash", tools.Fail(tools.ErrPermissionDenied, "bash changes the workspace and the session is in read_only mode"), 0),
+		ev{runtime.EventTurnFailed, runtime.TurnFailedData{Kind: tools.ErrProviderError, Message: "the scripted provider was told to fail"}},
+
+		user("slow"), ev{runtime.EventAssistantMessage, runtime.AssistantMessageData{Text: "Here is a deliberately", Partial: true}},
+
+		user("run a workflow"), say("Running it.", "call_1_1"), call("call_1_1", "run_workflow"), allowed("call_1_1", "run_workflow"),
+		wf(workflows.WorkflowEvent{Kind: workflows.EventWorkflowStarted, WorkflowID: "wf-1", ToolCallID: "call_1_1", Workflow: twoSteps}),
+		child("queued", "sa-a", "call_1_1", "queued", func(d *runtime.SubagentEventData) { d.Name = "a" }),
+		wf(workflows.WorkflowEvent{Kind: workflows.EventStepScheduled, WorkflowID: "wf-1", ToolCallID: "call_1_1", StepID: "a", Wave: 1, SubagentID: "sa-a"}),
+		child("started", "sa-a", "call_1_1", "running", func(d *runtime.SubagentEventData) { d.Name = "a" }),
+		wf(workflows.WorkflowEvent{Kind: workflows.EventCheckpointDecided, WorkflowID: "wf-1", ToolCallID: "call_1_1", StepID: "a", Outcome: ready("a", "sa-a", 1)}),
+		wf(workflows.WorkflowEvent{Kind: workflows.EventStepScheduled, WorkflowID: "wf-1", ToolCallID: "call_1_1", StepID: "b", Wave: 2, SubagentID: "sa-b"}),
+		child("started", "sa-b", "call_1_1", "running", func(d *runtime.SubagentEventData) { d.Name = "b" }),
+
+		wf(workflows.WorkflowEvent{Kind: workflows.EventWorkflowStarted, WorkflowID: "wf-2", Workflow: twoSteps}),
+		wf(workflows.WorkflowEvent{Kind: workflows.EventCheckpointDecided, WorkflowID: "wf-2", StepID: "a", Outcome: ready("a", "sa-c", 1)}),
+		wf(workflows.WorkflowEvent{Kind: workflows.EventCheckpointDecided, WorkflowID: "wf-2", StepID: "b", Outcome: ready("b", "sa-d", 2)}),
+		wf(workflows.WorkflowEvent{Kind: workflows.EventWorkflowFinished, WorkflowID: "wf-2", Status: "completed", ElapsedMS: 1234}),
+	)
+}
+
+func TestInspectRenderTree(t *testing.T) {
+	s := Fold(richLog(t))
+	created := t0.Add(-time.Minute)
+	s.Workspace, s.Log, s.Mode, s.Model, s.CreatedAt = "/ws", "/ws/.pixir/sessions/s1.ndjson", "auto", "scripted", &created
+	s.Load.TornBytes = 57
+	var b bytes.Buffer
+	require.NoError(t, Render(&b, s, RenderOptions{}))
+	golden(t, "tree.golden", b.Bytes())
+}
+
+func TestInspectRenderEmptySession(t *testing.T) {
+	var b bytes.Buffer
+	require.NoError(t, Render(&b, Fold(nil), RenderOptions{Location: time.UTC}))
+	require.Equal(t, "session : (untitled)\n\n(no turns, Subagents or Workflows in the Log)\n", b.String())
+}
+
+func TestInspectRenderList(t *testing.T) {
+	list := []Listed{
+		{Meta: runtime.Meta{ID: "01b", Title: "run a workflow", Mode: runtime.ModeAsk, UpdatedAt: t0}, Turns: 3},
+		{Meta: runtime.Meta{ID: "01a"}, Turns: -1},
+	}
+	var b bytes.Buffer
+	require.NoError(t, RenderList(&b, list, time.UTC))
+	require.Equal(t, ""+
+		"ID   UPDATED           MODE  TURNS  TITLE\n"+
+		"01b  2026-03-14 09:26  ask   3      run a workflow\n"+
+		"01a  -                 -     ?      (untitled)\n", b.String())
+}
+
+func TestInspectShortening(t *testing.T) {
+	cases := []struct {
+		fn    func(string, int) string
+		name  string
+		in    string
+		width int
+		want  string
+	}{
+		{oneLine, "oneLine", "a  b\n\tc", 10, "a b c"},
+		{oneLine, "oneLine", "abcdefghij", 5, "abcd…"},
+		{firstLine, "firstLine", "\n  first line\nsecond", 20, "first line …"},
+		{firstLine, "firstLine", "only\n\n", 20, "only"},
+		{firstLine, "firstLine", "abcdefghij\nmore", 5, "abcd…"},
+	}
+	for _, c := range cases {
+		require.Equal(t, c.want, c.fn(c.in, c.width), "%s(%q, %d)", c.name, c.in, c.width)
+	}
+	require.Equal(t, "999 ms", elapsed(999))
+	require.Equal(t, "2.4 s", elapsed(2400))
+}
