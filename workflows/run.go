@@ -237,6 +237,11 @@ func (r *runner) ended(e stepEnd) {
 	out := decide(&r.w.Steps[e.index], e.view, r.slots[e.index])
 	out.Wave = r.waves[e.index]
 	out.Reason = r.reasons[e.index]
+	if out.Reason == StoppedTimeout && e.view.Status == "cancelled" {
+		// The workflow's clock ran out, not the step's: say it as a timeout.
+		out.Error = &tools.Failure{Kind: tools.ErrTimeout, Message: fmt.Sprintf(
+			"the workflow's timeout_ms (%d) passed while this step ran; it was stopped, and its work so far is in its own log", r.w.TimeoutMS)}
+	}
 	r.decided(e.index, out)
 }
 

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/pixir-go/pixir/tools"
 )
 
 // runSim runs spec on the simulated clock.
@@ -169,6 +171,8 @@ func TestRunWorkflowTimeoutStopsRunningAndHoldsTheRest(t *testing.T) {
 	require.Equal(t, []string{"a"}, out.UsableCheckpoints)
 	require.Equal(t, []string{"b"}, out.TimeoutSteps)
 	require.Equal(t, StoppedTimeout, out.Steps[1].Reason)
+	require.Equal(t, tools.ErrTimeout, out.Steps[1].Error.Kind)
+	require.Contains(t, out.Steps[1].Error.Message, "the workflow's timeout_ms (30) passed")
 	require.Equal(t, StoppedTimeout, out.Steps[2].HeldReason)
 }
 
