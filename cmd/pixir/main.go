@@ -36,6 +36,9 @@ Usage:
                         run one more turn of a session
   pixir sessions        list the sessions of the current directory
   pixir inspect ID      show a session's turns, tool calls, Subagents and Workflows
+  pixir smoke workflows check the workflow contract offline (--dry-run, --json)
+  pixir smoke workflows-real --scenario NAME
+                        the same against the configured real provider, with evidence
   pixir doctor [flags]  check the configured model provider; --json for scripts
   pixir version         print the version
 
@@ -70,7 +73,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runSessions(args[1:], stdout, stderr)
 	case "inspect":
 		return runInspect(args[1:], stdout, stderr)
-
+	case "smoke":
+		return runSmoke(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "pixir", version)
 		return exitOK
