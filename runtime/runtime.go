@@ -159,7 +159,7 @@ func (r *Runtime) Session(id string) (*Session, error) {
 // OpenSession makes a session stored in workspace dir live again (or
 // returns it when it already is) with its canonical events for replay.
 func (r *Runtime) OpenSession(id, dir string) (*Session, []Event, error) {
-	if !validSessionID(id) {
+	if !ValidSessionID(id) {
 		return nil, nil, fmt.Errorf("%w: %q is not a session id", ErrSessionNotFound, id)
 	}
 	if s, err := r.Session(id); err == nil {
@@ -261,7 +261,7 @@ func (r *Runtime) ListSessions(dir string) ([]Meta, error) {
 	}
 	var out []Meta
 	for _, w := range workspaces {
-		entries, err := os.ReadDir(sessionsDir(w))
+		entries, err := os.ReadDir(SessionsDir(w))
 		if err != nil {
 			continue
 		}

@@ -300,16 +300,18 @@ func (s *Session) close() {
 	s.release()
 }
 
-func sessionsDir(workspace string) string {
+// SessionsDir is where the Logs and metadata of a workspace's sessions
+// are.
+func SessionsDir(workspace string) string {
 	return filepath.Join(workspace, StateDir, "sessions")
 }
 
 func logPath(workspace, id string) string {
-	return filepath.Join(sessionsDir(workspace), id+".ndjson")
+	return filepath.Join(SessionsDir(workspace), id+".ndjson")
 }
 
 func metaPath(workspace, id string) string {
-	return filepath.Join(sessionsDir(workspace), id+".json")
+	return filepath.Join(SessionsDir(workspace), id+".json")
 }
 
 // saveMeta writes the metadata atomically (temp file and rename). A
@@ -352,8 +354,9 @@ func readMeta(workspace, id string) (Meta, error) {
 
 func newSessionID() string { return uuid.Must(uuid.NewV7()).String() }
 
-// validSessionID keeps ids usable as file names.
-func validSessionID(id string) bool {
+// ValidSessionID reports whether id can name a session: ids are file
+// names, so only letters, digits, '-' and '_'.
+func ValidSessionID(id string) bool {
 	if id == "" || len(id) > 128 {
 		return false
 	}

@@ -183,18 +183,7 @@ func Waves(w *Workflow) (DryRun, error) {
 		Waves: [][]string{}, Serialized: []Serialization{}, MergeRisks: []MergeRisk{},
 	}
 	recorded := map[[2]string]bool{}
-	// Workflows reuse a few patterns across many steps: remember each
-	// pair's answer instead of recompiling both patterns per comparison.
-	memo := map[[2]string]bool{}
-	overlap := func(a, b string) bool {
-		k := [2]string{a, b}
-		v, ok := memo[k]
-		if !ok {
-			v = Overlap(a, b)
-			memo[k] = v
-		}
-		return v
-	}
+	overlap := memoOverlap()
 	order := priorityOrder(w)
 	for started := 0; started < n; {
 		t := len(out.Waves) + 1

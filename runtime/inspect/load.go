@@ -33,11 +33,6 @@ type Found struct {
 	Child bool
 }
 
-// SessionsDir is where the Logs of a workspace's sessions are.
-func SessionsDir(workspace string) string {
-	return filepath.Join(workspace, runtime.StateDir, "sessions")
-}
-
 // Workspace resolves dir as the runtime does for a session's workspace.
 func Workspace(dir string) (string, error) {
 	ws, err := runtime.NewWorkspace(dir)
@@ -57,11 +52,11 @@ func Locate(dir, id string) (Found, error) {
 	if err != nil {
 		return Found{}, err
 	}
-	sessions := SessionsDir(root)
+	sessions := runtime.SessionsDir(root)
 	notFound := func(why string) error {
 		return fmt.Errorf("%w: %s in %s; `pixir sessions --cwd %s` lists the sessions there", runtime.ErrSessionNotFound, why, sessions, root)
 	}
-	if !validID(id) {
+	if !runtime.ValidSessionID(id) {
 		return Found{}, notFound(fmt.Sprintf("%q is not a session id", id))
 	}
 	path := filepath.Join(sessions, id+".ndjson")
@@ -89,21 +84,6 @@ func Locate(dir, id string) (Found, error) {
 	}
 	slices.Sort(ids)
 	return Found{}, fmt.Errorf("%w: %s is the start of %d sessions in %s (%s); give more of it", ErrAmbiguous, id, len(ids), sessions, strings.Join(ids, ", "))
-}
-
-// validID keeps ids usable as file names (as the runtime does).
-func validID(id string) bool {
-	if id == "" || len(id) > 128 {
-		return false
-	}
-	for _, r := range id {
-		switch {
-		case r == '-', r == '_', r >= '0' && r <= '9', r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 func isFile(path string) bool {
@@ -177,7 +157,7 @@ func List(dir string) ([]Listed, error) {
 	for _, m := range metas {
 		// The Log is where it was found, even if the metadata names a
 		// workspace that has moved since.
-		l := Listed{Meta: m, Log: filepath.Join(SessionsDir(root), m.ID+".ndjson")}
+		l := Listed{Meta: m, Log: filepath.Join(runtime.SessionsDir(root), m.ID+".ndjson")}
 		if l.Turns, err = CountTurns(l.Log); err != nil {
 			l.Turns = -1
 		}

@@ -16,7 +16,7 @@ import (
 // ws as the runtime does.
 func writeSession(t *testing.T, ws, id string, meta *runtime.Meta, events ...runtime.Event) string {
 	t.Helper()
-	path := filepath.Join(SessionsDir(ws), id+".ndjson")
+	path := filepath.Join(runtime.SessionsDir(ws), id+".ndjson")
 	log, err := runtime.CreateLog(path)
 	require.NoError(t, err)
 	for i := range events {
@@ -28,7 +28,7 @@ func writeSession(t *testing.T, ws, id string, meta *runtime.Meta, events ...run
 	if meta != nil {
 		b, err := json.Marshal(meta)
 		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(SessionsDir(ws), id+".json"), b, 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(runtime.SessionsDir(ws), id+".json"), b, 0o644))
 	}
 	return path
 }
@@ -59,7 +59,7 @@ func TestInspectLocate(t *testing.T) {
 		{id: "01ab", want: "01ab-two"},
 		{id: "c-1", want: "c-1", child: true},
 		{id: "01a", err: ErrAmbiguous, msg: []string{"01aa-one, 01ab-two"}},
-		{id: "zz", err: runtime.ErrSessionNotFound, msg: []string{"no session zz", SessionsDir(ws), "pixir sessions --cwd " + ws}},
+		{id: "zz", err: runtime.ErrSessionNotFound, msg: []string{"no session zz", runtime.SessionsDir(ws), "pixir sessions --cwd " + ws}},
 		{id: "../etc", err: runtime.ErrSessionNotFound, msg: []string{`"../etc" is not a session id`}},
 		{id: "c", err: runtime.ErrSessionNotFound, msg: []string{"no session c"}},
 	}
@@ -159,7 +159,7 @@ func TestInspectList(t *testing.T) {
 	writeSession(t, ws, "kid", &runtime.Meta{ID: "kid", Workspace: ws, ParentID: "new", Depth: 1})
 	for _, id := range []string{"old", "new"} {
 		// Logs written now are newer than the metadata: keep the times fixed.
-		require.NoError(t, os.Chtimes(filepath.Join(SessionsDir(ws), id+".ndjson"), older, older))
+		require.NoError(t, os.Chtimes(filepath.Join(runtime.SessionsDir(ws), id+".ndjson"), older, older))
 	}
 
 	list, err := List(ws)
@@ -168,7 +168,7 @@ func TestInspectList(t *testing.T) {
 	require.Equal(t, "new", list[0].ID)
 	require.Equal(t, 2, list[0].Turns)
 	require.Equal(t, "new one", list[0].Title, "a missing title is the first prompt")
-	require.Equal(t, filepath.Join(SessionsDir(ws), "new.ndjson"), list[0].Log)
+	require.Equal(t, filepath.Join(runtime.SessionsDir(ws), "new.ndjson"), list[0].Log)
 	require.Equal(t, "old", list[1].ID)
 	require.Equal(t, 1, list[1].Turns)
 
