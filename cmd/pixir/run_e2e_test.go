@@ -250,7 +250,11 @@ func TestRunInterruptedWorkflowPrintsThePartialOutcomeAndKeepsTheLog(t *testing.
 	stderr := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = &stdout, stderr
 	require.NoError(t, cmd.Start())
-	require.Eventually(t, func() bool { return strings.Contains(stderr.String(), "step long running") }, 10*time.Second, 10*time.Millisecond)
+	// Interrupt once quick is done and long runs: a partial outcome.
+	require.Eventually(t, func() bool {
+		s := stderr.String()
+		return strings.Contains(s, "step long running") && strings.Contains(s, "step quick checkpoint_ready")
+	}, 10*time.Second, 10*time.Millisecond)
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
 	err := cmd.Wait()
 	var exit *exec.ExitError
