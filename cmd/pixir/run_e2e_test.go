@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -332,5 +331,40 @@ func TestRunWorkflowLiveViewInATerminal(t *testing.T) {
 	table := strings.Index(out, "| step | agent | wave |")
 	require.Greater(t, table, last, "the final table ends the output")
 	require.NotRegexp(t, regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d`), out, "no plain log lines in a terminal")
-	fmt.Fprint(io.Discard, out)
+}
+
+// In ask mode on a terminal, pixir run asks y/n/always and does what the
+// answer says.
+func TestRunAskModeAsksOnTheTerminal(t *testing.T) {
+	for _, tc := range []struct {
+		answer  string
+		written bool
+	}{{"y", true}, {"n", false}, {"always", true}} {
+		t.Run(tc.answer, func(t *testing.T) {
+			e := newRunEnv(t)
+			cmd := e.command("run", "--mode", "ask", "create a file please")
+			ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 120})
+			require.NoError(t, err)
+			defer ptmx.Close()
+			screen := &syncBuffer{}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				_, _ = io.Copy(screen, ptmx)
+			}()
+			require.Eventually(t, func() bool { return strings.Contains(screen.String(), "Allow Write hello.txt? [y]es, [n]o, [a]lways for write: ") },
+				10*time.Second, 10*time.Millisecond, "%q", screen.String())
+			_, err = ptmx.Write([]byte(tc.answer + "\r"))
+			require.NoError(t, err)
+			require.NoError(t, cmd.Wait(), screen.String())
+			<-done
+			if tc.written {
+				require.FileExists(t, filepath.Join(e.ws, "hello.txt"))
+				require.Contains(t, screen.String(), "Done.")
+			} else {
+				require.NoFileExists(t, filepath.Join(e.ws, "hello.txt"))
+				require.Contains(t, screen.String(), "did not go through")
+			}
+		})
+	}
 }
