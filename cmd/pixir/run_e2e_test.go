@@ -352,7 +352,9 @@ func TestRunAskModeAsksOnTheTerminal(t *testing.T) {
 				defer close(done)
 				_, _ = io.Copy(screen, ptmx)
 			}()
-			require.Eventually(t, func() bool { return strings.Contains(screen.String(), "Allow Write hello.txt? [y]es, [n]o, [a]lways for write: ") },
+			require.Eventually(t, func() bool {
+				return strings.Contains(screen.String(), "Allow Write hello.txt? [y]es, [n]o, [a]lways for write: ")
+			},
 				10*time.Second, 10*time.Millisecond, "%q", screen.String())
 			_, err = ptmx.Write([]byte(tc.answer + "\r"))
 			require.NoError(t, err)
