@@ -165,7 +165,11 @@ func Render(o *Outcome) string {
 		fmt.Fprintf(&b, "; stopped early: %s", o.StoppedBy)
 	}
 	b.WriteString("\n\n| step | agent | wave | subagent | checkpoint | time | summary |\n|---|---|---|---|---|---|---|\n")
-	for _, s := range o.Steps {
+	shown := tableRows(o.Steps)
+	for k, s := range o.Steps {
+		if !shown[k] {
+			continue
+		}
 		wave := "–"
 		if s.Wave > 0 {
 			wave = fmt.Sprint(s.Wave)
@@ -179,6 +183,9 @@ func Render(o *Outcome) string {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", s.StepID, s.Agent, wave, s.SubagentStatus,
 			s.CheckpointStatus, seconds(s.ElapsedMS), cell(summary))
+	}
+	if hidden := len(o.Steps) - len(shown); hidden > 0 {
+		fmt.Fprintf(&b, "| … | | | | | | %d more checkpoint_ready steps: see steps |\n", hidden)
 	}
 	if len(o.MergeConflictRisk) > 0 {
 		b.WriteString("\nMerge risk: ")
@@ -201,6 +208,28 @@ func Render(o *Outcome) string {
 		}
 	}
 	return b.String()
+}
+
+// maxTableRows bounds the outcome table, which the model reads too: a
+// large workflow's steps are all in the result's steps, and the table
+// keeps the ones that need attention.
+const maxTableRows = 60
+
+// tableRows picks the steps the table shows: every step when they fit,
+// otherwise those that are not checkpoint_ready first, then ready ones.
+func tableRows(steps []StepOutcome) map[int]bool {
+	shown := map[int]bool{}
+	for pass := range 2 {
+		for k := range steps {
+			if len(shown) == maxTableRows {
+				return shown
+			}
+			if ready := steps[k].CheckpointStatus == CheckpointReady; ready == (pass == 1) {
+				shown[k] = true
+			}
+		}
+	}
+	return shown
 }
 
 // cell makes text fit one table cell: one line, no pipes, bounded.

@@ -19,10 +19,10 @@ var reportCheckpointDescription string
 // workflow step's child calls to hand over its Checkpoint Bundle.
 type ReportCheckpointArgs struct {
 	Status           CheckpointStatus `json:"status" jsonschema:"enum=checkpoint_ready,enum=partial,enum=failed,enum=needs_orchestrator" jsonschema_description:"checkpoint_ready: dependents may build on your result; partial: useful but not enough to build on; failed: nothing usable; needs_orchestrator: you found an ambiguity or conflict the parent must decide."`
-	Summary          string           `json:"summary" jsonschema:"minLength=1" jsonschema_description:"What you did and found, in a few sentences a dependent step can act on."`
-	Produced         []string         `json:"produced,omitempty" jsonschema_description:"The contract or artifacts you produced: files, interfaces, decisions a dependent may rely on."`
-	Verification     []string         `json:"verification,omitempty" jsonschema_description:"Evidence: the checks you ran (tests, builds, reads) and what they showed."`
-	KnownLimitations []string         `json:"known_limitations,omitempty" jsonschema_description:"What is missing, unverified or risky."`
+	Summary          string           `json:"summary" jsonschema:"minLength=1,maxLength=8000" jsonschema_description:"What you did and found, in a few sentences a dependent step can act on."`
+	Produced         []string         `json:"produced,omitempty" jsonschema:"maxItems=50,maxLength=2000" jsonschema_description:"The contract or artifacts you produced: files, interfaces, decisions a dependent may rely on."`
+	Verification     []string         `json:"verification,omitempty" jsonschema:"maxItems=50,maxLength=2000" jsonschema_description:"Evidence: the checks you ran (tests, builds, reads) and what they showed."`
+	KnownLimitations []string         `json:"known_limitations,omitempty" jsonschema:"maxItems=50,maxLength=2000" jsonschema_description:"What is missing, unverified or risky."`
 	DependentSafe    *bool            `json:"dependent_safe,omitempty" jsonschema_description:"Whether dependents may consume this result. Default: true exactly when status is checkpoint_ready; a contradiction is an error."`
 	Payload          map[string]any   `json:"payload,omitempty" jsonschema_description:"The typed result. Required with checkpoint_ready when your task gives an output schema; it must match it."`
 }

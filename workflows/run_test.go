@@ -3,6 +3,8 @@ package workflows
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -425,4 +427,22 @@ func TestRunCancelledBeforeItStartsHoldsEverything(t *testing.T) {
 	require.Equal(t, StoppedCancelled, out.StoppedBy)
 	require.Equal(t, []string{"a", "b"}, out.HeldSteps)
 	require.Empty(t, sim.order, "nothing started")
+}
+
+func TestTheOutcomeTableStaysReadableForLargeWorkflows(t *testing.T) {
+	var steps []string
+	for i := range 200 {
+		steps = append(steps, fmt.Sprintf(`{"id":"s%d","task":"x"}`, i))
+	}
+	out, _ := runSim(t, `{"steps":[`+strings.Join(steps, ",")+`]}`, func(step string) childPlan {
+		if step == "s150" {
+			return childPlan{dur: 1, status: "failed"}
+		}
+		return childPlan{dur: 1}
+	})
+	require.Len(t, out.Steps, 200)
+	rows := len(regexp.MustCompile(`\n\| s\d+ \|`).FindAllString(out.Output, -1))
+	require.Equal(t, 60, rows)
+	require.Contains(t, out.Output, "| s150 | default |", "the failed step is shown")
+	require.Contains(t, out.Output, "140 more checkpoint_ready steps: see steps")
 }
