@@ -137,12 +137,14 @@ func (b boundReport) DryRun(ctx context.Context, env tools.Env, args json.RawMes
 
 // markerPattern finds "checkpoint_status: <status>" on a line of its own
 // in a child's final message: the fallback for a child that did not call
-// report_checkpoint.
-var markerPattern = regexp.MustCompile(`(?mi)^[\s>*_` + "`" + `-]*checkpoint_status[*_` + "`" + `]*\s*:\s*[*_` + "`" + `]*\s*(checkpoint_ready|partial|failed|needs_orchestrator)\b`)
+// report_checkpoint. Compiled on first use, not at every start of pixir.
+var markerPattern = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?mi)^[\s>*_` + "`" + `-]*checkpoint_status[*_` + "`" + `]*\s*:\s*[*_` + "`" + `]*\s*(checkpoint_ready|partial|failed|needs_orchestrator)\b`)
+})
 
 // marker returns the last checkpoint status line of text, if any.
 func marker(text string) (CheckpointStatus, bool) {
-	all := markerPattern.FindAllStringSubmatch(text, -1)
+	all := markerPattern().FindAllStringSubmatch(text, -1)
 	if len(all) == 0 {
 		return "", false
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/pixir-go/pixir/tools"
 )
@@ -13,7 +14,9 @@ import (
 // lowercase letters, digits, '_' or '-'. Ids become parts of file names,
 // Log keys and ACP tool-call ids, so they must be safe in all three and
 // must not differ only in case.
-var IDPattern = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)
+// Compiled on first use: every start of pixir links this package, and
+// only workflows need it.
+var IDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`) })
 
 // Problem is one thing wrong with a workflow spec, structured so a model
 // (or a test) can act on it without parsing Message.
@@ -99,9 +102,9 @@ func (v *validator) workflow(w *Workflow) {
 		s := &w.Steps[i]
 		switch j, dup := first[s.ID]; {
 		case s.ID == "":
-			v.stepProblem(i, s, "missing_id", "id", "", "id is missing; give a unique id matching %s", IDPattern)
-		case !IDPattern.MatchString(s.ID):
-			v.stepProblem(i, s, "unsafe_id", "id", s.ID, "id is unsafe; it must match %s (a lowercase letter, then lowercase letters, digits, _ or -, at most 64)", IDPattern)
+			v.stepProblem(i, s, "missing_id", "id", "", "id is missing; give a unique id matching %s", IDPattern())
+		case !IDPattern().MatchString(s.ID):
+			v.stepProblem(i, s, "unsafe_id", "id", s.ID, "id is unsafe; it must match %s (a lowercase letter, then lowercase letters, digits, _ or -, at most 64)", IDPattern())
 		case dup:
 			v.stepProblem(i, s, "duplicate_id", "id", s.ID, "id duplicates steps[%d]; ids must be unique", j)
 		}

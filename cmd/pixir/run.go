@@ -17,7 +17,7 @@ import (
 	"sync"
 	"syscall"
 
-	"go.yaml.in/yaml/v3"
+	"go.yaml.in/yaml/v4"
 	"golang.org/x/term"
 
 	"github.com/pixir-go/pixir/runtime"
