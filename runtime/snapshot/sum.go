@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"hash/crc32"
+	"sync"
 )
 
 // SumAlgorithm names the content fingerprint in Entry.Sum: CRC-32C
@@ -16,7 +17,9 @@ import (
 // change list guards against (a child hiding its own work from its parent).
 const SumAlgorithm = "crc32c+crc32"
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// castagnoli is made on first use: its table costs a quarter of a
+// millisecond at every start of pixir, which needs it only to snapshot.
+var castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
 
 // sum is the running fingerprint of one file.
 type sum struct{ c, i uint32 }
@@ -24,7 +27,7 @@ type sum struct{ c, i uint32 }
 func (s *sum) reset() { *s = sum{} }
 
 func (s *sum) write(p []byte) {
-	s.c = crc32.Update(s.c, castagnoli, p)
+	s.c = crc32.Update(s.c, castagnoli(), p)
 	s.i = crc32.Update(s.i, crc32.IEEETable, p)
 }
 
