@@ -992,7 +992,11 @@ type childAsker struct{ sa *subagent }
 func (c childAsker) AskPermission(ctx context.Context, req PermissionRequest) (PermissionOutcome, error) {
 	if req.SubagentID == "" {
 		req.SessionID, req.SubagentID = c.sa.parent.ID(), c.sa.id
-		req.Title = c.sa.agent + ": " + req.Title
+		who := c.sa.agent
+		if c.sa.name != "" { // a workflow step: the user knows it by its id
+			who = c.sa.name + " (" + c.sa.agent + ")"
+		}
+		req.Title = who + ": " + req.Title
 	}
 	return c.sa.ask.AskPermission(ctx, req)
 }

@@ -264,6 +264,7 @@ type workflowView struct {
 	byID     map[string]*stepRow
 	children map[string]string // subagent id -> step id
 	drawn    int               // lines of the last frame
+	paused   int               // questions on the screen: no drawing
 	frame    int
 	status   string
 	stop     chan struct{}
@@ -410,9 +411,27 @@ func (v *workflowView) line(format string, args ...any) {
 
 var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
 
+// pause stops drawing until the returned function is called: a question
+// asked on the terminal goes below the last frame, and drawing resumes
+// below the answer instead of moving up over it.
+func (v *workflowView) pause() (resume func()) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.paused++
+	return func() {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		v.paused--
+		v.drawn = 0
+	}
+}
+
 // draw replaces the last frame with the current one. Lines are cut to
 // the terminal's width, so none wraps and the cursor arithmetic holds.
 func (v *workflowView) draw() {
+	if v.paused > 0 {
+		return
+	}
 	v.frame++
 	width := 100
 	if f, ok := v.w.(*os.File); ok {

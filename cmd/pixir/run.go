@@ -266,14 +266,16 @@ func runWorkflowFile(o runOptions, mode runtime.Mode, stdin io.Reader, out *runO
 	if err := sess.SetMode(mode); err != nil {
 		return out.usage(err)
 	}
-	sp := sess.Spawner(newTerminalAsker(stdin, out.stderr))
+	view := newWorkflowView(out.stderr, isTerminal(out.stderr), w)
+	asker := newTerminalAsker(stdin, out.stderr)
+	asker.pause = view.pause // a question must not be redrawn over
+	sp := sess.Spawner(asker)
 	if f := workflows.CheckAgents(sp.Preview, w); f != nil {
 		return out.invalid(f)
 	}
 	ctx, stop := interruptible()
 	defer stop()
 
-	view := newWorkflowView(out.stderr, isTerminal(out.stderr), w)
 	sess.SetObserver(view.observe)
 	view.start()
 	outcome := workflows.Run(ctx, sp, w, workflows.RunOptions{WorkflowID: workflows.NewWorkflowID()})
@@ -345,6 +347,10 @@ type terminalAsker struct {
 
 	readOnce sync.Once
 	lines    chan string // stdin's lines, read by one goroutine
+
+	// pause, when set, stops a live view from drawing while a question is
+	// on the screen; it returns what resumes it.
+	pause func() (resume func())
 }
 
 func newTerminalAsker(stdin io.Reader, stderr io.Writer) *terminalAsker {
@@ -377,6 +383,9 @@ func (a *terminalAsker) AskPermission(ctx context.Context, req runtime.Permissio
 		return runtime.RejectOnce, nil
 	}
 	a.readOnce.Do(a.readLines)
+	if a.pause != nil {
+		defer a.pause()()
+	}
 	for {
 		fmt.Fprintf(a.stderr, "\nAllow %s? [y]es, [n]o, [a]lways for %s: ", req.Title, req.Tool)
 		var line string

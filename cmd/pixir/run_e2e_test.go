@@ -370,3 +370,42 @@ func TestRunAskModeAsksOnTheTerminal(t *testing.T) {
 		})
 	}
 }
+
+// A question asked while the live view runs stays on the screen: the view
+// stops redrawing until it is answered, then draws below the answer.
+func TestRunWorkflowAsksWithoutTheLiveViewDrawingOverTheQuestion(t *testing.T) {
+	e := newRunEnv(t)
+	script := e.file("script.toml", `
+[[rule]]
+match = '\[write\]'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "write"
+  arguments = { path = "out.txt", content = "written\n" }
+  [[rule.reply]]
+  text = "done"
+`)
+	wf := e.file("wf.json", `{"steps":[{"id":"w","task":"[write] write out.txt","write_set":["out.txt"],"workspace_mode":"shared"}]}`)
+	cmd := e.command("run", "--script", script, "--mode", "ask", "--workflow", wf)
+	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 160})
+	require.NoError(t, err)
+	defer ptmx.Close()
+	screen := &syncBuffer{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = io.Copy(screen, ptmx)
+	}()
+	question := "Allow w (default): Write out.txt? [y]es, [n]o, [a]lways for write: "
+	require.Eventually(t, func() bool { return strings.Contains(screen.String(), question) }, 10*time.Second, 10*time.Millisecond, "%q", screen.String())
+	time.Sleep(350 * time.Millisecond) // three frames' time
+	asked := screen.String()
+	_, err = ptmx.Write([]byte("y\r"))
+	require.NoError(t, err)
+	require.NoError(t, cmd.Wait(), screen.String())
+	<-done
+	after := asked[strings.Index(asked, question):]
+	require.NotContains(t, after, "\x1b[", "nothing is drawn over the question while it waits:\n%q", after)
+	require.FileExists(t, filepath.Join(e.ws, "out.txt"))
+	require.Contains(t, screen.String(), "COMPLETED")
+}
