@@ -157,6 +157,16 @@ func (s *Session) Meta() Meta {
 	return s.meta
 }
 
+// SetTitle names the session for people (pixir sessions, session/list)
+// and records the change; a turn titles an untitled session from its
+// prompt, and pixir run --workflow names its session after the workflow.
+func (s *Session) SetTitle(title string) error {
+	s.mu.Lock()
+	s.meta.Title = title
+	s.mu.Unlock()
+	return s.saveMeta()
+}
+
 // Mode is the current permission mode.
 func (s *Session) Mode() Mode { return s.Meta().Mode }
 

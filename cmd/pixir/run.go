@@ -266,6 +266,13 @@ func runWorkflowFile(o runOptions, mode runtime.Mode, stdin io.Reader, out *runO
 	if err := sess.SetMode(mode); err != nil {
 		return out.usage(err)
 	}
+	title := "workflow " + filepath.Base(o.workflow)
+	if w.Name != "" {
+		title = "workflow " + w.Name
+	}
+	if err := sess.SetTitle(title); err != nil {
+		return out.refuse(tools.AsFailure(err))
+	}
 	view := newWorkflowView(out.stderr, isTerminal(out.stderr), w)
 	asker := newTerminalAsker(stdin, out.stderr)
 	asker.pause = view.pause // a question must not be redrawn over
@@ -281,6 +288,9 @@ func runWorkflowFile(o runOptions, mode runtime.Mode, stdin io.Reader, out *runO
 	outcome := workflows.Run(ctx, sp, w, workflows.RunOptions{WorkflowID: workflows.NewWorkflowID()})
 	view.finish()
 	sess.SetObserver(nil)
+	if err := sess.SetTitle(title); err != nil { // and its update time
+		fmt.Fprintln(out.stderr, "pixir: recording the session's metadata:", err)
+	}
 	if ctx.Err() != nil {
 		fmt.Fprintln(out.stderr, "pixir: interrupted: the running steps were cancelled and recorded; here is the partial outcome")
 	}

@@ -199,6 +199,11 @@ func TestRunWorkflowFileOutcomesAndExitCodes(t *testing.T) {
 	require.Equal(t, false, env["ok"])
 	require.Equal(t, "failed", env["output"].(map[string]any)["status"])
 
+	// The session is named after the workflow.
+	stdout, _, code = e.pixir("sessions", "--json")
+	require.Equal(t, exitOK, code)
+	require.Contains(t, stdout, `"title": "workflow e2e"`)
+
 	// Invalid: 64, with the problems.
 	cycle := e.file("cycle.json", `{"steps":[{"id":"a","task":"x","depends_on":["b"]},{"id":"b","task":"y","depends_on":["a"]}]}`)
 	stdout, stderr, code = e.pixir("run", "--workflow", cycle, "--json")
