@@ -8,7 +8,6 @@ import (
 	"github.com/pixir-go/pixir/runtime"
 	"github.com/pixir-go/pixir/runtime/agents"
 	"github.com/pixir-go/pixir/runtime/snapshot"
-	"github.com/pixir-go/pixir/tools"
 )
 
 // subagentConfig wires the Subagents Manager to the agent registry and to
@@ -29,11 +28,7 @@ func subagentConfig(limits runtime.SubagentLimits, logger *slog.Logger) runtime.
 			return catalog{reg}, nil
 		},
 		Snapshot: func(ctx context.Context, src, dst string) (runtime.Snapshot, error) {
-			m, err := snapshot.Take(ctx, src, dst)
-			if err != nil {
-				return nil, err
-			}
-			return manifest{m}, nil
+			return snapshot.TakeForChild(ctx, src, dst)
 		},
 		RemoveSnapshot: snapshot.Remove,
 	}
@@ -51,21 +46,3 @@ func (c catalog) Agent(name string) (runtime.AgentSpec, bool) {
 }
 
 func (c catalog) Names() []string { return c.reg.Names() }
-
-// manifest adapts a snapshot's manifest to the Manager.
-type manifest struct{ m *snapshot.Manifest }
-
-func (s manifest) Changes(ctx context.Context, dir string) (tools.FileChanges, error) {
-	ch, err := s.m.Changes(ctx, dir)
-	if err != nil {
-		return tools.FileChanges{}, err
-	}
-	return tools.FileChanges{Added: nonNil(ch.Added), Changed: nonNil(ch.Changed), Deleted: nonNil(ch.Deleted)}, nil
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
