@@ -153,6 +153,23 @@ func TestStepWritesStayInTheWriteSet(t *testing.T) {
 	require.FileExists(t, filepath.Join(f.parent.workspace.Root(), "src", "y.go"))
 }
 
+func TestStepSnapshotInheritsItsAncestorsChanges(t *testing.T) {
+	f := newManagerFixture(t, SubagentConfig{})
+	st := newSteps(f)
+	w := st.start(t, workflows.StepRequest{Name: "w", Task: "write src/made.txt", WorkspaceMode: WorkspaceIsolated})
+	wv := st.await(t, w.ID)
+	require.Equal(t, SubagentCompleted, wv.Status)
+	require.Equal(t, []string{"src/made.txt"}, wv.Changes.Added)
+
+	d := st.start(t, workflows.StepRequest{Name: "d", Task: "look", WorkspaceMode: WorkspaceIsolated,
+		Inherit: []workflows.Inherited{{StepID: "w", Workspace: wv.Workspace, Changes: *wv.Changes}}})
+	dv := st.await(t, d.ID)
+	require.Equal(t, SubagentCompleted, dv.Status)
+	require.FileExists(t, filepath.Join(dv.Workspace, "src", "made.txt"), "the dependent works on its dependency's files")
+	require.Empty(t, dv.Changes.Added, "inherited files are not the dependent's changes")
+	require.NoFileExists(t, filepath.Join(f.parent.workspace.Root(), "src", "made.txt"), "the workspace is untouched")
+}
+
 // offeredTools records the tools each conversation was offered, by its
 // first prompt.
 type offeredTools struct {

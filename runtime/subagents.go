@@ -67,6 +67,9 @@ type AgentCatalog interface {
 // lists what the child did to it.
 type Snapshot interface {
 	Changes(ctx context.Context, dir string) (tools.FileChanges, error)
+	// Overlay copies into the snapshot what another child changed in its
+	// own (from), as the snapshot's baseline: Changes will not list it.
+	Overlay(ctx context.Context, from string, ch tools.FileChanges) error
 }
 
 // SubagentLimits are the [agents] table of config.toml (the names Codex
@@ -162,6 +165,7 @@ type subagent struct {
 	extra    []tools.Tool
 	mayWrite func(rel string) bool // nil: anywhere in the workspace
 	writeSet []string
+	inherit  []workflows.Inherited // ancestors' changes for the snapshot
 
 	// Guarded by Manager.mu.
 	child        *Session
@@ -284,6 +288,7 @@ type stepOptions struct {
 	ended    func(tools.SubagentView)
 	mayWrite func(rel string) bool
 	writeSet []string
+	inherit  []workflows.Inherited
 }
 
 // StartStep implements workflows.Spawner: a Spawn that also carries the
@@ -293,7 +298,7 @@ func (b binding) StartStep(ctx context.Context, req workflows.StepRequest, ended
 		return tools.SubagentView{}, failure(tools.ErrCancelled, "the workflow was cancelled before step %q started", req.Name)
 	}
 	return b.spawn(tools.SpawnRequest{Agent: req.Agent, Task: req.Task, WorkspaceMode: req.WorkspaceMode, Timeout: req.Timeout},
-		stepOptions{name: req.Name, readOnly: req.ReadOnly, extra: req.Tools, ended: ended, mayWrite: req.MayWrite, writeSet: req.WriteSet})
+		stepOptions{name: req.Name, readOnly: req.ReadOnly, extra: req.Tools, ended: ended, mayWrite: req.MayWrite, writeSet: req.WriteSet, inherit: req.Inherit})
 }
 
 // StopStep implements workflows.Spawner. It waits for done even when stop
@@ -371,7 +376,7 @@ func (b binding) spawn(req tools.SpawnRequest, opt stepOptions) (tools.SubagentV
 		depth: depth, mode: mode, timeout: timeout, spec: spec, ask: b.ask,
 		status: SubagentQueued, input: req.Task, done: make(chan struct{}),
 		name: opt.name, readOnly: opt.readOnly, extra: opt.extra, onEnd: opt.ended,
-		mayWrite: opt.mayWrite, writeSet: opt.writeSet,
+		mayWrite: opt.mayWrite, writeSet: opt.writeSet, inherit: opt.inherit,
 	}
 	if mode == WorkspaceShared {
 		sa.workspace = b.parent.workspace.Root()
@@ -512,6 +517,12 @@ func (m *Manager) prepare(ctx context.Context, sa *subagent) (*Session, error) {
 		if err != nil {
 			m.removeSnapshot(sa) // a partial copy is no use to anyone
 			return nil, fmt.Errorf("taking the workspace snapshot: %w", err)
+		}
+		for _, in := range sa.inherit {
+			if err := snap.Overlay(ctx, in.Workspace, in.Changes); err != nil {
+				m.removeSnapshot(sa)
+				return nil, fmt.Errorf("bringing step %s's changes into the snapshot: %w", in.StepID, err)
+			}
 		}
 		m.mu.Lock()
 		sa.snap = snap

@@ -53,7 +53,10 @@ func (childProvider) Generate(ctx context.Context, req ModelRequest, _ func(Delt
 }
 
 // snapshotCopy is a plain recursive copy standing in for runtime/snapshot.
-type snapshotCopy struct{ files map[string]string }
+type snapshotCopy struct {
+	files map[string]string
+	root  string
+}
 
 func (s snapshotCopy) Changes(_ context.Context, dir string) (tools.FileChanges, error) {
 	var ch tools.FileChanges
@@ -71,6 +74,25 @@ func (s snapshotCopy) Changes(_ context.Context, dir string) (tools.FileChanges,
 		return nil
 	})
 	return ch, err
+}
+
+// Overlay copies from's added and changed files in, as the baseline
+// (runtime/snapshot does the same, with deletions and links).
+func (s snapshotCopy) Overlay(_ context.Context, from string, ch tools.FileChanges) error {
+	for _, rel := range append(append([]string(nil), ch.Added...), ch.Changed...) {
+		b, err := os.ReadFile(filepath.Join(from, rel))
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(s.root, rel)), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(s.root, rel), b, 0o644); err != nil {
+			return err
+		}
+		s.files[rel] = string(b)
+	}
+	return nil
 }
 
 func takeCopy(_ context.Context, src, dst string) (Snapshot, error) {
@@ -93,7 +115,7 @@ func takeCopy(_ context.Context, src, dst string) (Snapshot, error) {
 		files[rel] = string(b)
 		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
 	})
-	return snapshotCopy{files}, err
+	return snapshotCopy{files: files, root: dst}, err
 }
 
 type collector struct {

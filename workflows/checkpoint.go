@@ -162,9 +162,13 @@ func marker(text string) (CheckpointStatus, bool) {
 //   - a step with an output_schema is checkpoint_ready only with a payload
 //     that matched it.
 func decide(st *Step, view tools.SubagentView, slot *reportSlot) StepOutcome {
+	mode := st.WorkspaceMode
+	if view.WorkspaceMode != "" {
+		mode = WorkspaceMode(view.WorkspaceMode) // where it actually ran
+	}
 	out := StepOutcome{
 		StepID: st.ID, Agent: view.Agent, AgentID: view.ID, ChildSessionID: view.ChildSessionID,
-		Posture: st.PermissionMode, WorkspaceMode: st.WorkspaceMode, Workspace: view.Workspace,
+		Posture: st.PermissionMode, WorkspaceMode: mode, Workspace: view.Workspace,
 		DependsOn: nonNil(st.DependsOn), SubagentStatus: view.Status, Summary: view.Summary,
 		ElapsedMS: view.ElapsedMS, Error: view.Error, Changes: view.Changes,
 	}
@@ -173,7 +177,7 @@ func decide(st *Step, view tools.SubagentView, slot *reportSlot) StepOutcome {
 		Summary: view.Summary, Produced: []string{}, Verification: []string{}, KnownLimitations: []string{},
 		Changes: view.Changes,
 	}
-	if st.WorkspaceMode == Isolated {
+	if mode == Isolated {
 		bundle.Workspace = view.Workspace
 	}
 	completed := view.Status == "completed"

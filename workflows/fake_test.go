@@ -20,6 +20,7 @@ type childPlan struct {
 	summary string
 	report  string // report_checkpoint arguments (JSON); "" reports nothing
 	hang    bool   // never ends by itself (until StopStep)
+	changes *tools.FileChanges
 }
 
 // simSpawner is a Spawner on a simulated clock, to drive the real Run
@@ -169,7 +170,8 @@ func (s *simSpawner) view(c *simChild, status string, f *tools.Failure) tools.Su
 		summary = c.step + " done"
 	}
 	return tools.SubagentView{ID: c.id, Agent: agentOrDefault(c.req.Agent), Status: status, Summary: summary,
-		Error: f, ChildSessionID: "s-" + c.step, ElapsedMS: c.end - c.start, WorkspaceMode: c.req.WorkspaceMode}
+		Error: f, ChildSessionID: "s-" + c.step, ElapsedMS: c.end - c.start, WorkspaceMode: c.req.WorkspaceMode,
+		Workspace: "/snap/" + c.step, Changes: c.plan.changes}
 }
 
 // startOrder is the step ids by simulated start time, then start order.

@@ -10,7 +10,7 @@ import (
 // childPrompt is a step's whole assignment: its task, the checkpoint
 // bundles of its dependencies (a child sees nothing else of the parent's
 // conversation), and how to hand over its own checkpoint.
-func childPrompt(w *Workflow, st *Step, deps []*StepOutcome) string {
+func childPrompt(w *Workflow, st *Step, deps []*StepOutcome, inherit []Inherited) string {
 	var b strings.Builder
 	b.WriteString(strings.TrimSpace(st.Task))
 	fmt.Fprintf(&b, "\n\n---\nYou are step %q of a workflow", st.ID)
@@ -26,10 +26,19 @@ func childPrompt(w *Workflow, st *Step, deps []*StepOutcome) string {
 		}
 	}
 	b.WriteString("\n")
+	inherited := map[string]bool{}
+	if len(inherit) > 0 {
+		b.WriteString("\nYour workspace already holds what these earlier steps changed in their own snapshots:\n")
+		for _, in := range inherit {
+			inherited[in.StepID] = true
+			fmt.Fprintf(&b, "- %s: added %s; changed %s; deleted %s\n", in.StepID,
+				orNone(in.Changes.Added), orNone(in.Changes.Changed), orNone(in.Changes.Deleted))
+		}
+	}
 	if len(deps) > 0 {
 		b.WriteString("\nCheckpoints of the steps you depend on (they are checkpoint_ready; build on them):\n")
 		for _, d := range deps {
-			writeBundle(&b, d)
+			writeBundle(&b, d, inherited[d.StepID])
 		}
 	}
 	b.WriteString("\nWhen you are done, call report_checkpoint with status checkpoint_ready, partial, failed or needs_orchestrator, " +
@@ -46,7 +55,7 @@ func childPrompt(w *Workflow, st *Step, deps []*StepOutcome) string {
 }
 
 // writeBundle renders one dependency's checkpoint for a dependent's prompt.
-func writeBundle(b *strings.Builder, d *StepOutcome) {
+func writeBundle(b *strings.Builder, d *StepOutcome, inherited bool) {
 	fmt.Fprintf(b, "\n### %s (%s, subagent %s)\n", d.StepID, d.CheckpointStatus, d.AgentID)
 	c := d.Checkpoint
 	if c == nil {
@@ -70,8 +79,12 @@ func writeBundle(b *strings.Builder, d *StepOutcome) {
 		fmt.Fprintf(b, "Payload: %s\n", c.Payload)
 	}
 	if ch := c.Changes; ch != nil && len(ch.Added)+len(ch.Changed)+len(ch.Deleted) > 0 {
-		fmt.Fprintf(b, "Files it changed in its own snapshot %s (not merged into your workspace): added %s; changed %s; deleted %s\n",
-			c.Workspace, orNone(ch.Added), orNone(ch.Changed), orNone(ch.Deleted))
+		where := "they are in your workspace"
+		if !inherited {
+			where = "in its own snapshot, not in your workspace"
+		}
+		fmt.Fprintf(b, "Files it changed (%s): added %s; changed %s; deleted %s\n",
+			where, orNone(ch.Added), orNone(ch.Changed), orNone(ch.Deleted))
 	}
 }
 

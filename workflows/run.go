@@ -47,14 +47,15 @@ type runner struct {
 	sched *scheduler
 	slots []*reportSlot
 
-	outcomes  []*StepOutcome // nil until decided or held
-	agentIDs  []string       // each started step's child
-	waves     []int          // each started step's dispatch round
-	reasons   []string       // why the workflow closed a step early
-	round     int
-	started   time.Time
-	planShown time.Time
-	lastPlan  []tools.PlanEntry
+	outcomes     []*StepOutcome // nil until decided or held
+	decidedSteps []int          // steps in the order they were decided
+	agentIDs     []string       // each started step's child
+	waves        []int          // each started step's dispatch round
+	reasons      []string       // why the workflow closed a step early
+	round        int
+	started      time.Time
+	planShown    time.Time
+	lastPlan     []tools.PlanEntry
 
 	ends chan stepEnd
 	// recordErr is the first failure to write the Log: the run goes on (the
@@ -159,6 +160,7 @@ func (r *runner) reuse() {
 		}
 		out := reusedOutcome(prior, r.opt.Reuse.From)
 		r.outcomes[i] = &out
+		r.decidedSteps = append(r.decidedSteps, i)
 		r.record(WorkflowEvent{Kind: EventCheckpointDecided, StepID: out.StepID, Outcome: &out})
 		r.sched.reuse(i)
 	}
@@ -203,11 +205,21 @@ func (r *runner) startStep(ctx context.Context, i int) bool {
 	for _, j := range r.sched.deps[i] {
 		deps = append(deps, r.outcomes[j])
 	}
+	mode, inherit := st.WorkspaceMode, r.inheritance(i)
+	if len(inherit) > 0 && mode == Shared && st.PermissionMode == ReadOnly {
+		// The shared workspace lacks what its isolated ancestors wrote; a
+		// snapshot holding it is what the step must read.
+		mode = Isolated
+	}
+	if mode == Shared {
+		inherit = nil
+	}
 	req := StepRequest{
-		Agent: st.Agent, Task: childPrompt(r.w, st, deps), Name: st.ID,
-		WorkspaceMode: string(st.WorkspaceMode), ReadOnly: st.PermissionMode == ReadOnly,
+		Agent: st.Agent, Task: childPrompt(r.w, st, deps, inherit), Name: st.ID,
+		WorkspaceMode: string(mode), ReadOnly: st.PermissionMode == ReadOnly,
 		Timeout: time.Duration(st.TimeoutMS) * time.Millisecond,
 		Tools:   []tools.Tool{boundReport{Tool: reportCheckpoint, slot: r.slots[i]}},
+		Inherit: inherit,
 	}
 	if st.PermissionMode == Writer {
 		req.WriteSet, req.MayWrite = st.WriteSet, writeSetMatcher(st.WriteSet)
@@ -232,6 +244,34 @@ func (r *runner) startStep(ctx context.Context, i int) bool {
 	return true
 }
 
+// inheritance is what step i's snapshot starts with: the changes its
+// ancestors made in isolated snapshots, in the order they were decided
+// (an ancestor's snapshot already holds its own ancestors' changes, but
+// its change list names only its own work, so every ancestor counts).
+func (r *runner) inheritance(i int) []Inherited {
+	seen := map[int]bool{}
+	var visit func(j int)
+	visit = func(j int) {
+		for _, d := range r.sched.deps[j] {
+			if !seen[d] {
+				seen[d] = true
+				visit(d)
+			}
+		}
+	}
+	visit(i)
+	var out []Inherited
+	for _, j := range r.decidedSteps {
+		o := r.outcomes[j]
+		if !seen[j] || o.WorkspaceMode != Isolated || o.Changes == nil || o.Workspace == "" ||
+			len(o.Changes.Added)+len(o.Changes.Changed)+len(o.Changes.Deleted) == 0 {
+			continue
+		}
+		out = append(out, Inherited{StepID: o.StepID, Workspace: o.Workspace, Changes: *o.Changes})
+	}
+	return out
+}
+
 // ended decides a step whose child ended.
 func (r *runner) ended(e stepEnd) {
 	out := decide(&r.w.Steps[e.index], e.view, r.slots[e.index])
@@ -249,6 +289,7 @@ func (r *runner) ended(e stepEnd) {
 // dependents unlock or are held, and fail_fast stops the rest.
 func (r *runner) decided(i int, out StepOutcome) {
 	r.outcomes[i] = &out
+	r.decidedSteps = append(r.decidedSteps, i)
 	r.record(WorkflowEvent{Kind: EventCheckpointDecided, StepID: out.StepID, Outcome: &out})
 	ready := out.CheckpointStatus == CheckpointReady
 	r.hold(r.sched.finish(i, ready))

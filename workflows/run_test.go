@@ -446,3 +446,37 @@ func TestTheOutcomeTableStaysReadableForLargeWorkflows(t *testing.T) {
 	require.Contains(t, out.Output, "| s150 | default |", "the failed step is shown")
 	require.Contains(t, out.Output, "140 more checkpoint_ready steps: see steps")
 }
+
+func TestStepsWorkOnTheirIsolatedAncestorsChanges(t *testing.T) {
+	spec := `{"steps":[
+		{"id":"w1","task":"t","write_set":["src/**"]},
+		{"id":"w2","task":"t","write_set":["src/**"],"depends_on":["w1"]},
+		{"id":"r","task":"t","depends_on":["w2"]},
+		{"id":"sw","task":"t","write_set":["docs/**"],"workspace_mode":"shared","depends_on":["w1"]},
+		{"id":"plain","task":"t"}]}`
+	_, sim := runSim(t, spec, func(step string) childPlan {
+		switch step {
+		case "w1":
+			return childPlan{dur: 1, changes: &tools.FileChanges{Added: []string{"src/a.go"}}}
+		case "w2":
+			return childPlan{dur: 1, changes: &tools.FileChanges{Changed: []string{"src/a.go"}}}
+		}
+		return childPlan{dur: 1}
+	})
+	// w2 starts from w1's work; r, read-only, is moved to a snapshot that
+	// holds both, in the order they were decided.
+	require.Equal(t, []Inherited{{StepID: "w1", Workspace: "/snap/w1", Changes: tools.FileChanges{Added: []string{"src/a.go"}}}}, sim.reqs["w2"].Inherit)
+	r := sim.reqs["r"]
+	require.Equal(t, "isolated", r.WorkspaceMode)
+	require.Equal(t, []string{"w1", "w2"}, []string{r.Inherit[0].StepID, r.Inherit[1].StepID})
+	require.Contains(t, r.Task, "Your workspace already holds what these earlier steps changed in their own snapshots:\n- w1: added src/a.go; changed none; deleted none\n- w2: added none; changed src/a.go")
+	require.Contains(t, r.Task, "Files it changed (they are in your workspace)")
+	// A shared writer cannot be given them: it is told where they are.
+	sw := sim.reqs["sw"]
+	require.Equal(t, "shared", sw.WorkspaceMode)
+	require.Empty(t, sw.Inherit)
+	require.Contains(t, sw.Task, "Files it changed (in its own snapshot, not in your workspace)")
+	// Nothing to inherit, nothing changes.
+	require.Equal(t, "shared", sim.reqs["plain"].WorkspaceMode)
+	require.Empty(t, sim.reqs["plain"].Inherit)
+}

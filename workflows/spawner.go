@@ -65,4 +65,17 @@ type StepRequest struct {
 	// command does). WriteSet names it in the refusal.
 	MayWrite func(rel string) bool
 	WriteSet []string
+	// Inherit, for an isolated step, are the changes its ancestors made in
+	// their own snapshots, in the order they were decided: copied into the
+	// step's snapshot before it starts, so it works on its dependencies'
+	// files. The user's workspace is never touched.
+	Inherit []Inherited
+}
+
+// Inherited is one ancestor's work a step's snapshot starts with.
+type Inherited struct {
+	StepID string
+	// Workspace is the ancestor's snapshot, Changes what it did there.
+	Workspace string
+	Changes   tools.FileChanges
 }

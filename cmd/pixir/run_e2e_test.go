@@ -414,3 +414,42 @@ match = '\[write\]'
 	require.FileExists(t, filepath.Join(e.ws, "out.txt"))
 	require.Contains(t, screen.String(), "COMPLETED")
 }
+
+// A dependent works on what its isolated dependency wrote: the writer's
+// changes are copied into the dependent's snapshot, and the user's
+// workspace stays as it was.
+func TestRunWorkflowDependentsSeeTheirDependenciesFiles(t *testing.T) {
+	e := newRunEnv(t)
+	script := e.file("script.toml", `
+[[rule]]
+match = '\[write\]'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "write"
+  arguments = { path = "src/made.txt", content = "made by the writer\n" }
+  [[rule.reply]]
+  text = "wrote it"
+
+[[rule]]
+match = '\[read\]'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "read"
+  arguments = { path = "src/made.txt" }
+  [[rule.reply]]
+  text = '''{{if ok .ToolResult}}it says: {{output .ToolResult | oneline}}{{else}}no file: {{output .ToolResult | oneline}}
+checkpoint_status: failed{{end}}'''
+`)
+	wf := e.file("wf.json", `{"steps":[
+		{"id":"make","task":"[write] make it","write_set":["src/**"]},
+		{"id":"check","task":"[read] check it","depends_on":["make"]}]}`)
+	stdout, stderr, code := e.pixir("run", "--script", script, "--workflow", wf, "--json")
+	require.Equal(t, exitOK, code, stderr)
+	env := validEnvelope(t, stdout, "run_workflow_output.json")
+	steps := env["output"].(map[string]any)["steps"].([]any)
+	check := steps[1].(map[string]any)
+	require.Equal(t, "checkpoint_ready", check["checkpoint_status"])
+	require.Equal(t, "isolated", check["workspace_mode"], "moved to a snapshot that holds its dependency's files")
+	require.Contains(t, check["summary"], "it says: made by the writer")
+	require.NoFileExists(t, filepath.Join(e.ws, "src", "made.txt"), "nothing is merged into the workspace")
+}
