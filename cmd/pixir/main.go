@@ -34,6 +34,8 @@ Usage:
                         run a workflow (JSON or YAML) without a model in the parent
   pixir resume ID "prompt"
                         run one more turn of a session
+  pixir resume ID --workflow FILE [--resume-from WF]
+                        run a workflow in a session, reusing WF's ready steps
   pixir sessions        list the sessions of the current directory
   pixir inspect ID      show a session's turns, tool calls, Subagents and Workflows
   pixir smoke workflows check the workflow contract offline (--dry-run, --json)

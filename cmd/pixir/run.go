@@ -32,19 +32,22 @@ const exitPartial = 2
 
 // runOptions are the flags of pixir run and pixir resume.
 type runOptions struct {
-	pf       providerFlags
-	workflow string
-	asJSON   bool
-	dryRun   bool
-	mode     string
-	cwd      string
-	verbose  bool
+	pf         providerFlags
+	workflow   string
+	resumeFrom string
+	asJSON     bool
+	dryRun     bool
+	mode       string
+	cwd        string
+	verbose    bool
 }
 
-func (o *runOptions) register(fs *flag.FlagSet, withWorkflow bool) {
+func (o *runOptions) register(fs *flag.FlagSet, resume bool) {
 	o.pf.register(fs)
-	if withWorkflow {
-		fs.StringVar(&o.workflow, "workflow", "", "run the workflow in this file (JSON or YAML) instead of a prompt: no model in the parent")
+	fs.StringVar(&o.workflow, "workflow", "", "run the workflow in this file (JSON or YAML) instead of a prompt: no model in the parent")
+	if resume {
+		fs.StringVar(&o.resumeFrom, "resume-from", "", "with --workflow: an earlier run of this session (its workflow_id) whose checkpoint_ready steps are reused; only the rest runs")
+	} else {
 		fs.BoolVar(&o.dryRun, "dry-run", false, "with --workflow: validate it and print the waves it would run; start nothing, write nothing")
 	}
 	fs.BoolVar(&o.asJSON, "json", false, "print the final result envelope as JSON on stdout")
@@ -82,7 +85,7 @@ func runRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 	}
 	var o runOptions
-	o.register(fs, true)
+	o.register(fs, false)
 	rest, err := parseInterleaved(fs, args)
 	if err != nil {
 		return exitUsage
@@ -98,7 +101,7 @@ func runRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case o.workflow == "" && o.dryRun:
 		return out.usage(errors.New("--dry-run goes with --workflow FILE"))
 	case o.workflow != "":
-		return runWorkflowFile(o, mode, stdin, out)
+		return runWorkflowFile(o, mode, "", stdin, out)
 	case len(rest) != 1 || strings.TrimSpace(rest[0]) == "":
 		return out.usage(errors.New(`give the prompt as one argument, in quotes: pixir run "what to do"`))
 	}
@@ -110,11 +113,11 @@ func runResume(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("pixir resume", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: pixir resume [flags] SESSION_ID \"prompt\"\n\nExit codes: 0 completed, 2 partial, 1 failed, 64 invalid input.\n\nFlags:\n")
+		fmt.Fprint(stderr, "Usage: pixir resume [flags] SESSION_ID \"prompt\"\n       pixir resume [flags] SESSION_ID --workflow FILE [--resume-from WORKFLOW_ID]\n\nExit codes: 0 completed, 2 partial, 1 failed, 64 invalid input.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	var o runOptions
-	o.register(fs, false)
+	o.register(fs, true)
 	rest, err := parseInterleaved(fs, args)
 	if err != nil {
 		return exitUsage
@@ -124,8 +127,13 @@ func runResume(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return out.usage(err)
 	}
-	if len(rest) != 2 || strings.TrimSpace(rest[1]) == "" {
-		return out.usage(errors.New(`give the session id and the prompt: pixir resume SESSION_ID "what next" (pixir sessions lists the ids)`))
+	switch {
+	case o.workflow != "" && len(rest) == 1:
+		return runWorkflowFile(o, mode, rest[0], stdin, out)
+	case o.workflow == "" && o.resumeFrom != "":
+		return out.usage(errors.New("--resume-from goes with --workflow FILE"))
+	case o.workflow != "" || len(rest) != 2 || strings.TrimSpace(rest[1]) == "":
+		return out.usage(errors.New(`give the session id and a prompt, or a workflow: pixir resume SESSION_ID "what next", or pixir resume SESSION_ID --workflow FILE (pixir sessions lists the ids)`))
 	}
 	return runPrompt(o, mode, rest[0], rest[1], stdin, out)
 }
@@ -220,13 +228,18 @@ func runLogger(stderr io.Writer, verbose bool) *slog.Logger {
 	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 }
 
-// runWorkflowFile is `pixir run --workflow FILE`: the workflow runs
-// straight through the Subagents Manager of a new session, no model in
-// the parent.
-func runWorkflowFile(o runOptions, mode runtime.Mode, stdin io.Reader, out *runOutput) int {
+// runWorkflowFile is `pixir run --workflow FILE` and `pixir resume ID
+// --workflow FILE`: the workflow runs straight through the Subagents
+// Manager of a new session (or of session id), no model in the parent.
+func runWorkflowFile(o runOptions, mode runtime.Mode, id string, stdin io.Reader, out *runOutput) int {
 	raw, err := readWorkflowFile(o.workflow)
 	if err != nil {
 		return out.usage(err)
+	}
+	if o.resumeFrom != "" {
+		if raw, err = withField(raw, "resume_from", o.resumeFrom); err != nil {
+			return out.usage(err)
+		}
 	}
 	w, err := workflows.Parse(raw)
 	if err != nil {
@@ -259,16 +272,40 @@ func runWorkflowFile(o runOptions, mode runtime.Mode, stdin io.Reader, out *runO
 		return out.usage(err)
 	}
 	defer rt.Close()
-	sess, err := rt.NewSession(dir)
+	var sess *runtime.Session
+	if id == "" {
+		sess, err = rt.NewSession(dir)
+	} else {
+		sess, _, err = rt.OpenSession(id, dir)
+		if err != nil && !errors.Is(err, runtime.ErrBusy) {
+			err = fmt.Errorf("%w (pixir sessions lists the sessions of %s)", err, dir)
+		}
+	}
 	if err != nil {
 		return out.usage(err)
+	}
+	if w.ResumeFrom != "" && id == "" {
+		return out.usage(errors.New("resume_from names a run of an earlier session: pixir resume SESSION_ID --workflow FILE --resume-from WORKFLOW_ID"))
 	}
 	if err := sess.SetMode(mode); err != nil {
 		return out.usage(err)
 	}
+	var reuse *workflows.Reuse
+	if w.ResumeFrom != "" {
+		events, err := sess.Spawner(nil).WorkflowEvents()
+		if err != nil {
+			return out.refuse(tools.AsFailure(err))
+		}
+		if reuse, err = workflows.Reusable(events, w); err != nil {
+			return out.invalid(tools.AsFailure(err))
+		}
+	}
 	title := "workflow " + filepath.Base(o.workflow)
 	if w.Name != "" {
 		title = "workflow " + w.Name
+	}
+	if id != "" {
+		title = sess.Meta().Title // a resumed session keeps its name
 	}
 	if err := sess.SetTitle(title); err != nil {
 		return out.refuse(tools.AsFailure(err))
@@ -285,7 +322,7 @@ func runWorkflowFile(o runOptions, mode runtime.Mode, stdin io.Reader, out *runO
 
 	sess.SetObserver(view.observe)
 	view.start()
-	outcome := workflows.Run(ctx, sp, w, workflows.RunOptions{WorkflowID: workflows.NewWorkflowID()})
+	outcome := workflows.Run(ctx, sp, w, workflows.RunOptions{WorkflowID: workflows.NewWorkflowID(), Reuse: reuse})
 	view.finish()
 	sess.SetObserver(nil)
 	if err := sess.SetTitle(title); err != nil { // and its update time
@@ -296,6 +333,17 @@ func runWorkflowFile(o runOptions, mode runtime.Mode, stdin io.Reader, out *runO
 	}
 	fmt.Fprintf(out.stderr, "pixir: session %s (pixir inspect %s)\n", sess.ID(), sess.ID())
 	return out.workflow(outcome)
+}
+
+// withField sets a top-level field of a JSON object.
+func withField(raw json.RawMessage, key, value string) (json.RawMessage, error) {
+	var spec map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &spec); err != nil {
+		return nil, fmt.Errorf("the workflow is not a JSON object: %w", err)
+	}
+	v, _ := json.Marshal(value)
+	spec[key] = v
+	return json.Marshal(spec)
 }
 
 // readWorkflowFile reads a workflow spec as JSON, from JSON or YAML.

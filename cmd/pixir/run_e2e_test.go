@@ -453,3 +453,62 @@ checkpoint_status: failed{{end}}'''
 	require.Contains(t, check["summary"], "it says: made by the writer")
 	require.NoFileExists(t, filepath.Join(e.ws, "src", "made.txt"), "nothing is merged into the workspace")
 }
+
+// A partial run is retried in its session with --resume-from: the ready
+// steps are reused, only the failed one and what waits for it run again.
+func TestResumeAWorkflowRerunsOnlyWhatWasNotReady(t *testing.T) {
+	e := newRunEnv(t)
+	script := e.file("script.toml", `
+[[rule]]
+match = '\[needs-go\]'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "read"
+  arguments = { path = "go.txt" }
+  [[rule.reply]]
+  text = '''{{if ok .ToolResult}}go is there{{else}}no go yet
+checkpoint_status: failed{{end}}'''
+`)
+	wf := e.file("wf.json", `{"steps":[
+		{"id":"survey","task":"List the files."},
+		{"id":"gate","task":"[needs-go] check go.txt"},
+		{"id":"after","task":"Use the gate.","depends_on":["gate"]}]}`)
+	stdout, stderr, code := e.pixir("run", "--script", script, "--workflow", wf, "--json")
+	require.Equal(t, exitPartial, code, stderr)
+	first := validEnvelope(t, stdout, "run_workflow_output.json")["output"].(map[string]any)
+	wfID := first["workflow_id"].(string)
+	retry := first["safe_next_actions"].([]any)[0].(map[string]any)
+	require.Equal(t, "retry_failed_steps", retry["action"])
+	require.Equal(t, wfID, retry["args"].(map[string]any)["resume_from"])
+	sid := regexp.MustCompile(`session ([0-9a-f-]{36})`).FindStringSubmatch(stderr)[1]
+
+	e.file("go.txt", "go\n")
+	stdout, stderr, code = e.pixir("resume", sid, "--script", script, "--workflow", wf, "--resume-from", wfID, "--json")
+	require.Equal(t, exitOK, code, stderr)
+	second := validEnvelope(t, stdout, "run_workflow_output.json")["output"].(map[string]any)
+	require.Equal(t, "completed", second["status"])
+	steps := second["steps"].([]any)
+	require.Equal(t, wfID, steps[0].(map[string]any)["reused_from"], "survey was ready: reused")
+	require.Nil(t, steps[1].(map[string]any)["reused_from"], "gate ran again")
+	require.Equal(t, [][]string{{"gate"}, {"after"}}, toWaves(second["waves"]))
+
+	// An unknown run, or resuming without the session, is refused.
+	_, stderr, code = e.pixir("resume", sid, "--script", script, "--workflow", wf, "--resume-from", "wf-nope")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, stderr, `there is no workflow "wf-nope" in this session's Log`)
+	_, stderr, code = e.pixir("run", "--workflow", e.file("r.json", `{"resume_from":"`+wfID+`","steps":[{"id":"a","task":"x"}]}`))
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, stderr, "pixir resume SESSION_ID --workflow FILE --resume-from WORKFLOW_ID")
+}
+
+func toWaves(v any) [][]string {
+	var out [][]string
+	for _, w := range v.([]any) {
+		var ids []string
+		for _, id := range w.([]any) {
+			ids = append(ids, id.(string))
+		}
+		out = append(out, ids)
+	}
+	return out
+}
