@@ -76,66 +76,72 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// runRun is `pixir run "prompt"` and `pixir run --workflow FILE`.
-func runRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("pixir run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: pixir run [flags] \"prompt\"\n       pixir run [flags] --workflow FILE\n\nExit codes: 0 completed, 2 partial, 1 failed, 64 invalid input.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	var o runOptions
-	o.register(fs, false)
-	rest, err := parseInterleaved(fs, args)
-	if err != nil {
-		return exitUsage
-	}
-	out := newRunOutput(stdout, stderr, o.asJSON)
-	mode, err := parseMode(o.mode)
-	if err != nil {
-		return out.usage(err)
-	}
-	switch {
-	case o.workflow != "" && len(rest) > 0:
-		return out.usage(errors.New("give either a prompt or --workflow FILE, not both"))
-	case o.workflow == "" && o.dryRun:
-		return out.usage(errors.New("--dry-run goes with --workflow FILE"))
-	case o.workflow != "":
-		return runWorkflowFile(o, mode, "", stdin, out)
-	case len(rest) != 1 || strings.TrimSpace(rest[0]) == "":
-		return out.usage(errors.New(`give the prompt as one argument, in quotes: pixir run "what to do"`))
-	}
-	return runPrompt(o, mode, "", rest[0], stdin, out)
+// runCommand is what pixir run and pixir resume share: their flags, the
+// positional arguments, where their result goes, and the mode.
+type runCommand struct {
+	o    runOptions
+	rest []string
+	out  *runOutput
+	mode runtime.Mode
 }
 
-// runResume is `pixir resume <session-id> "prompt"`.
-func runResume(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("pixir resume", flag.ContinueOnError)
+// parseRunCommand parses a run or resume command line; a non-zero code
+// means it was refused (and said why).
+func parseRunCommand(name, usage string, resume bool, args []string, stdout, stderr io.Writer) (runCommand, int) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: pixir resume [flags] SESSION_ID \"prompt\"\n       pixir resume [flags] SESSION_ID --workflow FILE [--resume-from WORKFLOW_ID]\n\nExit codes: 0 completed, 2 partial, 1 failed, 64 invalid input.\n\nFlags:\n")
+		fmt.Fprint(stderr, usage+"\nExit codes: 0 completed, 2 partial, 1 failed, 64 invalid input.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	var o runOptions
-	o.register(fs, true)
+	var c runCommand
+	c.o.register(fs, resume)
 	rest, err := parseInterleaved(fs, args)
 	if err != nil {
-		return exitUsage
+		return c, exitUsage
 	}
-	out := newRunOutput(stdout, stderr, o.asJSON)
-	mode, err := parseMode(o.mode)
-	if err != nil {
-		return out.usage(err)
+	c.rest, c.out = rest, newRunOutput(stdout, stderr, c.o.asJSON)
+	if c.mode, err = parseMode(c.o.mode); err != nil {
+		return c, c.out.usage(err)
+	}
+	return c, exitOK
+}
+
+// runRun is `pixir run "prompt"` and `pixir run --workflow FILE`.
+func runRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	c, code := parseRunCommand("pixir run", "Usage: pixir run [flags] \"prompt\"\n       pixir run [flags] --workflow FILE\n", false, args, stdout, stderr)
+	if code != exitOK {
+		return code
 	}
 	switch {
-	case o.workflow != "" && len(rest) == 1:
-		return runWorkflowFile(o, mode, rest[0], stdin, out)
-	case o.workflow == "" && o.resumeFrom != "":
-		return out.usage(errors.New("--resume-from goes with --workflow FILE"))
-	case o.workflow != "" || len(rest) != 2 || strings.TrimSpace(rest[1]) == "":
-		return out.usage(errors.New(`give the session id and a prompt, or a workflow: pixir resume SESSION_ID "what next", or pixir resume SESSION_ID --workflow FILE (pixir sessions lists the ids)`))
+	case c.o.workflow != "" && len(c.rest) > 0:
+		return c.out.usage(errors.New("give either a prompt or --workflow FILE, not both"))
+	case c.o.workflow == "" && c.o.dryRun:
+		return c.out.usage(errors.New("--dry-run goes with --workflow FILE"))
+	case c.o.workflow != "":
+		return runWorkflowFile(c.o, c.mode, "", stdin, c.out)
+	case len(c.rest) != 1 || strings.TrimSpace(c.rest[0]) == "":
+		return c.out.usage(errors.New(`give the prompt as one argument, in quotes: pixir run "what to do"`))
 	}
-	return runPrompt(o, mode, rest[0], rest[1], stdin, out)
+	return runPrompt(c.o, c.mode, "", c.rest[0], stdin, c.out)
+}
+
+// runResume is `pixir resume ID "prompt"` and `pixir resume ID --workflow
+// FILE [--resume-from WORKFLOW_ID]`.
+func runResume(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	c, code := parseRunCommand("pixir resume", "Usage: pixir resume [flags] SESSION_ID \"prompt\"\n       pixir resume [flags] SESSION_ID --workflow FILE [--resume-from WORKFLOW_ID]\n", true, args, stdout, stderr)
+	if code != exitOK {
+		return code
+	}
+	switch {
+	case c.o.workflow != "" && len(c.rest) == 1:
+		return runWorkflowFile(c.o, c.mode, c.rest[0], stdin, c.out)
+	case c.o.workflow == "" && c.o.resumeFrom != "":
+		return c.out.usage(errors.New("--resume-from goes with --workflow FILE"))
+	case c.o.workflow != "" || len(c.rest) != 2 || strings.TrimSpace(c.rest[1]) == "":
+		return c.out.usage(errors.New(`give the session id and a prompt, or a workflow: pixir resume SESSION_ID "what next", or pixir resume SESSION_ID --workflow FILE (pixir sessions lists the ids)`))
+	}
+	return runPrompt(c.o, c.mode, c.rest[0], c.rest[1], stdin, c.out)
 }
 
 func parseMode(s string) (runtime.Mode, error) {

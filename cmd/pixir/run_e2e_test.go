@@ -303,27 +303,40 @@ func TestRunInterruptedWorkflowPrintsThePartialOutcomeAndKeepsTheLog(t *testing.
 	}
 }
 
+// terminal runs cmd in a pseudo-terminal of cols columns: what it shows
+// accumulates in screen, done closes when the terminal is read to its end.
+type terminal struct {
+	pty    *os.File
+	screen *syncBuffer
+	done   chan struct{}
+}
+
+func startInTerminal(t *testing.T, cmd *exec.Cmd, cols uint16) *terminal {
+	t.Helper()
+	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: cols})
+	require.NoError(t, err)
+	t.Cleanup(func() { ptmx.Close() })
+	term := &terminal{pty: ptmx, screen: &syncBuffer{}, done: make(chan struct{})}
+	go func() {
+		defer close(term.done)
+		_, _ = io.Copy(term.screen, ptmx) // ends with EIO when the process exits
+	}()
+	return term
+}
+
 // In a terminal, the live view redraws in place and ends in the final
 // table.
 func TestRunWorkflowLiveViewInATerminal(t *testing.T) {
 	e := newRunEnv(t)
 	wf := e.file("wf.yaml", partialWorkflow)
 	cmd := e.command("run", "--workflow", wf)
-	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 120})
-	require.NoError(t, err)
-	defer ptmx.Close()
-	var screen bytes.Buffer
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_, _ = io.Copy(&screen, ptmx) // ends with EIO when the process exits
-	}()
-	err = cmd.Wait()
+	term := startInTerminal(t, cmd, 120)
+	err := cmd.Wait()
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit)
 	require.Equal(t, exitPartial, exit.ExitCode())
-	<-done
-	out := screen.String()
+	<-term.done
+	out := term.screen.String()
 	redraws := strings.Count(out, "\x1b[4F\x1b[J")
 	require.GreaterOrEqual(t, redraws, 2, "the view redraws in place:\n%q", out)
 	require.Contains(t, out, "Workflow e2e — ")
@@ -348,23 +361,16 @@ func TestRunAskModeAsksOnTheTerminal(t *testing.T) {
 		t.Run(tc.answer, func(t *testing.T) {
 			e := newRunEnv(t)
 			cmd := e.command("run", "--mode", "ask", "create a file please")
-			ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 120})
-			require.NoError(t, err)
-			defer ptmx.Close()
-			screen := &syncBuffer{}
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				_, _ = io.Copy(screen, ptmx)
-			}()
+			term := startInTerminal(t, cmd, 120)
+			screen := term.screen
 			require.Eventually(t, func() bool {
 				return strings.Contains(screen.String(), "Allow Write hello.txt? [y]es, [n]o, [a]lways for write: ")
 			},
 				10*time.Second, 10*time.Millisecond, "%q", screen.String())
-			_, err = ptmx.Write([]byte(tc.answer + "\r"))
+			_, err := term.pty.Write([]byte(tc.answer + "\r"))
 			require.NoError(t, err)
 			require.NoError(t, cmd.Wait(), screen.String())
-			<-done
+			<-term.done
 			if tc.written {
 				require.FileExists(t, filepath.Join(e.ws, "hello.txt"))
 				require.Contains(t, screen.String(), "Done.")
@@ -392,23 +398,16 @@ match = '\[write\]'
 `)
 	wf := e.file("wf.json", `{"steps":[{"id":"w","task":"[write] write out.txt","write_set":["out.txt"],"workspace_mode":"shared"}]}`)
 	cmd := e.command("run", "--script", script, "--mode", "ask", "--workflow", wf)
-	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 160})
-	require.NoError(t, err)
-	defer ptmx.Close()
-	screen := &syncBuffer{}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_, _ = io.Copy(screen, ptmx)
-	}()
+	term := startInTerminal(t, cmd, 160)
+	screen := term.screen
 	question := "Allow w (default): Write out.txt? [y]es, [n]o, [a]lways for write: "
 	require.Eventually(t, func() bool { return strings.Contains(screen.String(), question) }, 10*time.Second, 10*time.Millisecond, "%q", screen.String())
 	time.Sleep(350 * time.Millisecond) // three frames' time
 	asked := screen.String()
-	_, err = ptmx.Write([]byte("y\r"))
+	_, err := term.pty.Write([]byte("y\r"))
 	require.NoError(t, err)
 	require.NoError(t, cmd.Wait(), screen.String())
-	<-done
+	<-term.done
 	after := asked[strings.Index(asked, question):]
 	require.NotContains(t, after, "\x1b[", "nothing is drawn over the question while it waits:\n%q", after)
 	require.FileExists(t, filepath.Join(e.ws, "out.txt"))
