@@ -1,7 +1,10 @@
-// Package workflows holds the pure part of run_workflow (ADR 0012): the
-// workflow spec, its validation, path-pattern overlap, the conflict rules
-// between steps and the waves a dry run reports. Nothing here starts a
-// Session; execution goes through the Subagents Manager elsewhere.
+// Package workflows is run_workflow (ADR 0012, ADR 0014): the workflow
+// spec and its validation, path-pattern overlap and the conflict rules,
+// the dry run's waves, the event-driven scheduler (scheduler.go, driven by
+// Run), checkpoint bundles and report_checkpoint, outcomes and their
+// rebuilding from workflow_events, and resume_from. Nothing here starts a
+// Session: every step is a Subagent of the runtime's Manager, reached
+// through the Spawner interface.
 package workflows
 
 import (
