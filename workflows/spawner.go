@@ -20,11 +20,12 @@ type Spawner interface {
 	// respect (depth), changing nothing; Validate-time errors for agents.
 	Preview(req tools.SpawnRequest) (tools.SubagentView, error)
 	// StartStep asks the Manager for the child of one step and returns as
-	// soon as it is queued. ended is called exactly once per run of the
-	// child, on another goroutine, when the run is over, whatever ended it
-	// (completed, failed, timed out, cancelled), after the end is in the
-	// parent's Log; the view it gets is the child's final state. ended
-	// must not block for long.
+	// soon as it is queued. ended is called exactly once, when the run
+	// StartStep started is over, whatever ended it (completed, failed,
+	// timed out, cancelled), after the end is in the parent's Log; the
+	// view it gets is the child's final state. It is called from the
+	// Manager's goroutine, or from StopStep's caller for a child stopped
+	// before it started; it must not block for long, nor call StopStep.
 	StartStep(ctx context.Context, req StepRequest, ended func(tools.SubagentView)) (tools.SubagentView, error)
 	// StopStep cancels a queued or running child and returns once it has
 	// ended (and its ended callback has returned). Stopping an ended or
