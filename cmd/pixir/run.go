@@ -198,19 +198,8 @@ func runPrompt(o runOptions, mode runtime.Mode, id, prompt string, stdin io.Read
 		return out.usage(err)
 	}
 	defer rt.Close()
-	var sess *runtime.Session
-	if id == "" {
-		sess, err = rt.NewSession(dir)
-	} else {
-		sess, _, err = rt.OpenSession(id, dir)
-		if err != nil && !errors.Is(err, runtime.ErrBusy) {
-			err = fmt.Errorf("%w (pixir sessions lists the sessions of %s)", err, dir)
-		}
-	}
+	sess, err := openSession(rt, id, dir, mode)
 	if err != nil {
-		return out.usage(err)
-	}
-	if err := sess.SetMode(mode); err != nil {
 		return out.usage(err)
 	}
 	ctx, stop := interruptible()
@@ -222,6 +211,25 @@ func runPrompt(o runOptions, mode runtime.Mode, id, prompt string, stdin io.Read
 	sess.SetObserver(nil)
 	res := view.outcome(sess.ID(), stopReason, err)
 	return out.turn(res)
+}
+
+// openSession starts a session in dir, or reopens session id there, in
+// mode.
+func openSession(rt *runtime.Runtime, id, dir string, mode runtime.Mode) (*runtime.Session, error) {
+	var sess *runtime.Session
+	var err error
+	if id == "" {
+		sess, err = rt.NewSession(dir)
+	} else {
+		sess, _, err = rt.OpenSession(id, dir)
+		if err != nil && !errors.Is(err, runtime.ErrBusy) {
+			err = fmt.Errorf("%w (pixir sessions lists the sessions of %s)", err, dir)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return sess, sess.SetMode(mode)
 }
 
 // runLogger keeps the runtime's info logs off the terminal the answer and
@@ -269,6 +277,9 @@ func runWorkflowFile(o runOptions, mode runtime.Mode, id string, stdin io.Reader
 		}
 		return out.dryRun(workflows.DryRunOutcome{Output: workflows.RenderPlan(&plan), Mode: "dry_run", DryRun: plan})
 	}
+	if w.ResumeFrom != "" && id == "" {
+		return out.usage(errors.New("resume_from names a run of an earlier session: pixir resume SESSION_ID --workflow FILE --resume-from WORKFLOW_ID"))
+	}
 	if mode == runtime.ModeReadOnly {
 		return out.refuse(&tools.Failure{Kind: tools.ErrPermissionDenied,
 			Message: "a workflow starts Subagents, which read_only mode does not allow; use --dry-run to plan it, or --mode auto or ask"})
@@ -278,22 +289,8 @@ func runWorkflowFile(o runOptions, mode runtime.Mode, id string, stdin io.Reader
 		return out.usage(err)
 	}
 	defer rt.Close()
-	var sess *runtime.Session
-	if id == "" {
-		sess, err = rt.NewSession(dir)
-	} else {
-		sess, _, err = rt.OpenSession(id, dir)
-		if err != nil && !errors.Is(err, runtime.ErrBusy) {
-			err = fmt.Errorf("%w (pixir sessions lists the sessions of %s)", err, dir)
-		}
-	}
+	sess, err := openSession(rt, id, dir, mode)
 	if err != nil {
-		return out.usage(err)
-	}
-	if w.ResumeFrom != "" && id == "" {
-		return out.usage(errors.New("resume_from names a run of an earlier session: pixir resume SESSION_ID --workflow FILE --resume-from WORKFLOW_ID"))
-	}
-	if err := sess.SetMode(mode); err != nil {
 		return out.usage(err)
 	}
 	var reuse *workflows.Reuse
