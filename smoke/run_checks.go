@@ -441,6 +441,20 @@ func rebuildCheck(c *checks, runs []*runResult) {
 	c.add("outcome_rebuilt_from_log", "workflows.Rebuild over the Log's workflow_events equals the outcome each run returned", ev, p...)
 }
 
+// theDecision is the one permission decision and the one tool result of
+// a turn of a single tool call, the decision also as evidence.
+func theDecision(p *problems, l *sessionLog, ev map[string]any) (runtime.PermissionDecisionData, runtime.ToolResultData, bool) {
+	decisions, devs := ofType[runtime.PermissionDecisionData](l, runtime.EventPermissionDecision)
+	results, _ := ofType[runtime.ToolResultData](l, runtime.EventToolResult)
+	if len(decisions) != 1 || len(results) != 1 {
+		p.addf("%d permission decisions and %d results, want 1 of each", len(decisions), len(results))
+		return runtime.PermissionDecisionData{}, runtime.ToolResultData{}, false
+	}
+	d := decisions[0]
+	ev["permission_decision"] = map[string]any{"seq": devs[0].Seq, "tool": d.Tool, "mode": d.Mode, "decision": d.Decision, "source": d.Source}
+	return d, results[0], true
+}
+
 // untouched reports the subagent and workflow events of a turn: there
 // must be none when run_workflow was refused.
 func untouched(p *problems, l *sessionLog, what string) {
@@ -518,13 +532,7 @@ func toolChecks(ctx context.Context, c *checks, rt *runtime.Runtime, ws string) 
 	if l, err := turn(runtime.ModeReadOnly, "[tool-run] Run the workflow."); err != nil {
 		p.addf("%v", err)
 	} else {
-		decisions, devs := ofType[runtime.PermissionDecisionData](l, runtime.EventPermissionDecision)
-		results, _ := ofType[runtime.ToolResultData](l, runtime.EventToolResult)
-		if len(decisions) != 1 || len(results) != 1 {
-			p.addf("%d permission decisions and %d results, want 1 of each", len(decisions), len(results))
-		} else {
-			d, res := decisions[0], results[0]
-			ev["permission_decision"] = map[string]any{"seq": devs[0].Seq, "tool": d.Tool, "mode": d.Mode, "decision": d.Decision, "source": d.Source}
+		if d, res, ok := theDecision(&p, l, ev); ok {
 			ev["result"] = res.Result.Error
 			p.expect(d.Tool == "run_workflow" && d.Decision == "denied" && d.Source == "mode" && d.Mode == runtime.ModeReadOnly,
 				"decision %+v, want run_workflow denied by the read_only mode", d)
@@ -538,13 +546,7 @@ func toolChecks(ctx context.Context, c *checks, rt *runtime.Runtime, ws string) 
 	if l, err := turn(runtime.ModeReadOnly, "[tool-dry] Plan the workflow."); err != nil {
 		p.addf("%v", err)
 	} else {
-		decisions, devs := ofType[runtime.PermissionDecisionData](l, runtime.EventPermissionDecision)
-		results, _ := ofType[runtime.ToolResultData](l, runtime.EventToolResult)
-		if len(decisions) != 1 || len(results) != 1 {
-			p.addf("%d permission decisions and %d results, want 1 of each", len(decisions), len(results))
-		} else {
-			d, res := decisions[0], results[0]
-			ev["permission_decision"] = map[string]any{"seq": devs[0].Seq, "tool": d.Tool, "mode": d.Mode, "decision": d.Decision, "source": d.Source}
+		if d, res, ok := theDecision(&p, l, ev); ok {
 			p.expect(d.Decision == "allowed" && d.Source == "dry_run" && d.Mode == runtime.ModeReadOnly, "decision %+v, want allowed as a dry run in read_only", d)
 			var out workflows.DryRunOutcome
 			b, _ := json.Marshal(res.Result.Output)
