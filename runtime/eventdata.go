@@ -3,6 +3,7 @@ package runtime
 import (
 	"encoding/json"
 
+	"github.com/pixir-go/pixir/runtime/provider"
 	"github.com/pixir-go/pixir/tools"
 )
 
@@ -20,9 +21,9 @@ type UserMessageData struct {
 // AssistantMessageData is one model response. Partial is set when the turn
 // was cancelled while it streamed: Text is what was streamed until then.
 type AssistantMessageData struct {
-	Text      string     `json:"text"`
-	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
-	Partial   bool       `json:"partial,omitempty"`
+	Text      string              `json:"text"`
+	ToolCalls []provider.ToolCall `json:"tool_calls,omitempty"`
+	Partial   bool                `json:"partial,omitempty"`
 }
 
 // ReasoningData is the model's reasoning for one response.
@@ -102,5 +103,5 @@ type TurnFailedData struct {
 type ProviderUsageData struct {
 	Provider string `json:"provider"`
 	Model    string `json:"model"`
-	Usage
+	provider.Usage
 }

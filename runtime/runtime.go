@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pixir-go/pixir/runtime/provider"
 	"github.com/pixir-go/pixir/tools"
 )
 
@@ -25,7 +26,7 @@ const DefaultMaxTurnRequests = 50
 type Config struct {
 	// Home is $PIXIR_HOME: global state such as the index of workspaces.
 	Home     string
-	Provider Provider
+	Provider provider.Provider
 	// Model is the model new sessions use; Models the ones a client may
 	// switch to (Model is always among them).
 	Model  string
@@ -45,7 +46,7 @@ type Runtime struct {
 	log   *slog.Logger
 
 	specsOnce sync.Once
-	specs     []ToolSpec
+	specs     []provider.ToolSpec
 
 	subagents *Manager
 
@@ -109,10 +110,10 @@ func (r *Runtime) ProviderName() string { return r.cfg.Provider.Name() }
 func (r *Runtime) knowsModel(m string) bool { return slices.Contains(r.cfg.Models, m) }
 
 // toolSpecs describes the tools to the model, built once.
-func (r *Runtime) toolSpecs() []ToolSpec {
+func (r *Runtime) toolSpecs() []provider.ToolSpec {
 	r.specsOnce.Do(func() {
 		for _, t := range r.tools.All() {
-			r.specs = append(r.specs, ToolSpec{Name: t.Name(), Description: t.Description(), Parameters: t.Schema()})
+			r.specs = append(r.specs, provider.ToolSpec{Name: t.Name(), Description: t.Description(), Parameters: t.Schema()})
 		}
 	})
 	return r.specs

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pixir-go/pixir/runtime/provider"
 	"github.com/pixir-go/pixir/tools"
 )
 
@@ -86,7 +87,7 @@ type Session struct {
 	mu          sync.Mutex
 	meta        Meta
 	observer    Observer // sees events that happen outside a turn
-	history     []Message
+	history     []provider.Message
 	allowAlways map[string]bool
 	turnCancel  context.CancelFunc // non-nil while a turn runs
 	turnDone    chan struct{}
@@ -100,7 +101,7 @@ type Session struct {
 	// with tools of its own (a workflow step's child); nil means the
 	// runtime's, so the common case shares its cached specs.
 	toolset *tools.Registry
-	specs   []ToolSpec
+	specs   []provider.ToolSpec
 }
 
 // addTools offers extra tools to this session only, after the runtime's.
@@ -123,7 +124,7 @@ func (s *Session) addTools(extra []tools.Tool) {
 		}
 		seen[t.Name()] = true
 		all = append(all, t)
-		specs = append(specs, ToolSpec{Name: t.Name(), Description: t.Description(), Parameters: t.Schema()})
+		specs = append(specs, provider.ToolSpec{Name: t.Name(), Description: t.Description(), Parameters: t.Schema()})
 	}
 	s.toolset, s.specs = tools.NewRegistry(all...), specs
 }
@@ -137,7 +138,7 @@ func (s *Session) registry() *tools.Registry {
 }
 
 // toolSpecs describes this session's tools to the model.
-func (s *Session) toolSpecs() []ToolSpec {
+func (s *Session) toolSpecs() []provider.ToolSpec {
 	if s.specs != nil {
 		return s.specs
 	}
@@ -402,24 +403,24 @@ func (s *Session) emit(obs Observer, typ EventType, data any) error {
 }
 
 // foldHistory rebuilds the model conversation from canonical events.
-func foldHistory(events []Event, log *slog.Logger) []Message {
-	var h []Message
+func foldHistory(events []Event, log *slog.Logger) []provider.Message {
+	var h []provider.Message
 	for _, ev := range events {
 		switch ev.Type {
 		case EventUserMessage:
 			var d UserMessageData
 			if decode(ev, &d, log) {
-				h = append(h, Message{Role: RoleUser, Text: d.Text})
+				h = append(h, provider.Message{Role: provider.RoleUser, Text: d.Text})
 			}
 		case EventAssistantMessage:
 			var d AssistantMessageData
 			if decode(ev, &d, log) {
-				h = append(h, Message{Role: RoleAssistant, Text: d.Text, ToolCalls: d.ToolCalls})
+				h = append(h, provider.Message{Role: provider.RoleAssistant, Text: d.Text, ToolCalls: d.ToolCalls})
 			}
 		case EventToolResult:
 			var d ToolResultData
 			if decode(ev, &d, log) {
-				h = append(h, Message{Role: RoleTool, Text: modelText(d.Result), ToolCallID: d.ToolCallID, ToolName: d.Name})
+				h = append(h, provider.Message{Role: provider.RoleTool, Text: modelText(d.Result), ToolCallID: d.ToolCallID, ToolName: d.Name})
 			}
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/pixir-go/pixir/runtime/provider"
 	"github.com/pixir-go/pixir/tools"
 	"github.com/pixir-go/pixir/workflows"
 )
@@ -178,7 +179,7 @@ type offeredTools struct {
 	seen map[string][]string
 }
 
-func (p *offeredTools) Generate(ctx context.Context, req ModelRequest, sink func(Delta)) (*ModelResponse, error) {
+func (p *offeredTools) Generate(ctx context.Context, req provider.ModelRequest, sink func(provider.Delta)) (*provider.ModelResponse, error) {
 	var names []string
 	for _, spec := range req.Tools {
 		names = append(names, spec.Name)
@@ -430,8 +431,8 @@ func TestDryRunOfAMutationIsAllowedInEveryMode(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var runs, dryRuns atomic.Int32
-			p := &fakeProvider{calls: []func(context.Context, ModelRequest, func(Delta)) (*ModelResponse, error){
-				calls(ToolCall{ID: "c1", Name: "change", Arguments: json.RawMessage(tt.args)}), text("ok"),
+			p := &fakeProvider{calls: []func(context.Context, provider.ModelRequest, func(provider.Delta)) (*provider.ModelResponse, error){
+				calls(provider.ToolCall{ID: "c1", Name: "change", Arguments: json.RawMessage(tt.args)}), text("ok"),
 			}}
 			rt := New(Config{Home: t.TempDir(), Provider: p, Model: "m", Tools: append(tools.Builtins(), changeTool(&runs, &dryRuns))})
 			t.Cleanup(rt.Close)
@@ -469,8 +470,8 @@ func TestDryRunOfAMutationIsAllowedInEveryMode(t *testing.T) {
 
 // A read tool's dry_run is its own business: the turn runs it as usual.
 func TestDryRunFlagOnAReadToolChangesNothing(t *testing.T) {
-	p := &fakeProvider{calls: []func(context.Context, ModelRequest, func(Delta)) (*ModelResponse, error){
-		calls(ToolCall{ID: "c1", Name: "read", Arguments: json.RawMessage(`{"path":"a.txt","dry_run":true}`)}), text("ok"),
+	p := &fakeProvider{calls: []func(context.Context, provider.ModelRequest, func(provider.Delta)) (*provider.ModelResponse, error){
+		calls(provider.ToolCall{ID: "c1", Name: "read", Arguments: json.RawMessage(`{"path":"a.txt","dry_run":true}`)}), text("ok"),
 	}}
 	s := newTestSession(t, p)
 	require.NoError(t, os.WriteFile(filepath.Join(s.Workspace().Root(), "a.txt"), []byte("hi"), 0o644))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/pixir-go/pixir/runtime/provider"
 	"github.com/pixir-go/pixir/tools"
 )
 
@@ -24,14 +25,14 @@ type childProvider struct{}
 
 func (childProvider) Name() string { return "child" }
 
-func (childProvider) Generate(ctx context.Context, req ModelRequest, _ func(Delta)) (*ModelResponse, error) {
+func (childProvider) Generate(ctx context.Context, req provider.ModelRequest, _ func(provider.Delta)) (*provider.ModelResponse, error) {
 	var user string
 	calls := 0
 	for _, m := range req.Messages {
 		switch m.Role {
-		case RoleUser:
+		case provider.RoleUser:
 			user, calls = m.Text, 0
-		case RoleAssistant:
+		case provider.RoleAssistant:
 			calls++
 		}
 	}
@@ -45,11 +46,11 @@ func (childProvider) Generate(ctx context.Context, req ModelRequest, _ func(Delt
 		return nil, context.DeadlineExceeded
 	case strings.HasPrefix(user, "write ") && calls == 0:
 		args, _ := json.Marshal(map[string]string{"path": strings.TrimPrefix(user, "write "), "content": "x"})
-		return &ModelResponse{ToolCalls: []ToolCall{{ID: "w1", Name: "write", Arguments: args}}}, nil
+		return &provider.ModelResponse{ToolCalls: []provider.ToolCall{{ID: "w1", Name: "write", Arguments: args}}}, nil
 	case strings.HasPrefix(user, "call ") && calls == 0:
-		return &ModelResponse{ToolCalls: []ToolCall{{ID: "t1", Name: strings.Fields(user)[1], Arguments: json.RawMessage(`{}`)}}}, nil
+		return &provider.ModelResponse{ToolCalls: []provider.ToolCall{{ID: "t1", Name: strings.Fields(user)[1], Arguments: json.RawMessage(`{}`)}}}, nil
 	}
-	return &ModelResponse{Text: "did: " + user}, nil
+	return &provider.ModelResponse{Text: "did: " + user}, nil
 }
 
 // snapshotCopy is a plain recursive copy standing in for runtime/snapshot.
@@ -158,7 +159,7 @@ func newManagerFixture(t *testing.T, cfg SubagentConfig) *managerFixture {
 	return newManagerFixtureWith(t, cfg, childProvider{})
 }
 
-func newManagerFixtureWith(t *testing.T, cfg SubagentConfig, p Provider) *managerFixture {
+func newManagerFixtureWith(t *testing.T, cfg SubagentConfig, p provider.Provider) *managerFixture {
 	t.Helper()
 	if cfg.Snapshot == nil {
 		cfg.Snapshot = takeCopy

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pixir-go/pixir/runtime/provider"
 	"github.com/pixir-go/pixir/tools"
 )
 
@@ -121,7 +122,7 @@ func (t *turn) run(p Prompt) (StopReason, error) {
 	if err := t.emit(EventUserMessage, UserMessageData(p)); err != nil {
 		return "", err
 	}
-	s.appendHistory(Message{Role: RoleUser, Text: p.Text})
+	s.appendHistory(provider.Message{Role: provider.RoleUser, Text: p.Text})
 
 	limit := s.rt.cfg.MaxTurnRequests
 	for call := 1; ; call++ {
@@ -135,7 +136,7 @@ func (t *turn) run(p Prompt) (StopReason, error) {
 		if err != nil {
 			// Keep what the user already saw, so a replay shows it too.
 			if streamed.text != "" || streamed.reasoning != "" {
-				partial := &ModelResponse{Text: streamed.text, Reasoning: streamed.reasoning}
+				partial := &provider.ModelResponse{Text: streamed.text, Reasoning: streamed.reasoning}
 				if err := t.recordResponse(partial, true); err != nil {
 					return "", err
 				}
@@ -182,22 +183,22 @@ func (t *turn) run(p Prompt) (StopReason, error) {
 type streamedSoFar struct{ text, reasoning string }
 
 // generate makes one model call, streaming deltas to the observer.
-func (t *turn) generate() (*ModelResponse, streamedSoFar, error) {
+func (t *turn) generate() (*provider.ModelResponse, streamedSoFar, error) {
 	s := t.s
 	var so streamedSoFar
-	req := ModelRequest{
+	req := provider.ModelRequest{
 		Model:    s.Model(),
 		System:   s.systemPrompt(),
 		Messages: s.historyCopy(),
 		Tools:    s.toolSpecs(),
 	}
 	var emitErr error
-	resp, err := s.rt.cfg.Provider.Generate(t.ctx, req, func(d Delta) {
+	resp, err := s.rt.cfg.Provider.Generate(t.ctx, req, func(d provider.Delta) {
 		if d.Text == "" || emitErr != nil {
 			return
 		}
 		typ := EventTextDelta
-		if d.Kind == DeltaReasoning {
+		if d.Kind == provider.DeltaReasoning {
 			typ = EventReasoningDelta
 			so.reasoning += d.Text
 		} else {
@@ -214,7 +215,7 @@ func (t *turn) generate() (*ModelResponse, streamedSoFar, error) {
 	return resp, so, err
 }
 
-func (t *turn) recordResponse(resp *ModelResponse, partial bool) error {
+func (t *turn) recordResponse(resp *provider.ModelResponse, partial bool) error {
 	s := t.s
 	if resp.Reasoning != "" {
 		if err := t.emit(EventReasoning, ReasoningData{Text: resp.Reasoning}); err != nil {
@@ -224,7 +225,7 @@ func (t *turn) recordResponse(resp *ModelResponse, partial bool) error {
 	if err := t.emit(EventAssistantMessage, AssistantMessageData{Text: resp.Text, ToolCalls: resp.ToolCalls, Partial: partial}); err != nil {
 		return err
 	}
-	s.appendHistory(Message{Role: RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
+	s.appendHistory(provider.Message{Role: provider.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
 	if resp.Usage != nil {
 		if err := t.emit(EventProviderUsage, ProviderUsageData{Provider: s.rt.cfg.Provider.Name(), Model: s.Model(), Usage: *resp.Usage}); err != nil {
 			return err
@@ -234,7 +235,7 @@ func (t *turn) recordResponse(resp *ModelResponse, partial bool) error {
 }
 
 // runTool announces, authorizes, runs and records one tool call.
-func (t *turn) runTool(tc ToolCall) error {
+func (t *turn) runTool(tc provider.ToolCall) error {
 	s := t.s
 	tool, known := s.registry().Get(tc.Name)
 	pres := tools.Presentation{Title: tc.Name, Kind: tools.KindOther}
@@ -296,7 +297,7 @@ func dryRunArgs(args json.RawMessage) bool {
 }
 
 // env is what a tool call runs against.
-func (t *turn) env(tc ToolCall) tools.Env {
+func (t *turn) env(tc provider.ToolCall) tools.Env {
 	files := t.opt.Files
 	if files == nil {
 		files = t.s.workspace.Files()
@@ -308,7 +309,7 @@ func (t *turn) env(tc ToolCall) tools.Env {
 	}
 }
 
-func (t *turn) recordResult(tc ToolCall, result tools.Result, elapsed time.Duration) error {
+func (t *turn) recordResult(tc provider.ToolCall, result tools.Result, elapsed time.Duration) error {
 	data := ToolResultData{
 		ToolCallID: tc.ID, Name: tc.Name, Result: result, Locations: result.Locations,
 		TerminalID: result.TerminalID, ElapsedMS: elapsed.Milliseconds(),
@@ -324,12 +325,12 @@ func (t *turn) recordResult(tc ToolCall, result tools.Result, elapsed time.Durat
 			return err
 		}
 	}
-	t.s.appendHistory(Message{Role: RoleTool, Text: modelText(result), ToolCallID: tc.ID, ToolName: tc.Name})
+	t.s.appendHistory(provider.Message{Role: provider.RoleTool, Text: modelText(result), ToolCallID: tc.ID, ToolName: tc.Name})
 	return nil
 }
 
 // skipCalls answers calls that will not run because the turn was cancelled.
-func (t *turn) skipCalls(calls []ToolCall) error {
+func (t *turn) skipCalls(calls []provider.ToolCall) error {
 	for _, tc := range calls {
 		res := tools.Fail(tools.ErrCancelled, "not run: the turn was cancelled before this call started")
 		if err := t.recordResult(tc, res, 0); err != nil {
@@ -341,7 +342,7 @@ func (t *turn) skipCalls(calls []ToolCall) error {
 
 // authorize applies the permission mode to a call. Reads are always allowed;
 // mutations follow the mode, and every decision about one is recorded.
-func (t *turn) authorize(tc ToolCall, tool tools.Tool, pres tools.Presentation) (bool, tools.Result, error) {
+func (t *turn) authorize(tc provider.ToolCall, tool tools.Tool, pres tools.Presentation) (bool, tools.Result, error) {
 	s := t.s
 	if tool.Posture() != tools.PostureMutation {
 		return true, tools.Result{}, nil
@@ -404,16 +405,16 @@ func (s *Session) systemPrompt() string {
 	return s.rt.cfg.System + "\n\n" + s.system
 }
 
-func (s *Session) appendHistory(m Message) {
+func (s *Session) appendHistory(m provider.Message) {
 	s.mu.Lock()
 	s.history = append(s.history, m)
 	s.mu.Unlock()
 }
 
-func (s *Session) historyCopy() []Message {
+func (s *Session) historyCopy() []provider.Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]Message(nil), s.history...)
+	return append([]provider.Message(nil), s.history...)
 }
 
 func (s *Session) allowedAlways(tool string) bool {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/pixir-go/pixir/runtime/provider"
 	"github.com/pixir-go/pixir/tools"
 )
 
@@ -21,18 +22,18 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // fakeProvider answers each model call with the next func.
 type fakeProvider struct {
 	mu    sync.Mutex
-	calls []func(ctx context.Context, req ModelRequest, sink func(Delta)) (*ModelResponse, error)
-	reqs  []ModelRequest
+	calls []func(ctx context.Context, req provider.ModelRequest, sink func(provider.Delta)) (*provider.ModelResponse, error)
+	reqs  []provider.ModelRequest
 }
 
 func (p *fakeProvider) Name() string { return "fake" }
 
-func (p *fakeProvider) Generate(ctx context.Context, req ModelRequest, sink func(Delta)) (*ModelResponse, error) {
+func (p *fakeProvider) Generate(ctx context.Context, req provider.ModelRequest, sink func(provider.Delta)) (*provider.ModelResponse, error) {
 	p.mu.Lock()
 	p.reqs = append(p.reqs, req)
 	if len(p.calls) == 0 {
 		p.mu.Unlock()
-		return &ModelResponse{Text: "(no more script)"}, nil
+		return &provider.ModelResponse{Text: "(no more script)"}, nil
 	}
 	f := p.calls[0]
 	p.calls = p.calls[1:]
@@ -40,25 +41,25 @@ func (p *fakeProvider) Generate(ctx context.Context, req ModelRequest, sink func
 	return f(ctx, req, sink)
 }
 
-func text(s string) func(context.Context, ModelRequest, func(Delta)) (*ModelResponse, error) {
-	return func(_ context.Context, _ ModelRequest, sink func(Delta)) (*ModelResponse, error) {
-		sink(Delta{Kind: DeltaText, Text: s})
-		return &ModelResponse{Text: s, Usage: &Usage{InputTokens: 1, OutputTokens: 1}}, nil
+func text(s string) func(context.Context, provider.ModelRequest, func(provider.Delta)) (*provider.ModelResponse, error) {
+	return func(_ context.Context, _ provider.ModelRequest, sink func(provider.Delta)) (*provider.ModelResponse, error) {
+		sink(provider.Delta{Kind: provider.DeltaText, Text: s})
+		return &provider.ModelResponse{Text: s, Usage: &provider.Usage{InputTokens: 1, OutputTokens: 1}}, nil
 	}
 }
 
-func calls(tcs ...ToolCall) func(context.Context, ModelRequest, func(Delta)) (*ModelResponse, error) {
-	return func(context.Context, ModelRequest, func(Delta)) (*ModelResponse, error) {
-		return &ModelResponse{ToolCalls: tcs}, nil
+func calls(tcs ...provider.ToolCall) func(context.Context, provider.ModelRequest, func(provider.Delta)) (*provider.ModelResponse, error) {
+	return func(context.Context, provider.ModelRequest, func(provider.Delta)) (*provider.ModelResponse, error) {
+		return &provider.ModelResponse{ToolCalls: tcs}, nil
 	}
 }
 
-func writeCall(id, path string) ToolCall {
+func writeCall(id, path string) provider.ToolCall {
 	args, _ := json.Marshal(map[string]string{"path": path, "content": "x"})
-	return ToolCall{ID: id, Name: "write", Arguments: args}
+	return provider.ToolCall{ID: id, Name: "write", Arguments: args}
 }
 
-func newTestSession(t *testing.T, p Provider) *Session {
+func newTestSession(t *testing.T, p provider.Provider) *Session {
 	t.Helper()
 	rt := New(Config{Home: t.TempDir(), Provider: p, Model: "m", Tools: tools.Builtins()})
 	t.Cleanup(rt.Close)
@@ -89,8 +90,8 @@ func (r *recorder) types() []EventType {
 }
 
 func TestTurnRunsToolsAndFeedsResultsBack(t *testing.T) {
-	p := &fakeProvider{calls: []func(context.Context, ModelRequest, func(Delta)) (*ModelResponse, error){
-		calls(writeCall("c1", "a.txt"), ToolCall{ID: "c2", Name: "nope", Arguments: json.RawMessage(`{}`)}),
+	p := &fakeProvider{calls: []func(context.Context, provider.ModelRequest, func(provider.Delta)) (*provider.ModelResponse, error){
+		calls(writeCall("c1", "a.txt"), provider.ToolCall{ID: "c2", Name: "nope", Arguments: json.RawMessage(`{}`)}),
 		text("done"),
 	}}
 	s := newTestSession(t, p)
@@ -107,7 +108,7 @@ func TestTurnRunsToolsAndFeedsResultsBack(t *testing.T) {
 	// The second model call saw both results, the unknown tool as an error.
 	second := p.reqs[1].Messages
 	require.Len(t, second, 4)
-	require.Equal(t, RoleTool, second[2].Role)
+	require.Equal(t, provider.RoleTool, second[2].Role)
 	require.Contains(t, second[2].Text, `"ok":true`)
 	require.Contains(t, second[3].Text, `"kind":"unknown_tool"`)
 	got, err := os.ReadFile(filepath.Join(s.Workspace().Root(), "a.txt"))
@@ -139,7 +140,7 @@ func TestPermissionModes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := &fakeProvider{calls: []func(context.Context, ModelRequest, func(Delta)) (*ModelResponse, error){
+			p := &fakeProvider{calls: []func(context.Context, provider.ModelRequest, func(provider.Delta)) (*provider.ModelResponse, error){
 				calls(writeCall("c1", "a.txt")), text("ok"),
 			}}
 			s := newTestSession(t, p)
@@ -192,7 +193,7 @@ func (c *countingAsker) AskPermission(context.Context, PermissionRequest) (Permi
 }
 
 func TestAllowAlwaysIsRememberedPerTool(t *testing.T) {
-	p := &fakeProvider{calls: []func(context.Context, ModelRequest, func(Delta)) (*ModelResponse, error){
+	p := &fakeProvider{calls: []func(context.Context, provider.ModelRequest, func(provider.Delta)) (*provider.ModelResponse, error){
 		calls(writeCall("c1", "a.txt"), writeCall("c2", "b.txt")), text("ok"),
 	}}
 	s := newTestSession(t, p)
@@ -216,10 +217,10 @@ func TestAllowAlwaysIsRememberedPerTool(t *testing.T) {
 
 func TestCancelWhileStreamingKeepsWhatWasShown(t *testing.T) {
 	started := make(chan struct{})
-	p := &fakeProvider{calls: []func(context.Context, ModelRequest, func(Delta)) (*ModelResponse, error){
-		func(ctx context.Context, _ ModelRequest, sink func(Delta)) (*ModelResponse, error) {
-			sink(Delta{Kind: DeltaReasoning, Text: "hmm"})
-			sink(Delta{Kind: DeltaText, Text: "partial "})
+	p := &fakeProvider{calls: []func(context.Context, provider.ModelRequest, func(provider.Delta)) (*provider.ModelResponse, error){
+		func(ctx context.Context, _ provider.ModelRequest, sink func(provider.Delta)) (*provider.ModelResponse, error) {
+			sink(provider.Delta{Kind: provider.DeltaReasoning, Text: "hmm"})
+			sink(provider.Delta{Kind: provider.DeltaText, Text: "partial "})
 			close(started)
 			<-ctx.Done()
 			return nil, ctx.Err()
@@ -245,10 +246,10 @@ func TestCancelWhileStreamingKeepsWhatWasShown(t *testing.T) {
 
 func TestCancelledTurnAnswersEveryToolCall(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &fakeProvider{calls: []func(context.Context, ModelRequest, func(Delta)) (*ModelResponse, error){
-		func(context.Context, ModelRequest, func(Delta)) (*ModelResponse, error) {
+	p := &fakeProvider{calls: []func(context.Context, provider.ModelRequest, func(provider.Delta)) (*provider.ModelResponse, error){
+		func(context.Context, provider.ModelRequest, func(provider.Delta)) (*provider.ModelResponse, error) {
 			cancel() // cancelled after the model answered, before tools ran
-			return &ModelResponse{ToolCalls: []ToolCall{writeCall("c1", "a.txt"), writeCall("c2", "b.txt")}}, nil
+			return &provider.ModelResponse{ToolCalls: []provider.ToolCall{writeCall("c1", "a.txt"), writeCall("c2", "b.txt")}}, nil
 		},
 	}}
 	s := newTestSession(t, p)
@@ -262,10 +263,10 @@ func TestCancelledTurnAnswersEveryToolCall(t *testing.T) {
 
 func TestBusySessionRefusesASecondPrompt(t *testing.T) {
 	release := make(chan struct{})
-	p := &fakeProvider{calls: []func(context.Context, ModelRequest, func(Delta)) (*ModelResponse, error){
-		func(ctx context.Context, _ ModelRequest, _ func(Delta)) (*ModelResponse, error) {
+	p := &fakeProvider{calls: []func(context.Context, provider.ModelRequest, func(provider.Delta)) (*provider.ModelResponse, error){
+		func(ctx context.Context, _ provider.ModelRequest, _ func(provider.Delta)) (*provider.ModelResponse, error) {
 			<-release
-			return &ModelResponse{Text: "ok"}, nil
+			return &provider.ModelResponse{Text: "ok"}, nil
 		},
 	}}
 	s := newTestSession(t, p)
@@ -286,9 +287,9 @@ func TestBusySessionRefusesASecondPrompt(t *testing.T) {
 }
 
 func TestProviderFailureIsATurnFailedEvent(t *testing.T) {
-	p := &fakeProvider{calls: []func(context.Context, ModelRequest, func(Delta)) (*ModelResponse, error){
-		func(_ context.Context, _ ModelRequest, sink func(Delta)) (*ModelResponse, error) {
-			sink(Delta{Kind: DeltaText, Text: "half an answer"})
+	p := &fakeProvider{calls: []func(context.Context, provider.ModelRequest, func(provider.Delta)) (*provider.ModelResponse, error){
+		func(_ context.Context, _ provider.ModelRequest, sink func(provider.Delta)) (*provider.ModelResponse, error) {
+			sink(provider.Delta{Kind: provider.DeltaText, Text: "half an answer"})
 			return nil, errors.New("502 bad gateway")
 		},
 	}}
@@ -309,7 +310,7 @@ func TestProviderFailureIsATurnFailedEvent(t *testing.T) {
 }
 
 func TestReopenedSessionKeepsModeModelAndHistory(t *testing.T) {
-	p := &fakeProvider{calls: []func(context.Context, ModelRequest, func(Delta)) (*ModelResponse, error){text("first answer")}}
+	p := &fakeProvider{calls: []func(context.Context, provider.ModelRequest, func(provider.Delta)) (*provider.ModelResponse, error){text("first answer")}}
 	home, ws := t.TempDir(), t.TempDir()
 	rt := New(Config{Home: home, Provider: p, Model: "m", Models: []string{"m2"}, Tools: tools.Builtins()})
 	s, err := rt.NewSession(ws)
@@ -332,7 +333,7 @@ func TestReopenedSessionKeepsModeModelAndHistory(t *testing.T) {
 	require.Len(t, events, 3)
 	require.Equal(t, ModeReadOnly, s2.Mode())
 	require.Equal(t, "m2", s2.Model())
-	require.Equal(t, []Message{{Role: RoleUser, Text: "hello there"}, {Role: RoleAssistant, Text: "first answer"}}, s2.historyCopy())
+	require.Equal(t, []provider.Message{{Role: provider.RoleUser, Text: "hello there"}, {Role: provider.RoleAssistant, Text: "first answer"}}, s2.historyCopy())
 
 	_, _, err = rt2.OpenSession("../../etc", ws)
 	require.ErrorIs(t, err, ErrSessionNotFound)

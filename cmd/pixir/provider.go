@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/pixir-go/pixir/runtime"
+	"github.com/pixir-go/pixir/runtime/provider"
 	"github.com/pixir-go/pixir/runtime/provider/anthropic"
 	"github.com/pixir-go/pixir/runtime/provider/httpstream"
 	"github.com/pixir-go/pixir/runtime/provider/openai"
@@ -136,7 +137,7 @@ func (c providerChoice) policy() httpstream.Policy {
 }
 
 // buildProvider makes the chosen provider.
-func buildProvider(c providerChoice, logger *slog.Logger) (runtime.Provider, error) {
+func buildProvider(c providerChoice, logger *slog.Logger) (provider.Provider, error) {
 	hint := "--base-url, " + map[string]string{openai.ProviderName: "OPENAI_BASE_URL", anthropic.ProviderName: "ANTHROPIC_BASE_URL"}[c.Name] + " or base_url in config.toml"
 	switch c.Name {
 	case openai.ProviderName:

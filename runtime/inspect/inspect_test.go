@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixir-go/pixir/runtime"
+	"github.com/pixir-go/pixir/runtime/provider"
 	"github.com/pixir-go/pixir/tools"
 	"github.com/pixir-go/pixir/workflows"
 )
@@ -47,7 +48,7 @@ func user(text string) ev {
 func say(text string, callIDs ...string) ev {
 	d := runtime.AssistantMessageData{Text: text}
 	for _, id := range callIDs {
-		d.ToolCalls = append(d.ToolCalls, runtime.ToolCall{ID: id, Name: "tool"})
+		d.ToolCalls = append(d.ToolCalls, provider.ToolCall{ID: id, Name: "tool"})
 	}
 	return ev{runtime.EventAssistantMessage, d}
 }

@@ -11,7 +11,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/pixir-go/pixir/runtime"
+	"github.com/pixir-go/pixir/runtime/provider"
 	"github.com/pixir-go/pixir/runtime/provider/httpstream"
 )
 
@@ -108,12 +108,12 @@ func (p *Provider) missingKey() error {
 }
 
 // Generate streams one message.
-func (p *Provider) Generate(ctx context.Context, req runtime.ModelRequest, sink func(runtime.Delta)) (*runtime.ModelResponse, error) {
+func (p *Provider) Generate(ctx context.Context, req provider.ModelRequest, sink func(provider.Delta)) (*provider.ModelResponse, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if sink == nil {
-		sink = func(runtime.Delta) {}
+		sink = func(provider.Delta) {}
 	}
 	if p.cfg.APIKey == "" {
 		return nil, p.missingKey()

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/pixir-go/pixir/runtime"
+	"github.com/pixir-go/pixir/runtime/provider"
 	"github.com/pixir-go/pixir/runtime/provider/doctor"
 	"github.com/pixir-go/pixir/runtime/provider/httpstream"
 	"github.com/pixir-go/pixir/runtime/provider/internal/wiretest"
@@ -37,16 +37,16 @@ func sse(t *testing.T, name string) wiretest.Reply {
 
 type deltas struct {
 	mu  sync.Mutex
-	got []runtime.Delta
+	got []provider.Delta
 }
 
-func (d *deltas) sink(x runtime.Delta) {
+func (d *deltas) sink(x provider.Delta) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.got = append(d.got, x)
 }
 
-func (d *deltas) text(kind runtime.DeltaKind) string {
+func (d *deltas) text(kind provider.DeltaKind) string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var b strings.Builder
@@ -58,10 +58,10 @@ func (d *deltas) text(kind runtime.DeltaKind) string {
 	return b.String()
 }
 
-func request(model string) runtime.ModelRequest {
-	return runtime.ModelRequest{Model: model, System: "You are Pixir.",
-		Tools:    []runtime.ToolSpec{{Name: "read", Description: "Read a file.", Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)}},
-		Messages: []runtime.Message{{Role: runtime.RoleUser, Text: "what does the README say?"}}}
+func request(model string) provider.ModelRequest {
+	return provider.ModelRequest{Model: model, System: "You are Pixir.",
+		Tools:    []provider.ToolSpec{{Name: "read", Description: "Read a file.", Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)}},
+		Messages: []provider.Message{{Role: provider.RoleUser, Text: "what does the README say?"}}}
 }
 
 func TestStreamsText(t *testing.T) {
@@ -71,8 +71,8 @@ func TestStreamsText(t *testing.T) {
 	resp, err := p.Generate(context.Background(), request("claude-sonnet-4-5"), d.sink)
 	require.NoError(t, err)
 	require.Equal(t, "Hello! The README describes Pixir, a supervised runtime.", resp.Text)
-	require.Equal(t, resp.Text, d.text(runtime.DeltaText))
-	require.Equal(t, &runtime.Usage{InputTokens: 25, OutputTokens: 15, ContextWindow: DefaultContextWindow}, resp.Usage)
+	require.Equal(t, resp.Text, d.text(provider.DeltaText))
+	require.Equal(t, &provider.Usage{InputTokens: 25, OutputTokens: 15, ContextWindow: DefaultContextWindow}, resp.Usage)
 
 	req := srv.Requests()[0]
 	require.Equal(t, "/v1/messages", req.Path)
@@ -93,15 +93,15 @@ func TestThinkingTextAndToolUse(t *testing.T) {
 	resp, err := p.Generate(context.Background(), request("claude-sonnet-4-5"), d.sink)
 	require.NoError(t, err)
 	require.Equal(t, "The user wants the README and the file list. I'll call both tools.", resp.Reasoning)
-	require.Equal(t, resp.Reasoning, d.text(runtime.DeltaReasoning))
+	require.Equal(t, resp.Reasoning, d.text(provider.DeltaReasoning))
 	require.Equal(t, "I'll read the README and list the files.", resp.Text)
-	require.Equal(t, runtime.DeltaReasoning, d.got[0].Kind)
-	require.Equal(t, []runtime.ToolCall{
+	require.Equal(t, provider.DeltaReasoning, d.got[0].Kind)
+	require.Equal(t, []provider.ToolCall{
 		{ID: "toolu_01T1x1fJ34qAmk2tNTrN7Up6", Name: "read", Arguments: json.RawMessage(`{"path": "README.md"}`)},
 		{ID: "toolu_01Kd8UoJTgY9XrnSh7qBm4vE", Name: "bash", Arguments: json.RawMessage(`{"command": "ls -la \"my dir\""}`)},
 		{ID: "toolu_01Ng2eQz7vHcR5pXyW3aLt9K", Name: "list_agents", Arguments: json.RawMessage(`{}`)},
 	}, resp.ToolCalls)
-	require.Equal(t, &runtime.Usage{InputTokens: 472 + 1024, OutputTokens: 156, ContextWindow: DefaultContextWindow}, resp.Usage, "cached input counts")
+	require.Equal(t, &provider.Usage{InputTokens: 472 + 1024, OutputTokens: 156, ContextWindow: DefaultContextWindow}, resp.Usage, "cached input counts")
 }
 
 func failure(t *testing.T, err error, kind httpstream.Kind, want ...string) {
@@ -193,7 +193,7 @@ func TestFaultServerClosesMidStream(t *testing.T) {
 		var d deltas
 		_, err := p.Generate(context.Background(), request("m"), d.sink)
 		failure(t, err, httpstream.KindClosed, "send the prompt again")
-		require.Equal(t, "Hello! The README describes Pixir,", d.text(runtime.DeltaText))
+		require.Equal(t, "Hello! The README describes Pixir,", d.text(provider.DeltaText))
 		require.Len(t, srv.Requests(), 1, "no retry once text was shown")
 	}
 }
@@ -262,7 +262,7 @@ func TestFaultCancelWhileStreaming(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var cancelledAt time.Time
-	resp, err := p.Generate(ctx, request("m"), func(runtime.Delta) {
+	resp, err := p.Generate(ctx, request("m"), func(provider.Delta) {
 		if cancelledAt.IsZero() {
 			cancelledAt = time.Now()
 			cancel()

@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/pixir-go/pixir/runtime"
+	"github.com/pixir-go/pixir/runtime/provider"
 	"github.com/pixir-go/pixir/runtime/provider/httpstream"
 )
 
@@ -77,14 +77,14 @@ func newAssembler(subj httpstream.Subject) *assembler {
 	return &assembler{subj: subj, tools: map[int]*toolUse{}}
 }
 
-func (a *assembler) readStream(s *httpstream.Stream, sink func(runtime.Delta)) error {
-	emit := func(kind runtime.DeltaKind, text string, into *strings.Builder) {
+func (a *assembler) readStream(s *httpstream.Stream, sink func(provider.Delta)) error {
+	emit := func(kind provider.DeltaKind, text string, into *strings.Builder) {
 		if text == "" {
 			return
 		}
 		s.Started()
 		into.WriteString(text)
-		sink(runtime.Delta{Kind: kind, Text: text})
+		sink(provider.Delta{Kind: kind, Text: text})
 	}
 	for {
 		ev, err := s.Next()
@@ -115,9 +115,9 @@ func (a *assembler) readStream(s *httpstream.Stream, sink func(runtime.Delta)) e
 			}
 			switch b.Type {
 			case "text":
-				emit(runtime.DeltaText, b.Text, &a.text)
+				emit(provider.DeltaText, b.Text, &a.text)
 			case "thinking":
-				emit(runtime.DeltaReasoning, b.Thinking, &a.reasoning)
+				emit(provider.DeltaReasoning, b.Thinking, &a.reasoning)
 			case "tool_use":
 				a.tools[e.Index] = &toolUse{id: b.ID, name: b.Name}
 			}
@@ -128,9 +128,9 @@ func (a *assembler) readStream(s *httpstream.Stream, sink func(runtime.Delta)) e
 			}
 			switch d.Type {
 			case "text_delta":
-				emit(runtime.DeltaText, d.Text, &a.text)
+				emit(provider.DeltaText, d.Text, &a.text)
 			case "thinking_delta":
-				emit(runtime.DeltaReasoning, d.Thinking, &a.reasoning)
+				emit(provider.DeltaReasoning, d.Thinking, &a.reasoning)
 			case "input_json_delta":
 				if t := a.tools[e.Index]; t != nil {
 					t.input.WriteString(d.PartialJSON)
@@ -165,10 +165,10 @@ func (a *assembler) readStream(s *httpstream.Stream, sink func(runtime.Delta)) e
 	}
 }
 
-func (a *assembler) response() (*runtime.ModelResponse, error) {
-	resp := &runtime.ModelResponse{Text: a.text.String(), Reasoning: a.reasoning.String()}
+func (a *assembler) response() (*provider.ModelResponse, error) {
+	resp := &provider.ModelResponse{Text: a.text.String(), Reasoning: a.reasoning.String()}
 	if u := a.usage; u != nil {
-		resp.Usage = &runtime.Usage{InputTokens: u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens, OutputTokens: u.OutputTokens}
+		resp.Usage = &provider.Usage{InputTokens: u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens, OutputTokens: u.OutputTokens}
 	}
 	indexes := make([]int, 0, len(a.tools))
 	for i := range a.tools {
@@ -191,7 +191,7 @@ func (a *assembler) response() (*runtime.ModelResponse, error) {
 			}
 			return nil, &httpstream.Error{Kind: httpstream.KindToolCall, Message: msg, Err: err}
 		}
-		resp.ToolCalls = append(resp.ToolCalls, runtime.ToolCall{ID: t.id, Name: t.name, Arguments: json.RawMessage(input)})
+		resp.ToolCalls = append(resp.ToolCalls, provider.ToolCall{ID: t.id, Name: t.name, Arguments: json.RawMessage(input)})
 	}
 	return resp, nil
 }

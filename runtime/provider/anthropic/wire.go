@@ -3,7 +3,7 @@ package anthropic
 import (
 	"encoding/json"
 
-	"github.com/pixir-go/pixir/runtime"
+	"github.com/pixir-go/pixir/runtime/provider"
 )
 
 // The request side of the Messages API.
@@ -45,7 +45,7 @@ type tool struct {
 
 var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
-func (p *Provider) request(req runtime.ModelRequest) messagesRequest {
+func (p *Provider) request(req provider.ModelRequest) messagesRequest {
 	out := messagesRequest{
 		Model:     req.Model,
 		MaxTokens: p.cfg.MaxTokens,
@@ -68,7 +68,7 @@ func (p *Provider) request(req runtime.ModelRequest) messagesRequest {
 // assistant's calls tool_use blocks, and neighbours with the same role
 // merge into one turn (so several results, and a prompt after them, make
 // one user turn). Empty text blocks, which the API rejects, are left out.
-func mapMessages(msgs []runtime.Message) []message {
+func mapMessages(msgs []provider.Message) []message {
 	var out []message
 	add := func(role string, blocks ...block) {
 		if len(blocks) == 0 {
@@ -82,11 +82,11 @@ func mapMessages(msgs []runtime.Message) []message {
 	}
 	for _, m := range msgs {
 		switch m.Role {
-		case runtime.RoleUser:
+		case provider.RoleUser:
 			if m.Text != "" {
 				add("user", block{Type: "text", Text: m.Text})
 			}
-		case runtime.RoleAssistant:
+		case provider.RoleAssistant:
 			var blocks []block
 			if m.Text != "" {
 				blocks = append(blocks, block{Type: "text", Text: m.Text})
@@ -99,7 +99,7 @@ func mapMessages(msgs []runtime.Message) []message {
 				blocks = append(blocks, block{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: input})
 			}
 			add("assistant", blocks...)
-		case runtime.RoleTool:
+		case provider.RoleTool:
 			text := m.Text
 			if text == "" {
 				text = "(no output)"

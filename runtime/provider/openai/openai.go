@@ -14,7 +14,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/pixir-go/pixir/runtime"
+	"github.com/pixir-go/pixir/runtime/provider"
 	"github.com/pixir-go/pixir/runtime/provider/httpstream"
 )
 
@@ -105,12 +105,12 @@ func (p *Provider) header() http.Header {
 }
 
 // Generate streams one chat completion.
-func (p *Provider) Generate(ctx context.Context, req runtime.ModelRequest, sink func(runtime.Delta)) (*runtime.ModelResponse, error) {
+func (p *Provider) Generate(ctx context.Context, req provider.ModelRequest, sink func(provider.Delta)) (*provider.ModelResponse, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if sink == nil {
-		sink = func(runtime.Delta) {}
+		sink = func(provider.Delta) {}
 	}
 	subj := p.subject(req.Model)
 	if req.Model == "" {

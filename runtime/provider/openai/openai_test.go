@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/pixir-go/pixir/runtime"
+	"github.com/pixir-go/pixir/runtime/provider"
 	"github.com/pixir-go/pixir/runtime/provider/httpstream"
 	"github.com/pixir-go/pixir/runtime/provider/internal/wiretest"
 )
@@ -37,16 +37,16 @@ func sse(t *testing.T, name string) wiretest.Reply {
 
 type deltas struct {
 	mu  sync.Mutex
-	got []runtime.Delta
+	got []provider.Delta
 }
 
-func (d *deltas) sink(x runtime.Delta) {
+func (d *deltas) sink(x provider.Delta) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.got = append(d.got, x)
 }
 
-func (d *deltas) text(kind runtime.DeltaKind) string {
+func (d *deltas) text(kind provider.DeltaKind) string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var b strings.Builder
@@ -58,11 +58,11 @@ func (d *deltas) text(kind runtime.DeltaKind) string {
 	return b.String()
 }
 
-var readTool = runtime.ToolSpec{Name: "read", Description: "Read a file.", Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`)}
+var readTool = provider.ToolSpec{Name: "read", Description: "Read a file.", Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`)}
 
-func request(model string) runtime.ModelRequest {
-	return runtime.ModelRequest{Model: model, System: "You are Pixir.", Tools: []runtime.ToolSpec{readTool},
-		Messages: []runtime.Message{{Role: runtime.RoleUser, Text: "what does the README say?"}}}
+func request(model string) provider.ModelRequest {
+	return provider.ModelRequest{Model: model, System: "You are Pixir.", Tools: []provider.ToolSpec{readTool},
+		Messages: []provider.Message{{Role: provider.RoleUser, Text: "what does the README say?"}}}
 }
 
 func TestStreamsText(t *testing.T) {
@@ -72,10 +72,10 @@ func TestStreamsText(t *testing.T) {
 	resp, err := p.Generate(context.Background(), request("gpt-4.1-mini"), d.sink)
 	require.NoError(t, err)
 	require.Equal(t, "The README says Pixir is a supervised runtime.", resp.Text)
-	require.Equal(t, resp.Text, d.text(runtime.DeltaText))
+	require.Equal(t, resp.Text, d.text(provider.DeltaText))
 	require.Len(t, d.got, 8, "one delta per content chunk")
 	require.Empty(t, resp.ToolCalls)
-	require.Equal(t, &runtime.Usage{InputTokens: 812, OutputTokens: 9, ContextWindow: 32768}, resp.Usage)
+	require.Equal(t, &provider.Usage{InputTokens: 812, OutputTokens: 9, ContextWindow: 32768}, resp.Usage)
 
 	reqs := srv.Requests()
 	require.Len(t, reqs, 1)
@@ -112,7 +112,7 @@ func TestAssemblesParallelToolCallsFromFragments(t *testing.T) {
 	require.Equal(t, "call_P0aL8sW2eRt5yU7iO9pQ1zXc", resp.ToolCalls[1].ID)
 	require.Equal(t, "bash", resp.ToolCalls[1].Name)
 	require.JSONEq(t, `{"command":"ls -la \"my dir\""}`, string(resp.ToolCalls[1].Arguments))
-	require.Equal(t, &runtime.Usage{InputTokens: 1187, OutputTokens: 58, ContextWindow: 32768}, resp.Usage, "from the chunk with empty choices")
+	require.Equal(t, &provider.Usage{InputTokens: 1187, OutputTokens: 58, ContextWindow: 32768}, resp.Usage, "from the chunk with empty choices")
 }
 
 func TestStreamsReasoningContent(t *testing.T) {
@@ -122,9 +122,9 @@ func TestStreamsReasoningContent(t *testing.T) {
 	resp, err := p.Generate(context.Background(), request("deepseek-reasoner"), d.sink)
 	require.NoError(t, err)
 	require.Equal(t, "The user asks for 2+2. That is 4.", resp.Reasoning)
-	require.Equal(t, resp.Reasoning, d.text(runtime.DeltaReasoning))
+	require.Equal(t, resp.Reasoning, d.text(provider.DeltaReasoning))
 	require.Equal(t, "2 + 2 = 4", resp.Text)
-	require.Equal(t, runtime.DeltaReasoning, d.got[0].Kind, "reasoning streams first")
+	require.Equal(t, provider.DeltaReasoning, d.got[0].Kind, "reasoning streams first")
 	require.Equal(t, 14, resp.Usage.InputTokens, "usage on the finish chunk")
 }
 
@@ -134,10 +134,10 @@ func TestOllamaReasoningAndWholeToolCalls(t *testing.T) {
 	var d deltas
 	resp, err := p.Generate(context.Background(), request("qwen3:8b"), d.sink)
 	require.NoError(t, err)
-	require.Equal(t, "Let me list the files.", d.text(runtime.DeltaReasoning))
+	require.Equal(t, "Let me list the files.", d.text(provider.DeltaReasoning))
 	require.Len(t, resp.ToolCalls, 2)
-	require.Equal(t, runtime.ToolCall{ID: "call_t8yqf2lm", Name: "bash", Arguments: json.RawMessage(`{"command":"ls"}`)}, resp.ToolCalls[0])
-	require.Equal(t, runtime.ToolCall{ID: "call_0w9x3c1n", Name: "read", Arguments: json.RawMessage(`{"path":"go.mod"}`)}, resp.ToolCalls[1])
+	require.Equal(t, provider.ToolCall{ID: "call_t8yqf2lm", Name: "bash", Arguments: json.RawMessage(`{"command":"ls"}`)}, resp.ToolCalls[0])
+	require.Equal(t, provider.ToolCall{ID: "call_0w9x3c1n", Name: "read", Arguments: json.RawMessage(`{"path":"go.mod"}`)}, resp.ToolCalls[1])
 	require.Equal(t, 912, resp.Usage.InputTokens)
 }
 
@@ -277,7 +277,7 @@ func TestFaultServerClosesMidStream(t *testing.T) {
 		var d deltas
 		_, err := p.Generate(context.Background(), request("m"), d.sink)
 		failure(t, err, httpstream.KindClosed, "the connection", "send the prompt again")
-		require.Equal(t, "The README says Pixir is a supervised", d.text(runtime.DeltaText))
+		require.Equal(t, "The README says Pixir is a supervised", d.text(provider.DeltaText))
 		require.Len(t, srv.Requests(), 1, "no retry once text was shown")
 	}
 }
@@ -335,7 +335,7 @@ func TestFaultCancelWhileStreaming(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var cancelledAt time.Time
-	resp, err := p.Generate(ctx, request("m"), func(d runtime.Delta) {
+	resp, err := p.Generate(ctx, request("m"), func(d provider.Delta) {
 		if cancelledAt.IsZero() {
 			cancelledAt = time.Now()
 			cancel()

@@ -9,7 +9,7 @@ import (
 	"math/rand/v2"
 	"strings"
 
-	"github.com/pixir-go/pixir/runtime"
+	"github.com/pixir-go/pixir/runtime/provider"
 	"github.com/pixir-go/pixir/runtime/provider/httpstream"
 )
 
@@ -122,7 +122,7 @@ func (a *assembler) protocolError(err error, data string) error {
 }
 
 // readStream reads SSE chunks until [DONE].
-func (a *assembler) readStream(s *httpstream.Stream, sink func(runtime.Delta)) error {
+func (a *assembler) readStream(s *httpstream.Stream, sink func(provider.Delta)) error {
 	for {
 		ev, err := s.Next()
 		if errors.Is(err, io.EOF) {
@@ -169,23 +169,23 @@ func (a *assembler) readStream(s *httpstream.Stream, sink func(runtime.Delta)) e
 }
 
 // add takes one delta, streaming what the user should see.
-func (a *assembler) add(d chunkBody, s *httpstream.Stream, sink func(runtime.Delta)) {
-	emit := func(kind runtime.DeltaKind, text string, into *strings.Builder) {
+func (a *assembler) add(d chunkBody, s *httpstream.Stream, sink func(provider.Delta)) {
+	emit := func(kind provider.DeltaKind, text string, into *strings.Builder) {
 		if text == "" {
 			return
 		}
 		s.Started()
 		into.WriteString(text)
-		sink(runtime.Delta{Kind: kind, Text: text})
+		sink(provider.Delta{Kind: kind, Text: text})
 	}
 	// Some servers send the same reasoning under both names; take one.
 	reasoning := string(d.ReasoningContent)
 	if reasoning == "" {
 		reasoning = string(d.Reasoning)
 	}
-	emit(runtime.DeltaReasoning, reasoning, &a.reasoning)
-	emit(runtime.DeltaText, d.Content, &a.text)
-	emit(runtime.DeltaText, d.Refusal, &a.text)
+	emit(provider.DeltaReasoning, reasoning, &a.reasoning)
+	emit(provider.DeltaText, d.Content, &a.text)
+	emit(provider.DeltaText, d.Refusal, &a.text)
 	a.addToolCalls(d.ToolCalls)
 }
 
@@ -258,10 +258,10 @@ func (a *assembler) readCompletion(s *httpstream.Stream) error {
 
 // response is the assembled answer; a tool call whose arguments are not
 // JSON fails it, readably.
-func (a *assembler) response() (*runtime.ModelResponse, error) {
-	resp := &runtime.ModelResponse{Text: a.text.String(), Reasoning: a.reasoning.String()}
+func (a *assembler) response() (*provider.ModelResponse, error) {
+	resp := &provider.ModelResponse{Text: a.text.String(), Reasoning: a.reasoning.String()}
 	if a.usage != nil {
-		resp.Usage = &runtime.Usage{InputTokens: a.usage.PromptTokens, OutputTokens: a.usage.CompletionTokens}
+		resp.Usage = &provider.Usage{InputTokens: a.usage.PromptTokens, OutputTokens: a.usage.CompletionTokens}
 	}
 	for i, c := range a.calls {
 		if c.name == "" {
@@ -284,7 +284,7 @@ func (a *assembler) response() (*runtime.ModelResponse, error) {
 		if id == "" {
 			id = fmt.Sprintf("call_%016x", rand.Uint64())
 		}
-		resp.ToolCalls = append(resp.ToolCalls, runtime.ToolCall{ID: id, Name: c.name, Arguments: json.RawMessage(args)})
+		resp.ToolCalls = append(resp.ToolCalls, provider.ToolCall{ID: id, Name: c.name, Arguments: json.RawMessage(args)})
 	}
 	return resp, nil
 }

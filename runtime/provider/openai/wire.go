@@ -3,7 +3,7 @@ package openai
 import (
 	"encoding/json"
 
-	"github.com/pixir-go/pixir/runtime"
+	"github.com/pixir-go/pixir/runtime/provider"
 )
 
 // The request side of the Chat Completions API.
@@ -59,7 +59,7 @@ var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
 // request maps a ModelRequest onto the wire. Reasoning is not sent back:
 // the API has no field for it, and some servers reject one.
-func (p *Provider) request(req runtime.ModelRequest) chatRequest {
+func (p *Provider) request(req provider.ModelRequest) chatRequest {
 	out := chatRequest{
 		Model:         req.Model,
 		Stream:        true,
@@ -77,7 +77,7 @@ func (p *Provider) request(req runtime.ModelRequest) chatRequest {
 	return out
 }
 
-func mapMessages(system string, msgs []runtime.Message) []chatMessage {
+func mapMessages(system string, msgs []provider.Message) []chatMessage {
 	out := make([]chatMessage, 0, len(msgs)+1)
 	if system != "" {
 		out = append(out, chatMessage{Role: "system", Content: &system})
@@ -85,9 +85,9 @@ func mapMessages(system string, msgs []runtime.Message) []chatMessage {
 	for _, m := range msgs {
 		text := m.Text
 		switch m.Role {
-		case runtime.RoleUser:
+		case provider.RoleUser:
 			out = append(out, chatMessage{Role: "user", Content: &text})
-		case runtime.RoleAssistant:
+		case provider.RoleAssistant:
 			cm := chatMessage{Role: "assistant"}
 			if text != "" || len(m.ToolCalls) == 0 {
 				cm.Content = &text
@@ -100,7 +100,7 @@ func mapMessages(system string, msgs []runtime.Message) []chatMessage {
 				cm.ToolCalls = append(cm.ToolCalls, chatToolCall{ID: tc.ID, Type: "function", Function: chatFunctionCall{Name: tc.Name, Arguments: args}})
 			}
 			out = append(out, cm)
-		case runtime.RoleTool:
+		case provider.RoleTool:
 			out = append(out, chatMessage{Role: "tool", ToolCallID: m.ToolCallID, Content: &text})
 		}
 	}

@@ -6,37 +6,37 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/pixir-go/pixir/runtime"
+	"github.com/pixir-go/pixir/runtime/provider"
 )
 
 func TestMapMessages(t *testing.T) {
-	call := runtime.ToolCall{ID: "call_1", Name: "read", Arguments: json.RawMessage(`{"path":"README.md"}`)}
+	call := provider.ToolCall{ID: "call_1", Name: "read", Arguments: json.RawMessage(`{"path":"README.md"}`)}
 	tests := []struct {
 		name   string
 		system string
-		msgs   []runtime.Message
+		msgs   []provider.Message
 		want   string
 	}{
-		{"system and user", "Be brief.", []runtime.Message{{Role: runtime.RoleUser, Text: "hi"}},
+		{"system and user", "Be brief.", []provider.Message{{Role: provider.RoleUser, Text: "hi"}},
 			`[{"role":"system","content":"Be brief."},{"role":"user","content":"hi"}]`},
-		{"no system prompt", "", []runtime.Message{{Role: runtime.RoleUser, Text: "hi"}},
+		{"no system prompt", "", []provider.Message{{Role: provider.RoleUser, Text: "hi"}},
 			`[{"role":"user","content":"hi"}]`},
-		{"assistant text", "", []runtime.Message{{Role: runtime.RoleUser, Text: "hi"}, {Role: runtime.RoleAssistant, Text: "Hello."}},
+		{"assistant text", "", []provider.Message{{Role: provider.RoleUser, Text: "hi"}, {Role: provider.RoleAssistant, Text: "Hello."}},
 			`[{"role":"user","content":"hi"},{"role":"assistant","content":"Hello."}]`},
-		{"tool calls without text: arguments as a JSON string, no content", "", []runtime.Message{
-			{Role: runtime.RoleUser, Text: "read it"},
-			{Role: runtime.RoleAssistant, ToolCalls: []runtime.ToolCall{call, {ID: "call_2", Name: "bash"}}},
-			{Role: runtime.RoleTool, ToolCallID: "call_1", ToolName: "read", Text: `{"ok":true,"output":"# Pixir"}`},
-			{Role: runtime.RoleTool, ToolCallID: "call_2", ToolName: "bash", Text: `{"ok":false,"error":{"kind":"cancelled","message":"not run"}}`},
+		{"tool calls without text: arguments as a JSON string, no content", "", []provider.Message{
+			{Role: provider.RoleUser, Text: "read it"},
+			{Role: provider.RoleAssistant, ToolCalls: []provider.ToolCall{call, {ID: "call_2", Name: "bash"}}},
+			{Role: provider.RoleTool, ToolCallID: "call_1", ToolName: "read", Text: `{"ok":true,"output":"# Pixir"}`},
+			{Role: provider.RoleTool, ToolCallID: "call_2", ToolName: "bash", Text: `{"ok":false,"error":{"kind":"cancelled","message":"not run"}}`},
 		}, `[{"role":"user","content":"read it"},
 			{"role":"assistant","tool_calls":[
 				{"id":"call_1","type":"function","function":{"name":"read","arguments":"{\"path\":\"README.md\"}"}},
 				{"id":"call_2","type":"function","function":{"name":"bash","arguments":"{}"}}]},
 			{"role":"tool","tool_call_id":"call_1","content":"{\"ok\":true,\"output\":\"# Pixir\"}"},
 			{"role":"tool","tool_call_id":"call_2","content":"{\"ok\":false,\"error\":{\"kind\":\"cancelled\",\"message\":\"not run\"}}"}]`},
-		{"text with tool calls", "", []runtime.Message{{Role: runtime.RoleAssistant, Text: "Let me look.", ToolCalls: []runtime.ToolCall{call}}},
+		{"text with tool calls", "", []provider.Message{{Role: provider.RoleAssistant, Text: "Let me look.", ToolCalls: []provider.ToolCall{call}}},
 			`[{"role":"assistant","content":"Let me look.","tool_calls":[{"id":"call_1","type":"function","function":{"name":"read","arguments":"{\"path\":\"README.md\"}"}}]}]`},
-		{"an empty assistant answer keeps its content", "", []runtime.Message{{Role: runtime.RoleAssistant}},
+		{"an empty assistant answer keeps its content", "", []provider.Message{{Role: provider.RoleAssistant}},
 			`[{"role":"assistant","content":""}]`},
 	}
 	for _, tt := range tests {
@@ -50,8 +50,8 @@ func TestMapMessages(t *testing.T) {
 
 func TestRequestShape(t *testing.T) {
 	p := New(Config{MaxTokens: 4096})
-	req := p.request(runtime.ModelRequest{Model: "gpt-4.1-mini", Messages: []runtime.Message{{Role: runtime.RoleUser, Text: "hi"}},
-		Tools: []runtime.ToolSpec{readTool, {Name: "update_plan", Description: "Plan."}}})
+	req := p.request(provider.ModelRequest{Model: "gpt-4.1-mini", Messages: []provider.Message{{Role: provider.RoleUser, Text: "hi"}},
+		Tools: []provider.ToolSpec{readTool, {Name: "update_plan", Description: "Plan."}}})
 	got, err := json.Marshal(req)
 	require.NoError(t, err)
 	require.JSONEq(t, `{
@@ -64,7 +64,7 @@ func TestRequestShape(t *testing.T) {
 		"stream_options":{"include_usage":true},
 		"max_tokens":4096}`, string(got))
 
-	none, err := json.Marshal(New(Config{}).request(runtime.ModelRequest{Model: "m"}))
+	none, err := json.Marshal(New(Config{}).request(provider.ModelRequest{Model: "m"}))
 	require.NoError(t, err)
 	require.NotContains(t, string(none), `"tools"`, "no tools: no empty array, which some servers reject")
 	require.NotContains(t, string(none), `"max_tokens"`)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/pixir-go/pixir/runtime"
+	"github.com/pixir-go/pixir/runtime/provider"
 )
 
 func okResult(output any) string {
@@ -147,13 +147,13 @@ func TestDefaultConversations(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			msgs := []runtime.Message{user(tc.user)}
-			var prev *runtime.ModelResponse
+			msgs := []provider.Message{user(tc.user)}
+			var prev *provider.ModelResponse
 			for i, st := range tc.steps {
 				if st.result != "" {
 					require.NotNil(t, prev)
 					require.Len(t, prev.ToolCalls, 1)
-					msgs = append(msgs, runtime.Message{Role: runtime.RoleTool, Text: st.result,
+					msgs = append(msgs, provider.Message{Role: provider.RoleTool, Text: st.result,
 						ToolCallID: prev.ToolCalls[0].ID, ToolName: prev.ToolCalls[0].Name})
 				}
 				resp := gen(t, Default(), msgs...)
@@ -175,7 +175,7 @@ func TestDefaultConversations(t *testing.T) {
 					}
 				}
 				require.NotContains(t, resp.Text, "no rule in", "the default script never falls back")
-				msgs = append(msgs, runtime.Message{Role: runtime.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
+				msgs = append(msgs, provider.Message{Role: provider.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
 				prev = resp
 			}
 		})
@@ -219,9 +219,9 @@ func TestDefaultSlow(t *testing.T) {
 	// Cancel after the third chunk: the stream stops there.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var got []runtime.Delta
+	var got []provider.Delta
 	start := time.Now()
-	_, err := New(Default()).Generate(ctx, runtime.ModelRequest{Messages: []runtime.Message{user("think hard")}}, func(d runtime.Delta) {
+	_, err := New(Default()).Generate(ctx, provider.ModelRequest{Messages: []provider.Message{user("think hard")}}, func(d provider.Delta) {
 		got = append(got, d)
 		if len(got) == 3 {
 			cancel()
@@ -229,7 +229,7 @@ func TestDefaultSlow(t *testing.T) {
 	})
 	require.ErrorIs(t, err, context.Canceled)
 	require.Len(t, got, 3)
-	require.Equal(t, runtime.DeltaReasoning, got[0].Kind)
+	require.Equal(t, provider.DeltaReasoning, got[0].Kind)
 	require.Less(t, time.Since(start), prompt)
 }
 

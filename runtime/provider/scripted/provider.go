@@ -9,7 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/pixir-go/pixir/runtime"
+	"github.com/pixir-go/pixir/runtime/provider"
 )
 
 // ProviderName is what Name returns for a scripted provider.
@@ -29,20 +29,20 @@ func (e *ReplyError) Error() string { return e.Message }
 
 // New returns a provider that answers from s. It holds no per-session
 // state: each answer depends only on the request.
-func New(s *Script) runtime.Provider { return &provider{script: s} }
+func New(s *Script) provider.Provider { return &scriptedProvider{script: s} }
 
-type provider struct{ script *Script }
+type scriptedProvider struct{ script *Script }
 
-func (p *provider) Name() string { return ProviderName }
+func (p *scriptedProvider) Name() string { return ProviderName }
 
 // Generate answers one model call from the script. See the package
 // documentation and the README ("Scripted provider") for how a reply is chosen.
-func (p *provider) Generate(ctx context.Context, req runtime.ModelRequest, sink func(runtime.Delta)) (*runtime.ModelResponse, error) {
+func (p *scriptedProvider) Generate(ctx context.Context, req provider.ModelRequest, sink func(provider.Delta)) (*provider.ModelResponse, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if sink == nil {
-		sink = func(runtime.Delta) {}
+		sink = func(provider.Delta) {}
 	}
 	d := inspect(req)
 	r := p.script.find(d.User)
@@ -50,10 +50,10 @@ func (p *provider) Generate(ctx context.Context, req runtime.ModelRequest, sink 
 		text := fmt.Sprintf("I am Pixir's offline scripted provider and no rule in %s matches %q. "+
 			"Add a [[rule]] to the script (see README \"Scripted provider\").",
 			p.script.name, truncate(60, oneline(d.User)))
-		if err := stream(ctx, sink, runtime.DeltaText, text, 0, nil); err != nil {
+		if err := stream(ctx, sink, provider.DeltaText, text, 0, nil); err != nil {
 			return nil, err
 		}
-		return &runtime.ModelResponse{Text: text, Usage: usage(req, text)}, nil
+		return &provider.ModelResponse{Text: text, Usage: usage(req, text)}, nil
 	}
 	rep := &r.replies[min(d.Call, len(r.replies))-1]
 
@@ -77,17 +77,17 @@ func (p *provider) Generate(ctx context.Context, req runtime.ModelRequest, sink 
 	}
 
 	started := false
-	if err := stream(ctx, sink, runtime.DeltaReasoning, reasoning, rep.chunkDelay, &started); err != nil {
+	if err := stream(ctx, sink, provider.DeltaReasoning, reasoning, rep.chunkDelay, &started); err != nil {
 		return nil, err
 	}
-	if err := stream(ctx, sink, runtime.DeltaText, text, rep.chunkDelay, &started); err != nil {
+	if err := stream(ctx, sink, provider.DeltaText, text, rep.chunkDelay, &started); err != nil {
 		return nil, err
 	}
 
-	resp := &runtime.ModelResponse{Text: text, Reasoning: reasoning}
+	resp := &provider.ModelResponse{Text: text, Reasoning: reasoning}
 	out := reasoning + text
 	for i, c := range rep.calls {
-		resp.ToolCalls = append(resp.ToolCalls, runtime.ToolCall{
+		resp.ToolCalls = append(resp.ToolCalls, provider.ToolCall{
 			ID:        fmt.Sprintf("call_%d_%d", d.Call, i+1),
 			Name:      c.name,
 			Arguments: append([]byte(nil), c.args...),
@@ -110,11 +110,11 @@ func (s *Script) find(user string) *rule {
 
 // inspect reads the turn out of the conversation: the latest user message,
 // how many model calls the turn has had, and its latest tool result.
-func inspect(req runtime.ModelRequest) data {
+func inspect(req provider.ModelRequest) data {
 	d := data{Model: req.Model, Call: 1}
 	last := -1
 	for i, m := range req.Messages {
-		if m.Role == runtime.RoleUser {
+		if m.Role == provider.RoleUser {
 			last = i
 		}
 	}
@@ -123,9 +123,9 @@ func inspect(req runtime.ModelRequest) data {
 	}
 	for _, m := range req.Messages[last+1:] {
 		switch m.Role {
-		case runtime.RoleAssistant:
+		case provider.RoleAssistant:
 			d.Call++
-		case runtime.RoleTool:
+		case provider.RoleTool:
 			d.ToolResult, d.ToolName = m.Text, m.ToolName
 		}
 	}
@@ -147,7 +147,7 @@ func render(t *template.Template, d data) (string, error) {
 // space after it) so that the chunks concatenate to text exactly. It pauses
 // chunkDelay before every chunk but the first of the reply (*started tracks
 // that across calls) and returns ctx's error as soon as ctx ends.
-func stream(ctx context.Context, sink func(runtime.Delta), kind runtime.DeltaKind, text string, chunkDelay time.Duration, started *bool) error {
+func stream(ctx context.Context, sink func(provider.Delta), kind provider.DeltaKind, text string, chunkDelay time.Duration, started *bool) error {
 	for _, c := range chunks(text) {
 		if started != nil && *started {
 			if err := sleep(ctx, chunkDelay); err != nil {
@@ -159,7 +159,7 @@ func stream(ctx context.Context, sink func(runtime.Delta), kind runtime.DeltaKin
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		sink(runtime.Delta{Kind: kind, Text: c})
+		sink(provider.Delta{Kind: kind, Text: c})
 	}
 	return nil
 }
@@ -204,7 +204,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 // usage is a rough estimate: four characters to a token.
-func usage(req runtime.ModelRequest, out string) *runtime.Usage {
+func usage(req provider.ModelRequest, out string) *provider.Usage {
 	in := utf8.RuneCountInString(req.System)
 	for _, m := range req.Messages {
 		in += utf8.RuneCountInString(m.Text)
@@ -212,7 +212,7 @@ func usage(req runtime.ModelRequest, out string) *runtime.Usage {
 			in += utf8.RuneCountInString(c.Name) + utf8.RuneCount(c.Arguments)
 		}
 	}
-	return &runtime.Usage{
+	return &provider.Usage{
 		InputTokens:   max(1, in/4),
 		OutputTokens:  max(1, utf8.RuneCountInString(out)/4),
 		ContextWindow: ContextWindow,

@@ -12,20 +12,20 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/pixir-go/pixir/runtime"
+	"github.com/pixir-go/pixir/runtime/provider"
 )
 
 // A generous bound for "promptly": the machine running the tests is shared.
 const prompt = 5 * time.Second
 
-func user(text string) runtime.Message { return runtime.Message{Role: runtime.RoleUser, Text: text} }
+func user(text string) provider.Message { return provider.Message{Role: provider.RoleUser, Text: text} }
 
-func asst(text string) runtime.Message {
-	return runtime.Message{Role: runtime.RoleAssistant, Text: text}
+func asst(text string) provider.Message {
+	return provider.Message{Role: provider.RoleAssistant, Text: text}
 }
 
-func tool(name, text string) runtime.Message {
-	return runtime.Message{Role: runtime.RoleTool, ToolName: name, Text: text, ToolCallID: "call_x"}
+func tool(name, text string) provider.Message {
+	return provider.Message{Role: provider.RoleTool, ToolName: name, Text: text, ToolCallID: "call_x"}
 }
 
 func mustParse(t *testing.T, src string) *Script {
@@ -36,12 +36,12 @@ func mustParse(t *testing.T, src string) *Script {
 }
 
 type result struct {
-	resp   *runtime.ModelResponse
-	deltas []runtime.Delta
+	resp   *provider.ModelResponse
+	deltas []provider.Delta
 	err    error
 }
 
-func (r result) streamed(kind runtime.DeltaKind) string {
+func (r result) streamed(kind provider.DeltaKind) string {
 	var b strings.Builder
 	for _, d := range r.deltas {
 		if d.Kind == kind {
@@ -51,21 +51,21 @@ func (r result) streamed(kind runtime.DeltaKind) string {
 	return b.String()
 }
 
-func generate(ctx context.Context, s *Script, model string, msgs ...runtime.Message) result {
+func generate(ctx context.Context, s *Script, model string, msgs ...provider.Message) result {
 	var r result
-	r.resp, r.err = New(s).Generate(ctx, runtime.ModelRequest{Model: model, Messages: msgs}, func(d runtime.Delta) {
+	r.resp, r.err = New(s).Generate(ctx, provider.ModelRequest{Model: model, Messages: msgs}, func(d provider.Delta) {
 		r.deltas = append(r.deltas, d)
 	})
 	return r
 }
 
-func gen(t *testing.T, s *Script, msgs ...runtime.Message) *runtime.ModelResponse {
+func gen(t *testing.T, s *Script, msgs ...provider.Message) *provider.ModelResponse {
 	t.Helper()
 	r := generate(context.Background(), s, "test-model", msgs...)
 	require.NoError(t, r.err)
 	require.NotNil(t, r.resp)
-	require.Equal(t, r.resp.Text, r.streamed(runtime.DeltaText), "streamed text must equal the response text")
-	require.Equal(t, r.resp.Reasoning, r.streamed(runtime.DeltaReasoning), "streamed reasoning must equal the response reasoning")
+	require.Equal(t, r.resp.Text, r.streamed(provider.DeltaText), "streamed text must equal the response text")
+	require.Equal(t, r.resp.Reasoning, r.streamed(provider.DeltaReasoning), "streamed reasoning must equal the response reasoning")
 	return r.resp
 }
 
@@ -99,18 +99,18 @@ match = "^only$"
 	tests := []struct {
 		name   string
 		script *Script
-		msgs   []runtime.Message
+		msgs   []provider.Message
 		want   string
 	}{
-		{"first rule wins", s, []runtime.Message{user("an APPLE and a banana")}, "first"},
-		{"second rule", s, []runtime.Message{user("banana")}, "second"},
-		{"empty match", s, []runtime.Message{user("cherry")}, "empty match matches all"},
-		{"latest user message counts", s, []runtime.Message{user("apple"), asst("first"), user("banana")}, "second"},
+		{"first rule wins", s, []provider.Message{user("an APPLE and a banana")}, "first"},
+		{"second rule", s, []provider.Message{user("banana")}, "second"},
+		{"empty match", s, []provider.Message{user("cherry")}, "empty match matches all"},
+		{"latest user message counts", s, []provider.Message{user("apple"), asst("first"), user("banana")}, "second"},
 		{"no user message", s, nil, "empty match matches all"},
-		{"fallback", noCatchAll, []runtime.Message{user("cherry\npie")},
+		{"fallback", noCatchAll, []provider.Message{user("cherry\npie")},
 			`I am Pixir's offline scripted provider and no rule in test.toml matches "cherry pie". ` +
 				`Add a [[rule]] to the script (see README "Scripted provider").`},
-		{"fallback shortens", noCatchAll, []runtime.Message{user(long)},
+		{"fallback shortens", noCatchAll, []provider.Message{user(long)},
 			`I am Pixir's offline scripted provider and no rule in test.toml matches "` +
 				truncate(60, strings.TrimSpace(long)) + `". Add a [[rule]] to the script (see README "Scripted provider").`},
 	}
@@ -133,8 +133,8 @@ func TestNthReply(t *testing.T) {
   [[rule.reply]]
   text = "three {{.Call}}"
 `)
-	call := func(n int) []runtime.Message {
-		msgs := []runtime.Message{user("old"), asst("x"), asst("y"), user("now")}
+	call := func(n int) []provider.Message {
+		msgs := []provider.Message{user("old"), asst("x"), asst("y"), user("now")}
 		for i := 1; i < n; i++ {
 			msgs = append(msgs, asst("..."), tool("read", "{}"))
 		}
@@ -162,15 +162,15 @@ func TestTemplates(t *testing.T) {
 `)
 	tests := []struct {
 		name          string
-		msgs          []runtime.Message
+		msgs          []provider.Message
 		text, reasons string
 	}{
-		{"first call", []runtime.Message{user("hello")},
+		{"first call", []provider.Message{user("hello")},
 			"u=hello c=1 m=test-model n= r=", "thinking about hel…"},
-		{"latest tool result of the turn", []runtime.Message{
+		{"latest tool result of the turn", []provider.Message{
 			user("hello"), asst(""), tool("bash", "one"), tool("read", "two"),
 		}, "u=hello c=2 m=test-model n=read r=two", "thinking about hel…"},
-		{"tool results of earlier turns do not count", []runtime.Message{
+		{"tool results of earlier turns do not count", []provider.Message{
 			user("old"), asst(""), tool("bash", "one"), asst("done"), user("hi"),
 		}, "u=hi c=1 m=test-model n= r=", "thinking about hi"},
 	}
@@ -253,8 +253,8 @@ func TestStreaming(t *testing.T) {
 	r := generate(context.Background(), s, "m", user("x"))
 	require.NoError(t, r.err)
 	require.Equal(t, text, r.resp.Text)
-	require.Equal(t, text, r.streamed(runtime.DeltaText))
-	require.Equal(t, "Reason one,\nreason two.", r.streamed(runtime.DeltaReasoning))
+	require.Equal(t, text, r.streamed(provider.DeltaText))
+	require.Equal(t, "Reason one,\nreason two.", r.streamed(provider.DeltaReasoning))
 	require.Greater(t, len(r.deltas), 10, "text is streamed in word-sized chunks")
 
 	seenText := false
@@ -262,9 +262,9 @@ func TestStreaming(t *testing.T) {
 		require.NotEmpty(t, d.Text)
 		require.LessOrEqual(t, len(strings.Fields(d.Text)), 1, "chunk %q has more than one word", d.Text)
 		switch d.Kind {
-		case runtime.DeltaText:
+		case provider.DeltaText:
 			seenText = true
-		case runtime.DeltaReasoning:
+		case provider.DeltaReasoning:
 			require.False(t, seenText, "reasoning must stream before text")
 		default:
 			t.Fatalf("unexpected delta kind %q", d.Kind)
@@ -274,7 +274,7 @@ func TestStreaming(t *testing.T) {
 
 func TestNilSink(t *testing.T) {
 	resp, err := New(mustParse(t, "[[rule]]\n[[rule.reply]]\ntext = 'a b c'\n")).
-		Generate(context.Background(), runtime.ModelRequest{Messages: []runtime.Message{user("x")}}, nil)
+		Generate(context.Background(), provider.ModelRequest{Messages: []provider.Message{user("x")}}, nil)
 	require.NoError(t, err)
 	require.Equal(t, "a b c", resp.Text)
 }
@@ -298,7 +298,7 @@ func TestToolCalls(t *testing.T) {
   name = "list_agents"
 `)
 	for call := 1; call <= 2; call++ {
-		msgs := []runtime.Message{user("go")}
+		msgs := []provider.Message{user("go")}
 		if call == 2 {
 			msgs = append(msgs, asst("Calling."), tool("read", "{}"))
 		}
@@ -375,10 +375,10 @@ func TestCancellation(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			var mu sync.Mutex
-			var got []runtime.Delta
+			var got []provider.Delta
 			done := make(chan error, 1)
 			go func() {
-				_, err := New(s).Generate(ctx, runtime.ModelRequest{Messages: []runtime.Message{user("x")}}, func(d runtime.Delta) {
+				_, err := New(s).Generate(ctx, provider.ModelRequest{Messages: []provider.Message{user("x")}}, func(d provider.Delta) {
 					mu.Lock()
 					got = append(got, d)
 					mu.Unlock()
@@ -435,8 +435,8 @@ func TestCancelFromSink(t *testing.T) {
 	s := mustParse(t, "[[rule]]\n[[rule.reply]]\ntext = 'one two three four'\n")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var got []runtime.Delta
-	_, err := New(s).Generate(ctx, runtime.ModelRequest{Messages: []runtime.Message{user("x")}}, func(d runtime.Delta) {
+	var got []provider.Delta
+	_, err := New(s).Generate(ctx, provider.ModelRequest{Messages: []provider.Message{user("x")}}, func(d provider.Delta) {
 		got = append(got, d)
 		cancel()
 	})
@@ -455,10 +455,10 @@ func TestDelaysWait(t *testing.T) {
 func TestUsage(t *testing.T) {
 	s := mustParse(t, "[[rule]]\n[[rule.reply]]\ntext = '"+strings.Repeat("x", 40)+"'\n")
 	resp := gen(t, s, user(strings.Repeat("y", 400)))
-	require.Equal(t, &runtime.Usage{InputTokens: 100, OutputTokens: 10, ContextWindow: 128000}, resp.Usage)
+	require.Equal(t, &provider.Usage{InputTokens: 100, OutputTokens: 10, ContextWindow: 128000}, resp.Usage)
 
 	resp = gen(t, mustParse(t, "[[rule]]\n[[rule.reply]]\ntext = 'x'\n"), user("y"))
-	require.Equal(t, &runtime.Usage{InputTokens: 1, OutputTokens: 1, ContextWindow: 128000}, resp.Usage)
+	require.Equal(t, &provider.Usage{InputTokens: 1, OutputTokens: 1, ContextWindow: 128000}, resp.Usage)
 }
 
 func TestConcurrentUse(t *testing.T) {
@@ -466,11 +466,11 @@ func TestConcurrentUse(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Go(func() {
-			msgs := []runtime.Message{user("list the files")}
+			msgs := []provider.Message{user("list the files")}
 			if i%2 == 1 {
 				msgs = append(msgs, asst(""), tool("bash", `{"ok":true,"output":{"exit_code":0,"output":"f"}}`))
 			}
-			resp, err := p.Generate(context.Background(), runtime.ModelRequest{Messages: msgs}, func(runtime.Delta) {})
+			resp, err := p.Generate(context.Background(), provider.ModelRequest{Messages: msgs}, func(provider.Delta) {})
 			require.NoError(t, err)
 			require.Equal(t, i%2 == 0, len(resp.ToolCalls) == 1)
 		})

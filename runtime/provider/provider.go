@@ -1,4 +1,9 @@
-package runtime
+// Package provider is the contract between the runtime and a model: the
+// Provider interface and the request, message, tool-call, delta, response
+// and usage types it speaks. It is a leaf (it imports only the standard
+// library), so a provider in a subfolder (openai, anthropic, scripted)
+// depends on this contract alone, not on all of the runtime.
+package provider
 
 import (
 	"context"
