@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -51,10 +52,13 @@ type ProviderSettings struct {
 	// MaxTokens bounds each answer.
 	MaxTokens int `toml:"max_tokens"`
 	// ConnectTimeout, IdleTimeout and MaxRetries tune the request policy.
-	ConnectTimeout Duration         `toml:"connect_timeout"`
-	IdleTimeout    Duration         `toml:"idle_timeout"`
-	MaxRetries     *int             `toml:"max_retries"`
-	Scripted       ScriptedSettings `toml:"scripted"`
+	ConnectTimeout Duration `toml:"connect_timeout"`
+	IdleTimeout    Duration `toml:"idle_timeout"`
+	MaxRetries     *int     `toml:"max_retries"`
+	// MaxAnswerSize caps one answer (text, reasoning and tool call
+	// arguments): a model stuck in a loop is stopped there.
+	MaxAnswerSize ByteSize         `toml:"max_answer_size"`
+	Scripted      ScriptedSettings `toml:"scripted"`
 }
 
 // ScriptedSettings configure the offline scripted provider.
@@ -77,6 +81,36 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	}
 	d.Duration = v
 	return nil
+}
+
+// ByteSize is a TOML string such as "8MiB", "512KiB", "2MB" or "1000B".
+type ByteSize struct{ Bytes int64 }
+
+// byteUnits are the units a ByteSize may carry, longest first.
+var byteUnits = []struct {
+	suffix string
+	n      int64
+}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"kB", 1e3}, {"B", 1}}
+
+// UnmarshalText parses a size with its unit.
+func (b *ByteSize) UnmarshalText(text []byte) error {
+	s := strings.TrimSpace(string(text))
+	for _, u := range byteUnits {
+		num, ok := strings.CutSuffix(s, u.suffix)
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
+		if err != nil || n > (1<<62)/u.n {
+			break
+		}
+		if n <= 0 {
+			return fmt.Errorf("a size must be positive, got %s", text)
+		}
+		b.Bytes = n * u.n
+		return nil
+	}
+	return fmt.Errorf("want a size with a unit, such as \"8MiB\", \"512KiB\" or \"100000B\", got %s", text)
 }
 
 // For returns the settings that hold for provider name. The model, the
@@ -128,6 +162,9 @@ func (o ProviderSettings) over(base ProviderSettings) ProviderSettings {
 	}
 	if o.MaxRetries != nil {
 		base.MaxRetries = o.MaxRetries
+	}
+	if o.MaxAnswerSize.Bytes > 0 {
+		base.MaxAnswerSize = o.MaxAnswerSize
 	}
 	return base
 }

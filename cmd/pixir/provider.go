@@ -133,6 +133,9 @@ func (c providerChoice) policy() httpstream.Policy {
 	if c.Settings.MaxRetries != nil {
 		p.MaxRetries = *c.Settings.MaxRetries
 	}
+	if n := c.Settings.MaxAnswerSize.Bytes; n > 0 {
+		p.MaxAnswerBytes = n
+	}
 	return p
 }
 

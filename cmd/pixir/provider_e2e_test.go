@@ -568,7 +568,7 @@ func TestProviderFailuresAreReadableTurnFailures(t *testing.T) {
 			want: []string{`the model called "write" with arguments that are not valid JSON`, "send the prompt again"}},
 		{name: "server stalls past the idle timeout", config: "idle_timeout = \"300ms\"\n",
 			replies: []fakeReply{stallReply(oaText("Thinking")...), ok},
-			want:    []string{"sent nothing for 300ms", "idle_timeout in config.toml"}, partial: "Thinking"},
+			want:    []string{"sent no part of the answer for 300ms", "idle_timeout in config.toml"}, partial: "Thinking"},
 		{name: "server closes mid-stream",
 			replies: []fakeReply{cutReply(oaText("Half", " an answer")...), ok},
 			want:    []string{"send the prompt again"}, partial: "Half an answer"},

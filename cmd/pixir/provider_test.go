@@ -148,6 +148,9 @@ func TestConfigErrorsNameTheLine(t *testing.T) {
 		{"typo in a profile", "[profiles.local]\nprovider = \"openai\"\nmodle = \"x\"\n", `config.toml:3:1: unknown key "profiles.local.modle"`},
 		{"typo at the top level", "provider = \"scripted\"\nmodle = \"x\"\n", `config.toml:2:1: unknown key "modle"`},
 		{"a duration without a unit", "[profiles.a]\nidle_timeout = \"90\"\n", `config.toml:2:16: toml: want a duration with a unit, such as "90s" or "2m", got 90`},
+		{"a size without a number", "max_answer_size = \"MiB\"\n", `config.toml:1:19: toml: want a size with a unit, such as "8MiB", "512KiB" or "100000B", got MiB`},
+		{"a size without a unit", "[profiles.a]\nmax_answer_size = \"65536\"\n", `config.toml:2:19: toml: want a size with a unit`},
+		{"a size of zero", "max_answer_size = \"0MiB\"\n", "a size must be positive, got 0MiB"},
 		{"a negative context window", "[profiles.a]\ncontext_window = -1\n", "config.toml: profiles.a.context_window must be positive, got -1"},
 		{"the default profile is missing", "profile = \"nope\"\n[profiles.a]\n", `unknown profile "nope": `},
 	}
@@ -269,11 +272,12 @@ func TestResolveProviderRejectsBadBaseURLs(t *testing.T) {
 }
 
 func TestBuildProviderAppliesTheSettings(t *testing.T) {
-	settings, err := settingsFrom(t, "provider = \"openai\"\nmodel = \"m\"\ncontext_window = 8192\nidle_timeout = \"90s\"\nconnect_timeout = \"3s\"\nmax_retries = 1\n")
+	settings, err := settingsFrom(t, "provider = \"openai\"\nmodel = \"m\"\ncontext_window = 8192\nidle_timeout = \"90s\"\nconnect_timeout = \"3s\"\nmax_retries = 1\nmax_answer_size = \"2MiB\"\n")
 	require.NoError(t, err)
 	c, err := resolveProvider(providerFlags{baseURL: "http://127.0.0.1:1/v1"}, settings, func(string) string { return "" })
 	require.NoError(t, err)
 	pol := c.policy()
+	require.Equal(t, int64(2<<20), pol.MaxAnswerBytes)
 	require.Equal(t, 90*time.Second, pol.IdleTimeout)
 	require.Equal(t, 3*time.Second, pol.ConnectTimeout)
 	require.Equal(t, 1, pol.MaxRetries)
@@ -291,4 +295,20 @@ func TestBuildProviderAppliesTheSettings(t *testing.T) {
 
 	_, err = buildProvider(providerChoice{Name: "scripted", Settings: runtime.ProviderSettings{Scripted: runtime.ScriptedSettings{Script: filepath.Join(t.TempDir(), "missing.toml")}}}, nil)
 	require.ErrorContains(t, err, "missing.toml")
+}
+
+func TestMaxAnswerSizeTakesUnitsAndBytes(t *testing.T) {
+	for config, want := range map[string]int64{
+		`max_answer_size = "8MiB"`:   8 << 20,
+		`max_answer_size = "512KiB"`: 512 << 10,
+		`max_answer_size = "2MB"`:    2_000_000,
+		`max_answer_size = " 100 B"`: 100,
+	} {
+		settings, err := settingsFrom(t, config+"\n")
+		require.NoError(t, err, config)
+		require.Equal(t, want, settings.MaxAnswerSize.Bytes, config)
+	}
+	c, err := resolveProvider(providerFlags{}, runtime.Settings{}, func(string) string { return "" })
+	require.NoError(t, err)
+	require.Equal(t, int64(8<<20), c.policy().MaxAnswerBytes, "the default")
 }

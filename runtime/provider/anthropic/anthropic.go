@@ -129,6 +129,9 @@ func (p *Provider) Generate(ctx context.Context, req provider.ModelRequest, sink
 	var a *assembler
 	err = p.client.Stream(ctx, httpstream.Request{URL: p.base + "/v1/messages", Header: p.header(), Body: body}, func(s *httpstream.Stream) error {
 		a = newAssembler(subj) // each attempt starts afresh
+		if s.IsJSON() {
+			return a.readMessage(s, sink)
+		}
 		return a.readStream(s, sink)
 	})
 	if err != nil {

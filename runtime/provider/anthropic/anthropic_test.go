@@ -215,7 +215,7 @@ func TestFaultServerStallsPastTheIdleTimeout(t *testing.T) {
 	p := newProvider(t, srv)
 	start := time.Now()
 	_, err := p.Generate(context.Background(), request("m"), nil)
-	failure(t, err, httpstream.KindIdle, "the Anthropic API at", "sent nothing for 400ms")
+	failure(t, err, httpstream.KindIdle, "the Anthropic API at", "sent no part of the answer for 400ms")
 	require.Less(t, time.Since(start), 5*time.Second)
 	require.Len(t, srv.Requests(), 1)
 }
@@ -313,4 +313,68 @@ func TestMatchModel(t *testing.T) {
 	require.True(t, matchModel("claude-3-5-haiku-latest", "claude-3-5-haiku-20241022"))
 	require.True(t, matchModel("claude-opus-4-1-20250805", "claude-opus-4-1-20250805"))
 	require.False(t, matchModel("claude-sonnet-4", "claude-sonnet-4-5-20250929"))
+}
+
+// --- quirks found in recorded traffic ---
+
+func TestQuirkAWholeMessageForAStreamingRequest(t *testing.T) {
+	// An Anthropic-compatible server that does not stream answers the
+	// streaming request with one message.
+	srv := wiretest.New(t, wiretest.Reply{Header: map[string]string{"Content-Type": "application/json"}, Body: fixture(t, "message.json")})
+	p := newProvider(t, srv)
+	var d deltas
+	resp, err := p.Generate(context.Background(), request("claude-sonnet-4-5"), d.sink)
+	require.NoError(t, err)
+	require.Len(t, srv.Requests(), 1, "used at once, not retried")
+	require.Equal(t, "I'll read the README.", resp.Text)
+	require.Equal(t, "The user wants the README; I should read it.", resp.Reasoning)
+	require.Equal(t, []provider.Delta{{Kind: provider.DeltaReasoning, Text: resp.Reasoning}, {Kind: provider.DeltaText, Text: resp.Text}}, d.got,
+		"shown like a streamed answer")
+	require.Len(t, resp.ToolCalls, 1)
+	require.Equal(t, "toolu_01A09q90qw90lq917835lq9", resp.ToolCalls[0].ID)
+	require.JSONEq(t, `{"path":"README.md"}`, string(resp.ToolCalls[0].Arguments))
+	require.Equal(t, &provider.Usage{InputTokens: 472, OutputTokens: 91, ContextWindow: DefaultContextWindow}, resp.Usage)
+
+	// An error object in a 200 answer is the turn's error.
+	srv = wiretest.New(t, wiretest.Reply{Header: map[string]string{"Content-Type": "application/json"},
+		Body: `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 212345 tokens > 200000 maximum"}}`})
+	p = newProvider(t, srv)
+	_, err = p.Generate(context.Background(), request("claude-sonnet-4-5"), nil)
+	require.ErrorContains(t, err, "prompt is too long: 212345 tokens > 200000 maximum")
+	require.Len(t, srv.Requests(), 1)
+}
+
+func TestQuirkEndlessPingsEndTheTurn(t *testing.T) {
+	wiretest.NoLeaks(t)
+	ping := "event: ping\ndata: {\"type\": \"ping\"}\n\n"
+	start := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"claude-sonnet-4-5\",\"usage\":{\"input_tokens\":25,\"output_tokens\":1}}}\n\n"
+	srv := wiretest.New(t, wiretest.Reply{Body: start + strings.Repeat(ping, 1000), Chunk: len(ping), Pause: 20 * time.Millisecond})
+	p := newProvider(t, srv)
+	began := time.Now()
+	_, err := p.Generate(context.Background(), request("claude-sonnet-4-5"), nil)
+	var e *httpstream.Error
+	require.ErrorAs(t, err, &e)
+	require.Equal(t, httpstream.KindIdle, e.Kind, err.Error())
+	require.Contains(t, err.Error(), "sent no part of the answer for 400ms (keep-alives do not count)")
+	require.Less(t, time.Since(began), 5*time.Second)
+}
+
+func TestQuirkEndlessTextStopsAtTheAnswerCap(t *testing.T) {
+	wiretest.NoLeaks(t)
+	start := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"claude-sonnet-4-5\",\"usage\":{\"input_tokens\":25,\"output_tokens\":1}}}\n\n" +
+		"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"
+	part := "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"la la la \"}}\n\n"
+	srv := wiretest.New(t, wiretest.Reply{Body: start + strings.Repeat(part, 50000), Chunk: 8192})
+	pol := testPolicy()
+	pol.MaxAnswerBytes = 1 << 10
+	p := New(Config{BaseURL: srv.URL, APIKey: "k", Policy: pol})
+	defer p.CloseIdleConnections()
+	var d deltas
+	_, err := p.Generate(context.Background(), request("claude-sonnet-4-5"), d.sink)
+	var e *httpstream.Error
+	require.ErrorAs(t, err, &e)
+	require.Equal(t, httpstream.KindAnswerLimit, e.Kind, err.Error())
+	require.Contains(t, err.Error(), "grew past 1KiB")
+	require.Equal(t, strings.Repeat("la la la ", 113), d.text(provider.DeltaText), "the text up to the cap was streamed")
+	require.Len(t, srv.Requests(), 1)
 }

@@ -77,15 +77,25 @@ func newAssembler(subj httpstream.Subject) *assembler {
 	return &assembler{subj: subj, tools: map[int]*toolUse{}}
 }
 
-func (a *assembler) readStream(s *httpstream.Stream, sink func(provider.Delta)) error {
-	emit := func(kind provider.DeltaKind, text string, into *strings.Builder) {
+// emitter streams one piece of the answer to sink, counting it against
+// the answer's size.
+func emitter(s *httpstream.Stream, sink func(provider.Delta)) func(provider.DeltaKind, string, *strings.Builder) error {
+	return func(kind provider.DeltaKind, text string, into *strings.Builder) error {
 		if text == "" {
-			return
+			return nil
+		}
+		if err := s.Progress(len(text)); err != nil {
+			return err
 		}
 		s.Started()
 		into.WriteString(text)
 		sink(provider.Delta{Kind: kind, Text: text})
+		return nil
 	}
+}
+
+func (a *assembler) readStream(s *httpstream.Stream, sink func(provider.Delta)) error {
+	emit := emitter(s, sink)
 	for {
 		ev, err := s.Next()
 		if errors.Is(err, io.EOF) {
@@ -113,28 +123,38 @@ func (a *assembler) readStream(s *httpstream.Stream, sink func(provider.Delta)) 
 			if b == nil {
 				continue
 			}
+			var err error
 			switch b.Type {
 			case "text":
-				emit(provider.DeltaText, b.Text, &a.text)
+				err = emit(provider.DeltaText, b.Text, &a.text)
 			case "thinking":
-				emit(provider.DeltaReasoning, b.Thinking, &a.reasoning)
+				err = emit(provider.DeltaReasoning, b.Thinking, &a.reasoning)
 			case "tool_use":
 				a.tools[e.Index] = &toolUse{id: b.ID, name: b.Name}
+				err = s.Progress(len(b.ID) + len(b.Name))
+			}
+			if err != nil {
+				return err
 			}
 		case "content_block_delta":
 			d := e.Delta
 			if d == nil {
 				continue
 			}
+			var err error
 			switch d.Type {
 			case "text_delta":
-				emit(provider.DeltaText, d.Text, &a.text)
+				err = emit(provider.DeltaText, d.Text, &a.text)
 			case "thinking_delta":
-				emit(provider.DeltaReasoning, d.Thinking, &a.reasoning)
+				err = emit(provider.DeltaReasoning, d.Thinking, &a.reasoning)
 			case "input_json_delta":
 				if t := a.tools[e.Index]; t != nil {
 					t.input.WriteString(d.PartialJSON)
+					err = s.Progress(len(d.PartialJSON))
 				}
+			}
+			if err != nil {
+				return err
 			}
 			// signature_delta and citations_delta carry nothing to show.
 		case "message_delta":
@@ -163,6 +183,69 @@ func (a *assembler) readStream(s *httpstream.Stream, sink func(provider.Delta)) 
 		}
 		// ping, content_block_stop and event types added later need nothing.
 	}
+}
+
+// wholeMessage is a non-streamed answer: what a server that does not
+// stream sends for a streaming request.
+type wholeMessage struct {
+	Type       string      `json:"type"`
+	Content    []fullBlock `json:"content"`
+	StopReason string      `json:"stop_reason"`
+	Usage      *usage      `json:"usage"`
+	Error      *apiError   `json:"error"`
+}
+
+type fullBlock struct {
+	Type     string          `json:"type"`
+	ID       string          `json:"id"`
+	Name     string          `json:"name"`
+	Text     string          `json:"text"`
+	Thinking string          `json:"thinking"`
+	Input    json.RawMessage `json:"input"`
+}
+
+// readMessage reads one whole message and hands its thinking and text to
+// sink, block by block, as a stream's would arrive.
+func (a *assembler) readMessage(s *httpstream.Stream, sink func(provider.Delta)) error {
+	data, err := s.ReadBody()
+	if err != nil {
+		return err
+	}
+	var m wholeMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		return &httpstream.Error{Kind: httpstream.KindProtocol, Err: err,
+			Message: fmt.Sprintf("%s sent an answer Pixir cannot read (%v): %s", a.subj.Server, err, httpstream.Truncate(string(data), 200))}
+	}
+	if m.Type == "error" || m.Error != nil {
+		se := &httpstream.StreamError{Type: "error", Message: string(data)}
+		if m.Error != nil {
+			se.Type, se.Message = m.Error.Type, m.Error.Message
+		}
+		return se
+	}
+	if m.Type != "message" {
+		return &httpstream.Error{Kind: httpstream.KindProtocol, Err: errors.New("not a message"),
+			Message: fmt.Sprintf("%s sent an answer that is not a message: %s", a.subj.Server, httpstream.Truncate(string(data), 200))}
+	}
+	emit := emitter(s, sink)
+	for i, b := range m.Content {
+		var err error
+		switch b.Type {
+		case "text":
+			err = emit(provider.DeltaText, b.Text, &a.text)
+		case "thinking":
+			err = emit(provider.DeltaReasoning, b.Thinking, &a.reasoning)
+		case "tool_use":
+			t := &toolUse{id: b.ID, name: b.Name}
+			t.input.Write(b.Input)
+			a.tools[i] = t
+		}
+		if err != nil {
+			return err
+		}
+	}
+	a.stopReason, a.usage = m.StopReason, m.Usage
+	return nil
 }
 
 func (a *assembler) response() (*provider.ModelResponse, error) {

@@ -3,13 +3,15 @@
 // with errors a user can act on.
 //
 // The policy: a connect timeout; an idle timeout (the server sent nothing
-// for too long, before the headers or mid-stream); retries with exponential
+// of the answer for too long, before the headers or mid-stream, keep-alives
+// not counting); a cap on the size of one answer; retries with exponential
 // backoff and jitter on 429, 408, 5xx and broken connections, honouring
 // Retry-After, but only while nothing was streamed to the user; and
 // cancellation through the context, which closes the connection at once.
 package httpstream
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -95,16 +97,32 @@ func (r Request) build(ctx context.Context) (*http.Request, error) {
 type Stream struct {
 	Header  http.Header
 	url     string
-	body    io.Reader
+	body    *idleReader
+	buf     *bufio.Reader
 	sse     *Reader
 	started bool
+
+	// The idle watch of an event stream: quiet fires once the reads since
+	// the last Progress have waited idle in all; sinceProgress is that
+	// wait so far.
+	idle          time.Duration
+	quiet         *time.Timer
+	sinceProgress time.Duration
+
+	answer, maxAnswer int64
 }
 
 // Next returns the next server-sent event; io.EOF when the stream ended
 // cleanly between events, ErrStreamClosed (wrapped) when it ended inside
-// one.
+// one. The wait counts against the idle timeout until the caller reports
+// Progress.
 func (s *Stream) Next() (Event, error) {
+	s.body.watched = true // the byte timer gives way to the progress one
+	start := time.Now()
+	s.quiet.Reset(s.idle - s.sinceProgress)
 	ev, err := s.sse.Next()
+	s.quiet.Stop()
+	s.sinceProgress += time.Since(start)
 	switch {
 	case err == nil, errors.Is(err, io.EOF), errors.Is(err, ErrLineTooLong):
 		return ev, err
@@ -112,13 +130,64 @@ func (s *Stream) Next() (Event, error) {
 	return ev, transportError(s.url, err)
 }
 
+// Progress records that the server sent a part of the answer, n bytes of
+// text, reasoning or tool call arguments: the idle timeout starts again.
+// It returns an *AnswerTooLargeError once the answer outgrows the policy's
+// MaxAnswerBytes; the caller stops reading then.
+func (s *Stream) Progress(n int) error {
+	s.sinceProgress = 0
+	s.answer += int64(n)
+	if s.answer > s.maxAnswer {
+		return &AnswerTooLargeError{Limit: s.maxAnswer}
+	}
+	return nil
+}
+
 // Body is the raw response body, for an answer that is not an event
 // stream.
-func (s *Stream) Body() io.Reader { return s.body }
+func (s *Stream) Body() io.Reader { return s.buf }
+
+// ReadBody reads a whole answer that is not an event stream (a server that
+// ignored stream:true), up to the size an answer may have plus room for
+// its JSON; a longer body is an *AnswerTooLargeError.
+func (s *Stream) ReadBody() ([]byte, error) {
+	limit := s.maxAnswer + 1<<20
+	data, err := io.ReadAll(io.LimitReader(s.buf, limit+1))
+	if err != nil {
+		return data, transportError(s.url, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, &AnswerTooLargeError{Limit: s.maxAnswer}
+	}
+	return data, nil
+}
 
 // IsEventStream reports whether the response is text/event-stream.
 func (s *Stream) IsEventStream() bool {
 	return strings.HasPrefix(strings.ToLower(s.Header.Get("Content-Type")), "text/event-stream")
+}
+
+// IsJSON reports a whole answer instead of a stream, as servers that ignore
+// stream:true send: the Content-Type says JSON, or the body starts with a
+// JSON object (an event stream never does) whatever the header says.
+func (s *Stream) IsJSON() bool {
+	if strings.HasPrefix(strings.ToLower(s.Header.Get("Content-Type")), "application/json") {
+		return true
+	}
+	for i := 1; i <= 512; i++ {
+		b, err := s.buf.Peek(i)
+		if len(b) < i || err != nil {
+			return false
+		}
+		switch b[i-1] {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '{':
+			return true
+		}
+		return false
+	}
+	return false
 }
 
 // Started records that output reached the user: from now on a failure is
@@ -226,7 +295,15 @@ func (c *Client) attempt(ctx context.Context, req Request, consume func(*Stream)
 		data, _ := io.ReadAll(io.LimitReader(body, 300))
 		return s, &NotAPIError{URL: req.URL, ContentType: ct, Sample: strings.TrimSpace(string(data))}
 	}
-	s.Header, s.body, s.sse = resp.Header, body, NewReader(body)
+	s.Header, s.body = resp.Header, body
+	s.buf = bufio.NewReaderSize(body, 64<<10)
+	s.sse = NewReader(s.buf)
+	s.idle, s.maxAnswer = idle, c.policy.MaxAnswerBytes
+	s.quiet = time.AfterFunc(idle, func() {
+		cancel(&IdleTimeoutError{After: idle, Streaming: true})
+	})
+	s.quiet.Stop()
+	defer s.quiet.Stop()
 	if err := consume(s); err != nil {
 		return s, failure(ctx, actx, err)
 	}
@@ -247,15 +324,20 @@ func failure(ctx, actx context.Context, err error) error {
 }
 
 // idleReader arms the idle timer only while a Read waits on the server, so
-// a slow consumer never counts as a silent server.
+// a slow consumer never counts as a silent server. Once the body is read as
+// an event stream (watched), the Stream's progress timer takes over: bytes
+// alone, such as keep-alives, do not keep a stream alive.
 type idleReader struct {
-	r     io.Reader
-	timer *time.Timer
-	d     time.Duration
+	r       io.Reader
+	timer   *time.Timer
+	d       time.Duration
+	watched bool
 }
 
 func (i *idleReader) Read(p []byte) (int, error) {
-	i.timer.Reset(i.d)
+	if !i.watched {
+		i.timer.Reset(i.d)
+	}
 	n, err := i.r.Read(p)
 	i.timer.Stop()
 	return n, err

@@ -53,6 +53,9 @@ func collect(out *[]string, start bool) func(*Stream) error {
 			if start {
 				s.Started()
 			}
+			if err := s.Progress(len(ev.Data)); err != nil {
+				return err
+			}
 			*out = append(*out, ev.Data)
 		}
 	}
@@ -125,6 +128,13 @@ func TestStreamDoesNotRetry(t *testing.T) {
 			}},
 		{"x-should-retry false", wiretest.Reply{Status: 500, Header: map[string]string{"X-Should-Retry": "false"}, Body: `{}`},
 			func(t *testing.T, err error) { require.False(t, Retryable(err)) }},
+		{"a request too large for the token limit", wiretest.Reply{Status: 429, Body: `{"error":{"message":"Request too large for gpt-4o in organization org-x on tokens per min (TPM): Limit 30000, Requested 52311. The input or output tokens must be reduced in order to run successfully.","type":"tokens","param":null,"code":"rate_limit_exceeded"}}`},
+			func(t *testing.T, err error) {
+				var se *StatusError
+				require.ErrorAs(t, err, &se)
+				require.True(t, se.TooLarge())
+				require.False(t, Retryable(err))
+			}},
 		{"out of quota", wiretest.Reply{Status: 429, Body: `{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}`},
 			func(t *testing.T, err error) { require.False(t, Retryable(err)) }},
 		{"Retry-After longer than the policy waits", wiretest.Reply{Status: 429, Header: map[string]string{"Retry-After": "3600"}, Body: `{}`},
@@ -188,6 +198,98 @@ func TestStreamIdleTimeout(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, []string{"one", "two"}, got)
 	})
+}
+
+func TestStreamKeepAlivesDoNotKeepAStreamAlive(t *testing.T) {
+	wiretest.NoLeaks(t)
+	keepAlive := ": keep-alive\n\n"
+	t.Run("only keep-alives after a part of the answer", func(t *testing.T) {
+		// 20 s of keep-alives, one every 20 ms: far more than the idle
+		// timeout, and never 300 ms of silence.
+		srv := wiretest.New(t, wiretest.Reply{Body: "data: one\n\n" + strings.Repeat(keepAlive, 1000), Chunk: len(keepAlive), Pause: 20 * time.Millisecond})
+		c := newTestClient(t, testPolicy())
+		var got []string
+		start := time.Now()
+		err := c.Stream(context.Background(), post(srv.URL), collect(&got, true))
+		var it *IdleTimeoutError
+		require.ErrorAs(t, err, &it)
+		require.True(t, it.Streaming)
+		require.Equal(t, []string{"one"}, got)
+		require.Less(t, time.Since(start), 5*time.Second)
+		require.Len(t, srv.Requests(), 1)
+		srv.WaitGone(t, 2*time.Second)
+	})
+	t.Run("keep-alives between parts of the answer are fine", func(t *testing.T) {
+		// 1 s of answer, a part every 100 ms with keep-alives between:
+		// longer than the idle timeout in all, never idle for it.
+		var body strings.Builder
+		for range 10 {
+			body.WriteString(keepAlive + keepAlive + "data: part\n\n")
+		}
+		body.WriteString("data: [DONE]\n\n")
+		srv := wiretest.New(t, wiretest.Reply{Body: body.String(), Chunk: len(keepAlive), Pause: 33 * time.Millisecond})
+		c := newTestClient(t, testPolicy())
+		var got []string
+		require.NoError(t, c.Stream(context.Background(), post(srv.URL), collect(&got, true)))
+		require.Len(t, got, 10)
+	})
+}
+
+func TestStreamStopsAnAnswerPastItsCap(t *testing.T) {
+	wiretest.NoLeaks(t)
+	part := "data: " + strings.Repeat("x", 94) + "\n\n"
+	// An endless answer: the server would go on for 100,000 parts.
+	srv := wiretest.New(t, wiretest.Reply{Body: strings.Repeat(part, 100000), Chunk: 4096})
+	p := testPolicy()
+	p.MaxAnswerBytes = 1000
+	c := newTestClient(t, p)
+	var got []string
+	err := c.Stream(context.Background(), post(srv.URL), collect(&got, true))
+	var tl *AnswerTooLargeError
+	require.ErrorAs(t, err, &tl)
+	require.Equal(t, int64(1000), tl.Limit)
+	require.Len(t, got, 10, "what arrived within the cap was handed over")
+	require.Len(t, srv.Requests(), 1, "not retried")
+	require.Equal(t, "the answer grew past 1000B", err.Error())
+}
+
+func TestReadBodyIsCapped(t *testing.T) {
+	wiretest.NoLeaks(t)
+	json := `{"text":"` + strings.Repeat("x", 2<<20) + `"}`
+	srv := wiretest.New(t, wiretest.Reply{Header: map[string]string{"Content-Type": "application/json"}, Body: json})
+	p := testPolicy()
+	p.MaxAnswerBytes = 1 << 10
+	c := newTestClient(t, p)
+	err := c.Stream(context.Background(), post(srv.URL), func(s *Stream) error {
+		require.True(t, s.IsJSON())
+		_, err := s.ReadBody()
+		return err
+	})
+	var tl *AnswerTooLargeError
+	require.ErrorAs(t, err, &tl)
+}
+
+func TestIsJSONSniffsTheBody(t *testing.T) {
+	wiretest.NoLeaks(t)
+	for _, tt := range []struct {
+		name  string
+		reply wiretest.Reply
+		want  bool
+	}{
+		{"event stream", wiretest.Reply{Body: okStream}, false},
+		{"JSON declared", wiretest.Reply{Header: map[string]string{"Content-Type": "application/json; charset=utf-8"}, Body: `{}`}, true},
+		{"JSON under an event-stream header", wiretest.Reply{Body: "\n  {\"id\":\"chatcmpl-1\"}"}, true},
+		{"a comment first", wiretest.Reply{Body: ": hi\n\n" + okStream}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := wiretest.New(t, tt.reply)
+			c := newTestClient(t, testPolicy())
+			require.NoError(t, c.Stream(context.Background(), post(srv.URL), func(s *Stream) error {
+				require.Equal(t, tt.want, s.IsJSON())
+				return nil
+			}))
+		})
+	}
 }
 
 func TestStreamCancelClosesTheConnectionAtOnce(t *testing.T) {

@@ -18,7 +18,9 @@ const (
 	KindQuota       Kind = "quota"             // out of credit; waiting will not help
 	KindRateLimit   Kind = "rate_limited"      // 429 after the retries
 	KindServer      Kind = "server_error"      // 5xx after the retries
-	KindRejected    Kind = "bad_request"       // 400, 413, 422
+	KindRejected    Kind = "bad_request"       // 400, 422
+	KindTooLarge    Kind = "request_too_large" // 413, or a 429 for a request over the token limit
+	KindAnswerLimit Kind = "answer_too_large"  // the answer outgrew max_answer_size
 	KindUnreachable Kind = "unreachable"       // refused, no such host, connect timeout
 	KindIdle        Kind = "idle_timeout"      // the server fell silent
 	KindClosed      Kind = "stream_closed"     // the stream ended early
@@ -81,6 +83,7 @@ func (s Subject) describe(err error) (Kind, string) {
 		me *StreamError
 		ce *ConnError
 		na *NotAPIError
+		al *AnswerTooLargeError
 	)
 	switch {
 	case errors.As(err, &se):
@@ -91,9 +94,16 @@ func (s Subject) describe(err error) (Kind, string) {
 	case errors.As(err, &ue):
 		return KindUnreachable, fmt.Sprintf("cannot reach %s: %s; is it running, and is the address right? Check %s",
 			s.Server, ue.Reason(), s.BaseURLHint)
+	case errors.As(err, &ie) && ie.Streaming:
+		return KindIdle, fmt.Sprintf("%s sent no part of the answer for %s (keep-alives do not count), so Pixir gave up on the request; "+
+			"the server may be stuck (idle_timeout in config.toml sets how long to wait)", s.Server, ie.After)
 	case errors.As(err, &ie):
 		return KindIdle, fmt.Sprintf("%s sent nothing for %s, so Pixir gave up on the request; the server may be stuck or overloaded "+
 			"(idle_timeout in config.toml sets how long to wait)", s.Server, ie.After)
+	case errors.As(err, &al):
+		return KindAnswerLimit, fmt.Sprintf("the answer from %s grew past %s, so Pixir stopped it; what arrived is kept. "+
+			"The model may be repeating itself: send the prompt again or ask for less (max_answer_size in config.toml sets the limit)",
+			s.Server, FormatBytes(al.Limit))
 	case errors.As(err, &me):
 		return KindStream, fmt.Sprintf("%s reported an error in the middle of the answer (%s); send the prompt again", s.Server, me.Error())
 	case errors.Is(err, ErrStreamClosed):
@@ -131,6 +141,9 @@ func (s Subject) status(e *StatusError) (Kind, string) {
 			"or model in config.toml (pixir doctor lists them)", s.Server, s.Model, detail, says)
 	case e.StatusCode == http.StatusNotFound:
 		return KindNotFound, fmt.Sprintf("%s has no such endpoint (%s)%s; check %s", s.Server, detail, says, s.BaseURLHint)
+	case e.TooLarge():
+		return KindTooLarge, fmt.Sprintf("%s refused the request as too large (%s)%s; waiting will not help, a shorter request will: "+
+			"start a new session, or ask for less at once (smaller files, narrower searches, shorter command output)", s.Server, detail, says)
 	case e.StatusCode == http.StatusTooManyRequests && !e.Retryable():
 		return KindQuota, fmt.Sprintf("%s refuses more requests for now (%s)%s; check the plan and billing of the key in %s",
 			s.Server, detail, says, s.KeyEnv)
@@ -138,7 +151,7 @@ func (s Subject) status(e *StatusError) (Kind, string) {
 		return KindRateLimit, fmt.Sprintf("%s is rate limiting requests (%s)%s; wait a little and send the prompt again", s.Server, detail, says)
 	case e.StatusCode >= 500:
 		return KindServer, fmt.Sprintf("%s failed (%s)%s; try again later", s.Server, detail, says)
-	case e.StatusCode == http.StatusBadRequest, e.StatusCode == http.StatusRequestEntityTooLarge, e.StatusCode == http.StatusUnprocessableEntity:
+	case e.StatusCode == http.StatusBadRequest, e.StatusCode == http.StatusUnprocessableEntity:
 		return KindRejected, fmt.Sprintf("%s rejected the request (%s)%s", s.Server, detail, says)
 	}
 	return KindOther, fmt.Sprintf("%s answered %s%s", s.Server, detail, says)

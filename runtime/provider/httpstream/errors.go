@@ -43,10 +43,28 @@ func (e *StatusError) Retryable() bool {
 	if e.ShouldRetry != nil {
 		return *e.ShouldRetry
 	}
-	if e.Code == "insufficient_quota" || e.Type == "insufficient_quota" {
+	if e.Code == "insufficient_quota" || e.Type == "insufficient_quota" || e.TooLarge() {
 		return false
 	}
 	return e.StatusCode == http.StatusRequestTimeout || e.StatusCode == http.StatusTooManyRequests || e.StatusCode >= 500
+}
+
+// TooLarge reports a request refused for its size: 413, or a 429 that is
+// no rate limit but a request larger than the per-minute token limit
+// allows (OpenAI: "Request too large for gpt-4o … The input or output
+// tokens must be reduced"; Groq: "Request too large for model … please
+// reduce your message size"). Waiting will not help; only a shorter
+// request will.
+func (e *StatusError) TooLarge() bool {
+	if e.StatusCode == http.StatusRequestEntityTooLarge {
+		return true
+	}
+	if e.StatusCode != http.StatusTooManyRequests {
+		return false
+	}
+	m := strings.ToLower(e.Message)
+	return strings.Contains(m, "request too large") || strings.Contains(m, "must be reduced") ||
+		strings.Contains(m, "reduce your message size")
 }
 
 // Status is e.g. "401 Unauthorized" or "529".
@@ -129,14 +147,43 @@ func (e *ConnError) Reason() string {
 func (e *ConnError) Unwrap() error   { return e.Err }
 func (e *ConnError) Retryable() bool { return true }
 
-// IdleTimeoutError is a server that sent nothing for After: no response
-// headers, or no bytes of a started stream.
+// IdleTimeoutError is a server that sent nothing of the answer for After:
+// no response headers, or (Streaming) no part of a started stream, where
+// keep-alives (SSE comments, pings, empty chunks) do not count.
 type IdleTimeoutError struct {
-	After time.Duration
+	After     time.Duration
+	Streaming bool
 }
 
 func (e *IdleTimeoutError) Error() string {
+	if e.Streaming {
+		return fmt.Sprintf("the server sent no part of the answer for %s", e.After)
+	}
 	return fmt.Sprintf("the server sent nothing for %s", e.After)
+}
+
+// AnswerTooLargeError is an answer that grew past the policy's
+// MaxAnswerBytes. Not retried: the same request would do the same.
+type AnswerTooLargeError struct {
+	Limit int64
+}
+
+func (e *AnswerTooLargeError) Error() string {
+	return fmt.Sprintf("the answer grew past %s", FormatBytes(e.Limit))
+}
+
+// FormatBytes writes a size the way a user writes it in config.toml:
+// "8MiB", "512KiB", "100B".
+func FormatBytes(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%dGiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%dMiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%dKiB", n>>10)
+	}
+	return fmt.Sprintf("%dB", n)
 }
 
 // NotAPIError is a 2xx answer that is a web page, not the API's: the base

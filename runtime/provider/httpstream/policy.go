@@ -12,10 +12,17 @@ import (
 type Policy struct {
 	// ConnectTimeout bounds making the connection (dial and TLS handshake).
 	ConnectTimeout time.Duration
-	// IdleTimeout is how long the server may send nothing: before the
-	// response headers, and between bytes of a stream. Time the caller spends
-	// between reads does not count.
+	// IdleTimeout is how long the server may send nothing of the answer:
+	// before the response headers, and between two parts of a stream
+	// (keep-alives, pings and empty chunks are not parts: a server that
+	// sends only those for IdleTimeout is given up on too). Time the caller
+	// spends between reads does not count.
 	IdleTimeout time.Duration
+	// MaxAnswerBytes caps one answer: its text, reasoning and tool call
+	// arguments together. A server that streams past it (a model stuck in
+	// a loop) is stopped with an *AnswerTooLargeError; what was streamed
+	// stays with the caller.
+	MaxAnswerBytes int64
 	// MaxRetries is how many times a failed request is tried again (0: never).
 	// Only failures before any output was streamed are retried: rate limits
 	// (429), timeouts (408), server faults (5xx), broken connections.
@@ -39,8 +46,14 @@ func DefaultPolicy() Policy {
 		MinBackoff:    500 * time.Millisecond,
 		MaxBackoff:    8 * time.Second,
 		MaxRetryAfter: time.Minute,
+		// No model writes this much in one answer (128k output tokens are
+		// about 0.5 MiB); a whole file written through a tool call fits.
+		MaxAnswerBytes: DefaultMaxAnswerBytes,
 	}
 }
+
+// DefaultMaxAnswerBytes is the default of Policy.MaxAnswerBytes.
+const DefaultMaxAnswerBytes = 8 << 20
 
 // normalized fills zero durations with the defaults.
 func (p Policy) normalized() Policy {
@@ -62,6 +75,9 @@ func (p Policy) normalized() Policy {
 	}
 	if p.MaxRetryAfter <= 0 {
 		p.MaxRetryAfter = d.MaxRetryAfter
+	}
+	if p.MaxAnswerBytes <= 0 {
+		p.MaxAnswerBytes = d.MaxAnswerBytes
 	}
 	return p
 }

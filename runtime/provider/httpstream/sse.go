@@ -21,6 +21,11 @@ type Event struct {
 	Data string
 	// ID is the "id:" field, when sent.
 	ID string
+	// Error is the "error:" field, which is no part of the format: older
+	// llama.cpp servers report a failure as an "error: {json}" line (then
+	// end the stream with "data: [DONE]"). An event with an Error is
+	// dispatched even without data, so the failure is not lost.
+	Error string
 }
 
 // Reader reads server-sent events (the WHATWG text/event-stream format):
@@ -55,7 +60,7 @@ func (r *Reader) Next() (Event, error) {
 	for r.sc.Scan() {
 		line := r.sc.Bytes()
 		if len(line) == 0 {
-			if hasData {
+			if hasData || ev.Error != "" {
 				ev.Data = data.String()
 				return ev, nil
 			}
@@ -82,6 +87,8 @@ func (r *Reader) Next() (Event, error) {
 			hasData = true
 		case "id":
 			ev.ID = string(value)
+		case "error":
+			ev.Error = string(value)
 		}
 		// "retry" and unknown fields are ignored.
 	}
@@ -92,6 +99,11 @@ func (r *Reader) Next() (Event, error) {
 		return Event{}, err
 	}
 	if pending {
+		if ev.Error != "" {
+			// A server's last word is its failure, even unterminated.
+			ev.Data = data.String()
+			return ev, nil
+		}
 		return Event{}, io.ErrUnexpectedEOF
 	}
 	return Event{}, io.EOF

@@ -44,6 +44,9 @@ func TestReaderParsesTheEventStreamFormat(t *testing.T) {
 		{"ends inside an event", "data: {\"a\":1}\n\ndata: {\"tru", []Event{{Data: `{"a":1}`}}, io.ErrUnexpectedEOF},
 		{"ends before the blank line", "data: x\n", nil, io.ErrUnexpectedEOF},
 		{"empty stream", "", nil, io.EOF},
+		{"an error field dispatches without data (llama.cpp)", "error: {\"code\":500}\n\ndata: [DONE]\n\n",
+			[]Event{{Error: `{"code":500}`}, {Data: "[DONE]"}}, io.EOF},
+		{"an unterminated error field is still read", "error: {\"code\":500}\n", []Event{{Error: `{"code":500}`}}, io.EOF},
 		{"blank lines only", "\n\n\n", nil, io.EOF},
 	}
 	for _, tt := range tests {

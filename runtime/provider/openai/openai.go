@@ -123,8 +123,8 @@ func (p *Provider) Generate(ctx context.Context, req provider.ModelRequest, sink
 	var a *assembler
 	err = p.client.Stream(ctx, httpstream.Request{URL: p.base + "/chat/completions", Header: p.header(), Body: body}, func(s *httpstream.Stream) error {
 		a = newAssembler(subj) // each attempt starts afresh
-		if isJSON(s.Header) {
-			return a.readCompletion(s)
+		if s.IsJSON() {
+			return a.readCompletion(s, sink)
 		}
 		return a.readStream(s, sink)
 	})
@@ -142,12 +142,6 @@ func (p *Provider) Generate(ctx context.Context, req provider.ModelRequest, sink
 		resp.Usage.ContextWindow = p.cfg.ContextWindow
 	}
 	return resp, nil
-}
-
-// isJSON reports a complete (non-streamed) answer: some servers ignore
-// stream:true.
-func isJSON(h http.Header) bool {
-	return strings.HasPrefix(strings.ToLower(h.Get("Content-Type")), "application/json")
 }
 
 var errNoName = errors.New("a tool call has no name")

@@ -288,7 +288,7 @@ func TestFaultServerStallsPastTheIdleTimeout(t *testing.T) {
 	p := newProvider(t, srv, "")
 	start := time.Now()
 	_, err := p.Generate(context.Background(), request("m"), nil)
-	failure(t, err, httpstream.KindIdle, "sent nothing for 400ms")
+	failure(t, err, httpstream.KindIdle, "sent no part of the answer for 400ms")
 	require.Less(t, time.Since(start), 5*time.Second)
 }
 
@@ -345,4 +345,113 @@ func TestFaultCancelWhileStreaming(t *testing.T) {
 	require.True(t, errors.Is(err, context.Canceled), "got %v", err)
 	require.Less(t, time.Since(cancelledAt), 2*time.Second)
 	srv.WaitGone(t, 2*time.Second) // the server saw the connection close
+}
+
+// --- quirks found in recorded traffic ---
+
+func TestQuirkLlamaCppErrorEventIsTheTurnsError(t *testing.T) {
+	// Older llama.cpp servers report a failure as an "error:" line, then
+	// end the stream with [DONE] as if all went well.
+	srv := wiretest.New(t, sse(t, "llamacpp_error_event.sse"))
+	p := newProvider(t, srv, "")
+	var d deltas
+	resp, err := p.Generate(context.Background(), request("qwen2.5-coder"), d.sink)
+	require.Nil(t, resp, "not an empty, successful answer")
+	failure(t, err, httpstream.KindStream, "exceed_context_size_error: the request exceeds the available context size, try increasing it")
+	require.Len(t, srv.Requests(), 1, "an oversized prompt is not worth another attempt")
+	require.Empty(t, d.got)
+}
+
+func TestQuirkMagistralContentParts(t *testing.T) {
+	srv := wiretest.New(t, sse(t, "magistral.sse"))
+	p := newProvider(t, srv, "sk-test")
+	var d deltas
+	resp, err := p.Generate(context.Background(), request("magistral-medium-2509"), d.sink)
+	require.NoError(t, err)
+	require.Equal(t, "Okay, the user's asking what the README says. I should read it.", resp.Reasoning)
+	require.Equal(t, resp.Reasoning, d.text(provider.DeltaReasoning))
+	require.Equal(t, "The README says Pixir is a supervised runtime.", resp.Text)
+	require.Equal(t, resp.Text, d.text(provider.DeltaText))
+	require.Equal(t, 42, resp.Usage.InputTokens)
+
+	// The same parts in a whole message.
+	srv = wiretest.New(t, wiretest.Reply{Header: map[string]string{"Content-Type": "application/json"},
+		Body: `{"id":"a1","object":"chat.completion","model":"magistral-small-2509","choices":[{"index":0,"message":{"role":"assistant","tool_calls":null,` +
+			`"content":[{"type":"thinking","thinking":[{"type":"text","text":"Short question."}]},{"type":"text","text":"Yes."}]},"finish_reason":"stop"}],` +
+			`"usage":{"prompt_tokens":9,"total_tokens":20,"completion_tokens":11}}`})
+	p = newProvider(t, srv, "sk-test")
+	d = deltas{}
+	resp, err = p.Generate(context.Background(), request("magistral-small-2509"), d.sink)
+	require.NoError(t, err)
+	require.Equal(t, "Short question.", resp.Reasoning)
+	require.Equal(t, "Yes.", resp.Text)
+	require.Equal(t, []provider.Delta{{Kind: provider.DeltaReasoning, Text: "Short question."}, {Kind: provider.DeltaText, Text: "Yes."}}, d.got)
+}
+
+func TestQuirkAnAnswerThatIsNotStreamedIsStillShown(t *testing.T) {
+	body := `{"id":"chatcmpl-2","object":"chat.completion","created":1759312345,"model":"local","choices":[{"index":0,"message":{"role":"assistant",` +
+		`"reasoning_content":"Greet back.","content":"Hello! How can I help?"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":7,"total_tokens":12}}`
+	for _, tt := range []struct {
+		name  string
+		reply wiretest.Reply
+	}{
+		{"declared as JSON", wiretest.Reply{Header: map[string]string{"Content-Type": "application/json"}, Body: body}},
+		{"under an event-stream header", wiretest.Reply{Body: body + "\n"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := wiretest.New(t, tt.reply)
+			p := newProvider(t, srv, "")
+			var d deltas
+			resp, err := p.Generate(context.Background(), request("local"), d.sink)
+			require.NoError(t, err)
+			require.Equal(t, "Hello! How can I help?", resp.Text)
+			require.Equal(t, []provider.Delta{{Kind: provider.DeltaReasoning, Text: "Greet back."}, {Kind: provider.DeltaText, Text: "Hello! How can I help?"}}, d.got,
+				"the answer reaches the sink, as a streamed one does")
+		})
+	}
+}
+
+func TestQuirkARequestTooLargeIsNotRetried(t *testing.T) {
+	srv := wiretest.New(t, wiretest.Reply{Status: 429, Header: map[string]string{"Retry-After": "1"}, Body: `{"error":{"message":"Request too large for model ` +
+		"`llama-3.3-70b-versatile`" + ` in organization ` + "`org_01jq`" + ` service tier ` + "`on_demand`" +
+		` on tokens per minute (TPM): Limit 12000, Requested 19876, please reduce your message size and try again. Need more tokens? Upgrade to Dev Tier today at https://console.groq.com/settings/billing","type":"tokens","code":"rate_limit_exceeded"}}`})
+	p := newProvider(t, srv, "gsk-test")
+	_, err := p.Generate(context.Background(), request("llama-3.3-70b-versatile"), nil)
+	failure(t, err, httpstream.KindTooLarge, "refused the request as too large", "Requested 19876", "waiting will not help", "start a new session")
+	require.NotContains(t, err.Error(), "gave up after")
+	require.Len(t, srv.Requests(), 1)
+}
+
+func TestQuirkEndlessKeepAlivesEndTheTurn(t *testing.T) {
+	wiretest.NoLeaks(t)
+	// OpenRouter-style comments, one every 20 ms for 20 s, after the
+	// first words of the answer: never silent, never progressing.
+	keepAlive := ": OPENROUTER PROCESSING\n\n"
+	first := `data: {"id":"gen-1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":"The README"},"finish_reason":null}]}` + "\n\n"
+	srv := wiretest.New(t, wiretest.Reply{Body: first + strings.Repeat(keepAlive, 1000), Chunk: len(keepAlive), Pause: 20 * time.Millisecond})
+	p := newProvider(t, srv, "")
+	var d deltas
+	start := time.Now()
+	_, err := p.Generate(context.Background(), request("m"), d.sink)
+	failure(t, err, httpstream.KindIdle, "sent no part of the answer for 400ms (keep-alives do not count)", "idle_timeout")
+	require.Equal(t, "The README", d.text(provider.DeltaText), "what arrived stays with the caller")
+	require.Less(t, time.Since(start), 5*time.Second)
+}
+
+func TestQuirkEndlessTextStopsAtTheAnswerCap(t *testing.T) {
+	wiretest.NoLeaks(t)
+	part := `data: {"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"all work and no play "},"finish_reason":null}]}` + "\n\n"
+	srv := wiretest.New(t, wiretest.Reply{Body: strings.Repeat(part, 50000), Chunk: 8192})
+	pol := testPolicy()
+	pol.MaxAnswerBytes = 4 << 10
+	p := New(Config{BaseURL: srv.URL + "/v1", Policy: pol})
+	defer p.CloseIdleConnections()
+	var d deltas
+	resp, err := p.Generate(context.Background(), request("m"), d.sink)
+	require.Nil(t, resp)
+	failure(t, err, httpstream.KindAnswerLimit, "grew past 4KiB, so Pixir stopped it", "max_answer_size")
+	got := d.text(provider.DeltaText)
+	require.LessOrEqual(t, len(got), 4<<10)
+	require.Greater(t, len(got), 4<<10-len("all work and no play "), "the text up to the cap was streamed")
+	require.Len(t, srv.Requests(), 1)
 }

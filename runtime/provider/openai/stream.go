@@ -52,8 +52,8 @@ type choice struct {
 
 // chunkBody is a delta, or a whole message in a non-streamed completion.
 type chunkBody struct {
-	Content string `json:"content"`
-	Refusal string `json:"refusal"`
+	Content content `json:"content"`
+	Refusal string  `json:"refusal"`
 	// Servers name reasoning differently: reasoning_content (DeepSeek,
 	// llama.cpp, vLLM), reasoning (Ollama, OpenRouter, newer vLLM).
 	ReasoningContent flexString     `json:"reasoning_content"`
@@ -82,6 +82,67 @@ type chunkErr struct {
 	Message string          `json:"message"`
 	Type    string          `json:"type"`
 	Code    json.RawMessage `json:"code"`
+}
+
+// content is a message's content: a string, or an array of typed parts.
+// Mistral's Magistral models send parts even when streaming:
+// {"type":"thinking","thinking":[{"type":"text","text":"…"}]} for reasoning
+// and {"type":"text","text":"…"} for the answer. Parts of other types
+// (images, references) carry nothing Pixir shows, and are skipped.
+type content struct {
+	text, thinking string
+}
+
+type contentPart struct {
+	Type     string          `json:"type"`
+	Text     string          `json:"text"`
+	Thinking json.RawMessage `json:"thinking"`
+}
+
+func (c *content) UnmarshalJSON(b []byte) error {
+	*c = content{}
+	switch {
+	case len(b) == 0 || b[0] == 'n': // null
+		return nil
+	case b[0] == '"':
+		return json.Unmarshal(b, &c.text)
+	case b[0] != '[':
+		return fmt.Errorf("content is neither a string nor an array of parts: %s", httpstream.Truncate(string(b), 80))
+	}
+	var parts []contentPart
+	if err := json.Unmarshal(b, &parts); err != nil {
+		return err
+	}
+	var text, thinking strings.Builder
+	for _, p := range parts {
+		switch p.Type {
+		case "text":
+			text.WriteString(p.Text)
+		case "thinking":
+			thinking.WriteString(partsText(p.Thinking))
+		}
+	}
+	c.text, c.thinking = text.String(), thinking.String()
+	return nil
+}
+
+// partsText reads a thinking part's content: a string, or text parts.
+func partsText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []contentPart
+	if json.Unmarshal(raw, &parts) != nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type == "text" || p.Type == "" {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
 }
 
 // flexString reads a string and treats anything else (null, an object) as
@@ -139,6 +200,9 @@ func (a *assembler) readStream(s *httpstream.Stream, sink func(provider.Delta)) 
 			}
 			return err
 		}
+		if ev.Error != "" {
+			return eventError(ev.Error)
+		}
 		data := strings.TrimSpace(ev.Data)
 		if data == "[DONE]" {
 			return nil
@@ -160,7 +224,9 @@ func (a *assembler) readStream(s *httpstream.Stream, sink func(provider.Delta)) 
 			if ch.Index != 0 {
 				continue // only one choice is asked for
 			}
-			a.add(ch.Delta, s, sink)
+			if err := a.add(ch.Delta, s, sink); err != nil {
+				return err
+			}
 			if ch.FinishReason != "" {
 				a.finish = ch.FinishReason
 			}
@@ -168,33 +234,64 @@ func (a *assembler) readStream(s *httpstream.Stream, sink func(provider.Delta)) 
 	}
 }
 
-// add takes one delta, streaming what the user should see.
-func (a *assembler) add(d chunkBody, s *httpstream.Stream, sink func(provider.Delta)) {
-	emit := func(kind provider.DeltaKind, text string, into *strings.Builder) {
+// eventError reads the "error:" event of older llama.cpp servers, e.g.
+// {"code":400,"message":"the request exceeds the available context
+// size…","type":"exceed_context_size_error"}.
+func eventError(data string) error {
+	typ, code, msg := httpstream.ParseErrorBody([]byte(data))
+	if msg == "" {
+		msg = "the server reported an error without saying which"
+	}
+	return &httpstream.StreamError{Type: typ, Code: code, Message: msg}
+}
+
+// add takes one delta (or a whole message), streaming what the user should
+// see and counting it against the answer's size.
+func (a *assembler) add(d chunkBody, s *httpstream.Stream, sink func(provider.Delta)) error {
+	emit := func(kind provider.DeltaKind, text string, into *strings.Builder) error {
 		if text == "" {
-			return
+			return nil
+		}
+		if err := s.Progress(len(text)); err != nil {
+			return err
 		}
 		s.Started()
 		into.WriteString(text)
 		sink(provider.Delta{Kind: kind, Text: text})
+		return nil
 	}
 	// Some servers send the same reasoning under both names; take one.
 	reasoning := string(d.ReasoningContent)
 	if reasoning == "" {
 		reasoning = string(d.Reasoning)
 	}
-	emit(provider.DeltaReasoning, reasoning, &a.reasoning)
-	emit(provider.DeltaText, d.Content, &a.text)
-	emit(provider.DeltaText, d.Refusal, &a.text)
-	a.addToolCalls(d.ToolCalls)
+	if reasoning == "" {
+		reasoning = d.Content.thinking
+	}
+	for _, e := range []struct {
+		kind provider.DeltaKind
+		text string
+		into *strings.Builder
+	}{{provider.DeltaReasoning, reasoning, &a.reasoning}, {provider.DeltaText, d.Content.text, &a.text}, {provider.DeltaText, d.Refusal, &a.text}} {
+		if err := emit(e.kind, e.text, e.into); err != nil {
+			return err
+		}
+	}
+	if n := a.addToolCalls(d.ToolCalls); n > 0 {
+		return s.Progress(n)
+	}
+	return nil
 }
 
 // addToolCalls assembles calls by index: id and name come on a call's first
 // fragment, arguments in pieces. A fragment without index counts by its
 // position; one with a new id at a used index starts a new call (servers
-// that send each call whole, all at index 0).
-func (a *assembler) addToolCalls(frags []toolCallFrag) {
+// that send each call whole, all at index 0). It returns how many bytes of
+// calls the fragments carried.
+func (a *assembler) addToolCalls(frags []toolCallFrag) int {
+	n := 0
 	for i, f := range frags {
+		n += len(f.ID) + len(f.Function.Name) + len(f.Function.Arguments)
 		idx := i
 		if f.Index != nil {
 			idx = *f.Index
@@ -224,13 +321,17 @@ func (a *assembler) addToolCalls(frags []toolCallFrag) {
 			c.args.Write(args)
 		}
 	}
+	return n
 }
 
-// readCompletion reads a whole, non-streamed chat.completion.
-func (a *assembler) readCompletion(s *httpstream.Stream) error {
-	data, err := io.ReadAll(io.LimitReader(s.Body(), 64<<20))
+// readCompletion reads a whole, non-streamed chat.completion (from a
+// server that ignored stream:true) and hands its reasoning and text to sink
+// as one delta each, the way a streamed answer's arrive, so the editor and
+// every other view show it too.
+func (a *assembler) readCompletion(s *httpstream.Stream, sink func(provider.Delta)) error {
+	data, err := s.ReadBody()
 	if err != nil {
-		return fmt.Errorf("%w: %w", httpstream.ErrStreamClosed, err)
+		return err
 	}
 	var c chunk
 	if err := json.Unmarshal(data, &c); err != nil {
@@ -241,17 +342,20 @@ func (a *assembler) readCompletion(s *httpstream.Stream) error {
 	}
 	a.usage = c.Usage
 	for _, ch := range c.Choices {
-		if ch.Index == 0 {
-			m := ch.Message
-			a.text.WriteString(m.Content + m.Refusal)
-			if r := string(m.ReasoningContent); r != "" {
-				a.reasoning.WriteString(r)
-			} else {
-				a.reasoning.WriteString(string(m.Reasoning))
-			}
-			a.addToolCalls(m.ToolCalls)
-			a.finish = ch.FinishReason
+		if ch.Index != 0 {
+			continue
 		}
+		m := ch.Message
+		if m.Content.text == "" && m.Content.thinking == "" && m.Refusal == "" && len(m.ToolCalls) == 0 {
+			m = ch.Delta // a server that sent one chunk for the whole answer
+		}
+		if err := a.add(m, s, sink); err != nil {
+			return err
+		}
+		a.finish = ch.FinishReason
+	}
+	if a.finish == "" && len(c.Choices) == 0 {
+		return a.protocolError(errors.New("no choices"), string(data))
 	}
 	return nil
 }
