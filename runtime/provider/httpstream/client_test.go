@@ -220,18 +220,22 @@ func TestStreamKeepAlivesDoNotKeepAStreamAlive(t *testing.T) {
 		srv.WaitGone(t, 2*time.Second)
 	})
 	t.Run("keep-alives between parts of the answer are fine", func(t *testing.T) {
-		// 1 s of answer, a part every 100 ms with keep-alives between:
+		// 1.2 s of answer, a part every 100 ms with keep-alives between:
 		// longer than the idle timeout in all, never idle for it.
 		var body strings.Builder
-		for range 10 {
+		for range 12 {
 			body.WriteString(keepAlive + keepAlive + "data: part\n\n")
 		}
 		body.WriteString("data: [DONE]\n\n")
 		srv := wiretest.New(t, wiretest.Reply{Body: body.String(), Chunk: len(keepAlive), Pause: 33 * time.Millisecond})
-		c := newTestClient(t, testPolicy())
+		p := testPolicy()
+		p.IdleTimeout = 600 * time.Millisecond // six parts' time: room for a busy machine
+		c := newTestClient(t, p)
 		var got []string
+		start := time.Now()
 		require.NoError(t, c.Stream(context.Background(), post(srv.URL), collect(&got, true)))
-		require.Len(t, got, 10)
+		require.Len(t, got, 12)
+		require.Greater(t, time.Since(start), p.IdleTimeout, "the whole answer took longer than the idle timeout")
 	})
 }
 
