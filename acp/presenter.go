@@ -149,7 +149,7 @@ func subagentUpdate(d runtime.SubagentEventData) (ToolCall, bool) {
 		return []ToolCallContent{{Type: "content", Content: &b}}
 	}
 	switch d.Event {
-	case "queued":
+	case tools.SubagentEventQueued:
 		if d.Input != "" {
 			u.Status, u.Content = "pending", text("New input: "+d.Input)
 			return u, true
@@ -168,11 +168,11 @@ func subagentUpdate(d runtime.SubagentEventData) (ToolCall, bool) {
 			SessionUpdate: "tool_call", ToolCallID: u.ToolCallID, Title: title,
 			Kind: "think", Status: "pending", RawInput: raw, Meta: map[string]any{"pixir": meta},
 		}, true
-	case "started", "input":
+	case tools.SubagentEventStarted, tools.SubagentEventInput:
 		u.Status, u.Content = "in_progress", text(fmt.Sprintf("Running in the %s workspace %s", d.WorkspaceMode, d.Workspace))
-	case "finished":
+	case tools.SubagentEventFinished:
 		u.Status, u.Content = "completed", text(subagentReport(d))
-	case "failed", "timed_out", "cancelled":
+	case tools.SubagentEventFailed, tools.SubagentEventTimedOut, tools.SubagentEventCancelled:
 		u.Status, u.Content = "failed", text(subagentReport(d))
 	default:
 		return u, false

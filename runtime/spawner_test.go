@@ -26,16 +26,17 @@ type steps struct {
 	mu     sync.Mutex
 	calls  map[string]int
 	views  map[string]tools.SubagentView
-	logged map[string]string // the child's last subagent_event in the Log
-	listed map[string]string // the child's status in List
+	logged map[string]tools.SubagentEvent  // the child's last subagent_event in the Log
+	listed map[string]tools.SubagentStatus // the child's status in List
 }
 
 func newSteps(f *managerFixture) *steps {
-	return &steps{f: f, calls: map[string]int{}, views: map[string]tools.SubagentView{}, logged: map[string]string{}, listed: map[string]string{}}
+	return &steps{f: f, calls: map[string]int{}, views: map[string]tools.SubagentView{}, logged: map[string]tools.SubagentEvent{}, listed: map[string]tools.SubagentStatus{}}
 }
 
 func (s *steps) ended(v tools.SubagentView) {
-	var logged, listed string
+	var logged tools.SubagentEvent
+	var listed tools.SubagentStatus
 	if events, _, err := s.f.parent.Events(); err == nil {
 		for _, ev := range events {
 			var d SubagentEventData
@@ -77,9 +78,9 @@ func (s *steps) await(t *testing.T, id string) tools.SubagentView {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v := s.views[id]
-	require.True(t, ended(v.Status), "the callback sees the final view: %+v", v)
+	require.True(t, v.Status.Ended(), "the callback sees the final view: %+v", v)
 	require.Equal(t, v.Status, s.listed[id], "the status is visible before the callback")
-	require.Contains(t, []string{"finished", "failed", "timed_out", "cancelled"}, s.logged[id], "the end is in the Log before the callback")
+	require.Contains(t, []tools.SubagentEvent{tools.SubagentEventFinished, tools.SubagentEventFailed, tools.SubagentEventTimedOut, tools.SubagentEventCancelled}, s.logged[id], "the end is in the Log before the callback")
 	return v
 }
 
@@ -117,7 +118,7 @@ func TestStepReadOnlyRunsTheChildReadOnly(t *testing.T) {
 	require.Equal(t, ModeAuto, f.parent.Mode())
 	v := st.start(t, workflows.StepRequest{Name: "look", Task: "write x.txt", ReadOnly: true, WorkspaceMode: WorkspaceShared})
 	got := st.await(t, v.ID)
-	require.Equal(t, SubagentCompleted, got.Status, "%+v", got.Error)
+	require.Equal(t, tools.SubagentCompleted, got.Status, "%+v", got.Error)
 	require.NoFileExists(t, filepath.Join(f.parent.workspace.Root(), "x.txt"))
 	f.rt.subagents.mu.Lock()
 	child := f.rt.subagents.byID[v.ID].child
@@ -133,7 +134,7 @@ func TestStepReadOnlyRunsTheChildReadOnly(t *testing.T) {
 	require.Equal(t, "look", f.events.events[0].Name)
 	f.events.mu.Unlock()
 	w := st.start(t, workflows.StepRequest{Name: "make", Task: "write y.txt", WorkspaceMode: WorkspaceShared})
-	require.Equal(t, SubagentCompleted, st.await(t, w.ID).Status)
+	require.Equal(t, tools.SubagentCompleted, st.await(t, w.ID).Status)
 	require.FileExists(t, filepath.Join(f.parent.workspace.Root(), "y.txt"))
 }
 
@@ -142,7 +143,7 @@ func TestStepWritesStayInTheWriteSet(t *testing.T) {
 	st := newSteps(f)
 	inSrc := func(rel string) bool { return strings.HasPrefix(rel, "src/") }
 	v := st.start(t, workflows.StepRequest{Name: "out", Task: "write docs/x.md", WorkspaceMode: WorkspaceShared, MayWrite: inSrc, WriteSet: []string{"src/**"}})
-	require.Equal(t, SubagentCompleted, st.await(t, v.ID).Status)
+	require.Equal(t, tools.SubagentCompleted, st.await(t, v.ID).Status)
 	require.NoFileExists(t, filepath.Join(f.parent.workspace.Root(), "docs", "x.md"))
 	results := childEvents[ToolResultData](t, f.childLog(v.ID), EventToolResult)
 	require.Len(t, results, 1)
@@ -150,7 +151,7 @@ func TestStepWritesStayInTheWriteSet(t *testing.T) {
 	require.Contains(t, results[0].Result.Error.Message, "docs/x.md is outside this workflow step's write_set (src/**)")
 
 	in := st.start(t, workflows.StepRequest{Name: "in", Task: "write src/y.go", WorkspaceMode: WorkspaceShared, MayWrite: inSrc, WriteSet: []string{"src/**"}})
-	require.Equal(t, SubagentCompleted, st.await(t, in.ID).Status)
+	require.Equal(t, tools.SubagentCompleted, st.await(t, in.ID).Status)
 	require.FileExists(t, filepath.Join(f.parent.workspace.Root(), "src", "y.go"))
 }
 
@@ -159,13 +160,13 @@ func TestStepSnapshotInheritsItsAncestorsChanges(t *testing.T) {
 	st := newSteps(f)
 	w := st.start(t, workflows.StepRequest{Name: "w", Task: "write src/made.txt", WorkspaceMode: WorkspaceIsolated})
 	wv := st.await(t, w.ID)
-	require.Equal(t, SubagentCompleted, wv.Status)
+	require.Equal(t, tools.SubagentCompleted, wv.Status)
 	require.Equal(t, []string{"src/made.txt"}, wv.Changes.Added)
 
 	d := st.start(t, workflows.StepRequest{Name: "d", Task: "look", WorkspaceMode: WorkspaceIsolated,
 		Inherit: []workflows.Inherited{{StepID: "w", Workspace: wv.Workspace, Changes: *wv.Changes}}})
 	dv := st.await(t, d.ID)
-	require.Equal(t, SubagentCompleted, dv.Status)
+	require.Equal(t, tools.SubagentCompleted, dv.Status)
 	require.FileExists(t, filepath.Join(dv.Workspace, "src", "made.txt"), "the dependent works on its dependency's files")
 	require.Empty(t, dv.Changes.Added, "inherited files are not the dependent's changes")
 	require.NoFileExists(t, filepath.Join(f.parent.workspace.Root(), "src", "made.txt"), "the workspace is untouched")
@@ -263,15 +264,15 @@ func TestStepEndedIsCalledOnceWhateverEndsTheRun(t *testing.T) {
 	st := newSteps(f)
 	hung := st.start(t, workflows.StepRequest{Name: "hung", Task: "hang on", Timeout: 200 * time.Millisecond})
 	queued := st.start(t, workflows.StepRequest{Name: "queued", Task: "never runs"})
-	require.Equal(t, SubagentQueued, queued.Status)
+	require.Equal(t, tools.SubagentQueued, queued.Status)
 	f.b.StopStep(queued.ID)
 	require.Equal(t, 1, st.count(queued.ID), "StopStep returns after the callback")
 	quick := st.start(t, workflows.StepRequest{Name: "quick", Task: "quick"})
 
-	require.Equal(t, SubagentCancelled, st.await(t, queued.ID).Status)
-	require.Equal(t, SubagentTimedOut, st.await(t, hung.ID).Status)
+	require.Equal(t, tools.SubagentCancelled, st.await(t, queued.ID).Status)
+	require.Equal(t, tools.SubagentTimedOut, st.await(t, hung.ID).Status)
 	got := st.await(t, quick.ID)
-	require.Equal(t, SubagentCompleted, got.Status)
+	require.Equal(t, tools.SubagentCompleted, got.Status)
 	require.Equal(t, "did: quick", got.Summary)
 	require.Equal(t, []string{"queued", "cancelled"}, f.events.of(queued.ID))
 	require.Equal(t, []string{"queued", "started", "timed_out"}, f.events.of(hung.ID))
@@ -302,7 +303,7 @@ func TestStopStepReturnsAfterTheCallback(t *testing.T) {
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		views, _ := f.b.List(context.Background())
-		return views[0].Status == SubagentRunning
+		return views[0].Status == tools.SubagentRunning
 	}, 5*time.Second, 2*time.Millisecond)
 
 	// Another session's binding cannot stop it.
@@ -310,12 +311,12 @@ func TestStopStepReturnsAfterTheCallback(t *testing.T) {
 	require.NoError(t, err)
 	binding{m: f.rt.subagents, parent: other}.StopStep(v.ID)
 	views, _ := f.b.List(context.Background())
-	require.Equal(t, SubagentRunning, views[0].Status)
+	require.Equal(t, tools.SubagentRunning, views[0].Status)
 
 	f.b.StopStep(v.ID)
 	require.True(t, heard.Load())
 	views, _ = f.b.List(context.Background())
-	require.Equal(t, SubagentCancelled, views[0].Status)
+	require.Equal(t, tools.SubagentCancelled, views[0].Status)
 
 	// A child that ended by itself, its callback still running: StopStep
 	// waits for the callback too.

@@ -20,18 +20,6 @@ import (
 	"github.com/pixir-go/pixir/workflows"
 )
 
-// Subagent statuses.
-const (
-	SubagentQueued    = "queued"
-	SubagentRunning   = "running"
-	SubagentCompleted = "completed"
-	SubagentFailed    = "failed"
-	SubagentTimedOut  = "timed_out"
-	SubagentCancelled = "cancelled"
-	SubagentDetached  = "detached"
-	SubagentClosed    = "closed"
-)
-
 // Workspace modes of a Subagent.
 const (
 	WorkspaceIsolated = "isolated"
@@ -102,24 +90,24 @@ type SubagentConfig struct {
 // SubagentEventData is the Data of a subagent_event in the parent's Log:
 // enough to rebuild every child's view from the Log alone.
 type SubagentEventData struct {
-	Event            string             `json:"event"`
-	ParentID         string             `json:"parent_id"`
-	SubagentID       string             `json:"subagent_id"`
-	ChildSessionID   string             `json:"child_session_id,omitempty"`
-	ChildLog         string             `json:"child_log,omitempty"`
-	ParentToolCallID string             `json:"parent_tool_call_id,omitempty"`
-	Agent            string             `json:"agent"`
-	Name             string             `json:"name,omitempty"` // a workflow step's label (its id)
-	Task             string             `json:"task"`
-	Depth            int                `json:"depth"`
-	Status           string             `json:"status"`
-	Workspace        string             `json:"workspace"`
-	WorkspaceMode    string             `json:"workspace_mode"`
-	Input            string             `json:"input,omitempty"`
-	Summary          string             `json:"summary,omitempty"`
-	Error            *tools.Failure     `json:"error,omitempty"`
-	Changes          *tools.FileChanges `json:"changes,omitempty"`
-	ElapsedMS        int64              `json:"elapsed_ms"`
+	Event            tools.SubagentEvent  `json:"event"`
+	ParentID         string               `json:"parent_id"`
+	SubagentID       string               `json:"subagent_id"`
+	ChildSessionID   string               `json:"child_session_id,omitempty"`
+	ChildLog         string               `json:"child_log,omitempty"`
+	ParentToolCallID string               `json:"parent_tool_call_id,omitempty"`
+	Agent            string               `json:"agent"`
+	Name             string               `json:"name,omitempty"` // a workflow step's label (its id)
+	Task             string               `json:"task"`
+	Depth            int                  `json:"depth"`
+	Status           tools.SubagentStatus `json:"status"`
+	Workspace        string               `json:"workspace"`
+	WorkspaceMode    string               `json:"workspace_mode"`
+	Input            string               `json:"input,omitempty"`
+	Summary          string               `json:"summary,omitempty"`
+	Error            *tools.Failure       `json:"error,omitempty"`
+	Changes          *tools.FileChanges   `json:"changes,omitempty"`
+	ElapsedMS        int64                `json:"elapsed_ms"`
 }
 
 // SubagentProgressData is the ephemeral status event of a running child.
@@ -170,7 +158,7 @@ type subagent struct {
 	// Guarded by Manager.mu.
 	child        *Session
 	snap         Snapshot
-	status       string
+	status       tools.SubagentStatus
 	summary      string
 	failure      *tools.Failure
 	changes      *tools.FileChanges
@@ -206,14 +194,6 @@ func newManager(rt *Runtime, cfg SubagentConfig) *Manager {
 func (m *Manager) notifyEndedLocked() {
 	close(m.ended)
 	m.ended = make(chan struct{})
-}
-
-func ended(status string) bool {
-	switch status {
-	case SubagentQueued, SubagentRunning:
-		return false
-	}
-	return true
 }
 
 // binding is the tools.Subagents of one tool call of one session.
@@ -270,7 +250,7 @@ func (b binding) Preview(req tools.SpawnRequest) (tools.SubagentView, error) {
 	if err != nil {
 		return tools.SubagentView{}, err
 	}
-	return tools.SubagentView{Agent: spec.Name, Task: req.Task, Status: "not started", Depth: depth, WorkspaceMode: mode}, nil
+	return tools.SubagentView{Agent: spec.Name, Task: req.Task, Status: tools.SubagentNotStarted, Depth: depth, WorkspaceMode: mode}, nil
 }
 
 // Spawn implements tools.Subagents.
@@ -374,7 +354,7 @@ func (b binding) spawn(req tools.SpawnRequest, opt stepOptions) (tools.SubagentV
 	sa := &subagent{
 		id: id, agent: spec.Name, task: req.Task, parent: b.parent, parentToolCallID: b.toolCallID,
 		depth: depth, mode: mode, timeout: timeout, spec: spec, ask: b.ask,
-		status: SubagentQueued, input: req.Task, done: make(chan struct{}),
+		status: tools.SubagentQueued, input: req.Task, done: make(chan struct{}),
 		name: opt.name, readOnly: opt.readOnly, extra: opt.extra, onEnd: opt.ended,
 		mayWrite: opt.mayWrite, writeSet: opt.writeSet, inherit: opt.inherit,
 	}
@@ -399,9 +379,9 @@ func (b binding) spawn(req tools.SpawnRequest, opt stepOptions) (tools.SubagentV
 // enqueue records that sa is queued, and only then lets the scheduler see
 // it, so its "queued" event always comes before its "started".
 func (m *Manager) enqueue(sa *subagent, input string) {
-	m.record(sa, SubagentQueued, input)
+	m.record(sa, tools.SubagentEventQueued, input)
 	m.mu.Lock()
-	if sa.status == SubagentQueued && !sa.stopping { // not cancelled meanwhile
+	if sa.status == tools.SubagentQueued && !sa.stopping { // not cancelled meanwhile
 		m.queue = append(m.queue, sa)
 	}
 	m.mu.Unlock()
@@ -418,13 +398,13 @@ func (m *Manager) schedule() {
 		m.running++
 		ctx, cancel := context.WithTimeout(context.Background(), sa.timeout)
 		sa.cancel = cancel
-		sa.status = SubagentRunning
+		sa.status = tools.SubagentRunning
 		sa.started = time.Now()
 		sa.runs++
 		input := sa.input
-		event := "started"
+		event := tools.SubagentEventStarted
 		if sa.runs > 1 {
-			event = "input"
+			event = tools.SubagentEventInput
 		}
 		m.wg.Add(1)
 		go m.run(ctx, sa, event, input)
@@ -434,14 +414,14 @@ func (m *Manager) schedule() {
 // run is one turn of a child, from its start to its end; it always ends
 // the run (status, event, capacity) whatever happens inside, panics
 // included.
-func (m *Manager) run(ctx context.Context, sa *subagent, event, input string) {
+func (m *Manager) run(ctx context.Context, sa *subagent, event tools.SubagentEvent, input string) {
 	defer m.wg.Done()
-	status, summary, fail := SubagentFailed, "", (*tools.Failure)(nil)
+	status, summary, fail := tools.SubagentFailed, "", (*tools.Failure)(nil)
 	var changes *tools.FileChanges
 	defer func() {
 		if p := recover(); p != nil {
 			m.rt.log.Error("subagent panicked", "subagent", sa.id, "panic", p, "stack", string(debug.Stack()))
-			status, fail = SubagentFailed, &tools.Failure{Kind: tools.ErrInternal, Message: fmt.Sprintf("the subagent crashed: %v", p)}
+			status, fail = tools.SubagentFailed, &tools.Failure{Kind: tools.ErrInternal, Message: fmt.Sprintf("the subagent crashed: %v", p)}
 		}
 		m.finish(sa, status, summary, fail, changes)
 	}()
@@ -477,30 +457,30 @@ func (m *Manager) run(ctx context.Context, sa *subagent, event, input string) {
 	}
 	switch {
 	case err != nil:
-		status, fail = SubagentFailed, tools.AsFailure(err)
+		status, fail = tools.SubagentFailed, tools.AsFailure(err)
 	case stop == StopCancelled || ctx.Err() != nil:
 		status, fail = m.outcome(ctx, sa, nil)
 	case tracker.failed != nil:
-		status, fail = SubagentFailed, tracker.failed
+		status, fail = tools.SubagentFailed, tracker.failed
 	case stop == StopMaxTurnRequests:
-		status, fail = SubagentFailed, &tools.Failure{Kind: tools.ErrInternal, Message: "the subagent reached its limit of model calls in one turn"}
+		status, fail = tools.SubagentFailed, &tools.Failure{Kind: tools.ErrInternal, Message: "the subagent reached its limit of model calls in one turn"}
 	default:
-		status = SubagentCompleted
+		status = tools.SubagentCompleted
 	}
 }
 
 // outcome names how a run that stopped early ended: timed out, cancelled,
 // or failed with f.
-func (m *Manager) outcome(ctx context.Context, sa *subagent, f *tools.Failure) (string, *tools.Failure) {
+func (m *Manager) outcome(ctx context.Context, sa *subagent, f *tools.Failure) (tools.SubagentStatus, *tools.Failure) {
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return SubagentTimedOut, &tools.Failure{Kind: tools.ErrTimeout, Message: fmt.Sprintf("the subagent did not finish within %s and was stopped; its work so far is in its own log", sa.timeout)}
+		return tools.SubagentTimedOut, &tools.Failure{Kind: tools.ErrTimeout, Message: fmt.Sprintf("the subagent did not finish within %s and was stopped; its work so far is in its own log", sa.timeout)}
 	case ctx.Err() != nil:
-		return SubagentCancelled, &tools.Failure{Kind: tools.ErrCancelled, Message: "the subagent was cancelled"}
+		return tools.SubagentCancelled, &tools.Failure{Kind: tools.ErrCancelled, Message: "the subagent was cancelled"}
 	case f != nil:
-		return SubagentFailed, f
+		return tools.SubagentFailed, f
 	}
-	return SubagentFailed, &tools.Failure{Kind: tools.ErrInternal, Message: "the subagent stopped without an answer"}
+	return tools.SubagentFailed, &tools.Failure{Kind: tools.ErrInternal, Message: "the subagent stopped without an answer"}
 }
 
 // prepare makes the child's session on its first run: its workspace (a
@@ -549,11 +529,11 @@ func (m *Manager) prepare(ctx context.Context, sa *subagent) (*Session, error) {
 
 // finish ends a run: it records the outcome, frees the slot and starts
 // the next queued child.
-func (m *Manager) finish(sa *subagent, status, summary string, fail *tools.Failure, changes *tools.FileChanges) {
+func (m *Manager) finish(sa *subagent, status tools.SubagentStatus, summary string, fail *tools.Failure, changes *tools.FileChanges) {
 	m.mu.Lock()
 	sa.cancel()
 	if sa.closing {
-		status = SubagentCancelled
+		status = tools.SubagentCancelled
 		fail = &tools.Failure{Kind: tools.ErrCancelled, Message: "the subagent was closed while it ran"}
 	}
 	sa.summary, sa.failure, sa.ended = summary, fail, time.Now()
@@ -561,9 +541,11 @@ func (m *Manager) finish(sa *subagent, status, summary string, fail *tools.Failu
 		sa.changes = changes
 	}
 	m.mu.Unlock()
-	event := map[string]string{SubagentCompleted: "finished", SubagentTimedOut: "timed_out", SubagentCancelled: "cancelled"}[status]
+	event := map[tools.SubagentStatus]tools.SubagentEvent{
+		tools.SubagentCompleted: tools.SubagentEventFinished, tools.SubagentTimedOut: tools.SubagentEventTimedOut, tools.SubagentCancelled: tools.SubagentEventCancelled,
+	}[status]
 	if event == "" {
-		event = "failed"
+		event = tools.SubagentEventFailed
 	}
 	m.end(sa, event, status, true)
 	m.schedule()
@@ -571,7 +553,7 @@ func (m *Manager) finish(sa *subagent, status, summary string, fail *tools.Failu
 
 // record writes a subagent_event for sa's current state to its parent's
 // Log and shows it to whoever watches the parent.
-func (m *Manager) record(sa *subagent, event, input string) {
+func (m *Manager) record(sa *subagent, event tools.SubagentEvent, input string) {
 	m.mu.Lock()
 	d := m.eventLocked(sa, event, input, sa.status)
 	m.mu.Unlock()
@@ -579,7 +561,7 @@ func (m *Manager) record(sa *subagent, event, input string) {
 }
 
 // eventLocked is the subagent_event of sa as it is, with status.
-func (m *Manager) eventLocked(sa *subagent, event, input, status string) SubagentEventData {
+func (m *Manager) eventLocked(sa *subagent, event tools.SubagentEvent, input string, status tools.SubagentStatus) SubagentEventData {
 	d := SubagentEventData{
 		Event: event, ParentID: sa.parent.ID(), SubagentID: sa.id, ParentToolCallID: sa.parentToolCallID,
 		Agent: sa.agent, Name: sa.name, Task: sa.task, Depth: sa.depth, Status: status, Workspace: sa.workspace,
@@ -588,7 +570,7 @@ func (m *Manager) eventLocked(sa *subagent, event, input, status string) Subagen
 	if sa.child != nil {
 		d.ChildSessionID, d.ChildLog = sa.child.ID(), sa.childLog
 	}
-	if ended(status) {
+	if status.Ended() {
 		d.Summary, d.Error, d.Changes = sa.summary, sa.failure, sa.changes
 	}
 	return d
@@ -604,7 +586,7 @@ func (m *Manager) emit(sa *subagent, d SubagentEventData) {
 // waiters see the status, so no one learns of an end before the Log does.
 // A step's callback runs before done closes, so StopStep returns only
 // once the workflow has heard of the end.
-func (m *Manager) end(sa *subagent, event, status string, freeSlot bool) {
+func (m *Manager) end(sa *subagent, event tools.SubagentEvent, status tools.SubagentStatus, freeSlot bool) {
 	m.mu.Lock()
 	d := m.eventLocked(sa, event, "", status)
 	m.mu.Unlock()
@@ -659,7 +641,7 @@ func (m *Manager) viewLocked(sa *subagent) tools.SubagentView {
 	if sa.child != nil {
 		v.ChildSessionID = sa.child.ID()
 	}
-	if ended(sa.status) {
+	if sa.status.Ended() {
 		v.Summary, v.Error, v.Changes = sa.summary, sa.failure, sa.changes
 	}
 	return v
@@ -714,7 +696,7 @@ func (b binding) Wait(ctx context.Context, req tools.WaitRequest) (tools.WaitOut
 		m.mu.Lock()
 		finished := 0
 		for _, sa := range targets {
-			if ended(sa.status) {
+			if sa.status.Ended() {
 				finished++
 			}
 		}
@@ -744,7 +726,7 @@ func (m *Manager) outcomeLocked(targets []*subagent) tools.WaitOutcome {
 	out := tools.WaitOutcome{Agents: []tools.SubagentView{}, Finished: []string{}, Pending: []string{}}
 	for _, sa := range targets {
 		out.Agents = append(out.Agents, m.viewLocked(sa))
-		if ended(sa.status) {
+		if sa.status.Ended() {
 			out.Finished = append(out.Finished, sa.id)
 		} else {
 			out.Pending = append(out.Pending, sa.id)
@@ -764,11 +746,11 @@ func (b binding) SendInput(_ context.Context, id, message string) (tools.Subagen
 		return tools.SubagentView{}, err
 	}
 	switch sa.status {
-	case SubagentQueued, SubagentRunning:
+	case tools.SubagentQueued, tools.SubagentRunning:
 		m.mu.Unlock()
 		return tools.SubagentView{}, failure(tools.ErrPermissionDenied,
 			"subagent %s is %s and cannot take input now; wait for it with wait_agent, then send_input, or close it with close_agent", id, sa.status)
-	case SubagentClosed, SubagentDetached:
+	case tools.SubagentClosed, tools.SubagentDetached:
 		m.mu.Unlock()
 		return tools.SubagentView{}, failure(tools.ErrPermissionDenied,
 			"subagent %s is %s and takes no more input; spawn a new one with spawn_agent", id, sa.status)
@@ -778,7 +760,7 @@ func (b binding) SendInput(_ context.Context, id, message string) (tools.Subagen
 		return tools.SubagentView{}, failure(tools.ErrPermissionDenied,
 			"subagent %s ran in an earlier Pixir process and cannot be resumed; spawn a new one with spawn_agent (its summary is in list_agents)", id)
 	}
-	sa.status, sa.input, sa.done = SubagentQueued, message, make(chan struct{})
+	sa.status, sa.input, sa.done = tools.SubagentQueued, message, make(chan struct{})
 	sa.summary, sa.failure, sa.stopping = "", nil, false
 	view := m.viewLocked(sa)
 	m.mu.Unlock()
@@ -804,7 +786,7 @@ func (b binding) Close(_ context.Context, id string) (tools.SubagentView, error)
 func (m *Manager) stop(sa *subagent, closing bool) {
 	m.mu.Lock()
 	switch sa.status {
-	case SubagentQueued:
+	case tools.SubagentQueued:
 		if sa.stopping {
 			m.mu.Unlock()
 			return // another stop is ending it
@@ -815,9 +797,9 @@ func (m *Manager) stop(sa *subagent, closing bool) {
 		sa.failure = &tools.Failure{Kind: tools.ErrCancelled, Message: "the subagent was cancelled before it started"}
 		// Out of the queue, so no run will start it while it ends here.
 		m.mu.Unlock()
-		m.end(sa, "cancelled", SubagentCancelled, false)
+		m.end(sa, tools.SubagentEventCancelled, tools.SubagentCancelled, false)
 		return
-	case SubagentRunning:
+	case tools.SubagentRunning:
 		sa.closing = sa.closing || closing
 		cancel, done := sa.cancel, sa.done
 		m.mu.Unlock()
@@ -831,16 +813,16 @@ func (m *Manager) stop(sa *subagent, closing bool) {
 // closeEnded marks an ended child closed and frees its snapshot.
 func (m *Manager) closeEnded(sa *subagent) tools.SubagentView {
 	m.mu.Lock()
-	if sa.status == SubagentClosed {
+	if sa.status == tools.SubagentClosed {
 		v := m.viewLocked(sa)
 		m.mu.Unlock()
 		return v
 	}
-	sa.status = SubagentClosed
+	sa.status = tools.SubagentClosed
 	child, isolated := sa.child, sa.mode == WorkspaceIsolated
 	v := m.viewLocked(sa)
 	m.mu.Unlock()
-	m.record(sa, "closed", "")
+	m.record(sa, tools.SubagentEventClosed, "")
 	if child != nil {
 		child.close()
 	}
@@ -895,7 +877,7 @@ func (m *Manager) hasLiveChildren(parentID string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, sa := range m.children[parentID] {
-		if !ended(sa.status) {
+		if !sa.status.Ended() {
 			return true
 		}
 	}
@@ -929,7 +911,7 @@ func (m *Manager) shutdown() {
 	m.closed = true
 	live := slices.Clone(m.queue)
 	for _, sa := range m.byID {
-		if sa.status == SubagentRunning {
+		if sa.status == tools.SubagentRunning {
 			live = append(live, sa)
 		}
 	}
@@ -972,8 +954,8 @@ func (m *Manager) restore(parent *Session, events []Event) {
 			summary: d.Summary, failure: d.Error, changes: d.Changes, childSession: d.ChildSessionID,
 			done: make(chan struct{}), restored: true,
 		}
-		if !ended(sa.status) {
-			sa.status = SubagentDetached
+		if !sa.status.Ended() {
+			sa.status = tools.SubagentDetached
 			sa.failure = &tools.Failure{Kind: tools.ErrDetached, Message: "the process that ran this subagent ended before it did; its work is not known to be complete"}
 		}
 		close(sa.done)
@@ -988,7 +970,7 @@ func (m *Manager) detached(parentID string) []SubagentEventData {
 	defer m.mu.Unlock()
 	var out []SubagentEventData
 	for _, sa := range m.children[parentID] {
-		if sa.status == SubagentDetached {
+		if sa.status == tools.SubagentDetached {
 			out = append(out, SubagentEventData{SubagentID: sa.id, Agent: sa.agent, Task: sa.task, Status: sa.status, Error: sa.failure, ParentToolCallID: sa.parentToolCallID})
 		}
 	}

@@ -141,7 +141,7 @@ func (c *collector) of(id string) []string {
 	var out []string
 	for _, d := range c.events {
 		if d.SubagentID == id {
-			out = append(out, d.Event)
+			out = append(out, string(d.Event))
 		}
 	}
 	return out
@@ -192,10 +192,10 @@ func TestSubagentRunsInAnIsolatedSnapshotAndReportsChanges(t *testing.T) {
 	f := newManagerFixture(t, SubagentConfig{})
 	require.NoError(t, os.WriteFile(filepath.Join(f.parent.workspace.Root(), "seed.txt"), []byte("s"), 0o644))
 	v := f.spawn(t, "write new.txt")
-	require.Equal(t, SubagentQueued, v.Status)
+	require.Equal(t, tools.SubagentQueued, v.Status)
 	out := f.wait(t, v.ID)
 	got := out.Agents[0]
-	require.Equal(t, SubagentCompleted, got.Status, "%+v", got.Error)
+	require.Equal(t, tools.SubagentCompleted, got.Status, "%+v", got.Error)
 	require.Equal(t, "did: write new.txt", got.Summary)
 	require.Equal(t, []string{"new.txt"}, got.Changes.Added)
 	require.NotEmpty(t, got.ChildSessionID)
@@ -213,7 +213,7 @@ func TestSubagentRunsInAnIsolatedSnapshotAndReportsChanges(t *testing.T) {
 	// Closing releases the snapshot; the Log stays as evidence.
 	closed, err := f.b.Close(context.Background(), v.ID)
 	require.NoError(t, err)
-	require.Equal(t, SubagentClosed, closed.Status)
+	require.Equal(t, tools.SubagentClosed, closed.Status)
 	require.NoDirExists(t, got.Workspace)
 	require.FileExists(t, childLog)
 	require.Equal(t, []string{"queued", "started", "finished", "closed"}, f.events.of(v.ID))
@@ -232,16 +232,16 @@ func TestMaxThreadsQueuesInOrder(t *testing.T) {
 	a, b, c := f.spawn(t, "hang a"), f.spawn(t, "hang b"), f.spawn(t, "quick c")
 	require.Eventually(t, func() bool {
 		views, _ := f.b.List(context.Background())
-		return views[0].Status == SubagentRunning && views[1].Status == SubagentRunning
+		return views[0].Status == tools.SubagentRunning && views[1].Status == tools.SubagentRunning
 	}, 5*time.Second, 5*time.Millisecond)
 	views, _ := f.b.List(context.Background())
-	require.Equal(t, SubagentQueued, views[2].Status, "the third waits for a slot")
+	require.Equal(t, tools.SubagentQueued, views[2].Status, "the third waits for a slot")
 
 	// Capacity frees: the queued child starts.
 	_, err := f.b.Close(context.Background(), a.ID)
 	require.NoError(t, err)
 	out := f.wait(t, c.ID)
-	require.Equal(t, SubagentCompleted, out.Agents[0].Status)
+	require.Equal(t, tools.SubagentCompleted, out.Agents[0].Status)
 	_, err = f.b.Close(context.Background(), b.ID)
 	require.NoError(t, err)
 	require.Equal(t, []string{"queued", "started", "cancelled", "closed"}, f.events.of(a.ID))
@@ -264,7 +264,7 @@ func TestCloseAQueuedChild(t *testing.T) {
 	running, queued := f.spawn(t, "hang here"), f.spawn(t, "never runs")
 	v, err := f.b.Close(context.Background(), queued.ID)
 	require.NoError(t, err)
-	require.Equal(t, SubagentClosed, v.Status)
+	require.Equal(t, tools.SubagentClosed, v.Status)
 	require.Equal(t, []string{"queued", "cancelled", "closed"}, f.events.of(queued.ID))
 	_, err = f.b.Close(context.Background(), running.ID)
 	require.NoError(t, err)
@@ -297,11 +297,11 @@ func TestTimeoutPanicAndFailureBecomeStatuses(t *testing.T) {
 	for _, v := range out.Agents {
 		byID[v.ID] = v
 	}
-	require.Equal(t, SubagentTimedOut, byID[hung.ID].Status)
+	require.Equal(t, tools.SubagentTimedOut, byID[hung.ID].Status)
 	require.Equal(t, tools.ErrTimeout, byID[hung.ID].Error.Kind)
-	require.Equal(t, SubagentFailed, byID[crashed.ID].Status)
+	require.Equal(t, tools.SubagentFailed, byID[crashed.ID].Status)
 	require.Contains(t, byID[crashed.ID].Error.Message, "child exploded")
-	require.Equal(t, SubagentFailed, byID[failed.ID].Status)
+	require.Equal(t, tools.SubagentFailed, byID[failed.ID].Status)
 	require.Equal(t, tools.ErrProviderError, byID[failed.ID].Error.Kind)
 	require.Equal(t, []string{"queued", "started", "timed_out"}, f.events.of(hung.ID))
 }
@@ -314,7 +314,7 @@ func TestWaitHorizonIsAnOutcomeNotAnError(t *testing.T) {
 	require.True(t, out.Incomplete)
 	require.Equal(t, []string{v.ID}, out.Pending)
 	views, _ := f.b.List(context.Background())
-	require.Equal(t, SubagentRunning, views[0].Status, "reaching the horizon never cancels a child")
+	require.Equal(t, tools.SubagentRunning, views[0].Status, "reaching the horizon never cancels a child")
 
 	quick := f.spawn(t, "quick")
 	out, err = f.b.Wait(context.Background(), tools.WaitRequest{Any: true, Timeout: 10 * time.Second})
@@ -333,7 +333,7 @@ func TestSendInput(t *testing.T) {
 	running := f.spawn(t, "hang there")
 	require.Eventually(t, func() bool {
 		views, _ := f.b.List(context.Background())
-		return views[0].Status == SubagentRunning
+		return views[0].Status == tools.SubagentRunning
 	}, 5*time.Second, 5*time.Millisecond)
 	_, err := f.b.SendInput(context.Background(), running.ID, "hello")
 	var fail *tools.Failure
@@ -361,12 +361,12 @@ func TestCancelCascadesToEveryRunningChild(t *testing.T) {
 	a, b := f.spawn(t, "hang one"), f.spawn(t, "hang two")
 	require.Eventually(t, func() bool {
 		views, _ := f.b.List(context.Background())
-		return views[0].Status == SubagentRunning
+		return views[0].Status == tools.SubagentRunning
 	}, 5*time.Second, 5*time.Millisecond)
 	f.parent.CancelAsync()
 	out := f.wait(t, a.ID, b.ID)
 	for _, v := range out.Agents {
-		require.Equal(t, SubagentCancelled, v.Status, v.ID)
+		require.Equal(t, tools.SubagentCancelled, v.Status, v.ID)
 	}
 	require.Equal(t, []string{"queued", "started", "cancelled"}, f.events.of(a.ID))
 	require.Equal(t, []string{"queued", "cancelled"}, f.events.of(b.ID))
@@ -387,7 +387,7 @@ func TestReloadedSessionReportsUnfinishedChildrenDetached(t *testing.T) {
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		views, _ := b.List(context.Background())
-		return views[1].Status == SubagentRunning
+		return views[1].Status == tools.SubagentRunning
 	}, 5*time.Second, 5*time.Millisecond)
 	// The process "dies": its Log ends with the hung child running. (The
 	// running child is then stopped so the test leaks nothing; its events
@@ -405,9 +405,9 @@ func TestReloadedSessionReportsUnfinishedChildrenDetached(t *testing.T) {
 	views, err := binding{m: rt2.subagents, parent: reopened}.List(context.Background())
 	require.NoError(t, err)
 	require.Len(t, views, 2)
-	require.Equal(t, SubagentCompleted, views[0].Status)
+	require.Equal(t, tools.SubagentCompleted, views[0].Status)
 	require.Equal(t, "did: finish me", views[0].Summary, "a completed child's summary is intact")
-	require.Equal(t, SubagentDetached, views[1].Status, "never reported as completed")
+	require.Equal(t, tools.SubagentDetached, views[1].Status, "never reported as completed")
 	require.Equal(t, hung.ID, reopened.DetachedSubagents()[0].SubagentID)
 	out, err := binding{m: rt2.subagents, parent: reopened}.Wait(context.Background(), tools.WaitRequest{Timeout: time.Second})
 	require.NoError(t, err)

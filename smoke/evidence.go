@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pixir-go/pixir/runtime"
+	"github.com/pixir-go/pixir/tools"
 	"github.com/pixir-go/pixir/workflows"
 )
 
@@ -107,14 +108,14 @@ func (l *sessionLog) workflowEvents() []wfEvent {
 }
 
 // terminalEvents are the subagent_event names that end a run.
-var terminalEvents = []string{"finished", "failed", "timed_out", "cancelled"}
+var terminalEvents = []tools.SubagentEvent{tools.SubagentEventFinished, tools.SubagentEventFailed, tools.SubagentEventTimedOut, tools.SubagentEventCancelled}
 
 // lifecycle is one child's subagent_events, by event name (the first of
 // each).
 type lifecycle struct {
 	id     string
-	events map[string]subEvent
-	order  []string
+	events map[tools.SubagentEvent]subEvent
+	order  []tools.SubagentEvent
 }
 
 // lifecycles groups the subagent_events of the Log by the step they ran
@@ -124,7 +125,7 @@ func (l *sessionLog) lifecycles() map[string]*lifecycle {
 	for _, ev := range l.subagents() {
 		lc := out[ev.D.Name]
 		if lc == nil {
-			lc = &lifecycle{id: ev.D.SubagentID, events: map[string]subEvent{}}
+			lc = &lifecycle{id: ev.D.SubagentID, events: map[tools.SubagentEvent]subEvent{}}
 			out[ev.D.Name] = lc
 		}
 		if _, seen := lc.events[ev.D.Event]; !seen {

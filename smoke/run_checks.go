@@ -20,9 +20,9 @@ func stepEvidence(r *runResult, lc *lifecycle, id string) map[string]any {
 	if lc != nil {
 		ev["subagent_id"] = lc.id
 		for name, e := range lc.events {
-			ev[name] = seqTS(e)
+			ev[string(name)] = seqTS(e)
 		}
-		if st, ok := lc.events["started"]; ok {
+		if st, ok := lc.events[tools.SubagentEventStarted]; ok {
 			ev["workspace_mode"] = st.D.WorkspaceMode
 			if st.D.ChildLog != "" {
 				ev["child_log"] = relTo(r.root(), st.D.ChildLog)
@@ -49,7 +49,7 @@ func parallelCheck(c *checks, r *runResult, ids ...string) {
 			p.addf("no subagent_event for step %s in the Log", id)
 			continue
 		}
-		st, started := lc.events["started"]
+		st, started := lc.events[tools.SubagentEventStarted]
 		end, ended := lc.end()
 		if !started || !ended {
 			p.addf("step %s has no started or no end event (%v)", id, lc.order)
@@ -84,7 +84,7 @@ func serializedCheck(c *checks, r *runResult) {
 			p.addf("no subagent_event for step %s in the Log", id)
 			continue
 		}
-		st, started := lc.events["started"]
+		st, started := lc.events[tools.SubagentEventStarted]
 		end, ended := lc.end()
 		if !started || !ended {
 			p.addf("step %s has no started or no end event (%v)", id, lc.order)
@@ -133,7 +133,7 @@ func dependencyCheck(c *checks, r *runResult, depID, useID string) {
 	ev["dependent"] = stepEvidence(r, lc, useID)
 	var childLog string
 	if lc != nil {
-		childLog = lc.events["started"].D.ChildLog
+		childLog = lc.events[tools.SubagentEventStarted].D.ChildLog
 	}
 	if childLog == "" {
 		p.addf("the Log names no child Log for step %s", useID)
@@ -200,9 +200,9 @@ func lifecycleCheck(c *checks, r *runResult) {
 			p.addf("%s: no subagent_event", id)
 			continue
 		}
-		q, okQ := lc.events["queued"]
-		s, okS := lc.events["started"]
-		f, okF := lc.events["finished"]
+		q, okQ := lc.events[tools.SubagentEventQueued]
+		s, okS := lc.events[tools.SubagentEventStarted]
+		f, okF := lc.events[tools.SubagentEventFinished]
 		if !okQ || !okS || !okF {
 			p.addf("%s: subagent_events %v, want queued, started, finished", id, lc.order)
 			continue
@@ -235,7 +235,7 @@ func allReadyCheck(c *checks, r *runResult) {
 	statuses := map[string]string{}
 	for _, s := range r.out.Steps {
 		statuses[s.StepID] = string(s.CheckpointStatus)
-		p.expect(s.CheckpointStatus == workflows.CheckpointReady && s.SubagentStatus == runtime.SubagentCompleted,
+		p.expect(s.CheckpointStatus == workflows.CheckpointReady && s.SubagentStatus == tools.SubagentCompleted,
 			"%s is %s (subagent %s), want checkpoint_ready (completed)", s.StepID, s.CheckpointStatus, s.SubagentStatus)
 	}
 	ev["steps"], ev["usable_checkpoints"], ev["safe_next_actions"] = statuses, r.out.UsableCheckpoints, r.out.SafeNextActions
@@ -258,7 +258,7 @@ func timeoutCheck(c *checks, r *runResult) {
 	p.expect(quick != nil && quick.CheckpointStatus == workflows.CheckpointReady, "quick is not checkpoint_ready")
 	if stuck != nil {
 		ev["stuck_elapsed_ms"] = stuck.ElapsedMS
-		p.expect(stuck.SubagentStatus == runtime.SubagentTimedOut, "stuck's subagent is %s, want timed_out", stuck.SubagentStatus)
+		p.expect(stuck.SubagentStatus == tools.SubagentTimedOut, "stuck's subagent is %s, want timed_out", stuck.SubagentStatus)
 		p.expect(stuck.CheckpointStatus == workflows.CheckpointFailed, "stuck is %s, want failed", stuck.CheckpointStatus)
 		p.expect(stuck.Error != nil && stuck.Error.Kind == tools.ErrTimeout, "stuck's error %v, want kind timeout", stuck.Error)
 		// Its clock starts a hair after its deadline is set: allow for it.
@@ -268,7 +268,7 @@ func timeoutCheck(c *checks, r *runResult) {
 	}
 	p.expect(slices.Contains(r.out.TimeoutSteps, "stuck"), "timeout_steps %v lacks stuck", r.out.TimeoutSteps)
 	if lc := lcs["stuck"]; lc != nil {
-		_, ok := lc.events["timed_out"]
+		_, ok := lc.events[tools.SubagentEventTimedOut]
 		p.expect(ok, "the Log has no timed_out subagent_event for stuck (%v)", lc.order)
 	}
 	c.add("timeout_is_partial", "one step times out while another is ready: the workflow is partial", ev, p...)
@@ -296,7 +296,7 @@ func heldCheck(c *checks, timeout, cps *runResult) {
 		p.expect(s.CheckpointStatus == workflows.CheckpointHeld, "%s is %s, want held (its dependency %s %s)", h.step, s.CheckpointStatus, h.on, h.description)
 		p.expect(s.HeldReason == workflows.HeldDependency, "%s held for %q, want %s", h.step, s.HeldReason, workflows.HeldDependency)
 		p.expect(slices.Equal(s.BlockedBy, []string{h.on}), "%s blocked by %v, want [%s]", h.step, s.BlockedBy, h.on)
-		p.expect(s.SubagentStatus == workflows.SubagentNotStarted, "%s's subagent is %s, want not_started", h.step, s.SubagentStatus)
+		p.expect(s.SubagentStatus == tools.SubagentNotStarted, "%s's subagent is %s, want not_started", h.step, s.SubagentStatus)
 		_, ran := h.r.log.lifecycles()[h.step]
 		p.expect(!ran, "%s has subagent_events in the Log: a held step must not start", h.step)
 		var heldSeq int64
@@ -385,8 +385,8 @@ func typedCheck(c *checks, r *runResult) {
 	ev["bad"] = be
 	p.expect(bad.Error != nil && bad.Error.Kind == tools.ErrInvalidArgs && strings.Contains(bad.Error.Message, "/files"),
 		"bad's error %v, want invalid_args naming /files", bad.Error)
-	if lc := r.log.lifecycles()["bad"]; lc != nil && lc.events["started"].D.ChildLog != "" {
-		childLog := lc.events["started"].D.ChildLog
+	if lc := r.log.lifecycles()["bad"]; lc != nil && lc.events[tools.SubagentEventStarted].D.ChildLog != "" {
+		childLog := lc.events[tools.SubagentEventStarted].D.ChildLog
 		be["child_log"] = relTo(r.root(), childLog)
 		if l, err := readLog(childLog); err != nil {
 			p.addf("%v", err)

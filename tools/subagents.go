@@ -45,20 +45,61 @@ type WaitOutcome struct {
 	Pending    []string       `json:"pending"`
 }
 
+// SubagentStatus is where a child worker is in its lifecycle: the status of
+// SubagentView and of every subagent_event (ADR 0011). A workflow step's
+// subagent_status is one of these too, or SubagentNotStarted. Compare
+// statuses with these constants, never with string literals.
+type SubagentStatus string
+
+const (
+	SubagentQueued    SubagentStatus = "queued"
+	SubagentRunning   SubagentStatus = "running"
+	SubagentCompleted SubagentStatus = "completed"
+	SubagentFailed    SubagentStatus = "failed"
+	SubagentTimedOut  SubagentStatus = "timed_out"
+	SubagentCancelled SubagentStatus = "cancelled"
+	// SubagentDetached: rebuilt from the Log of an earlier process that
+	// ended before the child did; nothing says it finished.
+	SubagentDetached SubagentStatus = "detached"
+	SubagentClosed   SubagentStatus = "closed"
+	// SubagentNotStarted is the status of a child that does not exist yet:
+	// a spawn's dry run, or a workflow step that never got one.
+	SubagentNotStarted SubagentStatus = "not_started"
+)
+
+// Ended reports whether the status is final for the current run: neither
+// queued nor running.
+func (s SubagentStatus) Ended() bool { return s != SubagentQueued && s != SubagentRunning }
+
+// SubagentEvent names a subagent_event (its data.event): what just
+// happened to a child, recorded in its parent's Log.
+type SubagentEvent string
+
+const (
+	SubagentEventQueued    SubagentEvent = "queued"
+	SubagentEventStarted   SubagentEvent = "started"
+	SubagentEventInput     SubagentEvent = "input" // a later run, started by send_input
+	SubagentEventFinished  SubagentEvent = "finished"
+	SubagentEventFailed    SubagentEvent = "failed"
+	SubagentEventTimedOut  SubagentEvent = "timed_out"
+	SubagentEventCancelled SubagentEvent = "cancelled"
+	SubagentEventClosed    SubagentEvent = "closed"
+)
+
 // SubagentView is a child worker as the model and the user see it.
 type SubagentView struct {
-	ID             string       `json:"id"`
-	Agent          string       `json:"agent"`
-	Task           string       `json:"task"`
-	Status         string       `json:"status"`
-	Summary        string       `json:"summary,omitempty"`
-	Error          *Failure     `json:"error,omitempty"`
-	Depth          int          `json:"depth"`
-	Workspace      string       `json:"workspace"`
-	WorkspaceMode  string       `json:"workspace_mode"`
-	ChildSessionID string       `json:"child_session_id"`
-	ElapsedMS      int64        `json:"elapsed_ms"`
-	Changes        *FileChanges `json:"changes,omitempty"`
+	ID             string         `json:"id"`
+	Agent          string         `json:"agent"`
+	Task           string         `json:"task"`
+	Status         SubagentStatus `json:"status"`
+	Summary        string         `json:"summary,omitempty"`
+	Error          *Failure       `json:"error,omitempty"`
+	Depth          int            `json:"depth"`
+	Workspace      string         `json:"workspace"`
+	WorkspaceMode  string         `json:"workspace_mode"`
+	ChildSessionID string         `json:"child_session_id"`
+	ElapsedMS      int64          `json:"elapsed_ms"`
+	Changes        *FileChanges   `json:"changes,omitempty"`
 }
 
 // FileChanges lists what a child in an isolated workspace added, changed and

@@ -10,12 +10,13 @@ import (
 //go:embed update_plan.md
 var updatePlanDescription string
 
-// The default priority and the statuses of plan entries (ACP PlanEntry).
+// The default priority and the statuses of plan entries (ACP PlanEntry):
+// update_plan and a workflow's plan both use them.
 const (
-	defaultPriority  = "medium"
-	statusPending    = "pending"
-	statusInProgress = "in_progress"
-	statusCompleted  = "completed"
+	PlanPriorityMedium = "medium"
+	PlanPending        = "pending"
+	PlanInProgress     = "in_progress"
+	PlanCompleted      = "completed"
 )
 
 // UpdatePlanArgs are the arguments of update_plan.
@@ -59,16 +60,16 @@ func runUpdatePlan(_ context.Context, _ Env, a UpdatePlanArgs, dryRun bool) Resu
 	var current []string
 	for _, e := range a.Entries {
 		if e.Priority == "" {
-			e.Priority = defaultPriority
+			e.Priority = PlanPriorityMedium
 		}
 		plan = append(plan, PlanEntry(e))
 		switch e.Status {
-		case statusPending:
+		case PlanPending:
 			out.Pending++
-		case statusInProgress:
+		case PlanInProgress:
 			out.InProgress++
 			current = append(current, e.Content)
-		case statusCompleted:
+		case PlanCompleted:
 			out.Completed++
 		}
 	}

@@ -42,7 +42,7 @@ func assemble(w *Workflow, id string, steps []StepOutcome, stoppedBy string, ela
 			out.NeedsOrchestratorSteps = append(out.NeedsOrchestratorSteps, s.StepID)
 			out.SeamObligations = append(out.SeamObligations, seamObligation(s))
 		}
-		if s.SubagentStatus == "timed_out" || s.Reason == StoppedTimeout {
+		if s.SubagentStatus == tools.SubagentTimedOut || s.Reason == StoppedTimeout {
 			out.TimeoutSteps = append(out.TimeoutSteps, s.StepID)
 		}
 	}
@@ -120,18 +120,18 @@ func nextActions(o *Outcome) []NextAction {
 
 // planEntry shows one step as an ACP plan entry.
 func planEntry(st *Step, state stepState, out *StepOutcome) tools.PlanEntry {
-	e := tools.PlanEntry{Content: st.ID + ": " + firstLine(st.Task), Priority: "medium", Status: "pending"}
+	e := tools.PlanEntry{Content: st.ID + ": " + firstLine(st.Task), Priority: tools.PlanPriorityMedium, Status: tools.PlanPending}
 	switch {
 	case out != nil && out.CheckpointStatus == CheckpointHeld:
 		e.Content += " — held (" + out.HeldReason + ")"
 	case out != nil:
-		e.Status = "completed"
+		e.Status = tools.PlanCompleted
 		e.Content += " — " + string(out.CheckpointStatus)
-		if out.CheckpointStatus != CheckpointReady && out.SubagentStatus != "completed" {
-			e.Content += " (" + out.SubagentStatus + ")"
+		if out.CheckpointStatus != CheckpointReady && out.SubagentStatus != tools.SubagentCompleted {
+			e.Content += " (" + string(out.SubagentStatus) + ")"
 		}
 	case state == stateRunning:
-		e.Status = "in_progress"
+		e.Status = tools.PlanInProgress
 	}
 	return e
 }
@@ -150,12 +150,12 @@ func firstLine(s string) string {
 func Render(o *Outcome) string {
 	var b strings.Builder
 	c := o.Summary
-	fmt.Fprintf(&b, "Workflow %s: %s", o.WorkflowID, strings.ToUpper(o.Status))
+	fmt.Fprintf(&b, "Workflow %s: %s", o.WorkflowID, strings.ToUpper(string(o.Status)))
 	fmt.Fprintf(&b, " — %d of %d steps checkpoint_ready", c.CheckpointReadySteps, c.Steps)
 	for _, part := range []struct {
 		n    int
-		what string
-	}{{c.PartialSteps, "partial"}, {c.NeedsOrchestratorSteps, "needs_orchestrator"}, {c.FailedSteps, "failed"}, {c.HeldSteps, "held"}} {
+		what CheckpointStatus
+	}{{c.PartialSteps, CheckpointPartial}, {c.NeedsOrchestratorSteps, CheckpointNeedsOrchestrator}, {c.FailedSteps, CheckpointFailed}, {c.HeldSteps, CheckpointHeld}} {
 		if part.n > 0 {
 			fmt.Fprintf(&b, ", %d %s", part.n, part.what)
 		}

@@ -180,7 +180,7 @@ func decide(st *Step, view tools.SubagentView, slot *reportSlot) StepOutcome {
 	if mode == Isolated {
 		bundle.Workspace = view.Workspace
 	}
-	completed := view.Status == "completed"
+	completed := view.Status == tools.SubagentCompleted
 	report, payload, rejected := slot.taken()
 	status, found := CheckpointStatus(""), false
 	switch {

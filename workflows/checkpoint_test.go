@@ -15,7 +15,7 @@ func TestDecide(t *testing.T) {
 	tests := []struct {
 		name     string
 		schema   string
-		status   string
+		status   tools.SubagentStatus
 		summary  string
 		reports  []string // report_checkpoint calls, in order
 		want     CheckpointStatus

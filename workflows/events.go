@@ -34,7 +34,7 @@ type WorkflowEvent struct {
 	Outcome *StepOutcome `json:"outcome,omitempty"`
 
 	// workflow_finished: the verdict and the run's wall time.
-	Status    string `json:"status,omitempty"`
+	Status    Status `json:"status,omitempty"`
 	StoppedBy string `json:"stopped_by,omitempty"`
 	ElapsedMS int64  `json:"elapsed_ms,omitempty"`
 }

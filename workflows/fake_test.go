@@ -16,7 +16,7 @@ import (
 // report_checkpoint tool before ending.
 type childPlan struct {
 	dur     int64
-	status  string // subagent status at the end; "" is completed
+	status  tools.SubagentStatus // subagent status at the end; "" is completed
 	summary string
 	report  string // report_checkpoint arguments (JSON); "" reports nothing
 	hang    bool   // never ends by itself (until StopStep)
@@ -164,7 +164,7 @@ func (s *simSpawner) end(c *simChild) {
 	c.ended(s.view(c, status, f))
 }
 
-func (s *simSpawner) view(c *simChild, status string, f *tools.Failure) tools.SubagentView {
+func (s *simSpawner) view(c *simChild, status tools.SubagentStatus, f *tools.Failure) tools.SubagentView {
 	summary := c.plan.summary
 	if summary == "" {
 		summary = c.step + " done"

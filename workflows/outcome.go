@@ -25,12 +25,14 @@ const (
 	CheckpointNeedsOrchestrator CheckpointStatus = "needs_orchestrator"
 )
 
-// Workflow statuses. completed only when every step is checkpoint_ready;
-// partial when some are; failed when none is.
+// Status is a workflow run's verdict: completed only when every step is
+// checkpoint_ready; partial when some are; failed when none is.
+type Status string
+
 const (
-	StatusCompleted = "completed"
-	StatusPartial   = "partial"
-	StatusFailed    = "failed"
+	StatusCompleted Status = "completed"
+	StatusPartial   Status = "partial"
+	StatusFailed    Status = "failed"
 )
 
 // Reasons a workflow stopped starting steps before the graph was done, and
@@ -43,10 +45,6 @@ const (
 
 	HeldDependency = "dependency_not_checkpoint_ready"
 )
-
-// SubagentNotStarted is the subagent_status of a step that never got a
-// child.
-const SubagentNotStarted = "not_started"
 
 // Bundle is a Checkpoint Bundle: the evidence that makes a step's result
 // safe (or not) for dependents to consume.
@@ -96,11 +94,11 @@ type StepOutcome struct {
 	DependsOn      []string       `json:"depends_on"`
 	// SubagentStatus is the child's raw lifecycle status (not_started for
 	// a step that never got one).
-	SubagentStatus   string           `json:"subagent_status"`
-	CheckpointStatus CheckpointStatus `json:"checkpoint_status"`
-	Summary          string           `json:"summary"`
-	ElapsedMS        int64            `json:"elapsed_ms"`
-	Error            *tools.Failure   `json:"error,omitempty"`
+	SubagentStatus   tools.SubagentStatus `json:"subagent_status"`
+	CheckpointStatus CheckpointStatus     `json:"checkpoint_status"`
+	Summary          string               `json:"summary"`
+	ElapsedMS        int64                `json:"elapsed_ms"`
+	Error            *tools.Failure       `json:"error,omitempty"`
 	// Reason says why a started step ended early by the workflow's hand
 	// (fail_fast, workflow_timeout, cancelled).
 	Reason string `json:"reason,omitempty"`
@@ -147,7 +145,7 @@ type Outcome struct {
 	Mode       string `json:"mode"` // run
 	WorkflowID string `json:"workflow_id"`
 	Name       string `json:"name,omitempty"`
-	Status     string `json:"status"`
+	Status     Status `json:"status"`
 	// StoppedBy says why the workflow stopped starting steps early.
 	StoppedBy string        `json:"stopped_by,omitempty"`
 	Waves     [][]string    `json:"waves"`

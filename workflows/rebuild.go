@@ -91,7 +91,7 @@ func Rebuild(events []WorkflowEvent) []Outcome {
 				steps[i] = StepOutcome{
 					StepID: st.ID, Agent: agentOrDefault(st.Agent), AgentID: r.agent[i], Wave: r.wave[i],
 					Posture: st.PermissionMode, WorkspaceMode: st.WorkspaceMode, DependsOn: nonNil(st.DependsOn),
-					SubagentStatus: "detached", CheckpointStatus: CheckpointFailed,
+					SubagentStatus: tools.SubagentDetached, CheckpointStatus: CheckpointFailed,
 					Summary: "the process that ran this workflow ended before the step did; its work is not known to be complete",
 					Error:   &tools.Failure{Kind: tools.ErrDetached, Message: fmt.Sprintf("subagent %s was running when the workflow was interrupted", r.agent[i])},
 				}

@@ -233,7 +233,7 @@ func (r *runner) startStep(ctx context.Context, i int) bool {
 		out := StepOutcome{
 			StepID: st.ID, Agent: agentOrDefault(st.Agent), Wave: r.round, Posture: st.PermissionMode,
 			WorkspaceMode: st.WorkspaceMode, DependsOn: nonNil(st.DependsOn),
-			SubagentStatus: SubagentNotStarted, CheckpointStatus: CheckpointFailed,
+			SubagentStatus: tools.SubagentNotStarted, CheckpointStatus: CheckpointFailed,
 			Summary: "the step's child could not be started: " + f.Message, Error: f,
 		}
 		r.decided(i, out)
@@ -277,7 +277,7 @@ func (r *runner) ended(e stepEnd) {
 	out := decide(&r.w.Steps[e.index], e.view, r.slots[e.index])
 	out.Wave = r.waves[e.index]
 	out.Reason = r.reasons[e.index]
-	if out.Reason == StoppedTimeout && e.view.Status == "cancelled" {
+	if out.Reason == StoppedTimeout && e.view.Status == tools.SubagentCancelled {
 		// The workflow's clock ran out, not the step's: say it as a timeout.
 		out.Error = &tools.Failure{Kind: tools.ErrTimeout, Message: fmt.Sprintf(
 			"the workflow's timeout_ms (%d) passed while this step ran; it was stopped, and its work so far is in its own log", r.w.TimeoutMS)}
@@ -315,7 +315,7 @@ func heldOutcome(st *Step, reason string, blockedBy []string) StepOutcome {
 	}
 	return StepOutcome{
 		StepID: st.ID, Agent: agentOrDefault(st.Agent), Posture: st.PermissionMode, WorkspaceMode: st.WorkspaceMode,
-		DependsOn: nonNil(st.DependsOn), SubagentStatus: SubagentNotStarted, CheckpointStatus: CheckpointHeld,
+		DependsOn: nonNil(st.DependsOn), SubagentStatus: tools.SubagentNotStarted, CheckpointStatus: CheckpointHeld,
 		Summary: summary, HeldReason: reason, BlockedBy: blockedBy,
 	}
 }

@@ -117,7 +117,7 @@ func TestRunHoldsDependentsAndKeepsGoing(t *testing.T) {
 	require.Equal(t, CheckpointHeld, c.CheckpointStatus)
 	require.Equal(t, HeldDependency, c.HeldReason)
 	require.Equal(t, []string{"a"}, c.BlockedBy)
-	require.Equal(t, SubagentNotStarted, c.SubagentStatus)
+	require.Equal(t, tools.SubagentNotStarted, c.SubagentStatus)
 	// d waits on c (held) and b (running when a failed): both named.
 	require.Equal(t, []string{"c", "b"}, d.BlockedBy)
 	// Held at once, when a failed, not at the end.
@@ -151,7 +151,7 @@ func TestRunFailFastStopsEverything(t *testing.T) {
 	require.Equal(t, StoppedFailFast, out.StoppedBy)
 	require.Equal(t, []string{"b"}, sim.stopped)
 	b := out.Steps[1]
-	require.Equal(t, "cancelled", b.SubagentStatus)
+	require.Equal(t, tools.SubagentCancelled, b.SubagentStatus)
 	require.Equal(t, CheckpointFailed, b.CheckpointStatus)
 	require.Equal(t, StoppedFailFast, b.Reason)
 	require.Equal(t, []string{"c", "d"}, out.HeldSteps)
@@ -191,7 +191,7 @@ func TestRunCancelledReturnsThePartialOutcome(t *testing.T) {
 	out := Run(ctx, sim, w, RunOptions{WorkflowID: "wf-c", waiting: sim.waiting})
 	require.Equal(t, StatusPartial, out.Status)
 	require.Equal(t, StoppedCancelled, out.StoppedBy)
-	require.Equal(t, "cancelled", out.Steps[1].SubagentStatus)
+	require.Equal(t, tools.SubagentCancelled, out.Steps[1].SubagentStatus)
 	require.Equal(t, []string{"c"}, out.HeldSteps)
 }
 
@@ -311,7 +311,7 @@ func TestRebuildOfAnInterruptedRun(t *testing.T) {
 	o := out[0]
 	require.Equal(t, StatusPartial, o.Status)
 	require.Equal(t, StoppedInterrupted, o.StoppedBy)
-	require.Equal(t, "detached", o.Steps[1].SubagentStatus)
+	require.Equal(t, tools.SubagentDetached, o.Steps[1].SubagentStatus)
 	require.Equal(t, CheckpointFailed, o.Steps[1].CheckpointStatus)
 	require.Equal(t, CheckpointHeld, o.Steps[2].CheckpointStatus)
 }

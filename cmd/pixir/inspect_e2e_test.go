@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixir-go/pixir/runtime/inspect"
+	"github.com/pixir-go/pixir/tools"
+	"github.com/pixir-go/pixir/workflows"
 )
 
 // cli runs the binary in the env's workspace to its end: stdout, stderr,
@@ -100,8 +102,8 @@ func TestInspectAndSessionsOfARealSession(t *testing.T) {
 		require.Equal(t, inspect.ToolOK, spawn.Status)
 		require.Len(t, spawn.Subagents, 1)
 		child := spawn.Subagents[0]
-		require.Equal(t, "completed", child.Status)
-		require.Equal(t, "finished", child.Event)
+		require.Equal(t, tools.SubagentCompleted, child.Status)
+		require.Equal(t, tools.SubagentEventFinished, child.Event)
 		require.Equal(t, "default", child.Agent)
 		require.Equal(t, "look around and list the files", child.Task)
 		require.Equal(t, spawn.ToolCallID, child.ParentToolCallID)
@@ -117,14 +119,14 @@ func TestInspectAndSessionsOfARealSession(t *testing.T) {
 		require.Empty(t, rw.Subagents, "a step's child shows under its step")
 		require.Len(t, rw.Workflows, 1)
 		w := rw.Workflows[0]
-		require.Equal(t, "completed", w.Status)
+		require.Equal(t, workflows.StatusCompleted, w.Status)
 		require.Equal(t, "survey and summarize", w.Name)
 		require.Equal(t, rw.ToolCallID, w.ToolCallID)
 		var steps []string
 		for _, st := range w.Steps {
 			steps = append(steps, st.StepID)
-			require.Equal(t, "checkpoint_ready", st.CheckpointStatus, st.StepID)
-			require.Equal(t, "completed", st.SubagentStatus, st.StepID)
+			require.Equal(t, workflows.CheckpointReady, st.CheckpointStatus, st.StepID)
+			require.Equal(t, tools.SubagentCompleted, st.SubagentStatus, st.StepID)
 			require.NotEmpty(t, st.SubagentID, st.StepID)
 			require.FileExists(t, st.ChildLog, st.StepID)
 		}

@@ -245,9 +245,22 @@ func oneLine(s string, limit int) string {
 
 // stepRow is one step as the live view shows it.
 type stepRow struct {
-	id, agent, state, activity string
-	started, ended             time.Time
+	id, agent, activity string
+	state               rowState
+	started, ended      time.Time
 }
+
+// rowState is what a step's row shows: pending until its child is queued,
+// then its child's status while it runs, then its checkpoint status.
+type rowState string
+
+const (
+	rowPending = rowState("pending")
+	rowQueued  = rowState(tools.SubagentQueued)
+	rowRunning = rowState(tools.SubagentRunning)
+	rowReady   = rowState(workflows.CheckpointReady)
+	rowHeld    = rowState(workflows.CheckpointHeld)
+)
 
 // workflowView shows a running workflow on stderr: in a terminal, a
 // compact view of every step (status, agent, elapsed time, last activity)
@@ -266,7 +279,7 @@ type workflowView struct {
 	drawn    int               // lines of the last frame
 	paused   int               // questions on the screen: no drawing
 	frame    int
-	status   string
+	status   workflows.Status
 	stop     chan struct{}
 	done     chan struct{}
 }
@@ -278,7 +291,7 @@ func newWorkflowView(w io.Writer, tty bool, wf *workflows.Workflow) *workflowVie
 		if agent == "" {
 			agent = "default"
 		}
-		r := &stepRow{id: st.ID, agent: agent, state: "pending"}
+		r := &stepRow{id: st.ID, agent: agent, state: rowPending}
 		if len(st.DependsOn) > 0 {
 			r.activity = "waits for " + strings.Join(st.DependsOn, ", ")
 		}
@@ -341,11 +354,11 @@ func (v *workflowView) observe(ev runtime.Event) {
 		}
 		v.children[d.SubagentID] = r.id
 		switch d.Event {
-		case "queued":
-			r.state = "queued"
+		case tools.SubagentEventQueued:
+			r.state = rowQueued
 			v.line("step %s queued (%s, subagent %s)", r.id, r.agent, d.SubagentID)
-		case "started":
-			r.state, r.started, r.activity = "running", v.now(), "started in the "+d.WorkspaceMode+" workspace"
+		case tools.SubagentEventStarted:
+			r.state, r.started, r.activity = rowRunning, v.now(), "started in the "+d.WorkspaceMode+" workspace"
 			v.line("step %s running (%s, %s workspace)", r.id, r.agent, d.WorkspaceMode)
 		}
 	case runtime.EventStatus:
@@ -353,7 +366,7 @@ func (v *workflowView) observe(ev runtime.Event) {
 		if json.Unmarshal(ev.Data, &d) != nil || d.SubagentID == "" {
 			return
 		}
-		if r := v.byID[v.children[d.SubagentID]]; r != nil && r.state == "running" {
+		if r := v.byID[v.children[d.SubagentID]]; r != nil && r.state == rowRunning {
 			r.activity = oneLine(d.Activity, 80)
 			v.line("step %s: %s", r.id, r.activity)
 		}
@@ -376,7 +389,7 @@ func (v *workflowView) workflowEvent(d workflows.WorkflowEvent) {
 		if r == nil || o == nil {
 			return
 		}
-		r.state, r.ended = string(o.CheckpointStatus), v.now()
+		r.state, r.ended = rowState(o.CheckpointStatus), v.now()
 		if r.started.IsZero() {
 			r.started = r.ended
 		}
@@ -390,7 +403,7 @@ func (v *workflowView) workflowEvent(d workflows.WorkflowEvent) {
 		if r == nil {
 			return
 		}
-		r.state, r.activity = "held", d.HeldReason
+		r.state, r.activity = rowHeld, d.HeldReason
 		if len(d.BlockedBy) > 0 {
 			r.activity += " (blocked by " + strings.Join(d.BlockedBy, ", ") + ")"
 		}
@@ -445,7 +458,7 @@ func (v *workflowView) draw() {
 	}
 	ready := 0
 	for _, r := range v.rows {
-		if r.state == string(workflows.CheckpointReady) {
+		if r.state == rowReady {
 			ready++
 		}
 	}
@@ -455,19 +468,19 @@ func (v *workflowView) draw() {
 	}
 	head := fmt.Sprintf("%s — %d/%d checkpoint_ready · %s", title, ready, len(v.rows), seconds(v.now().Sub(v.begin).Milliseconds()))
 	if v.status != "" {
-		head += " · " + strings.ToUpper(v.status)
+		head += " · " + strings.ToUpper(string(v.status))
 	}
 	lines := []string{head}
 	for _, r := range v.rows {
 		mark := "·"
 		switch r.state {
-		case "running", "queued":
+		case rowRunning, rowQueued:
 			mark = spinner[v.frame%len(spinner)]
-		case string(workflows.CheckpointReady):
+		case rowReady:
 			mark = "✓"
-		case "held":
+		case rowHeld:
 			mark = "⏸"
-		case "pending":
+		case rowPending:
 		default:
 			mark = "✗"
 		}

@@ -245,7 +245,7 @@ func TestWorkflowAllStepsCheckpointReady(t *testing.T) {
 
 	children := childrenByStep(t, events)
 	for _, st := range out.Steps {
-		require.Equal(t, "completed", st.SubagentStatus, st.StepID)
+		require.Equal(t, tools.SubagentCompleted, st.SubagentStatus, st.StepID)
 		require.Equal(t, workflows.CheckpointReady, st.CheckpointStatus, st.StepID)
 		require.Nil(t, st.Error, st.StepID)
 		require.Equal(t, []string{st.AgentID}, children[st.StepID], "step %s has exactly its own child", st.StepID)
@@ -351,7 +351,7 @@ func TestWorkflowStepTimeoutIsAPartialOutcome(t *testing.T) {
 	require.Empty(t, out.StoppedBy, "a step's own timeout does not stop the workflow")
 
 	slow := stepOf(t, out, "slow")
-	require.Equal(t, "timed_out", slow.SubagentStatus)
+	require.Equal(t, tools.SubagentTimedOut, slow.SubagentStatus)
 	require.Equal(t, workflows.CheckpointFailed, slow.CheckpointStatus)
 	require.NotNil(t, slow.Error)
 	require.Equal(t, tools.ErrTimeout, slow.Error.Kind)
@@ -361,7 +361,7 @@ func TestWorkflowStepTimeoutIsAPartialOutcome(t *testing.T) {
 
 	quick := stepOf(t, out, "quick")
 	require.Equal(t, workflows.CheckpointReady, quick.CheckpointStatus)
-	require.Equal(t, "completed", quick.SubagentStatus)
+	require.Equal(t, tools.SubagentCompleted, quick.SubagentStatus)
 
 	require.Equal(t, []string{"slow"}, out.TimeoutSteps)
 	require.Equal(t, []string{"slow"}, out.FailedSteps)
@@ -383,7 +383,7 @@ func TestWorkflowDependentsOfAFailedStepAreHeldAndIndependentStepsRun(t *testing
 	out := outcomeOf(t, onlyResult(t, events))
 	require.Equal(t, workflows.StatusPartial, out.Status)
 
-	require.Equal(t, "timed_out", stepOf(t, out, "slow").SubagentStatus)
+	require.Equal(t, tools.SubagentTimedOut, stepOf(t, out, "slow").SubagentStatus)
 	after, last := stepOf(t, out, "after"), stepOf(t, out, "last")
 	for _, h := range []struct {
 		step      workflows.StepOutcome
@@ -393,7 +393,7 @@ func TestWorkflowDependentsOfAFailedStepAreHeldAndIndependentStepsRun(t *testing
 		require.Equal(t, workflows.CheckpointHeld, st.CheckpointStatus, st.StepID)
 		require.Equal(t, workflows.HeldDependency, st.HeldReason, st.StepID)
 		require.Equal(t, h.blockedBy, st.BlockedBy, st.StepID)
-		require.Equal(t, workflows.SubagentNotStarted, st.SubagentStatus, st.StepID)
+		require.Equal(t, tools.SubagentNotStarted, st.SubagentStatus, st.StepID)
 		require.Empty(t, st.AgentID, st.StepID)
 		require.Zero(t, st.Wave, st.StepID)
 		require.Nil(t, st.Checkpoint, st.StepID)
@@ -438,8 +438,9 @@ func TestWorkflowDependentsOfAFailedStepAreHeldAndIndependentStepsRun(t *testing
 func TestWorkflowPartialAndNeedsOrchestratorAreNeverCompleted(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
-		name, prompt, status string
-		ready                []string
+		name, prompt string
+		status       workflows.Status
+		ready        []string
 	}{
 		{"with a ready step", "wfe2e partial", workflows.StatusPartial, []string{"good"}},
 		{"with no ready step", "wfe2e none ready", workflows.StatusFailed, []string{}},
@@ -448,7 +449,7 @@ func TestWorkflowPartialAndNeedsOrchestratorAreNeverCompleted(t *testing.T) {
 			t.Parallel()
 			s := startWorkflowSession(t, "")
 			before := s.prompt(tt.prompt)
-			require.Equal(t, "The workflow ended "+tt.status+".", agentText(updates(t, before)))
+			require.Equal(t, "The workflow ended "+string(tt.status)+".", agentText(updates(t, before)))
 			env := onlyResult(t, s.log())
 			require.False(t, env.OK)
 			out := outcomeOf(t, env)
@@ -457,14 +458,14 @@ func TestWorkflowPartialAndNeedsOrchestratorAreNeverCompleted(t *testing.T) {
 
 			part := stepOf(t, out, "part")
 			require.Equal(t, workflows.CheckpointPartial, part.CheckpointStatus)
-			require.Equal(t, "completed", part.SubagentStatus, "the child completed; the workflow judges its result")
+			require.Equal(t, tools.SubagentCompleted, part.SubagentStatus, "the child completed; the workflow judges its result")
 			require.NotNil(t, part.Checkpoint)
 			require.False(t, part.Checkpoint.DependentSafe)
 			require.Equal(t, []string{"the second half is missing"}, part.Checkpoint.KnownLimitations)
 
 			seam := stepOf(t, out, "seam")
 			require.Equal(t, workflows.CheckpointNeedsOrchestrator, seam.CheckpointStatus)
-			require.Equal(t, "completed", seam.SubagentStatus)
+			require.Equal(t, tools.SubagentCompleted, seam.SubagentStatus)
 			require.False(t, seam.Checkpoint.DependentSafe)
 
 			require.Equal(t, []string{"part"}, out.PartialSteps)
@@ -474,7 +475,7 @@ func TestWorkflowPartialAndNeedsOrchestratorAreNeverCompleted(t *testing.T) {
 			require.NotNil(t, ask, "%+v", out.SafeNextActions)
 			require.ElementsMatch(t, []string{"seam", "part"}, ask.StepIDs)
 			require.Empty(t, out.FailedSteps)
-			require.Contains(t, out.Output, strings.ToUpper(tt.status)+" — ")
+			require.Contains(t, out.Output, strings.ToUpper(string(tt.status))+" — ")
 			require.NotContains(t, out.Output, "COMPLETED")
 		})
 	}
@@ -488,7 +489,7 @@ func TestWorkflowTypedPayloadRejectedByItsSchema(t *testing.T) {
 	require.Equal(t, workflows.StatusPartial, out.Status)
 
 	typed := stepOf(t, out, "typed")
-	require.Equal(t, "completed", typed.SubagentStatus)
+	require.Equal(t, tools.SubagentCompleted, typed.SubagentStatus)
 	require.Equal(t, workflows.CheckpointFailed, typed.CheckpointStatus)
 	require.NotNil(t, typed.Error)
 	require.Equal(t, tools.ErrInvalidArgs, typed.Error.Kind)
@@ -592,7 +593,7 @@ func TestWorkflowOutcomeRebuiltFromTheLogEqualsTheResult(t *testing.T) {
 	marked := stepOf(t, out, "marked")
 	require.Equal(t, workflows.CheckpointPartial, marked.CheckpointStatus)
 	require.Equal(t, workflows.SourceMarker, marked.Checkpoint.Source)
-	require.Equal(t, "timed_out", stepOf(t, out, "slow").SubagentStatus)
+	require.Equal(t, tools.SubagentTimedOut, stepOf(t, out, "slow").SubagentStatus)
 	require.Equal(t, workflows.CheckpointHeld, stepOf(t, out, "after").CheckpointStatus)
 	require.Equal(t, workflows.CheckpointNeedsOrchestrator, stepOf(t, out, "seam").CheckpointStatus)
 	require.Equal(t, workflows.CheckpointFailed, stepOf(t, out, "bad").CheckpointStatus)
@@ -616,11 +617,11 @@ func TestWorkflowFailFastStopsTheRest(t *testing.T) {
 
 	boom := stepOf(t, out, "boom")
 	require.Equal(t, workflows.CheckpointFailed, boom.CheckpointStatus)
-	require.Equal(t, "completed", boom.SubagentStatus)
+	require.Equal(t, tools.SubagentCompleted, boom.SubagentStatus)
 	require.Equal(t, "Nothing usable came out.", boom.Summary)
 
 	slow := stepOf(t, out, "slow")
-	require.Equal(t, "cancelled", slow.SubagentStatus)
+	require.Equal(t, tools.SubagentCancelled, slow.SubagentStatus)
 	require.Equal(t, workflows.CheckpointFailed, slow.CheckpointStatus)
 	require.Equal(t, workflows.StoppedFailFast, slow.Reason)
 	require.NotNil(t, slow.Error)
@@ -635,7 +636,7 @@ func TestWorkflowFailFastStopsTheRest(t *testing.T) {
 	require.Equal(t, workflows.CheckpointHeld, later.CheckpointStatus)
 	require.Equal(t, workflows.StoppedFailFast, later.HeldReason)
 	require.Empty(t, later.BlockedBy)
-	require.Equal(t, workflows.SubagentNotStarted, later.SubagentStatus)
+	require.Equal(t, tools.SubagentNotStarted, later.SubagentStatus)
 
 	children := childrenByStep(t, events)
 	require.ElementsMatch(t, []string{"slow", "boom"}, mapKeys(children))
@@ -646,13 +647,13 @@ func TestWorkflowFailFastStopsTheRest(t *testing.T) {
 		}
 	}
 	require.Equal(t, map[string]string{"dep": workflows.HeldDependency, "later": workflows.StoppedFailFast}, held)
-	var slowEnd string
+	var slowEnd tools.SubagentEvent
 	for _, d := range subagentEvents(t, events) {
 		if d.Name == "slow" {
 			slowEnd = d.Event
 		}
 	}
-	require.Equal(t, "cancelled", slowEnd, "the running step's child was cancelled")
+	require.Equal(t, tools.SubagentEventCancelled, slowEnd, "the running step's child was cancelled")
 }
 
 func mapKeys[V any](m map[string]V) []string {
@@ -922,7 +923,7 @@ func TestWorkflowCancelledTurnKeepsThePartialOutcome(t *testing.T) {
 	require.Equal(t, workflows.StoppedCancelled, out.StoppedBy)
 	require.Equal(t, workflows.CheckpointReady, stepOf(t, out, "quick").CheckpointStatus)
 	long := stepOf(t, out, "long")
-	require.Equal(t, "cancelled", long.SubagentStatus)
+	require.Equal(t, tools.SubagentCancelled, long.SubagentStatus)
 	require.Equal(t, workflows.CheckpointFailed, long.CheckpointStatus)
 	require.Equal(t, workflows.StoppedCancelled, long.Reason)
 	after := stepOf(t, out, "after")

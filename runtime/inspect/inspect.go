@@ -157,23 +157,23 @@ type Subagent struct {
 	Task string `json:"task"`
 	// Status is the last status; Event the last event (queued, started,
 	// input, finished, failed, cancelled, closed, timed_out).
-	Status           string   `json:"status"`
-	Event            string   `json:"event"`
-	ElapsedMS        int64    `json:"elapsed_ms"`
-	Summary          string   `json:"summary,omitempty"`
-	Error            *Failure `json:"error,omitempty"`
-	Inputs           int      `json:"inputs,omitempty"`
-	Depth            int      `json:"depth,omitempty"`
-	Workspace        string   `json:"workspace,omitempty"`
-	WorkspaceMode    string   `json:"workspace_mode,omitempty"`
-	ChildSessionID   string   `json:"child_session_id,omitempty"`
-	ChildLog         string   `json:"child_log,omitempty"`
-	ParentToolCallID string   `json:"parent_tool_call_id,omitempty"`
+	Status           tools.SubagentStatus `json:"status"`
+	Event            tools.SubagentEvent  `json:"event"`
+	ElapsedMS        int64                `json:"elapsed_ms"`
+	Summary          string               `json:"summary,omitempty"`
+	Error            *Failure             `json:"error,omitempty"`
+	Inputs           int                  `json:"inputs,omitempty"`
+	Depth            int                  `json:"depth,omitempty"`
+	Workspace        string               `json:"workspace,omitempty"`
+	WorkspaceMode    string               `json:"workspace_mode,omitempty"`
+	ChildSessionID   string               `json:"child_session_id,omitempty"`
+	ChildLog         string               `json:"child_log,omitempty"`
+	ParentToolCallID string               `json:"parent_tool_call_id,omitempty"`
 }
 
 // Ended reports whether the Log records the child's end.
 func (s *Subagent) Ended() bool {
-	return s.Status != runtime.SubagentQueued && s.Status != runtime.SubagentRunning
+	return s.Status.Ended()
 }
 
 // Workflow is one run of a workflow, as workflows.Rebuild makes it.
@@ -183,7 +183,7 @@ type Workflow struct {
 	ToolCallID string `json:"tool_call_id,omitempty"`
 	// Status is completed, partial or failed; "" when the run's start
 	// could not be read.
-	Status string `json:"status"`
+	Status workflows.Status `json:"status"`
 	// StoppedBy is interrupted when the Log holds no end of the run.
 	StoppedBy string           `json:"stopped_by,omitempty"`
 	ElapsedMS int64            `json:"elapsed_ms"`
@@ -193,22 +193,22 @@ type Workflow struct {
 
 // Step is one step of a run with its outcome and its child.
 type Step struct {
-	StepID           string   `json:"step_id"`
-	Agent            string   `json:"agent"`
-	Wave             int      `json:"wave,omitempty"`
-	DependsOn        []string `json:"depends_on,omitempty"`
-	CheckpointStatus string   `json:"checkpoint_status"`
-	SubagentStatus   string   `json:"subagent_status"`
-	Summary          string   `json:"summary,omitempty"`
-	ElapsedMS        int64    `json:"elapsed_ms"`
-	Error            *Failure `json:"error,omitempty"`
-	Reason           string   `json:"reason,omitempty"`
-	HeldReason       string   `json:"held_reason,omitempty"`
-	BlockedBy        []string `json:"blocked_by,omitempty"`
-	ReusedFrom       string   `json:"reused_from,omitempty"`
-	SubagentID       string   `json:"subagent_id,omitempty"`
-	ChildSessionID   string   `json:"child_session_id,omitempty"`
-	ChildLog         string   `json:"child_log,omitempty"`
+	StepID           string                     `json:"step_id"`
+	Agent            string                     `json:"agent"`
+	Wave             int                        `json:"wave,omitempty"`
+	DependsOn        []string                   `json:"depends_on,omitempty"`
+	CheckpointStatus workflows.CheckpointStatus `json:"checkpoint_status"`
+	SubagentStatus   tools.SubagentStatus       `json:"subagent_status"`
+	Summary          string                     `json:"summary,omitempty"`
+	ElapsedMS        int64                      `json:"elapsed_ms"`
+	Error            *Failure                   `json:"error,omitempty"`
+	Reason           string                     `json:"reason,omitempty"`
+	HeldReason       string                     `json:"held_reason,omitempty"`
+	BlockedBy        []string                   `json:"blocked_by,omitempty"`
+	ReusedFrom       string                     `json:"reused_from,omitempty"`
+	SubagentID       string                     `json:"subagent_id,omitempty"`
+	ChildSessionID   string                     `json:"child_session_id,omitempty"`
+	ChildLog         string                     `json:"child_log,omitempty"`
 }
 
 // Fold builds the tree of a Log's events, in order. Events whose data does
@@ -458,7 +458,7 @@ func (f *folder) subagent(d runtime.SubagentEventData) {
 	sa.Agent, sa.Name, sa.Task, sa.Depth = d.Agent, d.Name, d.Task, d.Depth
 	sa.Status, sa.Event, sa.ElapsedMS = d.Status, d.Event, d.ElapsedMS
 	sa.Workspace, sa.WorkspaceMode, sa.ParentToolCallID = d.Workspace, d.WorkspaceMode, d.ParentToolCallID
-	if d.Event == "input" {
+	if d.Event == tools.SubagentEventInput {
 		sa.Inputs++
 	}
 	if d.ChildSessionID != "" {
@@ -505,7 +505,7 @@ func (f *folder) rebuildWorkflows() {
 			so := &o.Steps[i]
 			st := &Step{
 				StepID: so.StepID, Agent: so.Agent, Wave: so.Wave, DependsOn: so.DependsOn,
-				CheckpointStatus: string(so.CheckpointStatus), SubagentStatus: so.SubagentStatus,
+				CheckpointStatus: so.CheckpointStatus, SubagentStatus: so.SubagentStatus,
 				Summary: so.Summary, ElapsedMS: so.ElapsedMS, Reason: so.Reason, HeldReason: so.HeldReason,
 				BlockedBy: so.BlockedBy, ReusedFrom: so.ReusedFrom, SubagentID: so.AgentID, ChildSessionID: so.ChildSessionID,
 			}

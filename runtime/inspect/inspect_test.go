@@ -65,7 +65,7 @@ func allowed(id, tool string) ev {
 	return ev{runtime.EventPermissionDecision, runtime.PermissionDecisionData{ToolCallID: id, Tool: tool, Mode: runtime.ModeAuto, Decision: "allowed", Source: "mode"}}
 }
 
-func child(event, id, callID, status string, more ...func(*runtime.SubagentEventData)) ev {
+func child(event tools.SubagentEvent, id, callID string, status tools.SubagentStatus, more ...func(*runtime.SubagentEventData)) ev {
 	d := runtime.SubagentEventData{
 		Event: event, ParentID: "s1", SubagentID: id, ParentToolCallID: callID, Agent: "default",
 		Task: "look around\nand list", Depth: 1, Status: status, WorkspaceMode: "isolated", ElapsedMS: 42,
@@ -288,9 +288,9 @@ func TestInspectFoldSubagents(t *testing.T) {
 			check: func(t *testing.T, s *Session) {
 				calls := toolCalls(s.Turns[0])
 				a, b := calls[0].Subagents[0], calls[1].Subagents[0]
-				require.Equal(t, "running", a.Status)
+				require.Equal(t, tools.SubagentRunning, a.Status)
 				require.False(t, a.Ended())
-				require.Equal(t, "failed", b.Status)
+				require.Equal(t, tools.SubagentFailed, b.Status)
 				require.Equal(t, &Failure{Kind: "provider_error", Message: "boom"}, b.Error)
 				require.Empty(t, b.ChildLog, "never started: no child Log")
 			},
@@ -370,12 +370,12 @@ func TestInspectFoldWorkflows(t *testing.T) {
 				require.Equal(t, workflows.StoppedInterrupted, w.StoppedBy)
 				require.Equal(t, workflows.StatusFailed, w.Status)
 				a, b := w.Steps[0], w.Steps[1]
-				require.Equal(t, "detached", a.SubagentStatus)
-				require.Equal(t, "failed", a.CheckpointStatus)
+				require.Equal(t, tools.SubagentDetached, a.SubagentStatus)
+				require.Equal(t, workflows.CheckpointFailed, a.CheckpointStatus)
 				require.Equal(t, "detached", a.Error.Kind)
 				require.Equal(t, "/ws/.pixir/subagents/sa-a/c-sa-a.ndjson", a.ChildLog)
-				require.Equal(t, "held", b.CheckpointStatus)
-				require.Equal(t, workflows.SubagentNotStarted, b.SubagentStatus)
+				require.Equal(t, workflows.CheckpointHeld, b.CheckpointStatus)
+				require.Equal(t, tools.SubagentNotStarted, b.SubagentStatus)
 				require.Equal(t, workflows.StoppedInterrupted, b.HeldReason)
 				require.Equal(t, TurnIncomplete, s.Turns[0].Status)
 			},

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/pixir-go/pixir/tools"
 	"github.com/pixir-go/pixir/workflows"
 )
 
@@ -213,7 +214,7 @@ func permission(p *Permission) string {
 }
 
 func subagentNode(sa *Subagent) *node {
-	status := sa.Status
+	status := string(sa.Status)
 	if !sa.Ended() {
 		status += ", no end in the Log"
 	}
@@ -238,7 +239,7 @@ func subagentNode(sa *Subagent) *node {
 }
 
 func workflowNode(wf *Workflow) *node {
-	status := wf.Status
+	status := string(wf.Status)
 	if status == "" {
 		status = "unknown"
 	}
@@ -273,8 +274,8 @@ func stepNode(st *Step) *node {
 		parts[0] += fmt.Sprintf(" wave %d", st.Wave)
 	}
 	parts[0] += fmt.Sprintf(" [%s]", st.CheckpointStatus)
-	parts = append(parts, "subagent "+st.SubagentStatus)
-	if st.SubagentStatus != workflows.SubagentNotStarted {
+	parts = append(parts, "subagent "+string(st.SubagentStatus))
+	if st.SubagentStatus != tools.SubagentNotStarted {
 		parts = append(parts, elapsed(st.ElapsedMS))
 	}
 	n := &node{text: strings.Join(parts, " · ")}
