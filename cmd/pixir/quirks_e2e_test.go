@@ -2,6 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -73,4 +76,65 @@ func TestQuirkAnAnswerThatIsNotStreamedIsShownEverywhere(t *testing.T) {
 			require.Equal(t, "Hello from a server that does not stream.", env["output"].(map[string]any)["text"])
 		})
 	}
+}
+
+// geminiReply answers like Gemini's OpenAI-compatible endpoint: the first
+// request gets a tool call with a thought signature; any later request
+// whose history has a tool call without its signature is rejected with
+// 400, as Gemini does; the others get a text answer.
+func geminiReply(calls *atomic.Int32) fakeReply {
+	return func(w http.ResponseWriter, r *http.Request, body []byte) {
+		n := calls.Add(1)
+		if n == 1 {
+			sseReply(0, `data: {"choices":[{"delta":{"role":"assistant","tool_calls":[{"extra_content":{"google":{"thought_signature":"c2lnbmF0dXJlLW9mLXRoZS10aG91Z2h0"}},`+
+				`"function":{"arguments":"{\"path\":\"README.md\"}","name":"read"},"id":"function-call-1","type":"function"}]},"finish_reason":"tool_calls","index":0}],`+
+				`"created":1763123456,"id":"g1","model":"gemini-3-pro-preview","object":"chat.completion.chunk"}`+"\n\n", oaDone)(w, r, body)
+			return
+		}
+		var req struct {
+			Messages []struct {
+				ToolCalls []struct {
+					ExtraContent struct {
+						Google struct {
+							ThoughtSignature string `json:"thought_signature"`
+						} `json:"google"`
+					} `json:"extra_content"`
+				} `json:"tool_calls"`
+			} `json:"messages"`
+		}
+		_ = json.Unmarshal(body, &req)
+		for _, m := range req.Messages {
+			for _, tc := range m.ToolCalls {
+				if tc.ExtraContent.Google.ThoughtSignature != "c2lnbmF0dXJlLW9mLXRoZS10aG91Z2h0" {
+					jsonReply(400, `[{"error":{"code":400,"message":"Function call is missing a thought_signature in functionCall parts.","status":"INVALID_ARGUMENT"}}]`)(w, r, body)
+					return
+				}
+			}
+		}
+		oaAnswer(fmt.Sprintf("Answer %d.", n), 100, 5)(w, r, body)
+	}
+}
+
+// TestQuirkGeminiThoughtSignatureSurvivesResume: the signature Gemini puts
+// on a tool call goes back with it in the same turn and, from the Log, in
+// a later process that resumes the session.
+func TestQuirkGeminiThoughtSignatureSurvivesResume(t *testing.T) {
+	var calls atomic.Int32
+	srv := newFakeModel(t, geminiReply(&calls))
+	providerEnv(t, "OPENAI_API_KEY", "gemini-key")
+	flags := []string{"--provider", "openai", "--base-url", srv.URL + "/v1", "--model", "gemini-3-pro-preview"}
+	r := newRunEnv(t)
+	r.file("README.md", "# Pixir\n")
+
+	stdout, stderr, code := r.pixir(append([]string{"run", "--json", "what does the README say?"}, flags...)...)
+	require.Equal(t, exitOK, code, "stdout: %s\nstderr: %s", stdout, stderr)
+	out := validEnvelope(t, stdout, "pixir_run_output.json")["output"].(map[string]any)
+	require.Equal(t, "Answer 2.", out["text"])
+	sid := out["session_id"].(string)
+
+	stdout, stderr, code = r.pixir(append([]string{"resume", sid, "--json", "and now?"}, flags...)...)
+	require.Equal(t, exitOK, code, "stdout: %s\nstderr: %s", stdout, stderr)
+	require.Equal(t, "Answer 3.", validEnvelope(t, stdout, "pixir_run_output.json")["output"].(map[string]any)["text"])
+	require.Len(t, srv.received(), 3)
+	require.Contains(t, string(srv.received()[2].Body), `"thought_signature":"c2lnbmF0dXJlLW9mLXRoZS10aG91Z2h0"`, "reloaded from the Log")
 }

@@ -54,6 +54,12 @@ type ToolCall struct {
 	ID        string          `json:"id"`
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
+	// ProviderData is what the provider that made the call needs back with
+	// it in later requests, opaque to everyone else: the OpenAI-compatible
+	// endpoint of Gemini puts a thought signature on a call and rejects a
+	// follow-up without it. It is kept in the Log with the call, so a
+	// session loaded again still sends it.
+	ProviderData json.RawMessage `json:"provider_data,omitempty"`
 }
 
 // ToolSpec describes a tool to the model.

@@ -442,6 +442,8 @@ func TestParseErrorBody(t *testing.T) {
 			"NotFoundError", "404", "The model `x` does not exist."},
 		{"Ollama native", `{"error":"model \"qwen\" not found, try pulling it first"}`, "", "", `model "qwen" not found, try pulling it first`},
 		{"FastAPI", `{"detail":"Not Found"}`, "", "", "Not Found"},
+		{"Gemini OpenAI-compatible", `[{"error":{"code":400,"message":"Function call is missing a thought_signature in functionCall parts.","status":"INVALID_ARGUMENT"}}]`,
+			"", "400", "Function call is missing a thought_signature in functionCall parts."},
 		{"HTML", "<html><body><h1>502 Bad Gateway</h1></body></html>\n", "", "", "<html><body><h1>502 Bad Gateway</h1></body></html>"},
 	}
 	for _, tt := range tests {

@@ -267,7 +267,8 @@ func transportError(url string, err error) error {
 // servers {"error":{"message","type","code"}}, Anthropic
 // {"type":"error","error":{"type","message"}}, vLLM {"object":"error",
 // "message","type","code"}, Ollama's native API and some proxies
-// {"error":"text"}, FastAPI {"detail":"text"}.
+// {"error":"text"}, FastAPI {"detail":"text"}; Gemini's OpenAI-compatible
+// endpoint wraps its error in an array, [{"error":{…}}].
 type errorBody struct {
 	Error   json.RawMessage `json:"error"`
 	Message string          `json:"message"`
@@ -285,6 +286,12 @@ type errorObject struct {
 // ParseErrorBody pulls type, code and message out of an error body; when it
 // is not an error object the message is the start of the body.
 func ParseErrorBody(body []byte) (typ, code, message string) {
+	var wrapped []json.RawMessage
+	if json.Unmarshal(body, &wrapped) == nil && len(wrapped) == 1 {
+		if typ, code, message = ParseErrorBody(wrapped[0]); message != "" && message != string(wrapped[0]) {
+			return typ, code, message
+		}
+	}
 	var b errorBody
 	if json.Unmarshal(body, &b) == nil {
 		var o errorObject

@@ -455,3 +455,69 @@ func TestQuirkEndlessTextStopsAtTheAnswerCap(t *testing.T) {
 	require.Greater(t, len(got), 4<<10-len("all work and no play "), "the text up to the cap was streamed")
 	require.Len(t, srv.Requests(), 1)
 }
+
+// geminiServer answers like Gemini's OpenAI-compatible endpoint: the
+// first request gets a tool call carrying a thought signature; a follow-up
+// whose assistant tool call lacks that signature is rejected with 400, as
+// Gemini rejects it, and one that has it gets a text answer.
+func geminiServer(t *testing.T) *wiretest.Server {
+	call := fixture(t, "gemini_tool_call.sse")
+	srv := wiretest.New(t)
+	srv.Answer(func(n int, body []byte) wiretest.Reply {
+		if n == 0 {
+			return wiretest.Reply{Body: call}
+		}
+		var req struct {
+			Messages []struct {
+				ToolCalls []struct {
+					ID           string `json:"id"`
+					ExtraContent struct {
+						Google struct {
+							ThoughtSignature string `json:"thought_signature"`
+						} `json:"google"`
+					} `json:"extra_content"`
+				} `json:"tool_calls"`
+			} `json:"messages"`
+		}
+		if err := json.Unmarshal(body, &req); err != nil {
+			return wiretest.Reply{Status: 400, Body: `{"error":{"message":"unreadable request"}}`}
+		}
+		for _, m := range req.Messages {
+			for _, tc := range m.ToolCalls {
+				if tc.ExtraContent.Google.ThoughtSignature == "" {
+					return wiretest.Reply{Status: 400, Body: `[{"error":{"code":400,"message":"Function call is missing a thought_signature in functionCall parts. ` +
+						`This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. ` +
+						`Additional data, function call ` + "`default_api:read`" + ` , position 2. Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details.","status":"INVALID_ARGUMENT"}}]`}
+				}
+			}
+		}
+		return wiretest.Reply{Body: `data: {"choices":[{"delta":{"content":"The README describes Pixir.","role":"assistant"},"finish_reason":"stop","index":0}],"object":"chat.completion.chunk"}` + "\n\ndata: [DONE]\n\n"}
+	})
+	return srv
+}
+
+func TestQuirkGeminiThoughtSignatureGoesBack(t *testing.T) {
+	srv := geminiServer(t)
+	p := newProvider(t, srv, "gemini-key")
+	req := request("gemini-3-pro-preview")
+	resp, err := p.Generate(context.Background(), req, nil)
+	require.NoError(t, err)
+	require.Len(t, resp.ToolCalls, 1)
+	tc := resp.ToolCalls[0]
+	require.Equal(t, "function-call-15728437463422012543", tc.ID)
+	require.JSONEq(t, `{"extra_content":{"google":{"thought_signature":"EjQKMgEMOdbHJChLX75QUCJjyYlmQ0e4vN2kqPb1tYrT9uA8sD3fG6hJ0kL5mN7pQ2rS4tV="}}}`, string(tc.ProviderData))
+
+	// The follow-up carries the call back with its signature: accepted.
+	follow := req
+	follow.Messages = append(follow.Messages,
+		provider.Message{Role: provider.RoleAssistant, ToolCalls: resp.ToolCalls},
+		provider.Message{Role: provider.RoleTool, ToolCallID: tc.ID, ToolName: tc.Name, Text: `{"ok":true,"output":"# Pixir"}`})
+	resp, err = p.Generate(context.Background(), follow, nil)
+	require.NoError(t, err)
+	require.Equal(t, "The README describes Pixir.", resp.Text)
+
+	// The same follow-up without it is what Gemini rejects.
+	follow.Messages[1].ToolCalls = []provider.ToolCall{{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments}}
+	_, err = p.Generate(context.Background(), follow, nil)
+	failure(t, err, httpstream.KindRejected, "missing a thought_signature")
+}

@@ -65,6 +65,9 @@ type toolCallFrag struct {
 	// Index says which call a fragment belongs to; a few servers omit it.
 	Index    *int   `json:"index"`
 	ID       string `json:"id"`
+	// ExtraContent is Gemini's: {"google":{"thought_signature":"…"}} (or
+	// "vertex"), to be sent back with the call.
+	ExtraContent json.RawMessage `json:"extra_content"`
 	Function struct {
 		Name string `json:"name"`
 		// Arguments is a string to concatenate; a few servers send the
@@ -171,6 +174,7 @@ type assembler struct {
 type callBuilder struct {
 	id, name string
 	args     strings.Builder
+	extra    json.RawMessage
 }
 
 func newAssembler(subj httpstream.Subject) *assembler {
@@ -309,6 +313,10 @@ func (a *assembler) addToolCalls(frags []toolCallFrag) int {
 		if c.name == "" {
 			c.name = f.Function.Name
 		}
+		if len(f.ExtraContent) > 0 && string(f.ExtraContent) != "null" {
+			c.extra = f.ExtraContent
+			n += len(f.ExtraContent)
+		}
 		args := bytes.TrimSpace(f.Function.Arguments)
 		switch {
 		case len(args) == 0 || string(args) == "null":
@@ -388,7 +396,11 @@ func (a *assembler) response() (*provider.ModelResponse, error) {
 		if id == "" {
 			id = fmt.Sprintf("call_%016x", rand.Uint64())
 		}
-		resp.ToolCalls = append(resp.ToolCalls, provider.ToolCall{ID: id, Name: c.name, Arguments: json.RawMessage(args)})
+		tc := provider.ToolCall{ID: id, Name: c.name, Arguments: json.RawMessage(args)}
+		if c.extra != nil {
+			tc.ProviderData, _ = json.Marshal(providerData{ExtraContent: c.extra})
+		}
+		resp.ToolCalls = append(resp.ToolCalls, tc)
 	}
 	return resp, nil
 }

@@ -34,6 +34,14 @@ type chatToolCall struct {
 	ID       string           `json:"id"`
 	Type     string           `json:"type"`
 	Function chatFunctionCall `json:"function"`
+	// ExtraContent goes back as the call came (Gemini's thought signature).
+	ExtraContent json.RawMessage `json:"extra_content,omitempty"`
+}
+
+// providerData is what this provider keeps in a ToolCall's ProviderData:
+// the call's fields that must go back with it, under their wire names.
+type providerData struct {
+	ExtraContent json.RawMessage `json:"extra_content,omitempty"`
 }
 
 type chatFunctionCall struct {
@@ -97,7 +105,12 @@ func mapMessages(system string, msgs []provider.Message) []chatMessage {
 				if args == "" {
 					args = "{}"
 				}
-				cm.ToolCalls = append(cm.ToolCalls, chatToolCall{ID: tc.ID, Type: "function", Function: chatFunctionCall{Name: tc.Name, Arguments: args}})
+				call := chatToolCall{ID: tc.ID, Type: "function", Function: chatFunctionCall{Name: tc.Name, Arguments: args}}
+				var pd providerData
+				if len(tc.ProviderData) > 0 && json.Unmarshal(tc.ProviderData, &pd) == nil {
+					call.ExtraContent = pd.ExtraContent
+				}
+				cm.ToolCalls = append(cm.ToolCalls, call)
 			}
 			out = append(out, cm)
 		case provider.RoleTool:

@@ -56,7 +56,17 @@ type Server struct {
 
 	mu       sync.Mutex
 	replies  []Reply
+	answer   func(n int, body []byte) Reply
 	requests []Request
+}
+
+// Answer makes the server choose each reply from the request: n is the
+// request's number (0-based), body what it carried. It replaces the
+// Replies, for servers that judge what they receive.
+func (s *Server) Answer(f func(n int, body []byte) Reply) {
+	s.mu.Lock()
+	s.answer = f
+	s.mu.Unlock()
 }
 
 // New starts a server on 127.0.0.1, closed when the test ends.
@@ -111,7 +121,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if len(s.replies) > 0 {
 		rep = s.replies[min(n, len(s.replies)-1)]
 	}
+	answer := s.answer
 	s.mu.Unlock()
+	if answer != nil {
+		rep = answer(n, body)
+	}
 	clientGone := func() {
 		select {
 		case s.gone <- n:
