@@ -63,12 +63,12 @@ type chunkBody struct {
 
 type toolCallFrag struct {
 	// Index says which call a fragment belongs to; a few servers omit it.
-	Index    *int   `json:"index"`
-	ID       string `json:"id"`
+	Index *int   `json:"index"`
+	ID    string `json:"id"`
 	// ExtraContent is Gemini's: {"google":{"thought_signature":"…"}} (or
 	// "vertex"), to be sent back with the call.
 	ExtraContent json.RawMessage `json:"extra_content"`
-	Function struct {
+	Function     struct {
 		Name string `json:"name"`
 		// Arguments is a string to concatenate; a few servers send the
 		// object itself.
