@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/pixir-go/pixir/runtime/provider"
@@ -135,8 +136,8 @@ func (t *turn) run(p Prompt) (StopReason, error) {
 		resp, streamed, err := t.generate()
 		if err != nil {
 			// Keep what the user already saw, so a replay shows it too.
-			if streamed.text != "" || streamed.reasoning != "" {
-				partial := &provider.ModelResponse{Text: streamed.text, Reasoning: streamed.reasoning}
+			if streamed.text.Len() > 0 || streamed.reasoning.Len() > 0 {
+				partial := &provider.ModelResponse{Text: streamed.text.String(), Reasoning: streamed.reasoning.String()}
 				if err := t.recordResponse(partial, true); err != nil {
 					return "", err
 				}
@@ -180,12 +181,15 @@ func (t *turn) run(p Prompt) (StopReason, error) {
 	}
 }
 
-type streamedSoFar struct{ text, reasoning string }
+// streamedSoFar is what the user saw of an answer, kept in case the answer
+// fails. Builders, not strings: each delta is appended once, so a long
+// answer costs the same per delta at its end as at its start.
+type streamedSoFar struct{ text, reasoning strings.Builder }
 
 // generate makes one model call, streaming deltas to the observer.
-func (t *turn) generate() (*provider.ModelResponse, streamedSoFar, error) {
+func (t *turn) generate() (*provider.ModelResponse, *streamedSoFar, error) {
 	s := t.s
-	var so streamedSoFar
+	so := &streamedSoFar{}
 	req := provider.ModelRequest{
 		Model:    s.Model(),
 		System:   s.systemPrompt(),
@@ -200,9 +204,9 @@ func (t *turn) generate() (*provider.ModelResponse, streamedSoFar, error) {
 		typ := EventTextDelta
 		if d.Kind == provider.DeltaReasoning {
 			typ = EventReasoningDelta
-			so.reasoning += d.Text
+			so.reasoning.WriteString(d.Text)
 		} else {
-			so.text += d.Text
+			so.text.WriteString(d.Text)
 		}
 		emitErr = t.emit(typ, TextDeltaData{Text: d.Text})
 	})

@@ -521,3 +521,23 @@ func TestQuirkGeminiThoughtSignatureGoesBack(t *testing.T) {
 	_, err = p.Generate(context.Background(), follow, nil)
 	failure(t, err, httpstream.KindRejected, "missing a thought_signature")
 }
+
+func TestContentDecodesEveryShape(t *testing.T) {
+	for raw, want := range map[string]content{
+		`"plain"`:                    {text: "plain"},
+		`"line\nbreak \u00e9 \"q\""`: {text: "line\nbreak é \"q\""},
+		"\"bad \xff byte\"":          {text: "bad \ufffd byte"},
+		`null`:                       {},
+		`[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}},{"type":"thinking","thinking":"t"}]`: {text: "a", thinking: "t"},
+	} {
+		var c struct {
+			Content content `json:"content"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(`{"content":`+raw+`}`), &c), raw)
+		require.Equal(t, want, c.Content, raw)
+	}
+	var c struct {
+		Content content `json:"content"`
+	}
+	require.Error(t, json.Unmarshal([]byte(`{"content":{"text":"x"}}`), &c), "an object is neither shape")
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/pixir-go/pixir/runtime/provider"
 	"github.com/pixir-go/pixir/runtime/provider/httpstream"
@@ -108,7 +109,8 @@ func (c *content) UnmarshalJSON(b []byte) error {
 	case len(b) == 0 || b[0] == 'n': // null
 		return nil
 	case b[0] == '"':
-		return json.Unmarshal(b, &c.text)
+		c.text = jsonString(b)
+		return nil
 	case b[0] != '[':
 		return fmt.Errorf("content is neither a string nor an array of parts: %s", httpstream.Truncate(string(b), 80))
 	}
@@ -153,11 +155,22 @@ func partsText(raw json.RawMessage) string {
 type flexString string
 
 func (f *flexString) UnmarshalJSON(b []byte) error {
-	var s string
-	if json.Unmarshal(b, &s) == nil {
-		*f = flexString(s)
+	if len(b) > 0 && b[0] == '"' {
+		*f = flexString(jsonString(b))
 	}
 	return nil
+}
+
+// jsonString decodes a JSON string the decoder has already checked. Most
+// deltas hold no escapes and need no second pass: this runs once per delta
+// of every answer.
+func jsonString(b []byte) string {
+	if inner := b[1 : len(b)-1]; bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		return string(inner)
+	}
+	var s string
+	_ = json.Unmarshal(b, &s)
+	return s
 }
 
 // assembler builds one response out of a stream.
