@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -208,7 +209,7 @@ func (p *benchPixir) call(b *testing.B, method, params string) (json.RawMessage,
 	want := fmt.Sprintf(`"id":%d,`, id)
 	for {
 		line, err := p.out.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
+		if errors.Is(err, bufio.ErrBufferFull) {
 			b.Fatal("a line longer than 1 MiB")
 		}
 		if err != nil {
@@ -250,4 +251,3 @@ func (p *benchPixir) prompt(b *testing.B, n int) time.Duration {
 	p.call(b, MethodSessionClose, fmt.Sprintf(`{"sessionId":%q}`, s.SessionID))
 	return elapsed
 }
-
