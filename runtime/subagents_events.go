@@ -1,0 +1,202 @@
+// The evidence of children: subagent_events in the parent's Log, the
+// throttled progress of a running child, and the children rebuilt from
+// the Log when a session is reopened.
+
+package runtime
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/pixir-go/pixir/tools"
+)
+
+// SubagentEventData is the Data of a subagent_event in the parent's Log:
+// enough to rebuild every child's view from the Log alone.
+type SubagentEventData struct {
+	Event            tools.SubagentEvent  `json:"event"`
+	ParentID         string               `json:"parent_id"`
+	SubagentID       string               `json:"subagent_id"`
+	ChildSessionID   string               `json:"child_session_id,omitempty"`
+	ChildLog         string               `json:"child_log,omitempty"`
+	ParentToolCallID string               `json:"parent_tool_call_id,omitempty"`
+	Agent            string               `json:"agent"`
+	Name             string               `json:"name,omitempty"` // a workflow step's label (its id)
+	Task             string               `json:"task"`
+	Depth            int                  `json:"depth"`
+	Status           tools.SubagentStatus `json:"status"`
+	Workspace        string               `json:"workspace"`
+	WorkspaceMode    string               `json:"workspace_mode"`
+	Input            string               `json:"input,omitempty"`
+	Summary          string               `json:"summary,omitempty"`
+	Error            *tools.Failure       `json:"error,omitempty"`
+	Changes          *tools.FileChanges   `json:"changes,omitempty"`
+	ElapsedMS        int64                `json:"elapsed_ms"`
+}
+
+// SubagentProgressData is the ephemeral status event of a running child.
+type SubagentProgressData struct {
+	SubagentID string `json:"subagent_id"`
+	Activity   string `json:"activity"`
+}
+
+// record writes a subagent_event for sa's current state to its parent's
+// Log and shows it to whoever watches the parent.
+func (m *Manager) record(sa *subagent, event tools.SubagentEvent, input string) {
+	m.mu.Lock()
+	d := m.eventLocked(sa, event, input, sa.status)
+	m.mu.Unlock()
+	m.emit(sa, d)
+}
+
+// eventLocked is the subagent_event of sa as it is, with status.
+func (m *Manager) eventLocked(sa *subagent, event tools.SubagentEvent, input string, status tools.SubagentStatus) SubagentEventData {
+	d := SubagentEventData{
+		Event: event, ParentID: sa.parent.ID(), SubagentID: sa.id, ParentToolCallID: sa.parentToolCallID,
+		Agent: sa.agent, Name: sa.name, Task: sa.task, Depth: sa.depth, Status: status, Workspace: sa.workspace,
+		WorkspaceMode: sa.mode, Input: input, ElapsedMS: m.elapsedLocked(sa),
+	}
+	if sa.child != nil {
+		d.ChildSessionID, d.ChildLog = sa.child.ID(), sa.childLog
+	}
+	if status.Ended() {
+		d.Summary, d.Error, d.Changes = sa.summary, sa.failure, sa.changes
+	}
+	return d
+}
+
+func (m *Manager) emit(sa *subagent, d SubagentEventData) {
+	if err := sa.parent.emitBackground(EventSubagent, d); err != nil {
+		m.rt.log.Error("recording a subagent event", "subagent", sa.id, "err", err)
+	}
+}
+
+// restore rebuilds the children of a session reopened from its Log. A
+// child that was not over when its process ended is detached: no process
+// runs it, and nothing says it finished.
+func (m *Manager) restore(parent *Session, events []Event) {
+	last := map[string]SubagentEventData{}
+	var order []string
+	for _, ev := range events {
+		if ev.Type != EventSubagent {
+			continue
+		}
+		var d SubagentEventData
+		if json.Unmarshal(ev.Data, &d) != nil || d.SubagentID == "" {
+			continue
+		}
+		if _, seen := last[d.SubagentID]; !seen {
+			order = append(order, d.SubagentID)
+		}
+		last[d.SubagentID] = d
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, id := range order {
+		if _, live := m.byID[id]; live {
+			continue
+		}
+		d := last[id]
+		sa := &subagent{
+			id: id, agent: d.Agent, name: d.Name, task: d.Task, parent: parent, parentToolCallID: d.ParentToolCallID,
+			depth: d.Depth, mode: d.WorkspaceMode, workspace: d.Workspace, status: d.Status,
+			summary: d.Summary, failure: d.Error, changes: d.Changes, childSession: d.ChildSessionID,
+			done: make(chan struct{}), restored: true,
+		}
+		if !sa.status.Ended() {
+			sa.status = tools.SubagentDetached
+			sa.failure = &tools.Failure{Kind: tools.ErrDetached, Message: "the process that ran this subagent ended before it did; its work is not known to be complete"}
+		}
+		close(sa.done)
+		m.byID[id] = sa
+		m.children[parent.ID()] = append(m.children[parent.ID()], sa)
+	}
+}
+
+// detached lists the children of a session that are detached.
+func (m *Manager) detached(parentID string) []SubagentEventData {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []SubagentEventData
+	for _, sa := range m.children[parentID] {
+		if sa.status == tools.SubagentDetached {
+			out = append(out, SubagentEventData{SubagentID: sa.id, Agent: sa.agent, Task: sa.task, Status: sa.status, Error: sa.failure, ParentToolCallID: sa.parentToolCallID})
+		}
+	}
+	return out
+}
+
+// childTracker watches a child's turn: it remembers the final answer and a
+// provider failure, and reports throttled progress to the parent.
+type childTracker struct {
+	m    *Manager
+	sa   *subagent
+	mu   sync.Mutex
+	last string
+	// failed is set when the child's turn ended on a provider failure.
+	failed   *tools.Failure
+	reported time.Time
+}
+
+func (t *childTracker) observe(ev Event) {
+	var activity string
+	switch ev.Type {
+	case EventAssistantMessage:
+		var d AssistantMessageData
+		if json.Unmarshal(ev.Data, &d) == nil && d.Text != "" {
+			t.mu.Lock()
+			t.last = d.Text
+			t.mu.Unlock()
+			activity = titleFrom(d.Text)
+		}
+	case EventToolCall:
+		var d ToolCallData
+		if json.Unmarshal(ev.Data, &d) == nil {
+			activity = d.Title
+		}
+	case EventTurnFailed:
+		var d TurnFailedData
+		if json.Unmarshal(ev.Data, &d) == nil {
+			t.mu.Lock()
+			t.failed = &tools.Failure{Kind: d.Kind, Message: d.Message}
+			t.mu.Unlock()
+		}
+	}
+	if activity == "" {
+		return
+	}
+	t.mu.Lock()
+	if time.Since(t.reported) < progressEvery {
+		t.mu.Unlock()
+		return
+	}
+	t.reported = time.Now()
+	t.mu.Unlock()
+	_ = t.sa.parent.emitBackground(EventStatus, SubagentProgressData{SubagentID: t.sa.id, Activity: activity})
+}
+
+func (t *childTracker) summary() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.last) > summaryLimit {
+		return keepEnds(t.last, summaryLimit)
+	}
+	return t.last
+}
+
+// keepEnds shortens a child's final answer to about limit bytes, keeping
+// its start and its end: a report's conclusion (and a workflow step's
+// "checkpoint_status:" line) is at the end.
+func keepEnds(s string, limit int) string {
+	tail := limit / 4
+	head := strings.ToValidUTF8(s[:limit-tail], "")
+	end := s[len(s)-tail:]
+	for len(end) > 0 && !utf8.RuneStart(end[0]) {
+		end = end[1:]
+	}
+	return fmt.Sprintf("%s\n[… %d bytes omitted; the whole answer is in the subagent's log]\n%s", head, len(s)-len(head)-len(end), end)
+}

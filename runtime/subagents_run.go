@@ -1,0 +1,246 @@
+// One run of a child: the FIFO queue under max_threads, the child's
+// session and snapshot made on its first run, its turn, and its end.
+
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/pixir-go/pixir/tools"
+)
+
+// enqueue records that sa is queued, and only then lets the scheduler see
+// it, so its "queued" event always comes before its "started".
+func (m *Manager) enqueue(sa *subagent, input string) {
+	m.record(sa, tools.SubagentEventQueued, input)
+	m.mu.Lock()
+	if sa.status == tools.SubagentQueued && !sa.stopping { // not cancelled meanwhile
+		m.queue = append(m.queue, sa)
+	}
+	m.mu.Unlock()
+	m.schedule()
+}
+
+// schedule starts queued children, in order, while there is capacity.
+func (m *Manager) schedule() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for !m.closed && m.running < m.cfg.MaxThreads && len(m.queue) > 0 {
+		sa := m.queue[0]
+		m.queue = m.queue[1:]
+		m.running++
+		ctx, cancel := context.WithTimeout(context.Background(), sa.timeout)
+		sa.cancel = cancel
+		sa.status = tools.SubagentRunning
+		sa.started = time.Now()
+		sa.runs++
+		input := sa.input
+		event := tools.SubagentEventStarted
+		if sa.runs > 1 {
+			event = tools.SubagentEventInput
+		}
+		m.wg.Add(1)
+		go m.run(ctx, sa, event, input)
+	}
+}
+
+// run is one turn of a child, from its start to its end; it always ends
+// the run (status, event, capacity) whatever happens inside, panics
+// included.
+func (m *Manager) run(ctx context.Context, sa *subagent, event tools.SubagentEvent, input string) {
+	defer m.wg.Done()
+	status, summary, fail := tools.SubagentFailed, "", (*tools.Failure)(nil)
+	var changes *tools.FileChanges
+	defer func() {
+		if p := recover(); p != nil {
+			m.rt.log.Error("subagent panicked", "subagent", sa.id, "panic", p, "stack", string(debug.Stack()))
+			status, fail = tools.SubagentFailed, &tools.Failure{Kind: tools.ErrInternal, Message: fmt.Sprintf("the subagent crashed: %v", p)}
+		}
+		m.finish(sa, status, summary, fail, changes)
+	}()
+
+	child, err := m.prepare(ctx, sa)
+	if err != nil {
+		status, fail = m.outcome(ctx, sa, tools.AsFailure(err))
+		return
+	}
+	m.record(sa, event, input)
+
+	tracker := &childTracker{m: m, sa: sa}
+	var ask Asker
+	if sa.ask != nil {
+		ask = childAsker{sa: sa}
+	}
+	opts := TurnOptions{Observe: tracker.observe, Ask: ask}
+	if sa.mayWrite != nil {
+		opts.Files = writeSetFiles{Files: child.workspace.Files(), root: child.workspace.Root(), may: sa.mayWrite, set: sa.writeSet}
+	}
+	stop, err := child.Prompt(ctx, Prompt{Text: input}, opts)
+	summary = tracker.summary()
+	if sa.snap != nil {
+		if ch, err := sa.snap.Changes(context.WithoutCancel(ctx), child.workspace.Root()); err == nil {
+			changes = &ch
+		} else {
+			m.rt.log.Warn("subagent changes unknown", "subagent", sa.id, "err", err)
+		}
+	}
+	if !m.hasLiveChildren(child.ID()) {
+		// Its grandchildren, if any, still report into its Log.
+		child.release()
+	}
+	switch {
+	case err != nil:
+		status, fail = tools.SubagentFailed, tools.AsFailure(err)
+	case stop == StopCancelled || ctx.Err() != nil:
+		status, fail = m.outcome(ctx, sa, nil)
+	case tracker.failed != nil:
+		status, fail = tools.SubagentFailed, tracker.failed
+	case stop == StopMaxTurnRequests:
+		status, fail = tools.SubagentFailed, &tools.Failure{Kind: tools.ErrInternal, Message: "the subagent reached its limit of model calls in one turn"}
+	default:
+		status = tools.SubagentCompleted
+	}
+}
+
+// outcome names how a run that stopped early ended: timed out, cancelled,
+// or failed with f.
+func (m *Manager) outcome(ctx context.Context, sa *subagent, f *tools.Failure) (tools.SubagentStatus, *tools.Failure) {
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return tools.SubagentTimedOut, &tools.Failure{Kind: tools.ErrTimeout, Message: fmt.Sprintf("the subagent did not finish within %s and was stopped; its work so far is in its own log", sa.timeout)}
+	case ctx.Err() != nil:
+		return tools.SubagentCancelled, &tools.Failure{Kind: tools.ErrCancelled, Message: "the subagent was cancelled"}
+	case f != nil:
+		return tools.SubagentFailed, f
+	}
+	return tools.SubagentFailed, &tools.Failure{Kind: tools.ErrInternal, Message: "the subagent stopped without an answer"}
+}
+
+// prepare makes the child's session on its first run: its workspace (a
+// snapshot, or the parent's) and its Log.
+func (m *Manager) prepare(ctx context.Context, sa *subagent) (*Session, error) {
+	m.mu.Lock()
+	child := sa.child
+	m.mu.Unlock()
+	if child != nil {
+		return child, child.reacquire()
+	}
+	if sa.mode == WorkspaceIsolated {
+		snap, err := m.cfg.Snapshot(ctx, sa.parent.workspace.Root(), sa.workspace)
+		if err != nil {
+			m.removeSnapshot(sa) // a partial copy is no use to anyone
+			return nil, fmt.Errorf("taking the workspace snapshot: %w", err)
+		}
+		for _, in := range sa.inherit {
+			if err := snap.Overlay(ctx, in.Workspace, in.Changes); err != nil {
+				m.removeSnapshot(sa)
+				return nil, fmt.Errorf("bringing step %s's changes into the snapshot: %w", in.StepID, err)
+			}
+		}
+		m.mu.Lock()
+		sa.snap = snap
+		m.mu.Unlock()
+	}
+	mode := sa.parent.Mode()
+	if sa.spec.ReadOnly || sa.readOnly {
+		mode = ModeReadOnly
+	}
+	model := sa.parent.Model()
+	if sa.spec.Model != "" && m.rt.knowsModel(sa.spec.Model) {
+		model = sa.spec.Model
+	}
+	child, err := m.rt.newChildSession(sa.workspace, m.home(sa), sa.parent, sa.depth, mode, model, sa.spec.DeveloperInstructions)
+	if err != nil {
+		return nil, err
+	}
+	child.addTools(sa.extra)
+	m.mu.Lock()
+	sa.child, sa.childLog = child, child.log.Path()
+	m.mu.Unlock()
+	return child, nil
+}
+
+// finish ends a run: it records the outcome, frees the slot and starts
+// the next queued child.
+func (m *Manager) finish(sa *subagent, status tools.SubagentStatus, summary string, fail *tools.Failure, changes *tools.FileChanges) {
+	m.mu.Lock()
+	sa.cancel()
+	if sa.closing {
+		status = tools.SubagentCancelled
+		fail = &tools.Failure{Kind: tools.ErrCancelled, Message: "the subagent was closed while it ran"}
+	}
+	sa.summary, sa.failure, sa.ended = summary, fail, time.Now()
+	if changes != nil {
+		sa.changes = changes
+	}
+	m.mu.Unlock()
+	event := map[tools.SubagentStatus]tools.SubagentEvent{
+		tools.SubagentCompleted: tools.SubagentEventFinished, tools.SubagentTimedOut: tools.SubagentEventTimedOut, tools.SubagentCancelled: tools.SubagentEventCancelled,
+	}[status]
+	if event == "" {
+		event = tools.SubagentEventFailed
+	}
+	m.end(sa, event, status, true)
+	m.schedule()
+}
+
+// end makes a run's outcome visible: the event is recorded first, then
+// waiters see the status, so no one learns of an end before the Log does.
+// A step's callback runs before done closes, so StopStep returns only
+// once the workflow has heard of the end.
+func (m *Manager) end(sa *subagent, event tools.SubagentEvent, status tools.SubagentStatus, freeSlot bool) {
+	m.mu.Lock()
+	d := m.eventLocked(sa, event, "", status)
+	m.mu.Unlock()
+	m.emit(sa, d)
+	m.mu.Lock()
+	sa.status = status
+	if freeSlot {
+		m.running--
+	}
+	done := sa.done
+	onEnd := sa.onEnd
+	sa.onEnd = nil // once: later runs (send_input) are not the step's
+	var view tools.SubagentView
+	if onEnd != nil {
+		view = m.viewLocked(sa)
+	}
+	m.notifyEndedLocked()
+	m.mu.Unlock()
+	if onEnd != nil {
+		m.callEnded(sa, onEnd, view)
+	}
+	close(done)
+}
+
+// callEnded runs a step's callback; a panic in it is the workflow's bug
+// and must not leave done open or take the Manager's goroutine down.
+func (m *Manager) callEnded(sa *subagent, onEnd func(tools.SubagentView), v tools.SubagentView) {
+	defer func() {
+		if p := recover(); p != nil {
+			m.rt.log.Error("a step's end callback panicked", "subagent", sa.id, "panic", p, "stack", string(debug.Stack()))
+		}
+	}()
+	onEnd(v)
+}
+
+// childAsker asks the client that drives the parent on a child's behalf:
+// the client knows the parent's session and the child's tool call there,
+// not the child's own session.
+type childAsker struct{ sa *subagent }
+
+func (c childAsker) AskPermission(ctx context.Context, req PermissionRequest) (PermissionOutcome, error) {
+	if req.SubagentID == "" {
+		req.SessionID, req.SubagentID = c.sa.parent.ID(), c.sa.id
+		who := c.sa.agent
+		if c.sa.name != "" { // a workflow step: the user knows it by its id
+			who = c.sa.name + " (" + c.sa.agent + ")"
+		}
+		req.Title = who + ": " + req.Title
+	}
+	return c.sa.ask.AskPermission(ctx, req)
+}

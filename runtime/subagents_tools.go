@@ -1,0 +1,253 @@
+// The Manager as the agent tools see it: tools.Subagents bound to one
+// session and tool call, with the agent lookup and the limits a spawn
+// must respect.
+
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pixir-go/pixir/tools"
+)
+
+// binding is the tools.Subagents of one tool call of one session.
+type binding struct {
+	m          *Manager
+	parent     *Session
+	toolCallID string
+	ask        Asker
+}
+
+func failure(kind tools.ErrorKind, format string, args ...any) error {
+	return &tools.Failure{Kind: kind, Message: fmt.Sprintf(format, args...)}
+}
+
+// resolve picks the agent and checks the limits a spawn must respect.
+func (b binding) resolve(req tools.SpawnRequest) (AgentSpec, string, int, error) {
+	m := b.m
+	depth := b.parent.depth + 1
+	if depth > m.cfg.MaxDepth {
+		return AgentSpec{}, "", 0, failure(tools.ErrPermissionDenied,
+			"a subagent at depth %d cannot spawn more subagents (max_depth is %d); do the work yourself or report back to your parent", b.parent.depth, m.cfg.MaxDepth)
+	}
+	name := req.Agent
+	if name == "" {
+		name = "default"
+	}
+	spec := AgentSpec{Name: "default"}
+	if m.cfg.Agents != nil {
+		cat, err := m.cfg.Agents(b.parent.workspace.Root())
+		if err != nil {
+			return AgentSpec{}, "", 0, failure(tools.ErrInvalidArgs, "the agent definitions of this workspace do not load: %v", err)
+		}
+		s, ok := cat.Agent(name)
+		if !ok {
+			return AgentSpec{}, "", 0, failure(tools.ErrNotFound, "there is no agent named %q; use one of: %s", name, strings.Join(cat.Names(), ", "))
+		}
+		spec = s
+	} else if name != "default" {
+		return AgentSpec{}, "", 0, failure(tools.ErrNotFound, "there is no agent named %q; use default", name)
+	}
+	mode := req.WorkspaceMode
+	if mode == "" {
+		mode = WorkspaceIsolated
+	}
+	if mode == WorkspaceIsolated && m.cfg.Snapshot == nil {
+		mode = WorkspaceShared
+	}
+	return spec, mode, depth, nil
+}
+
+// Preview implements tools.Subagents.
+func (b binding) Preview(req tools.SpawnRequest) (tools.SubagentView, error) {
+	spec, mode, depth, err := b.resolve(req)
+	if err != nil {
+		return tools.SubagentView{}, err
+	}
+	return tools.SubagentView{Agent: spec.Name, Task: req.Task, Status: tools.SubagentNotStarted, Depth: depth, WorkspaceMode: mode}, nil
+}
+
+// Spawn implements tools.Subagents.
+func (b binding) Spawn(_ context.Context, req tools.SpawnRequest) (tools.SubagentView, error) {
+	return b.spawn(req, stepOptions{})
+}
+
+func (b binding) spawn(req tools.SpawnRequest, opt stepOptions) (tools.SubagentView, error) {
+	m := b.m
+	spec, mode, depth, err := b.resolve(req)
+	if err != nil {
+		return tools.SubagentView{}, err
+	}
+	if strings.TrimSpace(req.Task) == "" {
+		return tools.SubagentView{}, failure(tools.ErrInvalidArgs, "task is empty; say what the subagent should do and report")
+	}
+	timeout := req.Timeout
+	if timeout <= 0 {
+		timeout = m.cfg.Timeout
+	}
+	id := "sa-" + uuid.Must(uuid.NewV7()).String()[24:]
+	sa := &subagent{
+		id: id, agent: spec.Name, task: req.Task, parent: b.parent, parentToolCallID: b.toolCallID,
+		depth: depth, mode: mode, timeout: timeout, spec: spec, ask: b.ask,
+		status: tools.SubagentQueued, input: req.Task, done: make(chan struct{}),
+		name: opt.name, readOnly: opt.readOnly, extra: opt.extra, onEnd: opt.ended,
+		mayWrite: opt.mayWrite, writeSet: opt.writeSet, inherit: opt.inherit,
+	}
+	if mode == WorkspaceShared {
+		sa.workspace = b.parent.workspace.Root()
+	} else {
+		sa.workspace = filepath.Join(m.home(sa), "workspace")
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return tools.SubagentView{}, failure(tools.ErrCancelled, "the runtime is shutting down")
+	}
+	m.byID[id] = sa
+	m.children[sa.parent.ID()] = append(m.children[sa.parent.ID()], sa)
+	view := m.viewLocked(sa)
+	m.mu.Unlock()
+	m.enqueue(sa, "")
+	return view, nil
+}
+
+// mine finds a child of this binding's session.
+func (b binding) mine(id string) (*subagent, error) {
+	sa, ok := b.m.byID[id]
+	if !ok || sa.parent.ID() != b.parent.ID() {
+		return nil, failure(tools.ErrNotFound, "there is no subagent %q in this session; list_agents shows them", id)
+	}
+	return sa, nil
+}
+
+// List implements tools.Subagents.
+func (b binding) List(context.Context) ([]tools.SubagentView, error) {
+	m := b.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []tools.SubagentView
+	for _, sa := range m.children[b.parent.ID()] {
+		out = append(out, m.viewLocked(sa))
+	}
+	return out, nil
+}
+
+// Wait implements tools.Subagents. Reaching the horizon is an outcome, not
+// an error, and never stops a child.
+func (b binding) Wait(ctx context.Context, req tools.WaitRequest) (tools.WaitOutcome, error) {
+	m := b.m
+	m.mu.Lock()
+	ids := req.IDs
+	if len(ids) == 0 {
+		for _, sa := range m.children[b.parent.ID()] {
+			ids = append(ids, sa.id)
+		}
+	}
+	var targets []*subagent
+	for _, id := range ids {
+		sa, err := b.mine(id)
+		if err != nil {
+			m.mu.Unlock()
+			return tools.WaitOutcome{}, err
+		}
+		targets = append(targets, sa)
+	}
+	m.mu.Unlock()
+
+	horizon := time.NewTimer(req.Timeout)
+	defer horizon.Stop()
+	for {
+		m.mu.Lock()
+		finished := 0
+		for _, sa := range targets {
+			if sa.status.Ended() {
+				finished++
+			}
+		}
+		wake := m.ended
+		if finished == len(targets) || (req.Any && finished > 0) {
+			out := m.outcomeLocked(targets)
+			m.mu.Unlock()
+			return out, nil
+		}
+		m.mu.Unlock()
+		select {
+		case <-wake:
+		case <-horizon.C:
+			m.mu.Lock()
+			out := m.outcomeLocked(targets)
+			m.mu.Unlock()
+			out.Incomplete = true
+			return out, nil
+		case <-ctx.Done():
+			return tools.WaitOutcome{}, failure(tools.ErrCancelled, "the wait was cancelled with the turn; the subagents were cancelled too")
+		}
+	}
+}
+
+// outcomeLocked is what a wait reports of its targets now.
+func (m *Manager) outcomeLocked(targets []*subagent) tools.WaitOutcome {
+	out := tools.WaitOutcome{Agents: []tools.SubagentView{}, Finished: []string{}, Pending: []string{}}
+	for _, sa := range targets {
+		out.Agents = append(out.Agents, m.viewLocked(sa))
+		if sa.status.Ended() {
+			out.Finished = append(out.Finished, sa.id)
+		} else {
+			out.Pending = append(out.Pending, sa.id)
+		}
+	}
+	return out
+}
+
+// SendInput implements tools.Subagents: a child that ended its turn runs
+// another one with the message.
+func (b binding) SendInput(_ context.Context, id, message string) (tools.SubagentView, error) {
+	m := b.m
+	m.mu.Lock()
+	sa, err := b.mine(id)
+	if err != nil {
+		m.mu.Unlock()
+		return tools.SubagentView{}, err
+	}
+	switch sa.status {
+	case tools.SubagentQueued, tools.SubagentRunning:
+		m.mu.Unlock()
+		return tools.SubagentView{}, failure(tools.ErrPermissionDenied,
+			"subagent %s is %s and cannot take input now; wait for it with wait_agent, then send_input, or close it with close_agent", id, sa.status)
+	case tools.SubagentClosed, tools.SubagentDetached:
+		m.mu.Unlock()
+		return tools.SubagentView{}, failure(tools.ErrPermissionDenied,
+			"subagent %s is %s and takes no more input; spawn a new one with spawn_agent", id, sa.status)
+	}
+	if sa.restored {
+		m.mu.Unlock()
+		return tools.SubagentView{}, failure(tools.ErrPermissionDenied,
+			"subagent %s ran in an earlier Pixir process and cannot be resumed; spawn a new one with spawn_agent (its summary is in list_agents)", id)
+	}
+	sa.status, sa.input, sa.done = tools.SubagentQueued, message, make(chan struct{})
+	sa.summary, sa.failure, sa.stopping = "", nil, false
+	view := m.viewLocked(sa)
+	m.mu.Unlock()
+	m.enqueue(sa, message)
+	return view, nil
+}
+
+// Close implements tools.Subagents.
+func (b binding) Close(_ context.Context, id string) (tools.SubagentView, error) {
+	m := b.m
+	m.mu.Lock()
+	sa, err := b.mine(id)
+	if err != nil {
+		m.mu.Unlock()
+		return tools.SubagentView{}, err
+	}
+	m.mu.Unlock()
+	m.stop(sa, true)
+	return m.closeEnded(sa), nil
+}
