@@ -41,8 +41,12 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzResolve$$' -fuzztime $(FUZZTIME) ./runtime/
 	$(GO) test -run '^$$' -fuzz '^FuzzOverlapSound$$' -fuzztime $(FUZZTIME) ./workflows/
 
+# Built once from source, from the Go module proxy like every other Go
+# dependency; on a fresh 2-core machine that takes several minutes, so say so.
 $(GOLANGCI_LINT):
+	@echo "lint: building golangci-lint $(GOLANGCI_VERSION) into .tools/ from the Go module proxy (first run only; several minutes on 2 cores)..."
 	GOBIN=$(TOOLS) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION)
+	@echo "lint: golangci-lint $(GOLANGCI_VERSION) is built"
 
 tools: $(GOLANGCI_LINT)
 

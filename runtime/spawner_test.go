@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -28,10 +29,12 @@ type steps struct {
 	views  map[string]tools.SubagentView
 	logged map[string]tools.SubagentEvent  // the child's last subagent_event in the Log
 	listed map[string]tools.SubagentStatus // the child's status in List
+	called chan struct{}                   // closed, and replaced, at every callback
 }
 
 func newSteps(f *managerFixture) *steps {
-	return &steps{f: f, calls: map[string]int{}, views: map[string]tools.SubagentView{}, logged: map[string]tools.SubagentEvent{}, listed: map[string]tools.SubagentStatus{}}
+	return &steps{f: f, calls: map[string]int{}, views: map[string]tools.SubagentView{}, logged: map[string]tools.SubagentEvent{}, listed: map[string]tools.SubagentStatus{},
+		called: make(chan struct{})}
 }
 
 func (s *steps) ended(v tools.SubagentView) {
@@ -55,6 +58,8 @@ func (s *steps) ended(v tools.SubagentView) {
 	defer s.mu.Unlock()
 	s.calls[v.ID]++
 	s.views[v.ID], s.logged[v.ID], s.listed[v.ID] = v, logged, listed
+	close(s.called)
+	s.called = make(chan struct{})
 }
 
 func (s *steps) start(t *testing.T, req workflows.StepRequest) tools.SubagentView {
@@ -74,9 +79,14 @@ func (s *steps) count(id string) int {
 // status knew of the end.
 func (s *steps) await(t *testing.T, id string) tools.SubagentView {
 	t.Helper()
-	require.Eventually(t, func() bool { return s.count(id) > 0 }, 10*time.Second, 2*time.Millisecond)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for s.calls[id] == 0 {
+		called := s.called
+		s.mu.Unlock()
+		<-called
+		s.mu.Lock()
+	}
 	v := s.views[id]
 	require.True(t, v.Status.Ended(), "the callback sees the final view: %+v", v)
 	require.Equal(t, v.Status, s.listed[id], "the status is visible before the callback")
@@ -293,52 +303,55 @@ func TestStepEndedIsCalledOnceWhateverEndsTheRun(t *testing.T) {
 	}
 }
 
+// It runs in a synctest bubble: "StopStep has not returned" is then a fact
+// (every goroutine is blocked when the bubble's clock moves), not a guess
+// made after some real milliseconds.
 func TestStopStepReturnsAfterTheCallback(t *testing.T) {
-	f := newManagerFixture(t, SubagentConfig{})
-	var heard atomic.Bool
-	v, err := f.b.StartStep(context.Background(), workflows.StepRequest{Name: "s", Task: "hang here"}, func(tools.SubagentView) {
-		time.Sleep(50 * time.Millisecond)
-		heard.Store(true)
-	})
-	require.NoError(t, err)
-	require.Eventually(t, func() bool {
+	synctest.Test(t, func(t *testing.T) {
+		f := newManagerFixture(t, SubagentConfig{})
+		var heard atomic.Bool
+		v, err := f.b.StartStep(context.Background(), workflows.StepRequest{Name: "s", Task: "hang here"}, func(tools.SubagentView) {
+			time.Sleep(50 * time.Millisecond)
+			heard.Store(true)
+		})
+		require.NoError(t, err)
+		f.events.await(v.ID, tools.SubagentEventStarted)
+
+		// Another session's binding cannot stop it.
+		other, err := f.rt.NewSession(t.TempDir())
+		require.NoError(t, err)
+		binding{m: f.rt.subagents, parent: other}.StopStep(v.ID)
 		views, _ := f.b.List(context.Background())
-		return views[0].Status == tools.SubagentRunning
-	}, 5*time.Second, 2*time.Millisecond)
+		require.Equal(t, tools.SubagentRunning, views[0].Status)
 
-	// Another session's binding cannot stop it.
-	other, err := f.rt.NewSession(t.TempDir())
-	require.NoError(t, err)
-	binding{m: f.rt.subagents, parent: other}.StopStep(v.ID)
-	views, _ := f.b.List(context.Background())
-	require.Equal(t, tools.SubagentRunning, views[0].Status)
+		f.b.StopStep(v.ID)
+		require.True(t, heard.Load())
+		views, _ = f.b.List(context.Background())
+		require.Equal(t, tools.SubagentCancelled, views[0].Status)
 
-	f.b.StopStep(v.ID)
-	require.True(t, heard.Load())
-	views, _ = f.b.List(context.Background())
-	require.Equal(t, tools.SubagentCancelled, views[0].Status)
-
-	// A child that ended by itself, its callback still running: StopStep
-	// waits for the callback too.
-	entered, release := make(chan struct{}), make(chan struct{})
-	q, err := f.b.StartStep(context.Background(), workflows.StepRequest{Name: "q", Task: "quick"}, func(tools.SubagentView) {
-		close(entered)
-		<-release
+		// A child that ended by itself, its callback still running: StopStep
+		// waits for the callback too.
+		entered, release := make(chan struct{}), make(chan struct{})
+		q, err := f.b.StartStep(context.Background(), workflows.StepRequest{Name: "q", Task: "quick"}, func(tools.SubagentView) {
+			close(entered)
+			<-release
+		})
+		require.NoError(t, err)
+		<-entered
+		stopped := make(chan struct{})
+		go func() {
+			f.b.StopStep(q.ID)
+			close(stopped)
+		}()
+		synctest.Wait()
+		select {
+		case <-stopped:
+			t.Fatal("StopStep returned while the callback ran")
+		default:
+		}
+		close(release)
+		<-stopped
 	})
-	require.NoError(t, err)
-	<-entered
-	stopped := make(chan struct{})
-	go func() {
-		f.b.StopStep(q.ID)
-		close(stopped)
-	}()
-	select {
-	case <-stopped:
-		t.Fatal("StopStep returned while the callback ran")
-	case <-time.After(50 * time.Millisecond):
-	}
-	close(release)
-	<-stopped
 }
 
 func TestStartStepRefusals(t *testing.T) {

@@ -191,22 +191,35 @@ func (m *Manager) viewLocked(sa *subagent) tools.SubagentView {
 	return v
 }
 
+// dequeueLocked takes a queued child out of the queue, so no run will
+// start it, and marks it as ending; the caller then ends it with
+// endDequeued. It reports false when the child is not queued or another
+// stop is already ending it.
+func (m *Manager) dequeueLocked(sa *subagent) bool {
+	if sa.status != tools.SubagentQueued || sa.stopping {
+		return false
+	}
+	sa.stopping = true
+	m.queue = slices.DeleteFunc(m.queue, func(q *subagent) bool { return q == sa })
+	sa.ended = time.Now()
+	sa.failure = &tools.Failure{Kind: tools.ErrCancelled, Message: "the subagent was cancelled before it started"}
+	return true
+}
+
+func (m *Manager) endDequeued(sa *subagent) {
+	m.end(sa, tools.SubagentEventCancelled, tools.SubagentCancelled, false)
+}
+
 // stop cancels a queued or running child and waits for its run to end.
 func (m *Manager) stop(sa *subagent, closing bool) {
 	m.mu.Lock()
 	switch sa.status {
 	case tools.SubagentQueued:
-		if sa.stopping {
-			m.mu.Unlock()
-			return // another stop is ending it
-		}
-		sa.stopping = true
-		m.queue = slices.DeleteFunc(m.queue, func(q *subagent) bool { return q == sa })
-		sa.ended = time.Now()
-		sa.failure = &tools.Failure{Kind: tools.ErrCancelled, Message: "the subagent was cancelled before it started"}
-		// Out of the queue, so no run will start it while it ends here.
+		dequeued := m.dequeueLocked(sa)
 		m.mu.Unlock()
-		m.end(sa, tools.SubagentEventCancelled, tools.SubagentCancelled, false)
+		if dequeued {
+			m.endDequeued(sa)
+		}
 		return
 	case tools.SubagentRunning:
 		sa.closing = sa.closing || closing
@@ -261,10 +274,22 @@ func (m *Manager) removeSnapshot(sa *subagent) {
 }
 
 // cancelChildren cancels every queued or running descendant of a session.
+// Its queued children leave the queue first, all in one step: a running
+// child that ends under this cancel frees a slot, and the scheduler must
+// not start a sibling that is being cancelled with it.
 func (m *Manager) cancelChildren(parentID string) {
 	m.mu.Lock()
 	mine := slices.Clone(m.children[parentID])
+	var dequeued []*subagent
+	for _, sa := range mine {
+		if m.dequeueLocked(sa) {
+			dequeued = append(dequeued, sa)
+		}
+	}
 	m.mu.Unlock()
+	for _, sa := range dequeued {
+		m.endDequeued(sa)
+	}
 	var wg sync.WaitGroup
 	for _, sa := range mine {
 		wg.Add(1)

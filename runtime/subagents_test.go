@@ -122,7 +122,11 @@ func takeCopy(_ context.Context, src, dst string) (Snapshot, error) {
 type collector struct {
 	mu     sync.Mutex
 	events []SubagentEventData
+	// grew is closed, and replaced, whenever an event arrives.
+	grew chan struct{}
 }
+
+func newCollector() *collector { return &collector{grew: make(chan struct{})} }
 
 func (c *collector) observe(ev Event) {
 	if ev.Type != EventSubagent {
@@ -132,7 +136,26 @@ func (c *collector) observe(ev Event) {
 	_ = json.Unmarshal(ev.Data, &d)
 	c.mu.Lock()
 	c.events = append(c.events, d)
+	close(c.grew)
+	c.grew = make(chan struct{})
 	c.mu.Unlock()
+}
+
+// await blocks until subagent id has recorded event: an awaited event,
+// not a deadline, so a busy machine only makes it slower.
+func (c *collector) await(id string, event tools.SubagentEvent) {
+	for {
+		c.mu.Lock()
+		for _, d := range c.events {
+			if d.SubagentID == id && d.Event == event {
+				c.mu.Unlock()
+				return
+			}
+		}
+		grew := c.grew
+		c.mu.Unlock()
+		<-grew
+	}
 }
 
 func (c *collector) of(id string) []string {
@@ -168,7 +191,7 @@ func newManagerFixtureWith(t *testing.T, cfg SubagentConfig, p provider.Provider
 	t.Cleanup(rt.Close)
 	parent, err := rt.NewSession(t.TempDir())
 	require.NoError(t, err)
-	c := &collector{}
+	c := newCollector()
 	parent.SetObserver(c.observe)
 	return &managerFixture{rt: rt, parent: parent, b: binding{m: rt.subagents, parent: parent, toolCallID: "call-1"}, events: c}
 }
@@ -180,9 +203,14 @@ func (f *managerFixture) spawn(t *testing.T, task string) tools.SubagentView {
 	return v
 }
 
+// noHorizon is a wait that waits for the children, however busy the
+// machine: a test that never sees them end fails on go test's own timeout,
+// with every goroutine's stack.
+const noHorizon = 24 * time.Hour
+
 func (f *managerFixture) wait(t *testing.T, ids ...string) tools.WaitOutcome {
 	t.Helper()
-	out, err := f.b.Wait(context.Background(), tools.WaitRequest{IDs: ids, Timeout: 10 * time.Second})
+	out, err := f.b.Wait(context.Background(), tools.WaitRequest{IDs: ids, Timeout: noHorizon})
 	require.NoError(t, err)
 	require.False(t, out.Incomplete, "children did not end: %+v", out)
 	return out
@@ -230,11 +258,11 @@ func eventTypesOf(events []Event) []EventType {
 func TestMaxThreadsQueuesInOrder(t *testing.T) {
 	f := newManagerFixture(t, SubagentConfig{MaxThreads: 2})
 	a, b, c := f.spawn(t, "hang a"), f.spawn(t, "hang b"), f.spawn(t, "quick c")
-	require.Eventually(t, func() bool {
-		views, _ := f.b.List(context.Background())
-		return views[0].Status == tools.SubagentRunning && views[1].Status == tools.SubagentRunning
-	}, 5*time.Second, 5*time.Millisecond)
+	f.events.await(a.ID, tools.SubagentEventStarted)
+	f.events.await(b.ID, tools.SubagentEventStarted)
 	views, _ := f.b.List(context.Background())
+	require.Equal(t, tools.SubagentRunning, views[0].Status)
+	require.Equal(t, tools.SubagentRunning, views[1].Status)
 	require.Equal(t, tools.SubagentQueued, views[2].Status, "the third waits for a slot")
 
 	// Capacity frees: the queued child starts.
@@ -317,7 +345,7 @@ func TestWaitHorizonIsAnOutcomeNotAnError(t *testing.T) {
 	require.Equal(t, tools.SubagentRunning, views[0].Status, "reaching the horizon never cancels a child")
 
 	quick := f.spawn(t, "quick")
-	out, err = f.b.Wait(context.Background(), tools.WaitRequest{Any: true, Timeout: 10 * time.Second})
+	out, err = f.b.Wait(context.Background(), tools.WaitRequest{Any: true, Timeout: noHorizon})
 	require.NoError(t, err)
 	require.False(t, out.Incomplete)
 	require.Equal(t, []string{quick.ID}, out.Finished)
@@ -331,10 +359,7 @@ func TestWaitHorizonIsAnOutcomeNotAnError(t *testing.T) {
 func TestSendInput(t *testing.T) {
 	f := newManagerFixture(t, SubagentConfig{})
 	running := f.spawn(t, "hang there")
-	require.Eventually(t, func() bool {
-		views, _ := f.b.List(context.Background())
-		return views[0].Status == tools.SubagentRunning
-	}, 5*time.Second, 5*time.Millisecond)
+	f.events.await(running.ID, tools.SubagentEventStarted)
 	_, err := f.b.SendInput(context.Background(), running.ID, "hello")
 	var fail *tools.Failure
 	require.ErrorAs(t, err, &fail)
@@ -359,10 +384,7 @@ func TestSendInput(t *testing.T) {
 func TestCancelCascadesToEveryRunningChild(t *testing.T) {
 	f := newManagerFixture(t, SubagentConfig{MaxThreads: 1})
 	a, b := f.spawn(t, "hang one"), f.spawn(t, "hang two")
-	require.Eventually(t, func() bool {
-		views, _ := f.b.List(context.Background())
-		return views[0].Status == tools.SubagentRunning
-	}, 5*time.Second, 5*time.Millisecond)
+	f.events.await(a.ID, tools.SubagentEventStarted)
 	f.parent.CancelAsync()
 	out := f.wait(t, a.ID, b.ID)
 	for _, v := range out.Agents {
@@ -378,17 +400,16 @@ func TestReloadedSessionReportsUnfinishedChildrenDetached(t *testing.T) {
 	rt := New(cfg)
 	parent, err := rt.NewSession(ws)
 	require.NoError(t, err)
+	events := newCollector()
+	parent.SetObserver(events.observe)
 	b := binding{m: rt.subagents, parent: parent}
 	done, err := b.Spawn(context.Background(), tools.SpawnRequest{Task: "finish me"})
 	require.NoError(t, err)
-	_, err = b.Wait(context.Background(), tools.WaitRequest{IDs: []string{done.ID}, Timeout: 10 * time.Second})
+	_, err = b.Wait(context.Background(), tools.WaitRequest{IDs: []string{done.ID}, Timeout: noHorizon})
 	require.NoError(t, err)
 	hung, err := b.Spawn(context.Background(), tools.SpawnRequest{Task: "hang forever"})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		views, _ := b.List(context.Background())
-		return views[1].Status == tools.SubagentRunning
-	}, 5*time.Second, 5*time.Millisecond)
+	events.await(hung.ID, tools.SubagentEventStarted)
 	// The process "dies": its Log ends with the hung child running. (The
 	// running child is then stopped so the test leaks nothing; its events
 	// after this point are cut from the Log below.)

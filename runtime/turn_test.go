@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -262,9 +261,10 @@ func TestCancelledTurnAnswersEveryToolCall(t *testing.T) {
 }
 
 func TestBusySessionRefusesASecondPrompt(t *testing.T) {
-	release := make(chan struct{})
+	generating, release := make(chan struct{}), make(chan struct{})
 	p := &fakeProvider{calls: []func(context.Context, provider.ModelRequest, func(provider.Delta)) (*provider.ModelResponse, error){
 		func(ctx context.Context, _ provider.ModelRequest, _ func(provider.Delta)) (*provider.ModelResponse, error) {
+			close(generating)
 			<-release
 			return &provider.ModelResponse{Text: "ok"}, nil
 		},
@@ -275,11 +275,7 @@ func TestBusySessionRefusesASecondPrompt(t *testing.T) {
 		defer close(done)
 		_, _ = s.Prompt(context.Background(), Prompt{Text: "one"}, TurnOptions{})
 	}()
-	require.Eventually(t, func() bool {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.turnCancel != nil
-	}, 5*time.Second, time.Millisecond)
+	<-generating // the first turn is running
 	_, err := s.Prompt(context.Background(), Prompt{Text: "two"}, TurnOptions{})
 	require.ErrorIs(t, err, ErrBusy)
 	close(release)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -167,7 +168,12 @@ func TestRunWorkflowTimeoutStopsRunningAndHoldsTheRest(t *testing.T) {
 		}
 		return childPlan{dur: 1}
 	})
-	out := Run(context.Background(), sim, w, RunOptions{WorkflowID: "wf-t", waiting: sim.waiting})
+	// In a synctest bubble the workflow's 30 ms pass only once Run waits
+	// with nothing but the hung step left, however busy the machine is.
+	var out Outcome
+	synctest.Test(t, func(t *testing.T) {
+		out = Run(context.Background(), sim, w, RunOptions{WorkflowID: "wf-t", waiting: sim.waiting})
+	})
 	require.Equal(t, StatusPartial, out.Status)
 	require.Equal(t, StoppedTimeout, out.StoppedBy)
 	require.Equal(t, []string{"a"}, out.UsableCheckpoints)
@@ -186,9 +192,14 @@ func TestRunCancelledReturnsThePartialOutcome(t *testing.T) {
 		}
 		return childPlan{dur: 1}
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	defer cancel()
-	out := Run(ctx, sim, w, RunOptions{WorkflowID: "wf-c", waiting: sim.waiting})
+	// The bubble's clock reaches the deadline only once Run waits with
+	// nothing but the hung step left.
+	var out Outcome
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		defer cancel()
+		out = Run(ctx, sim, w, RunOptions{WorkflowID: "wf-c", waiting: sim.waiting})
+	})
 	require.Equal(t, StatusPartial, out.Status)
 	require.Equal(t, StoppedCancelled, out.StoppedBy)
 	require.Equal(t, tools.SubagentCancelled, out.Steps[1].SubagentStatus)

@@ -39,6 +39,9 @@ type Options struct {
 	// DrainTimeout bounds how long requests still running when input ends
 	// may take to finish before their contexts are cancelled. Zero means 10s.
 	DrainTimeout time.Duration
+	// MaxLineBytes is the largest message accepted; zero means
+	// MaxLineBytes. Tests lower it to exercise the limit cheaply.
+	MaxLineBytes int
 }
 
 // Conn is one JSON-RPC connection.
@@ -94,7 +97,7 @@ func Serve(r io.Reader, w io.Writer, closeInput func() error, h Handler, opt Opt
 		c.drain = 10 * time.Second
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	c.stream = newLineStream(r, w, closeInput)
+	c.stream = newLineStream(r, w, closeInput, opt.MaxLineBytes)
 	c.stream.beforeEOF = c.inputEnded
 	// A reply is delivered only after the notifications that arrived before
 	// it were handled, so a caller sees a peer's updates before its answer.

@@ -31,6 +31,9 @@ const rawIDPrefix = "\x00raw:"
 // input waits for in-flight handlers so their replies are written.
 type lineStream struct {
 	in *bufio.Reader
+	// maxLine is the largest line accepted: MaxLineBytes unless a test
+	// asks for less.
+	maxLine int
 
 	writeMu sync.Mutex
 	out     io.Writer
@@ -46,8 +49,11 @@ type lineStream struct {
 	onInvalid func(reason string)
 }
 
-func newLineStream(r io.Reader, w io.Writer, closer func() error) *lineStream {
-	return &lineStream{in: bufio.NewReaderSize(r, 64<<10), out: w, closer: closer}
+func newLineStream(r io.Reader, w io.Writer, closer func() error, maxLine int) *lineStream {
+	if maxLine <= 0 {
+		maxLine = MaxLineBytes
+	}
+	return &lineStream{in: bufio.NewReaderSize(r, 64<<10), out: w, closer: closer, maxLine: maxLine}
 }
 
 // ReadObject implements jsonrpc2.ObjectStream. It returns only well-formed
@@ -56,7 +62,7 @@ func (s *lineStream) ReadObject(v any) error {
 	for {
 		line, err := s.readLine()
 		if errors.Is(err, errLineTooLong) {
-			s.replyError(nil, jsonrpc2.CodeInvalidRequest, fmt.Sprintf("message exceeds %d bytes", MaxLineBytes))
+			s.replyError(nil, jsonrpc2.CodeInvalidRequest, fmt.Sprintf("message exceeds %d bytes", s.maxLine))
 			continue
 		}
 		if err != nil && len(line) == 0 {
@@ -85,14 +91,14 @@ func (s *lineStream) ReadObject(v any) error {
 var errLineTooLong = errors.New("line too long")
 
 // readLine reads up to and excluding the next newline. A line over
-// MaxLineBytes is drained and reported as errLineTooLong.
+// maxLine is drained and reported as errLineTooLong.
 func (s *lineStream) readLine() ([]byte, error) {
 	var buf []byte
 	tooLong := false
 	for {
 		chunk, err := s.in.ReadSlice('\n')
 		if !tooLong {
-			if len(buf)+len(chunk) > MaxLineBytes+1 {
+			if len(buf)+len(chunk) > s.maxLine+1 {
 				tooLong = true
 				buf = nil
 			} else {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -54,14 +55,35 @@ type agent struct {
 }
 
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu   sync.Mutex
+	b    bytes.Buffer
+	grew chan struct{} // closed, and replaced, at every write
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.grew != nil {
+		close(s.grew)
+	}
+	s.grew = make(chan struct{})
 	return s.b.Write(p)
+}
+
+// waitFor blocks until the buffer holds want. It has no deadline: text
+// that never comes fails on go test's timeout, whatever the machine's load.
+func (s *syncBuffer) waitFor(want string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for !strings.Contains(s.b.String(), want) {
+		if s.grew == nil {
+			s.grew = make(chan struct{})
+		}
+		grew := s.grew
+		s.mu.Unlock()
+		<-grew
+		s.mu.Lock()
+	}
 }
 
 func (s *syncBuffer) String() string {
@@ -154,19 +176,31 @@ type message struct {
 	} `json:"error"`
 }
 
-// next returns the next message the agent wrote.
+// next returns the next message the agent wrote. It waits as long as the
+// agent takes: a message that never comes fails on go test's timeout, not on
+// a guess at how busy the machine is.
 func (a *agent) next() message {
 	a.t.Helper()
-	select {
-	case line, ok := <-a.lines:
-		require.True(a.t, ok, "agent closed stdout")
-		var m message
-		require.NoError(a.t, json.Unmarshal([]byte(line), &m), "agent wrote %q", line)
-		m.raw = strings.TrimSpace(line)
-		return m
-	case <-time.After(15 * time.Second):
-		a.t.Fatalf("agent wrote nothing for 15s")
-		return message{}
+	line, ok := <-a.lines
+	require.True(a.t, ok, "agent closed stdout")
+	var m message
+	require.NoError(a.t, json.Unmarshal([]byte(line), &m), "agent wrote %q", line)
+	m.raw = strings.TrimSpace(line)
+	return m
+}
+
+// awaitUpdate reads the agent's messages until a session/update for which
+// match is true, and returns it.
+func (a *agent) awaitUpdate(match func(update map[string]any) bool) map[string]any {
+	a.t.Helper()
+	for {
+		m := a.next()
+		if m.Method != "session/update" {
+			continue
+		}
+		if ups := updates(a.t, []message{m}); match(ups[0]) {
+			return ups[0]
+		}
 	}
 }
 
@@ -589,9 +623,7 @@ func TestKilledDuringATurnLosesNothingWrittenBefore(t *testing.T) {
 	require.Equal(t, []string{"write a file", "hang now"}, users)
 	require.Contains(t, agentText(ups), "Wrote it.")
 	require.Contains(t, agentText(ups), "Starting")
-	require.Eventually(t, func() bool {
-		return strings.Contains(b.stderr.String(), "a torn last line of")
-	}, 5*time.Second, 10*time.Millisecond, "the torn line must be reported")
+	b.stderr.waitFor("a torn last line of") // the torn line is reported
 
 	// Everything logged before the kill is still there, and the session
 	// goes on appending after the cut.
@@ -834,17 +866,17 @@ func TestKilledWithChildrenRunningReloadsThemDetached(t *testing.T) {
 	a := e.start()
 	a.initialize()
 	sid := a.newSession()
-	m, _ := a.call(2, "session/prompt", promptParams(sid, "spawn two"))
+	m, during := a.call(2, "session/prompt", promptParams(sid, "spawn two"))
 	require.Equal(t, "end_turn", stopReason(t, m))
-	// The quick child finishes after the turn; the other hangs.
-	require.Eventually(t, func() bool {
-		for _, ev := range readLog(t, e.ws, sid) {
-			if ev.Type == "subagent_event" && strings.Contains(string(ev.Data), `"event":"finished"`) {
-				return true
-			}
-		}
-		return false
-	}, 10*time.Second, 20*time.Millisecond)
+	// The quick child finishes, during or after the turn; the other hangs.
+	// Its update reaches the client after its end is in the Log.
+	childCompleted := func(u map[string]any) bool {
+		id, _ := u["toolCallId"].(string)
+		return strings.HasPrefix(id, "subagent-") && u["status"] == "completed"
+	}
+	if !slices.ContainsFunc(updates(t, during), childCompleted) {
+		a.awaitUpdate(childCompleted)
+	}
 	require.NoError(t, a.cmd.Process.Signal(syscall.SIGKILL))
 	_ = a.cmd.Wait()
 

@@ -594,10 +594,8 @@ func TestProviderFailuresAreReadableTurnFailures(t *testing.T) {
 			a := e.start("--provider", "openai", "--base-url", base, "--model", "gpt-test")
 			a.initialize()
 			sid := a.newSession()
-			start := time.Now()
 			m, before := a.call(2, "session/prompt", promptParams(sid, "hello"))
-			require.Equal(t, "end_turn", stopReason(t, m))
-			require.Less(t, time.Since(start), 10*time.Second, "never a hang")
+			require.Equal(t, "end_turn", stopReason(t, m)) // a hang fails on go test's timeout
 			text := agentText(updates(t, before))
 			require.Contains(t, text, "the model provider failed")
 			require.True(t, strings.HasPrefix(text, tt.partial), "the text shown before the failure stays: %q", text)
@@ -678,11 +676,7 @@ func TestCancelWhileTheProviderStreams(t *testing.T) {
 	a.sendJSON(map[string]any{"jsonrpc": "2.0", "method": "session/cancel", "params": map[string]any{"sessionId": sid}})
 	m, _ := a.reply("2")
 	require.Equal(t, "cancelled", stopReason(t, m))
-	select {
-	case <-gone:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the connection to the model server stayed open after the cancel")
-	}
+	<-gone // the connection to the model server closed with the cancel
 }
 
 func TestAnthropicProviderFailures(t *testing.T) {

@@ -255,10 +255,8 @@ func TestRunInterruptedWorkflowPrintsThePartialOutcomeAndKeepsTheLog(t *testing.
 	cmd.Stdout, cmd.Stderr = &stdout, stderr
 	require.NoError(t, cmd.Start())
 	// Interrupt once quick is done and long runs: a partial outcome.
-	require.Eventually(t, func() bool {
-		s := stderr.String()
-		return strings.Contains(s, "step long running") && strings.Contains(s, "step quick checkpoint_ready")
-	}, 10*time.Second, 10*time.Millisecond)
+	stderr.waitFor("step long running")
+	stderr.waitFor("step quick checkpoint_ready")
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
 	err := cmd.Wait()
 	var exit *exec.ExitError
@@ -363,10 +361,7 @@ func TestRunAskModeAsksOnTheTerminal(t *testing.T) {
 			cmd := e.command("run", "--mode", "ask", "create a file please")
 			term := startInTerminal(t, cmd, 120)
 			screen := term.screen
-			require.Eventually(t, func() bool {
-				return strings.Contains(screen.String(), "Allow Write hello.txt? [y]es, [n]o, [a]lways for write: ")
-			},
-				10*time.Second, 10*time.Millisecond, "%q", screen.String())
+			screen.waitFor("Allow Write hello.txt? [y]es, [n]o, [a]lways for write: ")
 			_, err := term.pty.Write([]byte(tc.answer + "\r"))
 			require.NoError(t, err)
 			require.NoError(t, cmd.Wait(), screen.String())
@@ -401,8 +396,11 @@ match = '\[write\]'
 	term := startInTerminal(t, cmd, 160)
 	screen := term.screen
 	question := "Allow w (default): Write out.txt? [y]es, [n]o, [a]lways for write: "
-	require.Eventually(t, func() bool { return strings.Contains(screen.String(), question) }, 10*time.Second, 10*time.Millisecond, "%q", screen.String())
-	time.Sleep(350 * time.Millisecond) // three frames' time
+	screen.waitFor(question)
+	// Watch the screen for three frames' time: no redraw may come while the
+	// question waits. (A busy machine may draw fewer frames, which can only
+	// hide a fault, never invent one.)
+	time.Sleep(350 * time.Millisecond)
 	asked := screen.String()
 	_, err := term.pty.Write([]byte("y\r"))
 	require.NoError(t, err)

@@ -119,10 +119,8 @@ func requireEmpty(t *testing.T, dir, what string) {
 
 func TestSmokeWorkflowsPasses(t *testing.T) {
 	e := newSmokeEnv(t)
-	start := time.Now()
 	stdout, stderr, code := e.smoke("workflows", "--json")
 	require.Equal(t, exitOK, code, "stderr: %s\nstdout: %s", stderr, stdout)
-	require.Less(t, time.Since(start), 10*time.Second)
 	r := decodeSmoke(t, stdout)
 	require.Empty(t, r.failures())
 	require.True(t, r.OK)
@@ -360,10 +358,8 @@ func TestSmokeWorkflowsRealProviderUnreachable(t *testing.T) {
 	require.NoError(t, os.MkdirAll(e.home, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(e.home, "config.toml"), []byte("max_retries = 0\n"), 0o644))
 	base := closedURL(t) + "/v1"
-	start := time.Now()
 	stdout, stderr, code := e.smoke("workflows-real", "--scenario", "micro_parallel", "--json", "--provider", "openai", "--base-url", base, "--model", "m")
 	require.Equal(t, exitError, code, "stderr: %s", stderr)
-	require.Less(t, time.Since(start), 10*time.Second)
 	r := decodeSmoke(t, stdout)
 	require.NotNil(t, r.Error)
 	require.Equal(t, "provider_error", r.Error.Kind)

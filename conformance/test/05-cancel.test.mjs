@@ -2,13 +2,20 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { withFixture, chunkText, sleep, TEST_TIMEOUT_MS } from "../harness.mjs";
+import { withFixture, chunkText, TEST_TIMEOUT_MS } from "../harness.mjs";
 
 const SLOW = Array.from({ length: 60 }, (_, i) => `word${i}`).join(" ");
 
+// "hang" first calls a tool, so the client sees the turn running (an event to
+// wait for, not a guess at how long starting it takes), then hangs in its
+// next model call.
 const SCRIPT = `
 [[rule]]
 match = "(?i)hang"
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "glob"
+  arguments = { pattern = "*.none" }
   [[rule.reply]]
   hang = true
 
@@ -28,7 +35,7 @@ test("cancel a hanging turn: prompt resolves cancelled, next prompt works", { ti
     const a = await f.start(SCRIPT);
     const { sessionId } = await a.newSession();
     const turn = a.startTurn(sessionId, "please hang");
-    await Promise.race([a.waitFor(() => turn.updatesSoFar().length > 0, "a first update", 1000).catch(() => {}), sleep(300)]);
+    await a.waitFor(() => turn.updatesSoFar().some((u) => u.sessionUpdate === "tool_call"), "the turn's first tool call");
     await a.cancel(sessionId);
     const t = await turn.done; // must resolve, not reject
     assert.equal(t.response.stopReason, "cancelled", `stopReason: ${JSON.stringify(t.response)}`);
@@ -44,7 +51,7 @@ test("cancel a slowly streaming turn: partial text, cancelled, next prompt works
     const a = await f.start(SCRIPT);
     const { sessionId } = await a.newSession();
     const turn = a.startTurn(sessionId, "go slow");
-    await a.waitFor(() => turn.updatesSoFar().some((u) => u.sessionUpdate === "agent_message_chunk"), "the first agent_message_chunk", 5000);
+    await a.waitFor(() => turn.updatesSoFar().some((u) => u.sessionUpdate === "agent_message_chunk"), "the first agent_message_chunk");
     await a.cancel(sessionId);
     const t = await turn.done;
     assert.equal(t.response.stopReason, "cancelled", `stopReason: ${JSON.stringify(t.response)}`);

@@ -267,11 +267,10 @@ func TestTakeCancelMidCopy(t *testing.T) {
 		return nil
 	}
 	defer func() { testHookFile = nil }()
-	start := time.Now()
 	_, err := Take(ctx, src, dst)
 	require.ErrorIs(t, err, context.Canceled)
 	require.Equal(t, context.Canceled, err)
-	require.Less(t, time.Since(start), 5*time.Second)
+	require.Less(t, copied.Load(), int32(100), "the copy stopped at the cancel, not at the end")
 	require.NoError(t, Remove(dst))
 	require.NoDirExists(t, dst)
 }

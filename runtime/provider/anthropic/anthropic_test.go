@@ -213,10 +213,8 @@ func TestFaultServerStallsPastTheIdleTimeout(t *testing.T) {
 	// Pings keep a slow answer alive; silence past the timeout ends it.
 	srv := wiretest.New(t, wiretest.Reply{Body: upTo(t, "text.sse", "event: ping"), Stall: true})
 	p := newProvider(t, srv)
-	start := time.Now()
 	_, err := p.Generate(context.Background(), request("m"), nil)
-	failure(t, err, httpstream.KindIdle, "the Anthropic API at", "sent no part of the answer for 400ms")
-	require.Less(t, time.Since(start), 5*time.Second)
+	failure(t, err, httpstream.KindIdle, "the Anthropic API at", "sent nothing for 400ms")
 	require.Len(t, srv.Requests(), 1)
 }
 
@@ -257,21 +255,14 @@ func TestFaultInvalidJSONInToolInput(t *testing.T) {
 func TestFaultCancelWhileStreaming(t *testing.T) {
 	wiretest.NoLeaks(t)
 	srv := wiretest.New(t, wiretest.Reply{Body: upTo(t, "text.sse", `"Hello"`), Stall: true})
-	p := New(Config{BaseURL: srv.URL, APIKey: "k", Policy: httpstream.Policy{IdleTimeout: time.Minute}})
+	p := New(Config{BaseURL: srv.URL, APIKey: "k", Policy: httpstream.Policy{IdleTimeout: time.Hour}}) // a cancel that did not end the stream would hang the test
 	defer p.CloseIdleConnections()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var cancelledAt time.Time
-	resp, err := p.Generate(ctx, request("m"), func(provider.Delta) {
-		if cancelledAt.IsZero() {
-			cancelledAt = time.Now()
-			cancel()
-		}
-	})
+	resp, err := p.Generate(ctx, request("m"), func(provider.Delta) { cancel() })
 	require.Nil(t, resp)
 	require.True(t, errors.Is(err, context.Canceled), "got %v", err)
-	require.Less(t, time.Since(cancelledAt), 2*time.Second)
-	srv.WaitGone(t, 2*time.Second) // the server saw the connection close
+	srv.WaitGone() // the server saw the connection close
 }
 
 func TestCheck(t *testing.T) {

@@ -167,12 +167,10 @@ func TestStreamIdleTimeout(t *testing.T) {
 		srv := wiretest.New(t, wiretest.Reply{Delay: time.Hour})
 		p := testPolicy()
 		c := newTestClient(t, p)
-		start := time.Now()
 		err := c.Stream(context.Background(), post(srv.URL), func(*Stream) error { return nil })
 		var it *IdleTimeoutError
 		require.ErrorAs(t, err, &it)
 		require.Equal(t, p.IdleTimeout, it.After)
-		require.Less(t, time.Since(start), 5*time.Second)
 		require.Len(t, srv.Requests(), 1, "silence is not retried")
 	})
 	t.Run("in the middle of the stream", func(t *testing.T) {
@@ -185,7 +183,6 @@ func TestStreamIdleTimeout(t *testing.T) {
 		require.ErrorAs(t, err, &it)
 		require.Equal(t, []string{"one"}, got)
 		require.GreaterOrEqual(t, time.Since(start), 250*time.Millisecond)
-		require.Less(t, time.Since(start), 5*time.Second)
 	})
 	t.Run("a slow reader is not a silent server", func(t *testing.T) {
 		srv := wiretest.New(t, wiretest.Reply{Body: okStream})
@@ -217,7 +214,7 @@ func TestStreamKeepAlivesDoNotKeepAStreamAlive(t *testing.T) {
 		require.Equal(t, []string{"one"}, got)
 		require.Less(t, time.Since(start), 5*time.Second)
 		require.Len(t, srv.Requests(), 1)
-		srv.WaitGone(t, 2*time.Second)
+		srv.WaitGone()
 	})
 	t.Run("keep-alives between parts of the answer are fine", func(t *testing.T) {
 		// 1.2 s of answer, a part every 100 ms with keep-alives between:
@@ -300,23 +297,20 @@ func TestStreamCancelClosesTheConnectionAtOnce(t *testing.T) {
 	wiretest.NoLeaks(t)
 	srv := wiretest.New(t, wiretest.Reply{Body: "data: one\n\n", Stall: true})
 	p := testPolicy()
-	p.IdleTimeout = time.Minute
+	p.IdleTimeout = time.Hour // a cancel that did not close the stream would hang the test
 	c := newTestClient(t, p)
 	ctx, cancel := context.WithCancel(context.Background())
-	var cancelledAt time.Time
 	err := c.Stream(ctx, post(srv.URL), func(s *Stream) error {
 		for {
 			if _, err := s.Next(); err != nil {
 				return err
 			}
 			s.Started()
-			cancelledAt = time.Now()
 			cancel()
 		}
 	})
 	require.ErrorIs(t, err, context.Canceled)
-	require.Less(t, time.Since(cancelledAt), 2*time.Second)
-	srv.WaitGone(t, 2*time.Second) // the server saw the connection close
+	srv.WaitGone() // the server saw the connection close
 }
 
 func TestStreamConnectTimeout(t *testing.T) {
@@ -346,14 +340,12 @@ func TestStreamConnectTimeout(t *testing.T) {
 	})
 	p := testPolicy()
 	p.ConnectTimeout = 200 * time.Millisecond
-	p.IdleTimeout = time.Minute
+	p.IdleTimeout = time.Hour
 	c := newTestClient(t, p)
-	start := time.Now()
 	err = c.Stream(context.Background(), post("https://"+l.Addr().String()), func(*Stream) error { return nil })
 	var ue *UnreachableError
 	require.ErrorAs(t, err, &ue, "%v", err)
 	require.Equal(t, "the connection timed out", ue.Reason())
-	require.Less(t, time.Since(start), 5*time.Second)
 	var described *Error
 	require.ErrorAs(t, Subject{Server: "the server", BaseURLHint: "--base-url"}.Describe(err), &described)
 	require.Equal(t, KindUnreachable, described.Kind)
@@ -361,28 +353,29 @@ func TestStreamConnectTimeout(t *testing.T) {
 
 func TestStreamCancelDuringBackoff(t *testing.T) {
 	wiretest.NoLeaks(t)
-	srv := wiretest.New(t, wiretest.Reply{Status: 429, Header: map[string]string{"Retry-After": "2"}, Body: `{}`})
-	c := newTestClient(t, testPolicy())
+	// A backoff of an hour: one that the deadline did not interrupt would
+	// hang the test until go test's own timeout.
+	srv := wiretest.New(t, wiretest.Reply{Status: 429, Header: map[string]string{"Retry-After": "3600"}, Body: `{}`})
+	p := testPolicy()
+	p.MaxRetryAfter = 2 * time.Hour
+	c := newTestClient(t, p)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	start := time.Now()
 	err := c.Stream(ctx, post(srv.URL), func(*Stream) error { return nil })
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	require.Less(t, time.Since(start), time.Second)
+	require.Len(t, srv.Requests(), 1)
 }
 
 func TestStreamUnreachableIsNotRetried(t *testing.T) {
 	wiretest.NoLeaks(t)
 	c := newTestClient(t, testPolicy())
 	url := wiretest.ClosedURL(t)
-	start := time.Now()
 	err := c.Stream(context.Background(), post(url), func(*Stream) error { return nil })
 	var ue *UnreachableError
 	require.ErrorAs(t, err, &ue)
 	require.Equal(t, "connection refused", ue.Reason())
 	var re *RetriesError
 	require.False(t, errors.As(err, &re))
-	require.Less(t, time.Since(start), 2*time.Second)
 }
 
 func TestGetReturnsTheBody(t *testing.T) {

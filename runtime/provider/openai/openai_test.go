@@ -242,10 +242,10 @@ func TestErrorsAUserCanActOn(t *testing.T) {
 func TestUnreachableServer(t *testing.T) {
 	p := New(Config{BaseURL: wiretest.ClosedURL(t) + "/v1", Policy: testPolicy()})
 	defer p.CloseIdleConnections()
-	start := time.Now()
 	_, err := p.Generate(context.Background(), request("m"), nil)
 	failure(t, err, httpstream.KindUnreachable, "cannot reach the OpenAI-compatible server at http://127.0.0.1:", "connection refused", "--base-url, OPENAI_BASE_URL")
-	require.Less(t, time.Since(start), 2*time.Second, "a refused connection is not retried")
+	var re *httpstream.RetriesError
+	require.False(t, errors.As(err, &re), "a refused connection is not retried")
 }
 
 func TestNoModel(t *testing.T) {
@@ -286,10 +286,8 @@ func TestFaultServerStallsPastTheIdleTimeout(t *testing.T) {
 	wiretest.NoLeaks(t)
 	srv := wiretest.New(t, wiretest.Reply{Body: upTo(t, "text.sse", `" README"`), Stall: true})
 	p := newProvider(t, srv, "")
-	start := time.Now()
 	_, err := p.Generate(context.Background(), request("m"), nil)
-	failure(t, err, httpstream.KindIdle, "sent no part of the answer for 400ms")
-	require.Less(t, time.Since(start), 5*time.Second)
+	failure(t, err, httpstream.KindIdle, "sent nothing for 400ms")
 }
 
 func TestFault429WithRetryAfterThenSuccess(t *testing.T) {
@@ -330,21 +328,14 @@ func TestFaultInvalidJSONInToolArguments(t *testing.T) {
 func TestFaultCancelWhileStreaming(t *testing.T) {
 	wiretest.NoLeaks(t)
 	srv := wiretest.New(t, wiretest.Reply{Body: upTo(t, "text.sse", `" README"`), Stall: true})
-	p := New(Config{BaseURL: srv.URL + "/v1", Policy: httpstream.Policy{IdleTimeout: time.Minute}})
+	p := New(Config{BaseURL: srv.URL + "/v1", Policy: httpstream.Policy{IdleTimeout: time.Hour}}) // a cancel that did not end the stream would hang the test
 	defer p.CloseIdleConnections()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var cancelledAt time.Time
-	resp, err := p.Generate(ctx, request("m"), func(d provider.Delta) {
-		if cancelledAt.IsZero() {
-			cancelledAt = time.Now()
-			cancel()
-		}
-	})
+	resp, err := p.Generate(ctx, request("m"), func(d provider.Delta) { cancel() })
 	require.Nil(t, resp)
 	require.True(t, errors.Is(err, context.Canceled), "got %v", err)
-	require.Less(t, time.Since(cancelledAt), 2*time.Second)
-	srv.WaitGone(t, 2*time.Second) // the server saw the connection close
+	srv.WaitGone() // the server saw the connection close
 }
 
 // --- quirks found in recorded traffic ---

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -197,13 +198,15 @@ func TestDefaultFail(t *testing.T) {
 }
 
 func TestDefaultHang(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	r := generate(ctx, Default(), "m", user("hang"))
-	require.ErrorIs(t, r.err, context.DeadlineExceeded)
-	require.Less(t, time.Since(start), prompt)
-	require.Empty(t, r.deltas)
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		r := generate(ctx, Default(), "m", user("hang"))
+		require.ErrorIs(t, r.err, context.DeadlineExceeded)
+		require.Equal(t, 50*time.Millisecond, time.Since(start), "it hangs until the deadline, no longer")
+		require.Empty(t, r.deltas)
+	})
 }
 
 func TestDefaultSlow(t *testing.T) {
@@ -216,21 +219,24 @@ func TestDefaultSlow(t *testing.T) {
 		})
 	}
 
-	// Cancel after the third chunk: the stream stops there.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var got []provider.Delta
-	start := time.Now()
-	_, err := New(Default()).Generate(ctx, provider.ModelRequest{Messages: []provider.Message{user("think hard")}}, func(d provider.Delta) {
-		got = append(got, d)
-		if len(got) == 3 {
-			cancel()
-		}
+	// Cancel after the third chunk: the stream stops there, at once.
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var got []provider.Delta
+		var cancelledAt time.Time
+		_, err := New(Default()).Generate(ctx, provider.ModelRequest{Messages: []provider.Message{user("think hard")}}, func(d provider.Delta) {
+			got = append(got, d)
+			if len(got) == 3 {
+				cancel()
+				cancelledAt = time.Now()
+			}
+		})
+		require.ErrorIs(t, err, context.Canceled)
+		require.Len(t, got, 3)
+		require.Equal(t, provider.DeltaReasoning, got[0].Kind)
+		require.Zero(t, time.Since(cancelledAt), "no chunk delay after the cancel")
 	})
-	require.ErrorIs(t, err, context.Canceled)
-	require.Len(t, got, 3)
-	require.Equal(t, provider.DeltaReasoning, got[0].Kind)
-	require.Less(t, time.Since(start), prompt)
 }
 
 func TestDefaultRuleOrder(t *testing.T) {

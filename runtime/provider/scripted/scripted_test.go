@@ -8,15 +8,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixir-go/pixir/runtime/provider"
 )
-
-// A generous bound for "promptly": the machine running the tests is shared.
-const prompt = 5 * time.Second
 
 func user(text string) provider.Message { return provider.Message{Role: provider.RoleUser, Text: text} }
 
@@ -370,55 +368,57 @@ func TestCancellation(t *testing.T) {
 		{"chunk delay from reasoning to text", "[[rule]]\n[[rule.reply]]\nchunk_delay_ms = 600000\nreasoning = 'why'\ntext = 'what'\n", 1},
 	}
 	for _, tc := range tests {
+		// In a synctest bubble "Generate is waiting" and "it returned at
+		// the cancel, not at the end of its delay" are facts of the
+		// bubble's clock, not guesses made with real milliseconds.
 		t.Run(tc.name, func(t *testing.T) {
-			s := mustParse(t, tc.script)
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			var mu sync.Mutex
-			var got []provider.Delta
-			done := make(chan error, 1)
-			go func() {
-				_, err := New(s).Generate(ctx, provider.ModelRequest{Messages: []provider.Message{user("x")}}, func(d provider.Delta) {
-					mu.Lock()
-					got = append(got, d)
-					mu.Unlock()
-				})
-				done <- err
-			}()
-			require.Eventually(t, func() bool {
+			synctest.Test(t, func(t *testing.T) {
+				s := mustParse(t, tc.script)
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				var mu sync.Mutex
+				var got []provider.Delta
+				done := make(chan error, 1)
+				go func() {
+					_, err := New(s).Generate(ctx, provider.ModelRequest{Messages: []provider.Message{user("x")}}, func(d provider.Delta) {
+						mu.Lock()
+						got = append(got, d)
+						mu.Unlock()
+					})
+					done <- err
+				}()
+				synctest.Wait() // Generate is blocked in its wait
+				select {
+				case err := <-done:
+					t.Fatalf("Generate returned before the cancel: %v", err)
+				default:
+				}
+				mu.Lock()
+				require.Len(t, got, tc.deltas, "deltas before the cancel")
+				mu.Unlock()
+				start := time.Now()
+				cancel()
+				require.ErrorIs(t, <-done, context.Canceled)
+				require.Zero(t, time.Since(start), "Generate returned at the cancel, without waiting")
 				mu.Lock()
 				defer mu.Unlock()
-				return len(got) == tc.deltas
-			}, prompt, time.Millisecond)
-			time.Sleep(20 * time.Millisecond) // let Generate settle into its wait
-			select {
-			case err := <-done:
-				t.Fatalf("Generate returned before the cancel: %v", err)
-			default:
-			}
-			start := time.Now()
-			cancel()
-			select {
-			case err := <-done:
-				require.ErrorIs(t, err, context.Canceled)
-				require.Less(t, time.Since(start), prompt)
-			case <-time.After(prompt):
-				t.Fatal("Generate did not return after the cancel")
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			require.Len(t, got, tc.deltas, "no delta after the cancel")
+				require.Len(t, got, tc.deltas, "no delta after the cancel")
+			})
 		})
 	}
 }
 
 func TestDeadline(t *testing.T) {
-	s := mustParse(t, "[[rule]]\n[[rule.reply]]\nhang = true\n")
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	defer cancel()
-	r := generate(ctx, s, "m", user("x"))
-	require.ErrorIs(t, r.err, context.DeadlineExceeded)
-	require.Nil(t, r.resp)
+	synctest.Test(t, func(t *testing.T) {
+		s := mustParse(t, "[[rule]]\n[[rule.reply]]\nhang = true\n")
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		r := generate(ctx, s, "m", user("x"))
+		require.ErrorIs(t, r.err, context.DeadlineExceeded)
+		require.Nil(t, r.resp)
+		require.Equal(t, 20*time.Millisecond, time.Since(start), "it ends at the deadline")
+	})
 }
 
 func TestCancelledBeforeStart(t *testing.T) {
@@ -445,11 +445,14 @@ func TestCancelFromSink(t *testing.T) {
 }
 
 func TestDelaysWait(t *testing.T) {
-	s := mustParse(t, "[[rule]]\n[[rule.reply]]\ndelay_ms = 30\nchunk_delay_ms = 10\ntext = 'a b c'\n")
-	start := time.Now()
-	resp := gen(t, s, user("x"))
-	require.Equal(t, "a b c", resp.Text)
-	require.GreaterOrEqual(t, time.Since(start), 50*time.Millisecond)
+	synctest.Test(t, func(t *testing.T) {
+		s := mustParse(t, "[[rule]]\n[[rule.reply]]\ndelay_ms = 30\nchunk_delay_ms = 10\ntext = 'a b c'\n")
+		start := time.Now()
+		resp := gen(t, s, user("x"))
+		require.Equal(t, "a b c", resp.Text)
+		// 30 ms before the first chunk, 10 ms before each of the next two.
+		require.Equal(t, 50*time.Millisecond, time.Since(start))
+	})
 }
 
 func TestUsage(t *testing.T) {
