@@ -21,8 +21,20 @@ func runSim(t *testing.T, spec string, plan func(step string) childPlan) (Outcom
 	t.Helper()
 	w := mustParse(t, spec)
 	sim := newSim(plan)
-	out := Run(context.Background(), sim, w, RunOptions{WorkflowID: "wf-test", ToolCallID: "call-1", Now: fixedClock(), waiting: sim.waiting})
+	out := simRun(t, context.Background(), sim, w, RunOptions{WorkflowID: "wf-test", ToolCallID: "call-1", Now: fixedClock(), waiting: sim.waiting})
 	return out, sim
+}
+
+// simRun runs Run in a synctest bubble. Run redraws the plan on a timer;
+// on the real clock that timer can fire between two ends the simulated
+// spawner delivers (more often on a busy machine) and change the order of
+// decisions. In the bubble it fires only when Run has nothing else to do,
+// so a run on the simulated spawner is the same every time.
+func simRun(t *testing.T, ctx context.Context, sp Spawner, w *Workflow, opt RunOptions) Outcome {
+	t.Helper()
+	var out Outcome
+	synctest.Test(t, func(*testing.T) { out = Run(ctx, sp, w, opt) })
+	return out
 }
 
 // durations gives each step a duration by id, default 10.
@@ -170,10 +182,7 @@ func TestRunWorkflowTimeoutStopsRunningAndHoldsTheRest(t *testing.T) {
 	})
 	// In a synctest bubble the workflow's 30 ms pass only once Run waits
 	// with nothing but the hung step left, however busy the machine is.
-	var out Outcome
-	synctest.Test(t, func(t *testing.T) {
-		out = Run(context.Background(), sim, w, RunOptions{WorkflowID: "wf-t", waiting: sim.waiting})
-	})
+	out := simRun(t, context.Background(), sim, w, RunOptions{WorkflowID: "wf-t", waiting: sim.waiting})
 	require.Equal(t, StatusPartial, out.Status)
 	require.Equal(t, StoppedTimeout, out.StoppedBy)
 	require.Equal(t, []string{"a"}, out.UsableCheckpoints)
@@ -225,7 +234,7 @@ func TestRunIsDeterministic(t *testing.T) {
 		w, err := Parse(raw)
 		require.NoError(t, err)
 		sim := newSim(plan)
-		out := Run(context.Background(), sim, w, RunOptions{WorkflowID: "wf-d", Now: fixedClock(), waiting: sim.waiting})
+		out := simRun(t, context.Background(), sim, w, RunOptions{WorkflowID: "wf-d", Now: fixedClock(), waiting: sim.waiting})
 		got, _ := json.Marshal(out)
 		if first == nil {
 			first, firstOut = sim.order, string(got)
@@ -248,7 +257,7 @@ func TestRunAgreesWithTheDryRunWhenDurationsAreEqual(t *testing.T) {
 		plan, err := Waves(w)
 		require.NoError(t, err)
 		sim := newSim(durations(nil))
-		out := Run(context.Background(), sim, w, RunOptions{WorkflowID: "wf", Now: fixedClock(), waiting: sim.waiting})
+		out := simRun(t, context.Background(), sim, w, RunOptions{WorkflowID: "wf", Now: fixedClock(), waiting: sim.waiting})
 		require.Equal(t, StatusCompleted, out.Status)
 		got := sim.byStart()
 		for _, wave := range got {
@@ -341,7 +350,7 @@ func TestResumeFromRerunsOnlyWhatIsNotReady(t *testing.T) {
 		}
 		return childPlan{dur: 2, report: `{"status":"checkpoint_ready","summary":"` + step + ` is done"}`}
 	})
-	first := Run(context.Background(), sim, mustParse(t, spec), RunOptions{WorkflowID: "wf-1", Now: fixedClock(), waiting: sim.waiting})
+	first := simRun(t, context.Background(), sim, mustParse(t, spec), RunOptions{WorkflowID: "wf-1", Now: fixedClock(), waiting: sim.waiting})
 	require.Equal(t, StatusPartial, first.Status)
 	require.Equal(t, []string{"a", "c"}, first.UsableCheckpoints)
 	require.Equal(t, "wf-1", first.SafeNextActions[0].Args["resume_from"])
@@ -356,7 +365,7 @@ func TestResumeFromRerunsOnlyWhatIsNotReady(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, reuse.Steps, 2)
 	sim.order = nil
-	second := Run(context.Background(), sim, w, RunOptions{WorkflowID: "wf-2", Now: fixedClock(), waiting: sim.waiting, Reuse: reuse})
+	second := simRun(t, context.Background(), sim, w, RunOptions{WorkflowID: "wf-2", Now: fixedClock(), waiting: sim.waiting, Reuse: reuse})
 	require.Equal(t, StatusCompleted, second.Status, second.Output)
 	require.Equal(t, []string{"b", "d", "e"}, sim.order, "only what was not ready runs again")
 	require.Equal(t, "wf-1", second.Steps[0].ReusedFrom)
@@ -377,7 +386,7 @@ func TestResumeFromRerunsOnlyWhatIsNotReady(t *testing.T) {
 func TestReusableIsConservative(t *testing.T) {
 	sim := newSim(durations(nil))
 	spec := `{"steps":[{"id":"a","task":"x"},{"id":"b","task":"x","depends_on":["a"]},{"id":"c","task":"x"}]}`
-	Run(context.Background(), sim, mustParse(t, spec), RunOptions{WorkflowID: "wf-1", Now: fixedClock(), waiting: sim.waiting})
+	simRun(t, context.Background(), sim, mustParse(t, spec), RunOptions{WorkflowID: "wf-1", Now: fixedClock(), waiting: sim.waiting})
 	events, _ := sim.WorkflowEvents()
 
 	// a's task changed: a runs again, and so does b, built on a.
@@ -433,7 +442,7 @@ func TestRunCancelledBeforeItStartsHoldsEverything(t *testing.T) {
 	sim := newSim(durations(nil))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	out := Run(ctx, sim, w, RunOptions{WorkflowID: "wf-x", waiting: sim.waiting})
+	out := simRun(t, ctx, sim, w, RunOptions{WorkflowID: "wf-x", waiting: sim.waiting})
 	require.Equal(t, StatusFailed, out.Status)
 	require.Equal(t, StoppedCancelled, out.StoppedBy)
 	require.Equal(t, []string{"a", "b"}, out.HeldSteps)
