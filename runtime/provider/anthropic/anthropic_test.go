@@ -214,7 +214,7 @@ func TestFaultServerStallsPastTheIdleTimeout(t *testing.T) {
 	srv := wiretest.New(t, wiretest.Reply{Body: upTo(t, "text.sse", "event: ping"), Stall: true})
 	p := newProvider(t, srv)
 	_, err := p.Generate(context.Background(), request("m"), nil)
-	failure(t, err, httpstream.KindIdle, "the Anthropic API at", "sent nothing for 400ms")
+	failure(t, err, httpstream.KindIdle, "the Anthropic API at", "sent no part of the answer for 400ms")
 	require.Len(t, srv.Requests(), 1)
 }
 

@@ -287,7 +287,7 @@ func TestFaultServerStallsPastTheIdleTimeout(t *testing.T) {
 	srv := wiretest.New(t, wiretest.Reply{Body: upTo(t, "text.sse", `" README"`), Stall: true})
 	p := newProvider(t, srv, "")
 	_, err := p.Generate(context.Background(), request("m"), nil)
-	failure(t, err, httpstream.KindIdle, "sent nothing for 400ms")
+	failure(t, err, httpstream.KindIdle, "sent no part of the answer for 400ms")
 }
 
 func TestFault429WithRetryAfterThenSuccess(t *testing.T) {
