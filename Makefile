@@ -20,7 +20,7 @@ demo: build
 	./$(BIN) demo
 
 # Everything CI runs: lint, the Go tests with the race detector, short
-# fuzzing of argument validation and path confinement, and the ACP
+# fuzzing of argument validation (strict and lenient) and path confinement, and the ACP
 # conformance suite driven by the official TypeScript client.
 check: lint gotest fuzz conformance
 
@@ -38,6 +38,7 @@ lint: $(GOLANGCI_LINT)
 FUZZTIME ?= 15s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzValidatorAgreesWithSanthosh$$' -fuzztime $(FUZZTIME) ./tools/
+	$(GO) test -run '^$$' -fuzz '^FuzzLenientSchemaNeverRefusesValidArguments$$' -fuzztime $(FUZZTIME) ./tools/
 	$(GO) test -run '^$$' -fuzz '^FuzzResolve$$' -fuzztime $(FUZZTIME) ./runtime/
 	$(GO) test -run '^$$' -fuzz '^FuzzOverlapSound$$' -fuzztime $(FUZZTIME) ./workflows/
 

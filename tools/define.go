@@ -143,20 +143,11 @@ func (t *defined[A]) call(ctx context.Context, env Env, args json.RawMessage, dr
 // the model can fix them in one go, and only then unmarshals them into A.
 func (t *defined[A]) decode(args json.RawMessage) (A, *Failure) {
 	var a A
+	v, f := ParseArguments(t.spec.Name, args)
+	if f != nil {
+		return a, f
+	}
 	raw := bytes.TrimSpace(args)
-	if len(raw) == 0 || string(raw) == "null" {
-		return a, &Failure{Kind: ErrInvalidArgs, Message: fmt.Sprintf(
-			"arguments are missing; call %s with a JSON object that matches its schema", t.spec.Name)}
-	}
-	v, err := parseJSON(raw)
-	if err != nil {
-		return a, &Failure{Kind: ErrInvalidArgs, Message: fmt.Sprintf(
-			"arguments are not valid JSON (%v); send one JSON object that matches the schema of %s", err, t.spec.Name)}
-	}
-	if _, ok := v.(map[string]any); !ok {
-		return a, &Failure{Kind: ErrInvalidArgs, Message: fmt.Sprintf(
-			"arguments must be a JSON object, got %s; send one JSON object that matches the schema of %s", jsonType(v), t.spec.Name)}
-	}
 	val, err := t.compiled()
 	if err != nil {
 		return a, &Failure{Kind: ErrInternal, Message: err.Error()}

@@ -67,6 +67,9 @@ type Presentation struct {
 	Title     string
 	Kind      Kind
 	Locations []Location
+	// Note is what a person asked to allow the call should also know: for
+	// an MCP tool, that Pixir's workspace confinement does not bind it.
+	Note string
 }
 
 // Diff is a whole-file change an edit made, shown as a diff by editors.
@@ -89,6 +92,25 @@ type Result struct {
 	TerminalID string `json:"-"`
 	// Plan, when set, replaces the plan shown to the user.
 	Plan []PlanEntry `json:"-"`
+	// Blocks, when set, are shown to the user instead of the output: an
+	// MCP tool's text, images, audio and resources, as it returned them.
+	Blocks []Block `json:"-"`
+}
+
+// Block is a piece of a tool result shown to a person as it is (an ACP
+// content block): text, image, audio, resource_link or resource. Data and
+// Blob are base64.
+type Block struct {
+	Type        string `json:"type"`
+	Text        string `json:"text,omitempty"`
+	Data        string `json:"data,omitempty"`
+	Blob        string `json:"blob,omitempty"`
+	MimeType    string `json:"mime_type,omitempty"`
+	URI         string `json:"uri,omitempty"`
+	Name        string `json:"name,omitempty"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	Size        *int64 `json:"size,omitempty"`
 }
 
 // PlanEntry is one item of the agent's plan (ACP plan entries).

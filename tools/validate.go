@@ -26,6 +26,17 @@ import (
 // A keyword outside the subset is a compile error naming it and the tool,
 // so a tool whose Go type needs more fails loudly in tests instead of
 // validating wrongly.
+//
+// Schemas Pixir did not write (an MCP server's tool inputs) are compiled
+// leniently instead (CompileLenientSchema): such a schema may use any
+// keyword of any draft, and the server checks its arguments itself, so the
+// check made here must never refuse arguments the schema accepts. It
+// checks the subset above, and allOf, anyOf and oneOf, and ignores the
+// rest; where an ignored keyword changes what a known one means (a $ref,
+// patternProperties beside additionalProperties, prefixItems beside items)
+// it ignores the known one too. It can let through what the server then
+// refuses, never the other way round (lenient_test.go holds it to that
+// against the oracle).
 
 // assertions are the keywords the validator checks.
 var assertions = []string{
@@ -128,6 +139,12 @@ type schemaNode struct {
 	minimum, maximum                   *big.Rat
 	exclusiveMinimum, exclusiveMaximum *big.Rat
 	multipleOf                         *big.Rat
+
+	// Only in lenient schemas: every allOf schema must hold, and for each
+	// of anyOf and oneOf at least one of its schemas (oneOf is checked as
+	// anyOf, which is weaker, so never wrongly refuses).
+	allOf  []*schemaNode
+	anyOfs [][]*schemaNode
 }
 
 func (n *schemaNode) numeric() bool {
@@ -160,7 +177,29 @@ func compileNamed(subject string, schema []byte) (*argValidator, error) {
 
 type schemaCompiler struct {
 	subject string // "the schema of tool read", "output_schema"
+	// lenient compiles any schema: what it cannot check is ignored and
+	// named in ignored, never an error.
+	lenient bool
+	ignored map[string]bool
 }
+
+func (c *schemaCompiler) ignore(kw string) {
+	if c.ignored == nil {
+		c.ignored = map[string]bool{}
+	}
+	c.ignored[kw] = true
+}
+
+// referenceKeywords replace or extend a schema with another one that a
+// lenient schema does not follow; a schema holding one is not checked.
+var referenceKeywords = []string{"$ref", "$dynamicRef", "$recursiveRef"}
+
+// identifiers name schemas or hold them for references; they assert
+// nothing, so a lenient schema passes over them without a word.
+var identifiers = []string{"$schema", "$id", "id", "$anchor", "$dynamicAnchor", "$vocabulary", "$defs", "definitions"}
+
+// combinators are the applicators a lenient schema checks.
+var combinators = []string{"allOf", "anyOf", "oneOf"}
 
 func (c *schemaCompiler) errorf(loc []string, format string, args ...any) error {
 	return fmt.Errorf("%s does not compile: at %s, %s", c.subject, pointer(loc), fmt.Sprintf(format, args...))
@@ -178,23 +217,95 @@ func (c *schemaCompiler) compile(doc any, loc []string) (*schemaNode, error) {
 	}
 	obj, ok := doc.(map[string]any)
 	if !ok {
+		if c.lenient {
+			c.ignore("a schema that is " + typeOf(doc).String())
+			return &schemaNode{boolean: new(true)}, nil
+		}
 		return nil, c.errorf(loc, "a schema must be an object or a boolean, not %s", typeOf(doc))
+	}
+	if c.lenient {
+		for _, kw := range referenceKeywords {
+			if _, ok := obj[kw]; ok {
+				c.ignore(kw)
+				return &schemaNode{boolean: new(true)}, nil
+			}
+		}
 	}
 	// Sorted, so that the first of several problems is always the same one.
 	for _, kw := range slices.Sorted(maps.Keys(obj)) {
-		if slices.Contains(annotations, kw) {
+		if slices.Contains(annotations, kw) || c.lenient && slices.Contains(identifiers, kw) {
+			continue
+		}
+		if c.lenient && slices.Contains(combinators, kw) {
+			c.combinator(n, kw, obj[kw], append(slices.Clip(loc), kw))
 			continue
 		}
 		if !slices.Contains(assertions, kw) {
+			if c.lenient {
+				c.ignore(kw)
+				continue
+			}
 			return nil, c.errorf(loc, "keyword %q is not supported by Pixir's schema validator (tools/validate.go); "+
 				"it knows only %s, and the annotations %s",
 				kw, strings.Join(assertions, ", "), strings.Join(annotations, ", "))
 		}
+		if c.lenient && (kw == "items" || kw == "additionalProperties") && !isSchema(obj[kw]) {
+			c.ignore(kw) // a draft-07 tuple of items, say
+			continue
+		}
+		before := *n
 		if err := c.keyword(n, kw, obj[kw], append(slices.Clip(loc), kw)); err != nil {
-			return nil, err
+			if !c.lenient {
+				return nil, err
+			}
+			// A keyword this validator reads otherwise (an older draft's
+			// exclusiveMinimum: true, a tuple items array, a pattern RE2
+			// cannot compile) is not checked at all.
+			*n = before
+			c.ignore(kw)
+		}
+	}
+	if c.lenient {
+		// additionalProperties leaves alone what patternProperties matches,
+		// and items what prefixItems covers: without those, a lenient
+		// schema must not check the keyword they qualify either.
+		if _, ok := obj["patternProperties"]; ok && n.additional != nil {
+			n.additional = nil
+			c.ignore("additionalProperties")
+		}
+		if _, ok := obj["prefixItems"]; ok && n.items != nil {
+			n.items = nil
+			c.ignore("items")
 		}
 	}
 	return n, nil
+}
+
+// isSchema reports whether v can be a schema: an object or a boolean.
+func isSchema(v any) bool {
+	switch v.(type) {
+	case map[string]any, bool:
+		return true
+	}
+	return false
+}
+
+// combinator compiles allOf, anyOf or oneOf in a lenient schema.
+func (c *schemaCompiler) combinator(n *schemaNode, kw string, v any, loc []string) {
+	arr, ok := v.([]any)
+	if !ok || len(arr) == 0 {
+		c.ignore(kw)
+		return
+	}
+	subs := make([]*schemaNode, len(arr))
+	for i, sub := range arr {
+		subs[i], _ = c.compile(sub, append(slices.Clip(loc), strconv.Itoa(i))) // lenient: never fails
+	}
+	if kw == "allOf" {
+		n.allOf = append(n.allOf, subs...)
+		return
+	}
+	n.anyOfs = append(n.anyOfs, subs)
 }
 
 func (c *schemaCompiler) keyword(n *schemaNode, kw string, v any, loc []string) error {
@@ -350,6 +461,46 @@ func CompileSchema(subject string, schema []byte) (*Schema, error) {
 	return &Schema{v: v}, nil
 }
 
+// CompileLenientSchema compiles a schema Pixir did not write, of any draft,
+// for a check that never refuses what the schema accepts (see the top of
+// this file). It fails only when schema is not JSON. Ignored lists, sorted,
+// the keywords it does not check.
+func CompileLenientSchema(schema []byte) (s *Schema, ignored []string, err error) {
+	doc, err := parseJSON(schema)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the schema is not JSON: %w", err)
+	}
+	c := schemaCompiler{subject: "the schema", lenient: true}
+	root, _ := c.compile(doc, nil)
+	return &Schema{v: &argValidator{root: root}}, slices.Sorted(maps.Keys(c.ignored)), nil
+}
+
+// ValidateValue checks a value decoded by ParseArguments, as Validate does
+// a document.
+func (s *Schema) ValidateValue(v any) []string { return s.v.validate(v) }
+
+// ParseArguments decodes tool arguments as the validator reads them
+// (numbers kept exact) and checks that they are one JSON object. A failure
+// is an invalid_args Failure naming tool, worded for the model.
+func ParseArguments(tool string, args []byte) (map[string]any, *Failure) {
+	raw := bytes.TrimSpace(args)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, &Failure{Kind: ErrInvalidArgs, Message: fmt.Sprintf(
+			"arguments are missing; call %s with a JSON object that matches its schema", tool)}
+	}
+	v, err := parseJSON(raw)
+	if err != nil {
+		return nil, &Failure{Kind: ErrInvalidArgs, Message: fmt.Sprintf(
+			"arguments are not valid JSON (%v); send one JSON object that matches the schema of %s", err, tool)}
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, &Failure{Kind: ErrInvalidArgs, Message: fmt.Sprintf(
+			"arguments must be a JSON object, got %s; send one JSON object that matches the schema of %s", jsonType(v), tool)}
+	}
+	return obj, nil
+}
+
 // Validate checks a JSON document and returns one "/pointer: message" line
 // per problem, sorted; none when it is valid.
 func (s *Schema) Validate(doc []byte) []string {
@@ -405,6 +556,13 @@ func (n *schemaNode) validate(v any, loc []string, ps *[]problem) {
 		return
 	}
 
+	for _, sub := range n.allOf {
+		sub.validate(v, loc, ps)
+	}
+	for _, alternatives := range n.anyOfs {
+		n.validateAnyOf(alternatives, v, loc, ps, add)
+	}
+
 	switch v := v.(type) {
 	case map[string]any:
 		n.validateObject(v, loc, ps, add)
@@ -415,6 +573,35 @@ func (n *schemaNode) validate(v any, loc []string, ps *[]problem) {
 	case json.Number:
 		n.validateNumber(v, add)
 	}
+}
+
+// validateAnyOf accepts v when one of the alternatives does. Otherwise,
+// when every alternative refused only v's type, it says which types would
+// do; else it reports the problems of the alternative that came closest.
+func (n *schemaNode) validateAnyOf(alternatives []*schemaNode, v any, loc []string, ps *[]problem, add func(string, ...any)) {
+	var closest []problem
+	var want schemaType
+	onlyTypes := true
+	for i, alt := range alternatives {
+		var own []problem
+		alt.validate(v, loc, &own)
+		if len(own) == 0 {
+			return
+		}
+		if i == 0 || len(own) < len(closest) {
+			closest = own
+		}
+		if len(own) == 1 && len(own[0].loc) == len(loc) && alt.boolean == nil && alt.types != 0 && alt.types&typeOf(v) == 0 {
+			want |= alt.types
+		} else {
+			onlyTypes = false
+		}
+	}
+	if onlyTypes {
+		add("got %s, want %s", typeOf(v), want)
+		return
+	}
+	*ps = append(*ps, closest...)
 }
 
 func (n *schemaNode) validateObject(obj map[string]any, loc []string, ps *[]problem, add func(string, ...any)) {

@@ -1,0 +1,219 @@
+package mcp
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// How long a stdio server has to exit after its stdin closes, and then
+// after SIGTERM, before it is killed.
+const (
+	exitGrace = 2 * time.Second
+	termGrace = 2 * time.Second
+)
+
+// stderrTailLimit bounds what is kept of a server's stderr, to say why it
+// failed.
+const stderrTailLimit = 2 << 10
+
+// process is a stdio server: its own process group (so that what it starts
+// ends with it), our ends of its three pipes, and the tail of its stderr.
+type process struct {
+	cmd    *exec.Cmd
+	stdin  *os.File // ours to write
+	stdout *os.File // ours to read
+	stderr *os.File
+
+	exited  chan struct{} // closed once the process is reaped
+	waitErr error         // set before exited closes
+
+	wg       sync.WaitGroup // the reaper and the stderr reader
+	stopOnce sync.Once
+
+	mu   sync.Mutex
+	tail []byte
+}
+
+// startProcess starts cfg's command in dir. Its stdout carries MCP; its
+// stderr goes to the debug log, and its last lines are kept.
+func startProcess(cfg ServerConfig, dir string, log *slog.Logger) (p *process, err error) {
+	cmd := exec.Command(cfg.Command, cfg.Args...)
+	cmd.Dir = dir
+	cmd.Env = os.Environ()
+	for _, e := range cfg.Env {
+		cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
+	}
+	cmd.SysProcAttr = processAttr()
+
+	var files []*os.File
+	defer func() {
+		if err != nil {
+			for _, f := range files {
+				f.Close()
+			}
+		}
+	}()
+	pipe := func() (r, w *os.File, err error) {
+		r, w, err = os.Pipe()
+		if err == nil {
+			files = append(files, r, w)
+		}
+		return r, w, err
+	}
+	inR, inW, err := pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := pipe()
+	if err != nil {
+		return nil, err
+	}
+	errR, errW, err := pipe()
+	if err != nil {
+		return nil, err
+	}
+	// *os.File ends: exec hands them to the child as they are, with no
+	// copying goroutine for Wait to wait for (a grandchild holding the
+	// pipe open would otherwise keep Wait from returning).
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", cfg.Command, err)
+	}
+	inR.Close()
+	outW.Close()
+	errW.Close()
+
+	p = &process{cmd: cmd, stdin: inW, stdout: outR, stderr: errR, exited: make(chan struct{})}
+	p.wg.Add(2)
+	go func() {
+		defer p.wg.Done()
+		p.waitErr = cmd.Wait()
+		close(p.exited)
+	}()
+	go func() {
+		defer p.wg.Done()
+		p.readStderr(cfg.Name, log)
+	}()
+	return p, nil
+}
+
+func (p *process) readStderr(server string, log *slog.Logger) {
+	sc := bufio.NewScanner(p.stderr)
+	sc.Buffer(make([]byte, 0, 4096), 64<<10)
+	for sc.Scan() {
+		line := sc.Text()
+		log.Debug("MCP server stderr", "server", server, "line", line)
+		p.mu.Lock()
+		p.tail = append(p.tail, line...)
+		p.tail = append(p.tail, '\n')
+		if over := len(p.tail) - stderrTailLimit; over > 0 {
+			p.tail = p.tail[over:]
+		}
+		p.mu.Unlock()
+	}
+}
+
+// stderrTail is the end of what the server wrote on stderr.
+func (p *process) stderrTail() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.TrimSpace(string(p.tail))
+}
+
+// exitReason says how the process ended, once it has.
+func (p *process) exitReason() string {
+	select {
+	case <-p.exited:
+	default:
+		return "it closed its output"
+	}
+	var ee *exec.ExitError
+	if errors.As(p.waitErr, &ee) {
+		return "it exited: " + ee.String()
+	}
+	if p.waitErr != nil {
+		return "it ended: " + p.waitErr.Error()
+	}
+	return "it exited with status 0"
+}
+
+// stop ends the server as the MCP specification asks: close its stdin,
+// wait, then SIGTERM its process group, wait, then SIGKILL. It returns once
+// the process is reaped and its pipes are closed.
+func (p *process) stop() {
+	p.stopOnce.Do(func() {
+		p.stdin.Close()
+		if !p.waitExit(exitGrace) {
+			signalGroup(p.cmd.Process, false)
+			if !p.waitExit(termGrace) {
+				signalGroup(p.cmd.Process, true)
+				<-p.exited
+			}
+		}
+		// What the server started outside its group could still hold the
+		// pipes: closing our ends ends the stderr reader regardless.
+		signalGroup(p.cmd.Process, true)
+		p.stdout.Close()
+		p.stderr.Close()
+		p.wg.Wait()
+	})
+}
+
+func (p *process) waitExit(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// transport speaks MCP over the process's pipes.
+func (p *process) transport() sdk.Transport {
+	return &sdk.IOTransport{Reader: stdoutReader{p}, Writer: stdinWriter{p}}
+}
+
+// stdoutReader is the process's stdout; closing it is left to stop, which
+// the SDK reaches by closing the writer.
+type stdoutReader struct{ p *process }
+
+func (r stdoutReader) Read(b []byte) (int, error) { return r.p.stdout.Read(b) }
+func (stdoutReader) Close() error                 { return nil }
+
+// stdinWriter is the process's stdin; closing it stops the process.
+type stdinWriter struct{ p *process }
+
+func (w stdinWriter) Write(b []byte) (int, error) { return w.p.stdin.Write(b) }
+func (w stdinWriter) Close() error {
+	w.p.stop()
+	return nil
+}
+
+var _ io.ReadCloser = stdoutReader{}
+
+// connectStdio starts the server and connects the client to it.
+func connectStdio(ctx context.Context, c *sdk.Client, cfg ServerConfig, dir string, log *slog.Logger) (*sdk.ClientSession, *process, error) {
+	p, err := startProcess(cfg, dir, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	cs, err := c.Connect(ctx, p.transport(), nil)
+	if err != nil {
+		p.stop()
+		return nil, p, err
+	}
+	return cs, p, nil
+}
