@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/pixir-go/pixir/sandbox"
 	"github.com/pixir-go/pixir/tools"
 )
 
@@ -20,12 +21,14 @@ const StateDir = ".pixir"
 
 // Workspace confines tool paths to one directory tree. Resolve refuses a
 // path that leads outside, through "..", an absolute path or a symbolic link
-// anywhere on its way; Files then does every read and write through an
-// os.Root, which checks again at the moment of use, so a link swapped in
-// after Resolve cannot lead out either.
+// anywhere on its way; Files then does every read and write through a
+// sandbox.Dir, which checks again at the moment of use: the resolved path
+// must hold no symbolic link at all (one swapped in after Resolve, toward
+// .pixir/ or out, fails the open), and a file with more than one name (a
+// hard link, perhaps to a file outside or to a Log) is not opened.
 type Workspace struct {
-	root string   // absolute, symlinks resolved
-	fs   *os.Root // opened on root
+	root string       // absolute, symlinks resolved
+	fs   *sandbox.Dir // opened on root
 }
 
 // NewWorkspace confines to dir, which must exist.
@@ -45,7 +48,7 @@ func NewWorkspace(dir string) (*Workspace, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("workspace %s is not a directory", dir)
 	}
-	fsys, err := os.OpenRoot(real)
+	fsys, err := sandbox.OpenDir(real)
 	if err != nil {
 		return nil, fmt.Errorf("workspace %s: %w", dir, err)
 	}
@@ -122,7 +125,7 @@ func resolveExisting(p string) (string, error) {
 func (w *Workspace) Files() tools.Files { return localFiles{w} }
 
 // localFiles implements tools.Files on the local disk through the
-// workspace's os.Root.
+// workspace's sandbox.Dir.
 type localFiles struct{ w *Workspace }
 
 // rel turns an absolute path from Resolve into one relative to the root,
@@ -138,11 +141,20 @@ func (l localFiles) rel(path string) (string, error) {
 	return rel, nil
 }
 
-// confined turns os.Root's refusal of an escaping path into the failure
-// the model reads.
+// confined turns the Dir's refusals into the failures the model reads.
 func (l localFiles) confined(path string, err error) error {
-	if err != nil && strings.Contains(err.Error(), "path escapes from parent") {
-		return &tools.Failure{Kind: tools.ErrPermissionDenied, Message: fmt.Sprintf("%s leads outside the workspace %s through a symbolic link", path, l.w.root)}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, sandbox.ErrSymlink):
+		return &tools.Failure{Kind: tools.ErrPermissionDenied, Message: fmt.Sprintf(
+			"%s now leads through a symbolic link that was not there when the path was checked; it is not followed. Check the path again", path)}
+	case errors.Is(err, sandbox.ErrHardLink):
+		return &tools.Failure{Kind: tools.ErrPermissionDenied, Message: fmt.Sprintf(
+			"%s is a hard link: the same file has another name, perhaps outside the workspace or in Pixir's state, so file tools do not open it. "+
+				"Replace it with a copy of its own (cp --remove-destination) if it belongs to the workspace", path)}
+	case errors.Is(err, syscall.EISDIR):
+		return fmt.Errorf("%s: %w", path, tools.ErrIsDir)
 	}
 	return err
 }
@@ -154,7 +166,7 @@ func (l localFiles) Open(_ context.Context, path string) (io.ReadCloser, error) 
 	if err != nil {
 		return nil, err
 	}
-	f, err := l.w.fs.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := l.w.fs.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK)
 	if err != nil {
 		return nil, l.confined(path, err)
 	}
@@ -174,16 +186,13 @@ func (l localFiles) Open(_ context.Context, path string) (io.ReadCloser, error) 
 	return f, nil
 }
 
-// WriteFile implements tools.Files, keeping an existing file's mode.
+// WriteFile implements tools.Files: it replaces the file whole (a new file
+// renamed over the old one), keeping an existing file's mode, so a write
+// never goes through a hard link into another name's content.
 func (l localFiles) WriteFile(_ context.Context, path string, data []byte) error {
 	rel, err := l.rel(path)
 	if err != nil {
 		return err
-	}
-	if dir := filepath.Dir(rel); dir != "." {
-		if err := l.w.fs.MkdirAll(dir, 0o755); err != nil {
-			return l.confined(path, err)
-		}
 	}
 	return l.confined(path, l.w.fs.WriteFile(rel, data, 0o644))
 }

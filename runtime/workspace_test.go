@@ -15,15 +15,15 @@ import (
 	"github.com/pixir-go/pixir/tools"
 )
 
-// sandbox is a workspace with a secret file and a directory outside it, so
+// confinedWorkspace is a workspace with a secret file and a directory outside it, so
 // every attack has something to reach for.
-type sandbox struct {
+type confinedWorkspace struct {
 	ws      *Workspace
 	root    string
 	outside string
 }
 
-func newSandbox(t *testing.T) *sandbox {
+func newConfinedWorkspace(t *testing.T) *confinedWorkspace {
 	t.Helper()
 	base := t.TempDir()
 	root := filepath.Join(base, "ws")
@@ -44,11 +44,11 @@ func newSandbox(t *testing.T) *sandbox {
 	require.NoError(t, err)
 	outReal, err := filepath.EvalSymlinks(outside)
 	require.NoError(t, err)
-	return &sandbox{ws: ws, root: real, outside: outReal}
+	return &confinedWorkspace{ws: ws, root: real, outside: outReal}
 }
 
 // untouched asserts nothing outside the workspace changed.
-func (s *sandbox) untouched(t *testing.T) {
+func (s *confinedWorkspace) untouched(t *testing.T) {
 	t.Helper()
 	entries, err := os.ReadDir(s.outside)
 	require.NoError(t, err)
@@ -59,7 +59,7 @@ func (s *sandbox) untouched(t *testing.T) {
 }
 
 func TestResolveRefusesEveryWayOut(t *testing.T) {
-	s := newSandbox(t)
+	s := newConfinedWorkspace(t)
 	denied := []struct{ name, path, msg string }{
 		{"dot-dot", "../outside/secret.txt", "is outside the workspace"},
 		{"dot-dot deep", "src/../../outside/secret.txt", "is outside the workspace"},
@@ -107,7 +107,7 @@ func TestResolveRefusesEveryWayOut(t *testing.T) {
 }
 
 func TestFilesStayInsideEvenWhenALinkIsSwappedInAfterTheCheck(t *testing.T) {
-	s := newSandbox(t)
+	s := newConfinedWorkspace(t)
 	files := s.ws.Files()
 	ctx := context.Background()
 
@@ -143,7 +143,7 @@ func TestFilesStayInsideEvenWhenALinkIsSwappedInAfterTheCheck(t *testing.T) {
 }
 
 func TestFilesReadWriteInside(t *testing.T) {
-	s := newSandbox(t)
+	s := newConfinedWorkspace(t)
 	files := s.ws.Files()
 	ctx := context.Background()
 	p, err := s.ws.Resolve("a/b/c.txt")
@@ -187,7 +187,7 @@ func FuzzResolve(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, path string) {
-		s := newSandbox(t)
+		s := newConfinedWorkspace(t)
 		got, err := s.ws.Resolve(path)
 		if err != nil {
 			return
@@ -198,4 +198,113 @@ func FuzzResolve(f *testing.F) {
 		_ = s.ws.Files().WriteFile(context.Background(), got, []byte("x"))
 		s.untouched(t)
 	})
+}
+
+// logSecret is what a session Log holds in the attacks below: a tool must
+// never show it.
+const logSecret = "LOG-SECRET"
+
+func TestFilesRefuseAHardLinkToALog(t *testing.T) {
+	s := newConfinedWorkspace(t)
+	logFile := filepath.Join(s.root, StateDir, "sessions", "s.ndjson")
+	require.NoError(t, os.WriteFile(logFile, []byte(logSecret+"\n"), 0o644))
+	require.NoError(t, os.Link(logFile, filepath.Join(s.root, "src", "copy.ndjson")))
+	abs, err := s.ws.Resolve("src/copy.ndjson")
+	require.NoError(t, err, "the path itself is inside the workspace")
+
+	_, err = s.ws.Files().Open(t.Context(), abs)
+	var f *tools.Failure
+	require.ErrorAs(t, err, &f)
+	require.Equal(t, tools.ErrPermissionDenied, f.Kind)
+	require.Contains(t, f.Message, "hard link")
+
+	// A write replaces the workspace's name; the Log keeps its content.
+	require.NoError(t, s.ws.Files().WriteFile(t.Context(), abs, []byte("rewritten\n")))
+	b, err := os.ReadFile(logFile)
+	require.NoError(t, err)
+	require.Equal(t, logSecret+"\n", string(b))
+	r, err := s.ws.Files().Open(t.Context(), abs)
+	require.NoError(t, err)
+	got, _ := io.ReadAll(r)
+	r.Close()
+	require.Equal(t, "rewritten\n", string(got))
+}
+
+// TestFilesRefuseALinkIntoStateSwappedInAfterTheCheck is the race made
+// certain: the check passes while "a" is a directory; "a" becomes a link
+// to .pixir/sessions before the use.
+func TestFilesRefuseALinkIntoStateSwappedInAfterTheCheck(t *testing.T) {
+	s := newConfinedWorkspace(t)
+	sessions := filepath.Join(s.root, StateDir, "sessions")
+	require.NoError(t, os.WriteFile(filepath.Join(sessions, "s.ndjson"), []byte(logSecret+"\n"), 0o644))
+	dir := filepath.Join(s.root, "a")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	abs, err := s.ws.Resolve("a/s.ndjson")
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(dir))
+	// Relative, so that it stays inside the workspace: os.Root follows it.
+	require.NoError(t, os.Symlink(filepath.Join(StateDir, "sessions"), dir))
+
+	_, err = s.ws.Files().Open(t.Context(), abs)
+	var f *tools.Failure
+	require.ErrorAs(t, err, &f)
+	require.Equal(t, tools.ErrPermissionDenied, f.Kind)
+	require.Contains(t, f.Message, "symbolic link")
+	require.Error(t, s.ws.Files().WriteFile(t.Context(), abs, []byte("pwned")))
+	b, err := os.ReadFile(filepath.Join(sessions, "s.ndjson"))
+	require.NoError(t, err)
+	require.Equal(t, logSecret+"\n", string(b))
+}
+
+// TestSymlinkRaceNeverReachesTheLogs swaps a directory of the workspace
+// with a symbolic link to .pixir/sessions while read and grep calls use a
+// file in it: between the check (Resolve) and the use (the open), the
+// link is there about half the time, and no call may read the Log.
+func TestSymlinkRaceNeverReachesTheLogs(t *testing.T) {
+	s := newConfinedWorkspace(t)
+	sessions := filepath.Join(s.root, StateDir, "sessions")
+	require.NoError(t, os.WriteFile(filepath.Join(sessions, "s.ndjson"), []byte(logSecret+"\n"), 0o644))
+	dir := filepath.Join(s.root, "a")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "s.ndjson"), []byte("plain\n"), 0o644))
+
+	stop := make(chan struct{})
+	swapped := make(chan int)
+	go func() {
+		n := 0
+		defer func() { swapped <- n }()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if os.Rename(dir, dir+".real") == nil && os.Symlink(filepath.Join(StateDir, "sessions"), dir) == nil {
+				n++
+				_ = os.Remove(dir)
+				_ = os.Rename(dir+".real", dir)
+			}
+		}
+	}()
+	env := tools.Env{SessionID: "s", Workspace: s.ws, Files: s.ws.Files()}
+	read, grep := tools.ReadTool(), tools.GrepTool()
+	leaks := 0
+	for i := range 2000 {
+		res := read.Run(t.Context(), env, []byte(`{"path":"a/s.ndjson"}`))
+		if strings.Contains(modelText(res), logSecret) {
+			leaks++
+		}
+		if i%4 == 0 {
+			res = grep.Run(t.Context(), env, []byte(`{"pattern":"SECRET","path":"a"}`))
+			if strings.Contains(modelText(res), logSecret) {
+				leaks++
+			}
+		}
+	}
+	close(stop)
+	require.Positive(t, <-swapped, "the race never ran")
+	require.Zero(t, leaks, "a call read the Log through a swapped-in link")
+	b, err := os.ReadFile(filepath.Join(sessions, "s.ndjson"))
+	require.NoError(t, err)
+	require.Equal(t, logSecret+"\n", string(b))
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"syscall"
 
 	// doublestar: a small, maintained matcher with no dependencies whose
 	// `*`, `?`, `[…]` and `**` follow git's wildmatch. The gitignore rules
@@ -15,6 +16,8 @@ import (
 	// x/sys and x/net for the whole project) or are unmaintained regexp
 	// translations; ignore_test.go checks the result against git itself.
 	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/pixir-go/pixir/sandbox"
 )
 
 // ignoreFileLimit bounds how much of one .gitignore file is read.
@@ -71,12 +74,11 @@ func (m *ignorer) ignored(rel string, isDir bool) bool {
 func (m *ignorer) mark() int        { return len(m.rules) }
 func (m *ignorer) release(mark int) { m.rules = m.rules[:mark] }
 
-// load adds the rules of the file at name (opened through root, so that a
-// symbolic link cannot lead the read outside the workspace), which belong
-// to the directory base. A missing or unreadable file adds nothing, as
-// with git.
-func (m *ignorer) load(root *os.Root, name, base string) {
-	f, err := root.Open(name)
+// load adds the rules of the file at name (opened beneath root, through no
+// symbolic link), which belong to the directory base. A missing or
+// unreadable file adds nothing, as with git.
+func (m *ignorer) load(root *sandbox.Dir, name, base string) {
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK)
 	if err != nil {
 		return
 	}
@@ -181,7 +183,7 @@ func escapeBraces(s string) string {
 // (slash-separated, relative to the workspace root, "" for the root):
 // .git/info/exclude and the .gitignore of the root and of every directory
 // down to dir itself.
-func (m *ignorer) loadIgnoresAbove(root *os.Root, dir string) {
+func (m *ignorer) loadIgnoresAbove(root *sandbox.Dir, dir string) {
 	m.load(root, ".git/info/exclude", "")
 	m.load(root, ".gitignore", "")
 	if dir == "" {

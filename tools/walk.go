@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/pixir-go/pixir/sandbox"
 )
 
 // skipped are never searched: git's own store (a folder, or a file in a
@@ -24,8 +26,8 @@ type walkedFile struct {
 	// slash-separated, and through a symbolic link when the file was
 	// reached through one.
 	rel string
-	// open is the path to open through the workspace's os.Root: rel, or
-	// the link's target inside the workspace.
+	// open is the path to open beneath the workspace: rel, or the link's
+	// target inside the workspace.
 	open string
 }
 
@@ -35,12 +37,13 @@ type walkedFile struct {
 // .git/info/exclude ignore. Symbolic links to files are followed when
 // Workspace.Resolve accepts their target; symbolic links to directories are
 // not followed (as git and ripgrep do), so a link loop cannot make a walk
-// endless. Every open goes through an os.Root on the workspace, which
-// refuses, at the moment of use, a path that a link swapped in would lead
-// outside.
+// endless. Every open goes through a sandbox.Dir on the workspace, which
+// refuses, at the moment of use, a path holding a symbolic link (one
+// swapped in since the walk listed it could lead into .pixir/ or out) and a
+// file with more than one name (a hard link may be another file's).
 type fileWalk struct {
 	env    Env
-	root   *os.Root
+	root   *sandbox.Dir
 	ignore ignorer
 	// start is the searched path, slash-separated and relative to the
 	// workspace root ("" for the root); startIsDir says what it is.
@@ -63,7 +66,7 @@ func openWalk(env Env, path string) (*fileWalk, target, *Failure) {
 		return nil, t, &Failure{Kind: ErrPermissionDenied, Message: fmt.Sprintf("%s is outside the workspace; search a path inside it", path)}
 	}
 	t.rel = rel
-	root, err := os.OpenRoot(env.Workspace.Root())
+	root, err := sandbox.OpenDir(env.Workspace.Root())
 	if err != nil {
 		return nil, t, &Failure{Kind: ErrInternal, Message: fmt.Sprintf("opening the workspace: %v", err)}
 	}
@@ -89,7 +92,7 @@ func openWalk(env Env, path string) (*fileWalk, target, *Failure) {
 func (w *fileWalk) Close() { w.root.Close() }
 
 // osPath turns a slash-separated path relative to the root into one for
-// os.Root.
+// the root's sandbox.Dir.
 func osPath(rel string) string {
 	if rel == "" {
 		return "."
@@ -187,7 +190,7 @@ func (w *fileWalk) dir(ctx context.Context, dir string, visit func(walkedFile) e
 // readDir lists dir in walk order. A directory that cannot be read (its
 // permissions, or removed meanwhile) is searched as empty.
 func (w *fileWalk) readDir(dir string) []entry {
-	f, err := w.root.Open(osPath(dir))
+	f, err := w.root.OpenFile(osPath(dir), os.O_RDONLY|syscall.O_DIRECTORY)
 	if err != nil {
 		return nil
 	}
@@ -217,7 +220,7 @@ func (w *fileWalk) linkedFile(rel string) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	// Stat through the root follows the link only while it stays inside.
+	// target is resolved: a link found on its way now was swapped in.
 	info, err := w.root.Stat(target)
 	if err != nil || !info.Mode().IsRegular() {
 		return "", false
@@ -225,11 +228,11 @@ func (w *fileWalk) linkedFile(rel string) (string, bool) {
 	return filepath.ToSlash(target), true
 }
 
-// openFile opens a walked file for reading through the root, and gives
+// openFile opens a walked file for reading beneath the root, and gives
 // its size. It refuses anything but a regular file, which a FIFO swapped in
 // could otherwise block on.
 func (w *fileWalk) openFile(f walkedFile) (*os.File, int64, error) {
-	file, err := w.root.OpenFile(osPath(f.open), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	file, err := w.root.OpenFile(osPath(f.open), os.O_RDONLY|syscall.O_NONBLOCK)
 	if err != nil {
 		return nil, 0, err
 	}

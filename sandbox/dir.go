@@ -1,0 +1,30 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strings"
+)
+
+// Errors of Dir, for callers to explain.
+var (
+	// ErrSymlink: the path crosses a symbolic link at the moment of use.
+	// Paths given to Dir are resolved already, so a link there was swapped
+	// in since.
+	ErrSymlink = errors.New("crosses a symbolic link")
+	// ErrHardLink: the file has more than one name, and another of them
+	// may be outside the directory (or in Pixir's state), so its identity
+	// is not the path's.
+	ErrHardLink = errors.New("is a hard link")
+)
+
+// checkRel refuses a path that is absolute or climbs out.
+func checkRel(rel string) (string, error) {
+	clean := filepath.Clean(rel)
+	if filepath.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
+		return "", &fs.PathError{Op: "open", Path: rel, Err: fmt.Errorf("path escapes from parent")}
+	}
+	return clean, nil
+}

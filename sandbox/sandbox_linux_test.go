@@ -1,0 +1,239 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// needLandlock skips a test on a kernel without Landlock: what it checks
+// cannot hold there, and Support says so.
+func needLandlock(t testing.TB) {
+	t.Helper()
+	if sup := (*Sandbox)(nil).Support(); !sup.Landlock {
+		t.Skip("no Landlock here:", sup.LandlockProblem)
+	}
+}
+
+// sh runs a shell script under p and returns its output and exit code.
+func sh(t *testing.T, s *Sandbox, p Policy, dir, script string) (string, int, Outcome) {
+	t.Helper()
+	return shCtx(t.Context(), t, s, p, dir, script)
+}
+
+func shCtx(ctx context.Context, t *testing.T, s *Sandbox, p Policy, dir, script string) (string, int, Outcome) {
+	t.Helper()
+	var out bytes.Buffer
+	o, err := s.Run(ctx, Command{Path: "/bin/sh", Args: []string{"sh", "-c", script}, Dir: dir, Output: &out, Policy: p})
+	require.NotNil(t, o.State, "not started: %v", err)
+	return out.String(), o.State.ExitCode(), o
+}
+
+func TestConfinedWritesOnlyWhereAllowed(t *testing.T) {
+	needLandlock(t)
+	ws := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(ws, "docs"), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(ws, "src"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "src", "a.go"), []byte("package a\n"), 0o644))
+	outside := t.TempDir()
+
+	tests := []struct {
+		name   string
+		policy Policy
+		script string
+		ok     bool
+	}{
+		{"read-only reads", Policy{Confine: true}, "cat src/a.go", true},
+		{"read-only cannot create", Policy{Confine: true}, "echo x > new.txt", false},
+		{"read-only cannot change", Policy{Confine: true}, "echo x >> src/a.go", false},
+		{"read-only cannot remove", Policy{Confine: true}, "rm src/a.go", false},
+		{"read-only writes its TMPDIR", Policy{Confine: true}, `echo x > "$TMPDIR/t" && cat "$TMPDIR/t"`, true},
+		{"read-only writes /dev/null", Policy{Confine: true}, "echo x > /dev/null", true},
+		{"writer writes its root", Policy{Confine: true, Writable: []string{filepath.Join(ws, "docs")}}, "echo x > docs/new.md", true},
+		{"writer not elsewhere", Policy{Confine: true, Writable: []string{filepath.Join(ws, "docs")}}, "echo x > src/new.go", false},
+		{"writer not outside", Policy{Confine: true, Writable: []string{filepath.Join(ws, "docs")}}, "echo x > " + outside + "/o", false},
+		{"writer cannot move a file out", Policy{Confine: true, Writable: []string{filepath.Join(ws, "docs")}}, "mv src/a.go docs/a.go", false},
+		{"unconfined writes anywhere", Policy{}, "echo x > " + outside + "/o", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, code, o := sh(t, nil, tt.policy, ws, tt.script)
+			require.Equal(t, tt.ok, code == 0, out)
+			require.Equal(t, tt.policy.Confine, o.Confined)
+		})
+	}
+	_, err := os.Stat(filepath.Join(ws, "new.txt"))
+	require.ErrorIs(t, err, os.ErrNotExist)
+	b, err := os.ReadFile(filepath.Join(ws, "src", "a.go"))
+	require.NoError(t, err)
+	require.Equal(t, "package a\n", string(b))
+}
+
+func TestProtectedPathsStayReadOnly(t *testing.T) {
+	needLandlock(t)
+	ws := t.TempDir()
+	for _, d := range []string{".git", ".pixir/sessions", "src"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(ws, d), 0o755))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(ws, ".pixir", "sessions", "s.ndjson"), []byte("{}\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "README"), []byte("r\n"), 0o644))
+	p := Policy{Confine: true, Writable: []string{ws}, Protected: []string{filepath.Join(ws, ".git"), filepath.Join(ws, ".pixir")}}
+
+	for script, ok := range map[string]bool{
+		"echo x > src/new.go":                 true,
+		"echo x >> README":                    true,
+		"mkdir src/sub && touch src/sub/f":    true,
+		"echo x >> .pixir/sessions/s.ndjson":  false,
+		"touch .git/HEAD":                     false,
+		"rm -rf .pixir":                       false,
+		"mv .git gone":                        false,
+		"echo x > NEWTOP":                     false, // a new entry at the top: documented limit
+		"ln -s .pixir/sessions src/l && true": true,
+	} {
+		out, got, _ := sh(t, nil, p, ws, script)
+		require.Equal(t, ok, got == 0, "%s: %s", script, out)
+	}
+	b, err := os.ReadFile(filepath.Join(ws, ".pixir", "sessions", "s.ndjson"))
+	require.NoError(t, err)
+	require.Equal(t, "{}\n", string(b))
+}
+
+func TestDenyNetworkRefusesLoopback(t *testing.T) {
+	needLandlock(t)
+	if !(*Sandbox)(nil).Support().LandlockNetwork {
+		t.Skip("this Landlock ABI cannot deny TCP")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	bash := "/bin/bash"
+	if _, err := os.Stat(bash); err != nil {
+		t.Skip("needs bash for /dev/tcp")
+	}
+	connect := fmt.Sprintf("exec 3<>/dev/tcp/127.0.0.1/%d", port)
+	run := func(p Policy) int {
+		var out bytes.Buffer
+		o, err := (*Sandbox)(nil).Run(t.Context(), Command{Path: bash, Args: []string{"bash", "-c", connect}, Dir: t.TempDir(), Output: &out, Policy: p})
+		require.NotNil(t, o.State, "%v", err)
+		return o.State.ExitCode()
+	}
+	require.Equal(t, 0, run(Policy{}), "the listener is reachable without the sandbox")
+	require.NotEqual(t, 0, run(Policy{DenyNetwork: true}))
+	require.NotEqual(t, 0, run(Policy{Confine: true, DenyNetwork: true}))
+}
+
+// processesNamed lists the live processes whose command line contains
+// marker.
+func processesNamed(t *testing.T, marker string) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !strings.Contains(string(cmdline), marker) {
+			continue
+		}
+		if stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil && strings.Contains(string(stat), ") Z ") {
+			continue // a zombie has ended
+		}
+		pids = append(pids, pid)
+	}
+	return pids
+}
+
+func TestEverythingEndsWithTheCommand(t *testing.T) {
+	if sup := (*Sandbox)(nil).Support(); sup.Contain != "pid-namespace" {
+		t.Skip("no PID namespaces here:", sup.ContainProblem)
+	}
+	marker := fmt.Sprintf("%d.%d", 900+os.Getpid()%99, os.Getpid())
+	script := fmt.Sprintf("setsid sleep %s </dev/null >/dev/null 2>&1 & (sleep %s </dev/null >/dev/null 2>&1 &) ; sleep 0.1; echo started", marker, marker)
+	out, code, _ := sh(t, nil, Policy{}, t.TempDir(), script)
+	require.Equal(t, 0, code, out)
+	require.Empty(t, processesNamed(t, "sleep\x00"+marker), "a background or setsid child outlived its command")
+}
+
+func TestCancelEndsEverything(t *testing.T) {
+	marker := fmt.Sprintf("%d.%d", 800+os.Getpid()%99, os.Getpid())
+	ctx, cancel := context.WithCancel(t.Context())
+	dir := t.TempDir()
+	ready := filepath.Join(dir, "ready")
+	require.NoError(t, syscall.Mkfifo(ready, 0o600))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		shCtx(ctx, t, nil, Policy{}, dir, fmt.Sprintf("setsid sleep %s </dev/null >/dev/null 2>&1 & echo up > %s; sleep %s", marker, ready, marker))
+	}()
+	waitForFile(t, ready)
+	require.NotEmpty(t, processesNamed(t, "sleep\x00"+marker))
+	cancel()
+	<-done
+	if (*Sandbox)(nil).Support().Contain == "pid-namespace" {
+		require.Empty(t, processesNamed(t, "sleep\x00"+marker))
+	}
+}
+
+func TestEnvironmentIsAnAllowlist(t *testing.T) {
+	base := []string{"PATH=/usr/bin:/bin", "HOME=/h", "OPENAI_API_KEY=sk-1", "ANTHROPIC_API_KEY=sk-2", "GITHUB_TOKEN=t",
+		"GOFLAGS=-p=1", "GOOGLE_API_KEY=g", "MY_PROVIDER=k", "AWS_SECRET_ACCESS_KEY=a", "LC_ALL=C", "RANDOM_THING=x", "DB_PASSWORD=p"}
+	s := New(Config{Env: []string{"GITHUB_TOKEN", "RANDOM_*"}}, "MY_PROVIDER").WithBaseEnv(base)
+	out, code, _ := sh(t, s, Policy{Env: []string{"GIT_CEILING_DIRECTORIES=/x"}}, t.TempDir(), "env | sort")
+	require.Equal(t, 0, code)
+	got := strings.Fields(out)
+	for _, want := range []string{"PATH=/usr/bin:/bin", "HOME=/h", "GOFLAGS=-p=1", "LC_ALL=C", "GITHUB_TOKEN=t", "RANDOM_THING=x", "GIT_CEILING_DIRECTORIES=/x"} {
+		require.Contains(t, got, want)
+	}
+	for _, leaked := range []string{"sk-1", "sk-2", "=g", "MY_PROVIDER", "AWS_SECRET", "DB_PASSWORD"} {
+		require.NotContains(t, out, leaked)
+	}
+}
+
+func TestFilterEnv(t *testing.T) {
+	tests := []struct {
+		allow, deny []string
+		in, want    []string
+	}{
+		{[]string{"PATH"}, nil, []string{"PATH=/b", "X=1"}, []string{"PATH=/b"}},
+		{[]string{"GO*"}, nil, []string{"GOPATH=/g", "GOOGLE_API_KEY=k", "GOTOKEN=t"}, []string{"GOPATH=/g"}},
+		{[]string{"SERVICE_TOKEN"}, nil, []string{"SERVICE_TOKEN=t"}, []string{"SERVICE_TOKEN=t"}},
+		{[]string{"KEY_*"}, []string{"KEY_A"}, []string{"KEY_A=1", "KEY_B=2"}, []string{"KEY_B=2"}},
+		{[]string{"*"}, nil, []string{"A=1", "B_SECRET=2", "=x", "broken"}, []string{"A=1"}},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, FilterEnv(tt.in, tt.allow, tt.deny), "%v", tt)
+	}
+}
+
+// waitForFile waits until the command writes a line into the FIFO at
+// path: an event to await, not a time to guess.
+func waitForFile(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Open(path) // blocks until the command opens it to write
+	require.NoError(t, err)
+	defer f.Close()
+	_, err = f.Read(make([]byte, 1))
+	require.NoError(t, err)
+}
