@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pixir-go/pixir/runtime/provider"
+	"github.com/pixir-go/pixir/sandbox"
 	"github.com/pixir-go/pixir/tools"
 )
 
@@ -37,6 +38,9 @@ type Config struct {
 	System          string
 	Logger          *slog.Logger
 	Subagents       SubagentConfig
+	// Sandbox runs the tools' commands; nil runs them with the default
+	// sandbox configuration.
+	Sandbox *sandbox.Sandbox
 }
 
 // Runtime owns the live Sessions of one process.

@@ -96,6 +96,11 @@ type Session struct {
 	// sharesWorkspace is set on a Subagent in its parent's workspace: the
 	// parent owns that workspace's handle.
 	sharesWorkspace bool
+	// commands holds a Subagent's commands to its posture (nil for a
+	// user's session); sandboxTold is set once the session was told its
+	// commands cannot be sandboxed.
+	commands    *childCommands
+	sandboxTold bool
 
 	// toolset and specs are set, before the first turn, only on a session
 	// with tools of its own (a workflow step's child); nil means the

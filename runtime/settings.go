@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/pixir-go/pixir/sandbox"
 )
 
 // Settings is $PIXIR_HOME/config.toml. Flags and environment variables
@@ -26,6 +28,9 @@ type Settings struct {
 	MaxTurnRequests int `toml:"max_turn_requests"`
 	// Agents bounds Subagents: [agents] max_threads, max_depth, timeout_ms.
 	Agents SubagentLimits `toml:"agents"`
+	// Sandbox configures the sandbox of the tools' commands: [sandbox]
+	// env, writable, landlock.
+	Sandbox sandbox.Config `toml:"sandbox"`
 	// Profiles are named sets of provider settings ("local", "hosted").
 	Profiles map[string]ProviderSettings `toml:"profiles"`
 	// Path is the file read; empty when there was none.
@@ -246,6 +251,9 @@ func LoadSettings(home string) (Settings, error) {
 		if v < 0 {
 			return Settings{}, fmt.Errorf("%s: [agents] %s must be positive, got %d", path, key, v)
 		}
+	}
+	if err := s.Sandbox.Validate(); err != nil {
+		return Settings{}, fmt.Errorf("%s: %w", path, err)
 	}
 	tables := map[string]ProviderSettings{"": s.ProviderSettings}
 	for name, p := range s.Profiles {

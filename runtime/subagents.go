@@ -42,6 +42,9 @@ type AgentSpec struct {
 	Model                 string
 	// ReadOnly narrows the child to read_only whatever the parent's mode.
 	ReadOnly bool
+	// DenyNetwork closes TCP (connect and bind, loopback included) to the
+	// child's commands, where the kernel can (Landlock ABI 4).
+	DenyNetwork bool
 }
 
 // AgentCatalog resolves agent names for one workspace.

@@ -158,6 +158,7 @@ func (m *Manager) prepare(ctx context.Context, sa *subagent) (*Session, error) {
 		return nil, err
 	}
 	child.addTools(sa.extra)
+	child.commands = newChildCommands(sa.workspace, sa.parent.workspace.Root(), sa.writeSet, sa.spec)
 	m.mu.Lock()
 	sa.child, sa.childLog = child, child.log.Path()
 	m.mu.Unlock()

@@ -306,10 +306,12 @@ func (t *turn) env(tc provider.ToolCall) tools.Env {
 	if files == nil {
 		files = t.s.workspace.Files()
 	}
+	policy := t.s.commandPolicy()
 	return tools.Env{
 		SessionID: t.s.ID(), ToolCallID: tc.ID, Workspace: t.s.workspace,
 		Files: files, Terminals: t.opt.Terminals,
 		Subagents: binding{m: t.s.rt.subagents, parent: t.s, toolCallID: tc.ID, ask: t.opt.Ask},
+		Sandbox:   t.s.rt.cfg.Sandbox, Commands: policy, SandboxNotice: t.s.sandboxNotice(policy),
 	}
 }
 
@@ -359,6 +361,17 @@ func (t *turn) authorize(tc provider.ToolCall, tool tools.Tool, pres tools.Prese
 	}
 	switch mode {
 	case ModeReadOnly:
+		if _, ok := tool.(tools.Sandboxed); ok {
+			if sup := s.rt.sandboxSupport(); sup.Landlock {
+				return true, tools.Result{}, record("allowed", "sandbox", "",
+					"read_only: the command runs in a read-only sandbox (it may write only its own temporary directory)")
+			} else {
+				reason := fmt.Sprintf("%s runs commands and the session is in read_only mode, and no kernel sandbox can hold them to read-only here (%s); ask the user to switch the mode to auto or ask",
+					tc.Name, sup.LandlockProblem)
+				s.noteUnsandboxed(reason)
+				return false, tools.Fail(tools.ErrPermissionDenied, "%s", reason), record("denied", "mode", "", reason)
+			}
+		}
 		reason := fmt.Sprintf("%s changes the workspace and the session is in read_only mode; ask the user to switch the mode to auto or ask", tc.Name)
 		return false, tools.Fail(tools.ErrPermissionDenied, "%s", reason), record("denied", "mode", "", reason)
 	case ModeAsk:

@@ -47,8 +47,8 @@ func privileged() bool {
 
 var isPrivileged = sync.OnceValue(privileged)
 
-// containAttr is how a command is started: as the first process of a PID
-// namespace of its own (in a user namespace of its own too when Pixir has
+// containAttr is how a command is started: as the first process (the
+// init) of a PID namespace of its own (in a user namespace of its own too when Pixir has
 // no CAP_SYS_ADMIN), killed when the thread that started it dies. contain
 // false is the fallback: its own process group only.
 func containAttr(contain bool) (attr *syscall.SysProcAttr, userns bool) {
@@ -56,6 +56,10 @@ func containAttr(contain bool) (attr *syscall.SysProcAttr, userns bool) {
 	if !contain {
 		return attr, false
 	}
+	// The command is the namespace's init itself: another process there
+	// first would cost one more exec per command. The price is init's
+	// signal rule: a signal sent to it from inside the namespace (a
+	// script's own `kill $$`) is ignored unless it handles it.
 	attr.Cloneflags = syscall.CLONE_NEWPID
 	if isPrivileged() {
 		return attr, false

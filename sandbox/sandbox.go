@@ -85,6 +85,24 @@ func (s *Sandbox) Support() Support {
 	return sup
 }
 
+// Check runs a command under the strictest policy (confined, network
+// denied, in a PID namespace) and reports what commands really get: a
+// kernel can refuse at run time what it seemed to offer (a container
+// without the privilege for namespaces). For pixir doctor.
+func (s *Sandbox) Check(ctx context.Context) Support {
+	s = s.orDefault()
+	o, err := s.Run(ctx, Command{Path: "/bin/sh", Args: []string{"sh", "-c", "exit 0"}, Dir: os.TempDir(), Output: io.Discard,
+		Policy: Policy{Confine: true, DenyNetwork: true}})
+	sup := s.Support()
+	if err != nil && sup.Landlock {
+		sup.Landlock, sup.LandlockNetwork = false, false
+		sup.LandlockProblem = fmt.Sprintf("a sandboxed command failed to start: %v", err)
+	} else if err == nil && sup.Landlock && !o.Confined {
+		sup.Landlock, sup.LandlockProblem = false, o.Unconfined
+	}
+	return sup
+}
+
 // Describe is one line for people: what commands get here.
 func (sup Support) Describe() string {
 	var b strings.Builder

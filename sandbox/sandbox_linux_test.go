@@ -7,12 +7,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/pixir-go/pixir/sandbox/sandboxtest"
 )
 
 // needLandlock skips a test on a kernel without Landlock: what it checks
@@ -141,43 +142,19 @@ func TestDenyNetworkRefusesLoopback(t *testing.T) {
 	require.NotEqual(t, 0, run(Policy{Confine: true, DenyNetwork: true}))
 }
 
-// processesNamed lists the live processes whose command line contains
-// marker.
-func processesNamed(t *testing.T, marker string) []int {
-	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	require.NoError(t, err)
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !strings.Contains(string(cmdline), marker) {
-			continue
-		}
-		if stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil && strings.Contains(string(stat), ") Z ") {
-			continue // a zombie has ended
-		}
-		pids = append(pids, pid)
-	}
-	return pids
-}
-
 func TestEverythingEndsWithTheCommand(t *testing.T) {
 	if sup := (*Sandbox)(nil).Support(); sup.Contain != "pid-namespace" {
 		t.Skip("no PID namespaces here:", sup.ContainProblem)
 	}
-	marker := fmt.Sprintf("%d.%d", 900+os.Getpid()%99, os.Getpid())
+	marker := sandboxtest.Marker(1)
 	script := fmt.Sprintf("setsid sleep %s </dev/null >/dev/null 2>&1 & (sleep %s </dev/null >/dev/null 2>&1 &) ; sleep 0.1; echo started", marker, marker)
 	out, code, _ := sh(t, nil, Policy{}, t.TempDir(), script)
 	require.Equal(t, 0, code, out)
-	require.Empty(t, processesNamed(t, "sleep\x00"+marker), "a background or setsid child outlived its command")
+	require.Empty(t, sandboxtest.Running("sleep "+marker), "a background or setsid child outlived its command")
 }
 
 func TestCancelEndsEverything(t *testing.T) {
-	marker := fmt.Sprintf("%d.%d", 800+os.Getpid()%99, os.Getpid())
+	marker := sandboxtest.Marker(2)
 	ctx, cancel := context.WithCancel(t.Context())
 	dir := t.TempDir()
 	ready := filepath.Join(dir, "ready")
@@ -188,11 +165,11 @@ func TestCancelEndsEverything(t *testing.T) {
 		shCtx(ctx, t, nil, Policy{}, dir, fmt.Sprintf("setsid sleep %s </dev/null >/dev/null 2>&1 & echo up > %s; sleep %s", marker, ready, marker))
 	}()
 	waitForFile(t, ready)
-	require.NotEmpty(t, processesNamed(t, "sleep\x00"+marker))
+	require.NotEmpty(t, sandboxtest.Running("sleep "+marker))
 	cancel()
 	<-done
 	if (*Sandbox)(nil).Support().Contain == "pid-namespace" {
-		require.Empty(t, processesNamed(t, "sleep\x00"+marker))
+		require.Empty(t, sandboxtest.Running("sleep "+marker))
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/pixir-go/pixir/sandbox"
 )
 
 //go:embed bash.md
@@ -19,9 +21,9 @@ const (
 	bashDefaultTimeout = 120 * time.Second
 	// bashOutputLimit bounds the output kept in memory and shown to the model.
 	bashOutputLimit = 64 << 10
-	// bashWaitDelay bounds how long descendants that escaped the process
-	// group (or outlived a finished command) may hold the output pipe open
-	// before the call returns anyway.
+	// bashWaitDelay bounds how long descendants that outlived a finished
+	// command (where the kernel cannot end them with it) may hold the
+	// output pipe open before the call returns anyway.
 	bashWaitDelay = time.Second
 	titleRunes    = 80
 )
@@ -38,19 +40,31 @@ type BashOutput struct {
 	ExitCode int    `json:"exit_code"`
 	Output   string `json:"output"`
 	TimedOut bool   `json:"timed_out"`
+	// Sandbox says what held the command: "read-only" (it could write only
+	// its private temporary directory), "write-set" (only beneath the
+	// directories it may write), or empty when nothing was asked.
+	Sandbox string `json:"sandbox,omitempty"`
+	// SandboxNotice says, once, that the kernel could not give the
+	// confinement asked for, and why.
+	SandboxNotice string `json:"sandbox_notice,omitempty"`
 }
 
 // BashTool runs a shell command in the workspace root.
 func BashTool() Tool {
-	return Define(Spec[BashArgs]{
+	return bashTool{Define(Spec[BashArgs]{
 		Name:        "bash",
 		Description: bashDescription,
 		Posture:     PostureMutation,
 		Kind:        KindExecute,
 		Describe:    describeBash,
 		Run:         runBash,
-	})
+	})}
 }
+
+// bashTool is bash: every effect it has goes through the command it runs.
+type bashTool struct{ Tool }
+
+func (bashTool) SandboxedCommands() {}
 
 func describeBash(a BashArgs) Presentation {
 	cmd := strings.TrimSpace(a.Command)
@@ -88,45 +102,60 @@ func runBash(ctx context.Context, env Env, a BashArgs, dryRun bool) Result {
 	if dryRun {
 		return Preview("would run %q with %s in %s, with a %s time limit", a.Command, shell, dir, timeout)
 	}
-	if env.Terminals != nil {
+	// A command the sandbox must hold never runs in the editor's terminal,
+	// which the sandbox cannot reach.
+	if env.Terminals != nil && !env.Commands.Restricts() {
 		return runInTerminal(ctx, env, a.Command, dir, timeout)
 	}
 
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(runCtx, shell, "-c", a.Command)
-	cmd.Dir = dir
-	// Its own process group, so that stopping it also stops everything it
-	// started; Stdin stays nil, which is /dev/null.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = bashWaitDelay
 	// One writer for both streams: exec then shares one pipe, keeping the
-	// interleaving the command produced.
+	// interleaving the command produced. Stdin is /dev/null.
 	out := &headWriter{limit: bashOutputLimit}
-	cmd.Stdout, cmd.Stderr = out, out
-	err := cmd.Run()
-
+	o, err := env.Sandbox.Run(runCtx, sandbox.Command{
+		Path: shell, Args: []string{shell, "-c", a.Command}, Dir: dir, Output: out,
+		Policy: env.Commands, WaitDelay: bashWaitDelay,
+	})
+	result := func() BashOutput {
+		r := BashOutput{ExitCode: -1, Output: out.String(), SandboxNotice: env.SandboxNotice}
+		if o.Confined {
+			r.Sandbox = "write-set"
+			if len(env.Commands.Writable) == 0 {
+				r.Sandbox = "read-only"
+			}
+		}
+		if o.State != nil && runCtx.Err() == nil {
+			r.ExitCode = exitCode(o.State)
+		}
+		return r
+	}
+	killed := "killed with every process it started"
+	if env.Sandbox.Support().Contain != "pid-namespace" {
+		killed = "killed with its process group"
+	}
 	switch {
 	case ctx.Err() != nil:
 		return Failed(&Failure{
 			Kind:    ErrCancelled,
-			Message: "the command was cancelled and killed with every process it started; the output so far is in details",
-			Details: BashOutput{ExitCode: -1, Output: out.String()},
+			Message: "the command was cancelled and " + killed + "; the output so far is in details",
+			Details: result(),
 		})
 	case runCtx.Err() != nil:
+		r := result()
+		r.TimedOut = true
 		return Failed(&Failure{
 			Kind: ErrTimeout,
-			Message: fmt.Sprintf("the command did not finish within %s and was killed with every process it started; the output so far is in details. "+
-				"Raise timeout_ms (at most 600000) if it needs longer, or run a server or watcher in the background with its output redirected to a file", timeout),
-			Details: BashOutput{ExitCode: -1, Output: out.String(), TimedOut: true},
+			Message: fmt.Sprintf("the command did not finish within %s and was %s; the output so far is in details. "+
+				"Raise timeout_ms (at most 600000) if it needs longer", timeout, killed),
+			Details: r,
 		})
-	case cmd.ProcessState == nil:
+	case o.State == nil:
 		return Fail(ErrInternal, "could not start %s: %v", shell, err)
 	}
 	// Other errors are a non-zero exit, or leftover descendants that held
 	// the output pipe past bashWaitDelay: the command itself finished.
-	return OK(BashOutput{ExitCode: exitCode(cmd.ProcessState), Output: out.String()})
+	return OK(result())
 }
 
 // runInTerminal runs the command in a terminal the editor owns, so the user

@@ -6,13 +6,15 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/pixir-go/pixir/sandbox"
+	"github.com/pixir-go/pixir/sandbox/sandboxtest"
 )
 
 // The commands below sleep 30 s: a call that returns well before that has
@@ -32,7 +34,7 @@ func TestBash(t *testing.T) {
 		{"runs in the workspace root", `{"command":"pwd"}`, BashOutput{Output: root + "\n"}},
 		{"stdin is empty", `{"command":"cat; echo done"}`, BashOutput{Output: "done\n"}},
 		{"multi-line script", `{"command":"x=1\necho $((x+1))"}`, BashOutput{Output: "2\n"}},
-		{"killed by a signal", `{"command":"kill -9 $$"}`, BashOutput{ExitCode: 137}},
+		{"kill $$ does not stop the shell", `{"command":"kill -9 $$; echo still here"}`, BashOutput{Output: "still here\n"}},
 		{"bash features", `{"command":"[[ a == a ]] && echo yes"}`, BashOutput{Output: "yes\n"}},
 	}
 	for _, tt := range tests {
@@ -40,6 +42,13 @@ func TestBash(t *testing.T) {
 			require.Equal(t, tt.want, requireOK[BashOutput](t, run(t, BashTool(), env, tt.args)))
 		})
 	}
+}
+
+func TestBashSignalExitCode(t *testing.T) {
+	env, _ := newEnv(t)
+	out := requireOK[BashOutput](t, run(t, BashTool(), env, `{"command":"sh -c 'kill -9 $$'; exit $?"}`))
+	require.Equal(t, 137, out.ExitCode)
+	require.Contains(t, out.Output, "Killed")
 }
 
 func TestBashFailures(t *testing.T) {
@@ -65,29 +74,32 @@ func TestBashFailures(t *testing.T) {
 		"this session has no workspace to run commands in; this is a bug in Pixir")
 }
 
-// A timeout must kill the whole process group, a background grandchild
-// included, and return although that grandchild held the output pipe.
-func TestBashTimeoutKillsProcessGroup(t *testing.T) {
-	env, root := newEnv(t)
+// A timeout must kill everything the command started, a background
+// grandchild and a setsid one included, and return although they held the
+// output pipe.
+func TestBashTimeoutKillsEverything(t *testing.T) {
+	env, _ := newEnv(t)
+	marker := sandboxtest.Marker(11)
 	start := time.Now()
 	// The time limit leaves a busy machine time to print "started".
-	res := run(t, BashTool(), env, `{"command":"echo started; sleep 30 & echo $! > bg.pid; sleep 30","timeout_ms":2000}`)
+	res := run(t, BashTool(), env, `{"command":"echo started; sleep `+marker+` & setsid sleep `+marker+` & sleep `+marker+`","timeout_ms":2000}`)
 	require.Less(t, time.Since(start), prompt)
 
-	requireFailure(t, res, ErrTimeout, "the command did not finish within 2s and was killed with every process it started; the output so far is in details. "+
-		"Raise timeout_ms (at most 600000) if it needs longer, or run a server or watcher in the background with its output redirected to a file")
+	requireFailure(t, res, ErrTimeout, "the command did not finish within 2s and was "+killedWith()+"; the output so far is in details. "+
+		"Raise timeout_ms (at most 600000) if it needs longer")
 	require.Equal(t, BashOutput{ExitCode: -1, Output: "started\n", TimedOut: true}, res.Error.Details)
-	requireGone(t, readPID(t, filepath.Join(root, "bg.pid")))
+	requireGone(t, marker)
 }
 
 func TestBashCancel(t *testing.T) {
 	env, root := newEnv(t)
+	marker := sandboxtest.Marker(12)
 	ctx, cancel := context.WithCancel(t.Context())
 	// Cancel once the command has started its background child: an event,
 	// not a guess at how long starting it takes.
 	go func() {
 		for ctx.Err() == nil {
-			if _, err := os.Stat(filepath.Join(root, "bg.pid")); err == nil {
+			if _, err := os.Stat(filepath.Join(root, "children-started")); err == nil {
 				cancel()
 				return
 			}
@@ -95,24 +107,76 @@ func TestBashCancel(t *testing.T) {
 		}
 	}()
 	start := time.Now()
-	res := BashTool().Run(ctx, env, json.RawMessage(`{"command":"echo started; sleep 30 & echo $! > bg.pid; wait"}`))
+	res := BashTool().Run(ctx, env, json.RawMessage(`{"command":"echo started; setsid sleep `+marker+` & sleep `+marker+` & touch children-started; wait"}`))
 	require.Less(t, time.Since(start), prompt)
 
-	requireFailure(t, res, ErrCancelled, "the command was cancelled and killed with every process it started; the output so far is in details")
+	requireFailure(t, res, ErrCancelled, "the command was cancelled and "+killedWith()+"; the output so far is in details")
 	require.Equal(t, BashOutput{ExitCode: -1, Output: "started\n"}, res.Error.Details)
-	requireGone(t, readPID(t, filepath.Join(root, "bg.pid")))
+	requireGone(t, marker)
 }
 
 // A command that exits while a background child still holds its output
-// must not hang the call until the child ends.
-func TestBashReturnsWhileBackgroundChildHoldsPipe(t *testing.T) {
-	env, root := newEnv(t)
+// returns at once, and the child ends with it.
+func TestBashBackgroundChildEndsWithTheCommand(t *testing.T) {
+	env, _ := newEnv(t)
+	marker := sandboxtest.Marker(13)
 	start := time.Now()
-	res := run(t, BashTool(), env, `{"command":"sleep 30 & echo $! > bg.pid; echo done"}`)
+	res := run(t, BashTool(), env, `{"command":"sleep `+marker+` & nohup sleep `+marker+` >/dev/null 2>&1 & echo done"}`)
 	require.Less(t, time.Since(start), prompt)
-	pid := readPID(t, filepath.Join(root, "bg.pid"))
-	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
 	require.Equal(t, BashOutput{Output: "done\n"}, requireOK[BashOutput](t, res))
+	if (*sandbox.Sandbox)(nil).Support().Contain == "pid-namespace" {
+		require.Empty(t, sandboxtest.Running("sleep "+marker), "a background child outlived its command")
+	} else {
+		t.Cleanup(func() { killAll(marker) })
+	}
+}
+
+func TestBashEnvironmentHasNoSecrets(t *testing.T) {
+	env, _ := newEnv(t)
+	env.Sandbox = sandbox.New(sandbox.Config{}, "CUSTOM_PROVIDER").WithBaseEnv([]string{
+		"PATH=" + os.Getenv("PATH"), "HOME=/home/u", "OPENAI_API_KEY=sk-open", "ANTHROPIC_API_KEY=sk-ant", "CUSTOM_PROVIDER=sk-custom", "GH_TOKEN=gh"})
+	out := requireOK[BashOutput](t, run(t, BashTool(), env, `{"command":"env"}`))
+	require.Contains(t, out.Output, "HOME=/home/u")
+	for _, secret := range []string{"sk-open", "sk-ant", "sk-custom", "gh"} {
+		require.NotContains(t, strings.Fields(out.Output), secret)
+		require.NotContains(t, out.Output, "="+secret)
+	}
+}
+
+func TestBashReadOnlySandbox(t *testing.T) {
+	if !(*sandbox.Sandbox)(nil).Support().Landlock {
+		t.Skip("no Landlock here")
+	}
+	env, root := newEnv(t)
+	require.NoError(t, os.WriteFile(filepath.Join(root, "a.txt"), []byte("a\n"), 0o644))
+	env.Commands = sandbox.Policy{Confine: true}
+	env.Terminals = failingTerminals{t}
+	out := requireOK[BashOutput](t, run(t, BashTool(), env, `{"command":"cat a.txt; echo t > \"$TMPDIR/t\" && echo tmp-ok; echo b > a.txt; touch new.txt"}`))
+	require.Equal(t, "read-only", out.Sandbox)
+	require.NotEqual(t, 0, out.ExitCode)
+	require.Contains(t, out.Output, "a\ntmp-ok\n")
+	require.Contains(t, out.Output, "Permission denied")
+	b, err := os.ReadFile(filepath.Join(root, "a.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "a\n", string(b))
+	_, err = os.Stat(filepath.Join(root, "new.txt"))
+	require.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// failingTerminals fails a test that runs a command in the editor's
+// terminal: a sandboxed command must not go there.
+type failingTerminals struct{ t *testing.T }
+
+func (f failingTerminals) Run(context.Context, TerminalRequest) (TerminalResult, error) {
+	f.t.Error("a sandboxed command was sent to the editor's terminal")
+	return TerminalResult{}, errors.New("no terminal")
+}
+
+func killedWith() string {
+	if (*sandbox.Sandbox)(nil).Support().Contain == "pid-namespace" {
+		return "killed with every process it started"
+	}
+	return "killed with its process group"
 }
 
 func TestBashOutputIsBounded(t *testing.T) {
@@ -150,36 +214,22 @@ func TestBashDescribe(t *testing.T) {
 	}
 }
 
-func readPID(t *testing.T, path string) int {
+// requireGone asserts no process with marker in its arguments is alive.
+// In a PID namespace the kernel has ended them all before the command's
+// end is reported; in the process-group fallback only the group is
+// killed, so a setsid child may linger: it is killed here and the test
+// says so.
+func requireGone(t *testing.T, marker string) {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	require.NoError(t, err)
-	return pid
+	if (*sandbox.Sandbox)(nil).Support().Contain == "pid-namespace" {
+		require.Empty(t, sandboxtest.Running("sleep "+marker), "a process outlived its command")
+		return
+	}
+	t.Cleanup(func() { killAll(marker) })
 }
 
-// requireGone waits for pid to be dead. A killed orphan may linger as a
-// zombie until init reaps it, so a zombie counts as dead. It polls (the
-// orphan is not our child to wait for), for less than the 30 s its sleep
-// would last by itself.
-func requireGone(t *testing.T, pid int) {
-	t.Helper()
-	for start := time.Now(); time.Since(start) < prompt; time.Sleep(20 * time.Millisecond) {
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-			return
-		}
-		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				return
-			}
-			continue
-		}
-		// The state follows the parenthesised command name.
-		if _, rest, _ := strings.Cut(string(stat), ") "); strings.HasPrefix(rest, "Z") {
-			return
-		}
+func killAll(marker string) {
+	for _, pid := range sandboxtest.Running("sleep " + marker) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-	t.Fatalf("process %d outlived its command", pid)
 }

@@ -8,6 +8,8 @@ package tools
 import (
 	"context"
 	"encoding/json"
+
+	"github.com/pixir-go/pixir/sandbox"
 )
 
 // Posture says whether a tool changes anything. Permission modes act on it.
@@ -54,6 +56,26 @@ type Env struct {
 	Terminals Terminals
 	// Subagents runs child workers for the agent tools.
 	Subagents Subagents
+	// Sandbox runs commands (bash); nil runs them with the default
+	// configuration.
+	Sandbox *sandbox.Sandbox
+	// Commands is the sandbox policy of this call's commands, which the
+	// runtime derives from the session's posture: read-only, the write
+	// set's directories, the network.
+	Commands sandbox.Policy
+	// SandboxNotice, when set, is said once to the user and the model in
+	// the result of a command: the policy asked the kernel for
+	// confinement that it cannot give.
+	SandboxNotice string
+}
+
+// Sandboxed is implemented by mutation tools whose every effect goes
+// through a command the sandbox confines (bash): in read_only mode the
+// runtime may run them under a read-only Commands policy instead of
+// refusing them, when the kernel can hold them to it.
+type Sandboxed interface {
+	Tool
+	SandboxedCommands()
 }
 
 // Location is a file (and line) a tool call touches.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pixir-go/pixir/runtime/provider/doctor"
 	"github.com/pixir-go/pixir/runtime/provider/scripted"
+	"github.com/pixir-go/pixir/sandbox"
 )
 
 // doctorTimeout bounds all the checks together.
@@ -53,6 +54,8 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 func diagnose(ctx context.Context, pf providerFlags) *doctor.Report {
 	r := &doctor.Report{}
 	home, settings, c, err := loadChoice(pf)
+	// Last, whatever the provider checks say: commands run either way.
+	defer func() { r.Add(sandboxCheck(ctx, settings.Sandbox)) }()
 	if err != nil {
 		r.Provider = firstOf(pf.provider, os.Getenv("PIXIR_PROVIDER"))
 		r.Add(doctor.Check{Name: "config", Status: doctor.Fail, Detail: err.Error(), Fix: "correct the configuration"})
@@ -92,4 +95,28 @@ func diagnose(ctx context.Context, pf providerFlags) *doctor.Report {
 	r.Add(doctor.Check{Name: "script", Status: doctor.OK, Detail: script + " (loaded and valid)"},
 		doctor.Check{Name: "network", Status: doctor.OK, Detail: "offline: the scripted provider needs no server and no API key"})
 	return r
+}
+
+// sandboxCheck says what the kernel gives the sandbox of the tools'
+// commands. A missing part is a warning, not a failure: commands still
+// run, read-only agents without their shell, and Pixir says so in each
+// session too.
+func sandboxCheck(ctx context.Context, cfg sandbox.Config) doctor.Check {
+	sup := sandbox.New(cfg).Check(ctx)
+	c := doctor.Check{Name: "sandbox", Status: doctor.OK, Detail: sup.Describe()}
+	switch {
+	case !sup.Landlock && cfg.Landlock != nil && !*cfg.Landlock:
+		c.Status = doctor.Warn
+		c.Fix = "remove landlock = false from [sandbox] in config.toml"
+	case !sup.Landlock:
+		c.Status = doctor.Warn
+		c.Fix = "run Pixir on Linux 5.13 or later with Landlock enabled (landlock in the lsm= boot parameter)"
+	case !sup.LandlockNetwork:
+		c.Status = doctor.Warn
+		c.Fix = "Linux 6.7 or later (Landlock ABI 4) is needed to deny agents the network"
+	case sup.Contain != "pid-namespace":
+		c.Status = doctor.Warn
+		c.Fix = "allow PID namespaces (run as root, or enable unprivileged user namespaces) so that every process a command starts ends with it"
+	}
+	return c
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/pixir-go/pixir/runtime/provider/httpstream"
 	"github.com/pixir-go/pixir/runtime/provider/openai"
 	"github.com/pixir-go/pixir/runtime/provider/scripted"
+	"github.com/pixir-go/pixir/sandbox"
 	"github.com/pixir-go/pixir/tools"
 	"github.com/pixir-go/pixir/workflows"
 )
@@ -208,6 +209,8 @@ func newRuntime(pf providerFlags, logger *slog.Logger) (*runtime.Runtime, error)
 		Tools:           append(tools.Builtins(), workflows.RunWorkflowTool()),
 		Logger:          logger,
 		Subagents:       subagentConfig(pf.subagentLimits(settings.Agents), logger),
+		// The provider's key never reaches a command, whatever its name.
+		Sandbox: sandbox.New(settings.Sandbox, c.KeyEnv),
 	}
 	if pf.maxTurnRequests > 0 {
 		cfg.MaxTurnRequests = pf.maxTurnRequests

@@ -23,13 +23,16 @@
 //	model = "gpt-5"                    # optional: the model of its children
 //	model_reasoning_effort = "high"    # optional: none minimal low medium high xhigh
 //	sandbox_mode = "read-only"         # optional: read-only workspace-write danger-full-access
+//	network = "deny"                   # optional: allow (the default) or deny
 //
 // name is the name spawn_agent takes: it starts with a lowercase ASCII
 // letter, continues with lowercase letters, digits, '-' or '_', and is at
 // most 64 characters long (see ValidName). The file's own name does not
 // matter. sandbox_mode "read-only" narrows the child to Pixir's read_only
 // permission mode; the other two values, and no value, inherit the
-// parent's mode: an agent never widens it.
+// parent's mode: an agent never widens it. network "deny" closes TCP
+// (connect and bind, loopback included) to the child's commands, where the
+// kernel's sandbox can (Landlock ABI 4 or later).
 //
 // Decoding is strict: an unknown key or a value of the wrong type is an
 // error with the file, line and column. A few keys that Codex defines for
@@ -72,10 +75,17 @@ const (
 	SandboxDangerFullAccess = "danger-full-access"
 )
 
+// Network settings of an agent file.
+const (
+	NetworkAllow = "allow"
+	NetworkDeny  = "deny"
+)
+
 // sandboxModes and reasoningEfforts are the values a file may use, in the
 // order error messages list them.
 var (
 	sandboxModes     = []string{SandboxReadOnly, SandboxWorkspaceWrite, SandboxDangerFullAccess}
+	networkSettings  = []string{NetworkAllow, NetworkDeny}
 	reasoningEfforts = []string{"none", "minimal", "low", "medium", "high", "xhigh"}
 )
 
@@ -95,6 +105,8 @@ type Agent struct {
 	// SandboxMode is "" (inherit), "read-only", "workspace-write" or
 	// "danger-full-access". Only "read-only" has an effect (see ReadOnly).
 	SandboxMode string
+	// Network is "" or "allow" (commands may use the network) or "deny".
+	Network string
 	// Source is SourceBuiltin or the path of the file the agent came from.
 	Source string
 }
@@ -103,6 +115,10 @@ type Agent struct {
 // read_only permission mode (sandbox_mode = "read-only"). Any other sandbox
 // mode inherits the parent's permission mode; an agent never widens it.
 func (a Agent) ReadOnly() bool { return a.SandboxMode == SandboxReadOnly }
+
+// DenyNetwork reports whether the agent's commands may not use the network
+// (network = "deny").
+func (a Agent) DenyNetwork() bool { return a.Network == NetworkDeny }
 
 // Builtin reports whether the agent is one of Builtins.
 func (a Agent) Builtin() bool { return a.Source == SourceBuiltin }

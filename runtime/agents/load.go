@@ -146,6 +146,7 @@ type agentFile struct {
 	Model                 string `toml:"model"`
 	ModelReasoningEffort  string `toml:"model_reasoning_effort"`
 	SandboxMode           string `toml:"sandbox_mode"`
+	Network               string `toml:"network"`
 
 	// Keys of Codex agent files that Pixir accepts and ignores.
 	NicknameCandidates any `toml:"nickname_candidates"`
@@ -155,7 +156,7 @@ type agentFile struct {
 }
 
 // allowedKeys are the keys an agent file may use, for error messages.
-const allowedKeys = "name, description, developer_instructions, model, model_reasoning_effort, sandbox_mode"
+const allowedKeys = "name, description, developer_instructions, model, model_reasoning_effort, sandbox_mode, network"
 
 // codexKeys are accepted for compatibility with Codex and ignored.
 var codexKeys = []string{"nickname_candidates", "mcp_servers", "skills", "web_search"}
@@ -183,6 +184,7 @@ func loadFile(path string) (Agent, []Warning, []error) {
 	}
 	v.oneOf("model_reasoning_effort", f.ModelReasoningEffort, reasoningEfforts)
 	v.oneOf("sandbox_mode", f.SandboxMode, sandboxModes)
+	v.oneOf("network", f.Network, networkSettings)
 	if _, ok := pos["model"]; ok && strings.TrimSpace(f.Model) == "" {
 		v.add("model", "model is empty: name a model, or remove the key to use the parent's")
 	}
@@ -202,6 +204,7 @@ func loadFile(path string) (Agent, []Warning, []error) {
 		Model:                 strings.TrimSpace(f.Model),
 		ModelReasoningEffort:  f.ModelReasoningEffort,
 		SandboxMode:           f.SandboxMode,
+		Network:               f.Network,
 		Source:                path,
 	}, warns, nil
 }

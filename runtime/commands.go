@@ -1,0 +1,139 @@
+package runtime
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pixir-go/pixir/sandbox"
+)
+
+// childCommands is what a Subagent's commands are held to, beside its
+// permission mode: where they may write, what stays read-only, whether
+// they may use the network.
+type childCommands struct {
+	// writable are absolute paths in the child's workspace its commands
+	// may write beneath; nil is the whole workspace.
+	writable []string
+	// protected are the parent's .git and .pixir: never writable from a
+	// child, whatever its write set.
+	protected []string
+	// denyNetwork closes TCP to the child's commands.
+	denyNetwork bool
+	// env is set for the child's commands (GIT_CEILING_DIRECTORIES).
+	env []string
+}
+
+// newChildCommands derives a child's command policy from its spawn: its
+// workspace (the parent's, or a snapshot), the parent's workspace, its
+// write set (workflow patterns, nil for none) and its agent.
+func newChildCommands(workspace, parentRoot string, writeSet []string, spec AgentSpec) *childCommands {
+	c := &childCommands{
+		protected:   []string{filepath.Join(parentRoot, ".git"), filepath.Join(parentRoot, StateDir)},
+		denyNetwork: spec.DenyNetwork,
+	}
+	if writeSet != nil {
+		c.writable = writeRoots(workspace, writeSet)
+	}
+	if workspace != parentRoot {
+		// A snapshot lives inside the parent's workspace: git run there
+		// must not climb up to the parent's repository.
+		c.env = []string{"GIT_CEILING_DIRECTORIES=" + filepath.Dir(workspace)}
+	}
+	return c
+}
+
+// writeRoots are the directories beneath which a write set's patterns can
+// match: each pattern's leading components without a wildcard ("docs/**"
+// is docs/, "src/*.go" is src/, "**/*_test.go" is the whole workspace). A
+// pattern without wildcards is its file, or its directory while the file
+// does not exist. Landlock works on directories: which files beneath them
+// match is checked after the fact. Missing directories are made, so the
+// kernel has something to allow.
+func writeRoots(workspace string, patterns []string) []string {
+	roots := []string{}
+	for _, p := range patterns {
+		parts := strings.Split(filepath.ToSlash(filepath.Clean(p)), "/")
+		n := 0
+		for n < len(parts) && !strings.ContainsAny(parts[n], "*?[{\\") {
+			n++
+		}
+		root := filepath.Join(append([]string{workspace}, parts[:n]...)...)
+		if n == len(parts) { // a literal path
+			if info, err := os.Stat(root); err != nil || info.IsDir() {
+				root = filepath.Dir(root)
+			}
+		} else if n > 0 {
+			_ = os.MkdirAll(root, 0o755)
+		}
+		roots = append(roots, root)
+	}
+	return roots
+}
+
+// commandPolicy is the sandbox policy of this session's commands now. A
+// read_only session's commands may write only their own temporary
+// directory; a Subagent's may write only beneath its write set (or its
+// workspace) and never the parent's .git or .pixir; a user's session in
+// auto or ask mode is not confined (the user trusts it with their
+// machine), and its commands only get the allowlisted environment and end
+// with it.
+func (s *Session) commandPolicy() sandbox.Policy {
+	readOnly := s.Mode() == ModeReadOnly
+	c := s.commands
+	if c == nil {
+		return sandbox.Policy{Confine: readOnly}
+	}
+	p := sandbox.Policy{Confine: true, DenyNetwork: c.denyNetwork, Env: c.env}
+	if !readOnly {
+		p.Protected = c.protected
+		p.Writable = c.writable
+		if p.Writable == nil {
+			p.Writable = []string{s.workspace.Root()}
+		}
+	}
+	return p
+}
+
+// sandboxSupport is what the kernel gives the runtime's sandbox.
+func (r *Runtime) sandboxSupport() sandbox.Support { return r.cfg.Sandbox.Support() }
+
+// sandboxNotice is said once per session, to the user and the model, when
+// its commands should be confined and the kernel cannot do it; the log
+// says it too. It is empty on every other call.
+func (s *Session) sandboxNotice(p sandbox.Policy) string {
+	if !p.Restricts() {
+		return ""
+	}
+	sup := s.rt.sandboxSupport()
+	if sup.Landlock && (!p.DenyNetwork || sup.LandlockNetwork) {
+		return ""
+	}
+	s.mu.Lock()
+	told := s.sandboxTold
+	s.sandboxTold = true
+	s.mu.Unlock()
+	if told {
+		return ""
+	}
+	msg := "commands of this session run without the kernel sandbox: " + sup.LandlockProblem
+	if sup.Landlock {
+		msg = "this kernel's Landlock cannot deny the network (ABI 4 is needed), so commands of this session keep it"
+	}
+	msg += "; writes are checked only after the fact (file tools and isolated snapshots)"
+	s.rt.log.Warn("commands are not sandboxed", "session", s.ID(), "reason", msg)
+	return "Pixir: " + msg + "."
+}
+
+// noteUnsandboxed logs, once per session, that a read-only session's
+// commands are refused for want of a kernel sandbox; the refusal itself
+// tells the user and the model.
+func (s *Session) noteUnsandboxed(reason string) {
+	s.mu.Lock()
+	told := s.sandboxTold
+	s.sandboxTold = true
+	s.mu.Unlock()
+	if !told {
+		s.rt.log.Warn("commands are not sandboxed", "session", s.ID(), "reason", reason)
+	}
+}
