@@ -113,6 +113,12 @@ func newEnv(t *testing.T, script string) *env {
 }
 
 func (e *env) start(args ...string) *agent {
+	e.t.Helper()
+	return e.startWith(nil, args...)
+}
+
+// startWith is start with more variables in pixir's environment.
+func (e *env) startWith(vars map[string]string, args ...string) *agent {
 	t := e.t
 	t.Helper()
 	if e.script != "" {
@@ -120,6 +126,9 @@ func (e *env) start(args ...string) *agent {
 	}
 	cmd := exec.Command(pixirBin, append([]string{"acp"}, args...)...)
 	cmd.Env = append(os.Environ(), "PIXIR_HOME="+e.home, "PIXIR_PROVIDER=", "PIXIR_SCRIPT=", "PIXIR_MODEL=")
+	for k, v := range vars {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
 	a := &agent{t: t, cmd: cmd, lines: make(chan string, 4096), stderr: &syncBuffer{}, home: e.home, ws: e.ws}
 	cmd.Stderr = a.stderr
 	var err error
