@@ -1,8 +1,10 @@
 // Permission matrix: every built-in tool in every mode, answered by the
 // official client. Reads never ask; mutations run in auto, ask first in ask
 // (tool_call → session/request_permission → tool_call_update), and are
-// refused without asking in read_only. Every message is schema-checked by the
-// harness.
+// refused without asking in read_only — except bash, which runs there in a
+// read-only sandbox (Linux with Landlock): it completes, its write is denied
+// by the kernel, and the workspace is unchanged. Every message is
+// schema-checked by the harness.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -81,7 +83,11 @@ for (const mode of MODES) {
           assert.equal(asks.length, 0, `${label}: no permission request expected, got ${JSON.stringify(asks.map((x) => x.params))}`);
         }
 
-        if (mutation && mode === "read_only") {
+        if (name === "bash" && mode === "read_only" && final.status === "completed") {
+          // Sandboxed: the command ran, its write was refused by the kernel.
+          assert.match(toolContentText(final.content), /Permission denied/, `${label}: the sandbox refused the write`);
+          assert.equal(effects[name](ws), false, `${label}: a sandboxed command changed the workspace`);
+        } else if (mutation && mode === "read_only") {
           assert.equal(final.status, "failed", `${label}: ${JSON.stringify(final)}`);
           assert.match(toolContentText(final.content), /permission_denied/, `${label}: the refusal says why`);
           assert.equal(effects[name](ws), false, `${label}: a refused call changed the workspace`);
