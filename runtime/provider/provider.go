@@ -25,7 +25,16 @@ type ModelRequest struct {
 	System   string
 	Messages []Message
 	Tools    []ToolSpec
+	// ReasoningEffort asks a reasoning model to think more or less: "none",
+	// "minimal", "low", "medium", "high" or "xhigh"; empty leaves it to
+	// the model. Each provider maps it onto what its API takes (OpenAI's
+	// reasoning_effort, Anthropic's thinking budget) or ignores it.
+	ReasoningEffort string
 }
+
+// ReasoningEfforts are the values ModelRequest.ReasoningEffort takes, from
+// the least thinking to the most.
+var ReasoningEfforts = []string{"none", "minimal", "low", "medium", "high", "xhigh"}
 
 // Role of a Message in the conversation.
 type Role string
@@ -56,9 +65,10 @@ type ToolCall struct {
 	Arguments json.RawMessage `json:"arguments"`
 	// ProviderData is what the provider that made the call needs back with
 	// it in later requests, opaque to everyone else: the OpenAI-compatible
-	// endpoint of Gemini puts a thought signature on a call and rejects a
-	// follow-up without it. It is kept in the Log with the call, so a
-	// session loaded again still sends it.
+	// endpoint of Gemini puts a thought signature on a call, Anthropic wants
+	// the signed thinking that led to the calls of a message, and both
+	// reject a follow-up without it. It is kept in the Log with the call, so
+	// a session loaded again still sends it.
 	ProviderData json.RawMessage `json:"provider_data,omitempty"`
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -96,6 +97,16 @@ func TestThinkingTextAndToolUse(t *testing.T) {
 	require.Equal(t, resp.Reasoning, d.text(provider.DeltaReasoning))
 	require.Equal(t, "I'll read the README and list the files.", resp.Text)
 	require.Equal(t, provider.DeltaReasoning, d.got[0].Kind)
+	// The signed thinking rides on the first call, to go back with it.
+	var pd struct {
+		Thinking []map[string]string `json:"thinking"`
+	}
+	require.NoError(t, json.Unmarshal(resp.ToolCalls[0].ProviderData, &pd))
+	require.Len(t, pd.Thinking, 1)
+	require.Equal(t, "thinking", pd.Thinking[0]["type"])
+	require.Equal(t, resp.Reasoning, pd.Thinking[0]["thinking"])
+	require.True(t, strings.HasPrefix(pd.Thinking[0]["signature"], "EqQBCgIYAhIM1gbcDa9G"), pd.Thinking[0]["signature"])
+	resp.ToolCalls[0].ProviderData = nil
 	require.Equal(t, []provider.ToolCall{
 		{ID: "toolu_01T1x1fJ34qAmk2tNTrN7Up6", Name: "read", Arguments: json.RawMessage(`{"path": "README.md"}`)},
 		{ID: "toolu_01Kd8UoJTgY9XrnSh7qBm4vE", Name: "bash", Arguments: json.RawMessage(`{"command": "ls -la \"my dir\""}`)},
@@ -368,4 +379,86 @@ func TestQuirkEndlessTextStopsAtTheAnswerCap(t *testing.T) {
 	require.Contains(t, err.Error(), "grew past 1KiB")
 	require.Equal(t, strings.Repeat("la la la ", 113), d.text(provider.DeltaText), "the text up to the cap was streamed")
 	require.Len(t, srv.Requests(), 1)
+}
+
+func TestReasoningEffortIsAThinkingBudget(t *testing.T) {
+	for _, tt := range []struct {
+		effort    string
+		thinking  map[string]any
+		maxTokens float64
+	}{
+		{"", nil, DefaultMaxTokens},
+		{"none", nil, DefaultMaxTokens},
+		{"minimal", map[string]any{"type": "enabled", "budget_tokens": float64(1024)}, DefaultMaxTokens},
+		{"medium", map[string]any{"type": "enabled", "budget_tokens": float64(8192)}, 8192 + 4096},
+		{"high", map[string]any{"type": "enabled", "budget_tokens": float64(16384)}, 16384 + 4096},
+		{"xhigh", map[string]any{"type": "enabled", "budget_tokens": float64(24576)}, 24576 + 4096},
+	} {
+		t.Run("effort="+tt.effort, func(t *testing.T) {
+			srv := wiretest.New(t, sse(t, "text.sse"))
+			p := newProvider(t, srv)
+			req := request("claude-sonnet-4-5")
+			req.ReasoningEffort = tt.effort
+			_, err := p.Generate(context.Background(), req, nil)
+			require.NoError(t, err)
+			var body map[string]any
+			require.NoError(t, json.Unmarshal(srv.Requests()[0].Body, &body))
+			if tt.thinking == nil {
+				require.NotContains(t, body, "thinking")
+			} else {
+				require.Equal(t, tt.thinking, body["thinking"])
+			}
+			require.Equal(t, tt.maxTokens, body["max_tokens"], "room for the answer beyond the budget")
+		})
+	}
+}
+
+// TestThinkingGoesBackBeforeToolUse: with thinking on, the API rejects a
+// follow-up whose last assistant message (tool_use) does not start with
+// its signed thinking block; the provider sends it back.
+func TestThinkingGoesBackBeforeToolUse(t *testing.T) {
+	call := fixture(t, "tool_use.sse")
+	srv := wiretest.New(t)
+	srv.Answer(func(n int, body []byte) wiretest.Reply {
+		if n == 0 {
+			return wiretest.Reply{Body: call}
+		}
+		var req struct {
+			Thinking *struct{ BudgetTokens int } `json:"thinking"`
+			Messages []struct {
+				Role    string `json:"role"`
+				Content []struct {
+					Type      string `json:"type"`
+					Signature string `json:"signature"`
+				} `json:"content"`
+			} `json:"messages"`
+		}
+		if json.Unmarshal(body, &req) != nil || req.Thinking == nil {
+			return wiretest.Reply{Status: 400, Body: `{"type":"error","error":{"type":"invalid_request_error","message":"test: thinking expected on"}}`}
+		}
+		for i, m := range req.Messages {
+			if m.Role == "assistant" && (m.Content[0].Type != "thinking" || m.Content[0].Signature == "") {
+				return wiretest.Reply{Status: 400, Body: fmt.Sprintf(`{"type":"error","error":{"type":"invalid_request_error","message":"messages.%d.content.0.type: Expected `+
+					"`thinking` or `redacted_thinking`, but found `%s`. When `thinking` is enabled, a final `assistant` message must start with a thinking block"+`"}}`, i, m.Content[0].Type)}
+			}
+		}
+		return sse(t, "text.sse")
+	})
+	p := newProvider(t, srv)
+	req := request("claude-sonnet-4-5")
+	req.ReasoningEffort = "high"
+	resp, err := p.Generate(context.Background(), req, nil)
+	require.NoError(t, err)
+	req.Messages = append(req.Messages, provider.Message{Role: provider.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
+	for _, tc := range resp.ToolCalls {
+		req.Messages = append(req.Messages, provider.Message{Role: provider.RoleTool, ToolCallID: tc.ID, ToolName: tc.Name, Text: `{"ok":true,"output":"x"}`})
+	}
+	resp, err = p.Generate(context.Background(), req, nil)
+	require.NoError(t, err, "the signed thinking went back")
+	require.Contains(t, resp.Text, "supervised runtime")
+
+	// Without it, the API's answer.
+	req.Messages[1].ToolCalls[0].ProviderData = nil
+	_, err = p.Generate(context.Background(), req, nil)
+	require.ErrorContains(t, err, "must start with a thinking block")
 }

@@ -31,11 +31,13 @@ type startMessage struct {
 }
 
 type contentBlock struct {
-	Type     string `json:"type"`
-	ID       string `json:"id"`
-	Name     string `json:"name"`
-	Text     string `json:"text"`
-	Thinking string `json:"thinking"`
+	Type      string `json:"type"`
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Text      string `json:"text"`
+	Thinking  string `json:"thinking"`
+	Signature string `json:"signature"`
+	Data      string `json:"data"`
 }
 
 type delta struct {
@@ -43,6 +45,7 @@ type delta struct {
 	Text        string `json:"text"`
 	PartialJSON string `json:"partial_json"`
 	Thinking    string `json:"thinking"`
+	Signature   string `json:"signature"`
 	StopReason  string `json:"stop_reason"`
 }
 
@@ -64,8 +67,17 @@ type assembler struct {
 	text       strings.Builder
 	reasoning  strings.Builder
 	tools      map[int]*toolUse // by block index
+	// thoughts are the thinking and redacted_thinking blocks by index, to
+	// go back with the message's tool calls.
+	thoughts   map[int]*thought
 	stopReason string
 	usage      *usage
+}
+
+type thought struct {
+	redacted        bool
+	text            strings.Builder
+	signature, data string
 }
 
 type toolUse struct {
@@ -74,7 +86,7 @@ type toolUse struct {
 }
 
 func newAssembler(subj httpstream.Subject) *assembler {
-	return &assembler{subj: subj, tools: map[int]*toolUse{}}
+	return &assembler{subj: subj, tools: map[int]*toolUse{}, thoughts: map[int]*thought{}}
 }
 
 // emitter streams one piece of the answer to sink, counting it against
@@ -128,7 +140,13 @@ func (a *assembler) readStream(s *httpstream.Stream, sink func(provider.Delta)) 
 			case "text":
 				err = emit(provider.DeltaText, b.Text, &a.text)
 			case "thinking":
+				th := &thought{signature: b.Signature}
+				th.text.WriteString(b.Thinking)
+				a.thoughts[e.Index] = th
 				err = emit(provider.DeltaReasoning, b.Thinking, &a.reasoning)
+			case "redacted_thinking":
+				a.thoughts[e.Index] = &thought{redacted: true, data: b.Data}
+				err = s.Progress(len(b.Data))
 			case "tool_use":
 				a.tools[e.Index] = &toolUse{id: b.ID, name: b.Name}
 				err = s.Progress(len(b.ID) + len(b.Name))
@@ -146,7 +164,14 @@ func (a *assembler) readStream(s *httpstream.Stream, sink func(provider.Delta)) 
 			case "text_delta":
 				err = emit(provider.DeltaText, d.Text, &a.text)
 			case "thinking_delta":
+				if th := a.thoughts[e.Index]; th != nil {
+					th.text.WriteString(d.Thinking)
+				}
 				err = emit(provider.DeltaReasoning, d.Thinking, &a.reasoning)
+			case "signature_delta":
+				if th := a.thoughts[e.Index]; th != nil {
+					th.signature += d.Signature
+				}
 			case "input_json_delta":
 				if t := a.tools[e.Index]; t != nil {
 					t.input.WriteString(d.PartialJSON)
@@ -156,7 +181,7 @@ func (a *assembler) readStream(s *httpstream.Stream, sink func(provider.Delta)) 
 			if err != nil {
 				return err
 			}
-			// signature_delta and citations_delta carry nothing to show.
+			// citations_delta carries nothing Pixir uses.
 		case "message_delta":
 			if e.Delta != nil && e.Delta.StopReason != "" {
 				a.stopReason = e.Delta.StopReason
@@ -196,12 +221,14 @@ type wholeMessage struct {
 }
 
 type fullBlock struct {
-	Type     string          `json:"type"`
-	ID       string          `json:"id"`
-	Name     string          `json:"name"`
-	Text     string          `json:"text"`
-	Thinking string          `json:"thinking"`
-	Input    json.RawMessage `json:"input"`
+	Type      string          `json:"type"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Text      string          `json:"text"`
+	Thinking  string          `json:"thinking"`
+	Signature string          `json:"signature"`
+	Data      string          `json:"data"`
+	Input     json.RawMessage `json:"input"`
 }
 
 // readMessage reads one whole message and hands its thinking and text to
@@ -234,7 +261,12 @@ func (a *assembler) readMessage(s *httpstream.Stream, sink func(provider.Delta))
 		case "text":
 			err = emit(provider.DeltaText, b.Text, &a.text)
 		case "thinking":
+			th := &thought{signature: b.Signature}
+			th.text.WriteString(b.Thinking)
+			a.thoughts[i] = th
 			err = emit(provider.DeltaReasoning, b.Thinking, &a.reasoning)
+		case "redacted_thinking":
+			a.thoughts[i] = &thought{redacted: true, data: b.Data}
 		case "tool_use":
 			t := &toolUse{id: b.ID, name: b.Name}
 			t.input.Write(b.Input)
@@ -276,5 +308,29 @@ func (a *assembler) response() (*provider.ModelResponse, error) {
 		}
 		resp.ToolCalls = append(resp.ToolCalls, provider.ToolCall{ID: t.id, Name: t.name, Arguments: json.RawMessage(input)})
 	}
+	if len(resp.ToolCalls) > 0 && len(a.thoughts) > 0 {
+		resp.ToolCalls[0].ProviderData = a.thinkingData()
+	}
 	return resp, nil
+}
+
+// thinkingData is the message's thinking blocks, in order, as the API wants
+// them back before the tool_use blocks.
+func (a *assembler) thinkingData() json.RawMessage {
+	indexes := make([]int, 0, len(a.thoughts))
+	for i := range a.thoughts {
+		indexes = append(indexes, i)
+	}
+	sort.Ints(indexes)
+	var pd providerData
+	for _, i := range indexes {
+		th := a.thoughts[i]
+		if th.redacted {
+			pd.Thinking = append(pd.Thinking, block{Type: "redacted_thinking", Data: th.data})
+			continue
+		}
+		pd.Thinking = append(pd.Thinking, block{Type: "thinking", Thinking: th.text.String(), Signature: th.signature})
+	}
+	b, _ := json.Marshal(pd)
+	return b
 }

@@ -15,18 +15,53 @@ type messagesRequest struct {
 	Messages  []message `json:"messages"`
 	Tools     []tool    `json:"tools,omitempty"`
 	Stream    bool      `json:"stream"`
+	Thinking  *thinking `json:"thinking,omitempty"`
 }
+
+// thinking turns extended thinking on with a budget of tokens.
+type thinking struct {
+	Type         string `json:"type"`
+	BudgetTokens int    `json:"budget_tokens"`
+}
+
+// ThinkingBudget is the thinking budget, in tokens, a reasoning effort
+// asks for; 0 means no extended thinking ("none", or no effort given).
+// The API's minimum is 1024.
+func ThinkingBudget(effort string) int {
+	switch effort {
+	case "minimal":
+		return 1024
+	case "low":
+		return 2048
+	case "medium":
+		return 8192
+	case "high":
+		return 16384
+	case "xhigh":
+		return 24576
+	}
+	return 0
+}
+
+// answerRoom is what max_tokens keeps for the answer beyond the thinking
+// budget (max_tokens counts both, and must exceed the budget).
+const answerRoom = 4096
 
 type message struct {
 	Role    string  `json:"role"`
 	Content []block `json:"content"`
 }
 
-// block is a content block: text, tool_use or tool_result.
+// block is a content block: text, tool_use, tool_result, or the thinking
+// and redacted_thinking that go back before an assistant's tool_use.
 type block struct {
 	Type string `json:"type"`
 	// text
 	Text string `json:"text,omitempty"`
+	// thinking, redacted_thinking
+	Thinking  string `json:"thinking,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	Data      string `json:"data,omitempty"`
 	// tool_use
 	ID    string          `json:"id,omitempty"`
 	Name  string          `json:"name,omitempty"`
@@ -52,6 +87,10 @@ func (p *Provider) request(req provider.ModelRequest) messagesRequest {
 		System:    req.System,
 		Messages:  mapMessages(req.Messages),
 		Stream:    true,
+	}
+	if budget := ThinkingBudget(req.ReasoningEffort); budget > 0 {
+		out.Thinking = &thinking{Type: "enabled", BudgetTokens: budget}
+		out.MaxTokens = max(out.MaxTokens, budget+answerRoom)
 	}
 	for _, t := range req.Tools {
 		schema := t.Parameters
@@ -87,7 +126,9 @@ func mapMessages(msgs []provider.Message) []message {
 				add("user", block{Type: "text", Text: m.Text})
 			}
 		case provider.RoleAssistant:
-			var blocks []block
+			// The signed thinking that led to the calls goes first, as
+			// the API wants it back when thinking is on.
+			blocks := thinkingOf(m.ToolCalls)
 			if m.Text != "" {
 				blocks = append(blocks, block{Type: "text", Text: m.Text})
 			}
@@ -108,6 +149,23 @@ func mapMessages(msgs []provider.Message) []message {
 		}
 	}
 	return out
+}
+
+// providerData is what this provider keeps in the ProviderData of a
+// message's first tool call: the message's thinking blocks, signed.
+type providerData struct {
+	Thinking []block `json:"thinking,omitempty"`
+}
+
+func thinkingOf(calls []provider.ToolCall) []block {
+	if len(calls) == 0 || len(calls[0].ProviderData) == 0 {
+		return nil
+	}
+	var pd providerData
+	if json.Unmarshal(calls[0].ProviderData, &pd) != nil {
+		return nil
+	}
+	return pd.Thinking
 }
 
 // isObject reports a JSON object: the API takes nothing else as input.

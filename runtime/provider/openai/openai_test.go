@@ -532,3 +532,21 @@ func TestContentDecodesEveryShape(t *testing.T) {
 	}
 	require.Error(t, json.Unmarshal([]byte(`{"content":{"text":"x"}}`), &c), "an object is neither shape")
 }
+
+func TestReasoningEffortIsSentWhenAskedFor(t *testing.T) {
+	for _, effort := range []string{"", "minimal", "high", "none"} {
+		srv := wiretest.New(t, sse(t, "text.sse"))
+		p := newProvider(t, srv, "sk-test")
+		req := request("gpt-5")
+		req.ReasoningEffort = effort
+		_, err := p.Generate(context.Background(), req, nil)
+		require.NoError(t, err)
+		var body map[string]any
+		require.NoError(t, json.Unmarshal(srv.Requests()[0].Body, &body))
+		if effort == "" {
+			require.NotContains(t, body, "reasoning_effort", "models that do not reason reject it")
+		} else {
+			require.Equal(t, effort, body["reasoning_effort"])
+		}
+	}
+}

@@ -15,6 +15,9 @@ type chatRequest struct {
 	Stream        bool           `json:"stream"`
 	StreamOptions *streamOptions `json:"stream_options,omitempty"`
 	MaxTokens     int            `json:"max_tokens,omitempty"`
+	// ReasoningEffort is sent only when asked for: models that do not
+	// reason reject it.
+	ReasoningEffort string `json:"reasoning_effort,omitempty"`
 }
 
 type streamOptions struct {
@@ -69,11 +72,12 @@ var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 // the API has no field for it, and some servers reject one.
 func (p *Provider) request(req provider.ModelRequest) chatRequest {
 	out := chatRequest{
-		Model:         req.Model,
-		Stream:        true,
-		StreamOptions: &streamOptions{IncludeUsage: true},
-		MaxTokens:     p.cfg.MaxTokens,
-		Messages:      mapMessages(req.System, req.Messages),
+		Model:           req.Model,
+		Stream:          true,
+		StreamOptions:   &streamOptions{IncludeUsage: true},
+		MaxTokens:       p.cfg.MaxTokens,
+		Messages:        mapMessages(req.System, req.Messages),
+		ReasoningEffort: req.ReasoningEffort,
 	}
 	for _, t := range req.Tools {
 		params := t.Parameters
