@@ -63,10 +63,10 @@ type apiError struct {
 
 // assembler builds one response out of a stream.
 type assembler struct {
-	subj       httpstream.Subject
-	text       strings.Builder
-	reasoning  strings.Builder
-	tools      map[int]*toolUse // by block index
+	subj      httpstream.Subject
+	text      strings.Builder
+	reasoning strings.Builder
+	tools     map[int]*toolUse // by block index
 	// thoughts are the thinking and redacted_thinking blocks by index, to
 	// go back with the message's tool calls.
 	thoughts   map[int]*thought
