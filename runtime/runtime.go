@@ -32,6 +32,10 @@ type Config struct {
 	// switch to (Model is always among them).
 	Model  string
 	Models []string
+	// ReasoningEffort is what sessions ask of reasoning models
+	// (model_reasoning_effort); empty leaves it to the model. A Subagent's
+	// agent may set its own.
+	ReasoningEffort string
 	// MaxTurnRequests bounds model calls per turn (max_turn_requests).
 	MaxTurnRequests int
 	Tools           []tools.Tool
@@ -82,7 +86,7 @@ func New(cfg Config) *Runtime {
 // newChildSession makes the session of a Subagent working in dir, with its
 // Log in logDir (outside a snapshot, so the Log outlives it). It is owned by
 // the Subagents Manager, not listed among the user's sessions.
-func (r *Runtime) newChildSession(dir, logDir string, parent *Session, depth int, mode Mode, model, system string) (*Session, error) {
+func (r *Runtime) newChildSession(dir, logDir string, parent *Session, depth int, mode Mode, model, effort, system string) (*Session, error) {
 	shared := dir == parent.workspace.Root()
 	ws := parent.workspace
 	if !shared {
@@ -100,7 +104,7 @@ func (r *Runtime) newChildSession(dir, logDir string, parent *Session, depth int
 		return nil, fmt.Errorf("creating the subagent's log: %w", err)
 	}
 	now := time.Now().UTC()
-	return &Session{rt: r, workspace: ws, log: log, depth: depth, system: system, sharesWorkspace: shared, meta: Meta{
+	return &Session{rt: r, workspace: ws, log: log, depth: depth, system: system, effort: effort, sharesWorkspace: shared, meta: Meta{
 		ID: id, Workspace: ws.Root(), ParentID: parent.ID(), Depth: depth, Mode: mode, Model: model, CreatedAt: now, UpdatedAt: now,
 	}}, nil
 }

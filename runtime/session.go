@@ -83,6 +83,9 @@ type Session struct {
 	// a Subagent's; system is its agent's developer instructions.
 	depth  int
 	system string
+	// effort is the reasoning effort its model calls ask for; a user's
+	// session takes the runtime's.
+	effort string
 
 	mu          sync.Mutex
 	meta        Meta

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/pixir-go/pixir/runtime/provider"
 	"github.com/pixir-go/pixir/sandbox"
 )
 
@@ -56,6 +57,9 @@ type ProviderSettings struct {
 	ContextWindow int `toml:"context_window"`
 	// MaxTokens bounds each answer.
 	MaxTokens int `toml:"max_tokens"`
+	// ReasoningEffort asks reasoning models to think more or less (the
+	// key Codex uses): none, minimal, low, medium, high or xhigh.
+	ReasoningEffort string `toml:"model_reasoning_effort"`
 	// ConnectTimeout, IdleTimeout and MaxRetries tune the request policy.
 	ConnectTimeout Duration `toml:"connect_timeout"`
 	IdleTimeout    Duration `toml:"idle_timeout"`
@@ -150,6 +154,7 @@ func (o ProviderSettings) over(base ProviderSettings) ProviderSettings {
 	base.BaseURL = pick(o.BaseURL, base.BaseURL)
 	base.APIKeyEnv = pick(o.APIKeyEnv, base.APIKeyEnv)
 	base.Scripted.Script = pick(o.Scripted.Script, base.Scripted.Script)
+	base.ReasoningEffort = pick(o.ReasoningEffort, base.ReasoningEffort)
 	if o.Models != nil {
 		base.Models = o.Models
 	}
@@ -280,6 +285,8 @@ func (p ProviderSettings) validate() error {
 		return fmt.Errorf("max_tokens must be positive, got %d", p.MaxTokens)
 	case p.MaxRetries != nil && *p.MaxRetries < 0:
 		return fmt.Errorf("max_retries must be 0 or more, got %d", *p.MaxRetries)
+	case p.ReasoningEffort != "" && !slices.Contains(provider.ReasoningEfforts, p.ReasoningEffort):
+		return fmt.Errorf("model_reasoning_effort %q is not one of %s", p.ReasoningEffort, strings.Join(provider.ReasoningEfforts, ", "))
 	}
 	return nil
 }

@@ -39,7 +39,14 @@ const (
 type AgentSpec struct {
 	Name                  string
 	DeveloperInstructions string
-	Model                 string
+	// Model, when set, is the model the child uses instead of its parent's;
+	// a spawn is refused when it is not among the configured models.
+	Model string
+	// ReasoningEffort, when set, replaces the parent's for the child.
+	ReasoningEffort string
+	// Source says where the agent was defined, for messages: a file, or
+	// "built-in".
+	Source string
 	// ReadOnly narrows the child to read_only whatever the parent's mode.
 	ReadOnly bool
 	// DenyNetwork closes TCP (connect and bind, loopback included) to the

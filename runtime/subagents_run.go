@@ -149,11 +149,16 @@ func (m *Manager) prepare(ctx context.Context, sa *subagent) (*Session, error) {
 	if sa.spec.ReadOnly || sa.readOnly {
 		mode = ModeReadOnly
 	}
+	// The spawn was refused unless the agent's model is configured.
 	model := sa.parent.Model()
-	if sa.spec.Model != "" && m.rt.knowsModel(sa.spec.Model) {
+	if sa.spec.Model != "" {
 		model = sa.spec.Model
 	}
-	child, err := m.rt.newChildSession(sa.workspace, m.home(sa), sa.parent, sa.depth, mode, model, sa.spec.DeveloperInstructions)
+	effort := sa.parent.reasoningEffort()
+	if sa.spec.ReasoningEffort != "" {
+		effort = sa.spec.ReasoningEffort
+	}
+	child, err := m.rt.newChildSession(sa.workspace, m.home(sa), sa.parent, sa.depth, mode, model, effort, sa.spec.DeveloperInstructions)
 	if err != nil {
 		return nil, err
 	}

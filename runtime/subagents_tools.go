@@ -54,6 +54,14 @@ func (b binding) resolve(req tools.SpawnRequest) (AgentSpec, string, int, error)
 	} else if name != "default" {
 		return AgentSpec{}, "", 0, failure(tools.ErrNotFound, "there is no agent named %q; use default", name)
 	}
+	if spec.Model != "" && !m.rt.knowsModel(spec.Model) {
+		// Never dropped silently: the child would run on another model
+		// than its agent says.
+		return AgentSpec{}, "", 0, failure(tools.ErrInvalidArgs,
+			"agent %q asks for the model %q (model in %s), which is not among the models configured for the %s provider (%s); "+
+				"tell the user to add it to models in config.toml if the provider serves it, or to remove model from the agent; meanwhile spawn another agent",
+			spec.Name, spec.Model, spec.Source, m.rt.ProviderName(), strings.Join(m.rt.Models(), ", "))
+	}
 	mode := req.WorkspaceMode
 	if mode == "" {
 		mode = WorkspaceIsolated

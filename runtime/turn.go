@@ -191,10 +191,11 @@ func (t *turn) generate() (*provider.ModelResponse, *streamedSoFar, error) {
 	s := t.s
 	so := &streamedSoFar{}
 	req := provider.ModelRequest{
-		Model:    s.Model(),
-		System:   s.systemPrompt(),
-		Messages: s.historyCopy(),
-		Tools:    s.toolSpecs(),
+		Model:           s.Model(),
+		System:          s.systemPrompt(),
+		Messages:        s.historyCopy(),
+		Tools:           s.toolSpecs(),
+		ReasoningEffort: s.reasoningEffort(),
 	}
 	var emitErr error
 	resp, err := s.rt.cfg.Provider.Generate(t.ctx, req, func(d provider.Delta) {
@@ -408,6 +409,15 @@ func (t *turn) authorize(tc provider.ToolCall, tool tools.Tool, pres tools.Prese
 	default:
 		return true, tools.Result{}, record("allowed", "mode", "", "")
 	}
+}
+
+// reasoningEffort is what this session's model calls ask for: its agent's,
+// or else the runtime's.
+func (s *Session) reasoningEffort() string {
+	if s.effort != "" {
+		return s.effort
+	}
+	return s.rt.cfg.ReasoningEffort
 }
 
 // systemPrompt is the runtime's system prompt, followed for a Subagent by

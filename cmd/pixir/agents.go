@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -65,7 +66,13 @@ func runAgents(args []string, stdout, stderr io.Writer) int {
 	if report.Warnings == nil {
 		report.Warnings = []agents.Warning{}
 	}
+	configured, provider := configuredModels()
 	for _, a := range reg.All() {
+		if a.Model != "" && configured != nil && !slices.Contains(configured, a.Model) {
+			report.Warnings = append(report.Warnings, agents.Warning{File: a.Source, Message: fmt.Sprintf(
+				"model %q is not among the models configured for the %s provider (%s): spawning %s is refused until it is added to models in config.toml",
+				a.Model, provider, strings.Join(configured, ", "), a.Name)})
+		}
 		report.Agents = append(report.Agents, agentEntry{
 			Name: a.Name, Description: a.Description, DeveloperInstructions: a.DeveloperInstructions,
 			Model: a.Model, ModelReasoningEffort: a.ModelReasoningEffort, SandboxMode: a.SandboxMode,
@@ -89,6 +96,21 @@ func runAgents(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	return exitOK
+}
+
+// configuredModels are the models a session may use under the
+// configuration pixir acp would read (no flags), and its provider; nil when
+// the configuration does not load (pixir doctor says why).
+func configuredModels() ([]string, string) {
+	_, _, c, err := loadChoice(providerFlags{})
+	if err != nil {
+		return nil, ""
+	}
+	models := slices.Clone(c.Settings.Models)
+	if c.Model != "" && !slices.Contains(models, c.Model) {
+		models = append([]string{c.Model}, models...)
+	}
+	return models, c.Name
 }
 
 // projectDir is dir made absolute, or the current folder; it must exist.

@@ -41,7 +41,7 @@ func (w agentsWorld) run(t *testing.T, args ...string) (stdout, stderr string, c
 	t.Helper()
 	cmd := exec.Command(pixirBin, append([]string{"agents"}, args...)...)
 	cmd.Dir = w.project
-	cmd.Env = append(os.Environ(), "HOME="+w.home)
+	cmd.Env = append(os.Environ(), "HOME="+w.home, "PIXIR_HOME=", "PIXIR_PROVIDER=", "PIXIR_MODEL=", "PIXIR_PROFILE=")
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
@@ -138,6 +138,8 @@ func TestAgentsJSON(t *testing.T) {
 		pj(".codex/agents/reviewer.toml") + `: agent "reviewer" is also defined in ` + pj(".pixir/agents/reviewer.toml") + `, which takes precedence; this file is ignored`,
 		hm(".pixir/agents/notes.md") + ": ignored: not a .toml file",
 		hm(".codex/agents/worker.toml") + `: agent "worker" overrides the built-in "worker" agent`,
+		pj(".pixir/agents/reviewer.toml") + `: model "gpt-5" is not among the models configured for the scripted provider (scripted): ` +
+			`spawning reviewer is refused until it is added to models in config.toml`,
 	}, warnings)
 
 	require.Len(t, got.Errors, 1)
@@ -167,6 +169,7 @@ func TestAgentsTable(t *testing.T) {
 	w := newAgentsWorld(t, map[string]string{
 		"project/.pixir/agents/r.toml": agentFile("reviewer", `model = "gpt-5"`, `model_reasoning_effort = "low"`, `sandbox_mode = "read-only"`),
 		"home/.codex/agents/s.toml":    agentFile("scout"),
+		"home/.pixir/config.toml":      `models = ["gpt-5"]` + "\n", // the agent's model is configured: no warning
 	})
 	stdout, stderr, code := w.run(t)
 	require.Equal(t, exitOK, code, stderr)

@@ -205,6 +205,7 @@ func newRuntime(pf providerFlags, logger *slog.Logger) (*runtime.Runtime, error)
 		Provider:        provider,
 		Model:           c.Model,
 		Models:          c.Settings.Models,
+		ReasoningEffort: c.Settings.ReasoningEffort,
 		MaxTurnRequests: settings.MaxTurnRequests,
 		Tools:           append(tools.Builtins(), workflows.RunWorkflowTool()),
 		Logger:          logger,

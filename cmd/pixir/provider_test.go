@@ -151,6 +151,8 @@ func TestConfigErrorsNameTheLine(t *testing.T) {
 		{"a size without a number", "max_answer_size = \"MiB\"\n", `config.toml:1:19: toml: want a size with a unit, such as "8MiB", "512KiB" or "100000B", got MiB`},
 		{"a size without a unit", "[profiles.a]\nmax_answer_size = \"65536\"\n", `config.toml:2:19: toml: want a size with a unit`},
 		{"a size of zero", "max_answer_size = \"0MiB\"\n", "a size must be positive, got 0MiB"},
+		{"an unknown reasoning effort", "[profiles.a]\nmodel_reasoning_effort = \"max\"\n",
+			`config.toml: profiles.a.model_reasoning_effort "max" is not one of none, minimal, low, medium, high, xhigh`},
 		{"a negative context window", "[profiles.a]\ncontext_window = -1\n", "config.toml: profiles.a.context_window must be positive, got -1"},
 		{"the default profile is missing", "profile = \"nope\"\n[profiles.a]\n", `unknown profile "nope": `},
 	}

@@ -42,7 +42,8 @@ func (c catalog) Agent(name string) (runtime.AgentSpec, bool) {
 	if !ok {
 		return runtime.AgentSpec{}, false
 	}
-	return runtime.AgentSpec{Name: a.Name, DeveloperInstructions: a.DeveloperInstructions, Model: a.Model, ReadOnly: a.ReadOnly(), DenyNetwork: a.DenyNetwork()}, true
+	return runtime.AgentSpec{Name: a.Name, DeveloperInstructions: a.DeveloperInstructions, Model: a.Model,
+		ReasoningEffort: a.ModelReasoningEffort, ReadOnly: a.ReadOnly(), DenyNetwork: a.DenyNetwork(), Source: a.Source}, true
 }
 
 func (c catalog) Names() []string { return c.reg.Names() }
