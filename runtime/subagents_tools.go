@@ -65,6 +65,13 @@ func (b binding) resolve(req tools.SpawnRequest) (AgentSpec, string, int, error)
 	mode := req.WorkspaceMode
 	if mode == "" {
 		mode = WorkspaceIsolated
+		if spec.ReadOnly || b.parent.Mode() == ModeReadOnly {
+			// A read-only child cannot change the workspace: its file
+			// tools are refused, its commands run in a read-only sandbox
+			// (or are refused where the kernel has none). A copy would
+			// cost far more than its work (issue 15).
+			mode = WorkspaceShared
+		}
 	}
 	if mode == WorkspaceIsolated && m.cfg.Snapshot == nil {
 		mode = WorkspaceShared

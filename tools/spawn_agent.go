@@ -13,7 +13,7 @@ var spawnAgentDescription string
 type SpawnAgentArgs struct {
 	Task          string `json:"task" jsonschema:"minLength=1" jsonschema_description:"The child's whole assignment: what to do, what to report back. It sees nothing else of this conversation."`
 	Agent         string `json:"agent,omitempty" jsonschema_description:"Which agent to run: default, worker, explorer, or a custom agent's name. Default: default."`
-	WorkspaceMode string `json:"workspace_mode,omitempty" jsonschema:"enum=isolated,enum=shared" jsonschema_description:"isolated (default): the child works on a snapshot of the workspace and reports the files it changed; shared: it works in this workspace itself."`
+	WorkspaceMode string `json:"workspace_mode,omitempty" jsonschema:"enum=isolated,enum=shared" jsonschema_description:"isolated (the default for a child that may write): the child works on a snapshot of the workspace and reports the files it changed; shared (the default for a read-only child): it works in this workspace itself."`
 	TimeoutMS     int    `json:"timeout_ms,omitempty" jsonschema:"minimum=1000,maximum=3600000" jsonschema_description:"The child's time limit in milliseconds. Default from the configuration (120000)."`
 }
 

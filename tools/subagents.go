@@ -23,7 +23,7 @@ type Subagents interface {
 type SpawnRequest struct {
 	Agent         string
 	Task          string
-	WorkspaceMode string // isolated (default) or shared
+	WorkspaceMode string // isolated or shared; "" is isolated for a child that may write, shared for a read-only one
 	Timeout       time.Duration
 }
 

@@ -225,7 +225,7 @@ func Builtins() []Agent {
 		{
 			Name:        "explorer",
 			Description: "Read-heavy evidence gatherer: searches and reads the workspace to answer a question and reports findings with file and line references. Changes nothing (read-only).",
-			DeveloperInstructions: `You are an explorer subagent: you gather evidence to answer the parent's question. You run read-only: tools that change files or run commands are refused, so do not try them.
+			DeveloperInstructions: `You are an explorer subagent: you gather evidence to answer the parent's question. You run read-only: tools that change files are refused, and commands (tests, searches) run in a read-only sandbox where the system has one and are refused where it has none; do not try to change anything.
 - Search first (grep, glob), then read the relevant parts (read with offset and limit). Follow definitions and call sites until you can answer with confidence.
 - Be precise: cite every claim with a path and line numbers, and quote the few lines that matter.
 - Separate what you found from what you infer, and say what you could not find or check.
