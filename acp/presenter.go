@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pixir-go/pixir/internal/jsonraw"
 	"github.com/pixir-go/pixir/runtime"
 	"github.com/pixir-go/pixir/tools"
 )
@@ -38,15 +39,9 @@ func (p *presenter) send(update any) { p.s.notify(p.ctx, p.sess.ID(), update) }
 func (p *presenter) live(ev runtime.Event) {
 	switch ev.Type {
 	case runtime.EventTextDelta:
-		var d runtime.TextDeltaData
-		if p.decode(ev, &d) {
-			p.send(ContentChunk{SessionUpdate: "agent_message_chunk", Content: textBlock(d.Text)})
-		}
+		p.sendChunk("agent_message_chunk", ev)
 	case runtime.EventReasoningDelta:
-		var d runtime.TextDeltaData
-		if p.decode(ev, &d) {
-			p.send(ContentChunk{SessionUpdate: "agent_thought_chunk", Content: textBlock(d.Text)})
-		}
+		p.sendChunk("agent_thought_chunk", ev)
 	case runtime.EventStatus:
 		var d struct {
 			runtime.StatusData
@@ -301,6 +296,32 @@ func planUpdate(entries []tools.PlanEntry) Plan {
 func (p *presenter) sessionInfo() {
 	m := p.sess.Meta()
 	p.send(SessionInfoUpdate{SessionUpdate: "session_info_update", Title: m.Title, UpdatedAt: m.UpdatedAt.UTC().Format(time.RFC3339)})
+}
+
+// sendChunk sends a streamed fragment of text as a ContentChunk with a
+// text block. The text is spliced in as the event carries it, already
+// JSON: a model's answer can be megabytes, and decoding it only to encode
+// it again would cost two passes over it.
+func (p *presenter) sendChunk(kind string, ev runtime.Event) {
+	text, ok := jsonraw.Lookup(ev.Data, "text")
+	if !ok || text[0] != '"' {
+		p.s.log.Warn("undecodable event", "type", ev.Type, "err", "no text")
+		return
+	}
+	b := make([]byte, 0, len(text)+128)
+	b = append(b, `{"sessionId":`...)
+	b = jsonraw.AppendString(b, p.sess.ID())
+	b = append(b, `,"update":{"sessionUpdate":`...)
+	b = jsonraw.AppendString(b, kind)
+	b = append(b, `,"content":{"type":"text"`...)
+	if string(text) != `""` { // as encoding/json omits an empty text
+		b = append(b, `,"text":`...)
+		b = append(b, text...)
+	}
+	b = append(b, `}}}`...)
+	if err := p.s.conn.Notify(p.ctx, MethodSessionUpdate, json.RawMessage(b)); err != nil {
+		p.s.log.Debug("session/update not sent", "err", err)
+	}
 }
 
 func (p *presenter) decode(ev runtime.Event, v any) bool {

@@ -16,8 +16,10 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pixir-go/pixir/acp/rpc"
+	"github.com/pixir-go/pixir/internal/jsonraw"
 	"github.com/pixir-go/pixir/runtime"
 )
 
@@ -71,7 +73,7 @@ func (s *Server) HandleRequest(ctx context.Context, method string, params json.R
 	case MethodSessionClose:
 		return handle(params, s.closeSession)
 	case MethodSessionPrompt:
-		return handle(params, func(p *PromptRequest) (any, error) { return s.prompt(ctx, p) })
+		return handle(params, func(p *PromptRequest) (any, error) { return s.prompt(ctx, p, params) })
 	case MethodSessionSetMode:
 		return handle(params, func(p *SetModeRequest) (any, error) { return s.setMode(ctx, p) })
 	case MethodSessionSetConfig:
@@ -253,14 +255,14 @@ func (s *Server) session(id string) (*runtime.Session, error) {
 	return sess, nil
 }
 
-func (s *Server) prompt(ctx context.Context, p *PromptRequest) (any, error) {
+func (s *Server) prompt(ctx context.Context, p *PromptRequest, params json.RawMessage) (any, error) {
 	sess, err := s.session(p.SessionID)
 	if err != nil {
 		return nil, err
 	}
-	content, _ := json.Marshal(p.Prompt)
+	prompt := runtime.Prompt{Text: promptText(p.Prompt), Content: promptContent(p, params)}
 	pr := s.presenter(ctx, sess)
-	stop, err := sess.Prompt(ctx, runtime.Prompt{Text: promptText(p.Prompt), Content: content}, s.turnOptions(sess, pr))
+	stop, err := sess.Prompt(ctx, prompt, s.turnOptions(sess, pr))
 	switch {
 	case errors.Is(err, runtime.ErrBusy):
 		return nil, rpc.Errorf(rpc.CodeInvalidRequest, "%v", err)
@@ -290,10 +292,33 @@ func (s *Server) turnOptions(sess *runtime.Session, pr *presenter) runtime.TurnO
 	return opt
 }
 
+// promptContent is the prompt's content blocks as the client sent them
+// (the Log keeps them for replay): the "prompt" member of params, which the
+// connection has checked is JSON. Invalid UTF-8, which JSON text may not
+// carry, is mended by encoding the decoded blocks instead.
+func promptContent(p *PromptRequest, params json.RawMessage) json.RawMessage {
+	if raw, ok := jsonraw.Lookup(params, "prompt"); ok && utf8.Valid(raw) {
+		return raw
+	}
+	content, _ := json.Marshal(p.Prompt)
+	return content
+}
+
 // promptText is the prompt as the model reads it: text as is, embedded
 // resources inline with their uri, links as references.
 func promptText(blocks []ContentBlock) string {
+	if len(blocks) == 1 && blocks[0].Type == "text" {
+		return blocks[0].Text
+	}
 	var b strings.Builder
+	size := 0
+	for _, c := range blocks {
+		size += len(c.Text) + len(c.Name) + 2*len(c.URI) + 64
+		if c.Resource != nil && c.Resource.Text != nil {
+			size += len(*c.Resource.Text)
+		}
+	}
+	b.Grow(size)
 	for _, c := range blocks {
 		if b.Len() > 0 {
 			b.WriteString("\n")

@@ -3,6 +3,7 @@ package runtime
 import (
 	"encoding/json"
 
+	"github.com/pixir-go/pixir/internal/jsonraw"
 	"github.com/pixir-go/pixir/runtime/provider"
 	"github.com/pixir-go/pixir/tools"
 )
@@ -104,4 +105,51 @@ type ProviderUsageData struct {
 	Provider string `json:"provider"`
 	Model    string `json:"model"`
 	provider.Usage
+}
+
+// encodeEventData is json.Marshal with a fast path for the event data that
+// carries a whole prompt or a model's answer, which can be tens of megabytes:
+// json.Marshal would escape the text with HTML escaping, then check and
+// copy its own output once more. What it writes decodes to the same value.
+func encodeEventData(data any) (json.RawMessage, error) {
+	switch d := data.(type) {
+	case UserMessageData:
+		b := make([]byte, 0, jsonraw.QuotedLen(len(d.Text))+len(d.Content)+32)
+		b = append(b, `{"text":`...)
+		b = jsonraw.AppendString(b, d.Text)
+		if len(d.Content) > 0 {
+			b = append(b, `,"content":`...)
+			b = append(b, d.Content...)
+		}
+		return append(b, '}'), nil
+	case TextDeltaData:
+		return appendTextObject(d.Text), nil
+	case ReasoningData:
+		return appendTextObject(d.Text), nil
+	case AssistantMessageData:
+		b := make([]byte, 0, jsonraw.QuotedLen(len(d.Text))+32)
+		b = append(b, `{"text":`...)
+		b = jsonraw.AppendString(b, d.Text)
+		if len(d.ToolCalls) > 0 {
+			calls, err := json.Marshal(d.ToolCalls)
+			if err != nil {
+				return nil, err
+			}
+			b = append(b, `,"tool_calls":`...)
+			b = append(b, calls...)
+		}
+		if d.Partial {
+			b = append(b, `,"partial":true`...)
+		}
+		return append(b, '}'), nil
+	}
+	return json.Marshal(data)
+}
+
+// appendTextObject encodes {"text": text}.
+func appendTextObject(text string) json.RawMessage {
+	b := make([]byte, 0, jsonraw.QuotedLen(len(text))+10)
+	b = append(b, `{"text":`...)
+	b = jsonraw.AppendString(b, text)
+	return append(b, '}')
 }

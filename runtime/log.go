@@ -170,13 +170,7 @@ func (l *Log) Append(ev *Event) error {
 	if ev.TS.IsZero() {
 		ev.TS = time.Now().UTC()
 	}
-	line, err := json.Marshal(ev)
-	if err != nil {
-		l.seq--
-		return err
-	}
-	line = append(line, '\n')
-	if _, err := l.f.Write(line); err != nil {
+	if err := writeEventLine(l.f, ev); err != nil {
 		l.seq--
 		return fmt.Errorf("appending to %s: %w", l.path, err)
 	}

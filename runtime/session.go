@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -392,7 +393,7 @@ func ValidSessionID(id string) bool {
 // emit stamps and persists a canonical event, then shows it to the
 // observer. Ephemeral events are only shown.
 func (s *Session) emit(obs Observer, typ EventType, data any) error {
-	raw, err := json.Marshal(data)
+	raw, err := encodeEventData(data)
 	if err != nil {
 		return fmt.Errorf("encoding %s event: %w", typ, err)
 	}
@@ -463,9 +464,22 @@ func modelText(r tools.Result) string {
 }
 
 func titleFrom(text string) string {
-	t := strings.Join(strings.Fields(text), " ")
-	if r := []rune(t); len(r) > 80 {
-		t = string(r[:79]) + "…"
+	const most = 80
+	// Only the first words count: a prompt can be a pasted file of
+	// millions of words, or one word of millions of bytes.
+	var b strings.Builder
+	for word := range strings.FieldsSeq(text) {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(word[:min(len(word), (most+2)*utf8.UTFMax)])
+		if utf8.RuneCountInString(b.String()) > most {
+			break
+		}
+	}
+	t := b.String()
+	if r := []rune(t); len(r) > most {
+		t = string(r[:most-1]) + "…"
 	}
 	return t
 }

@@ -15,11 +15,14 @@ import (
 	"io"
 	"log/slog"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/pixir-go/pixir/internal/jsonraw"
 )
 
 // Handler serves what the peer sends. HandleRequest runs on its own goroutine
@@ -57,7 +60,7 @@ type Conn struct {
 	cancel context.CancelFunc
 
 	mu       sync.Mutex
-	inflight map[string]context.CancelFunc // by the request id's exact JSON
+	inflight map[string]context.CancelFunc // by the request id as echoed
 	handlers sync.WaitGroup
 
 	// inputDone is closed when the peer's input has ended: no reply to our
@@ -65,16 +68,11 @@ type Conn struct {
 	inputDone chan struct{}
 	done      chan struct{}
 
-	notes     chan notification
+	notes     chan *inbound
 	notesDone chan struct{}
 	notesWG   sync.WaitGroup
 
 	nextID atomic.Uint64
-}
-
-type notification struct {
-	method string
-	params json.RawMessage
 }
 
 // Serve starts serving r and writing to w. closeInput, if not nil, is called
@@ -87,7 +85,7 @@ func Serve(r io.Reader, w io.Writer, closeInput func() error, h Handler, opt Opt
 		inflight:  map[string]context.CancelFunc{},
 		inputDone: make(chan struct{}),
 		done:      make(chan struct{}),
-		notes:     make(chan notification, 1024),
+		notes:     make(chan *inbound, 1024),
 		notesDone: make(chan struct{}),
 	}
 	if c.log == nil {
@@ -129,57 +127,66 @@ func (d dispatcher) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrp
 }
 
 // dispatch runs inside the engine's read loop, so it never blocks on work.
+// req is the stand-in of a message the stream parked; the message itself is
+// taken from the stream.
 func (c *Conn) dispatch(_ context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Request) {
-	var params json.RawMessage
-	if req.Params != nil {
-		params = *req.Params
+	msg := c.stream.take(req)
+	if msg == nil {
+		c.log.Error("the engine handed over a request the stream did not park", "method", req.Method)
+		return
 	}
-	if req.Notif {
-		if req.Method == "$/cancel_request" {
-			c.cancelRequest(params)
+	if msg.id == nil {
+		if msg.method == "$/cancel_request" {
+			c.cancelRequest(msg.params)
 			return
 		}
 		c.notesWG.Add(1)
 		select {
-		case c.notes <- notification{req.Method, params}:
+		case c.notes <- msg:
 		case <-c.ctx.Done():
 			c.notesWG.Done()
 		}
 		return
 	}
-	key := requestKey(req.ID)
+	key := string(msg.id)
 	ctx, cancel := context.WithCancel(c.ctx)
 	c.mu.Lock()
 	c.inflight[key] = cancel
 	c.handlers.Add(1)
 	c.mu.Unlock()
-	go c.serveRequest(ctx, cancel, key, req.ID, req.Method, params)
+	go c.serveRequest(ctx, cancel, msg)
 }
 
-func (c *Conn) serveRequest(ctx context.Context, cancel context.CancelFunc, key string, id jsonrpc2.ID, method string, params json.RawMessage) {
+func (c *Conn) serveRequest(ctx context.Context, cancel context.CancelFunc, msg *inbound) {
 	defer c.handlers.Done()
+	id, method := msg.id, msg.method
 	defer func() {
 		c.mu.Lock()
-		delete(c.inflight, key)
+		delete(c.inflight, string(id))
 		c.mu.Unlock()
 		cancel()
 	}()
-	result, err := c.call(ctx, method, params)
-	resp := &jsonrpc2.Response{ID: id}
+	result, err := c.call(ctx, method, msg.params)
+	var raw []byte
 	if err == nil {
-		if setErr := resp.SetResult(result); setErr != nil {
-			err = fmt.Errorf("encoding result: %w", setErr)
-		}
-	}
-	if err != nil {
-		resp.Result = nil
-		resp.Error = toWireError(ctx, err)
-		if resp.Error.Code == jsonrpc2.CodeInternalError {
-			c.log.Error("request failed", "method", method, "err", err)
+		if raw, err = encode(result); err != nil {
+			err = fmt.Errorf("encoding result: %w", err)
 		}
 	}
 	// The reply is written even when ctx was cancelled: the peer is owed one.
-	if err := c.engine.SendResponse(context.Background(), resp); err != nil {
+	if err == nil {
+		c.replyNotSent(method, c.stream.writeResult(id, raw))
+		return
+	}
+	wire := toWireError(ctx, err)
+	if wire.Code == CodeInternalError {
+		c.log.Error("request failed", "method", method, "err", err)
+	}
+	c.replyNotSent(method, c.stream.writeError(id, wire))
+}
+
+func (c *Conn) replyNotSent(method string, err error) {
+	if err != nil {
 		c.log.Warn("reply not sent", "method", method, "err", err)
 	}
 }
@@ -216,15 +223,13 @@ func (c *Conn) runNotifications() {
 }
 
 func (c *Conn) cancelRequest(params json.RawMessage) {
-	var p struct {
-		RequestID json.RawMessage `json:"requestId"`
-	}
-	if err := json.Unmarshal(params, &p); err != nil || len(p.RequestID) == 0 {
+	id, ok := jsonraw.Lookup(params, "requestId")
+	if !ok || !isValidID(id) {
 		c.log.Warn("ignored $/cancel_request without requestId")
 		return
 	}
 	c.mu.Lock()
-	cancel := c.inflight[string(compactJSON(p.RequestID))]
+	cancel := c.inflight[string(echoID(id))]
 	c.mu.Unlock()
 	if cancel != nil {
 		cancel()
@@ -256,19 +261,10 @@ func (c *Conn) inputEnded() {
 	c.notesWG.Wait()
 }
 
-// requestKey is the exact JSON of a request id, the key $/cancel_request
-// names it by.
-func requestKey(id jsonrpc2.ID) string {
-	if id.IsString && len(id.Str) > len(rawIDPrefix) && id.Str[:len(rawIDPrefix)] == rawIDPrefix {
-		return id.Str[len(rawIDPrefix):]
-	}
-	b, _ := json.Marshal(id)
-	return string(b)
-}
-
-// Notify sends a notification to the peer.
-func (c *Conn) Notify(ctx context.Context, method string, params any) error {
-	return c.engine.Notify(ctx, method, params)
+// Notify sends a notification to the peer. Params are encoded once; a
+// json.RawMessage is written as it is, once checked.
+func (c *Conn) Notify(_ context.Context, method string, params any) error {
+	return c.stream.writeNotification(method, params)
 }
 
 // ErrPeerGone is returned by Call when the peer's input ended before it
@@ -278,8 +274,11 @@ var ErrPeerGone = errors.New("the client closed its connection before answering"
 // Call sends a request to the peer and waits for the answer. When ctx ends
 // first, the peer is sent $/cancel_request for it and ctx's error returned.
 func (c *Conn) Call(ctx context.Context, method string, params, result any) error {
-	id := jsonrpc2.ID{Num: c.nextID.Add(1)}
-	w, err := c.engine.DispatchCall(ctx, method, params, jsonrpc2.PickID(id))
+	id := c.nextID.Add(1)
+	key := strconv.FormatUint(id, 10)
+	c.stream.await(key)
+	defer c.stream.result(key) // drops an answer that came too late
+	w, err := c.engine.DispatchCall(ctx, method, params, jsonrpc2.PickID(jsonrpc2.ID{Num: id}))
 	if err != nil {
 		return err
 	}
@@ -292,12 +291,15 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 		case <-waitCtx.Done():
 		}
 	}()
-	err = w.Wait(waitCtx, result)
+	err = w.Wait(waitCtx, nil)
 	switch {
 	case err == nil:
+		if raw := c.stream.result(key); result != nil && raw != nil {
+			return json.Unmarshal(raw, result)
+		}
 		return nil
 	case ctx.Err() != nil:
-		_ = c.engine.Notify(context.Background(), "$/cancel_request", map[string]any{"requestId": id.Num})
+		_ = c.engine.Notify(context.Background(), "$/cancel_request", map[string]any{"requestId": id})
 		return ctx.Err()
 	case waitCtx.Err() != nil:
 		return ErrPeerGone

@@ -40,18 +40,13 @@ func Errorf(code int64, format string, args ...any) *Error {
 // toWireError picks the code for err. A request whose context the peer
 // cancelled answers -32800; a coded error keeps its code and takes the
 // outermost message, so wrapping adds context without losing the code.
-func toWireError(ctx context.Context, err error) *jsonrpc2.Error {
+func toWireError(ctx context.Context, err error) *Error {
 	var coded *Error
 	if errors.As(err, &coded) {
-		w := &jsonrpc2.Error{Code: coded.Code, Message: err.Error()}
-		if len(coded.Data) > 0 {
-			d := coded.Data
-			w.Data = &d
-		}
-		return w
+		return &Error{Code: coded.Code, Message: err.Error(), Data: coded.Data}
 	}
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-		return &jsonrpc2.Error{Code: CodeRequestCancelled, Message: "request cancelled"}
+		return &Error{Code: CodeRequestCancelled, Message: "request cancelled"}
 	}
-	return &jsonrpc2.Error{Code: CodeInternalError, Message: "internal error: " + err.Error()}
+	return &Error{Code: CodeInternalError, Message: "internal error: " + err.Error()}
 }

@@ -7,10 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
+	"strconv"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/pixir-go/pixir/internal/jsonraw"
 )
 
 // MaxLineBytes is the largest message accepted on one line. Editors send
@@ -18,17 +21,18 @@ import (
 // at 32 MiB, so twice that leaves room without letting one line eat memory.
 const MaxLineBytes = 64 << 20
 
-// rawIDPrefix marks a request id that the stream rewrote. sourcegraph/jsonrpc2
-// models ids as uint64 or string, so a negative or fractional id would be
-// mangled on the way back. The stream hands the engine a string id that
-// carries the exact JSON text and restores it when the response is written.
-// A NUL byte cannot appear in an id a client typed by hand by accident.
-const rawIDPrefix = "\x00raw:"
-
 // lineStream is the jsonrpc2.ObjectStream under a Conn. It frames messages by
-// newline, answers what the engine would otherwise die on (parse errors,
-// batches, invalid requests, oversized lines) and keeps serving, and on end of
-// input waits for in-flight handlers so their replies are written.
+// newline and scans each line once (jsonraw.Scan: validity and the spans of
+// the members). Lines the engine would die on (parse errors, batches,
+// invalid requests, oversized lines) are answered here, and the connection
+// goes on.
+//
+// The engine never sees a message's payload: sourcegraph/jsonrpc2 decodes
+// params into interface{} values and encodes them again, several passes over
+// a prompt that can be tens of megabytes. It is handed a small stand-in
+// instead (method, a key in "meta", and for a response the id), and the
+// message itself is parked here until the Conn takes it by that key. Replies
+// and notifications are written here directly, encoded once.
 type lineStream struct {
 	in *bufio.Reader
 	// maxLine is the largest line accepted: MaxLineBytes unless a test
@@ -38,6 +42,15 @@ type lineStream struct {
 	writeMu sync.Mutex
 	out     io.Writer
 	closer  func() error
+	closed  bool
+
+	mu      sync.Mutex
+	parked  map[uint64]*inbound // requests and notifications, by stand-in key
+	nextKey uint64
+	// awaited are the ids of our calls still waiting for an answer, and
+	// results the answers that came, by the id's text.
+	awaited map[string]bool
+	results map[string]json.RawMessage
 
 	// beforeEOF runs once, when input has ended, before the engine is told.
 	beforeEOF func()
@@ -49,20 +62,32 @@ type lineStream struct {
 	onInvalid func(reason string)
 }
 
+// inbound is a request or notification from the peer. Its params are a
+// slice of the line it came on.
+type inbound struct {
+	id     json.RawMessage // as echoed in the reply (see echoID); nil for a notification
+	method string
+	params json.RawMessage
+}
+
 func newLineStream(r io.Reader, w io.Writer, closer func() error, maxLine int) *lineStream {
 	if maxLine <= 0 {
 		maxLine = MaxLineBytes
 	}
-	return &lineStream{in: bufio.NewReaderSize(r, 64<<10), out: w, closer: closer, maxLine: maxLine}
+	return &lineStream{
+		in: bufio.NewReaderSize(r, 64<<10), maxLine: maxLine, out: w, closer: closer,
+		parked: map[uint64]*inbound{}, awaited: map[string]bool{}, results: map[string]json.RawMessage{},
+	}
 }
 
-// ReadObject implements jsonrpc2.ObjectStream. It returns only well-formed
-// single requests and responses; everything else is answered here.
+// ReadObject implements jsonrpc2.ObjectStream. It hands the engine stand-ins
+// of well-formed requests, notifications and responses; everything else is
+// answered here.
 func (s *lineStream) ReadObject(v any) error {
 	for {
 		line, err := s.readLine()
 		if errors.Is(err, errLineTooLong) {
-			s.replyError(nil, jsonrpc2.CodeInvalidRequest, fmt.Sprintf("message exceeds %d bytes", s.maxLine))
+			s.replyError(nil, CodeInvalidRequest, fmt.Sprintf("message exceeds %d bytes", s.maxLine))
 			continue
 		}
 		if err != nil && len(line) == 0 {
@@ -71,17 +96,17 @@ func (s *lineStream) ReadObject(v any) error {
 			}
 			return err
 		}
-		line = bytes.TrimSpace(line)
-		if len(line) == 0 {
+		if blank(line) {
 			continue
 		}
-		msg, ok := s.check(line)
+		standIn, ok := s.vet(line)
 		if !ok {
 			continue
 		}
-		if err := json.Unmarshal(msg, v); err != nil {
-			// check has vetted the shape; this is a fault of ours or the engine's.
-			s.replyError(nil, jsonrpc2.CodeInvalidRequest, "invalid request: "+err.Error())
+		if err := json.Unmarshal(standIn, v); err != nil {
+			// vet has checked the shape; what is left is an error object
+			// the engine cannot read.
+			s.replyError(nil, CodeInvalidRequest, "invalid request: "+err.Error())
 			continue
 		}
 		return nil
@@ -90,108 +115,212 @@ func (s *lineStream) ReadObject(v any) error {
 
 var errLineTooLong = errors.New("line too long")
 
-// readLine reads up to and excluding the next newline. A line over
-// maxLine is drained and reported as errLineTooLong.
+// readLine reads up to and excluding the next newline. A line over maxLine
+// is drained and reported as errLineTooLong. A long line is gathered in
+// pieces and joined once, into a buffer of its exact size.
 func (s *lineStream) readLine() ([]byte, error) {
-	var buf []byte
+	var pieces [][]byte
+	size := 0
 	tooLong := false
 	for {
 		chunk, err := s.in.ReadSlice('\n')
+		if err == nil {
+			chunk = chunk[:len(chunk)-1] // the newline
+		}
 		if !tooLong {
-			if len(buf)+len(chunk) > s.maxLine+1 {
-				tooLong = true
-				buf = nil
-			} else {
-				buf = append(buf, chunk...)
+			if size+len(chunk) > s.maxLine {
+				tooLong, pieces = true, nil
+			} else if errors.Is(err, bufio.ErrBufferFull) || len(pieces) > 0 {
+				pieces = append(pieces, bytes.Clone(chunk))
 			}
+			size += len(chunk)
 		}
 		switch {
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
-		case err != nil:
-			if tooLong {
-				return nil, errLineTooLong
+		case tooLong:
+			if err != nil && !errors.Is(err, io.EOF) {
+				return nil, err
 			}
-			return buf, err
-		}
-		if tooLong {
 			return nil, errLineTooLong
+		case len(pieces) == 0: // the whole line was in the buffer
+			return bytes.Clone(chunk), err
 		}
-		return buf, nil
+		return bytes.Join(pieces, nil), err
 	}
 }
 
-// envelope is what the stream needs to know of a message to vet it.
+// blank reports whether a line holds only JSON white space.
+func blank(line []byte) bool {
+	for _, c := range line {
+		if c != ' ' && c != '\t' && c != '\r' {
+			return false
+		}
+	}
+	return true
+}
+
+// envelope holds the raw members of a message that decide what it is.
 type envelope struct {
-	JSONRPC *string         `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  json.RawMessage `json:"method"`
-	Result  json.RawMessage `json:"result"`
-	Error   json.RawMessage `json:"error"`
+	jsonrpc, id, method, params, result, error json.RawMessage
 }
 
-// check vets one line and returns the message to hand to the engine, or
+// vet scans one line and returns the stand-in to hand to the engine, or
 // answers the line itself and reports false.
-func (s *lineStream) check(line []byte) ([]byte, bool) {
-	if line[0] == '[' {
-		if !json.Valid(line) {
-			s.replyError(nil, jsonrpc2.CodeParseError, "parse error: invalid JSON")
-			return nil, false
-		}
-		s.replyError(nil, jsonrpc2.CodeInvalidRequest, "batch requests are not supported: send one message per line")
+func (s *lineStream) vet(line []byte) ([]byte, bool) {
+	value, members, err := jsonraw.Scan(line)
+	switch {
+	case err != nil:
+		s.replyError(nil, CodeParseError, "parse error: invalid JSON")
 		return nil, false
-	}
-	if !json.Valid(line) {
-		s.replyError(nil, jsonrpc2.CodeParseError, "parse error: invalid JSON")
+	case value[0] == '[':
+		s.replyError(nil, CodeInvalidRequest, "batch requests are not supported: send one message per line")
+		return nil, false
+	case value[0] != '{':
+		s.replyError(nil, CodeInvalidRequest, "invalid request: a message must be a JSON object")
 		return nil, false
 	}
 	var env envelope
-	if err := json.Unmarshal(line, &env); err != nil {
-		s.replyError(nil, jsonrpc2.CodeInvalidRequest, "invalid request: a message must be a JSON object")
-		return nil, false
+	for _, m := range members { // the last of a repeated member wins, as in encoding/json
+		switch m.Key {
+		case "jsonrpc":
+			env.jsonrpc = m.Value
+		case "id":
+			env.id = m.Value
+		case "method":
+			env.method = m.Value
+		case "params":
+			env.params = m.Value
+		case "result":
+			env.result = m.Value
+		case "error":
+			env.error = m.Value
+		}
 	}
-	id := env.ID
-	validID := len(id) == 0 || isValidID(id)
+	id := env.id
+	validID := id == nil || isValidID(id)
 	var replyID json.RawMessage
-	if len(id) > 0 && validID && !bytes.Equal(id, []byte("null")) {
-		replyID = id
+	if id != nil && validID && string(id) != "null" {
+		replyID = echoID(id)
 	}
 	invalid := func(why string) ([]byte, bool) {
-		s.replyError(replyID, jsonrpc2.CodeInvalidRequest, "invalid request: "+why)
+		s.replyError(replyID, CodeInvalidRequest, "invalid request: "+why)
 		return nil, false
 	}
-	if env.JSONRPC == nil || *env.JSONRPC != "2.0" {
+	if version, ok := jsonString(env.jsonrpc); !ok || version != "2.0" {
 		return invalid(`"jsonrpc" must be "2.0"`)
 	}
 	if !validID {
 		return invalid(`"id" must be a string, a number or null`)
 	}
-	isResponse := len(env.Result) > 0 || len(env.Error) > 0
-	if len(env.Method) == 0 {
-		if isResponse && len(id) > 0 {
+	isResponse := env.result != nil || env.error != nil
+	if env.method == nil {
+		if isResponse && id != nil {
 			if s.beforeResponse != nil {
 				s.beforeResponse()
 			}
-			return line, true // a reply to a call of ours
+			return s.responseStandIn(id, env.result, env.error), true
 		}
 		return invalid(`"method" is missing`)
 	}
-	var method string
-	if err := json.Unmarshal(env.Method, &method); err != nil {
+	method, ok := jsonString(env.method)
+	if !ok {
 		return invalid(`"method" must be a string`)
 	}
 	if isResponse {
 		return invalid(`a message cannot have both "method" and "result" or "error"`)
 	}
-	if len(id) == 0 {
-		return line, true // a notification
+	msg := &inbound{method: method, params: env.params}
+	if id != nil {
+		msg.id = echoID(id)
 	}
-	return rewriteID(line, rawIDPrefix+string(compactJSON(id)))
+	return s.park(msg), true
+}
+
+// park keeps msg for the Conn and returns its stand-in.
+func (s *lineStream) park(msg *inbound) []byte {
+	s.mu.Lock()
+	s.nextKey++
+	key := s.nextKey
+	s.parked[key] = msg
+	s.mu.Unlock()
+	b := []byte(`{"jsonrpc":"2.0","method":"",`)
+	if msg.id != nil {
+		b = append(b, `"id":0,`...)
+	}
+	b = append(b, `"meta":`...)
+	b = strconv.AppendUint(b, key, 10)
+	return append(b, '}')
+}
+
+// take returns the message parked under the stand-in's key.
+func (s *lineStream) take(req *jsonrpc2.Request) *inbound {
+	if req.Meta == nil {
+		return nil
+	}
+	key, err := strconv.ParseUint(string(*req.Meta), 10, 64)
+	if err != nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	msg := s.parked[key]
+	delete(s.parked, key)
+	return msg
+}
+
+// responseStandIn parks the result of an answer to one of our calls and
+// returns the response the engine routes: its id, and the error object if
+// any (small, and the engine turns it into the Call's error).
+func (s *lineStream) responseStandIn(id, result, errObj json.RawMessage) []byte {
+	b := []byte(`{"jsonrpc":"2.0","id":`)
+	b = append(b, echoID(id)...)
+	if errObj != nil {
+		b = append(b, `,"error":`...)
+		b = append(b, errObj...)
+		return append(b, '}')
+	}
+	key := string(echoID(id))
+	s.mu.Lock()
+	if s.awaited[key] {
+		s.results[key] = result
+	}
+	s.mu.Unlock()
+	return append(b, `,"result":null}`...)
+}
+
+// await marks id as a call of ours whose result is to be parked.
+func (s *lineStream) await(id string) {
+	s.mu.Lock()
+	s.awaited[id] = true
+	s.mu.Unlock()
+}
+
+// result returns and forgets the answer parked for id (nil if none came).
+func (s *lineStream) result(id string) json.RawMessage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.results[id]
+	delete(s.results, id)
+	delete(s.awaited, id)
+	return r
+}
+
+// jsonString decodes raw when it is a JSON string.
+func jsonString(raw json.RawMessage) (string, bool) {
+	if len(raw) == 0 || raw[0] != '"' {
+		return "", false
+	}
+	var str string
+	if err := json.Unmarshal(raw, &str); err != nil {
+		return "", false
+	}
+	return str, true
 }
 
 func isValidID(id json.RawMessage) bool {
 	switch id[0] {
-	case '"', 'n':
+	case '"', 'n': // a string or null (the line was scanned: n is null)
 		return true
 	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 		return true
@@ -199,92 +328,108 @@ func isValidID(id json.RawMessage) bool {
 	return false
 }
 
-// rewriteID replaces the message's id by a string id.
-func rewriteID(line []byte, id string) ([]byte, bool) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(line, &m); err != nil {
-		return nil, false
+// echoID is the id as every reply, and $/cancel_request matching, uses it:
+// the client's exact text, except that a string with invalid UTF-8 (which no
+// JSON text may carry) has each invalid byte replaced by U+FFFD, as
+// encoding/json does when it decodes one.
+func echoID(id json.RawMessage) json.RawMessage {
+	if id[0] != '"' || utf8.Valid(id) {
+		return id
 	}
-	b, _ := json.Marshal(id)
-	m["id"] = b
-	out, err := json.Marshal(m)
-	if err != nil {
-		return nil, false
-	}
-	return out, true
+	str, _ := jsonString(id)
+	return jsonraw.AppendString(nil, str)
 }
 
-func compactJSON(b []byte) []byte {
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, b); err != nil {
-		return b
-	}
-	return buf.Bytes()
-}
-
-// WriteObject implements jsonrpc2.ObjectStream: one compact object per line,
-// with any rewritten id restored to the client's exact text.
+// WriteObject implements jsonrpc2.ObjectStream for the engine's own
+// messages: the calls we make and their $/cancel_request.
 func (s *lineStream) WriteObject(obj any) error {
 	b, err := json.Marshal(obj)
 	if err != nil {
 		return err
 	}
-	b = restoreID(b)
-	return s.writeLine(b)
+	return s.writeLine(append(b, '\n'))
 }
 
-// restoreID puts back the id rewritten by check. Only responses to the
-// client's requests carry such ids.
-func restoreID(b []byte) []byte {
-	if !bytes.Contains(b, []byte(`\u0000raw:`)) {
-		return b
+// writeResult writes a successful reply with its encoded result.
+func (s *lineStream) writeResult(id, raw json.RawMessage) error {
+	b := make([]byte, 0, len(raw)+len(id)+40)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"result":`...)
+	b = append(b, raw...)
+	return s.writeLine(append(b, '}', '\n'))
+}
+
+// writeError writes an error reply; a nil id is written as null, as
+// JSON-RPC requires when the id could not be read.
+func (s *lineStream) writeError(id json.RawMessage, e *Error) error {
+	if id == nil {
+		id = json.RawMessage("null")
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil {
-		return b
+	b := make([]byte, 0, len(e.Message)+len(e.Data)+len(id)+64)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"error":{"code":`...)
+	b = strconv.AppendInt(b, e.Code, 10)
+	b = append(b, `,"message":`...)
+	b = jsonraw.AppendString(b, e.Message)
+	if len(e.Data) > 0 && jsonraw.Valid(e.Data) {
+		b = append(b, `,"data":`...)
+		b = append(b, e.Data...)
 	}
-	var id string
-	if err := json.Unmarshal(m["id"], &id); err != nil || !strings.HasPrefix(id, rawIDPrefix) {
-		return b
-	}
-	m["id"] = json.RawMessage(strings.TrimPrefix(id, rawIDPrefix))
-	out, err := json.Marshal(m)
+	return s.writeLine(append(b, '}', '}', '\n'))
+}
+
+// writeNotification writes a notification, its params encoded once.
+func (s *lineStream) writeNotification(method string, params any) error {
+	raw, err := encode(params)
 	if err != nil {
-		return b
+		return err
 	}
-	return out
+	b := make([]byte, 0, len(raw)+len(method)+40)
+	b = append(b, `{"jsonrpc":"2.0","method":`...)
+	b = jsonraw.AppendString(b, method)
+	b = append(b, `,"params":`...)
+	b = append(b, raw...)
+	return s.writeLine(append(b, '}', '\n'))
 }
 
+// encode is json.Marshal, except that a json.RawMessage is only checked:
+// the caller encoded it already, and it may be megabytes.
+func encode(v any) ([]byte, error) {
+	if raw, ok := v.(json.RawMessage); ok {
+		if !jsonraw.Valid(raw) {
+			return nil, errors.New("the message to send is not valid JSON")
+		}
+		return raw, nil
+	}
+	return json.Marshal(v)
+}
+
+// writeLine writes one whole line; after Close it fails with ErrClosed.
 func (s *lineStream) writeLine(b []byte) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	b = append(b, '\n')
+	if s.closed {
+		return jsonrpc2.ErrClosed
+	}
 	_, err := s.out.Write(b)
 	return err
 }
 
-// replyError writes an error response the engine never saw. A nil id is
-// written as null, as JSON-RPC requires when the id could not be read.
+// replyError answers a line the engine never saw.
 func (s *lineStream) replyError(id json.RawMessage, code int64, message string) {
 	if s.onInvalid != nil {
 		s.onInvalid(message)
 	}
-	if id == nil {
-		id = json.RawMessage("null")
-	}
-	b, err := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   jsonrpc2.Error  `json:"error"`
-	}{"2.0", id, jsonrpc2.Error{Code: code, Message: message}})
-	if err != nil {
-		return
-	}
-	_ = s.writeLine(b)
+	_ = s.writeError(id, &Error{Code: code, Message: message})
 }
 
 // Close implements jsonrpc2.ObjectStream.
 func (s *lineStream) Close() error {
+	s.writeMu.Lock()
+	s.closed = true
+	s.writeMu.Unlock()
 	if s.closer != nil {
 		return s.closer()
 	}

@@ -1,0 +1,60 @@
+package runtime
+
+import (
+	"encoding/json"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/pixir-go/pixir/internal/jsonraw"
+)
+
+// largeEvent is the size of data from which an event's line is written from
+// its pieces rather than copied into one buffer first.
+const largeEvent = 1 << 20
+
+// writeEventLine appends ev to f as one NDJSON line, in one write. ev.Data
+// is written as it is, so it must be valid JSON (emit makes it): encoding
+// the whole event with json.Marshal would check and copy a prompt of
+// megabytes once more, and a large event is written from its pieces (see
+// writePieces) so it is not copied at all.
+func writeEventLine(f *os.File, ev *Event) error {
+	data := ev.Data
+	if len(data) == 0 {
+		data = json.RawMessage("null")
+	}
+	head := appendEventHead(make([]byte, 0, 160), ev)
+	if len(data) >= largeEvent {
+		return writePieces(f, head, data, []byte("}\n"))
+	}
+	line := append(append(head, data...), '}', '\n')
+	_, err := f.Write(line)
+	return err
+}
+
+// appendEventLine appends ev as one NDJSON line.
+func appendEventLine(b []byte, ev *Event) []byte {
+	data := ev.Data
+	if len(data) == 0 {
+		data = json.RawMessage("null")
+	}
+	b = appendEventHead(b, ev)
+	b = append(b, data...)
+	return append(b, '}', '\n')
+}
+
+// appendEventHead appends ev's line up to its data, the fields in the order
+// of Event's.
+func appendEventHead(b []byte, ev *Event) []byte {
+	b = append(b, `{"id":`...)
+	b = jsonraw.AppendString(b, ev.ID)
+	b = append(b, `,"session_id":`...)
+	b = jsonraw.AppendString(b, ev.SessionID)
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendInt(b, ev.Seq, 10)
+	b = append(b, `,"ts":"`...)
+	b = ev.TS.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","type":`...)
+	b = jsonraw.AppendString(b, string(ev.Type))
+	return append(b, `,"data":`...)
+}
