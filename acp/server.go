@@ -27,6 +27,9 @@ import (
 type Options struct {
 	Version string
 	Logger  *slog.Logger
+	// MaxLineBytes is the largest message accepted; zero means
+	// rpc.MaxLineBytes. Tests lower it.
+	MaxLineBytes int
 }
 
 // Server answers one ACP client over one connection.
@@ -35,6 +38,7 @@ type Server struct {
 	conn    *rpc.Conn
 	log     *slog.Logger
 	version string
+	maxLine int
 
 	mu     sync.Mutex
 	client ClientCapabilities // what initialize said the client can do
@@ -45,13 +49,13 @@ func NewServer(rt *runtime.Runtime, opt Options) *Server {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Server{rt: rt, log: opt.Logger, version: opt.Version}
+	return &Server{rt: rt, log: opt.Logger, version: opt.Version, maxLine: opt.MaxLineBytes}
 }
 
 // Serve speaks ACP over r and w until r ends; the returned connection's
 // Done channel closes once every reply has been written.
 func (s *Server) Serve(r io.Reader, w io.Writer, closeInput func() error) *rpc.Conn {
-	s.conn = rpc.Serve(r, w, closeInput, s, rpc.Options{Logger: s.log})
+	s.conn = rpc.Serve(r, w, closeInput, s, rpc.Options{Logger: s.log, MaxLineBytes: s.maxLine})
 	return s.conn
 }
 
