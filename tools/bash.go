@@ -119,6 +119,10 @@ func runBash(ctx context.Context, env Env, a BashArgs, dryRun bool) Result {
 	})
 	result := func() BashOutput {
 		r := BashOutput{ExitCode: -1, Output: out.String(), SandboxNotice: env.SandboxNotice}
+		if env.SandboxNotice != "" {
+			// Also in the output, which is what an editor shows.
+			r.Output = "[" + env.SandboxNotice + "]\n" + r.Output
+		}
 		if o.Confined {
 			r.Sandbox = "write-set"
 			if len(env.Commands.Writable) == 0 {

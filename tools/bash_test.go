@@ -163,6 +163,14 @@ func TestBashReadOnlySandbox(t *testing.T) {
 	require.ErrorIs(t, err, os.ErrNotExist)
 }
 
+func TestBashSaysTheSandboxNotice(t *testing.T) {
+	env, _ := newEnv(t)
+	env.SandboxNotice = "Pixir: no kernel sandbox here."
+	out := requireOK[BashOutput](t, run(t, BashTool(), env, `{"command":"echo hi"}`))
+	require.Equal(t, "Pixir: no kernel sandbox here.", out.SandboxNotice)
+	require.Equal(t, "[Pixir: no kernel sandbox here.]\nhi\n", out.Output, "the editor shows the output: the notice is there too")
+}
+
 // failingTerminals fails a test that runs a command in the editor's
 // terminal: a sandboxed command must not go there.
 type failingTerminals struct{ t *testing.T }

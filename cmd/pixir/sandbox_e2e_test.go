@@ -329,3 +329,21 @@ func TestReadOnlySessionRunsCommandsInTheSandbox(t *testing.T) {
 	_, err := os.Stat(filepath.Join(e.ws, "ran.txt"))
 	require.ErrorIs(t, err, fs.ErrNotExist)
 }
+
+func TestWithoutLandlockAWritersCommandsSayTheyAreNotConfined(t *testing.T) {
+	e := newEnv(t, sandboxScript(t, 0, "", ""))
+	require.NoError(t, os.MkdirAll(e.home, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(e.home, "config.toml"), []byte("[sandbox]\nlandlock = false\n"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(e.ws, "src"), 0o755))
+	a := e.start()
+	a.initialize()
+	s := &wfSession{t: t, e: e, a: a, sid: a.newSession(), id: 2}
+	s.prompt("sbx writer")
+
+	step := stepOf(t, outcomeOf(t, onlyResult(t, s.log())), "docs")
+	bash := bashOutputOf(t, toolResultsOf(t, childLog(t, e.ws, step))[0])
+	require.Empty(t, bash.Sandbox)
+	require.Contains(t, bash.SandboxNotice, "commands of this session run without the kernel sandbox: turned off by landlock = false")
+	require.True(t, strings.HasPrefix(bash.Output, "[Pixir: commands of this session run without the kernel sandbox"), bash.Output)
+	require.Equal(t, 1, strings.Count(a.stderr.String(), "commands are not sandboxed"), a.stderr.String())
+}
