@@ -347,3 +347,19 @@ func TestWithoutLandlockAWritersCommandsSayTheyAreNotConfined(t *testing.T) {
 	require.True(t, strings.HasPrefix(bash.Output, "[Pixir: commands of this session run without the kernel sandbox"), bash.Output)
 	require.Equal(t, 1, strings.Count(a.stderr.String(), "commands are not sandboxed"), a.stderr.String())
 }
+
+func TestClosingTheSessionEndsEveryProcessOfItsCommand(t *testing.T) {
+	needPIDNamespaces(t)
+	_, a, sid, marker, _ := hangingCommand(t)
+	a.result(4, "session/close", map[string]any{"sessionId": sid}, nil)
+	require.Empty(t, sandboxtest.Running("sleep "+marker), "a process outlived session/close")
+}
+
+func TestPixirExitingEndsEveryProcessOfItsCommands(t *testing.T) {
+	needPIDNamespaces(t)
+	_, a, _, marker, pids := hangingCommand(t)
+	require.NoError(t, a.stdin.Close()) // the editor went away
+	_ = a.cmd.Wait()
+	require.NoError(t, sandboxtest.AwaitExit(pids))
+	require.Empty(t, sandboxtest.Running("sleep "+marker), "a process outlived pixir")
+}
