@@ -17,6 +17,7 @@ import (
 	"github.com/pixir-go/pixir/runtime/provider"
 	"github.com/pixir-go/pixir/sandbox"
 	"github.com/pixir-go/pixir/tools"
+	"github.com/pixir-go/pixir/workflows"
 )
 
 // DefaultMaxTurnRequests bounds model calls in one turn when Config leaves
@@ -39,9 +40,12 @@ type Config struct {
 	// MaxTurnRequests bounds model calls per turn (max_turn_requests).
 	MaxTurnRequests int
 	Tools           []tools.Tool
-	System          string
-	Logger          *slog.Logger
-	Subagents       SubagentConfig
+	// Workflows offers run_workflow besides Tools: each call is bound to
+	// the workflow ports of its session, its tool call and its turn.
+	Workflows bool
+	System    string
+	Logger    *slog.Logger
+	Subagents SubagentConfig
 	// Sandbox runs the tools' commands; nil runs them with the default
 	// sandbox configuration.
 	Sandbox *sandbox.Sandbox
@@ -73,9 +77,15 @@ func New(cfg Config) *Runtime {
 	if cfg.Model != "" && !slices.Contains(cfg.Models, cfg.Model) {
 		cfg.Models = append([]string{cfg.Model}, cfg.Models...)
 	}
+	all := cfg.Tools
+	if cfg.Workflows {
+		// Unbound: its schema and description for the model; each call
+		// runs one bound to its ports (turn.tool).
+		all = append(slices.Clip(all), workflows.RunWorkflowTool(workflows.Ports{}))
+	}
 	rt := &Runtime{
 		cfg:      cfg,
-		tools:    tools.NewRegistry(cfg.Tools...),
+		tools:    tools.NewRegistry(all...),
 		log:      cfg.Logger,
 		sessions: map[string]*Session{},
 	}

@@ -9,9 +9,11 @@ package runtime
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -125,9 +127,10 @@ type subagent struct {
 	timeout          time.Duration
 	spec             AgentSpec
 	ask              Asker
-	// Set by StartStep for a workflow step: its label, a read_only session
-	// whatever the parent's mode, tools of its own, and who to tell when
-	// its run ends.
+	// Set for a workflow step (stepChildren.Start): its label, a read_only
+	// session whatever the parent's mode, tools of its own, its write set,
+	// the ancestors' changes its snapshot starts with, and where its run's
+	// end goes.
 	name     string
 	readOnly bool
 	extra    []tools.Tool
@@ -153,21 +156,94 @@ type subagent struct {
 	childLog     string // the path of the child's Log
 	restored     bool   // rebuilt from the Log: no session of this process
 	stopping     bool   // a queued child being cancelled
-	// onEnd is called once, when the run StartStep asked for ends.
-	onEnd func(tools.SubagentView)
+	// stepEnd receives the child's view once, when the run the workflow
+	// started ends.
+	stepEnd chan<- tools.SubagentView
 }
 
 func newManager(rt *Runtime, cfg SubagentConfig) *Manager {
-	if cfg.MaxThreads <= 0 {
-		cfg.MaxThreads = DefaultMaxThreads
+	return &Manager{rt: rt, cfg: cfg.withDefaults(), byID: map[string]*subagent{}, children: map[string][]*subagent{}, ended: make(chan struct{})}
+}
+
+// withDefaults fills the limits the configuration leaves zero.
+func (c SubagentConfig) withDefaults() SubagentConfig {
+	if c.MaxThreads <= 0 {
+		c.MaxThreads = DefaultMaxThreads
 	}
-	if cfg.MaxDepth <= 0 {
-		cfg.MaxDepth = DefaultMaxDepth
+	if c.MaxDepth <= 0 {
+		c.MaxDepth = DefaultMaxDepth
 	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = DefaultSubagentTimeout
+	if c.Timeout <= 0 {
+		c.Timeout = DefaultSubagentTimeout
 	}
-	return &Manager{rt: rt, cfg: cfg, byID: map[string]*subagent{}, children: map[string][]*subagent{}, ended: make(chan struct{})}
+	return c
+}
+
+// spawnParent is who a child would be spawned for: the workspace, depth
+// and permission mode of its parent session.
+type spawnParent struct {
+	workspace string
+	depth     int
+	mode      Mode
+}
+
+// resolve is the one agent lookup: it picks the agent a child of parent
+// would run as, its workspace mode and depth, and checks the limits a spawn
+// must respect. The agent tools, the workflow ports and a workflow's dry
+// run all ask it. Every refusal is a *tools.Failure the model (or the
+// user) can act on.
+func (m *Manager) resolve(parent spawnParent, req tools.SpawnRequest) (AgentSpec, string, int, error) {
+	c := m.cfg
+	depth := parent.depth + 1
+	if depth > c.MaxDepth {
+		return AgentSpec{}, "", 0, failure(tools.ErrPermissionDenied,
+			"a subagent at depth %d cannot spawn more subagents (max_depth is %d); do the work yourself or report back to your parent", parent.depth, c.MaxDepth)
+	}
+	name := req.Agent
+	if name == "" {
+		name = "default"
+	}
+	spec := AgentSpec{Name: "default"}
+	if c.Agents != nil {
+		cat, err := c.Agents(parent.workspace)
+		if err != nil {
+			return AgentSpec{}, "", 0, failure(tools.ErrInvalidArgs, "the agent definitions of this workspace do not load: %v", err)
+		}
+		s, ok := cat.Agent(name)
+		if !ok {
+			return AgentSpec{}, "", 0, failure(tools.ErrNotFound, "there is no agent named %q; use one of: %s", name, strings.Join(cat.Names(), ", "))
+		}
+		spec = s
+	} else if name != "default" {
+		return AgentSpec{}, "", 0, failure(tools.ErrNotFound, "there is no agent named %q; use default", name)
+	}
+	if spec.Model != "" && !m.rt.knowsModel(spec.Model) {
+		// Never dropped silently: the child would run on another model
+		// than its agent says.
+		return AgentSpec{}, "", 0, failure(tools.ErrInvalidArgs,
+			"agent %q asks for the model %q (model in %s), which is not among the models configured for the %s provider (%s); "+
+				"tell the user to add it to models in config.toml if the provider serves it, or to remove model from the agent; meanwhile spawn another agent",
+			spec.Name, spec.Model, spec.Source, m.rt.ProviderName(), strings.Join(m.rt.Models(), ", "))
+	}
+	mode := req.WorkspaceMode
+	if mode == "" {
+		mode = WorkspaceIsolated
+		if spec.ReadOnly || parent.mode == ModeReadOnly {
+			// A read-only child cannot change the workspace: its file
+			// tools are refused, its commands run in a read-only sandbox
+			// (or are refused where the kernel has none). A copy would
+			// cost far more than its work (issue 15).
+			mode = WorkspaceShared
+		}
+	}
+	if mode == WorkspaceIsolated && c.Snapshot == nil {
+		mode = WorkspaceShared
+	}
+	return spec, mode, depth, nil
+}
+
+func failure(kind tools.ErrorKind, format string, args ...any) error {
+	return &tools.Failure{Kind: kind, Message: fmt.Sprintf(format, args...)}
 }
 
 // notifyEndedLocked wakes every waiter.

@@ -196,8 +196,8 @@ func (m *Manager) finish(sa *subagent, status tools.SubagentStatus, summary stri
 
 // end makes a run's outcome visible: the event is recorded first, then
 // waiters see the status, so no one learns of an end before the Log does.
-// A step's callback runs before done closes, so StopStep returns only
-// once the workflow has heard of the end.
+// A step's end is sent before done closes, so stepChildren.Stop returns
+// only once the workflow has the end.
 func (m *Manager) end(sa *subagent, event tools.SubagentEvent, status tools.SubagentStatus, freeSlot bool) {
 	m.mu.Lock()
 	d := m.eventLocked(sa, event, "", status)
@@ -209,29 +209,18 @@ func (m *Manager) end(sa *subagent, event tools.SubagentEvent, status tools.Suba
 		m.running--
 	}
 	done := sa.done
-	onEnd := sa.onEnd
-	sa.onEnd = nil // once: later runs (send_input) are not the step's
+	stepEnd := sa.stepEnd
+	sa.stepEnd = nil // once: later runs (send_input) are not the step's
 	var view tools.SubagentView
-	if onEnd != nil {
+	if stepEnd != nil {
 		view = m.viewLocked(sa)
 	}
 	m.notifyEndedLocked()
 	m.mu.Unlock()
-	if onEnd != nil {
-		m.callEnded(sa, onEnd, view)
+	if stepEnd != nil {
+		stepEnd <- view // the workflow keeps room for it (workflows.Children)
 	}
 	close(done)
-}
-
-// callEnded runs a step's callback; a panic in it is the workflow's bug
-// and must not leave done open or take the Manager's goroutine down.
-func (m *Manager) callEnded(sa *subagent, onEnd func(tools.SubagentView), v tools.SubagentView) {
-	defer func() {
-		if p := recover(); p != nil {
-			m.rt.log.Error("a step's end callback panicked", "subagent", sa.id, "panic", p, "stack", string(debug.Stack()))
-		}
-	}()
-	onEnd(v)
 }
 
 // childAsker asks the client that drives the parent on a child's behalf:

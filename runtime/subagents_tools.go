@@ -6,7 +6,6 @@ package runtime
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"time"
@@ -24,59 +23,10 @@ type binding struct {
 	ask        Asker
 }
 
-func failure(kind tools.ErrorKind, format string, args ...any) error {
-	return &tools.Failure{Kind: kind, Message: fmt.Sprintf(format, args...)}
-}
-
-// resolve picks the agent and checks the limits a spawn must respect.
+// resolve picks the agent and checks the limits a spawn from this
+// binding's session must respect.
 func (b binding) resolve(req tools.SpawnRequest) (AgentSpec, string, int, error) {
-	m := b.m
-	depth := b.parent.depth + 1
-	if depth > m.cfg.MaxDepth {
-		return AgentSpec{}, "", 0, failure(tools.ErrPermissionDenied,
-			"a subagent at depth %d cannot spawn more subagents (max_depth is %d); do the work yourself or report back to your parent", b.parent.depth, m.cfg.MaxDepth)
-	}
-	name := req.Agent
-	if name == "" {
-		name = "default"
-	}
-	spec := AgentSpec{Name: "default"}
-	if m.cfg.Agents != nil {
-		cat, err := m.cfg.Agents(b.parent.workspace.Root())
-		if err != nil {
-			return AgentSpec{}, "", 0, failure(tools.ErrInvalidArgs, "the agent definitions of this workspace do not load: %v", err)
-		}
-		s, ok := cat.Agent(name)
-		if !ok {
-			return AgentSpec{}, "", 0, failure(tools.ErrNotFound, "there is no agent named %q; use one of: %s", name, strings.Join(cat.Names(), ", "))
-		}
-		spec = s
-	} else if name != "default" {
-		return AgentSpec{}, "", 0, failure(tools.ErrNotFound, "there is no agent named %q; use default", name)
-	}
-	if spec.Model != "" && !m.rt.knowsModel(spec.Model) {
-		// Never dropped silently: the child would run on another model
-		// than its agent says.
-		return AgentSpec{}, "", 0, failure(tools.ErrInvalidArgs,
-			"agent %q asks for the model %q (model in %s), which is not among the models configured for the %s provider (%s); "+
-				"tell the user to add it to models in config.toml if the provider serves it, or to remove model from the agent; meanwhile spawn another agent",
-			spec.Name, spec.Model, spec.Source, m.rt.ProviderName(), strings.Join(m.rt.Models(), ", "))
-	}
-	mode := req.WorkspaceMode
-	if mode == "" {
-		mode = WorkspaceIsolated
-		if spec.ReadOnly || b.parent.Mode() == ModeReadOnly {
-			// A read-only child cannot change the workspace: its file
-			// tools are refused, its commands run in a read-only sandbox
-			// (or are refused where the kernel has none). A copy would
-			// cost far more than its work (issue 15).
-			mode = WorkspaceShared
-		}
-	}
-	if mode == WorkspaceIsolated && m.cfg.Snapshot == nil {
-		mode = WorkspaceShared
-	}
-	return spec, mode, depth, nil
+	return b.m.resolve(spawnParent{workspace: b.parent.workspace.Root(), depth: b.parent.depth, mode: b.parent.Mode()}, req)
 }
 
 // Preview implements tools.Subagents.
@@ -111,7 +61,7 @@ func (b binding) spawn(req tools.SpawnRequest, opt stepOptions) (tools.SubagentV
 		id: id, agent: spec.Name, task: req.Task, parent: b.parent, parentToolCallID: b.toolCallID,
 		depth: depth, mode: mode, timeout: timeout, spec: spec, ask: b.ask,
 		status: tools.SubagentQueued, input: req.Task, done: make(chan struct{}),
-		name: opt.name, readOnly: opt.readOnly, extra: opt.extra, onEnd: opt.ended,
+		name: opt.name, readOnly: opt.readOnly, extra: opt.extra, stepEnd: opt.ended,
 		mayWrite: opt.mayWrite, writeSet: opt.writeSet, inherit: opt.inherit,
 	}
 	if mode == WorkspaceShared {

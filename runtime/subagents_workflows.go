@@ -1,4 +1,5 @@
-// The Manager as workflows see it: the ports of a workflow run.
+// The Manager as workflows see it: the ports of the workflow use case
+// (workflows.Ports), bound to a parent session.
 
 package runtime
 
@@ -13,37 +14,73 @@ import (
 	"github.com/pixir-go/pixir/workflows"
 )
 
-var _ workflows.Spawner = binding{}
+// WorkflowPorts are the ports of the workflow use case bound to this
+// session, outside any turn (pixir run --workflow, the smoke surfaces):
+// the same Manager, limits and evidence as run_workflow inside a turn.
+// ask, when not nil, answers the children's permission requests.
+func (s *Session) WorkflowPorts(ask Asker) workflows.Ports {
+	return binding{m: s.rt.subagents, parent: s, ask: ask}.workflowPorts()
+}
+
+// workflowPorts are the workflow ports of this binding's session and tool
+// call: what run_workflow is bound to for one call.
+func (b binding) workflowPorts() workflows.Ports {
+	return workflows.Ports{
+		Agents:   agentCheck{m: b.m, parent: spawnParent{workspace: b.parent.workspace.Root(), depth: b.parent.depth, mode: b.parent.Mode()}},
+		Children: stepChildren{b},
+		Evidence: sessionEvidence{b.parent},
+	}
+}
+
+// AgentChecker resolves agents as the Manager would for the children of a
+// new session in workspace, without making the session: the dry run of
+// pixir run --workflow, which writes nothing.
+func (r *Runtime) AgentChecker(workspace string) workflows.Agents {
+	return agentCheck{m: r.subagents, parent: spawnParent{workspace: workspace, mode: ModeAuto}}
+}
+
+// agentCheck is workflows.Agents: the one agent lookup (Manager.resolve)
+// for the children of parent.
+type agentCheck struct {
+	m      *Manager
+	parent spawnParent
+}
+
+func (a agentCheck) CheckSpawn(req tools.SpawnRequest) error {
+	_, _, _, err := a.m.resolve(a.parent, req)
+	return err
+}
+
+// stepChildren is workflows.Children: a step's child is a Subagent of the
+// Manager like any other, with the step's options.
+type stepChildren struct{ b binding }
 
 // stepOptions are what a workflow step adds to a spawn.
 type stepOptions struct {
 	name     string
 	readOnly bool
 	extra    []tools.Tool
-	ended    func(tools.SubagentView)
+	ended    chan<- tools.SubagentView
 	mayWrite func(rel string) bool
 	writeSet []string
 	inherit  []workflows.Inherited
 }
 
-// StartStep implements workflows.Spawner: a Spawn that also carries the
-// step's name, read_only, extra tools and end callback.
-func (b binding) StartStep(ctx context.Context, req workflows.StepRequest, ended func(tools.SubagentView)) (tools.SubagentView, error) {
+func (c stepChildren) Start(ctx context.Context, req workflows.StepRequest) (tools.SubagentView, error) {
 	if ctx.Err() != nil {
 		return tools.SubagentView{}, failure(tools.ErrCancelled, "the workflow was cancelled before step %q started", req.Name)
 	}
-	return b.spawn(tools.SpawnRequest{Agent: req.Agent, Task: req.Task, WorkspaceMode: req.WorkspaceMode, Timeout: req.Timeout},
-		stepOptions{name: req.Name, readOnly: req.ReadOnly, extra: req.Tools, ended: ended, mayWrite: req.MayWrite, writeSet: req.WriteSet, inherit: req.Inherit})
+	return c.b.spawn(tools.SpawnRequest{Agent: req.Agent, Task: req.Task, WorkspaceMode: req.WorkspaceMode, Timeout: req.Timeout},
+		stepOptions{name: req.Name, readOnly: req.ReadOnly, extra: req.Tools, ended: req.Ended, mayWrite: req.MayWrite, writeSet: req.WriteSet, inherit: req.Inherit})
 }
 
-// StopStep implements workflows.Spawner. It waits for done even when stop
-// had nothing to do: an end already under way (another stop, or the run's
-// own end) may still be in the step's callback. So the callback must not
-// call StopStep: it would wait for itself.
-func (b binding) StopStep(id string) {
-	m := b.m
+// Stop waits for done even when stop had nothing to do: an end already
+// under way (another stop, or the run's own end) may not have been sent
+// yet.
+func (c stepChildren) Stop(id string) {
+	m := c.b.m
 	m.mu.Lock()
-	sa, err := b.mine(id)
+	sa, err := c.b.mine(id)
 	m.mu.Unlock()
 	if err != nil {
 		return
@@ -55,16 +92,27 @@ func (b binding) StopStep(id string) {
 	<-done
 }
 
-// RecordWorkflowEvent implements workflows.Spawner: workflow events take
-// the path of subagent events, so the Log and live observers both see them.
-func (b binding) RecordWorkflowEvent(d workflows.WorkflowEvent) error {
-	return b.parent.emitBackground(EventWorkflow, d)
+// sessionEvidence is workflows.Evidence: the parent session's Log and plan.
+type sessionEvidence struct{ s *Session }
+
+// Record takes the path of subagent events, so the Log and live observers
+// both see workflow events.
+func (e sessionEvidence) Record(d workflows.WorkflowEvent) error {
+	return e.s.emitBackground(EventWorkflow, d)
 }
 
-// WorkflowEvents implements workflows.Spawner: the workflow events of
-// the parent's Log, read from the Log itself (the truth), for resume_from.
-func (b binding) WorkflowEvents() ([]workflows.WorkflowEvent, error) {
-	events, _, err := ReadLog(b.parent.log.Path())
+func (e sessionEvidence) ShowPlan(entries []tools.PlanEntry) {
+	if entries == nil {
+		entries = []tools.PlanEntry{} // an empty plan clears the one shown
+	}
+	if err := e.s.emitBackground(EventPlan, PlanData{Entries: entries}); err != nil {
+		e.s.rt.log.Warn("showing a workflow plan", "session", e.s.ID(), "err", err)
+	}
+}
+
+// WorkflowEvents reads the Log itself (the truth), for resume_from.
+func (e sessionEvidence) WorkflowEvents() ([]workflows.WorkflowEvent, error) {
+	events, _, err := ReadLog(e.s.log.Path())
 	if err != nil {
 		return nil, err
 	}
@@ -80,24 +128,6 @@ func (b binding) WorkflowEvents() ([]workflows.WorkflowEvent, error) {
 		out = append(out, d)
 	}
 	return out, nil
-}
-
-// ShowPlan implements workflows.Spawner.
-func (b binding) ShowPlan(entries []tools.PlanEntry) {
-	if entries == nil {
-		entries = []tools.PlanEntry{} // an empty plan clears the one shown
-	}
-	if err := b.parent.emitBackground(EventPlan, PlanData{Entries: entries}); err != nil {
-		b.m.rt.log.Warn("showing a workflow plan", "session", b.parent.ID(), "err", err)
-	}
-}
-
-// Spawner runs workflow steps as Subagents of this session outside any
-// turn (pixir run --workflow, the smoke checks): the same Manager, limits
-// and evidence as run_workflow inside a turn. ask, when not nil, answers
-// the children's permission requests.
-func (s *Session) Spawner(ask Asker) workflows.Spawner {
-	return binding{m: s.rt.subagents, parent: s, ask: ask}
 }
 
 // writeSetFiles holds a workflow step's child to its write set: a write

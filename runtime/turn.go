@@ -10,6 +10,7 @@ import (
 
 	"github.com/pixir-go/pixir/runtime/provider"
 	"github.com/pixir-go/pixir/tools"
+	"github.com/pixir-go/pixir/workflows"
 )
 
 // Observer sees every event of a turn as it happens, in order, on the turn's
@@ -242,7 +243,7 @@ func (t *turn) recordResponse(resp *provider.ModelResponse, partial bool) error 
 // runTool announces, authorizes, runs and records one tool call.
 func (t *turn) runTool(tc provider.ToolCall) error {
 	s := t.s
-	tool, known := s.registry().Get(tc.Name)
+	tool, known := t.tool(tc)
 	pres := tools.Presentation{Title: tc.Name, Kind: tools.KindOther}
 	var posture tools.Posture
 	if known {
@@ -301,6 +302,22 @@ func dryRunArgs(args json.RawMessage) bool {
 	return string(top["dry_run"]) == "true" || string(top["validate_only"]) == "true"
 }
 
+// tool is the tool call tc names: the session's, except run_workflow,
+// which is made for this call, bound to the workflow ports of this session,
+// call and turn.
+func (t *turn) tool(tc provider.ToolCall) (tools.Tool, bool) {
+	tool, known := t.s.registry().Get(tc.Name)
+	if known && tc.Name == workflows.RunWorkflowName && t.s.rt.cfg.Workflows {
+		tool = workflows.RunWorkflowTool(t.binding(tc).workflowPorts())
+	}
+	return tool, known
+}
+
+// binding is the Subagents Manager bound to this session, call and turn.
+func (t *turn) binding(tc provider.ToolCall) binding {
+	return binding{m: t.s.rt.subagents, parent: t.s, toolCallID: tc.ID, ask: t.opt.Ask}
+}
+
 // env is what a tool call runs against.
 func (t *turn) env(tc provider.ToolCall) tools.Env {
 	files := t.opt.Files
@@ -310,9 +327,8 @@ func (t *turn) env(tc provider.ToolCall) tools.Env {
 	policy := t.s.commandPolicy()
 	return tools.Env{
 		SessionID: t.s.ID(), ToolCallID: tc.ID, Workspace: t.s.workspace,
-		Files: files, Terminals: t.opt.Terminals,
-		Subagents: binding{m: t.s.rt.subagents, parent: t.s, toolCallID: tc.ID, ask: t.opt.Ask},
-		Sandbox:   t.s.rt.cfg.Sandbox, Commands: policy, SandboxNotice: t.s.sandboxNotice(policy),
+		Files: files, Terminals: t.opt.Terminals, Subagents: t.binding(tc),
+		Sandbox: t.s.rt.cfg.Sandbox, Commands: policy, SandboxNotice: t.s.sandboxNotice(policy),
 	}
 }
 

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
@@ -12,29 +13,37 @@ import (
 	"github.com/pixir-go/pixir/workflows"
 )
 
-// timedSpawner is the real Subagents binding, timing each step's start
-// against the end of the step it depended on.
-type timedSpawner struct {
-	binding
+// timedChildren are the real workflow ports' Children, timing each step's
+// start against the end of the step it depended on: the moment its
+// finished event reached the parent (observe), just before its end is sent
+// to the workflow.
+type timedChildren struct {
+	workflows.Children
 	mu      sync.Mutex
 	endedAt map[string]time.Time
 	prev    map[string]string // step -> its dependency
 	latency []time.Duration
 }
 
-func (s *timedSpawner) StartStep(ctx context.Context, req workflows.StepRequest, ended func(tools.SubagentView)) (tools.SubagentView, error) {
+func (s *timedChildren) Start(ctx context.Context, req workflows.StepRequest) (tools.SubagentView, error) {
 	now := time.Now()
 	s.mu.Lock()
 	if dep, ok := s.prev[req.Name]; ok {
 		s.latency = append(s.latency, now.Sub(s.endedAt[dep]))
 	}
 	s.mu.Unlock()
-	return s.binding.StartStep(ctx, req, func(v tools.SubagentView) {
-		s.mu.Lock()
-		s.endedAt[req.Name] = time.Now()
-		s.mu.Unlock()
-		ended(v)
-	})
+	return s.Children.Start(ctx, req)
+}
+
+func (s *timedChildren) observe(ev Event) {
+	now := time.Now()
+	var d SubagentEventData
+	if ev.Type != EventSubagent || json.Unmarshal(ev.Data, &d) != nil || d.Event != tools.SubagentEventFinished {
+		return
+	}
+	s.mu.Lock()
+	s.endedAt[d.Name] = now
+	s.mu.Unlock()
 }
 
 // BenchmarkWorkflowDependencyToStart runs a chain of 50 steps through the
@@ -64,14 +73,21 @@ func BenchmarkWorkflowDependencyToStart(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		sp := &timedSpawner{binding: binding{m: rt.subagents, parent: parent, toolCallID: "call-1"}, endedAt: map[string]time.Time{}, prev: prev}
+		ports := binding{m: rt.subagents, parent: parent, toolCallID: "call-1"}.workflowPorts()
+		timed := &timedChildren{Children: ports.Children, endedAt: map[string]time.Time{}, prev: prev}
+		parent.SetObserver(timed.observe)
+		ports.Children = timed
+		p, err := workflows.Prepare(w, ports)
+		if err != nil {
+			b.Fatal(err)
+		}
 		b.StartTimer()
-		out := workflows.Run(context.Background(), sp, w, workflows.RunOptions{WorkflowID: "wf-bench"})
+		out := p.Run(context.Background(), workflows.RunOptions{WorkflowID: "wf-bench"})
 		b.StopTimer()
 		if out.Status != workflows.StatusCompleted {
 			b.Fatalf("%s\n%s", out.Status, out.Output)
 		}
-		all = append(all, sp.latency...)
+		all = append(all, timed.latency...)
 		rt.Close()
 		b.StartTimer()
 	}

@@ -157,10 +157,17 @@ var reports struct {
 	results []tools.Result
 }
 
-// StartStep plays a workflow step's child: it calls the report_checkpoint
+// The fake also plays the workflow ports (workflows.Ports) run_workflow is
+// bound to.
+func (subagents) CheckSpawn(req tools.SpawnRequest) error {
+	_, err := subagents{}.Preview(req)
+	return err
+}
+
+// Start plays a workflow step's child: it calls the report_checkpoint
 // bound to its step (a dry run, a good report and a bad one) and ends,
 // completed, unless its task starts with "[fail]".
-func (subagents) StartStep(ctx context.Context, req workflows.StepRequest, ended func(tools.SubagentView)) (tools.SubagentView, error) {
+func (subagents) Start(ctx context.Context, req workflows.StepRequest) (tools.SubagentView, error) {
 	report := req.Tools[0]
 	reports.Lock()
 	reports.results = append(reports.results,
@@ -174,12 +181,12 @@ func (subagents) StartStep(ctx context.Context, req workflows.StepRequest, ended
 	if strings.HasPrefix(req.Task, "[fail]") {
 		v.Status, v.Error = "failed", &tools.Failure{Kind: tools.ErrProviderError, Message: "the provider failed"}
 	}
-	go ended(v)
+	go func() { req.Ended <- v }()
 	return v, nil
 }
 
-func (subagents) StopStep(string)                                    {}
-func (subagents) RecordWorkflowEvent(workflows.WorkflowEvent) error  { return nil }
+func (subagents) Stop(string)                                        {}
+func (subagents) Record(workflows.WorkflowEvent) error               { return nil }
 func (subagents) ShowPlan([]tools.PlanEntry)                         {}
 func (subagents) WorkflowEvents() ([]workflows.WorkflowEvent, error) { return nil, nil }
 
@@ -244,20 +251,29 @@ func TestResultsMatchTheirSchemas(t *testing.T) {
 		{"list_agents", `{}`, `{"x":1}`},
 		{"run_workflow", `{"steps":[{"id":"a","task":"look"},{"id":"b","task":"then","depends_on":["a"]}]}`, `{"steps":[{"id":"a","task":"x","depends_on":["zz"]}]}`},
 		// report_checkpoint is offered only to a step's child, bound to
-		// its step: run_workflow's fake children call it (StartStep).
+		// its step: run_workflow's fake children call it (Start).
 		{"report_checkpoint", "", ""},
 	}
 	envelope := compile(t, ResultsDir+"/tool_result.json")
 	dry := compile(t, ResultsDir+"/dry_run_output.json")
 	reg := tools.NewRegistry(Catalogue()...)
 	require.Len(t, calls, len(reg.All()))
+	// run_workflow runs bound to its ports, as the runtime binds each call.
+	runWorkflow := workflows.RunWorkflowTool(workflows.Ports{Agents: subagents{}, Children: subagents{}, Evidence: subagents{}})
+	get := func(name string) tools.Tool {
+		if name == workflows.RunWorkflowName {
+			return runWorkflow
+		}
+		tool, ok := reg.Get(name)
+		require.True(t, ok, name)
+		return tool
+	}
 	for _, c := range calls {
 		if c.ok == "" {
 			continue
 		}
 		t.Run(c.tool, func(t *testing.T) {
-			tool, ok := reg.Get(c.tool)
-			require.True(t, ok)
+			tool := get(c.tool)
 			output := compile(t, fmt.Sprintf("%s/%s_output.json", ResultsDir, c.tool))
 
 			res := tool.DryRun(t.Context(), env, json.RawMessage(c.ok))
@@ -282,8 +298,7 @@ func TestResultsMatchTheirSchemas(t *testing.T) {
 	}
 
 	t.Run("run_workflow partial", func(t *testing.T) {
-		tool, _ := reg.Get("run_workflow")
-		res := tool.Run(t.Context(), env, json.RawMessage(`{"steps":[{"id":"a","task":"look"},{"id":"b","task":"[fail] this"},{"id":"c","task":"x","depends_on":["b"]}]}`))
+		res := get("run_workflow").Run(t.Context(), env, json.RawMessage(`{"steps":[{"id":"a","task":"look"},{"id":"b","task":"[fail] this"},{"id":"c","task":"x","depends_on":["b"]}]}`))
 		require.False(t, res.OK)
 		require.Nil(t, res.Error, "a partial outcome is not a tool error")
 		require.NoError(t, envelope.Validate(instance(t, res)))

@@ -2,7 +2,6 @@ package smoke
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -385,15 +384,6 @@ func writeReport(path string, r *RealReport) error {
 		return err
 	}
 	return f.Close()
-}
-
-// runWorkflowSpec runs a workflow in a new session of rt, as runWorkflow.
-func runWorkflowSpec(ctx context.Context, rt *runtime.Runtime, ws string, w *workflows.Workflow) *runResult {
-	raw, err := json.Marshal(w)
-	if err != nil {
-		return &runResult{err: err}
-	}
-	return runWorkflow(ctx, rt, ws, string(raw))
 }
 
 // completedCheck: every step checkpoint_ready; else each step's status.

@@ -95,7 +95,7 @@ func realRuntime(t *testing.T, script string) func() (*runtime.Runtime, error) {
 	return func() (*runtime.Runtime, error) {
 		return runtime.New(runtime.Config{
 			Provider: scripted.New(s), Model: "m", Subagents: cfg,
-			Tools: append(tools.Builtins(), workflows.RunWorkflowTool()),
+			Tools: tools.Builtins(), Workflows: true,
 		}), nil
 	}
 }

@@ -74,7 +74,8 @@ func validationChecks(c *checks) {
 	}
 }
 
-// plans are the dry runs of the specs the smoke runs.
+// plans are the waves of the specs the smoke runs, as the dry run plans
+// them (its agents are all the default one; no runtime is needed).
 func plans() (map[string]workflows.DryRun, error) {
 	out := map[string]workflows.DryRun{}
 	for _, s := range runSpecs {
@@ -169,7 +170,8 @@ func runChecks(ctx context.Context, c *checks, opt Options) string {
 	rt := runtime.New(runtime.Config{
 		Provider:  scripted.New(script),
 		Model:     "scripted",
-		Tools:     append(tools.Builtins(), workflows.RunWorkflowTool()),
+		Tools:     tools.Builtins(),
+		Workflows: true,
 		Subagents: opt.Subagents,
 		Logger:    opt.Logger,
 	})
@@ -262,27 +264,33 @@ func (r *runResult) evidence() map[string]any {
 	return ev
 }
 
-// runWorkflow runs one spec in a new session of rt, straight through its
-// Subagents Manager (no model in the parent), and reads the session's Log.
+// runWorkflow runs one spec in a new session of rt, as runWorkflowSpec.
 func runWorkflow(ctx context.Context, rt *runtime.Runtime, ws, spec string) *runResult {
-	res := &runResult{}
+	w, err := workflows.Decode(json.RawMessage(spec))
+	if err != nil {
+		return &runResult{err: err}
+	}
+	return runWorkflowSpec(ctx, rt, ws, w)
+}
+
+// runWorkflowSpec runs a workflow in a new session of rt, straight
+// through the workflow use case and the session's workflow ports (no
+// model in the parent), and reads the session's Log.
+func runWorkflowSpec(ctx context.Context, rt *runtime.Runtime, ws string, w *workflows.Workflow) *runResult {
+	res := &runResult{w: w}
 	sess, err := rt.NewSession(ws)
 	if err != nil {
 		res.err = fmt.Errorf("starting a session: %w", err)
 		return res
 	}
 	res.sess = sess
-	if res.w, err = workflows.Parse(json.RawMessage(spec)); err != nil {
+	p, err := workflows.Prepare(w, sess.WorkflowPorts(nil))
+	if err != nil {
 		res.err = err
 		return res
 	}
-	sp := sess.Spawner(nil)
-	if f := workflows.CheckAgents(sp.Preview, res.w); f != nil {
-		res.err = f
-		return res
-	}
 	start := time.Now()
-	res.out = workflows.Run(ctx, sp, res.w, workflows.RunOptions{WorkflowID: workflows.NewWorkflowID()})
+	res.out = p.Run(ctx, workflows.RunOptions{WorkflowID: workflows.NewWorkflowID()})
 	res.elapsed = time.Since(start)
 	if ctx.Err() != nil {
 		res.err = fmt.Errorf("the run was interrupted: %w", ctx.Err())

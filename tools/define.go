@@ -40,14 +40,51 @@ type Spec[A any] struct {
 // first use, not here, so that building the registry costs nothing at
 // startup. It panics if s has no Name or no Run: that is a wiring bug.
 func Define[A any](s Spec[A]) Tool {
-	if s.Name == "" || s.Run == nil {
+	if s.Run == nil {
 		panic("tools.Define: a Spec needs a Name and a Run")
 	}
-	return &defined[A]{spec: s}
+	return &defined[A]{definition: newDefinition(s.Name, s.Description, s.Posture, s.Kind, s.Describe), run: s.Run}
 }
 
-type defined[A any] struct {
-	spec Spec[A]
+// SpecWith is a Spec whose Run needs a dependency D that Env does not
+// carry: the workflow ports a run_workflow call runs with, the step a
+// report_checkpoint call reports for.
+type SpecWith[A, D any] struct {
+	Name        string
+	Description string
+	Posture     Posture
+	Kind        Kind
+	Describe    func(a A) Presentation
+	// Run is Spec.Run with the dependency the Tool was bound to.
+	Run func(ctx context.Context, env Env, dep D, a A, dryRun bool) Result
+}
+
+// DefineWith makes a family of Tools that differ only in the dependency
+// their Run needs, passed in explicitly: the function it returns binds one
+// D. Every Tool of the family shares one definition (name, description,
+// schema, validator), so binding one for each call costs an allocation,
+// not a schema. It panics if s has no Name or no Run: a wiring bug.
+func DefineWith[A, D any](s SpecWith[A, D]) func(dep D) Tool {
+	if s.Run == nil {
+		panic("tools.DefineWith: a SpecWith needs a Name and a Run")
+	}
+	def := newDefinition(s.Name, s.Description, s.Posture, s.Kind, s.Describe)
+	return func(dep D) Tool {
+		return &defined[A]{definition: def, run: func(ctx context.Context, env Env, a A, dryRun bool) Result {
+			return s.Run(ctx, env, dep, a, dryRun)
+		}}
+	}
+}
+
+// definition is what the Tools of one Define or DefineWith share: the
+// name, description and presentation, and the schema and its validator,
+// made once on first use.
+type definition[A any] struct {
+	name        string
+	description string
+	posture     Posture
+	kind        Kind
+	describe    func(a A) Presentation
 
 	schemaOnce sync.Once
 	schema     json.RawMessage
@@ -57,9 +94,22 @@ type defined[A any] struct {
 	validatorErr  error
 }
 
-func (t *defined[A]) Name() string        { return t.spec.Name }
-func (t *defined[A]) Description() string { return t.spec.Description }
-func (t *defined[A]) Posture() Posture    { return t.spec.Posture }
+func newDefinition[A any](name, description string, posture Posture, kind Kind, describe func(A) Presentation) *definition[A] {
+	if name == "" {
+		panic("tools.Define: a Spec needs a Name and a Run")
+	}
+	return &definition[A]{name: name, description: description, posture: posture, kind: kind, describe: describe}
+}
+
+// defined is a Tool: a definition and the run it is bound to.
+type defined[A any] struct {
+	*definition[A]
+	run func(ctx context.Context, env Env, a A, dryRun bool) Result
+}
+
+func (t *defined[A]) Name() string        { return t.name }
+func (t *defined[A]) Description() string { return t.description }
+func (t *defined[A]) Posture() Posture    { return t.posture }
 
 func (t *defined[A]) Schema() json.RawMessage {
 	t.schemaOnce.Do(func() {
@@ -72,7 +122,7 @@ func (t *defined[A]) Schema() json.RawMessage {
 		s.Version = ""
 		b, err := json.Marshal(s)
 		if err != nil {
-			panic(fmt.Sprintf("tools: schema of %s does not marshal: %v", t.spec.Name, err))
+			panic(fmt.Sprintf("tools: schema of %s does not marshal: %v", t.name, err))
 		}
 		t.schema = b
 	})
@@ -82,14 +132,14 @@ func (t *defined[A]) Schema() json.RawMessage {
 
 func (t *defined[A]) compiled() (*argValidator, error) {
 	t.validatorOnce.Do(func() {
-		t.validator, t.validatorErr = compileSchema(t.spec.Name, t.Schema())
+		t.validator, t.validatorErr = compileSchema(t.name, t.Schema())
 	})
 	return t.validator, t.validatorErr
 }
 
 func (t *defined[A]) Describe(args json.RawMessage) (p Presentation) {
-	fallback := Presentation{Title: t.spec.Name, Kind: t.spec.Kind}
-	if t.spec.Describe == nil {
+	fallback := Presentation{Title: t.name, Kind: t.kind}
+	if t.describe == nil {
 		return fallback
 	}
 	defer func() {
@@ -101,7 +151,7 @@ func (t *defined[A]) Describe(args json.RawMessage) (p Presentation) {
 	// Best effort: on a type error json.Unmarshal still fills the fields it
 	// could, which is what a title needs.
 	_ = json.Unmarshal(args, &a)
-	p = t.spec.Describe(a)
+	p = t.describe(a)
 	if p.Title == "" {
 		p.Title = fallback.Title
 	}
@@ -127,7 +177,7 @@ func (t *defined[A]) call(ctx context.Context, env Env, args json.RawMessage, dr
 		if r := recover(); r != nil {
 			res = Failed(&Failure{
 				Kind:    ErrInternal,
-				Message: fmt.Sprintf("tool %s crashed (%v); this is a bug in Pixir, not in your arguments, so retrying the same call will not help", t.spec.Name, r),
+				Message: fmt.Sprintf("tool %s crashed (%v); this is a bug in Pixir, not in your arguments, so retrying the same call will not help", t.name, r),
 				Details: map[string]any{"stack": Truncate(string(debug.Stack()), 8<<10)},
 			})
 		}
@@ -136,14 +186,14 @@ func (t *defined[A]) call(ctx context.Context, env Env, args json.RawMessage, dr
 	if f != nil {
 		return Failed(f)
 	}
-	return t.spec.Run(ctx, env, a, dryRun)
+	return t.run(ctx, env, a, dryRun)
 }
 
 // decode checks args against the schema, reporting every problem at once so
 // the model can fix them in one go, and only then unmarshals them into A.
 func (t *defined[A]) decode(args json.RawMessage) (A, *Failure) {
 	var a A
-	v, f := ParseArguments(t.spec.Name, args)
+	v, f := ParseArguments(t.name, args)
 	if f != nil {
 		return a, f
 	}
@@ -157,7 +207,7 @@ func (t *defined[A]) decode(args json.RawMessage) (A, *Failure) {
 	}
 	if err := json.Unmarshal(raw, &a); err != nil {
 		return a, &Failure{Kind: ErrInvalidArgs, Message: fmt.Sprintf(
-			"arguments match the schema of %s but do not decode (%v); check number sizes and string escapes", t.spec.Name, err)}
+			"arguments match the schema of %s but do not decode (%v); check number sizes and string escapes", t.name, err)}
 	}
 	return a, nil
 }

@@ -195,3 +195,33 @@ func TestConcurrentFirstUse(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// The Tools of one DefineWith run with the dependency each was bound to,
+// validate their arguments like any Tool, and share one definition: the
+// schema is reflected and compiled once for the whole family.
+func TestDefineWithBindsEachToolToItsDependency(t *testing.T) {
+	greet := DefineWith(SpecWith[testArgs, string]{
+		Name: "greet", Posture: PostureRead,
+		Run: func(_ context.Context, _ Env, greeting string, a testArgs, dryRun bool) Result {
+			if dryRun {
+				return Preview("would say %s to %s", greeting, a.Name)
+			}
+			return OK(greeting + ", " + a.Name)
+		},
+	})
+	hello, hi := greet("hello"), greet("hi")
+	require.Equal(t, OK("hello, Ada"), hello.Run(context.Background(), Env{}, json.RawMessage(`{"name":"Ada"}`)))
+	require.Equal(t, OK("hi, Ada"), hi.Run(context.Background(), Env{}, json.RawMessage(`{"name":"Ada"}`)))
+	require.Equal(t, Preview("would say hi to Bo"), hi.DryRun(context.Background(), Env{}, json.RawMessage(`{"name":"Bo"}`)))
+
+	bad := hello.Run(context.Background(), Env{}, json.RawMessage(`{"name":1}`))
+	require.False(t, bad.OK)
+	require.Equal(t, ErrInvalidArgs, bad.Error.Kind)
+
+	require.JSONEq(t, string(hello.Schema()), string(hi.Schema()))
+	a, b := hello.(*defined[testArgs]), hi.(*defined[testArgs])
+	require.Same(t, a.definition, b.definition, "one definition for the family")
+	va, _ := a.compiled()
+	vb, _ := b.compiled()
+	require.Same(t, va, vb, "the validator is compiled once")
+}

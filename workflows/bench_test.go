@@ -105,7 +105,14 @@ func BenchmarkSchedule1000(b *testing.B) {
 					dur[s.ID] = 1 + r.Int64N(100)
 				}
 				sim := newSim(func(step string) childPlan { return childPlan{dur: dur[step]} })
-				out := Run(context.Background(), sim, w, RunOptions{WorkflowID: "wf-bench", waiting: sim.waiting})
+				// Checking the spec is Prepare's, once, not the scheduler's.
+				b.StopTimer()
+				p, err := Prepare(w, sim.ports())
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				out := p.Run(context.Background(), RunOptions{WorkflowID: "wf-bench", waiting: sim.waiting})
 				if out.Status != StatusCompleted {
 					b.Fatalf("seed %d: %s", seed, out.Status)
 				}
@@ -123,20 +130,18 @@ func BenchmarkSchedule1000(b *testing.B) {
 	}
 }
 
-// chainSpawner ends every child at once, from its own goroutine, and
+// chainChildren ends every child at once, from its own goroutine, and
 // times each dependent's start against its dependency's end.
-type chainSpawner struct {
+type chainChildren struct {
 	mu      sync.Mutex
 	endedAt map[string]time.Time
 	latency []time.Duration
 	prev    map[string]string // step -> its dependency
 }
 
-func (s *chainSpawner) Preview(tools.SpawnRequest) (tools.SubagentView, error) {
-	return tools.SubagentView{}, nil
-}
+func (s *chainChildren) CheckSpawn(tools.SpawnRequest) error { return nil }
 
-func (s *chainSpawner) StartStep(_ context.Context, req StepRequest, ended func(tools.SubagentView)) (tools.SubagentView, error) {
+func (s *chainChildren) Start(_ context.Context, req StepRequest) (tools.SubagentView, error) {
 	now := time.Now()
 	s.mu.Lock()
 	if dep, ok := s.prev[req.Name]; ok {
@@ -147,18 +152,18 @@ func (s *chainSpawner) StartStep(_ context.Context, req StepRequest, ended func(
 		s.mu.Lock()
 		s.endedAt[req.Name] = time.Now()
 		s.mu.Unlock()
-		ended(tools.SubagentView{ID: "sa-" + req.Name, Status: "completed", Summary: "ok"})
+		req.Ended <- tools.SubagentView{ID: "sa-" + req.Name, Status: tools.SubagentCompleted, Summary: "ok"}
 	}()
 	return tools.SubagentView{ID: "sa-" + req.Name}, nil
 }
 
-func (s *chainSpawner) StopStep(string)                          {}
-func (s *chainSpawner) RecordWorkflowEvent(WorkflowEvent) error  { return nil }
-func (s *chainSpawner) ShowPlan([]tools.PlanEntry)               {}
-func (s *chainSpawner) WorkflowEvents() ([]WorkflowEvent, error) { return nil, nil }
+func (s *chainChildren) Stop(string)                              {}
+func (s *chainChildren) Record(WorkflowEvent) error               { return nil }
+func (s *chainChildren) ShowPlan([]tools.PlanEntry)               {}
+func (s *chainChildren) WorkflowEvents() ([]WorkflowEvent, error) { return nil, nil }
 
 // BenchmarkDependencyToStart measures, on real goroutines, the time from a
-// child's end (its ended callback) to the start of the step that depended
+// child's end (its view sent on the step's Ended channel) to the start of the step that depended
 // on it, along a chain of 200 steps (target < 1 ms).
 func BenchmarkDependencyToStart(b *testing.B) {
 	const n = 200
@@ -175,8 +180,12 @@ func BenchmarkDependencyToStart(b *testing.B) {
 	w.Normalize()
 	var all []time.Duration
 	for b.Loop() {
-		sp := &chainSpawner{endedAt: map[string]time.Time{}, prev: prev}
-		if out := Run(context.Background(), sp, w, RunOptions{WorkflowID: "wf"}); out.Status != StatusCompleted {
+		sp := &chainChildren{endedAt: map[string]time.Time{}, prev: prev}
+		p, err := Prepare(w, Ports{Agents: sp, Children: sp, Evidence: sp})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if out := p.Run(context.Background(), RunOptions{WorkflowID: "wf"}); out.Status != StatusCompleted {
 			b.Fatal(out.Status)
 		}
 		all = append(all, sp.latency...)

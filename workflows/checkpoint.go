@@ -45,14 +45,9 @@ type reportSlot struct {
 	rejected []string // the problems of the last rejected payload
 }
 
-type slotKey struct{}
-
-// ReportCheckpointTool is report_checkpoint. One instance serves every
-// step: the tool offered to a step's child is bound to that step's slot
-// (boundReport), which reaches the shared tool through the context.
-func ReportCheckpointTool() tools.Tool { return reportCheckpoint }
-
-var reportCheckpoint = tools.Define(tools.Spec[ReportCheckpointArgs]{
+// reportCheckpoint is report_checkpoint bound to one step's slot: Run
+// offers each step's child its own, all sharing one definition.
+var reportCheckpoint = tools.DefineWith(tools.SpecWith[ReportCheckpointArgs, *reportSlot]{
 	Name:        "report_checkpoint",
 	Description: reportCheckpointDescription,
 	// It changes nothing in the workspace, so read_only steps can report.
@@ -61,8 +56,7 @@ var reportCheckpoint = tools.Define(tools.Spec[ReportCheckpointArgs]{
 	Describe: func(a ReportCheckpointArgs) tools.Presentation {
 		return tools.Presentation{Title: "Checkpoint: " + string(a.Status)}
 	},
-	Run: func(ctx context.Context, _ tools.Env, a ReportCheckpointArgs, dryRun bool) tools.Result {
-		slot, _ := ctx.Value(slotKey{}).(*reportSlot)
+	Run: func(_ context.Context, _ tools.Env, slot *reportSlot, a ReportCheckpointArgs, dryRun bool) tools.Result {
 		if slot == nil {
 			return tools.Fail(tools.ErrPermissionDenied, "report_checkpoint is for the child of a workflow step, and this session is not one; answer in prose instead")
 		}
@@ -119,20 +113,6 @@ func (s *reportSlot) taken() (*ReportCheckpointArgs, json.RawMessage, []string) 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.report, s.payload, s.rejected
-}
-
-// boundReport is report_checkpoint bound to one step's slot.
-type boundReport struct {
-	tools.Tool
-	slot *reportSlot
-}
-
-func (b boundReport) Run(ctx context.Context, env tools.Env, args json.RawMessage) tools.Result {
-	return b.Tool.Run(context.WithValue(ctx, slotKey{}, b.slot), env, args)
-}
-
-func (b boundReport) DryRun(ctx context.Context, env tools.Env, args json.RawMessage) tools.Result {
-	return b.Tool.DryRun(context.WithValue(ctx, slotKey{}, b.slot), env, args)
 }
 
 // markerPattern finds "checkpoint_status: <status>" on a line of its own

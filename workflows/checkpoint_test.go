@@ -49,7 +49,7 @@ func TestDecide(t *testing.T) {
 				require.NoError(t, err)
 				slot.schema = s
 			}
-			tool := boundReport{Tool: reportCheckpoint, slot: slot}
+			tool := reportCheckpoint(slot)
 			for _, r := range tt.reports {
 				tool.Run(context.Background(), tools.Env{}, []byte(r))
 			}
@@ -81,7 +81,7 @@ func TestReportCheckpointRefusesWhatItCannotKeep(t *testing.T) {
 	s, err := tools.CompileSchema("output_schema", []byte(`{"type":"object","required":["n"],"properties":{"n":{"type":"integer","minimum":1}}}`))
 	require.NoError(t, err)
 	slot := &reportSlot{stepID: "s", schema: s}
-	tool := boundReport{Tool: reportCheckpoint, slot: slot}
+	tool := reportCheckpoint(slot)
 	run := func(args string) tools.Result { return tool.Run(context.Background(), tools.Env{}, []byte(args)) }
 
 	res := run(`{"status":"checkpoint_ready","summary":"a","payload":{"n":0}}`)
@@ -109,7 +109,7 @@ func TestReportCheckpointRefusesWhatItCannotKeep(t *testing.T) {
 	require.Contains(t, string(out), `"recorded":true`)
 
 	// Outside a workflow step.
-	res = ReportCheckpointTool().Run(context.Background(), tools.Env{}, []byte(`{"status":"partial","summary":"a"}`))
+	res = reportCheckpoint(nil).Run(context.Background(), tools.Env{}, []byte(`{"status":"partial","summary":"a"}`))
 	require.Equal(t, tools.ErrPermissionDenied, res.Error.Kind)
-	require.Equal(t, tools.PostureRead, ReportCheckpointTool().Posture(), "read_only steps must be able to report")
+	require.Equal(t, tools.PostureRead, reportCheckpoint(nil).Posture(), "read_only steps must be able to report")
 }

@@ -19,16 +19,16 @@ type childPlan struct {
 	status  tools.SubagentStatus // subagent status at the end; "" is completed
 	summary string
 	report  string // report_checkpoint arguments (JSON); "" reports nothing
-	hang    bool   // never ends by itself (until StopStep)
+	hang    bool   // never ends by itself (until Stop)
 	changes *tools.FileChanges
 }
 
-// simSpawner is a Spawner on a simulated clock, to drive the real Run
-// deterministically. Run calls ShowPlan once after reacting to each
+// simRuntime plays the runtime's ports (Agents, Children, Evidence) on a
+// simulated clock, to drive the real Run deterministically. Run calls ShowPlan once after reacting to each
 // event; the fake takes that as "the runner is waiting" and delivers the
 // next child end: the earliest on the simulated clock, ties by start
 // order. Simultaneous ends are thus seen one at a time, as in real life.
-type simSpawner struct {
+type simRuntime struct {
 	plan func(step string) childPlan
 
 	mu      sync.Mutex
@@ -53,24 +53,26 @@ type simChild struct {
 	end      int64
 	plan     childPlan
 	req      StepRequest
-	ended    func(tools.SubagentView)
 	start    int64
 	// lastReport is what its report_checkpoint call answered.
 	lastReport tools.Result
 }
 
-func newSim(plan func(step string) childPlan) *simSpawner {
-	return &simSpawner{plan: plan, starts: map[string]int64{}, ends: map[string]int64{}, prompts: map[string]string{}, reqs: map[string]StepRequest{}}
+func newSim(plan func(step string) childPlan) *simRuntime {
+	return &simRuntime{plan: plan, starts: map[string]int64{}, ends: map[string]int64{}, prompts: map[string]string{}, reqs: map[string]StepRequest{}}
 }
 
-func (s *simSpawner) Preview(req tools.SpawnRequest) (tools.SubagentView, error) {
+// ports are the fake's ports, for Prepare.
+func (s *simRuntime) ports() Ports { return Ports{Agents: s, Children: s, Evidence: s} }
+
+func (s *simRuntime) CheckSpawn(req tools.SpawnRequest) error {
 	if req.Agent == "nobody" {
-		return tools.SubagentView{}, &tools.Failure{Kind: tools.ErrNotFound, Message: `there is no agent named "nobody"; use one of: default`}
+		return &tools.Failure{Kind: tools.ErrNotFound, Message: `there is no agent named "nobody"; use one of: default`}
 	}
-	return tools.SubagentView{Agent: agentOrDefault(req.Agent), Status: "not started"}, nil
+	return nil
 }
 
-func (s *simSpawner) StartStep(_ context.Context, req StepRequest, ended func(tools.SubagentView)) (tools.SubagentView, error) {
+func (s *simRuntime) Start(_ context.Context, req StepRequest) (tools.SubagentView, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.onStart != nil {
@@ -78,37 +80,37 @@ func (s *simSpawner) StartStep(_ context.Context, req StepRequest, ended func(to
 	}
 	p := s.plan(req.Name)
 	s.seq++
-	c := &simChild{id: fmt.Sprintf("sa-%s", req.Name), step: req.Name, seq: s.seq, end: s.now + p.dur, plan: p, req: req, ended: ended, start: s.now}
+	c := &simChild{id: fmt.Sprintf("sa-%s", req.Name), step: req.Name, seq: s.seq, end: s.now + p.dur, plan: p, req: req, start: s.now}
 	s.live = append(s.live, c)
 	s.starts[req.Name] = s.now
 	s.order = append(s.order, req.Name)
 	s.prompts[req.Name] = req.Task
 	s.reqs[req.Name] = req
-	return tools.SubagentView{ID: c.id, Agent: agentOrDefault(req.Agent), Status: "queued"}, nil
+	return tools.SubagentView{ID: c.id, Agent: agentOrDefault(req.Agent), Status: tools.SubagentQueued}, nil
 }
 
-func (s *simSpawner) StopStep(id string) {
+func (s *simRuntime) Stop(id string) {
 	s.mu.Lock()
 	for k, c := range s.live {
 		if c.id == id {
 			s.live = append(s.live[:k], s.live[k+1:]...)
 			s.stopped = append(s.stopped, c.step)
 			s.mu.Unlock()
-			c.ended(s.view(c, "cancelled", &tools.Failure{Kind: tools.ErrCancelled, Message: "the subagent was cancelled"}))
+			c.req.Ended <- s.view(c, tools.SubagentCancelled, &tools.Failure{Kind: tools.ErrCancelled, Message: "the subagent was cancelled"})
 			return
 		}
 	}
 	s.mu.Unlock()
 }
 
-func (s *simSpawner) RecordWorkflowEvent(ev WorkflowEvent) error {
+func (s *simRuntime) Record(ev WorkflowEvent) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.events = append(s.events, ev)
 	return nil
 }
 
-func (s *simSpawner) ShowPlan(entries []tools.PlanEntry) {
+func (s *simRuntime) ShowPlan(entries []tools.PlanEntry) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.plans = append(s.plans, entries)
@@ -116,7 +118,7 @@ func (s *simSpawner) ShowPlan(entries []tools.PlanEntry) {
 
 // waiting is Run's "I am about to wait": deliver the next ends, every
 // child that ends at the earliest simulated time, in start order.
-func (s *simSpawner) waiting() {
+func (s *simRuntime) waiting() {
 	s.mu.Lock()
 	var batch []*simChild
 	for _, c := range s.live {
@@ -145,7 +147,7 @@ func (s *simSpawner) waiting() {
 }
 
 // end runs a child's report_checkpoint call, if it makes one, and ends it.
-func (s *simSpawner) end(c *simChild) {
+func (s *simRuntime) end(c *simChild) {
 	if c.plan.report != "" {
 		for _, t := range c.req.Tools {
 			c.lastReport = t.Run(context.Background(), tools.Env{}, []byte(c.plan.report))
@@ -155,16 +157,16 @@ func (s *simSpawner) end(c *simChild) {
 	var f *tools.Failure
 	switch status {
 	case "":
-		status = "completed"
-	case "timed_out":
+		status = tools.SubagentCompleted
+	case tools.SubagentTimedOut:
 		f = &tools.Failure{Kind: tools.ErrTimeout, Message: "the subagent did not finish within its time limit"}
-	case "failed":
+	case tools.SubagentFailed:
 		f = &tools.Failure{Kind: tools.ErrProviderError, Message: "the provider failed"}
 	}
-	c.ended(s.view(c, status, f))
+	c.req.Ended <- s.view(c, status, f)
 }
 
-func (s *simSpawner) view(c *simChild, status tools.SubagentStatus, f *tools.Failure) tools.SubagentView {
+func (s *simRuntime) view(c *simChild, status tools.SubagentStatus, f *tools.Failure) tools.SubagentView {
 	summary := c.plan.summary
 	if summary == "" {
 		summary = c.step + " done"
@@ -175,7 +177,7 @@ func (s *simSpawner) view(c *simChild, status tools.SubagentStatus, f *tools.Fai
 }
 
 // startOrder is the step ids by simulated start time, then start order.
-func (s *simSpawner) startTimes() map[string]int64 {
+func (s *simRuntime) startTimes() map[string]int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := map[string]int64{}
@@ -185,7 +187,7 @@ func (s *simSpawner) startTimes() map[string]int64 {
 	return out
 }
 
-func (s *simSpawner) kinds() []string {
+func (s *simRuntime) kinds() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []string
@@ -196,7 +198,7 @@ func (s *simSpawner) kinds() []string {
 }
 
 // byStart groups step ids by simulated start time.
-func (s *simSpawner) byStart() [][]string {
+func (s *simRuntime) byStart() [][]string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	at := map[int64][]string{}
@@ -222,7 +224,7 @@ func fixedClock() func() time.Time {
 	return func() time.Time { return t }
 }
 
-func (s *simSpawner) WorkflowEvents() ([]WorkflowEvent, error) {
+func (s *simRuntime) WorkflowEvents() ([]WorkflowEvent, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]WorkflowEvent(nil), s.events...), nil

@@ -166,12 +166,17 @@ type DryRun struct {
 // this tick (with equal durations, those are exactly the running steps).
 // The real scheduler is event-driven; with equal durations it makes the
 // same choices, so these waves are what a dry run can honestly promise.
-// w must be normalised (Parse does it); an invalid w yields the
-// *tools.Failure from Validate.
+// w is checked first (Check: a workflow that already passed is not
+// validated again); an invalid w yields the *tools.Failure of Validate.
 func Waves(w *Workflow) (DryRun, error) {
-	if f := Validate(w); f != nil {
-		return DryRun{}, f
+	if err := Check(w); err != nil {
+		return DryRun{}, err
 	}
+	return waves(w), nil
+}
+
+// waves is Waves of a checked workflow.
+func waves(w *Workflow) DryRun {
 	n := len(w.Steps)
 	index := make(map[string]int, n)
 	for i := range w.Steps {
@@ -218,9 +223,9 @@ func Waves(w *Workflow) (DryRun, error) {
 			}
 		}
 		if len(now) == 0 {
-			// Unreachable for a validated (acyclic) workflow: some step with
+			// Unreachable for a checked (acyclic) workflow: some step with
 			// all dependencies done always fits into an empty wave.
-			return DryRun{}, fmt.Errorf("workflows: no step could start in wave %d", t)
+			panic(fmt.Sprintf("workflows: no step could start in wave %d of a checked workflow", t))
 		}
 		// A wave is a set: list it in declaration order, which people read.
 		slices.Sort(now)
@@ -244,7 +249,7 @@ func Waves(w *Workflow) (DryRun, error) {
 			}
 		}
 	}
-	return out, nil
+	return out
 }
 
 // priorityOrder is the order in which the scheduler considers runnable

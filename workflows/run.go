@@ -19,8 +19,6 @@ type RunOptions struct {
 	ToolCallID string
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
-	// Reuse, from Reusable, names the steps decided by an earlier run.
-	Reuse *Reuse
 
 	// waiting, in tests, is called each time Run is about to wait for an
 	// event: a simulated clock delivers its next child ends then.
@@ -32,24 +30,21 @@ type RunOptions struct {
 // The last state is always shown.
 const planEvery = 100 * time.Millisecond
 
-// stepEnd is a child's end, delivered to the run loop.
-type stepEnd struct {
-	index int
-	view  tools.SubagentView
-}
-
 // runner is one run of a workflow: the scheduler, driven by the
-// children's end events through the Spawner.
+// children's ends, which arrive on its own channel.
 type runner struct {
-	sp    Spawner
-	w     *Workflow
-	opt   RunOptions
-	sched *scheduler
-	slots []*reportSlot
+	children Children
+	evidence Evidence
+	w        *Workflow
+	opt      RunOptions
+	prior    *Reuse // the checkpoints reused from an earlier run
+	sched    *scheduler
+	slots    []*reportSlot
 
 	outcomes     []*StepOutcome // nil until decided or held
 	decidedSteps []int          // steps in the order they were decided
 	agentIDs     []string       // each started step's child
+	stepOf       map[string]int // a started child's step
 	waves        []int          // each started step's dispatch round
 	reasons      []string       // why the workflow closed a step early
 	round        int
@@ -57,27 +52,27 @@ type runner struct {
 	planShown    time.Time
 	lastPlan     []tools.PlanEntry
 
-	ends chan stepEnd
+	// ends receives every started child's final view. At most
+	// MaxConcurrency children are started and not yet decided, so it never
+	// holds more ends than that: a send from the Manager never waits.
+	ends chan tools.SubagentView
 	// recordErr is the first failure to write the Log: the run goes on (the
 	// children are real), but the result says the evidence is incomplete.
 	recordErr error
 }
 
-// Run runs a validated, normalised workflow to its end and returns its
-// Outcome. It never fails: a step that cannot start is a failed step, and
-// an expected agentic failure (a timeout, a failed child) is part of the
-// Outcome, not an error. It returns when every child it started has ended.
-// Cancelling ctx stops the children and returns the partial outcome.
-func Run(ctx context.Context, sp Spawner, w *Workflow, opt RunOptions) Outcome {
+// run is Prepared.Run.
+func run(ctx context.Context, p *Prepared, opt RunOptions) Outcome {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
+	w := p.w
 	n := len(w.Steps)
 	r := &runner{
-		sp: sp, w: w, opt: opt, sched: newScheduler(w),
+		children: p.ports.Children, evidence: p.ports.Evidence, w: w, opt: opt, prior: p.reuse, sched: newScheduler(w),
 		slots: make([]*reportSlot, n), outcomes: make([]*StepOutcome, n),
-		agentIDs: make([]string, n), waves: make([]int, n), reasons: make([]string, n),
-		ends: make(chan stepEnd, n), started: opt.Now(),
+		agentIDs: make([]string, n), stepOf: make(map[string]int, n), waves: make([]int, n), reasons: make([]string, n),
+		ends: make(chan tools.SubagentView, min(n, w.MaxConcurrency)), started: opt.Now(),
 	}
 	for i := range w.Steps {
 		st := &w.Steps[i]
@@ -103,20 +98,25 @@ func Run(ctx context.Context, sp Spawner, w *Workflow, opt RunOptions) Outcome {
 	defer planTimer.Stop()
 	planDue := false // a change is waiting for planTimer
 	done := ctx.Done()
+	// acted: the last wait ended on something other than a plan refresh.
+	// A simulated clock delivers its next ends only then, or a refresh
+	// (on the real clock) would let two rounds of ends arrive as one.
+	acted := true
 	for !r.sched.idle() {
-		if r.opt.waiting != nil {
+		if r.opt.waiting != nil && acted {
 			r.opt.waiting()
 		}
+		acted = true
 		select {
-		case e := <-r.ends:
-			r.ended(e)
+		case v := <-r.ends:
+			r.ended(v)
 			// Decide every end already delivered before starting anything,
 			// so steps unlocked at the same moment start in priority order,
 			// not in the order their dependencies happened to end.
 			for drained := false; !drained; {
 				select {
-				case e := <-r.ends:
-					r.ended(e)
+				case v := <-r.ends:
+					r.ended(v)
 				default:
 					drained = true
 				}
@@ -129,7 +129,7 @@ func Run(ctx context.Context, sp Spawner, w *Workflow, opt RunOptions) Outcome {
 			done = nil
 			r.stop(StoppedCancelled)
 		case <-planTimer.C:
-			planDue = false
+			planDue, acted = false, false
 			r.showPlan()
 			continue
 		}
@@ -150,15 +150,15 @@ func Run(ctx context.Context, sp Spawner, w *Workflow, opt RunOptions) Outcome {
 // reuse decides, before anything starts, the steps an earlier run made
 // checkpoint_ready (resume_from).
 func (r *runner) reuse() {
-	if r.opt.Reuse == nil {
+	if r.prior == nil {
 		return
 	}
 	for i := range r.w.Steps {
-		prior, ok := r.opt.Reuse.Steps[r.w.Steps[i].ID]
+		prior, ok := r.prior.Steps[r.w.Steps[i].ID]
 		if !ok {
 			continue
 		}
-		out := reusedOutcome(prior, r.opt.Reuse.From)
+		out := reusedOutcome(prior, r.prior.From)
 		r.outcomes[i] = &out
 		r.decidedSteps = append(r.decidedSteps, i)
 		r.record(WorkflowEvent{Kind: EventCheckpointDecided, StepID: out.StepID, Outcome: &out})
@@ -218,16 +218,15 @@ func (r *runner) startStep(ctx context.Context, i int) bool {
 		Agent: st.Agent, Task: childPrompt(r.w, st, deps, inherit), Name: st.ID,
 		WorkspaceMode: string(mode), ReadOnly: st.PermissionMode == ReadOnly,
 		Timeout: time.Duration(st.TimeoutMS) * time.Millisecond,
-		Tools:   []tools.Tool{boundReport{Tool: reportCheckpoint, slot: r.slots[i]}},
+		Tools:   []tools.Tool{reportCheckpoint(r.slots[i])},
 		Inherit: inherit,
+		Ended:   r.ends,
 	}
 	if st.PermissionMode == Writer {
 		req.WriteSet, req.MayWrite = st.WriteSet, writeSetMatcher(st.WriteSet)
 	}
 	r.waves[i] = r.round
-	view, err := r.sp.StartStep(ctx, req, func(v tools.SubagentView) {
-		r.ends <- stepEnd{index: i, view: v}
-	})
+	view, err := r.children.Start(ctx, req)
 	if err != nil {
 		f := tools.AsFailure(err)
 		out := StepOutcome{
@@ -239,7 +238,7 @@ func (r *runner) startStep(ctx context.Context, i int) bool {
 		r.decided(i, out)
 		return false
 	}
-	r.agentIDs[i] = view.ID
+	r.agentIDs[i], r.stepOf[view.ID] = view.ID, i
 	r.record(WorkflowEvent{Kind: EventStepScheduled, StepID: st.ID, Wave: r.round, SubagentID: view.ID})
 	return true
 }
@@ -272,17 +271,18 @@ func (r *runner) inheritance(i int) []Inherited {
 	return out
 }
 
-// ended decides a step whose child ended.
-func (r *runner) ended(e stepEnd) {
-	out := decide(&r.w.Steps[e.index], e.view, r.slots[e.index])
-	out.Wave = r.waves[e.index]
-	out.Reason = r.reasons[e.index]
-	if out.Reason == StoppedTimeout && e.view.Status == tools.SubagentCancelled {
+// ended decides the step whose child ended.
+func (r *runner) ended(v tools.SubagentView) {
+	i := r.stepOf[v.ID]
+	out := decide(&r.w.Steps[i], v, r.slots[i])
+	out.Wave = r.waves[i]
+	out.Reason = r.reasons[i]
+	if out.Reason == StoppedTimeout && v.Status == tools.SubagentCancelled {
 		// The workflow's clock ran out, not the step's: say it as a timeout.
 		out.Error = &tools.Failure{Kind: tools.ErrTimeout, Message: fmt.Sprintf(
 			"the workflow's timeout_ms (%d) passed while this step ran; it was stopped, and its work so far is in its own log", r.w.TimeoutMS)}
 	}
-	r.decided(e.index, out)
+	r.decided(i, out)
 }
 
 // decided records a step's outcome and lets the scheduler act on it:
@@ -330,7 +330,7 @@ func (r *runner) stop(reason string) {
 		if r.reasons[i] == "" {
 			r.reasons[i] = reason
 		}
-		wg.Go(func() { r.sp.StopStep(r.agentIDs[i]) })
+		wg.Go(func() { r.children.Stop(r.agentIDs[i]) })
 	}
 	wg.Wait()
 }
@@ -354,7 +354,7 @@ func (r *runner) finish() Outcome {
 // record writes a workflow_event, keeping the first failure.
 func (r *runner) record(ev WorkflowEvent) {
 	ev.WorkflowID, ev.ToolCallID = r.opt.WorkflowID, r.opt.ToolCallID
-	if err := r.sp.RecordWorkflowEvent(ev); err != nil && r.recordErr == nil {
+	if err := r.evidence.Record(ev); err != nil && r.recordErr == nil {
 		r.recordErr = err
 	}
 }
@@ -371,7 +371,7 @@ func (r *runner) showPlan() {
 		return
 	}
 	r.lastPlan = entries
-	r.sp.ShowPlan(entries)
+	r.evidence.ShowPlan(entries)
 }
 
 func agentOrDefault(a string) string {

@@ -17,7 +17,7 @@ import (
 )
 
 // runSim runs spec on the simulated clock.
-func runSim(t *testing.T, spec string, plan func(step string) childPlan) (Outcome, *simSpawner) {
+func runSim(t *testing.T, spec string, plan func(step string) childPlan) (Outcome, *simRuntime) {
 	t.Helper()
 	w := mustParse(t, spec)
 	sim := newSim(plan)
@@ -25,15 +25,18 @@ func runSim(t *testing.T, spec string, plan func(step string) childPlan) (Outcom
 	return out, sim
 }
 
-// simRun runs Run in a synctest bubble. Run redraws the plan on a timer;
-// on the real clock that timer can fire between two ends the simulated
-// spawner delivers (more often on a busy machine) and change the order of
-// decisions. In the bubble it fires only when Run has nothing else to do,
-// so a run on the simulated spawner is the same every time.
-func simRun(t *testing.T, ctx context.Context, sp Spawner, w *Workflow, opt RunOptions) Outcome {
+// simRun prepares w with the simulated runtime's ports and runs it in a
+// synctest bubble. Run redraws the plan on a timer; on the real clock that
+// timer can fire between two ends the simulated runtime delivers (more
+// often on a busy machine). In the bubble it fires only when Run has
+// nothing else to do, so a run on the simulated runtime is the same every
+// time.
+func simRun(t *testing.T, ctx context.Context, sim *simRuntime, w *Workflow, opt RunOptions) Outcome {
 	t.Helper()
+	p, err := Prepare(w, sim.ports())
+	require.NoError(t, err)
 	var out Outcome
-	synctest.Test(t, func(*testing.T) { out = Run(ctx, sp, w, opt) })
+	synctest.Test(t, func(*testing.T) { out = p.Run(ctx, opt) })
 	return out
 }
 
@@ -203,11 +206,13 @@ func TestRunCancelledReturnsThePartialOutcome(t *testing.T) {
 	})
 	// The bubble's clock reaches the deadline only once Run waits with
 	// nothing but the hung step left.
+	p, err := Prepare(w, sim.ports())
+	require.NoError(t, err)
 	var out Outcome
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 		defer cancel()
-		out = Run(ctx, sim, w, RunOptions{WorkflowID: "wf-c", waiting: sim.waiting})
+		out = p.Run(ctx, RunOptions{WorkflowID: "wf-c", waiting: sim.waiting})
 	})
 	require.Equal(t, StatusPartial, out.Status)
 	require.Equal(t, StoppedCancelled, out.StoppedBy)
@@ -365,7 +370,7 @@ func TestResumeFromRerunsOnlyWhatIsNotReady(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, reuse.Steps, 2)
 	sim.order = nil
-	second := simRun(t, context.Background(), sim, w, RunOptions{WorkflowID: "wf-2", Now: fixedClock(), waiting: sim.waiting, Reuse: reuse})
+	second := simRun(t, context.Background(), sim, w, RunOptions{WorkflowID: "wf-2", Now: fixedClock(), waiting: sim.waiting})
 	require.Equal(t, StatusCompleted, second.Status, second.Output)
 	require.Equal(t, []string{"b", "d", "e"}, sim.order, "only what was not ready runs again")
 	require.Equal(t, "wf-1", second.Steps[0].ReusedFrom)

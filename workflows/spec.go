@@ -1,10 +1,11 @@
 // Package workflows is run_workflow (ADR 0012, ADR 0014): the workflow
 // spec and its validation, path-pattern overlap and the conflict rules,
-// the dry run's waves, the event-driven scheduler (scheduler.go, driven by
-// Run), checkpoint bundles and report_checkpoint, outcomes and their
-// rebuilding from workflow_events, and resume_from. Nothing here starts a
-// Session: every step is a Subagent of the runtime's Manager, reached
-// through the Spawner interface.
+// the use case every entry point calls (prepare.go: Prepare, then DryRun
+// or Run), the dry run's waves, the event-driven scheduler (scheduler.go,
+// driven by Run), checkpoint bundles and report_checkpoint, outcomes and
+// their rebuilding from workflow_events, and resume_from. Nothing here
+// starts a Session: every step is a Subagent of the runtime's Manager,
+// reached through the ports this package declares (ports.go).
 package workflows
 
 import (
@@ -13,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"reflect"
 	"strings"
 
@@ -56,126 +58,129 @@ const (
 // step without a read set is taken to read (ADR 0012: be conservative).
 const WholeWorkspace = "**/*"
 
-// Step is one delegated task in a Workflow.
+// Step is one delegated task in a Workflow: the one type of a step, as
+// run_workflow's schema describes it, as a spec file and the tool's
+// arguments decode into, and as the scheduler runs it.
 type Step struct {
 	// ID must match IDPattern: lowercase only, so ids cannot collide on a
 	// case-insensitive filesystem or in ACP tool-call ids derived from them.
-	ID             string          `json:"id"`
-	Task           string          `json:"task"`
-	Agent          string          `json:"agent,omitempty"`
-	DependsOn      []string        `json:"depends_on,omitempty"`
-	PermissionMode PermissionMode  `json:"permission_mode,omitempty"`
-	ReadSet        []string        `json:"read_set,omitempty"`
-	WriteSet       []string        `json:"write_set,omitempty"`
-	WorkspaceMode  WorkspaceMode   `json:"workspace_mode,omitempty"`
-	TimeoutMS      int64           `json:"timeout_ms,omitempty"`
-	OutputSchema   json.RawMessage `json:"output_schema,omitempty"`
-
-	// taskPromptClash records that the input gave both task and its alias
-	// prompt with different texts, so Validate can report it.
-	taskPromptClash bool
+	ID   string `json:"id" jsonschema:"pattern=^[a-z][a-z0-9_-]{0\\,63}$" jsonschema_description:"Unique step id: a lowercase letter, then lowercase letters, digits, _ or -."`
+	Task string `json:"task,omitempty" jsonschema_description:"The child's whole assignment; it sees nothing else of this conversation. (prompt is accepted as an alias.)"`
+	// Prompt is accepted as an alias of Task (models trained on Claude
+	// Code's Task tool send prompt); Check moves it into Task.
+	Prompt         string          `json:"prompt,omitempty" jsonschema_description:"Alias of task."`
+	Agent          string          `json:"agent,omitempty" jsonschema_description:"default, worker, explorer or a custom agent. Default: default."`
+	DependsOn      []string        `json:"depends_on,omitempty" jsonschema_description:"Ids of the steps whose checkpoint_ready results this step needs; it starts only after all of them."`
+	PermissionMode PermissionMode  `json:"permission_mode,omitempty" jsonschema:"enum=read_only,enum=writer" jsonschema_description:"read_only (default unless write_set is given): reads and reports; writer: may change files."`
+	ReadSet        []string        `json:"read_set,omitempty" jsonschema_description:"Path patterns (doublestar) the step reads. Default: everything."`
+	WriteSet       []string        `json:"write_set,omitempty" jsonschema_description:"Path patterns a writer changes. Default for a writer: **/* (the whole workspace)."`
+	WorkspaceMode  WorkspaceMode   `json:"workspace_mode,omitempty" jsonschema:"enum=isolated,enum=shared" jsonschema_description:"isolated: a snapshot of the workspace (default for writers); shared: the workspace itself (default for read_only steps)."`
+	TimeoutMS      int64           `json:"timeout_ms,omitempty" jsonschema:"minimum=1" jsonschema_description:"The step's time limit in milliseconds, from its start. Default 120000."`
+	OutputSchema   json.RawMessage `json:"output_schema,omitempty" jsonschema:"type=object" jsonschema_description:"A JSON Schema the step's typed result (report_checkpoint payload) must match; it is checkpoint_ready only with a matching payload."`
 }
 
-// stepWire is Step as it arrives, with prompt accepted as an alias of task
-// (models trained on Claude Code's Task tool send prompt).
-type stepWire struct {
-	ID             string          `json:"id"`
-	Task           string          `json:"task"`
-	Prompt         string          `json:"prompt"`
-	Agent          string          `json:"agent"`
-	DependsOn      []string        `json:"depends_on"`
-	PermissionMode PermissionMode  `json:"permission_mode"`
-	ReadSet        []string        `json:"read_set"`
-	WriteSet       []string        `json:"write_set"`
-	WorkspaceMode  WorkspaceMode   `json:"workspace_mode"`
-	TimeoutMS      int64           `json:"timeout_ms"`
-	OutputSchema   json.RawMessage `json:"output_schema"`
-}
-
-// UnmarshalJSON accepts prompt as an alias of task and rejects unknown keys,
-// so a misspelt field is an error the model sees instead of a silent default.
+// UnmarshalJSON rejects unknown keys, so a misspelt field is an error the
+// model sees instead of a silent default.
 func (s *Step) UnmarshalJSON(b []byte) error {
-	var w stepWire
+	type plain Step // Step without this method
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&w); err != nil {
+	if err := dec.Decode((*plain)(s)); err != nil {
 		if _, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
 			return err // the outer decoder prefixes the field with "steps."
 		}
 		return fmt.Errorf("a step has %s", strings.TrimPrefix(err.Error(), "json: "))
 	}
-	*s = Step{
-		ID: w.ID, Task: w.Task, Agent: w.Agent, DependsOn: w.DependsOn,
-		PermissionMode: w.PermissionMode, ReadSet: w.ReadSet, WriteSet: w.WriteSet,
-		WorkspaceMode: w.WorkspaceMode, TimeoutMS: w.TimeoutMS, OutputSchema: w.OutputSchema,
-	}
-	switch {
-	case s.Task == "":
-		s.Task = w.Prompt
-	case w.Prompt != "" && w.Prompt != s.Task:
-		s.taskPromptClash = true
-	}
 	return nil
 }
 
 // Workflow is the run_workflow spec: ordered steps and workflow-wide knobs.
-// Declaration order matters: it breaks every scheduling tie.
+// Declaration order matters: it breaks every scheduling tie. It is the one
+// type of a spec: run_workflow's arguments, a spec file, and what Check
+// validates and the scheduler runs.
 type Workflow struct {
-	ID             string        `json:"id,omitempty"`
-	Name           string        `json:"name,omitempty"`
-	Steps          []Step        `json:"steps"`
-	MaxConcurrency int           `json:"max_concurrency,omitempty"`
-	TimeoutMS      int64         `json:"timeout_ms,omitempty"` // 0: no workflow-wide limit beyond each step's
-	FailurePolicy  FailurePolicy `json:"failure_policy,omitempty"`
-	DryRun         bool          `json:"dry_run,omitempty"`
+	// ID is accepted in spec files, not from the model.
+	ID             string        `json:"id,omitempty" jsonschema:"-"`
+	Name           string        `json:"name,omitempty" jsonschema_description:"A label for people."`
+	Steps          []Step        `json:"steps" jsonschema:"minItems=1" jsonschema_description:"The steps. Among steps ready at the same time, the one with the longest chain of dependents starts first, then the earlier declared."`
+	MaxConcurrency int           `json:"max_concurrency,omitempty" jsonschema:"minimum=1" jsonschema_description:"Most steps running at once. Default 6."`
+	TimeoutMS      int64         `json:"timeout_ms,omitempty" jsonschema:"minimum=1" jsonschema_description:"Time limit of the whole workflow in milliseconds; at the limit running steps are stopped and the rest held. Default: none beyond each step's."` // 0: no workflow-wide limit beyond each step's
+	FailurePolicy  FailurePolicy `json:"failure_policy,omitempty" jsonschema:"enum=keep_going,enum=fail_fast" jsonschema_description:"keep_going (default): independent steps go on when one fails; fail_fast: stop everything at the first step that is not checkpoint_ready."`
+	DryRun         bool          `json:"dry_run,omitempty" jsonschema_description:"Validate and plan only: return the waves, conflicts and merge risks without starting anything."`
+	// ValidateOnly is accepted as an alias of DryRun (prior art §6);
+	// Check folds it into DryRun.
+	ValidateOnly bool `json:"validate_only,omitempty" jsonschema_description:"Alias of dry_run."`
 	// ResumeFrom names an earlier run in the same session whose
 	// checkpoint_ready steps are reused instead of run again (Reusable).
-	ResumeFrom string `json:"resume_from,omitempty"`
+	ResumeFrom string `json:"resume_from,omitempty" jsonschema_description:"The workflow_id of an earlier run in this session: its checkpoint_ready steps (same id, task, agent, sets and dependencies, all of them reused too) are reused, not run again; only the rest runs. This is how to retry failed steps only."`
 
 	zeroConcurrency bool // max_concurrency was given as 0
+	checked         bool // Check passed: nothing validates it again
 }
 
-// workflowWire accepts validate_only as an alias of dry_run (prior art §6).
-type workflowWire struct {
-	ID             string        `json:"id"`
-	Name           string        `json:"name"`
-	Steps          []Step        `json:"steps"`
-	MaxConcurrency *int          `json:"max_concurrency"`
-	TimeoutMS      int64         `json:"timeout_ms"`
-	FailurePolicy  FailurePolicy `json:"failure_policy"`
-	DryRun         bool          `json:"dry_run"`
-	ValidateOnly   bool          `json:"validate_only"`
-	ResumeFrom     string        `json:"resume_from"`
-}
-
-// Parse decodes a run_workflow spec, fills its defaults (Normalize) and
-// validates it (Validate). Every error is a *tools.Failure of kind
-// invalid_args, so the caller can hand it to the model as it is.
-func Parse(raw json.RawMessage) (*Workflow, error) {
-	var w workflowWire
-	dec := json.NewDecoder(bytes.NewReader(raw))
+// UnmarshalJSON rejects unknown keys and remembers an explicit
+// max_concurrency of 0: a mistake for Validate to report, not a request
+// for the default.
+func (w *Workflow) UnmarshalJSON(b []byte) error {
+	type plain Workflow // Workflow without this method
+	// absent stays in MaxConcurrency when the spec does not give it.
+	const absent = math.MinInt
+	w.MaxConcurrency = absent
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
+	err := dec.Decode((*plain)(w))
+	switch w.MaxConcurrency {
+	case absent:
+		w.MaxConcurrency = 0
+	case 0:
+		w.zeroConcurrency = true
+	}
+	return err
+}
+
+// Decode reads a spec (JSON) into a Workflow, strictly: unknown keys and
+// anything after the spec object are errors. Every error is a
+// *tools.Failure of kind invalid_args.
+func Decode(raw json.RawMessage) (*Workflow, error) {
+	var w Workflow
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	if err := dec.Decode(&w); err != nil {
 		return nil, decodeFailure(err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, decodeFailure(errors.New("there is more after the spec object; send one JSON object"))
 	}
-	wf := &Workflow{
-		ID: w.ID, Name: w.Name, Steps: w.Steps, TimeoutMS: w.TimeoutMS,
-		FailurePolicy: w.FailurePolicy, DryRun: w.DryRun || w.ValidateOnly, ResumeFrom: w.ResumeFrom,
+	return &w, nil
+}
+
+// Parse decodes a spec and checks it (Check). Every error is a
+// *tools.Failure of kind invalid_args, so the caller can hand it to the
+// model as it is.
+func Parse(raw json.RawMessage) (*Workflow, error) {
+	w, err := Decode(raw)
+	if err != nil {
+		return nil, err
 	}
-	if w.MaxConcurrency != nil {
-		wf.MaxConcurrency = *w.MaxConcurrency
-		// An explicit 0 is a mistake for Validate to report, not a
-		// request for the default.
-		wf.zeroConcurrency = wf.MaxConcurrency == 0
+	if err := Check(w); err != nil {
+		return nil, err
 	}
-	wf.Normalize()
-	if f := Validate(wf); f != nil {
-		return nil, f
+	return w, nil
+}
+
+// Check fills w's defaults (Normalize) and validates it (Validate), once:
+// a workflow that passed is not validated again, whoever asks (Prepare,
+// Waves). It returns nil or the invalid_args *tools.Failure of Validate.
+// Change nothing in w after it passed.
+func Check(w *Workflow) error {
+	if w.checked {
+		return nil
 	}
-	return wf, nil
+	w.Normalize()
+	if f := Validate(w); f != nil {
+		return f
+	}
+	w.checked = true
+	return nil
 }
 
 // decodeFailure turns a JSON decoding error into a one-line invalid_args
@@ -225,7 +230,8 @@ func jsonTypeName(t reflect.Type) string {
 	return t.String()
 }
 
-// Normalize fills defaults in place. It does not judge: bad values are left
+// Normalize fills defaults in place and folds the aliases (validate_only
+// into dry_run, prompt into task). It does not judge: bad values are left
 // for Validate to report. Posture is derived when omitted: a step that names
 // a write set is a writer, any other is read_only (least privilege: a step
 // that needed to write fails visibly instead of silently claiming the whole
@@ -233,6 +239,7 @@ func jsonTypeName(t reflect.Type) string {
 // shared (ADR 0012); a writer without a write set claims WholeWorkspace, and
 // a step without a read set is taken to read everything.
 func (w *Workflow) Normalize() {
+	w.DryRun, w.ValidateOnly = w.DryRun || w.ValidateOnly, false
 	if w.MaxConcurrency == 0 && !w.zeroConcurrency {
 		w.MaxConcurrency = DefaultMaxConcurrency
 	}
@@ -242,6 +249,12 @@ func (w *Workflow) Normalize() {
 	for i := range w.Steps {
 		s := &w.Steps[i]
 		s.ID = strings.TrimSpace(s.ID)
+		switch { // prompt is an alias of task; a different one stays for Validate
+		case s.Task == "":
+			s.Task, s.Prompt = s.Prompt, ""
+		case s.Prompt == s.Task:
+			s.Prompt = ""
+		}
 		if s.PermissionMode == "" {
 			s.PermissionMode = ReadOnly
 			if len(s.WriteSet) > 0 {

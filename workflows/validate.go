@@ -122,7 +122,7 @@ func (v *validator) step(i int, s *Step, ids map[string]int) {
 	if strings.TrimSpace(s.Task) == "" {
 		v.stepProblem(i, s, "missing_task", "task", "", "task is empty; say what the step must do (prompt is accepted as an alias)")
 	}
-	if s.taskPromptClash {
+	if s.Prompt != "" { // Normalize keeps it only when it differs from task
 		v.stepProblem(i, s, "task_prompt_mismatch", "task", "", "task and prompt differ; prompt is an alias of task, give only one")
 	}
 	for _, d := range s.DependsOn {

@@ -51,6 +51,15 @@ func (o *runOutput) invalid(f *tools.Failure) int {
 	return exitUsage
 }
 
+// failure reports a refusal of the workflow use case: invalid input (an
+// invalid_args failure) exits 64, anything else 1.
+func (o *runOutput) failure(err error) int {
+	if f := tools.AsFailure(err); f.Kind != tools.ErrInvalidArgs {
+		return o.refuse(f)
+	}
+	return o.invalid(tools.AsFailure(err))
+}
+
 // refuse reports a run that cannot happen as asked: exit 1.
 func (o *runOutput) refuse(f *tools.Failure) int {
 	fmt.Fprintf(o.stderr, "pixir: %s: %s\n", f.Kind, f.Message)

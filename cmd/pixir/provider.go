@@ -16,7 +16,6 @@ import (
 	"github.com/pixir-go/pixir/runtime/provider/scripted"
 	"github.com/pixir-go/pixir/sandbox"
 	"github.com/pixir-go/pixir/tools"
-	"github.com/pixir-go/pixir/workflows"
 )
 
 // providerNames lists the providers, the default first.
@@ -207,7 +206,8 @@ func newRuntime(pf providerFlags, logger *slog.Logger) (*runtime.Runtime, error)
 		Models:          c.Settings.Models,
 		ReasoningEffort: c.Settings.ReasoningEffort,
 		MaxTurnRequests: settings.MaxTurnRequests,
-		Tools:           append(tools.Builtins(), workflows.RunWorkflowTool()),
+		Tools:           tools.Builtins(),
+		Workflows:       true,
 		Logger:          logger,
 		Subagents:       subagentConfig(pf.subagentLimits(settings.Agents), logger),
 		// The provider's key never reaches a command, whatever its name.

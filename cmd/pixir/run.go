@@ -21,7 +21,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/pixir-go/pixir/runtime"
-	"github.com/pixir-go/pixir/runtime/agents"
 	"github.com/pixir-go/pixir/tools"
 	"github.com/pixir-go/pixir/workflows"
 )
@@ -243,44 +242,34 @@ func runLogger(stderr io.Writer, verbose bool) *slog.Logger {
 }
 
 // runWorkflowFile is `pixir run --workflow FILE` and `pixir resume ID
-// --workflow FILE`: the workflow runs straight through the Subagents
-// Manager of a new session (or of session id), no model in the parent.
+// --workflow FILE`: the workflow use case (workflows.Prepare, then DryRun
+// or Run) through the Subagents Manager of a new session (or of session
+// id), no model in the parent. The spec is checked before anything else,
+// so an invalid one makes no session.
 func runWorkflowFile(o runOptions, mode runtime.Mode, id string, stdin io.Reader, out *runOutput) int {
 	raw, err := readWorkflowFile(o.workflow)
 	if err != nil {
 		return out.usage(err)
 	}
-	if o.resumeFrom != "" {
-		if raw, err = withField(raw, "resume_from", o.resumeFrom); err != nil {
-			return out.usage(err)
-		}
-	}
-	w, err := workflows.Parse(raw)
+	w, err := workflows.Decode(raw)
 	if err != nil {
-		return out.invalid(tools.AsFailure(err))
+		return out.failure(err)
+	}
+	if o.resumeFrom != "" {
+		w.ResumeFrom = o.resumeFrom
+	}
+	if err := workflows.Check(w); err != nil {
+		return out.failure(err)
 	}
 	dir, err := workspaceDir(o.cwd)
 	if err != nil {
 		return out.usage(err)
 	}
-	if o.dryRun || w.DryRun {
-		// Nothing starts and nothing is written: agents are resolved from
-		// their files, no session is made.
-		home, _ := os.UserHomeDir()
-		reg, _ := agents.Load(dir, home)
-		if f := workflows.CheckAgents(previewAgents(reg), w); f != nil {
-			return out.invalid(f)
-		}
-		plan, err := workflows.Waves(w)
-		if err != nil {
-			return out.invalid(tools.AsFailure(err))
-		}
-		return out.dryRun(workflows.DryRunOutcome{Output: workflows.RenderPlan(&plan), Mode: "dry_run", DryRun: plan})
-	}
-	if w.ResumeFrom != "" && id == "" {
+	dryRun := o.dryRun || w.DryRun
+	if !dryRun && w.ResumeFrom != "" && id == "" {
 		return out.usage(errors.New("resume_from names a run of an earlier session: pixir resume SESSION_ID --workflow FILE --resume-from WORKFLOW_ID"))
 	}
-	if mode == runtime.ModeReadOnly {
+	if !dryRun && mode == runtime.ModeReadOnly {
 		return out.refuse(&tools.Failure{Kind: tools.ErrPermissionDenied,
 			Message: "a workflow starts Subagents, which read_only mode does not allow; use --dry-run to plan it, or --mode auto or ask"})
 	}
@@ -289,19 +278,25 @@ func runWorkflowFile(o runOptions, mode runtime.Mode, id string, stdin io.Reader
 		return out.usage(err)
 	}
 	defer rt.Close()
+	if dryRun {
+		// Nothing starts and nothing is written: agents are resolved as
+		// the runtime would, and no session is made.
+		p, err := workflows.Prepare(w, workflows.Ports{Agents: rt.AgentChecker(dir)})
+		if err != nil {
+			return out.failure(err)
+		}
+		return out.dryRun(p.DryRun())
+	}
 	sess, err := openSession(rt, id, dir, mode)
 	if err != nil {
 		return out.usage(err)
 	}
-	var reuse *workflows.Reuse
-	if w.ResumeFrom != "" {
-		events, err := sess.Spawner(nil).WorkflowEvents()
-		if err != nil {
-			return out.refuse(tools.AsFailure(err))
-		}
-		if reuse, err = workflows.Reusable(events, w); err != nil {
-			return out.invalid(tools.AsFailure(err))
-		}
+	view := newWorkflowView(out.stderr, isTerminal(out.stderr), w)
+	asker := newTerminalAsker(stdin, out.stderr)
+	asker.pause = view.pause // a question must not be redrawn over
+	p, err := workflows.Prepare(w, sess.WorkflowPorts(asker))
+	if err != nil {
+		return out.failure(err)
 	}
 	title := "workflow " + filepath.Base(o.workflow)
 	if w.Name != "" {
@@ -313,19 +308,12 @@ func runWorkflowFile(o runOptions, mode runtime.Mode, id string, stdin io.Reader
 	if err := sess.SetTitle(title); err != nil {
 		return out.refuse(tools.AsFailure(err))
 	}
-	view := newWorkflowView(out.stderr, isTerminal(out.stderr), w)
-	asker := newTerminalAsker(stdin, out.stderr)
-	asker.pause = view.pause // a question must not be redrawn over
-	sp := sess.Spawner(asker)
-	if f := workflows.CheckAgents(sp.Preview, w); f != nil {
-		return out.invalid(f)
-	}
 	ctx, stop := interruptible()
 	defer stop()
 
 	sess.SetObserver(view.observe)
 	view.start()
-	outcome := workflows.Run(ctx, sp, w, workflows.RunOptions{WorkflowID: workflows.NewWorkflowID(), Reuse: reuse})
+	outcome := p.Run(ctx, workflows.RunOptions{WorkflowID: workflows.NewWorkflowID()})
 	view.finish()
 	sess.SetObserver(nil)
 	if err := sess.SetTitle(title); err != nil { // and its update time
@@ -336,17 +324,6 @@ func runWorkflowFile(o runOptions, mode runtime.Mode, id string, stdin io.Reader
 	}
 	fmt.Fprintf(out.stderr, "pixir: session %s (pixir inspect %s)\n", sess.ID(), sess.ID())
 	return out.workflow(outcome)
-}
-
-// withField sets a top-level field of a JSON object.
-func withField(raw json.RawMessage, key, value string) (json.RawMessage, error) {
-	var spec map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &spec); err != nil {
-		return nil, fmt.Errorf("the workflow is not a JSON object: %w", err)
-	}
-	v, _ := json.Marshal(value)
-	spec[key] = v
-	return json.Marshal(spec)
 }
 
 // readWorkflowFile reads a workflow spec as JSON, from JSON or YAML.
@@ -369,27 +346,6 @@ func readWorkflowFile(path string) (json.RawMessage, error) {
 		return nil, fmt.Errorf("%s: the YAML does not map to JSON (keys must be strings): %w", path, err)
 	}
 	return raw, nil
-}
-
-// previewAgents resolves agents from the registry, as the Manager would.
-func previewAgents(reg *agents.Registry) func(tools.SpawnRequest) (tools.SubagentView, error) {
-	return func(req tools.SpawnRequest) (tools.SubagentView, error) {
-		name := req.Agent
-		if name == "" {
-			name = "default"
-		}
-		if reg == nil {
-			if name == "default" {
-				return tools.SubagentView{Agent: name}, nil
-			}
-			return tools.SubagentView{}, &tools.Failure{Kind: tools.ErrNotFound, Message: fmt.Sprintf("there is no agent named %q; use default", name)}
-		}
-		if _, ok := reg.Get(name); !ok {
-			return tools.SubagentView{}, &tools.Failure{Kind: tools.ErrNotFound,
-				Message: fmt.Sprintf("there is no agent named %q; use one of: %s", name, strings.Join(reg.Names(), ", "))}
-		}
-		return tools.SubagentView{Agent: name}, nil
-	}
 }
 
 func isTerminal(w io.Writer) bool {

@@ -3,7 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
-	"os"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,78 +20,64 @@ import (
 	"github.com/pixir-go/pixir/workflows"
 )
 
-// steps starts workflow steps and records each end callback, with what the
-// parent's Log and List said at the moment it was called.
+// steps starts workflow steps through the workflow ports of the
+// fixture's parent, each with its own Ended channel.
 type steps struct {
-	f      *managerFixture
-	mu     sync.Mutex
-	calls  map[string]int
-	views  map[string]tools.SubagentView
-	logged map[string]tools.SubagentEvent  // the child's last subagent_event in the Log
-	listed map[string]tools.SubagentStatus // the child's status in List
-	called chan struct{}                   // closed, and replaced, at every callback
+	f        *managerFixture
+	children workflows.Children
+	ends     map[string]chan tools.SubagentView
 }
 
 func newSteps(f *managerFixture) *steps {
-	return &steps{f: f, calls: map[string]int{}, views: map[string]tools.SubagentView{}, logged: map[string]tools.SubagentEvent{}, listed: map[string]tools.SubagentStatus{},
-		called: make(chan struct{})}
+	return &steps{f: f, children: f.b.workflowPorts().Children, ends: map[string]chan tools.SubagentView{}}
 }
 
-func (s *steps) ended(v tools.SubagentView) {
-	var logged tools.SubagentEvent
-	var listed tools.SubagentStatus
-	if events, _, err := s.f.parent.Events(); err == nil {
-		for _, ev := range events {
-			var d SubagentEventData
-			if ev.Type == EventSubagent && json.Unmarshal(ev.Data, &d) == nil && d.SubagentID == v.ID {
-				logged = d.Event
-			}
-		}
-	}
-	views, _ := s.f.b.List(context.Background()) // deadlocks if called under m.mu
-	for _, l := range views {
-		if l.ID == v.ID {
-			listed = l.Status
-		}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.calls[v.ID]++
-	s.views[v.ID], s.logged[v.ID], s.listed[v.ID] = v, logged, listed
-	close(s.called)
-	s.called = make(chan struct{})
-}
-
+// start starts a step whose end goes to a channel with room for one.
 func (s *steps) start(t *testing.T, req workflows.StepRequest) tools.SubagentView {
 	t.Helper()
-	v, err := s.f.b.StartStep(context.Background(), req, s.ended)
+	ch := make(chan tools.SubagentView, 1)
+	req.Ended = ch
+	v, err := s.children.Start(context.Background(), req)
 	require.NoError(t, err)
+	s.ends[v.ID] = ch
 	return v
 }
 
-func (s *steps) count(id string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.calls[id]
-}
-
-// await waits for id's callback and checks it came after the Log and the
-// status knew of the end.
+// await takes id's end and checks that the parent's Log and List knew of
+// it before it was sent.
 func (s *steps) await(t *testing.T, id string) tools.SubagentView {
 	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for s.calls[id] == 0 {
-		called := s.called
-		s.mu.Unlock()
-		<-called
-		s.mu.Lock()
+	v := <-s.ends[id]
+	require.Equal(t, id, v.ID)
+	require.True(t, v.Status.Ended(), "the end carries the final view: %+v", v)
+	views, err := s.f.b.List(context.Background())
+	require.NoError(t, err)
+	for _, l := range views {
+		if l.ID == id {
+			require.Equal(t, v.Status, l.Status, "the status is visible once the end is sent")
+		}
 	}
-	v := s.views[id]
-	require.True(t, v.Status.Ended(), "the callback sees the final view: %+v", v)
-	require.Equal(t, v.Status, s.listed[id], "the status is visible before the callback")
-	require.Contains(t, []tools.SubagentEvent{tools.SubagentEventFinished, tools.SubagentEventFailed, tools.SubagentEventTimedOut, tools.SubagentEventCancelled}, s.logged[id], "the end is in the Log before the callback")
+	var logged tools.SubagentEvent
+	events, _, err := s.f.parent.Events()
+	require.NoError(t, err)
+	for _, ev := range events {
+		var d SubagentEventData
+		if ev.Type == EventSubagent && json.Unmarshal(ev.Data, &d) == nil && d.SubagentID == id {
+			logged = d.Event
+		}
+	}
+	require.Contains(t, []tools.SubagentEvent{tools.SubagentEventFinished, tools.SubagentEventFailed, tools.SubagentEventTimedOut, tools.SubagentEventCancelled}, logged, "the end is in the Log before it is sent")
 	return v
+}
+
+// noMoreEnds checks that nothing more was sent for id.
+func (s *steps) noMoreEnds(t *testing.T, id string) {
+	t.Helper()
+	select {
+	case v := <-s.ends[id]:
+		t.Fatalf("a second end was sent for %s: %+v", id, v)
+	default:
+	}
 }
 
 // childLog is the path of a child's own Log, from its events.
@@ -225,10 +211,12 @@ func TestStepToolsAreOfferedToThatChildOnly(t *testing.T) {
 	extra := []tools.Tool{probeTool("probe", &probes), probeTool("write", &shadows)}
 	a := st.start(t, workflows.StepRequest{Name: "a", Task: "call probe from a", Tools: extra})
 	b := st.start(t, workflows.StepRequest{Name: "b", Task: "call probe from b"})
+	require.Equal(t, tools.SubagentCompleted, st.await(t, a.ID).Status)
+	require.Equal(t, tools.SubagentCompleted, st.await(t, b.ID).Status)
+	// c writes the shared workspace: only once a's and b's snapshots of it
+	// are taken.
 	c := st.start(t, workflows.StepRequest{Name: "c", Task: "write z.txt", Tools: extra, WorkspaceMode: WorkspaceShared})
-	st.await(t, a.ID)
-	st.await(t, b.ID)
-	st.await(t, c.ID)
+	require.Equal(t, tools.SubagentCompleted, st.await(t, c.ID).Status)
 
 	offered := p.of("call probe from a")
 	require.Contains(t, offered, "probe")
@@ -269,14 +257,14 @@ func countOf(names []string, name string) int {
 	return n
 }
 
-func TestStepEndedIsCalledOnceWhateverEndsTheRun(t *testing.T) {
+func TestStepEndIsSentOnceWhateverEndsTheRun(t *testing.T) {
 	f := newManagerFixture(t, SubagentConfig{MaxThreads: 1})
 	st := newSteps(f)
 	hung := st.start(t, workflows.StepRequest{Name: "hung", Task: "hang on", Timeout: 200 * time.Millisecond})
 	queued := st.start(t, workflows.StepRequest{Name: "queued", Task: "never runs"})
 	require.Equal(t, tools.SubagentQueued, queued.Status)
-	f.b.StopStep(queued.ID)
-	require.Equal(t, 1, st.count(queued.ID), "StopStep returns after the callback")
+	st.children.Stop(queued.ID)
+	require.Len(t, st.ends[queued.ID], 1, "Stop returns after the end is sent")
 	quick := st.start(t, workflows.StepRequest{Name: "quick", Task: "quick"})
 
 	require.Equal(t, tools.SubagentCancelled, st.await(t, queued.ID).Status)
@@ -289,9 +277,9 @@ func TestStepEndedIsCalledOnceWhateverEndsTheRun(t *testing.T) {
 	require.Equal(t, []string{"queued", "started", "finished"}, f.events.of(quick.ID))
 
 	// Stopping an ended or unknown step does nothing; a later run of the
-	// child (send_input) is not the step's and calls nothing.
-	f.b.StopStep(quick.ID)
-	f.b.StopStep("sa-unknown")
+	// child (send_input) is not the step's and sends nothing.
+	st.children.Stop(quick.ID)
+	st.children.Stop("sa-unknown")
 	_, err := f.b.SendInput(context.Background(), quick.ID, "again")
 	require.NoError(t, err)
 	f.rt.subagents.mu.Lock()
@@ -299,91 +287,120 @@ func TestStepEndedIsCalledOnceWhateverEndsTheRun(t *testing.T) {
 	f.rt.subagents.mu.Unlock()
 	<-done
 	for _, id := range []string{hung.ID, queued.ID, quick.ID} {
-		require.Equal(t, 1, st.count(id), id)
+		st.noMoreEnds(t, id)
 	}
 }
 
-// It runs in a synctest bubble: "StopStep has not returned" is then a fact
-// (every goroutine is blocked when the bubble's clock moves), not a guess
-// made after some real milliseconds.
-func TestStopStepReturnsAfterTheCallback(t *testing.T) {
+// Stop returns only once the end is on the step's channel, whoever ends
+// the run: Stop itself, or the child a moment before. It runs in a
+// synctest bubble: "Stop has not returned" is then a fact (every goroutine
+// is blocked when synctest.Wait returns), not a guess made after some real
+// milliseconds.
+func TestStopReturnsAfterTheEndIsSent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newManagerFixture(t, SubagentConfig{})
-		var heard atomic.Bool
-		v, err := f.b.StartStep(context.Background(), workflows.StepRequest{Name: "s", Task: "hang here"}, func(tools.SubagentView) {
-			time.Sleep(50 * time.Millisecond)
-			heard.Store(true)
-		})
-		require.NoError(t, err)
+		st := newSteps(f)
+		v := st.start(t, workflows.StepRequest{Name: "s", Task: "hang here"})
 		f.events.await(v.ID, tools.SubagentEventStarted)
 
-		// Another session's binding cannot stop it.
+		// Another session's ports cannot stop it.
 		other, err := f.rt.NewSession(t.TempDir())
 		require.NoError(t, err)
-		binding{m: f.rt.subagents, parent: other}.StopStep(v.ID)
+		other.WorkflowPorts(nil).Children.Stop(v.ID)
 		views, _ := f.b.List(context.Background())
 		require.Equal(t, tools.SubagentRunning, views[0].Status)
+		require.Empty(t, st.ends[v.ID])
 
-		f.b.StopStep(v.ID)
-		require.True(t, heard.Load())
-		views, _ = f.b.List(context.Background())
-		require.Equal(t, tools.SubagentCancelled, views[0].Status)
+		st.children.Stop(v.ID)
+		require.Len(t, st.ends[v.ID], 1, "the end is sent before Stop returns")
+		require.Equal(t, tools.SubagentCancelled, st.await(t, v.ID).Status)
 
-		// A child that ended by itself, its callback still running: StopStep
-		// waits for the callback too.
-		entered, release := make(chan struct{}), make(chan struct{})
-		q, err := f.b.StartStep(context.Background(), workflows.StepRequest{Name: "q", Task: "quick"}, func(tools.SubagentView) {
-			close(entered)
-			<-release
-		})
+		// A child that ended by itself, its end not yet taken (a channel
+		// without room): Stop waits until the workflow has it.
+		ends := make(chan tools.SubagentView)
+		q, err := st.children.Start(context.Background(), workflows.StepRequest{Name: "q", Task: "quick", Ended: ends})
 		require.NoError(t, err)
-		<-entered
+		f.events.await(q.ID, tools.SubagentEventFinished)
 		stopped := make(chan struct{})
 		go func() {
-			f.b.StopStep(q.ID)
+			st.children.Stop(q.ID)
 			close(stopped)
 		}()
 		synctest.Wait()
 		select {
 		case <-stopped:
-			t.Fatal("StopStep returned while the callback ran")
+			t.Fatal("Stop returned before the end was sent")
 		default:
 		}
-		close(release)
+		require.Equal(t, q.ID, (<-ends).ID)
 		<-stopped
 	})
 }
 
-func TestStartStepRefusals(t *testing.T) {
+func TestStartRefusals(t *testing.T) {
 	f := newManagerFixture(t, SubagentConfig{})
-	never := func(tools.SubagentView) { t.Error("the callback of a step that never started was called") }
+	children := f.b.workflowPorts().Children
+	never := make(chan tools.SubagentView, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := f.b.StartStep(ctx, workflows.StepRequest{Name: "s", Task: "quick"}, never)
+	_, err := children.Start(ctx, workflows.StepRequest{Name: "s", Task: "quick", Ended: never})
 	var fail *tools.Failure
 	require.ErrorAs(t, err, &fail)
 	require.Equal(t, tools.ErrCancelled, fail.Kind)
-	_, err = f.b.StartStep(context.Background(), workflows.StepRequest{Name: "s", Agent: "nobody", Task: "quick"}, never)
+	_, err = children.Start(context.Background(), workflows.StepRequest{Name: "s", Agent: "nobody", Task: "quick", Ended: never})
 	require.ErrorAs(t, err, &fail)
 	require.Equal(t, tools.ErrNotFound, fail.Kind)
-	_, err = f.b.StartStep(context.Background(), workflows.StepRequest{Name: "s", Task: " "}, never)
+	_, err = children.Start(context.Background(), workflows.StepRequest{Name: "s", Task: " ", Ended: never})
 	require.ErrorAs(t, err, &fail)
 	require.Equal(t, tools.ErrInvalidArgs, fail.Kind)
 	views, _ := f.b.List(context.Background())
 	require.Empty(t, views)
+	require.Empty(t, never, "a step that never started sends no end")
+}
+
+// The agent lookup is one: the agent tools, the workflow ports and the
+// sessionless check of a dry run accept and refuse alike, in the same
+// words.
+func TestAgentLookupIsOneForToolsWorkflowsAndDryRuns(t *testing.T) {
+	cat := catalogOf{"default": {Name: "default"}, "worker": {Name: "worker"}, "picky": {Name: "picky", Model: "elsewhere", Source: "picky.toml"}}
+	f := newManagerFixture(t, SubagentConfig{Agents: func(string) (AgentCatalog, error) { return cat, nil }})
+	for _, tt := range []struct {
+		agent string
+		want  *tools.Failure
+	}{
+		{"worker", nil},
+		{"nobody", &tools.Failure{Kind: tools.ErrNotFound, Message: `there is no agent named "nobody"; use one of: default, picky, worker`}},
+		{"picky", &tools.Failure{Kind: tools.ErrInvalidArgs, Message: `agent "picky" asks for the model "elsewhere" (model in picky.toml), which is not among the models configured for the child provider (m); ` +
+			"tell the user to add it to models in config.toml if the provider serves it, or to remove model from the agent; meanwhile spawn another agent"}},
+	} {
+		req := tools.SpawnRequest{Agent: tt.agent, Task: "t"}
+		_, viaTools := f.b.Preview(req)
+		viaPorts := f.b.workflowPorts().Agents.CheckSpawn(req)
+		viaDryRun := f.rt.AgentChecker(f.parent.workspace.Root()).CheckSpawn(req)
+		if tt.want == nil {
+			require.NoError(t, viaTools, tt.agent)
+			require.NoError(t, viaPorts, tt.agent)
+			require.NoError(t, viaDryRun, tt.agent)
+			continue
+		}
+		require.Equal(t, tt.want, viaTools, tt.agent)
+		require.Equal(t, tt.want, viaPorts, tt.agent)
+		require.Equal(t, tt.want, viaDryRun, tt.agent)
+	}
 }
 
 func TestWorkflowEventsAndPlanReachTheParent(t *testing.T) {
 	f := newManagerFixture(t, SubagentConfig{})
 	var rec recorder
 	f.parent.SetObserver(rec.observe)
+	evidence := f.b.workflowPorts().Evidence
 	d := workflows.WorkflowEvent{
 		Kind: workflows.EventStepHeld, WorkflowID: "wf-1", ToolCallID: "call-1",
 		StepID: "b", HeldReason: "dependency a failed", BlockedBy: []string{"a"},
 	}
-	require.NoError(t, f.b.RecordWorkflowEvent(d))
+	require.NoError(t, evidence.Record(d))
 	plan := []tools.PlanEntry{{Content: "a", Priority: "medium", Status: "completed"}, {Content: "b", Priority: "medium", Status: "pending"}}
-	f.b.ShowPlan(plan)
+	evidence.ShowPlan(plan)
 
 	require.Equal(t, []EventType{EventWorkflow, EventPlan}, rec.types())
 	var shown PlanData
@@ -400,98 +417,17 @@ func TestWorkflowEventsAndPlanReachTheParent(t *testing.T) {
 	require.Equal(t, d, logged)
 
 	// resume_from reads them back from the Log.
-	back, err := f.b.WorkflowEvents()
+	back, err := evidence.WorkflowEvents()
 	require.NoError(t, err)
 	require.Equal(t, []workflows.WorkflowEvent{d}, back)
 }
 
-// changeArgs are those of a mutation tool that knows dry runs.
-type changeArgs struct {
-	Path         string `json:"path"`
-	DryRun       bool   `json:"dry_run,omitempty"`
-	ValidateOnly bool   `json:"validate_only,omitempty"`
+// catalogOf is an agent catalogue of these agents, by name.
+type catalogOf map[string]AgentSpec
+
+func (c catalogOf) Agent(name string) (AgentSpec, bool) {
+	a, ok := c[name]
+	return a, ok
 }
 
-func changeTool(runs, dryRuns *atomic.Int32) tools.Tool {
-	return tools.Define(tools.Spec[changeArgs]{
-		Name: "change", Description: "changes a file", Posture: tools.PostureMutation,
-		Run: func(_ context.Context, _ tools.Env, a changeArgs, dry bool) tools.Result {
-			if dry {
-				dryRuns.Add(1)
-				return tools.Preview("would change %s", a.Path)
-			}
-			runs.Add(1)
-			return tools.OK("changed")
-		},
-	})
-}
-
-func TestDryRunOfAMutationIsAllowedInEveryMode(t *testing.T) {
-	tests := []struct {
-		name     string
-		mode     Mode
-		args     string
-		dry      bool
-		decision string
-		source   string
-	}{
-		{"read_only, dry_run", ModeReadOnly, `{"path":"a","dry_run":true}`, true, "allowed", "dry_run"},
-		{"ask without a client, validate_only", ModeAsk, `{"path":"a", "validate_only" : true }`, true, "allowed", "dry_run"},
-		{"auto, dry_run", ModeAuto, `{"path":"a","dry_run":true}`, true, "allowed", "dry_run"},
-		{"read_only, dry_run false", ModeReadOnly, `{"path":"a","dry_run":false}`, false, "denied", "mode"},
-		{"read_only, dry_run a string", ModeReadOnly, `{"path":"a","dry_run":"true"}`, false, "denied", "mode"},
-		{"read_only, nested dry_run", ModeReadOnly, `{"path":"a","x":{"dry_run":true}}`, false, "denied", "mode"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var runs, dryRuns atomic.Int32
-			p := &fakeProvider{calls: []func(context.Context, provider.ModelRequest, func(provider.Delta)) (*provider.ModelResponse, error){
-				calls(provider.ToolCall{ID: "c1", Name: "change", Arguments: json.RawMessage(tt.args)}), text("ok"),
-			}}
-			rt := New(Config{Home: t.TempDir(), Provider: p, Model: "m", Tools: append(tools.Builtins(), changeTool(&runs, &dryRuns))})
-			t.Cleanup(rt.Close)
-			s, err := rt.NewSession(t.TempDir())
-			require.NoError(t, err)
-			require.NoError(t, s.SetMode(tt.mode))
-			var rec recorder
-			_, err = s.Prompt(context.Background(), Prompt{Text: "go"}, TurnOptions{Observe: rec.observe})
-			require.NoError(t, err)
-			require.Zero(t, runs.Load(), "Run never runs here")
-			var decision PermissionDecisionData
-			var result ToolResultData
-			for _, ev := range rec.events {
-				switch ev.Type {
-				case EventPermissionDecision:
-					require.NoError(t, json.Unmarshal(ev.Data, &decision))
-				case EventToolResult:
-					require.NoError(t, json.Unmarshal(ev.Data, &result))
-				}
-			}
-			require.Equal(t, PermissionDecisionData{ToolCallID: "c1", Tool: "change", Mode: tt.mode, Decision: tt.decision, Source: tt.source, Reason: decision.Reason}, decision)
-			if tt.dry {
-				require.Equal(t, int32(1), dryRuns.Load())
-				require.True(t, result.Result.OK)
-				require.Contains(t, modelText(result.Result), `"dry_run":true`)
-				require.Empty(t, decision.Reason)
-				require.True(t, slices.Contains(rec.types(), EventStatus))
-			} else {
-				require.Zero(t, dryRuns.Load())
-				require.Equal(t, tools.ErrPermissionDenied, result.Result.Error.Kind)
-			}
-		})
-	}
-}
-
-// A read tool's dry_run is its own business: the turn runs it as usual.
-func TestDryRunFlagOnAReadToolChangesNothing(t *testing.T) {
-	p := &fakeProvider{calls: []func(context.Context, provider.ModelRequest, func(provider.Delta)) (*provider.ModelResponse, error){
-		calls(provider.ToolCall{ID: "c1", Name: "read", Arguments: json.RawMessage(`{"path":"a.txt","dry_run":true}`)}), text("ok"),
-	}}
-	s := newTestSession(t, p)
-	require.NoError(t, os.WriteFile(filepath.Join(s.Workspace().Root(), "a.txt"), []byte("hi"), 0o644))
-	require.NoError(t, s.SetMode(ModeReadOnly))
-	var rec recorder
-	_, err := s.Prompt(context.Background(), Prompt{Text: "go"}, TurnOptions{Observe: rec.observe})
-	require.NoError(t, err)
-	require.NotContains(t, rec.types(), EventPermissionDecision)
-}
+func (c catalogOf) Names() []string { return slices.Sorted(maps.Keys(c)) }

@@ -1,0 +1,124 @@
+package workflows
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/pixir-go/pixir/tools"
+)
+
+// The workflow use case. Whichever way a workflow comes in (the
+// run_workflow tool, pixir run and pixir resume --workflow, the smoke
+// surfaces), it goes through the same three moves:
+//
+//	Prepare   check the spec once, resolve every step's agent, find what
+//	          resume_from reuses;
+//	DryRun    plan it, starting nothing; or
+//	Run       run it through the runtime's ports.
+
+// Prepared is a workflow the use case accepted: checked, its agents
+// resolved, its reuse (resume_from) found. Only a Prepared workflow dry-runs
+// or runs.
+type Prepared struct {
+	w     *Workflow
+	ports Ports
+	reuse *Reuse
+}
+
+// Prepare checks w (Check: once, whoever checked it before), resolves every
+// step's agent through ports.Agents before anything starts, and, when w
+// resumes an earlier run, finds in ports.Evidence the checkpoints it
+// reuses. A problem of the spec is an invalid_args *tools.Failure; ports
+// without Agents is a wiring bug, reported as internal.
+func Prepare(w *Workflow, ports Ports) (*Prepared, error) {
+	if ports.Agents == nil {
+		return nil, &tools.Failure{Kind: tools.ErrInternal, Message: "this session cannot run workflows; this is a bug in Pixir"}
+	}
+	if err := Check(w); err != nil {
+		return nil, err
+	}
+	if f := checkAgents(ports.Agents, w); f != nil {
+		return nil, f
+	}
+	p := &Prepared{w: w, ports: ports}
+	if w.ResumeFrom != "" {
+		if ports.Evidence == nil {
+			return nil, &tools.Failure{Kind: tools.ErrInvalidArgs, Message: "resume_from names a run of an earlier session, and only that session's Log can say what it reuses: " +
+				"pixir resume SESSION_ID --workflow FILE --resume-from WORKFLOW_ID"}
+		}
+		events, err := ports.Evidence.WorkflowEvents()
+		if err != nil {
+			return nil, &tools.Failure{Kind: tools.ErrInternal, Message: fmt.Sprintf("reading this session's Log for resume_from: %v", err)}
+		}
+		if p.reuse, err = Reusable(events, w); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// Workflow is the checked workflow, defaults filled.
+func (p *Prepared) Workflow() *Workflow { return p.w }
+
+// DryRunOutcome is what a dry run returns.
+type DryRunOutcome struct {
+	Output string `json:"output"`
+	Mode   string `json:"mode"` // dry_run
+	DryRun
+}
+
+// DryRun plans the workflow, starting nothing and writing nothing: the
+// waves the scheduler would run if every step took the same time.
+func (p *Prepared) DryRun() DryRunOutcome {
+	plan := waves(p.w)
+	return DryRunOutcome{Output: RenderPlan(&plan), Mode: "dry_run", DryRun: plan}
+}
+
+// Run runs the workflow through ports.Children and ports.Evidence (both
+// needed) to its end and returns its Outcome. It never fails: a step that
+// cannot start is a failed step, and an expected agentic failure (a
+// timeout, a failed child) is part of the Outcome, not an error. It returns
+// when every child it started has ended. Cancelling ctx stops the children
+// and returns the partial outcome.
+func (p *Prepared) Run(ctx context.Context, opt RunOptions) Outcome {
+	if p.ports.Children == nil || p.ports.Evidence == nil {
+		panic("workflows: Run needs the Children and Evidence ports")
+	}
+	return run(ctx, p, opt)
+}
+
+// checkAgents resolves every step's agent before anything starts, so a
+// misspelt agent is an invalid spec instead of a failed step, and a spawn
+// the Manager would refuse (depth) is refused before the first step runs.
+func checkAgents(agents Agents, w *Workflow) *tools.Failure {
+	var problems []Problem
+	seen := map[string]*tools.Failure{}
+	for i := range w.Steps {
+		st := &w.Steps[i]
+		f, done := seen[st.Agent]
+		if !done {
+			if err := agents.CheckSpawn(tools.SpawnRequest{Agent: st.Agent, Task: st.Task, WorkspaceMode: string(st.WorkspaceMode)}); err != nil {
+				f = tools.AsFailure(err)
+			}
+			seen[st.Agent] = f
+		}
+		if f == nil {
+			continue
+		}
+		if f.Kind != tools.ErrNotFound && f.Kind != tools.ErrInvalidArgs {
+			return f // depth or shutdown: not a problem of the spec
+		}
+		idx := i
+		problems = append(problems, Problem{Code: "unknown_agent", Index: &idx, Step: st.ID, Field: "agent", Value: st.Agent,
+			Message: fmt.Sprintf("steps[%d] %q: %s", i, st.ID, f.Message)})
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	lines := make([]string, len(problems))
+	for i, p := range problems {
+		lines[i] = p.Message
+	}
+	return &tools.Failure{Kind: tools.ErrInvalidArgs, Message: strings.Join(lines, "\n"), Details: ValidationDetails{Problems: problems}}
+}
