@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pixir-go/pixir/runtime/prompt"
 	"github.com/pixir-go/pixir/runtime/provider"
 	"github.com/pixir-go/pixir/sandbox"
 	"github.com/pixir-go/pixir/tools"
@@ -43,7 +44,8 @@ type Config struct {
 	// Workflows offers run_workflow besides Tools: each call is bound to
 	// the workflow ports of its session, its tool call and its turn.
 	Workflows bool
-	System    string
+	// Prompt configures the system prompt ([prompt] in config.toml).
+	Prompt    prompt.Options
 	Logger    *slog.Logger
 	Subagents SubagentConfig
 	// Sandbox runs the tools' commands; nil runs them with the default
@@ -96,7 +98,8 @@ func New(cfg Config) *Runtime {
 // newChildSession makes the session of a Subagent working in dir, with its
 // Log in logDir (outside a snapshot, so the Log outlives it). It is owned by
 // the Subagents Manager, not listed among the user's sessions.
-func (r *Runtime) newChildSession(dir, logDir string, parent *Session, depth int, mode Mode, model, effort, system string) (*Session, error) {
+// agent is what the child runs as, its ReasoningEffort already resolved.
+func (r *Runtime) newChildSession(dir, logDir string, parent *Session, depth int, mode Mode, model string, agent AgentSpec) (*Session, error) {
 	shared := dir == parent.workspace.Root()
 	ws := parent.workspace
 	if !shared {
@@ -114,9 +117,57 @@ func (r *Runtime) newChildSession(dir, logDir string, parent *Session, depth int
 		return nil, fmt.Errorf("creating the subagent's log: %w", err)
 	}
 	now := time.Now().UTC()
-	return &Session{rt: r, workspace: ws, log: log, depth: depth, system: system, effort: effort, sharesWorkspace: shared, meta: Meta{
-		ID: id, Workspace: ws.Root(), ParentID: parent.ID(), Depth: depth, Mode: mode, Model: model, CreatedAt: now, UpdatedAt: now,
-	}}, nil
+	child := &prompt.Child{Agent: agent.Name, DeveloperInstructions: agent.DeveloperInstructions,
+		Depth: depth, MaxDepth: r.subagents.cfg.MaxDepth, ReadOnly: mode == ModeReadOnly}
+	return &Session{rt: r, workspace: ws, log: log, depth: depth, child: child, project: parent.projectRoot(), effort: agent.ReasoningEffort,
+		sharesWorkspace: shared, meta: Meta{
+			ID: id, Workspace: ws.Root(), ParentID: parent.ID(), Depth: depth, Mode: mode, Model: model, CreatedAt: now, UpdatedAt: now,
+		}}, nil
+}
+
+// SystemPrompt is the system prompt of a session in the workspace dir: what
+// `pixir prompt` shows. With agent set, it is the prompt of a child of that
+// agent spawned there (in the workspace itself, as a shared child works).
+func (r *Runtime) SystemPrompt(dir, agent string) (prompt.Prompt, error) {
+	ws, err := NewWorkspace(dir)
+	if err != nil {
+		return prompt.Prompt{}, err
+	}
+	defer ws.Close()
+	var child *prompt.Child
+	if agent != "" {
+		spec := AgentSpec{Name: "default"}
+		if r.cfg.Subagents.Agents != nil {
+			cat, err := r.cfg.Subagents.Agents(ws.Root())
+			if err != nil {
+				return prompt.Prompt{}, err
+			}
+			s, ok := cat.Agent(agent)
+			if !ok {
+				return prompt.Prompt{}, fmt.Errorf("there is no agent named %q; pixir agents lists them", agent)
+			}
+			spec = s
+		} else if agent != "default" {
+			return prompt.Prompt{}, fmt.Errorf("there is no agent named %q", agent)
+		}
+		child = &prompt.Child{Agent: spec.Name, DeveloperInstructions: spec.DeveloperInstructions, Depth: 1,
+			MaxDepth: r.subagents.cfg.MaxDepth, ReadOnly: spec.ReadOnly}
+	}
+	return r.buildPrompt(ws.Root(), ws.Root(), child), nil
+}
+
+// buildPrompt builds a session's system prompt. The catalogue of agents
+// and workflow templates, bounded by prompt.MaxCatalogue, is to be filled
+// here.
+func (r *Runtime) buildPrompt(workspace, project string, child *prompt.Child) prompt.Prompt {
+	return prompt.Build(prompt.Input{
+		Options:   r.cfg.Prompt,
+		Workspace: workspace,
+		Project:   project,
+		Home:      r.cfg.Home,
+		Now:       time.Now(),
+		Child:     child,
+	})
 }
 
 // Models lists the models a session may use.

@@ -16,6 +16,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pixir-go/pixir/runtime/prompt"
+
 	"github.com/pixir-go/pixir/runtime/provider"
 	"github.com/pixir-go/pixir/tools"
 )
@@ -82,8 +84,17 @@ type Session struct {
 
 	// depth is 0 for a user's session, and one more than its parent's for
 	// a Subagent's; system is its agent's developer instructions.
-	depth  int
-	system string
+	depth int
+	// child says what a Subagent is, for its prompt; project is the
+	// workspace of the user's session it descends from (empty for that
+	// session itself).
+	child   *prompt.Child
+	project string
+	// promptOnce builds the system prompt at the first model call: it
+	// stays the same for the session's life, so that providers' prompt
+	// caches hold.
+	promptOnce sync.Once
+	prompt     string
 	// effort is the reasoning effort its model calls ask for; a user's
 	// session takes the runtime's.
 	effort string
@@ -152,6 +163,15 @@ func (s *Session) toolSpecs() []provider.ToolSpec {
 		return s.specs
 	}
 	return s.rt.toolSpecs()
+}
+
+// projectRoot is the folder whose repository and instruction files apply
+// to this session.
+func (s *Session) projectRoot() string {
+	if s.project != "" {
+		return s.project
+	}
+	return s.workspace.Root()
 }
 
 // ID is the session id.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/pixir-go/pixir/runtime/prompt"
 	"github.com/pixir-go/pixir/runtime/provider"
 	"github.com/pixir-go/pixir/sandbox"
 )
@@ -32,6 +33,8 @@ type Settings struct {
 	// Sandbox configures the sandbox of the tools' commands: [sandbox]
 	// env, writable, landlock.
 	Sandbox sandbox.Config `toml:"sandbox"`
+	// Prompt configures the system prompt: [prompt] file, max_instructions.
+	Prompt PromptSettings `toml:"prompt"`
 	// Profiles are named sets of provider settings ("local", "hosted").
 	Profiles map[string]ProviderSettings `toml:"profiles"`
 	// Path is the file read; empty when there was none.
@@ -68,6 +71,44 @@ type ProviderSettings struct {
 	// arguments): a model stuck in a loop is stopped there.
 	MaxAnswerSize ByteSize         `toml:"max_answer_size"`
 	Scripted      ScriptedSettings `toml:"scripted"`
+}
+
+// PromptSettings are the [prompt] table of config.toml.
+type PromptSettings struct {
+	// File replaces Pixir's guidance, the first part of the system prompt
+	// (the environment, the instruction files and a Subagent's part
+	// follow it still). A relative path is relative to config.toml's
+	// folder; "~/" is the user's home.
+	File string `toml:"file"`
+	// MaxInstructions bounds the instruction files (AGENTS.md) together.
+	MaxInstructions ByteSize `toml:"max_instructions"`
+}
+
+// Options reads the replacement guidance, if any, into prompt options.
+// home is the folder of config.toml.
+func (p PromptSettings) Options(home string) (prompt.Options, error) {
+	o := prompt.Options{MaxInstructions: int(min(p.MaxInstructions.Bytes, 1<<30))}
+	if p.File == "" {
+		return o, nil
+	}
+	path := p.File
+	if rest, ok := strings.CutPrefix(path, "~/"); ok {
+		if h, err := os.UserHomeDir(); err == nil {
+			path = filepath.Join(h, rest)
+		}
+	}
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(home, path)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return o, fmt.Errorf("[prompt] file: %w; fix the path in config.toml or remove the key to use Pixir's own guidance", err)
+	}
+	if strings.TrimSpace(string(data)) == "" {
+		return o, fmt.Errorf("[prompt] file %s is empty; write the guidance in it or remove the key to use Pixir's own", path)
+	}
+	o.Base, o.BaseSource = string(data), path
+	return o, nil
 }
 
 // ScriptedSettings configure the offline scripted provider.

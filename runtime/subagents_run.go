@@ -154,11 +154,11 @@ func (m *Manager) prepare(ctx context.Context, sa *subagent) (*Session, error) {
 	if sa.spec.Model != "" {
 		model = sa.spec.Model
 	}
-	effort := sa.parent.reasoningEffort()
-	if sa.spec.ReasoningEffort != "" {
-		effort = sa.spec.ReasoningEffort
+	agent := sa.spec
+	if agent.ReasoningEffort == "" {
+		agent.ReasoningEffort = sa.parent.reasoningEffort()
 	}
-	child, err := m.rt.newChildSession(sa.workspace, m.home(sa), sa.parent, sa.depth, mode, model, effort, sa.spec.DeveloperInstructions)
+	child, err := m.rt.newChildSession(sa.workspace, m.home(sa), sa.parent, sa.depth, mode, model, agent)
 	if err != nil {
 		return nil, err
 	}

@@ -436,16 +436,13 @@ func (s *Session) reasoningEffort() string {
 	return s.rt.cfg.ReasoningEffort
 }
 
-// systemPrompt is the runtime's system prompt, followed for a Subagent by
-// its agent's developer instructions.
+// systemPrompt is the session's system prompt (see runtime/prompt), built
+// once.
 func (s *Session) systemPrompt() string {
-	switch {
-	case s.system == "":
-		return s.rt.cfg.System
-	case s.rt.cfg.System == "":
-		return s.system
-	}
-	return s.rt.cfg.System + "\n\n" + s.system
+	s.promptOnce.Do(func() {
+		s.prompt = s.rt.buildPrompt(s.workspace.Root(), s.projectRoot(), s.child).Text
+	})
+	return s.prompt
 }
 
 func (s *Session) appendHistory(m provider.Message) {

@@ -42,6 +42,8 @@ Usage:
   pixir smoke workflows-real --scenario NAME
                         the same against the configured real provider, with evidence
   pixir doctor [flags]  check the configured model provider; --json for scripts
+  pixir prompt [--agent NAME]
+                        show the system prompt a session (or a subagent) gets here
   pixir version         print the version
 
 Run "pixir <command> -h" for a command's flags.
@@ -67,6 +69,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runAgents(args[1:], stdout, stderr)
 	case "doctor":
 		return runDoctor(args[1:], stdout, stderr)
+	case "prompt":
+		return runPromptCommand(args[1:], stdout, stderr)
 	case "run":
 		return runRun(args[1:], stdin, stdout, stderr)
 	case "resume":

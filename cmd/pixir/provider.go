@@ -199,6 +199,10 @@ func newRuntime(pf providerFlags, logger *slog.Logger) (*runtime.Runtime, error)
 	if err != nil {
 		return nil, err
 	}
+	promptOptions, err := settings.Prompt.Options(home)
+	if err != nil {
+		return nil, err
+	}
 	cfg := runtime.Config{
 		Home:            home,
 		Provider:        provider,
@@ -206,6 +210,7 @@ func newRuntime(pf providerFlags, logger *slog.Logger) (*runtime.Runtime, error)
 		Models:          c.Settings.Models,
 		ReasoningEffort: c.Settings.ReasoningEffort,
 		MaxTurnRequests: settings.MaxTurnRequests,
+		Prompt:          promptOptions,
 		Tools:           tools.Builtins(),
 		Workflows:       true,
 		Logger:          logger,

@@ -203,9 +203,12 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// usage is a rough estimate: four characters to a token.
+// usage is a rough estimate: four characters to a token of the
+// conversation. The system prompt is left out: it holds the workspace's
+// path and the date, and counting it would make every figure of a script
+// differ from machine to machine and day to day.
 func usage(req provider.ModelRequest, out string) *provider.Usage {
-	in := utf8.RuneCountInString(req.System)
+	in := 0
 	for _, m := range req.Messages {
 		in += utf8.RuneCountInString(m.Text)
 		for _, c := range m.ToolCalls {
