@@ -36,8 +36,13 @@ func randomWorkflow(n int, seed uint64) *Workflow {
 	return w
 }
 
+// BenchmarkWaves1000 plans a random DAG of 1,000 steps with writers; the
+// workflow is checked once, before the loop, as Prepare does.
 func BenchmarkWaves1000(b *testing.B) {
 	w := randomWorkflow(1000, 1)
+	if err := Check(w); err != nil {
+		b.Fatal(err)
+	}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := Waves(w); err != nil {
