@@ -66,13 +66,19 @@ func BenchmarkStreamRelay(b *testing.B) {
 	}
 }
 
-// sseAnswer is a streamed answer of n text deltas as OpenAI sends it.
+// sseAnswer is a streamed answer of n deltas as an OpenAI-compatible
+// reasoning model sends it: the first half reasoning (reasoning_content),
+// the second half text.
 func sseAnswer(n int) string {
 	words := []string{" the", " runtime", " streams", " each", " token", " of", " a", " long", " answer"}
 	var b strings.Builder
 	b.WriteString(`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1759312345,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}` + "\n\n")
 	for i := range n {
-		fmt.Fprintf(&b, `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1759312345,"model":"m","choices":[{"index":0,"delta":{"content":%q},"finish_reason":null}]}`+"\n\n", words[i%len(words)])
+		field := "content"
+		if i < n/2 {
+			field = "reasoning_content"
+		}
+		fmt.Fprintf(&b, `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1759312345,"model":"m","choices":[{"index":0,"delta":{%q:%q},"finish_reason":null}]}`+"\n\n", field, words[i%len(words)])
 	}
 	b.WriteString(`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1759312345,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":` + fmt.Sprint(n) + `,"total_tokens":` + fmt.Sprint(n+10) + `}}` + "\n\n")
 	b.WriteString("data: [DONE]\n\n")
@@ -80,8 +86,8 @@ func sseAnswer(n int) string {
 }
 
 // relayOnce is the yardstick: read the stream, decode each chunk, write
-// each delta as an agent_message_chunk line into a pipe whose other end is
-// read, as an editor would.
+// each delta as an agent_thought_chunk or agent_message_chunk line into a
+// pipe whose other end is read, as an editor would.
 func relayOnce(b *testing.B, base string, n int) time.Duration {
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -129,18 +135,26 @@ func relayOnce(b *testing.B, base string, n int) time.Duration {
 		var c struct {
 			Choices []struct {
 				Delta struct {
-					Content string `json:"content"`
+					Content          string `json:"content"`
+					ReasoningContent string `json:"reasoning_content"`
 				} `json:"delta"`
 			} `json:"choices"`
 		}
 		if err := json.Unmarshal(data, &c); err != nil {
 			b.Fatal(err)
 		}
-		if len(c.Choices) == 0 || c.Choices[0].Delta.Content == "" {
+		if len(c.Choices) == 0 {
+			continue
+		}
+		kind, text := "agent_message_chunk", c.Choices[0].Delta.Content
+		if r := c.Choices[0].Delta.ReasoningContent; r != "" {
+			kind, text = "agent_thought_chunk", r
+		}
+		if text == "" {
 			continue
 		}
 		line, _ := json.Marshal(note{JSONRPC: "2.0", Method: MethodSessionUpdate,
-			Params: params{SessionID: "s", Update: update{SessionUpdate: "agent_message_chunk", Content: textBlock(c.Choices[0].Delta.Content)}}})
+			Params: params{SessionID: "s", Update: update{SessionUpdate: kind, Content: textBlock(text)}}})
 		if _, err := pw.Write(append(line, '\n')); err != nil {
 			b.Fatal(err)
 		}
@@ -198,7 +212,7 @@ func (p *benchPixir) close() {
 }
 
 // call sends a request and reads lines up to its response, counting the
-// agent_message_chunk updates before it.
+// agent_message_chunk and agent_thought_chunk updates before it.
 func (p *benchPixir) call(b *testing.B, method, params string) (json.RawMessage, int) {
 	p.nextID++
 	id := p.nextID
@@ -215,7 +229,7 @@ func (p *benchPixir) call(b *testing.B, method, params string) (json.RawMessage,
 		if err != nil {
 			b.Fatalf("reading replies: %v", err)
 		}
-		if bytes.Contains(line, []byte(`"agent_message_chunk"`)) {
+		if bytes.Contains(line, []byte(`"agent_message_chunk"`)) || bytes.Contains(line, []byte(`"agent_thought_chunk"`)) {
 			chunks++
 			continue
 		}
