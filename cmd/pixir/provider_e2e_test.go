@@ -110,6 +110,28 @@ func stallReply(events ...string) fakeReply {
 	}
 }
 
+// keepAliveReply sends events, then SSE keep-alive comments every 20 ms
+// until the client goes away: a stream that never ends nor progresses.
+func keepAliveReply(events ...string) fakeReply {
+	send := sseReply(0, events...)
+	return func(w http.ResponseWriter, r *http.Request, body []byte) {
+		send(w, r, body)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-r.Context().Done():
+				return
+			case <-tick.C:
+				if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
+					return
+				}
+				w.(http.Flusher).Flush()
+			}
+		}
+	}
+}
+
 // cutReply sends events, then drops the connection mid-response.
 func cutReply(events ...string) fakeReply {
 	send := sseReply(0, events...)
@@ -569,6 +591,19 @@ func TestProviderFailuresAreReadableTurnFailures(t *testing.T) {
 		{name: "server stalls past the idle timeout", config: "idle_timeout = \"300ms\"\n",
 			replies: []fakeReply{stallReply(oaText("Thinking")...), ok},
 			want:    []string{"sent no part of the answer for 300ms", "idle_timeout in config.toml"}, partial: "Thinking"},
+		{name: "an endless answer stops at max_answer_size", config: "max_answer_size = \"1KiB\"\n",
+			replies: []fakeReply{sseReply(0, oaText(strings.SplitAfter(strings.Repeat("la ", 5000), " ")...)...), ok},
+			want:    []string{"grew past 1KiB, so Pixir stopped it; what arrived is kept", "max_answer_size in config.toml"}, partial: "la la la "},
+		{name: "only keep-alives after the first words", config: "idle_timeout = \"300ms\"\n",
+			replies: []fakeReply{keepAliveReply(oaText("Thinking")...), ok},
+			want:    []string{"sent no part of the answer for 300ms (keep-alives do not count)", "idle_timeout in config.toml"}, partial: "Thinking"},
+		{name: "a request too large for the token limit",
+			replies: []fakeReply{jsonReply(429, `{"error":{"message":"Request too large for gpt-test in organization org-e2e on tokens per min (TPM): Limit 30000, Requested 48211. The input or output tokens must be reduced in order to run successfully. Visit https://platform.openai.com/account/rate-limits to learn more.","type":"tokens","param":null,"code":"rate_limit_exceeded"}}`), ok},
+			want:    []string{"refused the request as too large (429 Too Many Requests rate_limit_exceeded)", "waiting will not help", "start a new session"}},
+		{name: "an older llama.cpp server's error event",
+			replies: []fakeReply{sseReply(0, oaChunk(`{"role":"assistant","content":null}`, ""),
+				`error: {"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error"}`+"\n\n", oaDone), ok},
+			want: []string{"exceed_context_size_error: the request exceeds the available context size, try increasing it"}},
 		{name: "server closes mid-stream",
 			replies: []fakeReply{cutReply(oaText("Half", " an answer")...), ok},
 			want:    []string{"send the prompt again"}, partial: "Half an answer"},
@@ -604,6 +639,14 @@ func TestProviderFailuresAreReadableTurnFailures(t *testing.T) {
 			}
 			var failed []string
 			for _, ev := range readLog(t, e.ws, sid) {
+				if ev.Type == "assistant_message" && tt.partial != "" {
+					var d struct {
+						Text    string
+						Partial bool
+					}
+					require.NoError(t, json.Unmarshal(ev.Data, &d))
+					require.True(t, d.Partial && strings.HasPrefix(d.Text, tt.partial), "the Log keeps what was shown: %+v", d)
+				}
 				if ev.Type == "turn_failed" {
 					var d struct{ Kind, Message string }
 					require.NoError(t, json.Unmarshal(ev.Data, &d))
