@@ -12,8 +12,13 @@ BENCHTIME       ?= 50x
 
 all: build
 
+# A pure-Go, statically linked binary without the symbol table and DWARF
+# (stack traces keep their file:line): with cgo the net package links libc,
+# and every start of `pixir acp` pays the dynamic loader; a smaller file
+# starts faster (docs/BENCHMARKS.md, Start-up). The e2e tests build the same.
+BUILDFLAGS      := -ldflags="-s -w"
 build:
-	$(GO) build -o $(BIN) ./cmd/pixir
+	CGO_ENABLED=0 $(GO) build $(BUILDFLAGS) -o $(BIN) ./cmd/pixir
 
 # Build and run a short scripted session through a real ACP client (offline).
 demo: build

@@ -33,7 +33,9 @@ func minimalAgent(b *testing.B) string {
 	b.Helper()
 	minimalOnce.Do(func() {
 		minimalBin = filepath.Join(filepath.Dir(pixirBin), "minimalagent")
-		out, err := exec.Command("go", "build", "-o", minimalBin, "./testdata/minimalagent").CombinedOutput()
+		build := exec.Command("go", "build", "-o", minimalBin, "./testdata/minimalagent")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0") // built as pixir is
+		out, err := build.CombinedOutput()
 		if err != nil {
 			minimalErr = fmt.Errorf("building the minimal agent: %w\n%s", err, out)
 		}

@@ -32,7 +32,9 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	pixirBin = filepath.Join(dir, "pixir")
-	build := exec.Command("go", "build", "-o", pixirBin, ".")
+	// Built as make build does: static, without symbol table and DWARF.
+	build := exec.Command("go", "build", "-ldflags=-s -w", "-o", pixirBin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building pixir:", err)

@@ -156,12 +156,13 @@ func buildProvider(c providerChoice, logger *slog.Logger) (provider.Provider, er
 			Policy: c.policy(), Logger: logger,
 		}), nil
 	}
-	script := scripted.Default()
-	if path := c.Settings.Scripted.Script; path != "" {
-		var err error
-		if script, err = scripted.Load(path); err != nil {
-			return nil, err
-		}
+	path := c.Settings.Scripted.Script
+	if path == "" {
+		return scripted.NewDefault(), nil
+	}
+	script, err := scripted.Load(path) // a broken script is refused at start
+	if err != nil {
+		return nil, err
 	}
 	return scripted.New(script), nil
 }

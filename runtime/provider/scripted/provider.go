@@ -29,9 +29,17 @@ func (e *ReplyError) Error() string { return e.Message }
 
 // New returns a provider that answers from s. It holds no per-session
 // state: each answer depends only on the request.
-func New(s *Script) provider.Provider { return &scriptedProvider{script: s} }
+func New(s *Script) provider.Provider {
+	return &scriptedProvider{script: func() *Script { return s }}
+}
 
-type scriptedProvider struct{ script *Script }
+// NewDefault returns a provider that answers from the embedded default
+// script, parsed at its first answer: parsing it (its templates above all)
+// costs more than the rest of `pixir acp`'s start, which an editor waits
+// for.
+func NewDefault() provider.Provider { return &scriptedProvider{script: Default} }
+
+type scriptedProvider struct{ script func() *Script }
 
 func (p *scriptedProvider) Name() string { return ProviderName }
 
@@ -45,11 +53,12 @@ func (p *scriptedProvider) Generate(ctx context.Context, req provider.ModelReque
 		sink = func(provider.Delta) {}
 	}
 	d := inspect(req)
-	r := p.script.find(d.User)
+	script := p.script()
+	r := script.find(d.User)
 	if r == nil {
 		text := fmt.Sprintf("I am Pixir's offline scripted provider and no rule in %s matches %q. "+
 			"Add a [[rule]] to the script (see README \"Scripted provider\").",
-			p.script.name, truncate(60, oneline(d.User)))
+			script.name, truncate(60, oneline(d.User)))
 		if err := stream(ctx, sink, provider.DeltaText, text, 0, nil); err != nil {
 			return nil, err
 		}

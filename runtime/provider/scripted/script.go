@@ -211,7 +211,10 @@ func unknownKey(key toml.Key) string {
 	return msg
 }
 
-var mismatchRE = regexp.MustCompile(`^cannot decode TOML (.+?) into (?:struct field \S+ of type )?(\S+)$`)
+// mismatchRE is compiled at its first use, not at every start of pixir.
+var mismatchRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^cannot decode TOML (.+?) into (?:struct field \S+ of type )?(\S+)$`)
+})
 
 func decodeMessage(de *toml.DecodeError) string {
 	msg := strings.TrimPrefix(de.Error(), "toml: ")
@@ -220,7 +223,7 @@ func decodeMessage(de *toml.DecodeError) string {
 		return msg
 	}
 	full := strings.Join(key, ".")
-	if m := mismatchRE.FindStringSubmatch(msg); m != nil {
+	if m := mismatchRE().FindStringSubmatch(msg); m != nil {
 		want := m[2]
 		table := strings.Join(key[:len(key)-1], ".")
 		for _, k := range keysByTable[table] {
