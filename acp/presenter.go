@@ -18,20 +18,23 @@ import (
 // paths render a tool call's end the same way, so a replay shows what the
 // user saw.
 type presenter struct {
-	s    *Server
-	ctx  context.Context
-	sess *runtime.Session
-	root string
+	s   *Server
+	ctx context.Context
+	// sess is nil while a session/load replays the Log as it is read,
+	// before the session is open; sessionID and root are known before.
+	sess      *runtime.Session
+	sessionID string
+	root      string
 	// replaying is set while presenting the Log on session/load: terminals
 	// of past calls are gone by then, so their output is shown as text.
 	replaying bool
 }
 
 func (s *Server) presenter(ctx context.Context, sess *runtime.Session) *presenter {
-	return &presenter{s: s, ctx: ctx, sess: sess, root: sess.Workspace().Root()}
+	return &presenter{s: s, ctx: ctx, sess: sess, sessionID: sess.ID(), root: sess.Workspace().Root()}
 }
 
-func (p *presenter) send(update any) { p.s.notify(p.ctx, p.sess.ID(), update) }
+func (p *presenter) send(update any) { p.s.notify(p.ctx, p.sessionID, update) }
 
 // live presents an event as it happens. Whole messages were already
 // streamed as deltas, and the client knows its own prompt, so those are not

@@ -71,7 +71,7 @@ func (s *Server) HandleRequest(ctx context.Context, method string, params json.R
 	case MethodSessionLoad:
 		return handle(params, func(p *LoadSessionRequest) (any, error) { return s.loadSession(ctx, p) })
 	case MethodSessionResume:
-		return handle(params, s.resumeSession)
+		return handle(params, func(p *ResumeSessionRequest) (any, error) { return s.resumeSession(ctx, p) })
 	case MethodSessionList:
 		return handle(params, s.listSessions)
 	case MethodSessionClose:
@@ -162,6 +162,8 @@ func (s *Server) warnMCP(servers []json.RawMessage) {
 // setupError turns a failure to open a session into the right code.
 func (s *Server) setupError(err error) error {
 	switch {
+	case errors.Is(err, runtime.ErrSessionInUse):
+		return &rpc.Error{Code: rpc.CodeInvalidRequest, Message: err.Error()}
 	case errors.Is(err, runtime.ErrSessionNotFound):
 		return &rpc.Error{Code: rpc.CodeResourceNotFound, Message: err.Error()}
 	case errors.Is(err, os.ErrNotExist):
@@ -176,15 +178,19 @@ func (s *Server) setupError(err error) error {
 
 func (s *Server) loadSession(ctx context.Context, p *LoadSessionRequest) (any, error) {
 	s.warnMCP(p.MCPServers)
-	sess, events, err := s.rt.OpenSession(p.SessionID, p.Cwd)
+	root, err := runtime.WorkspaceRoot(p.Cwd)
 	if err != nil {
 		return nil, s.setupError(err)
 	}
-	pr := s.presenter(ctx, sess)
-	pr.replaying = true
-	for _, ev := range events {
-		pr.replay(ev)
+	// The replay streams as the Log is read: the client sees the first
+	// updates at once, however long the session.
+	pr := &presenter{s: s, ctx: ctx, sessionID: p.SessionID, root: root, replaying: true}
+	sess, report, err := s.rt.OpenSession(p.SessionID, p.Cwd, pr.replay)
+	if err != nil {
+		return nil, s.setupError(err)
 	}
+	pr.sess = sess
+	s.reportDamage(ctx, sess, report)
 	// Children still running when their process ended are shown as what
 	// they are now: detached, not complete.
 	for _, d := range sess.DetachedSubagents() {
@@ -195,14 +201,40 @@ func (s *Server) loadSession(ctx context.Context, p *LoadSessionRequest) (any, e
 	return SessionSetupResponse{Modes: modeState(sess), ConfigOptions: s.configOptions(sess)}, nil
 }
 
-func (s *Server) resumeSession(p *ResumeSessionRequest) (any, error) {
+func (s *Server) resumeSession(ctx context.Context, p *ResumeSessionRequest) (any, error) {
 	s.warnMCP(p.MCPServers)
-	sess, _, err := s.rt.OpenSession(p.SessionID, p.Cwd)
+	sess, report, err := s.rt.OpenSession(p.SessionID, p.Cwd, nil)
 	if err != nil {
 		return nil, s.setupError(err)
 	}
+	s.reportDamage(ctx, sess, report)
 	s.watch(sess)
 	return SessionSetupResponse{Modes: modeState(sess), ConfigOptions: s.configOptions(sess)}, nil
+}
+
+// reportDamage tells the client that lines of the session's Log were not
+// events and were skipped: as a notice when it shows notices, otherwise
+// as a message in the conversation, so that it is never silent.
+func (s *Server) reportDamage(ctx context.Context, sess *runtime.Session, report runtime.LoadReport) {
+	if report.Intact() {
+		return
+	}
+	title := "Part of this session's Log is damaged and was skipped"
+	detail := "Pixir read " + report.String() + ". The rest of the session is intact and usable."
+	if report.Skipped > 0 {
+		detail += " The skipped lines stay in " + sess.LogPath() + " for inspection (pixir inspect " + sess.ID() + ")."
+	}
+	if report.TornBytes > 0 {
+		detail += " The torn last line was cut off, so the Log goes on from its last whole event."
+	}
+	s.mu.Lock()
+	notices := len(s.client.Session.Notices) > 0
+	s.mu.Unlock()
+	if notices {
+		s.notify(ctx, sess.ID(), Notice{SessionUpdate: "notice", Severity: "warning", Title: title, Description: detail})
+		return
+	}
+	s.notify(ctx, sess.ID(), ContentChunk{SessionUpdate: "agent_message_chunk", Content: textBlock("\n\n**" + title + ".** " + detail + "\n")})
 }
 
 // watch shows this client what happens in a session outside its turns:

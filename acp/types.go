@@ -43,8 +43,25 @@ func (r *InitializeRequest) validate() error {
 }
 
 type ClientCapabilities struct {
-	FS       FileSystemCapabilities `json:"fs"`
-	Terminal bool                   `json:"terminal"`
+	FS       FileSystemCapabilities    `json:"fs"`
+	Terminal bool                      `json:"terminal"`
+	Session  SessionClientCapabilities `json:"session"`
+}
+
+// SessionClientCapabilities are what a client can show of a session beyond
+// its conversation.
+type SessionClientCapabilities struct {
+	// Notices, when present, says the client shows notice updates.
+	Notices json.RawMessage `json:"notices,omitempty"`
+}
+
+// Notice is information for the user that is not part of the session's
+// history (sent only to clients that advertise session.notices).
+type Notice struct {
+	SessionUpdate string `json:"sessionUpdate"` // "notice"
+	Severity      string `json:"severity"`
+	Title         string `json:"title"`
+	Description   string `json:"description,omitempty"`
 }
 
 type FileSystemCapabilities struct {

@@ -59,6 +59,9 @@ type ToolResultData struct {
 	// TerminalID is the editor terminal the call ran in, if any.
 	TerminalID string `json:"terminal_id,omitempty"`
 	ElapsedMS  int64  `json:"elapsed_ms"`
+	// Interrupted marks the result recorded for a call that never got one
+	// (the process ended, or the Log could not be written, first).
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // DiffData is a tools.Diff as persisted.

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,126 +18,288 @@ import (
 )
 
 // Log is a Session's append-only NDJSON file of canonical Events: the truth
-// from which History and the ACP replay are folded. Each event is written
-// with one write call, so a crash leaves at most a torn last line, which the
-// next open reports and cuts off.
+// from which History and the ACP replay are folded.
+//
+// One process writes a Log at a time: opening one for append takes an
+// exclusive lock on it (flock), held until Close, and a second opener is
+// refused with the holder's pid and command (ErrSessionInUse). Each event
+// is one write of one whole line to a file opened O_APPEND. A write that
+// fails (a full disk) is cut back to the end of the last whole line, so a
+// failure never leaves half a line in the middle of the Log.
 type Log struct {
 	mu   sync.Mutex
 	f    *os.File
 	path string
 	seq  int64
+	// size is where the last whole line ends: a failed append is cut back
+	// to it.
+	size int64
+	// broken is set when a failed append could not be cut back: the Log
+	// then refuses every later append rather than write after half a line.
+	broken error
+	// write writes one event as one line; tests replace it to fail like
+	// a full disk.
+	write func(f *os.File, ev *Event) (int, error)
 }
 
-// LoadReport says what opening a Log found beyond the events themselves.
+// Errors a caller can tell apart.
+var (
+	// ErrSessionInUse: another process holds the session's Log.
+	ErrSessionInUse = errors.New("the session is in use by another process")
+	// ErrLogWrite: an event could not be written to the Log.
+	ErrLogWrite = errors.New("the session's Log could not be written")
+)
+
+// InUseError says who holds a Log.
+type InUseError struct {
+	Path string
+	// PID and Command name the holder, when the system says (Linux); PID
+	// is 0 when it is not known.
+	PID     int
+	Command string
+}
+
+func (e *InUseError) Error() string {
+	holder := "another process"
+	switch {
+	case e.PID != 0 && e.Command != "":
+		holder = fmt.Sprintf("another process (pid %d: %s)", e.PID, e.Command)
+	case e.PID != 0:
+		holder = fmt.Sprintf("another process (pid %d)", e.PID)
+	}
+	return fmt.Sprintf("%s: %s has its Log %s open; one process at a time may write a session, so close it there "+
+		"(or end that process) and try again; pixir inspect can read it meanwhile", ErrSessionInUse, holder, e.Path)
+}
+
+func (e *InUseError) Is(target error) bool { return target == ErrSessionInUse }
+
+// LogWriteError is a failed append: the turn that made it stops.
+type LogWriteError struct {
+	Path string
+	Err  error
+}
+
+func (e *LogWriteError) Error() string {
+	return fmt.Sprintf("%s (%s: %v); the turn stopped and nothing half-written was kept: free disk space (or fix the file) and send the prompt again",
+		ErrLogWrite, e.Path, e.Err)
+}
+
+func (e *LogWriteError) Is(target error) bool { return target == ErrLogWrite }
+func (e *LogWriteError) Unwrap() error        { return e.Err }
+
+// Damage is one line of a Log that is not an event.
+type Damage struct {
+	Line   int   `json:"line"`   // 1-based
+	Offset int64 `json:"offset"` // where the line starts
+	Bytes  int   `json:"bytes"`
+	// Torn is set for an incomplete last line (a crash mid-write).
+	Torn bool `json:"torn,omitempty"`
+	// Salvaged is set when an event whole at the line's end was kept: the
+	// start of the line was the torn rest of an earlier write.
+	Salvaged bool `json:"salvaged,omitempty"`
+}
+
+// maxReportedDamage bounds the damaged lines a LoadReport lists one by one.
+const maxReportedDamage = 20
+
+// LoadReport says what reading a Log found beyond the events themselves.
 type LoadReport struct {
 	Events int
-	// TornBytes is the length of an incomplete last line that was dropped
-	// (a crash mid-write); 0 when the Log ended cleanly.
+	// TornBytes is the length of an incomplete last line that was left
+	// out (a crash mid-write); 0 when the Log ended cleanly.
 	TornBytes int
-	// Skipped counts complete lines that did not decode as events.
+	// Skipped counts complete lines that are not events.
 	Skipped int
+	// Damaged lists the first damaged lines, the torn last one included.
+	Damaged []Damage
 }
+
+// Intact reports whether every line of the Log was an event.
+func (r LoadReport) Intact() bool { return r.TornBytes == 0 && r.Skipped == 0 }
 
 func (r LoadReport) String() string {
 	s := fmt.Sprintf("%d events", r.Events)
-	if r.TornBytes > 0 {
-		s += fmt.Sprintf(", a torn last line of %d bytes dropped", r.TornBytes)
+	if r.Intact() {
+		return s
 	}
-	if r.Skipped > 0 {
-		s += fmt.Sprintf(", %d undecodable lines skipped", r.Skipped)
+	var parts []string
+	for _, d := range r.Damaged {
+		switch {
+		case d.Torn:
+			parts = append(parts, fmt.Sprintf("the torn last line %d (%d bytes at offset %d, cut off mid-write) was left out", d.Line, d.Bytes, d.Offset))
+		case d.Salvaged:
+			parts = append(parts, fmt.Sprintf("line %d (%d bytes at offset %d) began with a torn write that was skipped; the event after it was kept", d.Line, d.Bytes, d.Offset))
+		default:
+			parts = append(parts, fmt.Sprintf("line %d (%d bytes at offset %d) is not an event and was skipped", d.Line, d.Bytes, d.Offset))
+		}
 	}
-	return s
+	if listed := len(r.Damaged); r.Skipped+btoi(r.TornBytes > 0) > listed {
+		parts = append(parts, fmt.Sprintf("and %d more damaged lines", r.Skipped+btoi(r.TornBytes > 0)-listed))
+	}
+	return s + "; " + strings.Join(parts, "; ")
 }
 
-// ReadLog reads the events of the Log at path without opening it for append.
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// scanned is what one pass over a Log found.
+type scanned struct {
+	report LoadReport
+	// clean is the length of the prefix made of whole lines and a last
+	// event missing only its newline.
+	clean int64
+	// needsNewline is set when that last event has no newline.
+	needsNewline bool
+	seq          int64
+}
+
+// scanLog decodes r line by line, calling visit with each event as it is
+// read; a line that is not an event is skipped and reported.
+func scanLog(r io.Reader, visit func(Event)) (scanned, error) {
+	var (
+		sc   scanned
+		in   = bufio.NewReaderSize(r, 256<<10)
+		buf  []byte
+		line int
+		off  int64
+	)
+	damaged := func(d Damage) {
+		if len(sc.report.Damaged) < maxReportedDamage {
+			sc.report.Damaged = append(sc.report.Damaged, d)
+		}
+	}
+	emit := func(ev *Event) {
+		sc.report.Events++
+		sc.seq = max(sc.seq, ev.Seq)
+		if visit != nil {
+			visit(*ev)
+		}
+	}
+	for {
+		chunk, err := in.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			buf = append(buf, chunk...)
+			continue
+		}
+		raw := chunk
+		if len(buf) > 0 {
+			buf = append(buf, chunk...)
+			raw = buf
+		}
+		if len(raw) > 0 {
+			line++
+			complete := raw[len(raw)-1] == '\n'
+			text := bytes.TrimSpace(raw)
+			var ev Event
+			switch {
+			case len(text) == 0:
+				if complete {
+					sc.clean = off + int64(len(raw))
+				}
+			case decodeEvent(text, &ev):
+				emit(&ev)
+				sc.clean = off + int64(len(raw))
+				sc.needsNewline = !complete
+			case !complete:
+				sc.report.TornBytes = len(raw)
+				damaged(Damage{Line: line, Offset: off, Bytes: len(raw), Torn: true})
+			default:
+				sc.report.Skipped++
+				salvaged := salvage(text, &ev)
+				damaged(Damage{Line: line, Offset: off, Bytes: len(raw), Salvaged: salvaged})
+				if salvaged {
+					emit(&ev)
+				}
+				sc.clean = off + int64(len(raw))
+			}
+			off += int64(len(raw))
+		}
+		buf = buf[:0]
+		if err == io.EOF {
+			return sc, nil
+		}
+		if err != nil {
+			return sc, err
+		}
+	}
+}
+
+func decodeEvent(text []byte, ev *Event) bool {
+	return json.Unmarshal(text, ev) == nil && ev.Type != ""
+}
+
+// salvage finds a whole event at the end of a damaged line: a write torn
+// by a crash, with the next event appended right after it.
+func salvage(text []byte, ev *Event) bool {
+	i := bytes.LastIndex(text, []byte(`{"id":`))
+	return i > 0 && decodeEvent(text[i:], ev)
+}
+
+// ReadLog reads the events of the Log at path without opening it for
+// append (and without its lock: a read-only view).
 func ReadLog(path string) ([]Event, LoadReport, error) {
-	data, err := os.ReadFile(path)
+	var events []Event
+	report, err := ScanLog(path, func(ev Event) { events = append(events, ev) })
+	return events, report, err
+}
+
+// ScanLog reads the Log at path read-only, calling visit with each event
+// as it is read.
+func ScanLog(path string, visit func(Event)) (LoadReport, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return LoadReport{}, err
+	}
+	defer f.Close()
+	sc, err := scanLog(f, visit)
+	return sc.report, err
+}
+
+// OpenLog opens (creating if needed) the Log at path for append, locked
+// for this process, and calls visit, when not nil, with each event already
+// in it as it is read. A torn last line is cut off so that appends start on
+// a line of their own; damaged lines elsewhere are skipped and reported.
+func OpenLog(path string, visit func(Event)) (*Log, LoadReport, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, LoadReport{}, err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, LoadReport{}, err
 	}
-	events, report, _ := parseLog(data)
-	return events, report, nil
-}
-
-// parseLog decodes NDJSON and returns the length of the clean prefix.
-func parseLog(data []byte) ([]Event, LoadReport, int) {
-	var (
-		events []Event
-		report LoadReport
-		clean  int
-	)
-	for len(data[clean:]) > 0 {
-		rest := data[clean:]
-		nl := bytes.IndexByte(rest, '\n')
-		if nl < 0 {
-			var ev Event
-			if json.Unmarshal(rest, &ev) == nil && ev.Type != "" {
-				// A complete event missing only its newline.
-				events = append(events, ev)
-				clean = len(data)
-				break
-			}
-			report.TornBytes = len(rest)
-			break
-		}
-		line := bytes.TrimSpace(rest[:nl])
-		clean += nl + 1
-		if len(line) == 0 {
-			continue
-		}
-		var ev Event
-		if err := json.Unmarshal(line, &ev); err != nil || ev.Type == "" {
-			report.Skipped++
-			continue
-		}
-		events = append(events, ev)
+	if err := lockLog(f, path); err != nil {
+		f.Close()
+		return nil, LoadReport{}, err
 	}
-	report.Events = len(events)
-	return events, report, clean
-}
-
-// OpenLog opens (creating if needed) the Log at path for append and returns
-// the events already in it. A torn last line is cut off so that appends start
-// on a line of their own.
-func OpenLog(path string) (*Log, []Event, LoadReport, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, nil, LoadReport{}, err
-	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, nil, LoadReport{}, err
-	}
-	data, err := io.ReadAll(bufio.NewReader(f))
+	sc, err := scanLog(f, visit)
 	if err != nil {
 		f.Close()
-		return nil, nil, LoadReport{}, err
+		return nil, sc.report, fmt.Errorf("reading %s: %w", path, err)
 	}
-	events, report, clean := parseLog(data)
-	if clean < len(data) {
-		if err := f.Truncate(int64(clean)); err != nil {
+	size := sc.clean
+	if sc.report.TornBytes > 0 {
+		if err := f.Truncate(size); err != nil {
 			f.Close()
-			return nil, nil, report, fmt.Errorf("cutting torn line: %w", err)
-		}
-	} else if clean > 0 && data[clean-1] != '\n' {
-		if _, err := f.WriteAt([]byte{'\n'}, int64(clean)); err != nil {
-			f.Close()
-			return nil, nil, report, err
+			return nil, sc.report, fmt.Errorf("cutting the torn last line of %s: %w", path, err)
 		}
 	}
-	if _, err := f.Seek(0, io.SeekEnd); err != nil {
-		f.Close()
-		return nil, nil, report, err
+	if sc.needsNewline {
+		if _, err := f.Write([]byte{'\n'}); err != nil {
+			f.Close()
+			return nil, sc.report, fmt.Errorf("ending the last line of %s: %w", path, err)
+		}
+		size++
 	}
-	l := &Log{f: f, path: path}
-	for _, ev := range events {
-		l.seq = max(l.seq, ev.Seq)
-	}
-	return l, events, report, nil
+	return &Log{f: f, path: path, seq: sc.seq, size: size, write: writeEventLine}, sc.report, nil
 }
 
-// CreateLog creates a new, empty Log at path; it fails if one exists. It
-// skips the reading OpenLog does, which matters when thousands of
-// Subagents each start one.
+// CreateLog creates a new, empty Log at path, locked for this process; it
+// fails if one exists. It skips the reading OpenLog does, which matters
+// when thousands of Subagents each start one.
 func CreateLog(path string) (*Log, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -148,36 +311,62 @@ func CreateLog(path string) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Log{f: f, path: path}, nil
+	if err := lockLog(f, path); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &Log{f: f, path: path, write: writeEventLine}, nil
 }
 
 // Path is where the Log lives.
 func (l *Log) Path() string { return l.path }
 
 // Append stamps ev with the next seq (and an id and time when missing) and
-// writes it as one line.
+// writes it as one line. When the write fails, the Log is cut back to its
+// last whole line and the error is a *LogWriteError.
 func (l *Log) Append(ev *Event) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f == nil {
 		return errors.New("log is closed")
 	}
-	l.seq++
-	ev.Seq = l.seq
+	if l.broken != nil {
+		return &LogWriteError{Path: l.path, Err: fmt.Errorf("an earlier write failed and could not be undone: %w", l.broken)}
+	}
+	seq := l.seq + 1
+	ev.Seq = seq
 	if ev.ID == "" {
 		ev.ID = uuid.Must(uuid.NewV7()).String()
 	}
 	if ev.TS.IsZero() {
 		ev.TS = time.Now().UTC()
 	}
-	if err := writeEventLine(l.f, ev); err != nil {
-		l.seq--
-		return fmt.Errorf("appending to %s: %w", l.path, err)
+	n, err := l.write(l.f, ev)
+	if err != nil {
+		if terr := l.f.Truncate(l.size); terr != nil {
+			l.broken = terr
+		}
+		return &LogWriteError{Path: l.path, Err: err}
+	}
+	l.seq = seq
+	l.size += int64(n)
+	return nil
+}
+
+// Sync makes what was appended durable (fsync).
+func (l *Log) Sync() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return errors.New("log is closed")
+	}
+	if err := l.f.Sync(); err != nil {
+		return &LogWriteError{Path: l.path, Err: err}
 	}
 	return nil
 }
 
-// Close closes the file; later appends fail.
+// Close closes the file and releases its lock; later appends fail.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()

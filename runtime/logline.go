@@ -18,18 +18,21 @@ const largeEvent = 1 << 20
 // the whole event with json.Marshal would check and copy a prompt of
 // megabytes once more, and a large event is written from its pieces (see
 // writePieces) so it is not copied at all.
-func writeEventLine(f *os.File, ev *Event) error {
+//
+// It returns the length of the line; on a failure, part of it may have
+// been written (the Log cuts it back).
+func writeEventLine(f *os.File, ev *Event) (int, error) {
 	data := ev.Data
 	if len(data) == 0 {
 		data = json.RawMessage("null")
 	}
 	head := appendEventHead(make([]byte, 0, 160), ev)
 	if len(data) >= largeEvent {
-		return writePieces(f, head, data, []byte("}\n"))
+		return len(head) + len(data) + 2, writePieces(f, head, data, []byte("}\n"))
 	}
 	line := append(append(head, data...), '}', '\n')
 	_, err := f.Write(line)
-	return err
+	return len(line), err
 }
 
 // appendEventLine appends ev as one NDJSON line.

@@ -66,6 +66,9 @@ type Runtime struct {
 
 	mu       sync.Mutex
 	sessions map[string]*Session
+	// opening holds a channel per session being opened, closed when the
+	// open ends: a second open of it waits instead of racing for its Log.
+	opening map[string]chan struct{}
 }
 
 // New makes a Runtime.
@@ -90,6 +93,7 @@ func New(cfg Config) *Runtime {
 		tools:    tools.NewRegistry(all...),
 		log:      cfg.Logger,
 		sessions: map[string]*Session{},
+		opening:  map[string]chan struct{}{},
 	}
 	rt.subagents = newManager(rt, cfg.Subagents)
 	return rt
@@ -195,7 +199,7 @@ func (r *Runtime) NewSession(dir string) (*Session, error) {
 		return nil, err
 	}
 	id := newSessionID()
-	log, _, _, err := OpenLog(logPath(ws.Root(), id))
+	log, err := CreateLog(logPath(ws.Root(), id))
 	if err != nil {
 		ws.Close()
 		return nil, fmt.Errorf("creating session log: %w", err)
@@ -226,32 +230,72 @@ func (r *Runtime) Session(id string) (*Session, error) {
 	return nil, fmt.Errorf("%w: %s is not open in this process; load or resume it first", ErrSessionNotFound, id)
 }
 
-// OpenSession makes a session stored in workspace dir live again (or
-// returns it when it already is) with its canonical events for replay.
-func (r *Runtime) OpenSession(id, dir string) (*Session, []Event, error) {
+// OpenSession makes a session stored in workspace dir live again, or
+// returns it when it already is. visit, when not nil, sees each canonical
+// event as the Log is read, so a replay can stream; the interrupted
+// results recorded on opening (see recordInterrupted) come last. The
+// report says what of the Log was damaged: damaged lines are skipped,
+// never fatal. A session another process has open is refused with
+// ErrSessionInUse, naming that process.
+func (r *Runtime) OpenSession(id, dir string, visit func(Event)) (*Session, LoadReport, error) {
 	if !ValidSessionID(id) {
-		return nil, nil, fmt.Errorf("%w: %q is not a session id", ErrSessionNotFound, id)
+		return nil, LoadReport{}, fmt.Errorf("%w: %q is not a session id", ErrSessionNotFound, id)
 	}
-	if s, err := r.Session(id); err == nil {
-		events, _, err := s.Events()
-		return s, events, err
+	for {
+		r.mu.Lock()
+		if s, ok := r.sessions[id]; ok {
+			r.mu.Unlock()
+			report, err := ScanLog(s.log.Path(), visit)
+			return s, report, err
+		}
+		wait, busy := r.opening[id]
+		if !busy {
+			r.opening[id] = make(chan struct{})
+			r.mu.Unlock()
+			break
+		}
+		r.mu.Unlock()
+		<-wait // another open of it is under way: then it is live, or failed
 	}
+	s, report, err := r.openSession(id, dir, visit)
+	r.mu.Lock()
+	if err == nil {
+		r.sessions[id] = s
+	}
+	close(r.opening[id])
+	delete(r.opening, id)
+	r.mu.Unlock()
+	if err != nil {
+		return nil, report, err
+	}
+	r.subagents.restore(s, s.restoreEvents)
+	s.restoreEvents = nil
+	return s, report, nil
+}
+
+func (r *Runtime) openSession(id, dir string, visit func(Event)) (*Session, LoadReport, error) {
 	ws, err := NewWorkspace(dir)
 	if err != nil {
-		return nil, nil, err
+		return nil, LoadReport{}, err
 	}
 	path := logPath(ws.Root(), id)
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		ws.Close()
-		return nil, nil, fmt.Errorf("%w: no log for %s in %s", ErrSessionNotFound, id, ws.Root())
+		return nil, LoadReport{}, fmt.Errorf("%w: no log for %s in %s", ErrSessionNotFound, id, ws.Root())
 	}
-	log, events, report, err := OpenLog(path)
+	fold := &historyFold{log: r.log}
+	log, report, err := OpenLog(path, func(ev Event) {
+		fold.add(ev)
+		if visit != nil {
+			visit(ev)
+		}
+	})
 	if err != nil {
 		ws.Close()
-		return nil, nil, fmt.Errorf("opening session log: %w", err)
+		return nil, report, fmt.Errorf("opening session log: %w", err)
 	}
-	if report.TornBytes > 0 || report.Skipped > 0 {
-		r.log.Warn("session log was damaged; kept what was intact", "session", id, "log", path, "report", report.String())
+	if !report.Intact() {
+		r.log.Info("session log was damaged; kept what was intact", "session", id, "log", path, "report", report.String())
 	}
 	meta, err := readMeta(ws.Root(), id)
 	if err != nil {
@@ -266,21 +310,17 @@ func (r *Runtime) OpenSession(id, dir string) (*Session, []Event, error) {
 		meta.Mode = ModeAuto
 	}
 	if meta.Title == "" {
-		meta.Title = firstPromptTitle(events)
+		meta.Title = fold.title
 	}
-	s := &Session{rt: r, workspace: ws, log: log, meta: meta, depth: meta.Depth, history: foldHistory(events, r.log)}
-	r.mu.Lock()
-	if live, ok := r.sessions[id]; ok { // opened concurrently
-		r.mu.Unlock()
-		log.Close()
-		ws.Close()
-		ev, _, err := live.Events()
-		return live, ev, err
+	s := &Session{rt: r, workspace: ws, log: log, meta: meta, depth: meta.Depth, history: fold.history,
+		interrupted: fold.unanswered(), restoreEvents: fold.subagents}
+	// A crash left calls without results: answer them now, so the next
+	// model call is valid and the editor sees them ended. When the Log
+	// cannot be written, the next turn tries again first.
+	if err := s.recordInterrupted(visit); err != nil {
+		r.log.Warn("recording the results of interrupted tool calls", "session", id, "err", err)
 	}
-	r.sessions[id] = s
-	r.mu.Unlock()
-	r.subagents.restore(s, events)
-	return s, events, nil
+	return s, report, nil
 }
 
 // CloseSession stops a live session and releases it. Its Log stays, so it
@@ -359,18 +399,6 @@ func (r *Runtime) ListSessions(dir string) ([]Meta, error) {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].UpdatedAt.After(out[j].UpdatedAt) })
 	return out, nil
-}
-
-func firstPromptTitle(events []Event) string {
-	for _, ev := range events {
-		if ev.Type == EventUserMessage {
-			var d UserMessageData
-			if decode(ev, &d, slog.New(slog.DiscardHandler)) {
-				return titleFrom(d.Text)
-			}
-		}
-	}
-	return ""
 }
 
 func (r *Runtime) workspacesFile() string {

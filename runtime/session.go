@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -99,15 +98,24 @@ type Session struct {
 	// session takes the runtime's.
 	effort string
 
-	mu          sync.Mutex
-	meta        Meta
-	observer    Observer // sees events that happen outside a turn
-	history     []provider.Message
-	allowAlways map[string]bool
-	turnCancel  context.CancelFunc // non-nil while a turn runs
-	turnDone    chan struct{}
-	closed      bool
-	released    bool // files closed by release
+	metaMu   sync.Mutex // held while the metadata is saved
+	mu       sync.Mutex
+	meta     Meta
+	observer Observer // sees events that happen outside a turn
+	history  []provider.Message
+	// pending are the calls of the last model response without a result;
+	// interrupted, calls that must be answered in the Log as interrupted
+	// (recordInterrupted).
+	pending     []openCall
+	interrupted []openCall
+	// restoreEvents are the subagent events read on opening, for the
+	// Subagents Manager; dropped once it has them.
+	restoreEvents []Event
+	allowAlways   map[string]bool
+	turnCancel    context.CancelFunc // non-nil while a turn runs
+	turnDone      chan struct{}
+	closed        bool
+	released      bool // files closed by release
 	// sharesWorkspace is set on a Subagent in its parent's workspace: the
 	// parent owns that workspace's handle.
 	sharesWorkspace bool
@@ -191,10 +199,7 @@ func (s *Session) Meta() Meta {
 // and records the change; a turn titles an untitled session from its
 // prompt, and pixir run --workflow names its session after the workflow.
 func (s *Session) SetTitle(title string) error {
-	s.mu.Lock()
-	s.meta.Title = title
-	s.mu.Unlock()
-	return s.saveMeta()
+	return s.updateMeta(func(m *Meta) { m.Title = title })
 }
 
 // Mode is the current permission mode.
@@ -208,10 +213,7 @@ func (s *Session) SetMode(m Mode) error {
 	if _, err := ParseMode(string(m)); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.meta.Mode = m
-	s.mu.Unlock()
-	return s.saveMeta()
+	return s.updateMeta(func(meta *Meta) { meta.Mode = m })
 }
 
 // SetModel changes the model used from the next model call.
@@ -219,11 +221,11 @@ func (s *Session) SetModel(model string) error {
 	if !s.rt.knowsModel(model) {
 		return fmt.Errorf("unknown model %q: want one of %s", model, strings.Join(s.rt.Models(), ", "))
 	}
-	s.mu.Lock()
-	s.meta.Model = model
-	s.mu.Unlock()
-	return s.saveMeta()
+	return s.updateMeta(func(m *Meta) { m.Model = model })
 }
+
+// LogPath is where the session's Log is.
+func (s *Session) LogPath() string { return s.log.Path() }
 
 // Events reads the session's canonical events back from its Log.
 func (s *Session) Events() ([]Event, LoadReport, error) {
@@ -309,7 +311,7 @@ func (s *Session) reacquire() error {
 			return err
 		}
 	}
-	log, _, _, err := OpenLog(s.log.Path())
+	log, _, err := OpenLog(s.log.Path(), nil)
 	if err != nil {
 		if !s.sharesWorkspace {
 			ws.Close()
@@ -354,17 +356,31 @@ func metaPath(workspace, id string) string {
 	return filepath.Join(SessionsDir(workspace), id+".json")
 }
 
-// saveMeta writes the metadata atomically (temp file and rename). A
-// Subagent's session has none: its parent's Log describes it.
-func (s *Session) saveMeta() error {
-	if s.depth > 0 {
-		return nil
-	}
+// saveMeta writes the metadata as it is.
+func (s *Session) saveMeta() error { return s.updateMeta(func(*Meta) {}) }
+
+// updateMeta changes the metadata only once the change is saved
+// (atomically: temp file and rename): a failed save leaves the session as
+// it was, so what a client is told matches what is stored. A Subagent's
+// session saves nothing: its parent's Log describes it.
+func (s *Session) updateMeta(change func(*Meta)) error {
+	s.metaMu.Lock() // saves in the order of the changes
+	defer s.metaMu.Unlock()
 	s.mu.Lock()
-	s.meta.UpdatedAt = time.Now().UTC()
 	m := s.meta
 	s.mu.Unlock()
-	return writeMeta(m)
+	change(&m)
+	m.UpdatedAt = time.Now().UTC()
+	if s.depth == 0 {
+		if err := writeMeta(m); err != nil {
+			return fmt.Errorf("saving the session's metadata failed, so nothing was changed: %w", err)
+		}
+	}
+	s.mu.Lock()
+	change(&s.meta) // onto the current state: a turn may have titled it meanwhile
+	s.meta.UpdatedAt = m.UpdatedAt
+	s.mu.Unlock()
+	return nil
 }
 
 func writeMeta(m Meta) error {
@@ -429,39 +445,6 @@ func (s *Session) emit(obs Observer, typ EventType, data any) error {
 		obs(ev)
 	}
 	return nil
-}
-
-// foldHistory rebuilds the model conversation from canonical events.
-func foldHistory(events []Event, log *slog.Logger) []provider.Message {
-	var h []provider.Message
-	for _, ev := range events {
-		switch ev.Type {
-		case EventUserMessage:
-			var d UserMessageData
-			if decode(ev, &d, log) {
-				h = append(h, provider.Message{Role: provider.RoleUser, Text: d.Text})
-			}
-		case EventAssistantMessage:
-			var d AssistantMessageData
-			if decode(ev, &d, log) {
-				h = append(h, provider.Message{Role: provider.RoleAssistant, Text: d.Text, ToolCalls: d.ToolCalls})
-			}
-		case EventToolResult:
-			var d ToolResultData
-			if decode(ev, &d, log) {
-				h = append(h, provider.Message{Role: provider.RoleTool, Text: modelText(d.Result), ToolCallID: d.ToolCallID, ToolName: d.Name})
-			}
-		}
-	}
-	return h
-}
-
-func decode(ev Event, v any, log *slog.Logger) bool {
-	if err := json.Unmarshal(ev.Data, v); err != nil {
-		log.Warn("undecodable event in log", "seq", ev.Seq, "type", ev.Type, "err", err)
-		return false
-	}
-	return true
 }
 
 // modelText is the tool result as the model reads it: the envelope as

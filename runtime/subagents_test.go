@@ -421,7 +421,7 @@ func TestReloadedSessionReportsUnfinishedChildrenDetached(t *testing.T) {
 
 	rt2 := New(cfg)
 	defer rt2.Close()
-	reopened, _, err := rt2.OpenSession(parent.ID(), ws)
+	reopened, _, err := rt2.OpenSession(parent.ID(), ws, nil)
 	require.NoError(t, err)
 	views, err := binding{m: rt2.subagents, parent: reopened}.List(context.Background())
 	require.NoError(t, err)

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/pixir-go/pixir/runtime/provider"
 	"github.com/pixir-go/pixir/tools"
@@ -71,8 +74,11 @@ type TurnOptions struct {
 // Prompt runs one turn: model, tool calls, tool results, model… until the
 // model answers without tool calls, the model-call limit is reached, or ctx
 // or Cancel stops it. A provider failure ends the turn with end_turn and a
-// turn_failed event; only faults of the runtime itself (the Log cannot be
-// written) are returned as errors.
+// turn_failed event; only faults of the runtime itself are returned as
+// errors. When the Log cannot be written (a full disk) the turn stops at
+// once with a *LogWriteError: the observer is shown why, and every tool
+// call it was shown ends, failed; nothing half-written stays in the Log,
+// and the next turn first records those calls as interrupted.
 func (s *Session) Prompt(ctx context.Context, p Prompt, opt TurnOptions) (StopReason, error) {
 	s.mu.Lock()
 	if s.closed {
@@ -99,7 +105,19 @@ func (s *Session) Prompt(ctx context.Context, p Prompt, opt TurnOptions) (StopRe
 	}()
 
 	t := &turn{s: s, ctx: ctx, opt: opt}
+	s.mu.Lock()
+	s.interrupted = append(s.interrupted, s.pending...)
+	s.pending = nil
+	s.mu.Unlock()
+	if err := s.recordInterrupted(opt.Observe); err != nil {
+		t.abandon(err)
+		return StopEndTurn, err
+	}
 	stop, err := t.run(p)
+	if errors.Is(err, ErrLogWrite) {
+		t.abandon(err)
+		stop = StopEndTurn
+	}
 	if metaErr := s.saveMeta(); metaErr != nil && err == nil {
 		s.rt.log.Warn("saving session metadata", "session", s.ID(), "err", metaErr)
 	}
@@ -116,7 +134,40 @@ type turn struct {
 func (t *turn) cancelled() bool { return t.ctx.Err() != nil }
 
 func (t *turn) emit(typ EventType, data any) error {
-	return t.s.emit(t.opt.Observe, typ, data)
+	if err := t.s.emit(t.opt.Observe, typ, data); err != nil {
+		return err
+	}
+	if typ == EventToolCall {
+		t.s.announced(data.(ToolCallData).ToolCallID)
+	}
+	return nil
+}
+
+// abandon ends a turn the Log cannot record: the observer sees every call
+// it was shown end, failed, and why the turn stopped. None of this reaches
+// the Log (it cannot be written); the calls stay pending, so the next turn
+// records them as interrupted before anything else.
+func (t *turn) abandon(cause error) {
+	obs := t.opt.Observe
+	if obs == nil {
+		return
+	}
+	show := func(typ EventType, data any) {
+		raw, err := json.Marshal(data)
+		if err == nil {
+			obs(Event{ID: uuid.Must(uuid.NewV7()).String(), SessionID: t.s.ID(), TS: time.Now().UTC(), Type: typ, Data: raw})
+		}
+	}
+	t.s.mu.Lock()
+	open := slices.Clone(t.s.pending)
+	t.s.mu.Unlock()
+	for _, c := range open {
+		if c.announced {
+			show(EventToolResult, ToolResultData{ToolCallID: c.call.ID, Name: c.call.Name,
+				Result: tools.Fail(tools.ErrInternal, "not finished: the turn stopped because the session's Log could not be written")})
+		}
+	}
+	show(EventTurnFailed, TurnFailedData{Kind: tools.ErrInternal, Message: cause.Error()})
 }
 
 func (t *turn) run(p Prompt) (StopReason, error) {
@@ -445,16 +496,41 @@ func (s *Session) systemPrompt() string {
 	return s.prompt
 }
 
+// appendHistory adds a message to History and keeps track of the calls of
+// the last response that have no result yet.
 func (s *Session) appendHistory(m provider.Message) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.history = append(s.history, m)
-	s.mu.Unlock()
+	switch m.Role {
+	case provider.RoleAssistant:
+		s.pending = s.pending[:0]
+		for _, tc := range m.ToolCalls {
+			s.pending = append(s.pending, openCall{call: tc})
+		}
+	case provider.RoleTool:
+		s.pending = slices.DeleteFunc(s.pending, func(c openCall) bool { return c.call.ID == m.ToolCallID })
+	}
 }
 
+// announced notes that a pending call's tool_call event is in the Log.
+func (s *Session) announced(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.pending {
+		if s.pending[i].call.ID == id {
+			s.pending[i].announced = true
+		}
+	}
+}
+
+// historyCopy is History as it is now. Messages are only ever appended, so
+// the slice is shared, clipped so that an append by the provider cannot
+// reach it: no copy, however long the session.
 func (s *Session) historyCopy() []provider.Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]provider.Message(nil), s.history...)
+	return slices.Clip(s.history)
 }
 
 func (s *Session) allowedAlways(tool string) bool {

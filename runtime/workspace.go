@@ -31,15 +31,25 @@ type Workspace struct {
 	fs   *sandbox.Dir // opened on root
 }
 
-// NewWorkspace confines to dir, which must exist.
-func NewWorkspace(dir string) (*Workspace, error) {
+// WorkspaceRoot is the absolute path, symbolic links resolved, of the
+// workspace dir names: where its sessions' paths start.
+func WorkspaceRoot(dir string) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
-		return nil, fmt.Errorf("workspace %s: %w", dir, err)
+		return "", fmt.Errorf("workspace %s: %w", dir, err)
+	}
+	return real, nil
+}
+
+// NewWorkspace confines to dir, which must exist.
+func NewWorkspace(dir string) (*Workspace, error) {
+	real, err := WorkspaceRoot(dir)
+	if err != nil {
+		return nil, err
 	}
 	st, err := os.Stat(real)
 	if err != nil {

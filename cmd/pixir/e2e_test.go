@@ -634,7 +634,11 @@ func TestKilledDuringATurnLosesNothingWrittenBefore(t *testing.T) {
 	require.Equal(t, []string{"write a file", "hang now"}, users)
 	require.Contains(t, agentText(ups), "Wrote it.")
 	require.Contains(t, agentText(ups), "Starting")
-	b.stderr.waitFor("a torn last line of") // the torn line is reported
+	// The torn line is reported to the client (no session.notices: as a
+	// message) and in the log.
+	require.Contains(t, agentText(ups), "Part of this session's Log is damaged and was skipped")
+	require.Contains(t, agentText(ups), "cut off mid-write) was left out")
+	b.stderr.waitFor("the torn last line")
 
 	// Everything logged before the kill is still there, and the session
 	// goes on appending after the cut.

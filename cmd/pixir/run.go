@@ -197,7 +197,7 @@ func runPrompt(o runOptions, mode runtime.Mode, id, prompt string, stdin io.Read
 		return out.usage(err)
 	}
 	defer rt.Close()
-	sess, err := openSession(rt, id, dir, mode)
+	sess, err := openSession(rt, id, dir, mode, out.stderr)
 	if err != nil {
 		return out.usage(err)
 	}
@@ -213,16 +213,20 @@ func runPrompt(o runOptions, mode runtime.Mode, id, prompt string, stdin io.Read
 }
 
 // openSession starts a session in dir, or reopens session id there, in
-// mode.
-func openSession(rt *runtime.Runtime, id, dir string, mode runtime.Mode) (*runtime.Session, error) {
+// mode. Damage found in a reopened session's Log is said on stderr.
+func openSession(rt *runtime.Runtime, id, dir string, mode runtime.Mode, stderr io.Writer) (*runtime.Session, error) {
 	var sess *runtime.Session
 	var err error
 	if id == "" {
 		sess, err = rt.NewSession(dir)
 	} else {
-		sess, _, err = rt.OpenSession(id, dir)
-		if err != nil && !errors.Is(err, runtime.ErrBusy) {
+		var report runtime.LoadReport
+		sess, report, err = rt.OpenSession(id, dir, nil)
+		switch {
+		case errors.Is(err, runtime.ErrSessionNotFound):
 			err = fmt.Errorf("%w (pixir sessions lists the sessions of %s)", err, dir)
+		case err == nil && !report.Intact():
+			fmt.Fprintf(stderr, "pixir: warning: part of session %s's Log is damaged and was skipped: %s\n", id, report)
 		}
 	}
 	if err != nil {
@@ -287,7 +291,7 @@ func runWorkflowFile(o runOptions, mode runtime.Mode, id string, stdin io.Reader
 		}
 		return out.dryRun(p.DryRun())
 	}
-	sess, err := openSession(rt, id, dir, mode)
+	sess, err := openSession(rt, id, dir, mode, out.stderr)
 	if err != nil {
 		return out.usage(err)
 	}

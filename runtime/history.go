@@ -1,0 +1,174 @@
+package runtime
+
+import (
+	"encoding/json"
+	"log/slog"
+	"slices"
+
+	"github.com/pixir-go/pixir/runtime/provider"
+	"github.com/pixir-go/pixir/tools"
+)
+
+// openCall is a tool call the model made that has no result yet.
+type openCall struct {
+	call provider.ToolCall
+	// announced is set once its tool_call event is in the Log (the editor
+	// has seen it).
+	announced bool
+	// inHistory is set when History already holds an interrupted result
+	// for it, which the Log does not hold yet.
+	inHistory bool
+}
+
+// historyFold rebuilds a session's model conversation from its canonical
+// events, one event at a time, as the Log is read. Real model APIs refuse a
+// conversation in which a tool call has no result, so the fold answers
+// every call a crash left without one with an interrupted result: in
+// History at once, and in the list the session then records in its Log
+// (once: a later load finds those results).
+type historyFold struct {
+	log     *slog.Logger
+	history []provider.Message
+	// pending are the calls of the last model response still without a
+	// result.
+	pending []openCall
+	// interrupted are calls History answered with an interrupted result
+	// that the Log does not hold (the process ended, or the Log could not
+	// be written, before their results).
+	interrupted []openCall
+	title       string
+	// subagents are the subagent events, for the Subagents Manager.
+	subagents []Event
+}
+
+func (f *historyFold) add(ev Event) {
+	switch ev.Type {
+	case EventUserMessage:
+		var d UserMessageData
+		if decode(ev, &d, f.log) {
+			f.closePending()
+			f.history = append(f.history, provider.Message{Role: provider.RoleUser, Text: d.Text})
+			if f.title == "" {
+				f.title = titleFrom(d.Text)
+			}
+		}
+	case EventAssistantMessage:
+		var d AssistantMessageData
+		if decode(ev, &d, f.log) {
+			f.closePending()
+			f.history = append(f.history, provider.Message{Role: provider.RoleAssistant, Text: d.Text, ToolCalls: d.ToolCalls})
+			for _, tc := range d.ToolCalls {
+				f.pending = append(f.pending, openCall{call: tc})
+			}
+		}
+	case EventToolCall:
+		var d ToolCallData
+		if decode(ev, &d, f.log) {
+			if i := f.find(f.pending, d.ToolCallID); i >= 0 {
+				f.pending[i].announced = true
+			}
+		}
+	case EventToolResult:
+		var d ToolResultData
+		if !decode(ev, &d, f.log) {
+			return
+		}
+		if i := f.find(f.pending, d.ToolCallID); i >= 0 {
+			f.pending = slices.Delete(f.pending, i, i+1)
+			f.history = append(f.history, provider.Message{Role: provider.RoleTool, Text: modelText(d.Result), ToolCallID: d.ToolCallID, ToolName: d.Name})
+			return
+		}
+		// The recorded answer of a call History already answered (a
+		// repair recorded after later messages): nothing to add.
+		if i := f.find(f.interrupted, d.ToolCallID); i >= 0 {
+			f.interrupted = slices.Delete(f.interrupted, i, i+1)
+		}
+	case EventSubagent:
+		f.subagents = append(f.subagents, ev)
+	}
+}
+
+func (f *historyFold) find(calls []openCall, id string) int {
+	return slices.IndexFunc(calls, func(c openCall) bool { return c.call.ID == id })
+}
+
+// closePending answers, in History, calls that a new message follows
+// without their results: they were interrupted.
+func (f *historyFold) closePending() {
+	for _, c := range f.pending {
+		f.history = append(f.history, interruptedMessage(c.call))
+		c.inHistory = true
+		f.interrupted = append(f.interrupted, c)
+	}
+	f.pending = f.pending[:0]
+}
+
+// unanswered is every call the Log holds no result for, in order.
+func (f *historyFold) unanswered() []openCall {
+	return append(slices.Clone(f.interrupted), f.pending...)
+}
+
+// interruptedResult is the answer recorded for a call a crash (or a Log
+// that could not be written) left without one.
+func interruptedResult() tools.Result {
+	return tools.Fail(tools.ErrDetached, "interrupted: Pixir stopped (the process ended, or its Log could not be written) before this call "+
+		"finished; whether it changed anything is unknown, so check before running it again")
+}
+
+func interruptedMessage(tc provider.ToolCall) provider.Message {
+	return provider.Message{Role: provider.RoleTool, Text: modelText(interruptedResult()), ToolCallID: tc.ID, ToolName: tc.Name}
+}
+
+func decode(ev Event, v any, log *slog.Logger) bool {
+	if err := json.Unmarshal(ev.Data, v); err != nil {
+		log.Warn("undecodable event in log", "seq", ev.Seq, "type", ev.Type, "err", err)
+		return false
+	}
+	return true
+}
+
+// foldHistory rebuilds the model conversation from canonical events.
+func foldHistory(events []Event, log *slog.Logger) []provider.Message {
+	f := &historyFold{log: log}
+	for _, ev := range events {
+		f.add(ev)
+	}
+	return f.history
+}
+
+// recordInterrupted answers in the Log, durably, every call the session
+// knows to be without a result, and in History those it does not answer
+// yet. A call the editor never saw is announced first, so that it too is
+// shown ended. It runs when a session opens and before each turn; what it
+// could not record (the Log cannot be written) stays for the next time.
+func (s *Session) recordInterrupted(obs Observer) error {
+	s.mu.Lock()
+	calls := slices.Clone(s.interrupted)
+	s.mu.Unlock()
+	if len(calls) == 0 {
+		return nil
+	}
+	for _, c := range calls {
+		tc := c.call
+		if !c.announced {
+			pres := tools.Presentation{Title: tc.Name, Kind: tools.KindOther}
+			if tool, ok := s.registry().Get(tc.Name); ok {
+				pres = tool.Describe(tc.Arguments)
+			}
+			if err := s.emit(obs, EventToolCall, ToolCallData{ToolCallID: tc.ID, Name: tc.Name, Arguments: tc.Arguments,
+				Title: pres.Title, Kind: pres.Kind, Locations: pres.Locations}); err != nil {
+				return err
+			}
+		}
+		if err := s.emit(obs, EventToolResult, ToolResultData{ToolCallID: tc.ID, Name: tc.Name, Result: interruptedResult(), Interrupted: true}); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		if !c.inHistory {
+			s.history = append(s.history, interruptedMessage(tc))
+		}
+		s.interrupted = slices.DeleteFunc(s.interrupted, func(o openCall) bool { return o.call.ID == tc.ID })
+		s.mu.Unlock()
+	}
+	return s.log.Sync()
+}
