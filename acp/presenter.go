@@ -204,6 +204,11 @@ func titleOf(task string) string {
 }
 
 func turnFailedText(d runtime.TurnFailedData) string {
+	if d.Kind == tools.ErrInternal {
+		// Pixir's own fault (its Log could not be written): the message
+		// says what to do.
+		return fmt.Sprintf("\n\n**The turn stopped** (%s): %s", d.Kind, d.Message)
+	}
 	return fmt.Sprintf("\n\n**The turn stopped: the model provider failed** (%s): %s\n\nThe session is still usable: send another prompt to retry.", d.Kind, d.Message)
 }
 

@@ -126,7 +126,13 @@ func (e *env) startWith(vars map[string]string, args ...string) *agent {
 	if e.script != "" {
 		args = append([]string{"--script", e.script}, args...)
 	}
-	cmd := exec.Command(pixirBin, append([]string{"acp"}, args...)...)
+	return e.startCommand(exec.Command(pixirBin, append([]string{"acp"}, args...)...), vars)
+}
+
+// startCommand starts cmd, which runs pixir acp, in the environment.
+func (e *env) startCommand(cmd *exec.Cmd, vars map[string]string) *agent {
+	t := e.t
+	t.Helper()
 	cmd.Env = append(os.Environ(), "PIXIR_HOME="+e.home, "PIXIR_PROVIDER=", "PIXIR_SCRIPT=", "PIXIR_MODEL=")
 	for k, v := range vars {
 		cmd.Env = append(cmd.Env, k+"="+v)
