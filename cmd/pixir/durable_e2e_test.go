@@ -327,3 +327,58 @@ func TestADamagedLineIsReportedAndSkipped(t *testing.T) {
 	require.Equal(t, 1, report.Skipped, "the damaged line stays, as evidence")
 	require.Equal(t, 3, countType(events, runtime.EventUserMessage))
 }
+
+// hostile is model output that, printed raw, would retitle the terminal,
+// clear it, move the cursor, write the clipboard (OSC 52) and hide in C1.
+const hostile = "\x1b]0;pwned\x07\x1b[2J\x1b[H\x1b]52;c;cm0gLXJmIH4=\x07\u009b31m\rgotcha"
+
+// requireInert fails if out holds a control character a terminal obeys.
+func requireInert(t *testing.T, what, out string) {
+	t.Helper()
+	for _, c := range []string{"\x1b", "\x07", "\u009b", "\r"} {
+		require.NotContains(t, out, c, "%s prints a raw control character: %q", what, out)
+	}
+}
+
+func TestTerminalEscapesArePrintedInert(t *testing.T) {
+	e := newRunEnv(t)
+	script := e.file("script.toml", `
+[[rule]]
+  [[rule.reply]]
+  text = `+jsonString(hostile+" done")+`
+`)
+	stdout, stderr, code := e.pixir("run", "--script", script, "title me "+hostile)
+	require.Equal(t, exitOK, code, stderr)
+	requireInert(t, "pixir run", stdout+stderr)
+	require.Contains(t, stdout, "␛]0;pwned␇␛[2J␛[H␛]52;c;cm0gLXJmIH4=␇\\u009b31m␍gotcha done", "shown, inert")
+
+	stdout, stderr, code = e.pixir("sessions")
+	require.Equal(t, exitOK, code, stderr)
+	requireInert(t, "pixir sessions", stdout+stderr)
+	require.Contains(t, stdout, "title me ␛]0;pwned")
+	var list []struct {
+		SessionID string `json:"session_id"`
+		Title     string `json:"title"`
+	}
+	stdout, _, code = e.pixir("sessions", "--json")
+	require.Equal(t, exitOK, code)
+	requireInert(t, "pixir sessions --json", stdout)
+	require.NoError(t, json.Unmarshal([]byte(stdout), &list))
+	require.Contains(t, list[0].Title, "\x1b]0;pwned", "JSON keeps the data as it is, escaped")
+
+	for _, args := range [][]string{{"inspect", list[0].SessionID}, {"inspect", "--json", list[0].SessionID}, {"inspect", "--events", list[0].SessionID}} {
+		stdout, stderr, code = e.pixir(args...)
+		require.Equal(t, exitOK, code, stderr)
+		requireInert(t, "pixir "+strings.Join(args, " "), stdout+stderr)
+		require.Contains(t, stdout, "pwned")
+	}
+
+	// An agent file is text from a repository.
+	require.NoError(t, os.MkdirAll(filepath.Join(e.ws, ".pixir", "agents"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(e.ws, ".pixir", "agents", "evil.toml"),
+		[]byte("name = \"evil\"\ndescription = "+jsonString("Reviews. "+hostile)+"\ndeveloper_instructions = \"Be evil.\"\n"), 0o644))
+	stdout, stderr, code = e.pixir("agents")
+	require.Equal(t, exitOK, code, stderr)
+	requireInert(t, "pixir agents", stdout+stderr)
+	require.Contains(t, stdout, "Reviews. ␛]0;pwned")
+}

@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/pixir-go/pixir/acp"
+	"github.com/pixir-go/pixir/internal/termtext"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -58,9 +59,21 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage)
 		return exitUsage
 	}
-	switch args[0] {
-	case "acp":
+	if args[0] == "acp" { // stdout carries the protocol, not text for people
 		return runACP(args[1:], stdin, stdout, stderr)
+	}
+	// Everything else prints for people, text from models, tools, files
+	// and sessions among it: its control characters are made inert, so no
+	// answer can retitle the terminal, clear it or write the clipboard.
+	// (JSON passes unchanged in meaning: see termtext.)
+	out, errOut := termtext.NewWriter(stdout), termtext.NewWriter(stderr)
+	defer out.Flush()
+	defer errOut.Flush()
+	return runPrinting(args, stdin, out, errOut)
+}
+
+func runPrinting(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	switch args[0] {
 	case "demo":
 		return runDemo(args[1:], stdout, stderr)
 	case "tools":

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/pixir-go/pixir/internal/termtext"
 	"github.com/pixir-go/pixir/runtime"
 	"github.com/pixir-go/pixir/tools"
 	"github.com/pixir-go/pixir/workflows"
@@ -428,7 +429,7 @@ func (v *workflowView) line(format string, args ...any) {
 	if v.tty {
 		return
 	}
-	fmt.Fprintf(v.w, "%s %s\n", v.now().UTC().Format("2006-01-02T15:04:05.000Z"), fmt.Sprintf(format, args...))
+	fmt.Fprintf(v.w, "%s %s\n", v.now().UTC().Format("2006-01-02T15:04:05.000Z"), termtext.Inert(fmt.Sprintf(format, args...)))
 }
 
 var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
@@ -503,6 +504,7 @@ func (v *workflowView) draw() {
 		lines = append(lines, fmt.Sprintf("  %s %-14s %-10s %7s  %-18s %s", mark, r.id, r.agent, elapsed, r.state, r.activity))
 	}
 	for _, l := range lines {
+		l = termtext.Inert(l) // step ids, agent names and activities are not Pixir's own text
 		if r := []rune(l); len(r) >= width {
 			l = string(r[:width-1])
 		}

@@ -20,6 +20,7 @@ import (
 	"go.yaml.in/yaml/v4"
 	"golang.org/x/term"
 
+	"github.com/pixir-go/pixir/internal/termtext"
 	"github.com/pixir-go/pixir/runtime"
 	"github.com/pixir-go/pixir/tools"
 	"github.com/pixir-go/pixir/workflows"
@@ -295,7 +296,9 @@ func runWorkflowFile(o runOptions, mode runtime.Mode, id string, stdin io.Reader
 	if err != nil {
 		return out.usage(err)
 	}
-	view := newWorkflowView(out.stderr, isTerminal(out.stderr), w)
+	// The live view draws with control sequences of its own, so it writes
+	// to the terminal itself; it makes what it shows inert.
+	view := newWorkflowView(termtext.Raw(out.stderr), isTerminal(out.stderr), w)
 	asker := newTerminalAsker(stdin, out.stderr)
 	asker.pause = view.pause // a question must not be redrawn over
 	p, err := workflows.Prepare(w, sess.WorkflowPorts(asker))
@@ -353,7 +356,7 @@ func readWorkflowFile(path string) (json.RawMessage, error) {
 }
 
 func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+	f, ok := termtext.Raw(w).(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
