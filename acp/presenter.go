@@ -69,6 +69,11 @@ func (p *presenter) live(ev runtime.Event) {
 		if p.decode(ev, &d) && d.ContextWindow > 0 {
 			p.send(UsageUpdate{SessionUpdate: "usage_update", Used: d.InputTokens + d.OutputTokens, Size: d.ContextWindow})
 		}
+	case runtime.EventNotice:
+		var d runtime.NoticeData
+		if p.decode(ev, &d) {
+			p.s.notice(p.sess.ID(), d)
+		}
 	case runtime.EventToolCall, runtime.EventToolResult, runtime.EventTurnFailed, runtime.EventSubagent:
 		p.common(ev)
 	}
@@ -221,6 +226,17 @@ func (p *presenter) toolEnd(d runtime.ToolResultData) ToolCall {
 	if raw, err := json.Marshal(d.Result); err == nil {
 		u.RawOutput = raw
 	}
+	if len(d.Blocks) > 0 {
+		// What an MCP tool returned, as it returned it.
+		if !d.Result.OK {
+			u.Status = "failed"
+		}
+		for _, b := range d.Blocks {
+			block := contentOf(b)
+			u.Content = append(u.Content, ToolCallContent{Type: "content", Content: &block})
+		}
+		return u
+	}
 	if !d.Result.OK && d.Result.Error == nil && d.Result.Output != nil {
 		// Work that ran but did not succeed (a partial workflow): failed,
 		// never completed, with its outcome for a person to read.
@@ -367,4 +383,25 @@ func locations(root string, locs []tools.Location) []Location {
 		out = append(out, loc)
 	}
 	return out
+}
+
+// contentOf is a tool's block as an ACP content block; text is bounded
+// like any tool output shown.
+func contentOf(b tools.Block) ContentBlock {
+	switch b.Type {
+	case "image", "audio":
+		return ContentBlock{Type: b.Type, Data: b.Data, MimeType: b.MimeType}
+	case "resource_link":
+		return ContentBlock{Type: b.Type, URI: b.URI, Name: b.Name, Title: b.Title, Description: b.Description, MimeType: b.MimeType, Size: b.Size}
+	case "resource":
+		r := &EmbeddedResource{URI: b.URI, MimeType: b.MimeType}
+		if b.Blob != "" {
+			r.Blob = &b.Blob
+		} else {
+			text := tools.Truncate(b.Text, displayLimit)
+			r.Text = &text
+		}
+		return ContentBlock{Type: b.Type, Resource: r}
+	}
+	return textBlock(tools.Truncate(b.Text, displayLimit))
 }

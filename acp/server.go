@@ -42,6 +42,10 @@ type Server struct {
 
 	mu     sync.Mutex
 	client ClientCapabilities // what initialize said the client can do
+	// turns marks the sessions with a prompt running; pendingNotices keeps
+	// notices for a client without session.notices until the next turn.
+	turns          map[string]bool
+	pendingNotices map[string][]string
 }
 
 // NewServer makes a Server for rt.
@@ -128,6 +132,8 @@ func (s *Server) initialize(p *InitializeRequest) (any, error) {
 		AgentCapabilities: AgentCapabilities{
 			LoadSession:        true,
 			PromptCapabilities: PromptCapabilities{EmbeddedContext: true},
+			// stdio MCP servers are the baseline; http ones connect too.
+			MCPCapabilities: MCPCapabilities{HTTP: true},
 			SessionCapabilities: SessionCapabilities{
 				List: &Marker{}, Resume: &Marker{}, Close: &Marker{},
 			},
@@ -144,19 +150,16 @@ func (s *Server) authenticate(p *AuthenticateRequest) (any, error) {
 }
 
 func (s *Server) newSession(p *NewSessionRequest) (any, error) {
-	s.warnMCP(p.MCPServers)
-	sess, err := s.rt.NewSession(p.Cwd)
+	servers, err := mcpServers(p.MCPServers)
+	if err != nil {
+		return nil, err
+	}
+	sess, err := s.rt.NewSession(p.Cwd, runtime.WithMCPServers(servers))
 	if err != nil {
 		return nil, s.setupError(err)
 	}
 	s.watch(sess)
 	return NewSessionResponse{SessionID: sess.ID(), Modes: modeState(sess), ConfigOptions: s.configOptions(sess)}, nil
-}
-
-func (s *Server) warnMCP(servers []json.RawMessage) {
-	if len(servers) > 0 {
-		s.log.Warn("MCP servers are not supported yet; ignoring them", "count", len(servers))
-	}
 }
 
 // setupError turns a failure to open a session into the right code.
@@ -177,7 +180,10 @@ func (s *Server) setupError(err error) error {
 }
 
 func (s *Server) loadSession(ctx context.Context, p *LoadSessionRequest) (any, error) {
-	s.warnMCP(p.MCPServers)
+	servers, err := mcpServers(p.MCPServers)
+	if err != nil {
+		return nil, err
+	}
 	root, err := runtime.WorkspaceRoot(p.Cwd)
 	if err != nil {
 		return nil, s.setupError(err)
@@ -185,7 +191,7 @@ func (s *Server) loadSession(ctx context.Context, p *LoadSessionRequest) (any, e
 	// The replay streams as the Log is read: the client sees the first
 	// updates at once, however long the session.
 	pr := &presenter{s: s, ctx: ctx, sessionID: p.SessionID, root: root, replaying: true}
-	sess, report, err := s.rt.OpenSession(p.SessionID, p.Cwd, pr.replay)
+	sess, report, err := s.rt.OpenSession(p.SessionID, p.Cwd, pr.replay, runtime.WithMCPServers(servers))
 	if err != nil {
 		return nil, s.setupError(err)
 	}
@@ -202,8 +208,15 @@ func (s *Server) loadSession(ctx context.Context, p *LoadSessionRequest) (any, e
 }
 
 func (s *Server) resumeSession(ctx context.Context, p *ResumeSessionRequest) (any, error) {
-	s.warnMCP(p.MCPServers)
-	sess, report, err := s.rt.OpenSession(p.SessionID, p.Cwd, nil)
+	servers, err := mcpServers(p.MCPServers)
+	if err != nil {
+		return nil, err
+	}
+	var opts []runtime.SessionOption
+	if p.MCPServers != nil { // optional here: without it, a live session keeps its servers
+		opts = append(opts, runtime.WithMCPServers(servers))
+	}
+	sess, report, err := s.rt.OpenSession(p.SessionID, p.Cwd, nil, opts...)
 	if err != nil {
 		return nil, s.setupError(err)
 	}
@@ -298,6 +311,7 @@ func (s *Server) prompt(ctx context.Context, p *PromptRequest, params json.RawMe
 	}
 	prompt := runtime.Prompt{Text: promptText(p.Prompt), Content: promptContent(p, params)}
 	pr := s.presenter(ctx, sess)
+	defer s.turnStarted(pr)()
 	stop, err := sess.Prompt(ctx, prompt, s.turnOptions(sess, pr))
 	switch {
 	case errors.Is(err, runtime.ErrBusy):
@@ -468,6 +482,10 @@ func (a *permissionAsker) AskPermission(ctx context.Context, req runtime.Permiss
 	call := ToolCall{
 		ToolCallID: req.ToolCallID, Title: req.Title, Kind: string(req.Kind), Status: "pending",
 		RawInput: rawInput(req.Arguments), Locations: locations(a.sess.Workspace().Root(), req.Locations),
+	}
+	if req.Note != "" {
+		note := textBlock(req.Note)
+		call.Content = []ToolCallContent{{Type: "content", Content: &note}}
 	}
 	if req.SubagentID != "" {
 		// A child's own tool calls are not shown to the client; its tool

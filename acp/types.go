@@ -304,6 +304,12 @@ type ContentBlock struct {
 	Name     string            `json:"name,omitempty"`
 	MimeType string            `json:"mimeType,omitempty"`
 	Resource *EmbeddedResource `json:"resource,omitempty"`
+	// Data (base64) is an image's or audio's; Title, Description and
+	// Size a resource_link's. Pixir sends them in tool results.
+	Data        string `json:"data,omitempty"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	Size        *int64 `json:"size,omitempty"`
 }
 
 type EmbeddedResource struct {

@@ -20,6 +20,9 @@ const (
 	EventToolCall           EventType = "tool_call"
 	EventToolResult         EventType = "tool_result"
 	EventPermissionDecision EventType = "permission_decision"
+	// EventNotice is something the user should know that happened beside
+	// the conversation: an MCP server that did not start, or stopped.
+	EventNotice EventType = "notice"
 )
 
 // Ephemeral event types: live only, never in the Log.

@@ -58,7 +58,10 @@ type ToolResultData struct {
 	Locations  []tools.Location `json:"locations,omitempty"`
 	// TerminalID is the editor terminal the call ran in, if any.
 	TerminalID string `json:"terminal_id,omitempty"`
-	ElapsedMS  int64  `json:"elapsed_ms"`
+	// Blocks are what an MCP tool returned for the user to see (text,
+	// images, audio, resources), kept so a replay shows them too.
+	Blocks    []tools.Block `json:"blocks,omitempty"`
+	ElapsedMS int64         `json:"elapsed_ms"`
 	// Interrupted marks the result recorded for a call that never got one
 	// (the process ended, or the Log could not be written, first).
 	Interrupted bool `json:"interrupted,omitempty"`
@@ -155,4 +158,15 @@ func appendTextObject(text string) json.RawMessage {
 	b = append(b, `{"text":`...)
 	b = jsonraw.AppendString(b, text)
 	return append(b, '}')
+}
+
+// NoticeData is a notice: Source says what it is about ("mcp"), Server
+// which MCP server; Severity is info, warning or error (ACP's notice
+// severities).
+type NoticeData struct {
+	Source   string `json:"source"`
+	Server   string `json:"server,omitempty"`
+	Severity string `json:"severity"`
+	Title    string `json:"title"`
+	Detail   string `json:"detail,omitempty"`
 }

@@ -51,6 +51,10 @@ type Config struct {
 	// Sandbox runs the tools' commands; nil runs them with the default
 	// sandbox configuration.
 	Sandbox *sandbox.Sandbox
+	// MCP is config.toml's MCP servers and timeouts.
+	MCP MCPConfig
+	// Version is Pixir's, told to MCP servers.
+	Version string
 }
 
 // Runtime owns the live Sessions of one process.
@@ -192,8 +196,8 @@ func (r *Runtime) toolSpecs() []provider.ToolSpec {
 	return r.specs
 }
 
-// NewSession starts a session in the workspace dir.
-func (r *Runtime) NewSession(dir string) (*Session, error) {
+// NewSession starts a session in the workspace dir, and its MCP servers.
+func (r *Runtime) NewSession(dir string, opts ...SessionOption) (*Session, error) {
 	ws, err := NewWorkspace(dir)
 	if err != nil {
 		return nil, err
@@ -217,6 +221,7 @@ func (r *Runtime) NewSession(dir string) (*Session, error) {
 	r.mu.Lock()
 	r.sessions[id] = s
 	r.mu.Unlock()
+	s.startMCP(r.mcpServersFor(opts))
 	return s, nil
 }
 
@@ -231,13 +236,25 @@ func (r *Runtime) Session(id string) (*Session, error) {
 }
 
 // OpenSession makes a session stored in workspace dir live again, or
+// returns it when it already is (see openSession), and starts its MCP
+// servers: the configuration's and those of opts. A live session given no
+// servers keeps the ones it runs; given other ones, it replaces them.
+func (r *Runtime) OpenSession(id, dir string, visit func(Event), opts ...SessionOption) (*Session, LoadReport, error) {
+	s, report, err := r.openLive(id, dir, visit)
+	if err == nil && s.depth == 0 && (len(opts) > 0 || s.mcpAccess() == nil) {
+		s.startMCP(r.mcpServersFor(opts))
+	}
+	return s, report, err
+}
+
+// openLive makes a session stored in workspace dir live again, or
 // returns it when it already is. visit, when not nil, sees each canonical
 // event as the Log is read, so a replay can stream; the interrupted
 // results recorded on opening (see recordInterrupted) come last. The
 // report says what of the Log was damaged: damaged lines are skipped,
 // never fatal. A session another process has open is refused with
 // ErrSessionInUse, naming that process.
-func (r *Runtime) OpenSession(id, dir string, visit func(Event)) (*Session, LoadReport, error) {
+func (r *Runtime) openLive(id, dir string, visit func(Event)) (*Session, LoadReport, error) {
 	if !ValidSessionID(id) {
 		return nil, LoadReport{}, fmt.Errorf("%w: %q is not a session id", ErrSessionNotFound, id)
 	}

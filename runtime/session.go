@@ -130,6 +130,10 @@ type Session struct {
 	// runtime's, so the common case shares its cached specs.
 	toolset *tools.Registry
 	specs   []provider.ToolSpec
+
+	// mcp is the MCP servers the session may use (mcp.go); nil when it
+	// has none. Guarded by mu.
+	mcp *mcpAccess
 }
 
 // addTools offers extra tools to this session only, after the runtime's.
@@ -330,6 +334,7 @@ func (s *Session) stop() {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
+	s.closeMCP()
 	s.release()
 }
 
@@ -339,6 +344,7 @@ func (s *Session) close() {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
+	s.closeMCP()
 	s.release()
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	"github.com/pixir-go/pixir/runtime/prompt"
 	"github.com/pixir-go/pixir/runtime/provider"
 	"github.com/pixir-go/pixir/sandbox"
+	"github.com/pixir-go/pixir/tools/mcp"
 )
 
 // Settings is $PIXIR_HOME/config.toml. Flags and environment variables
@@ -37,6 +39,11 @@ type Settings struct {
 	Prompt PromptSettings `toml:"prompt"`
 	// Profiles are named sets of provider settings ("local", "hosted").
 	Profiles map[string]ProviderSettings `toml:"profiles"`
+	// MCP holds defaults for every MCP server: [mcp].
+	MCP MCPSettings `toml:"mcp"`
+	// MCPServers are started for every session: [mcp_servers.NAME], the
+	// table Codex uses.
+	MCPServers map[string]MCPServerSettings `toml:"mcp_servers"`
 	// Path is the file read; empty when there was none.
 	Path string `toml:"-"`
 }
@@ -315,6 +322,9 @@ func LoadSettings(home string) (Settings, error) {
 			return Settings{}, err
 		}
 	}
+	if err := s.validateMCP(); err != nil {
+		return Settings{}, fmt.Errorf("%s: %w", path, err)
+	}
 	return s, nil
 }
 
@@ -330,4 +340,96 @@ func (p ProviderSettings) validate() error {
 		return fmt.Errorf("model_reasoning_effort %q is not one of %s", p.ReasoningEffort, strings.Join(provider.ReasoningEfforts, ", "))
 	}
 	return nil
+}
+
+// MCPSettings are the [mcp] table: timeouts for every MCP server that sets
+// none, the editor's servers included.
+type MCPSettings struct {
+	ToolTimeout    Duration `toml:"tool_timeout"`
+	StartupTimeout Duration `toml:"startup_timeout"`
+}
+
+// MCPServerSettings are one [mcp_servers.NAME] table: a stdio server
+// (command, args, env) or an http one (url and headers). Secrets stay out
+// of the file: env_http_headers and bearer_token_env_var name environment
+// variables that hold them.
+type MCPServerSettings struct {
+	Command string            `toml:"command"`
+	Args    []string          `toml:"args"`
+	Env     map[string]string `toml:"env"`
+	URL     string            `toml:"url"`
+	// HTTPHeaders are sent as they are; EnvHTTPHeaders map a header to
+	// the variable holding its value; BearerTokenEnvVar names the variable
+	// of an Authorization: Bearer token.
+	HTTPHeaders       map[string]string `toml:"http_headers"`
+	EnvHTTPHeaders    map[string]string `toml:"env_http_headers"`
+	BearerTokenEnvVar string            `toml:"bearer_token_env_var"`
+	ToolTimeout       Duration          `toml:"tool_timeout"`
+	StartupTimeout    Duration          `toml:"startup_timeout"`
+	// Enabled false keeps a server in the file without starting it.
+	Enabled *bool `toml:"enabled"`
+}
+
+// MCPConfig is the configured MCP servers, sorted by name, with their
+// secrets read from the environment. A server whose variable is not set
+// is left out, and named in the returned error; the others are kept.
+func (s Settings) MCPConfig(getenv func(string) string) (MCPConfig, error) {
+	cfg := MCPConfig{ToolTimeout: s.MCP.ToolTimeout.Duration, StartupTimeout: s.MCP.StartupTimeout.Duration}
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(s.MCPServers)) {
+		m := s.MCPServers[name]
+		if m.Enabled != nil && !*m.Enabled {
+			continue
+		}
+		c := mcp.ServerConfig{Name: name, Command: m.Command, Args: m.Args, URL: m.URL,
+			ToolTimeout: m.ToolTimeout.Duration, StartupTimeout: m.StartupTimeout.Duration}
+		for _, k := range slices.Sorted(maps.Keys(m.Env)) {
+			c.Env = append(c.Env, mcp.EnvVar{Name: k, Value: m.Env[k]})
+		}
+		for _, k := range slices.Sorted(maps.Keys(m.HTTPHeaders)) {
+			c.Headers = append(c.Headers, mcp.Header{Name: k, Value: m.HTTPHeaders[k]})
+		}
+		var missing []string
+		fromEnv := func(header, variable, prefix string) {
+			v := getenv(variable)
+			if v == "" {
+				missing = append(missing, variable)
+				return
+			}
+			c.Headers = append(c.Headers, mcp.Header{Name: header, Value: prefix + v})
+		}
+		for _, k := range slices.Sorted(maps.Keys(m.EnvHTTPHeaders)) {
+			fromEnv(k, m.EnvHTTPHeaders[k], "")
+		}
+		if m.BearerTokenEnvVar != "" {
+			fromEnv("Authorization", m.BearerTokenEnvVar, "Bearer ")
+		}
+		if len(missing) > 0 {
+			errs = append(errs, fmt.Errorf("[mcp_servers.%s] is left out: %s not set in the environment", name, strings.Join(missing, ", ")))
+			continue
+		}
+		cfg.Servers = append(cfg.Servers, c)
+	}
+	return cfg, errors.Join(errs...)
+}
+
+// validate checks the [mcp_servers] tables: each a stdio or an http
+// server, not both.
+func (s Settings) validateMCP() error {
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(s.MCPServers)) {
+		m := s.MCPServers[name]
+		c := mcp.ServerConfig{Name: name, Command: m.Command, URL: m.URL}
+		if err := mcp.Check([]mcp.ServerConfig{c}); err != nil {
+			errs = append(errs, fmt.Errorf("[mcp_servers.%s]: %w", name, err))
+			continue
+		}
+		if m.URL == "" && (len(m.HTTPHeaders) > 0 || len(m.EnvHTTPHeaders) > 0 || m.BearerTokenEnvVar != "") {
+			errs = append(errs, fmt.Errorf("[mcp_servers.%s]: headers go with a url, and this server has a command", name))
+		}
+		if m.URL != "" && (len(m.Args) > 0 || len(m.Env) > 0) {
+			errs = append(errs, fmt.Errorf("[mcp_servers.%s]: args and env go with a command, and this server has a url", name))
+		}
+	}
+	return errors.Join(errs...)
 }

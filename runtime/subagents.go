@@ -54,6 +54,10 @@ type AgentSpec struct {
 	// DenyNetwork closes TCP (connect and bind, loopback included) to the
 	// child's commands, where the kernel can (Landlock ABI 4).
 	DenyNetwork bool
+	// MCPServers, when not nil, are the only MCP servers of the parent's
+	// that the child may use (an agent file's allowed_mcp_servers); a name
+	// the parent does not have is passed over.
+	MCPServers []string
 }
 
 // AgentCatalog resolves agent names for one workspace.
@@ -137,6 +141,9 @@ type subagent struct {
 	mayWrite func(rel string) bool // nil: anywhere in the workspace
 	writeSet []string
 	inherit  []workflows.Inherited // ancestors' changes for the snapshot
+	// mcpServers narrows the parent's MCP servers the child may use (its
+	// agent's and its step's allow lists); nil allows them all.
+	mcpServers []string
 
 	// Guarded by Manager.mu.
 	child        *Session

@@ -164,6 +164,7 @@ func (m *Manager) prepare(ctx context.Context, sa *subagent) (*Session, error) {
 	}
 	child.addTools(sa.extra)
 	child.commands = newChildCommands(sa.workspace, sa.parent.workspace.Root(), sa.writeSet, sa.spec)
+	child.inheritMCP(sa.parent, sa.mcpServers)
 	m.mu.Lock()
 	sa.child, sa.childLog = child, child.log.Path()
 	m.mu.Unlock()

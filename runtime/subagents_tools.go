@@ -24,9 +24,13 @@ type binding struct {
 }
 
 // resolve picks the agent and checks the limits a spawn from this
-// binding's session must respect.
+// binding's session must respect, and the MCP servers it names.
 func (b binding) resolve(req tools.SpawnRequest) (AgentSpec, string, int, error) {
-	return b.m.resolve(spawnParent{workspace: b.parent.workspace.Root(), depth: b.parent.depth, mode: b.parent.Mode()}, req)
+	spec, mode, depth, err := b.m.resolve(spawnParent{workspace: b.parent.workspace.Root(), depth: b.parent.depth, mode: b.parent.Mode()}, req)
+	if err == nil && req.MCPServers != nil {
+		err = b.parent.checkMCPNames(req.MCPServers)
+	}
+	return spec, mode, depth, err
 }
 
 // Preview implements tools.Subagents.
@@ -63,6 +67,7 @@ func (b binding) spawn(req tools.SpawnRequest, opt stepOptions) (tools.SubagentV
 		status: tools.SubagentQueued, input: req.Task, done: make(chan struct{}),
 		name: opt.name, readOnly: opt.readOnly, extra: opt.extra, stepEnd: opt.ended,
 		mayWrite: opt.mayWrite, writeSet: opt.writeSet, inherit: opt.inherit,
+		mcpServers: narrowed(spec.MCPServers, req.MCPServers),
 	}
 	if mode == WorkspaceShared {
 		sa.workspace = b.parent.workspace.Root()

@@ -26,7 +26,8 @@ func (s *Session) WorkflowPorts(ask Asker) workflows.Ports {
 // call: what run_workflow is bound to for one call.
 func (b binding) workflowPorts() workflows.Ports {
 	return workflows.Ports{
-		Agents:   agentCheck{m: b.m, parent: spawnParent{workspace: b.parent.workspace.Root(), depth: b.parent.depth, mode: b.parent.Mode()}},
+		Agents: agentCheck{m: b.m, parent: spawnParent{workspace: b.parent.workspace.Root(), depth: b.parent.depth, mode: b.parent.Mode()},
+			mcpServers: b.parent.MCPServers},
 		Children: stepChildren{b},
 		Evidence: sessionEvidence{b.parent},
 	}
@@ -36,7 +37,13 @@ func (b binding) workflowPorts() workflows.Ports {
 // new session in workspace, without making the session: the dry run of
 // pixir run --workflow, which writes nothing.
 func (r *Runtime) AgentChecker(workspace string) workflows.Agents {
-	return agentCheck{m: r.subagents, parent: spawnParent{workspace: workspace, mode: ModeAuto}}
+	return agentCheck{m: r.subagents, parent: spawnParent{workspace: workspace, mode: ModeAuto}, mcpServers: func() []string {
+		var names []string
+		for _, c := range r.mcpServersFor(nil) {
+			names = append(names, c.Name)
+		}
+		return names
+	}}
 }
 
 // agentCheck is workflows.Agents: the one agent lookup (Manager.resolve)
@@ -44,10 +51,15 @@ func (r *Runtime) AgentChecker(workspace string) workflows.Agents {
 type agentCheck struct {
 	m      *Manager
 	parent spawnParent
+	// mcpServers names the MCP servers the children could use.
+	mcpServers func() []string
 }
 
 func (a agentCheck) CheckSpawn(req tools.SpawnRequest) error {
 	_, _, _, err := a.m.resolve(a.parent, req)
+	if err == nil && req.MCPServers != nil {
+		err = checkMCPNames(a.mcpServers(), req.MCPServers)
+	}
 	return err
 }
 
@@ -70,7 +82,7 @@ func (c stepChildren) Start(ctx context.Context, req workflows.StepRequest) (too
 	if ctx.Err() != nil {
 		return tools.SubagentView{}, failure(tools.ErrCancelled, "the workflow was cancelled before step %q started", req.Name)
 	}
-	return c.b.spawn(tools.SpawnRequest{Agent: req.Agent, Task: req.Task, WorkspaceMode: req.WorkspaceMode, Timeout: req.Timeout},
+	return c.b.spawn(tools.SpawnRequest{Agent: req.Agent, Task: req.Task, WorkspaceMode: req.WorkspaceMode, Timeout: req.Timeout, MCPServers: req.MCPServers},
 		stepOptions{name: req.Name, readOnly: req.ReadOnly, extra: req.Tools, ended: req.Ended, mayWrite: req.MayWrite, writeSet: req.WriteSet, inherit: req.Inherit})
 }
 

@@ -33,6 +33,8 @@ type PermissionRequest struct {
 	Kind       tools.Kind
 	Arguments  json.RawMessage
 	Locations  []tools.Location
+	// Note is what the person asked should also know (tools.Presentation).
+	Note string
 }
 
 // PermissionOutcome is the answer to a PermissionRequest.
@@ -128,6 +130,9 @@ type turn struct {
 	s   *Session
 	ctx context.Context
 	opt TurnOptions
+	// reg is the tools the last model call was offered: its tool calls run
+	// against them, even if an MCP server has changed its tools since.
+	reg *tools.Registry
 }
 
 // cancelled reports whether the turn was told to stop.
@@ -176,6 +181,7 @@ func (t *turn) run(p Prompt) (StopReason, error) {
 		return "", err
 	}
 	s.appendHistory(provider.Message{Role: provider.RoleUser, Text: p.Text})
+	s.waitMCP(t.ctx)
 
 	limit := s.rt.cfg.MaxTurnRequests
 	for call := 1; ; call++ {
@@ -242,11 +248,13 @@ type streamedSoFar struct{ text, reasoning strings.Builder }
 func (t *turn) generate() (*provider.ModelResponse, *streamedSoFar, error) {
 	s := t.s
 	so := &streamedSoFar{}
+	var specs []provider.ToolSpec
+	t.reg, specs = s.toolbox()
 	req := provider.ModelRequest{
 		Model:           s.Model(),
 		System:          s.systemPrompt(),
 		Messages:        s.historyCopy(),
-		Tools:           s.toolSpecs(),
+		Tools:           specs,
 		ReasoningEffort: s.reasoningEffort(),
 	}
 	var emitErr error
@@ -311,7 +319,7 @@ func (t *turn) runTool(tc provider.ToolCall) error {
 	var result tools.Result
 	switch {
 	case !known:
-		result = s.registry().Unknown(tc.Name)
+		result = t.registry().Unknown(tc.Name)
 	default:
 		dry := posture == tools.PostureMutation && dryRunArgs(tc.Arguments)
 		allowed, denial, err := true, tools.Result{}, error(nil)
@@ -357,11 +365,20 @@ func dryRunArgs(args json.RawMessage) bool {
 // which is made for this call, bound to the workflow ports of this session,
 // call and turn.
 func (t *turn) tool(tc provider.ToolCall) (tools.Tool, bool) {
-	tool, known := t.s.registry().Get(tc.Name)
+	tool, known := t.registry().Get(tc.Name)
 	if known && tc.Name == workflows.RunWorkflowName && t.s.rt.cfg.Workflows {
 		tool = workflows.RunWorkflowTool(t.binding(tc).workflowPorts())
 	}
 	return tool, known
+}
+
+// registry is the tools the last model call was offered (an MCP server may
+// have changed its own since), or the session's before any.
+func (t *turn) registry() *tools.Registry {
+	if t.reg != nil {
+		return t.reg
+	}
+	return t.s.registry()
 }
 
 // binding is the Subagents Manager bound to this session, call and turn.
@@ -386,7 +403,7 @@ func (t *turn) env(tc provider.ToolCall) tools.Env {
 func (t *turn) recordResult(tc provider.ToolCall, result tools.Result, elapsed time.Duration) error {
 	data := ToolResultData{
 		ToolCallID: tc.ID, Name: tc.Name, Result: result, Locations: result.Locations,
-		TerminalID: result.TerminalID, ElapsedMS: elapsed.Milliseconds(),
+		TerminalID: result.TerminalID, Blocks: result.Blocks, ElapsedMS: elapsed.Milliseconds(),
 	}
 	for _, d := range result.Diffs {
 		data.Diffs = append(data.Diffs, DiffData(d))
@@ -452,7 +469,7 @@ func (t *turn) authorize(tc provider.ToolCall, tool tools.Tool, pres tools.Prese
 		}
 		outcome, err := t.opt.Ask.AskPermission(t.ctx, PermissionRequest{
 			SessionID: s.ID(), ToolCallID: tc.ID, Tool: tc.Name, Title: pres.Title,
-			Kind: pres.Kind, Arguments: tc.Arguments, Locations: pres.Locations,
+			Kind: pres.Kind, Arguments: tc.Arguments, Locations: pres.Locations, Note: pres.Note,
 		})
 		if err != nil || t.cancelled() {
 			outcome = PermissionCancelled

@@ -25,6 +25,10 @@ type SpawnRequest struct {
 	Task          string
 	WorkspaceMode string // isolated or shared; "" is isolated for a child that may write, shared for a read-only one
 	Timeout       time.Duration
+	// MCPServers, when not nil, narrows the parent's MCP servers the child
+	// may use to these names (a workflow step's allowed_mcp_servers); each
+	// must be one of the parent's.
+	MCPServers []string
 }
 
 // WaitRequest waits for children: the ids given, or every child of the

@@ -31,7 +31,8 @@ type Ports struct {
 type Agents interface {
 	// CheckSpawn says whether the Manager would spawn this child, changing
 	// nothing: nil, or the *tools.Failure the spawn would meet (not_found or
-	// invalid_args for the agent, permission_denied for the depth).
+	// invalid_args for the agent or its MCP servers, permission_denied for
+	// the depth).
 	CheckSpawn(req tools.SpawnRequest) error
 }
 
@@ -96,6 +97,9 @@ type StepRequest struct {
 	Inherit []Inherited
 	// Ended receives the child's final view (see Children.Start).
 	Ended chan<- tools.SubagentView
+	// MCPServers, when not nil, are the only MCP servers of the parent's
+	// the child may use (the step's allowed_mcp_servers).
+	MCPServers []string
 }
 
 // Inherited is one ancestor's work a step's snapshot starts with.

@@ -103,6 +103,15 @@ func checkAgents(agents Agents, w *Workflow) *tools.Failure {
 			}
 			seen[st.Agent] = f
 		}
+		if f == nil && st.MCPServers != nil {
+			// The servers are the session's: only the runtime knows them.
+			if err := agents.CheckSpawn(tools.SpawnRequest{Agent: st.Agent, Task: st.Task, WorkspaceMode: string(st.WorkspaceMode), MCPServers: st.MCPServers}); err != nil {
+				idx := i
+				problems = append(problems, Problem{Code: "unknown_mcp_server", Index: &idx, Step: st.ID, Field: "allowed_mcp_servers",
+					Value: strings.Join(st.MCPServers, ", "), Message: fmt.Sprintf("steps[%d] %q: %s", i, st.ID, tools.AsFailure(err).Message)})
+			}
+			continue
+		}
 		if f == nil {
 			continue
 		}

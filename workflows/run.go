@@ -217,10 +217,11 @@ func (r *runner) startStep(ctx context.Context, i int) bool {
 	req := StepRequest{
 		Agent: st.Agent, Task: childPrompt(r.w, st, deps, inherit), Name: st.ID,
 		WorkspaceMode: string(mode), ReadOnly: st.PermissionMode == ReadOnly,
-		Timeout: time.Duration(st.TimeoutMS) * time.Millisecond,
-		Tools:   []tools.Tool{reportCheckpoint(r.slots[i])},
-		Inherit: inherit,
-		Ended:   r.ends,
+		Timeout:    time.Duration(st.TimeoutMS) * time.Millisecond,
+		Tools:      []tools.Tool{reportCheckpoint(r.slots[i])},
+		Inherit:    inherit,
+		Ended:      r.ends,
+		MCPServers: st.MCPServers,
 	}
 	if st.PermissionMode == Writer {
 		req.WriteSet, req.MayWrite = st.WriteSet, writeSetMatcher(st.WriteSet)

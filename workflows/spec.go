@@ -77,6 +77,10 @@ type Step struct {
 	WorkspaceMode  WorkspaceMode   `json:"workspace_mode,omitempty" jsonschema:"enum=isolated,enum=shared" jsonschema_description:"isolated: a snapshot of the workspace (default for writers); shared: the workspace itself (default for read_only steps)."`
 	TimeoutMS      int64           `json:"timeout_ms,omitempty" jsonschema:"minimum=1" jsonschema_description:"The step's time limit in milliseconds, from its start. Default 120000."`
 	OutputSchema   json.RawMessage `json:"output_schema,omitempty" jsonschema:"type=object" jsonschema_description:"A JSON Schema the step's typed result (report_checkpoint payload) must match; it is checkpoint_ready only with a matching payload."`
+	// MCPServers, when not nil, are the only MCP servers of the session the
+	// step's child may use: [] allows none (omitzero keeps [] apart from
+	// no key).
+	MCPServers []string `json:"allowed_mcp_servers,omitzero" jsonschema_description:"The session's MCP servers this step's child may use ([] for none). Default: all of them."`
 }
 
 // UnmarshalJSON rejects unknown keys, so a misspelt field is an error the

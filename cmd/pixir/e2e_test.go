@@ -27,6 +27,10 @@ import (
 var pixirBin string
 
 func TestMain(m *testing.M) {
+	if os.Getenv("PIXIR_TEST_MCP_SERVER") == "stdio" {
+		serveTestMCP() // this binary as an MCP server (mcp_e2e_test.go)
+		return
+	}
 	dir, err := os.MkdirTemp("", "pixir-e2e-")
 	if err != nil {
 		panic(err)

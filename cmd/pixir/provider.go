@@ -204,6 +204,12 @@ func newRuntime(pf providerFlags, logger *slog.Logger) (*runtime.Runtime, error)
 	if err != nil {
 		return nil, err
 	}
+	mcpConfig, err := settings.MCPConfig(os.Getenv)
+	if err != nil {
+		// The other servers still start; this one's missing secret is
+		// the user's to set.
+		logger.Warn("MCP servers of config.toml left out", "err", err)
+	}
 	cfg := runtime.Config{
 		Home:            home,
 		Provider:        provider,
@@ -218,6 +224,8 @@ func newRuntime(pf providerFlags, logger *slog.Logger) (*runtime.Runtime, error)
 		Subagents:       subagentConfig(pf.subagentLimits(settings.Agents), logger),
 		// The provider's key never reaches a command, whatever its name.
 		Sandbox: sandbox.New(settings.Sandbox, c.KeyEnv),
+		MCP:     mcpConfig,
+		Version: version,
 	}
 	if pf.maxTurnRequests > 0 {
 		cfg.MaxTurnRequests = pf.maxTurnRequests

@@ -43,7 +43,8 @@ func (c catalog) Agent(name string) (runtime.AgentSpec, bool) {
 		return runtime.AgentSpec{}, false
 	}
 	return runtime.AgentSpec{Name: a.Name, DeveloperInstructions: a.DeveloperInstructions, Model: a.Model,
-		ReasoningEffort: a.ModelReasoningEffort, ReadOnly: a.ReadOnly(), DenyNetwork: a.DenyNetwork(), Source: a.Source}, true
+		ReasoningEffort: a.ModelReasoningEffort, ReadOnly: a.ReadOnly(), DenyNetwork: a.DenyNetwork(), Source: a.Source,
+		MCPServers: a.AllowedMCPServers}, true
 }
 
 func (c catalog) Names() []string { return c.reg.Names() }

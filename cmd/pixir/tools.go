@@ -5,37 +5,53 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"unicode/utf8"
 
+	"github.com/pixir-go/pixir/runtime"
 	"github.com/pixir-go/pixir/tools"
+	"github.com/pixir-go/pixir/tools/mcp"
 	"github.com/pixir-go/pixir/workflows"
 )
 
 // catalogueEntry is one tool as a provider offers it to the model, with
-// its posture.
+// its posture, and for an MCP tool the server it comes from.
 type catalogueEntry struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
 	Posture     tools.Posture   `json:"posture"`
 	Parameters  json.RawMessage `json:"parameters"`
+	Server      string          `json:"server,omitempty"`
 }
 
 // runTools prints the built-in tools as the model sees them: a table, or
-// with --json the whole catalogue with each tool's arguments schema.
+// with --json the whole catalogue with each tool's arguments schema. With
+// --mcp it starts the MCP servers of config.toml, here, and lists theirs
+// too.
 func runTools(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("pixir tools", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	asJSON := fs.Bool("json", false, "print the catalogue as JSON: [{name, description, posture, parameters}]")
+	asJSON := fs.Bool("json", false, "print the catalogue as JSON: [{name, description, posture, parameters, server}]")
+	withMCP := fs.Bool("mcp", false, "also start the MCP servers of config.toml ([mcp_servers]) in the current directory and list their tools")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "pixir tools: unexpected argument %q; usage: pixir tools [--json]\n", fs.Arg(0))
+		fmt.Fprintf(stderr, "pixir tools: unexpected argument %q; usage: pixir tools [--json] [--mcp]\n", fs.Arg(0))
 		return exitUsage
 	}
 	all := tools.NewRegistry(append(tools.Builtins(), workflows.Tools()...)...).All()
+	code := exitOK
+	if *withMCP {
+		var extra []tools.Tool
+		if extra, code = mcpCatalogue(stderr); code == exitUsage {
+			return code
+		}
+		all = append(all, extra...)
+	}
 	var err error
 	if *asJSON {
 		err = writeCatalogueJSON(stdout, all)
@@ -46,13 +62,66 @@ func runTools(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "pixir:", err)
 		return exitError
 	}
-	return exitOK
+	return code
+}
+
+// mcpCatalogue starts config.toml's MCP servers, waits for them, and
+// returns their tools. A server that does not start is reported on stderr
+// and makes the exit code exitError: the catalogue is incomplete.
+func mcpCatalogue(stderr io.Writer) ([]tools.Tool, int) {
+	home, err := runtime.HomeDir()
+	if err != nil {
+		fmt.Fprintln(stderr, "pixir:", err)
+		return nil, exitUsage
+	}
+	settings, err := runtime.LoadSettings(home)
+	if err != nil {
+		fmt.Fprintln(stderr, "pixir:", err)
+		return nil, exitUsage
+	}
+	cfg, err := settings.MCPConfig(os.Getenv)
+	code := exitOK
+	if err != nil {
+		fmt.Fprintln(stderr, "pixir:", err)
+		code = exitError
+	}
+	if len(cfg.Servers) == 0 {
+		if code == exitOK {
+			fmt.Fprintf(stderr, "pixir: %s has no [mcp_servers] to list\n", filepath.Join(home, "config.toml"))
+		}
+		return nil, code
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		fmt.Fprintln(stderr, "pixir:", err)
+		return nil, exitUsage
+	}
+	ctx, stop := interruptible()
+	defer stop()
+	set := mcp.Start(cfg.WithDefaults(), mcp.Options{Dir: dir, Version: version, Logger: runLogger(stderr, false)})
+	defer set.Close()
+	if err := set.Ready(ctx); err != nil {
+		fmt.Fprintln(stderr, "pixir: interrupted while the MCP servers started")
+		return nil, exitError
+	}
+	var out []tools.Tool
+	for _, st := range set.Status() {
+		if st.State != mcp.StateRunning {
+			fmt.Fprintf(stderr, "pixir: MCP server %q did not start: %s\n", st.Name, st.Error)
+			code = exitError
+		}
+		out = append(out, st.Tools...)
+	}
+	return out, code
 }
 
 func writeCatalogueJSON(w io.Writer, all []tools.Tool) error {
 	entries := make([]catalogueEntry, len(all))
 	for i, t := range all {
 		entries[i] = catalogueEntry{Name: t.Name(), Description: t.Description(), Posture: t.Posture(), Parameters: t.Schema()}
+		if m, ok := t.(interface{ Server() string }); ok {
+			entries[i].Server = m.Server()
+		}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)

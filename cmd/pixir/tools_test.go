@@ -91,7 +91,7 @@ func TestToolsTable(t *testing.T) {
 func TestToolsUsage(t *testing.T) {
 	_, stderr, code := pixirTools(t, "extra")
 	require.Equal(t, exitUsage, code)
-	require.Equal(t, "pixir tools: unexpected argument \"extra\"; usage: pixir tools [--json]\n", stderr)
+	require.Equal(t, "pixir tools: unexpected argument \"extra\"; usage: pixir tools [--json] [--mcp]\n", stderr)
 
 	_, stderr, code = pixirTools(t, "--yaml")
 	require.Equal(t, exitUsage, code)

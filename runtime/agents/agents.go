@@ -24,6 +24,7 @@
 //	model_reasoning_effort = "high"    # optional: none minimal low medium high xhigh
 //	sandbox_mode = "read-only"         # optional: read-only workspace-write danger-full-access
 //	network = "deny"                   # optional: allow (the default) or deny
+//	allowed_mcp_servers = ["docs"]     # optional: the session's MCP servers it may use ([] none)
 //
 // name is the name spawn_agent takes: it starts with a lowercase ASCII
 // letter, continues with lowercase letters, digits, '-' or '_', and is at
@@ -107,6 +108,11 @@ type Agent struct {
 	SandboxMode string
 	// Network is "" or "allow" (commands may use the network) or "deny".
 	Network string
+	// AllowedMCPServers, when not nil, are the only MCP servers of the
+	// parent's session its children may use (allowed_mcp_servers; [] for
+	// none). A name the session does not have is passed over: the file
+	// serves every session, and not all have the same servers.
+	AllowedMCPServers []string
 	// Source is SourceBuiltin or the path of the file the agent came from.
 	Source string
 }

@@ -224,14 +224,14 @@ func TestLoadFileErrors(t *testing.T) {
 		{
 			name:    "unknown key",
 			content: agentTOML("a") + "modle = \"gpt-5\"\n",
-			errs:    []string{`6:1: unknown key "modle"; an agent file may set name, description, developer_instructions, model, model_reasoning_effort, sandbox_mode, network`},
+			errs:    []string{`6:1: unknown key "modle"; an agent file may set name, description, developer_instructions, model, model_reasoning_effort, sandbox_mode, network, allowed_mcp_servers`},
 		},
 		{
 			name:    "unknown keys, each reported",
 			content: "nme = \"a\"\n" + agentTOML("a") + "[extra]\nx = 1\n",
 			errs: []string{
-				`1:1: unknown key "nme"; an agent file may set name, description, developer_instructions, model, model_reasoning_effort, sandbox_mode, network`,
-				`7:2: unknown key "extra"; an agent file may set name, description, developer_instructions, model, model_reasoning_effort, sandbox_mode, network`,
+				`1:1: unknown key "nme"; an agent file may set name, description, developer_instructions, model, model_reasoning_effort, sandbox_mode, network, allowed_mcp_servers`,
+				`7:2: unknown key "extra"; an agent file may set name, description, developer_instructions, model, model_reasoning_effort, sandbox_mode, network, allowed_mcp_servers`,
 			},
 		},
 		{

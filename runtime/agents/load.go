@@ -147,6 +147,9 @@ type agentFile struct {
 	ModelReasoningEffort  string `toml:"model_reasoning_effort"`
 	SandboxMode           string `toml:"sandbox_mode"`
 	Network               string `toml:"network"`
+	// AllowedMCPServers is a pointer so that [] (none) differs from no key
+	// (all of the parent's).
+	AllowedMCPServers *[]string `toml:"allowed_mcp_servers"`
 
 	// Keys of Codex agent files that Pixir accepts and ignores.
 	NicknameCandidates any `toml:"nickname_candidates"`
@@ -156,7 +159,7 @@ type agentFile struct {
 }
 
 // allowedKeys are the keys an agent file may use, for error messages.
-const allowedKeys = "name, description, developer_instructions, model, model_reasoning_effort, sandbox_mode, network"
+const allowedKeys = "name, description, developer_instructions, model, model_reasoning_effort, sandbox_mode, network, allowed_mcp_servers"
 
 // codexKeys are accepted for compatibility with Codex and ignored.
 var codexKeys = []string{"nickname_candidates", "mcp_servers", "skills", "web_search"}
@@ -197,7 +200,12 @@ func loadFile(path string) (Agent, []Warning, []error) {
 			warns = append(warns, Warning{File: path, Message: fmt.Sprintf("%d:%d: %s is a Codex setting Pixir does not use; ignored", p.key.line, p.key.col, k)})
 		}
 	}
+	var mcpServers []string
+	if f.AllowedMCPServers != nil {
+		mcpServers = append([]string{}, *f.AllowedMCPServers...)
+	}
 	return Agent{
+		AllowedMCPServers:     mcpServers,
 		Name:                  f.Name,
 		Description:           strings.TrimSpace(f.Description),
 		DeveloperInstructions: strings.TrimSpace(f.DeveloperInstructions),

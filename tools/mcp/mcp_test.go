@@ -362,3 +362,18 @@ func TestCloseStopsTheServers(t *testing.T) {
 	}
 	s.Close() // twice is fine
 }
+
+func TestCloseWhileStarting(t *testing.T) {
+	rec := newRecorder()
+	s := Start([]ServerConfig{stdioConfig(t, "a"), {Name: "b", Command: "/bin/sh", Args: []string{"-c", "exec sleep 60"}}}, rec.options(t))
+	s.Close()
+	require.NoError(t, s.Ready(context.Background()), "closing ends the start")
+	for _, st := range s.Status() {
+		require.Equal(t, StateStopped, st.State, st.Error)
+	}
+	select {
+	case n := <-rec.notices:
+		t.Fatalf("a server stopped by Close is no news: %+v", n)
+	default:
+	}
+}

@@ -106,7 +106,8 @@ func Start(configs []ServerConfig, opt Options) *Set {
 	return s
 }
 
-// Ready waits until every server has started or failed to, or ctx ends.
+// Ready waits until every server has started or failed to (and a failure
+// has been through Notify), or ctx ends.
 func (s *Set) Ready(ctx context.Context) error {
 	select {
 	case <-s.ready:
@@ -114,6 +115,15 @@ func (s *Set) Ready(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// Configs are the servers as they were given.
+func (s *Set) Configs() []ServerConfig {
+	out := make([]ServerConfig, len(s.servers))
+	for i, srv := range s.servers {
+		out[i] = srv.cfg
+	}
+	return out
 }
 
 // Names lists the servers, in the order they were given.
@@ -220,6 +230,16 @@ func (srv *server) run(ctx context.Context) {
 		err = srv.list(startCtx)
 	}
 	cancel()
+	if err != nil && ctx.Err() != nil { // closed while starting: no news
+		if srv.session != nil {
+			_ = srv.session.Close()
+		} else if srv.proc != nil {
+			srv.proc.stop()
+		}
+		srv.setState(StateStopped, errors.New("the session closed"), true)
+		srv.started()
+		return
+	}
 	if err != nil {
 		detail := srv.failure(ctx, err)
 		if srv.session != nil {
@@ -414,11 +434,11 @@ func (srv *server) failure(ctx context.Context, err error) string {
 // fail records a server that did not start, and tells the user.
 func (srv *server) fail(detail string) {
 	srv.setState(StateFailed, errors.New(detail), true)
-	srv.started()
 	srv.set.opt.Logger.Warn("MCP server did not start", "server", srv.cfg.Name, "err", detail)
 	srv.set.notify(Notice{Server: srv.cfg.Name, Severity: SeverityError,
 		Title:  fmt.Sprintf("MCP server %q did not start; its tools are not available", srv.cfg.Name),
 		Detail: detail})
+	srv.started() // after the notice: Ready promises it has been told
 }
 
 // died records a server whose connection ended while the session still

@@ -35,8 +35,9 @@ type process struct {
 	stdout *os.File // ours to read
 	stderr *os.File
 
-	exited  chan struct{} // closed once the process is reaped
-	waitErr error         // set before exited closes
+	exited     chan struct{} // closed once the process is reaped
+	waitErr    error         // set before exited closes
+	stderrDone chan struct{} // closed when its stderr has been read to the end
 
 	wg       sync.WaitGroup // the reaper and the stderr reader
 	stopOnce sync.Once
@@ -94,7 +95,7 @@ func startProcess(cfg ServerConfig, dir string, log *slog.Logger) (p *process, e
 	outW.Close()
 	errW.Close()
 
-	p = &process{cmd: cmd, stdin: inW, stdout: outR, stderr: errR, exited: make(chan struct{})}
+	p = &process{cmd: cmd, stdin: inW, stdout: outR, stderr: errR, exited: make(chan struct{}), stderrDone: make(chan struct{})}
 	p.wg.Add(2)
 	go func() {
 		defer p.wg.Done()
@@ -103,6 +104,7 @@ func startProcess(cfg ServerConfig, dir string, log *slog.Logger) (p *process, e
 	}()
 	go func() {
 		defer p.wg.Done()
+		defer close(p.stderrDone)
 		p.readStderr(cfg.Name, log)
 	}()
 	return p, nil
@@ -124,8 +126,20 @@ func (p *process) readStderr(server string, log *slog.Logger) {
 	}
 }
 
-// stderrTail is the end of what the server wrote on stderr.
+// stderrTail is the end of what the server wrote on stderr: once it has
+// exited, all of it (a little wait for the reader, unless something it
+// started still holds the pipe).
 func (p *process) stderrTail() string {
+	select {
+	case <-p.exited:
+		t := time.NewTimer(exitGrace)
+		select {
+		case <-p.stderrDone:
+		case <-t.C:
+		}
+		t.Stop()
+	default:
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return strings.TrimSpace(string(p.tail))

@@ -121,6 +121,11 @@ func (s *Script) find(user string) *rule {
 // how many model calls the turn has had, and its latest tool result.
 func inspect(req provider.ModelRequest) data {
 	d := data{Model: req.Model, Call: 1}
+	names := make([]string, len(req.Tools))
+	for i, t := range req.Tools {
+		names[i] = t.Name
+	}
+	d.Tools = strings.Join(names, " ")
 	last := -1
 	for i, m := range req.Messages {
 		if m.Role == provider.RoleUser {

@@ -17,9 +17,10 @@ type data struct {
 	ToolName   string // name of the tool that produced ToolResult
 	Call       int    // 1 for the first model call of the turn, 2 for the next …
 	Model      string // the model name of the request
+	Tools      string // the names of the tools the request offers, space-separated
 }
 
-var dataFields = map[string]bool{"User": true, "ToolResult": true, "ToolName": true, "Call": true, "Model": true}
+var dataFields = map[string]bool{"User": true, "ToolResult": true, "ToolName": true, "Call": true, "Model": true, "Tools": true}
 
 // funcs are the template functions a script may use besides the built-in
 // ones of text/template. The string argument comes last so they read well in
@@ -231,5 +232,5 @@ func checkBranch(b *parse.BranchNode, dotIsData, bodyDotIsData bool) error {
 }
 
 func unknownField(name string) error {
-	return fmt.Errorf("unknown field .%s; the fields are .User, .ToolResult, .ToolName, .Call and .Model", name)
+	return fmt.Errorf("unknown field .%s; the fields are .User, .ToolResult, .ToolName, .Call, .Model and .Tools", name)
 }
