@@ -23,6 +23,10 @@ const (
 	// CheckpointNeedsOrchestrator: the step found an ambiguity or conflict
 	// the workflow cannot resolve; the parent (or the user) must decide.
 	CheckpointNeedsOrchestrator CheckpointStatus = "needs_orchestrator"
+	// CheckpointSkipped: never started because its condition (when) was
+	// false, or a step it needs was skipped. Not a failure: a branch the
+	// workflow did not take.
+	CheckpointSkipped CheckpointStatus = "skipped"
 )
 
 // Status is a workflow run's verdict: completed only when every step is

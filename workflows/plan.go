@@ -3,6 +3,7 @@ package workflows
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // ConflictRule names the ADR 0012 rule that makes two steps unable to run
@@ -54,7 +55,7 @@ func effectiveWrite(s *Step) []string {
 	if len(s.WriteSet) == 0 {
 		return []string{WholeWorkspace}
 	}
-	return s.WriteSet
+	return unbound(s.WriteSet)
 }
 
 // effectiveRead is what a step may read: everything unless it said.
@@ -62,7 +63,22 @@ func effectiveRead(s *Step) []string {
 	if len(s.ReadSet) == 0 {
 		return []string{WholeWorkspace}
 	}
-	return s.ReadSet
+	return unbound(s.ReadSet)
+}
+
+// unbound reads a fan-out's patterns before its items are known: an item
+// binding (${item.files}) may be any path, so it counts as **.
+func unbound(patterns []string) []string {
+	for k, p := range patterns {
+		if strings.Contains(p, "${") {
+			out := slices.Clone(patterns[:k])
+			for _, q := range patterns[k:] {
+				out = append(out, bindingPattern().ReplaceAllString(q, "**"))
+			}
+			return out
+		}
+	}
+	return patterns
 }
 
 // firstOverlap returns the first pair (in declaration order) of patterns
@@ -135,6 +151,28 @@ type PlannedStep struct {
 	DependsOn     []string       `json:"depends_on"`
 	ReadSet       []string       `json:"read_set"`
 	WriteSet      []string       `json:"write_set"`
+	// Loop is the innermost loop the step repeats in.
+	Loop string `json:"loop,omitempty"`
+	// When is the step's condition as text; Join is any when it is.
+	When string   `json:"when,omitempty"`
+	Join JoinMode `json:"join,omitempty"`
+	// ForEach says what the step fans out over: "split /tasks".
+	ForEach  string `json:"for_each,omitempty"`
+	MaxItems int    `json:"max_items,omitempty"`
+	// MaxRuns is the most runs of the step: the product of its loops'
+	// max_iterations and its fan-out's cap.
+	MaxRuns int `json:"max_runs"`
+}
+
+// PlannedLoop is a loop as the dry run shows it.
+type PlannedLoop struct {
+	ID            string           `json:"id"`
+	Steps         []string         `json:"steps"`
+	Within        string           `json:"within,omitempty"` // the enclosing loop
+	MaxIterations int              `json:"max_iterations"`
+	Until         string           `json:"until"`
+	Converge      string           `json:"converge,omitempty"`
+	OnExhausted   ExhaustionPolicy `json:"on_exhausted"`
 }
 
 // Serialization records that a step (Conflict.Step) was runnable, its
@@ -156,6 +194,12 @@ type DryRun struct {
 	Steps          []PlannedStep   `json:"steps"`
 	Serialized     []Serialization `json:"serialized"`
 	MergeRisks     []MergeRisk     `json:"merge_conflict_risk"`
+	// Loops are the workflow's loops; MaxRuns the most step runs the
+	// workflow can make (every loop to its bound, every fan-out to its
+	// cap). Waves are those of the first iteration of every loop, each
+	// fan-out counted as one run, every conditional step as if it ran.
+	Loops   []PlannedLoop `json:"loops"`
+	MaxRuns int           `json:"max_runs"`
 }
 
 // Waves validates w and simulates the greedy deterministic scheduler with
@@ -190,11 +234,15 @@ func waves(w *Workflow) DryRun {
 	recorded := map[[2]string]bool{}
 	overlap := memoOverlap()
 	order := priorityOrder(w)
+	// A step that depends on a loop's step waits for the whole loop (its
+	// first iteration here): each loop's started steps and last wave.
+	g := w.graph()
+	loopStarted, loopLast := make([]int, len(g.loops)), make([]int, len(g.loops))
 	for started := 0; started < n; {
 		t := len(out.Waves) + 1
 		var now []int
 		for _, i := range order {
-			if wave[i] != 0 || !depsDone(&w.Steps[i], index, wave, t) {
+			if wave[i] != 0 || !depsDone(&w.Steps[i], index, wave, t) || !loopsDone(g, i, loopStarted, loopLast, t) {
 				continue
 			}
 			s := &w.Steps[i]
@@ -232,17 +280,56 @@ func waves(w *Workflow) DryRun {
 		ids := make([]string, len(now))
 		for k, i := range now {
 			wave[i] = t
+			for l := g.loopOf[i]; l >= 0; l = g.loops[l].parent {
+				loopStarted[l]++
+				loopLast[l] = t
+			}
 			ids[k] = w.Steps[i].ID
 		}
 		out.Waves = append(out.Waves, ids)
 		started += len(now)
 	}
+	out.Loops = []PlannedLoop{}
+	for l := range w.Loops {
+		lp := &w.Loops[l]
+		pl := PlannedLoop{ID: lp.ID, Steps: lp.Steps, MaxIterations: lp.MaxIterations, OnExhausted: lp.OnExhausted,
+			Until: "every step of the iteration that ran is checkpoint_ready"}
+		if p := g.loops[l].parent; p >= 0 {
+			pl.Within = w.Loops[p].ID
+		}
+		if len(lp.Until) > 0 {
+			pl.Until = conditionsText(lp.Until)
+		}
+		if c := lp.Converge; c != nil {
+			pl.Converge = c.Step + " " + c.Path
+		}
+		out.Loops = append(out.Loops, pl)
+	}
 	for i := range w.Steps {
 		s := &w.Steps[i]
-		out.Steps = append(out.Steps, PlannedStep{
+		ps := PlannedStep{
 			ID: s.ID, Agent: s.Agent, Wave: wave[i], Posture: s.PermissionMode, WorkspaceMode: s.WorkspaceMode,
-			DependsOn: nonNil(s.DependsOn), ReadSet: nonNil(effectiveRead(s)), WriteSet: nonNil(effectiveWrite(s)),
-		})
+			DependsOn: nonNil(s.DependsOn), ReadSet: nonNil(s.ReadSet), WriteSet: []string{},
+			When: conditionsText(s.When), MaxRuns: 1,
+		}
+		if s.PermissionMode == Writer {
+			ps.WriteSet = s.WriteSet // as written: a fan-out's bindings stay visible
+		}
+		if s.Join == JoinAny {
+			ps.Join = JoinAny
+		}
+		if l := g.loopOf[i]; l >= 0 {
+			ps.Loop = w.Loops[l].ID
+		}
+		for _, l := range g.loopChain(i) {
+			ps.MaxRuns *= w.Loops[l].MaxIterations
+		}
+		if f := s.ForEach; f != nil {
+			ps.ForEach, ps.MaxItems = f.Step+" "+f.Path, f.MaxItems
+			ps.MaxRuns *= f.MaxItems
+		}
+		out.MaxRuns += ps.MaxRuns
+		out.Steps = append(out.Steps, ps)
 		for j := i + 1; j < n; j++ {
 			if r, ok := mergeRisk(overlap, s, &w.Steps[j]); ok {
 				out.MergeRisks = append(out.MergeRisks, r)
@@ -287,6 +374,21 @@ func priorityOrder(w *Workflow) []int {
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return height[b] - height[a] })
 	return order
+}
+
+// loopsDone reports whether every loop that step i's dependencies are in,
+// and i is not, has run all its steps in waves before t.
+func loopsDone(g *graph, i int, started, last []int, t int) bool {
+	for _, d := range g.deps[i] {
+		sc := g.commonScope(i, d)
+		if m := g.memberIn(d, sc); isLoop(m) {
+			l := loopOfMember(m)
+			if started[l] < g.loops[l].size || last[l] >= t {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // depsDone reports whether every dependency of s ran in a wave before t.

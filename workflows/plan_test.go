@@ -149,9 +149,9 @@ func TestWavesReportsPostureAndMode(t *testing.T) {
 	require.NoError(t, err)
 	require.JSONEq(t, `{"max_concurrency":6,"failure_policy":"keep_going","waves":[["look"],["fix"]],
 		"steps":[
-		 {"id":"look","agent":"explorer","wave":1,"posture":"read_only","workspace_mode":"shared","depends_on":[],"read_set":["lib"],"write_set":[]},
-		 {"id":"fix","agent":"worker","wave":2,"posture":"writer","workspace_mode":"isolated","depends_on":["look"],"read_set":["**/*"],"write_set":["lib/**"]}],
-		"serialized":[],"merge_conflict_risk":[]}`, string(b))
+		 {"id":"look","agent":"explorer","wave":1,"posture":"read_only","workspace_mode":"shared","depends_on":[],"read_set":["lib"],"write_set":[],"max_runs":1},
+		 {"id":"fix","agent":"worker","wave":2,"posture":"writer","workspace_mode":"isolated","depends_on":["look"],"read_set":["**/*"],"write_set":["lib/**"],"max_runs":1}],
+		"serialized":[],"merge_conflict_risk":[],"loops":[],"max_runs":2}`, string(b))
 }
 
 func TestWavesRejectsInvalid(t *testing.T) {
@@ -240,4 +240,33 @@ func TestSerializedJSON(t *testing.T) {
 	b, err := json.Marshal(d.Serialized)
 	require.NoError(t, err)
 	require.JSONEq(t, `[{"wave":1,"step":"b","rule":"max_concurrency","reason":"b was ready but all 1 slots of max_concurrency were taken"}]`, string(b))
+}
+
+func TestDryRunShowsTheControlFlow(t *testing.T) {
+	d, err := Waves(mustParse(t, practiceSpec(t)))
+	require.NoError(t, err)
+	// plan-review 3 × (plan, check-plan, simplify-plan); split-review 2 ×
+	// (split, check-split); write-tests 8; final-review 3 × (escalation 2 ×
+	// (make 8 + diagnose + redesign) + final-check + final-simplify + fix).
+	require.Equal(t, 1+9+4+8+3*(2*(8+1+1)+3)+1, d.MaxRuns)
+	require.Len(t, d.Loops, 4)
+	require.Equal(t, PlannedLoop{ID: "escalation", Steps: []string{"make", "diagnose", "redesign"}, Within: "final-review", MaxIterations: 2,
+		Until: "make is checkpoint_ready", OnExhausted: Hold}, d.Loops[2])
+	var make PlannedStep
+	for _, s := range d.Steps {
+		if s.ID == "make" {
+			make = s
+		}
+	}
+	require.Equal(t, "escalation", make.Loop)
+	require.Equal(t, "split /tasks", make.ForEach)
+	require.Equal(t, 48, make.MaxRuns)
+	// The first iteration's waves: every step once; final-check waits for
+	// the whole escalation loop, commit for the whole final-review loop.
+	require.Equal(t, [][]string{{"issue"}, {"plan"}, {"check-plan", "simplify-plan"}, {"split"}, {"check-split"}, {"write-tests"}, {"make"},
+		{"diagnose"}, {"redesign"}, {"final-check", "final-simplify"}, {"fix"}, {"commit"}}, d.Waves)
+	text := RenderPlan(&d)
+	require.Contains(t, text, "At most 92 step runs")
+	require.Contains(t, text, "- plan-review [plan, check-plan, simplify-plan]: at most 3 iterations; until check-plan /verdict = \"ACCEPTABLE\" and simplify-plan /verdict = \"ACCEPTABLE\"; stops early when check-plan /findings repeats; unresolved: proceed")
+	require.Contains(t, text, "| diagnose | read_only | shared | make | – | escalation | make status in [partial, failed, needs_orchestrator] | – | 6 |")
 }

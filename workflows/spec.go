@@ -81,6 +81,13 @@ type Step struct {
 	// step's child may use: [] allows none (omitzero keeps [] apart from
 	// no key).
 	MCPServers []string `json:"allowed_mcp_servers,omitzero" jsonschema_description:"The session's MCP servers this step's child may use ([] for none). Default: all of them."`
+	// When is the step's condition on upstream checkpoints: false skips
+	// the step (skipped is not a failure).
+	When Conditions `json:"when,omitempty" jsonschema_description:"Run the step only if this holds once its dependencies are decided; otherwise it is skipped (not failed), and so are the steps that need it. A condition that names a dependency's status other than checkpoint_ready makes a failure branch: the step runs when that dependency ended not ready."`
+	// Join says what a step with several dependencies waits for.
+	Join JoinMode `json:"join,omitempty" jsonschema:"enum=all,enum=any" jsonschema_description:"all (default): every dependency must be checkpoint_ready, and a skipped one skips this step; any: run when at least one is checkpoint_ready once all are decided (the join of alternative branches)."`
+	// ForEach makes the step a fan-out: one instance per item.
+	ForEach *ForEach `json:"for_each,omitempty" jsonschema_description:"Run one instance of this step per item of an array in an upstream step's payload: {step, path, max_items}. In task, read_set and write_set, ${item}, ${item.field} and ${index} are replaced per instance (values as data: paths stay literal); dependents wait for every instance."`
 }
 
 // UnmarshalJSON rejects unknown keys, so a misspelt field is an error the
@@ -117,9 +124,12 @@ type Workflow struct {
 	// ResumeFrom names an earlier run in the same session whose
 	// checkpoint_ready steps are reused instead of run again (Reusable).
 	ResumeFrom string `json:"resume_from,omitempty" jsonschema_description:"The workflow_id of an earlier run in this session: its checkpoint_ready steps (same id, task, agent, sets and dependencies, all of them reused too) are reused, not run again; only the rest runs. This is how to retry failed steps only."`
+	// Loops are the bounded groups of steps that repeat.
+	Loops []Loop `json:"loops,omitempty" jsonschema_description:"Groups of steps that repeat, bounded: {id, steps, max_iterations, until, converge, on_exhausted}."`
 
 	zeroConcurrency bool // max_concurrency was given as 0
 	checked         bool // Check passed: nothing validates it again
+	g               *graph
 }
 
 // UnmarshalJSON rejects unknown keys and remembers an explicit
@@ -184,7 +194,18 @@ func Check(w *Workflow) error {
 		return f
 	}
 	w.checked = true
+	w.g = compileGraph(w)
 	return nil
+}
+
+// graph is the compiled structure of a checked workflow; a workflow read
+// back from the Log (normalised and valid when it was recorded) is
+// compiled on first use.
+func (w *Workflow) graph() *graph {
+	if w.g == nil {
+		w.g = compileGraph(w)
+	}
+	return w.g
 }
 
 // decodeFailure turns a JSON decoding error into a one-line invalid_args
@@ -250,9 +271,22 @@ func (w *Workflow) Normalize() {
 	if w.FailurePolicy == "" {
 		w.FailurePolicy = KeepGoing
 	}
+	for i := range w.Loops {
+		l := &w.Loops[i]
+		l.ID = strings.TrimSpace(l.ID)
+		if l.OnExhausted == "" {
+			l.OnExhausted = Hold
+		}
+		for k := range l.Steps {
+			l.Steps[k] = strings.TrimSpace(l.Steps[k])
+		}
+	}
 	for i := range w.Steps {
 		s := &w.Steps[i]
 		s.ID = strings.TrimSpace(s.ID)
+		if s.ForEach != nil && s.ForEach.MaxItems == 0 {
+			s.ForEach.MaxItems = DefaultMaxItems
+		}
 		switch { // prompt is an alias of task; a different one stays for Validate
 		case s.Task == "":
 			s.Task, s.Prompt = s.Prompt, ""

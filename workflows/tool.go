@@ -62,13 +62,50 @@ func RenderPlan(p *DryRun) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Dry run: %d steps in %d waves (max_concurrency %d, %s); nothing was started.\n",
 		len(p.Steps), len(p.Waves), p.MaxConcurrency, p.FailurePolicy)
+	control := len(p.Loops) > 0
+	for _, s := range p.Steps {
+		control = control || s.When != "" || s.ForEach != "" || s.Join != ""
+	}
+	if control {
+		fmt.Fprintf(&b, "At most %d step runs (every loop to its max_iterations, every fan-out to its max_items); the waves are those of the first iteration, each fan-out one run, every conditional step as if it ran.\n", p.MaxRuns)
+	}
 	for i, wave := range p.Waves {
 		fmt.Fprintf(&b, "\nWave %d: %s", i+1, strings.Join(wave, ", "))
 	}
-	b.WriteString("\n\n| step | posture | workspace | depends on | writes |\n|---|---|---|---|---|\n")
-	for _, s := range p.Steps {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", s.ID, s.Posture, s.WorkspaceMode,
-			orDash(s.DependsOn), orDash(s.WriteSet))
+	if !control {
+		b.WriteString("\n\n| step | posture | workspace | depends on | writes |\n|---|---|---|---|---|\n")
+		for _, s := range p.Steps {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", s.ID, s.Posture, s.WorkspaceMode,
+				orDash(s.DependsOn), orDash(s.WriteSet))
+		}
+	} else {
+		b.WriteString("\n\n| step | posture | workspace | depends on | writes | loop | runs if | fans out over | max runs |\n|---|---|---|---|---|---|---|---|---|\n")
+		for _, s := range p.Steps {
+			when := s.When
+			if s.Join == JoinAny {
+				when = strings.TrimSpace("join any " + when)
+			}
+			over := s.ForEach
+			if over != "" {
+				over += fmt.Sprintf(" (max %d)", s.MaxItems)
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %d |\n", s.ID, s.Posture, s.WorkspaceMode,
+				orDash(s.DependsOn), orDash(s.WriteSet), orDashString(s.Loop), orDashString(cell(when)), orDashString(over), s.MaxRuns)
+		}
+	}
+	if len(p.Loops) > 0 {
+		b.WriteString("\nLoops:\n")
+		for _, l := range p.Loops {
+			fmt.Fprintf(&b, "- %s [%s]: at most %d iterations", l.ID, strings.Join(l.Steps, ", "), l.MaxIterations)
+			if l.Within != "" {
+				fmt.Fprintf(&b, ", within loop %s", l.Within)
+			}
+			fmt.Fprintf(&b, "; until %s", l.Until)
+			if l.Converge != "" {
+				fmt.Fprintf(&b, "; stops early when %s repeats", l.Converge)
+			}
+			fmt.Fprintf(&b, "; unresolved: %s\n", l.OnExhausted)
+		}
 	}
 	if len(p.Serialized) > 0 {
 		b.WriteString("\nSerialized:\n")
@@ -83,6 +120,13 @@ func RenderPlan(p *DryRun) string {
 		}
 	}
 	return b.String()
+}
+
+func orDashString(s string) string {
+	if s == "" {
+		return "–"
+	}
+	return s
 }
 
 func orDash(xs []string) string {

@@ -24,11 +24,17 @@ type Problem struct {
 	// Code is one of: malformed_spec empty_workflow missing_id unsafe_id
 	// duplicate_id missing_task task_prompt_mismatch unknown_dependency
 	// self_dependency cycle invalid_pattern read_only_write_set
-	// invalid_output_schema invalid_enum invalid_number.
+	// invalid_output_schema invalid_enum invalid_number, and for the
+	// control flow: unknown_step not_upstream not_in_loop invalid_condition
+	// invalid_pointer no_output_schema invalid_value unbounded_loop
+	// empty_loop loop_overlap loop_not_contiguous fan_out_not_array
+	// nested_fan_out invalid_binding fan_out_self_conflict.
 	Code string `json:"code"`
 	// Index is the step's position in steps; nil for workflow-level problems.
 	Index *int   `json:"index,omitempty"`
 	Step  string `json:"step,omitempty"`
+	// Loop is the id of the loop the problem is in (loops[…]).
+	Loop  string `json:"loop,omitempty"`
 	Field string `json:"field,omitempty"`
 	Value string `json:"value,omitempty"`
 	// Cycle is the cycle's path, first step repeated at the end.
@@ -116,6 +122,7 @@ func (v *validator) workflow(w *Workflow) {
 		v.step(i, &w.Steps[i], first)
 	}
 	v.cycles(w, first)
+	v.control(w, first)
 }
 
 func (v *validator) step(i int, s *Step, ids map[string]int) {

@@ -1,0 +1,156 @@
+package workflows
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// practiceSpec is the multi-agent practice of the spec
+// (multi-agent-workflow-design.txt) as one workflow: the loops, the
+// escalation branch and the fan-outs of its routing matrix.
+func practiceSpec(t testing.TB) string {
+	t.Helper()
+	b, err := os.ReadFile("testdata/practice.json")
+	require.NoError(t, err)
+	return string(b)
+}
+
+func TestThePracticeIsAValidWorkflow(t *testing.T) {
+	w := mustParse(t, practiceSpec(t))
+	g := w.graph()
+	// final-review holds escalation; plan-review and split-review stand alone.
+	require.Equal(t, g.loopIndex["final-review"], g.loops[g.loopIndex["escalation"]].parent)
+	require.Equal(t, -1, g.loops[g.loopIndex["plan-review"]].parent)
+	require.Equal(t, g.loopIndex["escalation"], g.loopOf[g.index["make"]])
+	require.Equal(t, g.loopIndex["final-review"], g.loopOf[g.index["final-check"]])
+	// diagnose's condition on make's failure makes it a failure branch.
+	require.Equal(t, []bool{true}, g.tolerated[g.index["diagnose"]])
+	require.Equal(t, []bool{false}, g.tolerated[g.index["redesign"]])
+	require.NotNil(t, g.fan[g.index["make"]])
+	// The workflow's members: issue, loop plan-review, loop split-review,
+	// write-tests, loop final-review, commit.
+	var names []string
+	for _, m := range g.scopes[0].members {
+		if isLoop(m) {
+			names = append(names, "loop "+w.Loops[loopOfMember(m)].ID)
+		} else {
+			names = append(names, w.Steps[m].ID)
+		}
+	}
+	require.Equal(t, []string{"issue", "loop plan-review", "loop split-review", "write-tests", "loop final-review", "commit"}, names)
+}
+
+func TestValidateControlFlowProblems(t *testing.T) {
+	const verdict = `{"type":"object","required":["verdict"],"properties":{"verdict":{"enum":["ACCEPTABLE","NEEDS WORK","BLOCK"]},"findings":{"type":"array","items":{"type":"string"}}}}`
+	const tasks = `{"type":"object","properties":{"tasks":{"type":"array","items":{"type":"object","properties":{"files":{"type":"array","items":{"type":"string"}},"title":{"type":"string"}}}},"count":{"type":"integer"}}}`
+	cases := []struct {
+		name, spec string
+		codes      []string
+		lines      []string
+	}{{
+		name:  "an unbounded loop",
+		spec:  `{"steps":[{"id":"a","task":"x"}],"loops":[{"id":"l","steps":["a"]}]}`,
+		codes: []string{"unbounded_loop"},
+		lines: []string{`loops[0] "l": max_iterations is missing; every loop needs a bound (1 to 100) the runtime enforces`},
+	}, {
+		name:  "a condition on a step that is not upstream",
+		spec:  `{"steps":[{"id":"a","task":"x"},{"id":"b","task":"x","when":{"step":"a"}},{"id":"c","task":"x","depends_on":["b"],"when":{"step":"c"}}]}`,
+		codes: []string{"not_upstream", "not_upstream"},
+		lines: []string{
+			`steps[1] "b": when[0].step "a": it is not upstream of this step; add it to depends_on (directly or through another step)`,
+			`steps[2] "c": when[0].step "c": it is this step itself; add it to depends_on (directly or through another step)`,
+		},
+	}, {
+		name:  "a pointer into a step without an output_schema",
+		spec:  `{"steps":[{"id":"a","task":"x"},{"id":"b","task":"x","depends_on":["a"],"when":{"step":"a","path":"/verdict","equals":"ok"}}]}`,
+		codes: []string{"no_output_schema"},
+		lines: []string{`steps[1] "b": when[0].path /verdict points into the payload of "a", which has no output_schema; give "a" an output_schema that declares it`},
+	}, {
+		name: "a pointer the schema cannot have, and a value it cannot take",
+		spec: `{"steps":[{"id":"r","task":"x","output_schema":` + verdict + `},
+			{"id":"b","task":"x","depends_on":["r"],"when":[{"step":"r","path":"/verdcit","equals":"ACCEPTABLE"},{"step":"r","path":"/verdict","in":["ACCEPTED","BLOCK"]}]}]}`,
+		codes: []string{"invalid_pointer", "invalid_value"},
+		lines: []string{
+			`steps[1] "b": when[0].path /verdcit cannot be in the payload of "r": the output_schema declares no property "verdcit" at / (it declares: findings, verdict)`,
+			`steps[1] "b": when[1].in "ACCEPTED" can never match /verdict of "r": it is not one of the values the output_schema allows there: "ACCEPTABLE", "NEEDS WORK", "BLOCK"`,
+		},
+	}, {
+		name: "malformed conditions",
+		spec: `{"steps":[{"id":"r","task":"x","output_schema":` + verdict + `},{"id":"b","task":"x","depends_on":["r"],"when":[
+			{"step":"r","path":"/verdict"},
+			{"step":"r","equals":"x"},
+			{"step":"r","all":[{"step":"r"}]},
+			{"any":[]},
+			{"step":"ghost"},
+			{"step":"r","status":["done"]},
+			{"step":"r","path":"verdict","exists":true}]}]}`,
+		codes: []string{"invalid_condition", "invalid_condition", "invalid_condition", "invalid_condition", "unknown_step", "invalid_enum", "invalid_pointer"},
+	}, {
+		name: "loops that overlap, repeat, or name unknown steps",
+		spec: `{"steps":[{"id":"a","task":"x"},{"id":"b","task":"x","depends_on":["a"]},{"id":"c","task":"x","depends_on":["b"]}],"loops":[
+			{"id":"l1","steps":["a","b"],"max_iterations":2},
+			{"id":"l2","steps":["b","c"],"max_iterations":2},
+			{"id":"l3","steps":["a","b"],"max_iterations":2},
+			{"id":"l4","steps":["ghost"],"max_iterations":200,"on_exhausted":"retry"},
+			{"id":"a","steps":[],"max_iterations":1}]}`,
+		codes: []string{"unknown_step", "invalid_number", "invalid_enum", "duplicate_id", "empty_loop", "loop_overlap", "loop_overlap"},
+	}, {
+		name: "a loop whose body a path leaves and re-enters",
+		spec: `{"steps":[{"id":"a","task":"x"},{"id":"out","task":"x","depends_on":["a"]},{"id":"b","task":"x","depends_on":["out"]}],
+			"loops":[{"id":"l","steps":["a","b"],"max_iterations":2}]}`,
+		codes: []string{"loop_not_contiguous"},
+		lines: []string{`loops[0] "l": its body is not one group of the graph: loop l -> out -> loop l (each depends on the next); put the steps between them into the loop, or take them out of it`},
+	}, {
+		name: "until and converge outside the loop",
+		spec: `{"steps":[{"id":"a","task":"x","output_schema":` + verdict + `},{"id":"b","task":"x","depends_on":["a"]},{"id":"z","task":"x","output_schema":` + verdict + `}],
+			"loops":[{"id":"l","steps":["b"],"max_iterations":2,"until":{"step":"z"},"converge":{"step":"a","path":"/findings"}}]}`,
+		codes: []string{"not_upstream", "not_in_loop"},
+	}, {
+		name: "fan-out problems",
+		spec: `{"steps":[{"id":"split","task":"x","output_schema":` + tasks + `},
+			{"id":"count","task":"x","depends_on":["split"],"for_each":{"step":"split","path":"/count","max_items":5000}},
+			{"id":"make","task":"fix ${item.fles}","depends_on":["split"],"for_each":{"step":"split","path":"/tasks"},"write_set":["src/**"]},
+			{"id":"solo","task":"do ${item.title} ${itemz} ${index.x}","depends_on":["make"]},
+			{"id":"again","task":"x","depends_on":["make"],"for_each":{"step":"make","path":"/tasks"}}]}`,
+		codes: []string{"invalid_number", "fan_out_not_array", "invalid_binding", "fan_out_self_conflict", "invalid_binding", "invalid_binding", "nested_fan_out"},
+		lines: []string{
+			`steps[1] "count": for_each.max_items 5000 must be between 1 and 1000 (omit it for 10)`,
+			`steps[1] "count": for_each.path /count of "split" is integer in its output_schema; fan out over an array`,
+			`steps[2] "make": task binds ${item.fles}, which an item of split /tasks cannot have: the output_schema declares no property "fles" at / (it declares: files, title)`,
+			`steps[2] "make": every instance of this writer would write src/**, so its instances conflict with each other; bind each instance to its item's files, e.g. write_set: ["${item.files}"]`,
+			`steps[3] "solo": task has ${index.x}; the bindings are ${item}, ${item.field} (fields joined by .) and ${index}`,
+			`steps[3] "solo": task binds ${item.title}, but the step has no for_each; add for_each: {step, path} or remove the binding`,
+			`steps[4] "again": for_each.step "make" is itself a fan-out (one payload per instance); fan out over the step that makes the list`,
+		},
+	}}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := parseFailure(t, c.spec)
+			problems := f.Details.(ValidationDetails).Problems
+			var codes []string
+			for _, p := range problems {
+				codes = append(codes, p.Code)
+			}
+			require.ElementsMatch(t, c.codes, codes, f.Message)
+			for _, line := range c.lines {
+				require.Contains(t, strings.Split(f.Message, "\n"), line)
+			}
+		})
+	}
+}
+
+func TestConditionsDecodeAsOneOrAList(t *testing.T) {
+	var s Step
+	require.NoError(t, json.Unmarshal([]byte(`{"id":"a","task":"x","when":{"step":"b"}}`), &s))
+	require.Len(t, s.When, 1)
+	require.NoError(t, json.Unmarshal([]byte(`{"id":"a","task":"x","when":[{"step":"b"},{"not":{"step":"c"}}]}`), &s))
+	require.Len(t, s.When, 2)
+	err := json.Unmarshal([]byte(`{"id":"a","task":"x","when":{"step":"b","equal":1}}`), &s)
+	require.ErrorContains(t, err, `a condition has unknown field "equal"`)
+	_, err = Parse(json.RawMessage(`{"steps":[{"id":"a","task":"x"}],"loops":[{"id":"l","steps":["a"],"max_iteration":2}]}`))
+	require.ErrorContains(t, err, `a loop has unknown field "max_iteration" (allowed: id, steps, max_iterations, until, converge, on_exhausted)`)
+}
