@@ -16,10 +16,8 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/pixir-go/pixir/acp/rpc"
-	"github.com/pixir-go/pixir/internal/jsonraw"
 	"github.com/pixir-go/pixir/runtime"
 )
 
@@ -81,7 +79,11 @@ func (s *Server) HandleRequest(ctx context.Context, method string, params json.R
 	case MethodSessionClose:
 		return handle(params, s.closeSession)
 	case MethodSessionPrompt:
-		return handle(params, func(p *PromptRequest) (any, error) { return s.prompt(ctx, p, params) })
+		p, err := decodePrompt(params)
+		if err != nil {
+			return nil, err
+		}
+		return s.prompt(ctx, p)
 	case MethodSessionSetMode:
 		return handle(params, func(p *SetModeRequest) (any, error) { return s.setMode(ctx, p) })
 	case MethodSessionSetConfig:
@@ -304,12 +306,12 @@ func (s *Server) session(id string) (*runtime.Session, error) {
 	return sess, nil
 }
 
-func (s *Server) prompt(ctx context.Context, p *PromptRequest, params json.RawMessage) (any, error) {
+func (s *Server) prompt(ctx context.Context, p *PromptRequest) (any, error) {
 	sess, err := s.session(p.SessionID)
 	if err != nil {
 		return nil, err
 	}
-	prompt := runtime.Prompt{Text: promptText(p.Prompt), Content: promptContent(p, params)}
+	prompt := runtime.Prompt{Text: promptText(p.Prompt), Content: promptContent(p)}
 	pr := s.presenter(ctx, sess)
 	defer s.turnStarted(pr)()
 	stop, err := sess.Prompt(ctx, prompt, s.turnOptions(sess, pr))
@@ -344,11 +346,11 @@ func (s *Server) turnOptions(sess *runtime.Session, pr *presenter) runtime.TurnO
 
 // promptContent is the prompt's content blocks as the client sent them
 // (the Log keeps them for replay): the "prompt" member of params, which the
-// connection has checked is JSON. Invalid UTF-8, which JSON text may not
-// carry, is mended by encoding the decoded blocks instead.
-func promptContent(p *PromptRequest, params json.RawMessage) json.RawMessage {
-	if raw, ok := jsonraw.Lookup(params, "prompt"); ok && utf8.Valid(raw) {
-		return raw
+// connection has checked is JSON. When that is not valid UTF-8, which JSON
+// text must be, the decoded blocks (mended) are encoded instead.
+func promptContent(p *PromptRequest) json.RawMessage {
+	if p.content != nil {
+		return p.content
 	}
 	content, _ := json.Marshal(p.Prompt)
 	return content
@@ -357,15 +359,15 @@ func promptContent(p *PromptRequest, params json.RawMessage) json.RawMessage {
 // promptText is the prompt as the model reads it: text as is, embedded
 // resources inline with their uri, links as references.
 func promptText(blocks []ContentBlock) string {
-	if len(blocks) == 1 && blocks[0].Type == "text" {
+	if len(blocks) == 1 && blocks[0].Type == "text" && blocks[0].rawText == nil {
 		return blocks[0].Text
 	}
 	var b strings.Builder
 	size := 0
 	for _, c := range blocks {
-		size += len(c.Text) + len(c.Name) + 2*len(c.URI) + 64
-		if c.Resource != nil && c.Resource.Text != nil {
-			size += len(*c.Resource.Text)
+		size += len(c.Text) + len(c.rawText) + len(c.Name) + 2*len(c.URI) + 64
+		if r := c.Resource; r != nil && r.Text != nil {
+			size += len(*r.Text) + len(r.rawText)
 		}
 	}
 	b.Grow(size)
@@ -375,14 +377,16 @@ func promptText(blocks []ContentBlock) string {
 		}
 		switch c.Type {
 		case "text":
-			b.WriteString(c.Text)
+			writeText(&b, c.rawText, c.Text)
 		case "resource_link":
 			fmt.Fprintf(&b, "[%s](%s)", c.Name, c.URI)
 		case "resource":
 			if c.Resource.Text != nil {
-				fmt.Fprintf(&b, "<resource uri=%q>\n%s\n</resource>", c.Resource.URI, *c.Resource.Text)
+				fmt.Fprintf(&b, "<resource uri=%q>\n", c.Resource.URI)
+				writeText(&b, c.Resource.rawText, *c.Resource.Text)
+				b.WriteString("\n</resource>")
 			} else {
-				fmt.Fprintf(&b, "<resource uri=%q>(binary, %d base64 bytes)</resource>", c.Resource.URI, len(*c.Resource.Blob))
+				fmt.Fprintf(&b, "<resource uri=%q>(binary, %d base64 bytes)</resource>", c.Resource.URI, textLen(c.Resource.rawBlob, *c.Resource.Blob))
 			}
 		}
 	}

@@ -207,6 +207,10 @@ func (r *SessionRequest) validate() error {
 type PromptRequest struct {
 	SessionID string         `json:"sessionId"`
 	Prompt    []ContentBlock `json:"prompt"`
+
+	// content is the "prompt" member as it came, when it is valid UTF-8
+	// (see decodePrompt).
+	content json.RawMessage
 }
 
 func (r *PromptRequest) validate() error {
@@ -310,6 +314,10 @@ type ContentBlock struct {
 	Title       string `json:"title,omitempty"`
 	Description string `json:"description,omitempty"`
 	Size        *int64 `json:"size,omitempty"`
+
+	// rawText is a large Text as the JSON string it came as, Text being
+	// left empty (see decodePrompt).
+	rawText []byte
 }
 
 type EmbeddedResource struct {
@@ -317,6 +325,10 @@ type EmbeddedResource struct {
 	Text     *string `json:"text,omitempty"`
 	Blob     *string `json:"blob,omitempty"`
 	MimeType string  `json:"mimeType,omitempty"`
+
+	// rawText and rawBlob are a large Text or Blob as the JSON string it
+	// came as, Text or Blob pointing to "" (see decodePrompt).
+	rawText, rawBlob []byte
 }
 
 func (b ContentBlock) validate(at string) error {

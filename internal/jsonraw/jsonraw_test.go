@@ -44,6 +44,23 @@ func TestScanSplitsAnObject(t *testing.T) {
 	require.False(t, ok)
 }
 
+func TestElementsSplitsAnArray(t *testing.T) {
+	elements, err := Elements([]byte(` [1, "two" ,{"three":[3]}, [] ] `))
+	require.NoError(t, err)
+	var got []string
+	for _, e := range elements {
+		got = append(got, string(e))
+	}
+	require.Equal(t, []string{`1`, `"two"`, `{"three":[3]}`, `[]`}, got)
+	empty, err := Elements([]byte(`[]`))
+	require.NoError(t, err)
+	require.Empty(t, empty)
+	for _, in := range []string{`{}`, `[1,]`, `[1] 2`, `"x"`} {
+		_, err := Elements([]byte(in))
+		require.ErrorIs(t, err, ErrInvalid, "%q", in)
+	}
+}
+
 func TestScanRefusesWhatIsNotJSON(t *testing.T) {
 	for _, in := range []string{
 		``, ` `, `{`, `{"a"}`, `{"a":}`, `{"a":1,}`, `[1,]`, `[01]`, `-`, `1.`, `1e`, `.5`, `tru`, `truex`,
@@ -142,6 +159,29 @@ func BenchmarkScan(b *testing.B) {
 		b.SetBytes(int64(len(line)))
 		for b.Loop() {
 			json.Valid(line)
+		}
+	})
+}
+
+// FuzzUnquoteToAgreesWithEncodingJSON: UnquoteTo decodes every JSON string
+// to what json.Unmarshal decodes it to.
+func FuzzUnquoteToAgreesWithEncodingJSON(f *testing.F) {
+	for _, seed := range []string{`""`, `"plain"`, `"esc \" \\ \/ \b \f \n \r \t"`, `"\u00e9\ud83d\ude00"`, `"lone \ud800 x"`,
+		`"\ud800\u0041"`, "\"bad \xff\xe2\x82\"", `"é→😀"`, `"\u2028"`, `"unterminated`, `"\x"`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, quoted []byte) {
+		var b strings.Builder
+		ok := UnquoteTo(&b, quoted)
+		var want string
+		err := json.Unmarshal(quoted, &want)
+		if len(quoted) > 1 && quoted[0] == '"' && quoted[len(quoted)-1] == '"' && Valid(quoted) {
+			require.True(t, ok, "%q", quoted)
+			require.NoError(t, err)
+			require.Equal(t, want, b.String(), "%q", quoted)
+		} else if ok {
+			// Accepted text must at least be what encoding/json accepts.
+			require.NoError(t, err, "%q", quoted)
 		}
 	})
 }

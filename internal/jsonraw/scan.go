@@ -46,6 +46,25 @@ func Scan(data []byte) (value []byte, members []Member, err error) {
 	return data[start:end], members, nil
 }
 
+// Elements checks that data is one JSON array, white space around it
+// allowed, and returns its elements as raw JSON text (slices of data).
+func Elements(data []byte) ([][]byte, error) {
+	s := scanner{data: data}
+	s.space()
+	if s.i >= len(data) || data[s.i] != '[' {
+		return nil, ErrInvalid
+	}
+	elements := [][]byte{}
+	if err := s.array(1, &elements); err != nil {
+		return nil, err
+	}
+	s.space()
+	if s.i != len(data) {
+		return nil, ErrInvalid
+	}
+	return elements, nil
+}
+
 // Valid reports whether data is one JSON value, as json.Valid does.
 func Valid(data []byte) bool {
 	s := scanner{data: data}
@@ -106,7 +125,7 @@ func (s *scanner) value(depth int) error {
 	case '{':
 		return s.object(depth+1, nil)
 	case '[':
-		return s.array(depth + 1)
+		return s.array(depth+1, nil)
 	case '"':
 		return s.str()
 	case 't':
@@ -172,7 +191,7 @@ func (s *scanner) object(depth int, members *[]Member) error {
 	}
 }
 
-func (s *scanner) array(depth int) error {
+func (s *scanner) array(depth int, elements *[][]byte) error {
 	if depth > maxDepth {
 		return ErrInvalid
 	}
@@ -183,8 +202,12 @@ func (s *scanner) array(depth int) error {
 		return nil
 	}
 	for {
+		start := s.i
 		if err := s.value(depth); err != nil {
 			return err
+		}
+		if elements != nil {
+			*elements = append(*elements, s.data[start:s.i])
 		}
 		s.space()
 		if s.i >= len(s.data) {
