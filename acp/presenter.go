@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pixir-go/pixir/acp/rpc"
 	"github.com/pixir-go/pixir/internal/jsonraw"
 	"github.com/pixir-go/pixir/runtime"
 	"github.com/pixir-go/pixir/tools"
@@ -25,6 +26,9 @@ type presenter struct {
 	sess      *runtime.Session
 	sessionID string
 	root      string
+	// batch, while a session/load replays, carries the updates in writes
+	// of many lines.
+	batch *rpc.Batch
 	// replaying is set while presenting the Log on session/load: terminals
 	// of past calls are gone by then, so their output is shown as text.
 	replaying bool
@@ -34,7 +38,15 @@ func (s *Server) presenter(ctx context.Context, sess *runtime.Session) *presente
 	return &presenter{s: s, ctx: ctx, sess: sess, sessionID: sess.ID(), root: sess.Workspace().Root()}
 }
 
-func (p *presenter) send(update any) { p.s.notify(p.ctx, p.sessionID, update) }
+func (p *presenter) send(update any) {
+	if p.batch == nil {
+		p.s.notify(p.ctx, p.sessionID, update)
+		return
+	}
+	if err := p.batch.Notify(MethodSessionUpdate, SessionNotification{SessionID: p.sessionID, Update: update}); err != nil {
+		p.s.log.Debug("session/update not sent", "err", err)
+	}
+}
 
 // live presents an event as it happens. Whole messages were already
 // streamed as deltas, and the client knows its own prompt, so those are not
@@ -404,4 +416,49 @@ func contentOf(b tools.Block) ContentBlock {
 		return ContentBlock{Type: b.Type, Resource: r}
 	}
 	return textBlock(tools.Truncate(b.Text, displayLimit))
+}
+
+// replayer presents a session/load's events on a goroutine of its own, in
+// the order the Log is read, while the runtime goes on reading and folding
+// it. Events pass in slices, so the two sides meet once per slice, not per
+// event.
+type replayer struct {
+	pr    *presenter
+	slice []runtime.Event
+	ch    chan []runtime.Event
+	done  chan struct{}
+}
+
+// replaySlice is how many events pass to the presenting goroutine at once.
+const replaySlice = 256
+
+func startReplayer(pr *presenter) *replayer {
+	rp := &replayer{pr: pr, ch: make(chan []runtime.Event, 8), done: make(chan struct{})}
+	go func() {
+		defer close(rp.done)
+		for events := range rp.ch {
+			for _, ev := range events {
+				pr.replay(ev)
+			}
+		}
+	}()
+	return rp
+}
+
+// add hands an event over; it is the visit of runtime.OpenSession.
+func (rp *replayer) add(ev runtime.Event) {
+	rp.slice = append(rp.slice, ev)
+	if len(rp.slice) == replaySlice {
+		rp.ch <- rp.slice
+		rp.slice = make([]runtime.Event, 0, replaySlice)
+	}
+}
+
+// finish hands over the last events and waits until all are presented.
+func (rp *replayer) finish() {
+	if len(rp.slice) > 0 {
+		rp.ch <- rp.slice
+	}
+	close(rp.ch)
+	<-rp.done
 }

@@ -190,10 +190,18 @@ func (s *Server) loadSession(ctx context.Context, p *LoadSessionRequest) (any, e
 	if err != nil {
 		return nil, s.setupError(err)
 	}
-	// The replay streams as the Log is read: the client sees the first
-	// updates at once, however long the session.
-	pr := &presenter{s: s, ctx: ctx, sessionID: p.SessionID, root: root, replaying: true}
-	sess, report, err := s.rt.OpenSession(p.SessionID, p.Cwd, pr.replay, runtime.WithMCPServers(servers))
+	// The replay streams as the Log is read, in batches of lines: the
+	// client sees the first updates at once, however long the session.
+	// Presenting runs beside the reading (replayer), so on a machine with
+	// two cores a load costs little more than reading the Log.
+	pr := &presenter{s: s, ctx: ctx, sessionID: p.SessionID, root: root, replaying: true, batch: s.conn.Batch()}
+	rp := startReplayer(pr)
+	sess, report, err := s.rt.OpenSession(p.SessionID, p.Cwd, rp.add, runtime.WithMCPServers(servers))
+	rp.finish()
+	if ferr := pr.batch.Flush(); ferr != nil {
+		s.log.Debug("replay not sent", "err", ferr)
+	}
+	pr.batch = nil
 	if err != nil {
 		return nil, s.setupError(err)
 	}

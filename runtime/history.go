@@ -62,20 +62,28 @@ func (f *historyFold) add(ev Event) {
 			}
 		}
 	case EventToolCall:
-		var d ToolCallData
+		var d struct {
+			ToolCallID string `json:"tool_call_id"`
+		}
 		if decode(ev, &d, f.log) {
 			if i := f.find(f.pending, d.ToolCallID); i >= 0 {
 				f.pending[i].announced = true
 			}
 		}
 	case EventToolResult:
-		var d ToolResultData
+		// Only what History needs: the result stays the JSON it is in the
+		// Log (modelTextRaw reads it as modelText would the live result).
+		var d struct {
+			ToolCallID string          `json:"tool_call_id"`
+			Name       string          `json:"name"`
+			Result     json.RawMessage `json:"result"`
+		}
 		if !decode(ev, &d, f.log) {
 			return
 		}
 		if i := f.find(f.pending, d.ToolCallID); i >= 0 {
 			f.pending = slices.Delete(f.pending, i, i+1)
-			f.history = append(f.history, provider.Message{Role: provider.RoleTool, Text: modelText(d.Result), ToolCallID: d.ToolCallID, ToolName: d.Name})
+			f.history = append(f.history, provider.Message{Role: provider.RoleTool, Text: modelTextRaw(d.Result), ToolCallID: d.ToolCallID, ToolName: d.Name})
 			return
 		}
 		// The recorded answer of a call History already answered (a

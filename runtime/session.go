@@ -457,17 +457,25 @@ func (s *Session) emit(obs Observer, typ EventType, data any) error {
 // JSON with sorted keys, so that a History folded from the Log is byte for
 // byte the History the live turn built (provider prompt caches rely on it).
 func modelText(r tools.Result) string {
-	const unencodable = `{"ok":false,"error":{"kind":"internal","message":"the tool result could not be encoded"}}`
 	b, err := json.Marshal(r)
 	if err != nil {
-		return unencodable
+		return unencodableResult
 	}
+	return modelTextRaw(b)
+}
+
+const unencodableResult = `{"ok":false,"error":{"kind":"internal","message":"the tool result could not be encoded"}}`
+
+// modelTextRaw is modelText of a result already encoded (as the Log holds
+// it): decoded as JSON, it is the same value, so the same text.
+func modelTextRaw(raw []byte) string {
 	var generic any
-	if err := json.Unmarshal(b, &generic); err != nil {
-		return unencodable
+	if err := json.Unmarshal(raw, &generic); err != nil {
+		return unencodableResult
 	}
-	if b, err = json.Marshal(generic); err != nil {
-		return unencodable
+	b, err := json.Marshal(generic)
+	if err != nil {
+		return unencodableResult
 	}
 	return string(b)
 }

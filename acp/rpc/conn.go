@@ -267,6 +267,52 @@ func (c *Conn) Notify(_ context.Context, method string, params any) error {
 	return c.stream.writeNotification(method, params)
 }
 
+// Batch is a run of notifications written together: each is a whole line,
+// and the lines reach the peer in order, in writes of about batchBytes
+// instead of one write each (a session/load replays a whole session in
+// one run). Other messages may come between batches, never inside a
+// line. Flush writes what is held: the caller flushes before sending
+// anything that must follow the batch (a reply, a notification of its
+// own). A Batch is used by one goroutine.
+type Batch struct {
+	s   *lineStream
+	buf []byte
+	err error
+}
+
+// batchBytes is how much a Batch holds before it writes.
+const batchBytes = 64 << 10
+
+// Batch starts a batch of notifications.
+func (c *Conn) Batch() *Batch { return &Batch{s: c.stream} }
+
+// Notify adds a notification to the batch, writing the batch when it is
+// full. After a failed write, every later call fails the same way.
+func (b *Batch) Notify(method string, params any) error {
+	if b.err != nil {
+		return b.err
+	}
+	line, err := notificationLine(method, params)
+	if err != nil {
+		return err
+	}
+	b.buf = append(b.buf, line...)
+	if len(b.buf) >= batchBytes {
+		return b.Flush()
+	}
+	return nil
+}
+
+// Flush writes what the batch holds.
+func (b *Batch) Flush() error {
+	if b.err != nil || len(b.buf) == 0 {
+		return b.err
+	}
+	b.err = b.s.writeLine(b.buf)
+	b.buf = b.buf[:0]
+	return b.err
+}
+
 // ErrPeerGone is returned by Call when the peer's input ended before it
 // answered.
 var ErrPeerGone = errors.New("the client closed its connection before answering")

@@ -382,16 +382,25 @@ func (s *lineStream) writeError(id json.RawMessage, e *Error) error {
 
 // writeNotification writes a notification, its params encoded once.
 func (s *lineStream) writeNotification(method string, params any) error {
-	raw, err := encode(params)
+	line, err := notificationLine(method, params)
 	if err != nil {
 		return err
+	}
+	return s.writeLine(line)
+}
+
+// notificationLine is a notification as one line.
+func notificationLine(method string, params any) ([]byte, error) {
+	raw, err := encode(params)
+	if err != nil {
+		return nil, err
 	}
 	b := make([]byte, 0, len(raw)+len(method)+40)
 	b = append(b, `{"jsonrpc":"2.0","method":`...)
 	b = jsonraw.AppendString(b, method)
 	b = append(b, `,"params":`...)
 	b = append(b, raw...)
-	return s.writeLine(append(b, '}', '\n'))
+	return append(b, '}', '\n'), nil
 }
 
 // encode is json.Marshal, except that a json.RawMessage is only checked:

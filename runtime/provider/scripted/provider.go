@@ -27,8 +27,9 @@ type ReplyError struct {
 
 func (e *ReplyError) Error() string { return e.Message }
 
-// New returns a provider that answers from s. It holds no per-session
-// state: each answer depends only on the request.
+// New returns a provider that answers from s. Each answer depends only on
+// the request (it remembers what it counted of a conversation, not what it
+// answered).
 func New(s *Script) provider.Provider {
 	return &scriptedProvider{script: func() *Script { return s }}
 }
@@ -39,7 +40,10 @@ func New(s *Script) provider.Provider {
 // for.
 func NewDefault() provider.Provider { return &scriptedProvider{script: Default} }
 
-type scriptedProvider struct{ script func() *Script }
+type scriptedProvider struct {
+	script  func() *Script
+	counter conversationCounter
+}
 
 func (p *scriptedProvider) Name() string { return ProviderName }
 
@@ -53,6 +57,7 @@ func (p *scriptedProvider) Generate(ctx context.Context, req provider.ModelReque
 		sink = func(provider.Delta) {}
 	}
 	d := inspect(req)
+	in := p.counter.runes(req.Messages)
 	script := p.script()
 	r := script.find(d.User)
 	if r == nil {
@@ -62,7 +67,7 @@ func (p *scriptedProvider) Generate(ctx context.Context, req provider.ModelReque
 		if err := stream(ctx, sink, provider.DeltaText, text, 0, nil); err != nil {
 			return nil, err
 		}
-		return &provider.ModelResponse{Text: text, Usage: usage(req, text)}, nil
+		return &provider.ModelResponse{Text: text, Usage: usage(in, text)}, nil
 	}
 	rep := &r.replies[min(d.Call, len(r.replies))-1]
 
@@ -103,7 +108,7 @@ func (p *scriptedProvider) Generate(ctx context.Context, req provider.ModelReque
 		})
 		out += c.name + string(c.args)
 	}
-	resp.Usage = usage(req, out)
+	resp.Usage = usage(in, out)
 	return resp, nil
 }
 
@@ -127,9 +132,10 @@ func inspect(req provider.ModelRequest) data {
 	}
 	d.Tools = strings.Join(names, " ")
 	last := -1
-	for i, m := range req.Messages {
-		if m.Role == provider.RoleUser {
+	for i := len(req.Messages) - 1; i >= 0; i-- { // from the end: the turn, not the session
+		if req.Messages[i].Role == provider.RoleUser {
 			last = i
+			break
 		}
 	}
 	if last >= 0 {
@@ -218,17 +224,10 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 // usage is a rough estimate: four characters to a token of the
-// conversation. The system prompt is left out: it holds the workspace's
-// path and the date, and counting it would make every figure of a script
-// differ from machine to machine and day to day.
-func usage(req provider.ModelRequest, out string) *provider.Usage {
-	in := 0
-	for _, m := range req.Messages {
-		in += utf8.RuneCountInString(m.Text)
-		for _, c := range m.ToolCalls {
-			in += utf8.RuneCountInString(c.Name) + utf8.RuneCount(c.Arguments)
-		}
-	}
+// conversation (in, its characters). The system prompt is left out: it
+// holds the workspace's path and the date, and counting it would make
+// every figure of a script differ from machine to machine and day to day.
+func usage(in int, out string) *provider.Usage {
 	return &provider.Usage{
 		InputTokens:   max(1, in/4),
 		OutputTokens:  max(1, utf8.RuneCountInString(out)/4),
