@@ -84,7 +84,7 @@ func (p *presenter) live(ev runtime.Event) {
 	case runtime.EventNotice:
 		var d runtime.NoticeData
 		if p.decode(ev, &d) {
-			p.s.notice(p.sess.ID(), d)
+			p.s.notice(p.sessionID, d)
 		}
 	case runtime.EventToolCall, runtime.EventToolResult, runtime.EventTurnFailed, runtime.EventSubagent:
 		p.common(ev)
@@ -346,7 +346,7 @@ func (p *presenter) sendChunk(kind string, ev runtime.Event) {
 	}
 	b := make([]byte, 0, len(text)+128)
 	b = append(b, `{"sessionId":`...)
-	b = jsonraw.AppendString(b, p.sess.ID())
+	b = jsonraw.AppendString(b, p.sessionID)
 	b = append(b, `,"update":{"sessionUpdate":`...)
 	b = jsonraw.AppendString(b, kind)
 	b = append(b, `,"content":{"type":"text"`...)
