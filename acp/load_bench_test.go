@@ -57,8 +57,9 @@ func writeLongSession(tb testing.TB, ws string, n int) (string, string) {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		w.Write(line)
-		w.WriteByte('\n')
+		if _, err := w.Write(append(line, '\n')); err != nil {
+			tb.Fatal(err)
+		}
 	}
 	for turn := 0; seq < n; turn++ {
 		call := fmt.Sprintf("call_%d", turn)
