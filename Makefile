@@ -25,8 +25,9 @@ demo: build
 	./$(BIN) demo
 
 # Everything CI runs: lint, the Go tests with the race detector, short
-# fuzzing of argument validation (strict and lenient) and path confinement, and the ACP
-# conformance suite driven by the official TypeScript client.
+# fuzzing of argument validation (strict and lenient), path confinement and
+# the JSON scanning under the ACP connection, and the ACP conformance suite
+# driven by the official TypeScript client.
 check: lint gotest fuzz conformance
 
 test: gotest conformance
@@ -46,6 +47,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzLenientSchemaNeverRefusesValidArguments$$' -fuzztime $(FUZZTIME) ./tools/
 	$(GO) test -run '^$$' -fuzz '^FuzzResolve$$' -fuzztime $(FUZZTIME) ./runtime/
 	$(GO) test -run '^$$' -fuzz '^FuzzOverlapSound$$' -fuzztime $(FUZZTIME) ./workflows/
+	$(GO) test -run '^$$' -fuzz '^FuzzScanAgreesWithEncodingJSON$$' -fuzztime $(FUZZTIME) ./internal/jsonraw/
+	$(GO) test -run '^$$' -fuzz '^FuzzUnquoteToAgreesWithEncodingJSON$$' -fuzztime $(FUZZTIME) ./internal/jsonraw/
 
 # Built once from source, from the Go module proxy like every other Go
 # dependency; on a fresh 2-core machine that takes several minutes, so say so.
