@@ -202,6 +202,10 @@ func (r *Runtime) NewSession(dir string, opts ...SessionOption) (*Session, error
 	if err != nil {
 		return nil, err
 	}
+	if err := EnsureStateDir(ws.Root()); err != nil {
+		ws.Close()
+		return nil, err
+	}
 	id := newSessionID()
 	log, err := CreateLog(logPath(ws.Root(), id))
 	if err != nil {
@@ -299,6 +303,10 @@ func (r *Runtime) openSession(id, dir string, visit func(Event)) (*Session, Load
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		ws.Close()
 		return nil, LoadReport{}, fmt.Errorf("%w: no log for %s in %s", ErrSessionNotFound, id, ws.Root())
+	}
+	if err := EnsureStateDir(ws.Root()); err != nil {
+		ws.Close()
+		return nil, LoadReport{}, err
 	}
 	fold := &historyFold{log: r.log}
 	log, report, err := OpenLog(path, func(ev Event) {

@@ -213,3 +213,36 @@ func within(root, p string) bool {
 	}
 	return strings.HasPrefix(p, root+string(filepath.Separator))
 }
+
+// stateIgnore is the .gitignore Pixir writes into a workspace's state
+// folder: its Logs, snapshots and merge journals are never committed by a
+// `git add -A`, while project agent files (.pixir/agents/), which people
+// write and share, stay visible to git.
+const stateIgnore = `# Written by Pixir: its Logs, snapshots and merge journals stay out of git.
+# Agent definitions (agents/) are yours to commit.
+*
+!agents/
+!agents/**
+`
+
+// EnsureStateDir makes <root>/.pixir if needed and gives it a .gitignore
+// when it has none (Pixir made the folder, or an older Pixir did; one of
+// the user's own is left alone).
+func EnsureStateDir(root string) error {
+	dir := filepath.Join(root, StateDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("making Pixir's state folder: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, ".gitignore"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("writing %s/.gitignore: %w", StateDir, err)
+	}
+	_, err = f.WriteString(stateIgnore)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -307,4 +308,44 @@ func TestSymlinkRaceNeverReachesTheLogs(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(sessions, "s.ndjson"))
 	require.NoError(t, err)
 	require.Equal(t, logSecret+"\n", string(b))
+}
+
+func TestStateDirIsIgnoredByGit(t *testing.T) {
+	gitBin, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("no git")
+	}
+	ws := t.TempDir()
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(gitBin, args...)
+		cmd.Dir = ws
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "git %v: %s", args, out)
+		return string(out)
+	}
+	git("init", "-q")
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "main.go"), []byte("package main\n"), 0o644))
+	rt := New(Config{Home: t.TempDir(), Provider: childProvider{}, Model: "m"})
+	defer rt.Close()
+	s, err := rt.NewSession(ws)
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(filepath.Join(ws, StateDir, "subagents", "sa-1", "workspace"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(ws, StateDir, "subagents", "sa-1", "workspace", "x"), []byte("x"), 0o644))
+	// A project agent file is the user's: git still sees it.
+	require.NoError(t, os.MkdirAll(filepath.Join(ws, StateDir, "agents"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(ws, StateDir, "agents", "reviewer.toml"), []byte("name = 'r'\n"), 0o644))
+	require.FileExists(t, filepath.Join(ws, StateDir, "sessions", s.ID()+".ndjson"))
+	git("add", "-A")
+	staged := strings.Fields(git("diff", "--cached", "--name-only"))
+	require.ElementsMatch(t, []string{"main.go", ".pixir/agents/reviewer.toml"}, staged)
+
+	// A .gitignore of the user's own is kept as it is.
+	own := []byte("sessions/\n")
+	require.NoError(t, os.WriteFile(filepath.Join(ws, StateDir, ".gitignore"), own, 0o644))
+	require.NoError(t, EnsureStateDir(ws))
+	got, err := os.ReadFile(filepath.Join(ws, StateDir, ".gitignore"))
+	require.NoError(t, err)
+	require.Equal(t, own, got)
 }

@@ -113,8 +113,9 @@ func nextActions(o *Outcome) []NextAction {
 		acts = append(acts, NextAction{Action: "ask_user", StepIDs: ask,
 			Reason: "these steps need a decision (needs_orchestrator) or produced only partial evidence; settle them before building on them"})
 	}
+	acts = append(acts, mergeActions(o.Steps)...)
 	acts = append(acts, NextAction{Action: "abort",
-		Reason: "stop here and report this partial outcome as it is; isolated writers' changes stay in their snapshots"})
+		Reason: "stop here and report this partial outcome as it is; isolated writers' changes that were not merged stay in their snapshots"})
 	return acts
 }
 
@@ -164,7 +165,12 @@ func Render(o *Outcome) string {
 	if o.StoppedBy != "" {
 		fmt.Fprintf(&b, "; stopped early: %s", o.StoppedBy)
 	}
-	b.WriteString("\n\n| step | agent | wave | subagent | checkpoint | time | summary |\n|---|---|---|---|---|---|---|\n")
+	merges := slices.ContainsFunc(o.Steps, func(s StepOutcome) bool { return s.Merge != nil })
+	if merges {
+		b.WriteString("\n\n| step | agent | wave | subagent | checkpoint | merge | time | summary |\n|---|---|---|---|---|---|---|---|\n")
+	} else {
+		b.WriteString("\n\n| step | agent | wave | subagent | checkpoint | time | summary |\n|---|---|---|---|---|---|---|\n")
+	}
 	shown := tableRows(o.Steps)
 	for k, s := range o.Steps {
 		if !shown[k] {
@@ -181,11 +187,19 @@ func Render(o *Outcome) string {
 		if s.Error != nil && s.CheckpointStatus != CheckpointReady {
 			summary = string(s.Error.Kind) + ": " + s.Error.Message
 		}
+		checkpoint := string(s.CheckpointStatus)
+		if merges {
+			checkpoint += " | " + mergeCell(s.Merge)
+		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", s.StepID, s.Agent, wave, s.SubagentStatus,
-			s.CheckpointStatus, seconds(s.ElapsedMS), cell(summary))
+			checkpoint, seconds(s.ElapsedMS), cell(summary))
 	}
 	if hidden := len(o.Steps) - len(shown); hidden > 0 {
-		fmt.Fprintf(&b, "| … | | | | | | %d more checkpoint_ready steps: see steps |\n", hidden)
+		gap := ""
+		if merges {
+			gap = " |"
+		}
+		fmt.Fprintf(&b, "| … | | | | |%s | %d more checkpoint_ready steps: see steps |\n", gap, hidden)
 	}
 	if len(o.MergeConflictRisk) > 0 {
 		b.WriteString("\nMerge risk: ")
@@ -197,6 +211,7 @@ func Render(o *Outcome) string {
 		}
 		b.WriteString("\n")
 	}
+	writeConflicts(&b, o.Steps)
 	if len(o.SafeNextActions) > 0 {
 		b.WriteString("\nNext:\n")
 		for _, a := range o.SafeNextActions {

@@ -69,7 +69,8 @@ type Bundle struct {
 	// Payload is the typed output, valid against the step's output_schema.
 	Payload json.RawMessage `json:"payload,omitempty"`
 	// Changes and Workspace say where an isolated writer's files are: its
-	// snapshot, since there is no automatic merge-back.
+	// snapshot (StepOutcome.Merge says whether they are in the workspace
+	// too).
 	Changes   *tools.FileChanges `json:"changes,omitempty"`
 	Workspace string             `json:"workspace,omitempty"`
 	// Source is how the checkpoint was learnt: report_checkpoint, a
@@ -115,6 +116,16 @@ type StepOutcome struct {
 	// Checkpoint is the step's bundle; nil when it has none.
 	Checkpoint *Bundle            `json:"checkpoint,omitempty"`
 	Changes    *tools.FileChanges `json:"changes,omitempty"`
+	// Merge, for an isolated writer, says whether its changes are in the
+	// workspace: merged, conflicted or not_merged (and why).
+	Merge *StepMerge `json:"merge,omitempty"`
+}
+
+// StepMerge is what became of an isolated writer's changes: its policy
+// and the merge-back's report.
+type StepMerge struct {
+	Policy MergePolicy `json:"policy"`
+	tools.MergeReport
 }
 
 // NextAction is a safe thing the parent may do after a workflow that did

@@ -37,9 +37,9 @@ type Conflict struct {
 }
 
 // MergeRisk is a pair of writers, at least one isolated, whose write sets
-// overlap. They are serialized, but an isolated writer's changes stay in
-// its snapshot (there is no merge-back yet), so bringing both back into the
-// workspace may conflict: the parent should know before it runs them.
+// overlap. They are serialized, but an isolated writer's changes reach the
+// workspace only when merged, so bringing both back into the workspace may
+// conflict: the parent should know before it runs them.
 type MergeRisk struct {
 	Steps    []string `json:"steps"`
 	Patterns []string `json:"patterns"`
@@ -138,7 +138,7 @@ func mergeRisk(overlap func(a, b string) bool, a, b *Step) (MergeRisk, bool) {
 		return MergeRisk{}, false
 	}
 	return MergeRisk{Steps: []string{a.ID, b.ID}, Patterns: p,
-		Reason: fmt.Sprintf("%s writes %q and %s writes %q, which overlap; an isolated writer's changes stay in its snapshot (no automatic merge-back), so bringing both back may conflict", a.ID, p[0], b.ID, p[1])}, true
+		Reason: fmt.Sprintf("%s writes %q and %s writes %q, which overlap; they run one after the other, and unless the first is merged (merge: on_ready) before the second starts, merging both back may conflict", a.ID, p[0], b.ID, p[1])}, true
 }
 
 // PlannedStep is one step as the dry run will run it.
@@ -162,6 +162,8 @@ type PlannedStep struct {
 	// MaxRuns is the most runs of the step: the product of its loops'
 	// max_iterations and its fan-out's cap.
 	MaxRuns int `json:"max_runs"`
+	// Merge is an isolated writer's merge policy.
+	Merge MergePolicy `json:"merge,omitempty"`
 }
 
 // PlannedLoop is a loop as the dry run shows it.
@@ -310,7 +312,7 @@ func waves(w *Workflow) DryRun {
 		ps := PlannedStep{
 			ID: s.ID, Agent: s.Agent, Wave: wave[i], Posture: s.PermissionMode, WorkspaceMode: s.WorkspaceMode,
 			DependsOn: nonNil(s.DependsOn), ReadSet: nonNil(s.ReadSet), WriteSet: []string{},
-			When: conditionsText(s.When), MaxRuns: 1,
+			When: conditionsText(s.When), MaxRuns: 1, Merge: w.MergePolicyOf(s),
 		}
 		if s.PermissionMode == Writer {
 			ps.WriteSet = s.WriteSet // as written: a fan-out's bindings stay visible

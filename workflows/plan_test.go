@@ -150,7 +150,7 @@ func TestWavesReportsPostureAndMode(t *testing.T) {
 	require.JSONEq(t, `{"max_concurrency":6,"failure_policy":"keep_going","waves":[["look"],["fix"]],
 		"steps":[
 		 {"id":"look","agent":"explorer","wave":1,"posture":"read_only","workspace_mode":"shared","depends_on":[],"read_set":["lib"],"write_set":[],"max_runs":1},
-		 {"id":"fix","agent":"worker","wave":2,"posture":"writer","workspace_mode":"isolated","depends_on":["look"],"read_set":["**/*"],"write_set":["lib/**"],"max_runs":1}],
+		 {"id":"fix","agent":"worker","wave":2,"posture":"writer","workspace_mode":"isolated","depends_on":["look"],"read_set":["**/*"],"write_set":["lib/**"],"max_runs":1,"merge":"on_ready"}],
 		"serialized":[],"merge_conflict_risk":[],"loops":[],"max_runs":2}`, string(b))
 }
 
@@ -268,5 +268,5 @@ func TestDryRunShowsTheControlFlow(t *testing.T) {
 	text := RenderPlan(&d)
 	require.Contains(t, text, "At most 92 step runs")
 	require.Contains(t, text, "- plan-review [plan, check-plan, simplify-plan]: at most 3 iterations; until check-plan /verdict = \"ACCEPTABLE\" and simplify-plan /verdict = \"ACCEPTABLE\"; stops early when check-plan /findings repeats; unresolved: proceed")
-	require.Contains(t, text, "| diagnose | read_only | shared | make | – | escalation | make status in [partial, failed, needs_orchestrator] | – | 6 |")
+	require.Contains(t, text, "| diagnose | read_only | shared | make | – | – | escalation | make status in [partial, failed, needs_orchestrator] | – | 6 |")
 }

@@ -21,6 +21,9 @@ type Ports struct {
 	Agents   Agents
 	Children Children
 	Evidence Evidence
+	// Merger brings ready isolated writers' changes into the workspace;
+	// nil merges nothing (each such step says so).
+	Merger Merger
 }
 
 // Agents resolves, before anything starts, the agent a step's child would
@@ -108,4 +111,25 @@ type Inherited struct {
 	// Workspace is the ancestor's snapshot, Changes what it did there.
 	Workspace string
 	Changes   tools.FileChanges
+}
+
+// Merger brings a step child's changes from its snapshot into the
+// workspace as it is now (merge-back), three-way against what the
+// snapshot was taken from. The runtime asks the user first in ask mode,
+// refuses in read_only, and writes through the editor when it can.
+type Merger interface {
+	// Merge merges the changes of the ended child req.AgentID and reports
+	// what it did: merged, conflicted (the conflicting files are left as
+	// they are) or not_merged. An error is a merge that could not be
+	// attempted (the snapshot is gone, the disk failed); nothing was
+	// written then, or a journal in .pixir/merges finishes it.
+	Merge(ctx context.Context, req MergeRequest) (tools.MergeReport, error)
+}
+
+// MergeRequest is one step's merge-back.
+type MergeRequest struct {
+	// StepID names the step (in conflict markers and questions).
+	StepID string
+	// AgentID is the step's child.
+	AgentID string
 }

@@ -33,20 +33,23 @@ const planEvery = 100 * time.Millisecond
 // runner is one run of a workflow: the scheduler, driven by the
 // children's ends, which arrive on its own channel.
 type runner struct {
+	ctx      context.Context
 	children Children
 	evidence Evidence
+	merger   Merger
 	w        *Workflow
 	opt      RunOptions
 	prior    *Reuse // the checkpoints reused from an earlier run
 	sched    *scheduler
 	slots    []*reportSlot
 
-	outcomes     []*StepOutcome // nil until decided or held
-	decidedSteps []int          // steps in the order they were decided
-	agentIDs     []string       // each started step's child
-	stepOf       map[string]int // a started child's step
-	waves        []int          // each started step's dispatch round
-	reasons      []string       // why the workflow closed a step early
+	outcomes     []*StepOutcome      // nil until decided or held
+	decidedSteps []int               // steps in the order they were decided
+	agentIDs     []string            // each started step's child
+	stepOf       map[string]int      // a started child's step
+	waves        []int               // each started step's dispatch round
+	reasons      []string            // why the workflow closed a step early
+	mergedBy     map[string][]string // a merged path: the steps that merged it, in order
 	round        int
 	started      time.Time
 	planShown    time.Time
@@ -69,7 +72,7 @@ func run(ctx context.Context, p *Prepared, opt RunOptions) Outcome {
 	w := p.w
 	n := len(w.Steps)
 	r := &runner{
-		children: p.ports.Children, evidence: p.ports.Evidence, w: w, opt: opt, prior: p.reuse, sched: newScheduler(w),
+		ctx: ctx, children: p.ports.Children, evidence: p.ports.Evidence, merger: p.ports.Merger, mergedBy: map[string][]string{}, w: w, opt: opt, prior: p.reuse, sched: newScheduler(w),
 		slots: make([]*reportSlot, n), outcomes: make([]*StepOutcome, n),
 		agentIDs: make([]string, n), stepOf: make(map[string]int, n), waves: make([]int, n), reasons: make([]string, n),
 		ends: make(chan tools.SubagentView, min(n, w.MaxConcurrency)), started: opt.Now(),
@@ -245,7 +248,8 @@ func (r *runner) startStep(ctx context.Context, i int) bool {
 }
 
 // inheritance is what step i's snapshot starts with: the changes its
-// ancestors made in isolated snapshots, in the order they were decided
+// ancestors made in isolated snapshots and did not merge into the
+// workspace, in the order they were decided
 // (an ancestor's snapshot already holds its own ancestors' changes, but
 // its change list names only its own work, so every ancestor counts).
 func (r *runner) inheritance(i int) []Inherited {
@@ -267,6 +271,9 @@ func (r *runner) inheritance(i int) []Inherited {
 			len(o.Changes.Added)+len(o.Changes.Changed)+len(o.Changes.Deleted) == 0 {
 			continue
 		}
+		if o.Merge != nil && o.Merge.Status == tools.MergeMerged {
+			continue // in the workspace, which the step's snapshot is taken from
+		}
 		out = append(out, Inherited{StepID: o.StepID, Workspace: o.Workspace, Changes: *o.Changes})
 	}
 	return out
@@ -283,7 +290,7 @@ func (r *runner) ended(v tools.SubagentView) {
 		out.Error = &tools.Failure{Kind: tools.ErrTimeout, Message: fmt.Sprintf(
 			"the workflow's timeout_ms (%d) passed while this step ran; it was stopped, and its work so far is in its own log", r.w.TimeoutMS)}
 	}
-	r.decided(i, out)
+	r.decided(i, r.land(i, out))
 }
 
 // decided records a step's outcome and lets the scheduler act on it:

@@ -47,6 +47,24 @@ const (
 	FailFast  FailurePolicy = "fail_fast"
 )
 
+// MergePolicy says when an isolated writer's changes land in the
+// workspace (merge-back).
+type MergePolicy string
+
+const (
+	// MergeOnReady (the default): as soon as the step is checkpoint_ready,
+	// before any dependent starts, so dependents and whatever follows the
+	// run (a commit) see the work in the workspace itself. The work of a
+	// writer that is not ready is never merged.
+	MergeOnReady MergePolicy = "on_ready"
+	// MergeManual: the changes stay in the step's snapshot; the parent
+	// merges them when it decides (merge_agent with the step's agent id).
+	MergeManual MergePolicy = "manual"
+	// MergeNever: the changes are the step's dependents' alone (their
+	// snapshots start with them) and never reach the workspace.
+	MergeNever MergePolicy = "never"
+)
+
 // Defaults applied by Normalize. DefaultMaxConcurrency matches the Subagents
 // Manager's max_threads, so a default workflow never queues inside the Manager.
 const (
@@ -87,7 +105,8 @@ type Step struct {
 	// Join says what a step with several dependencies waits for.
 	Join JoinMode `json:"join,omitempty" jsonschema:"enum=all,enum=any" jsonschema_description:"all (default): every dependency must be checkpoint_ready, and a skipped one skips this step; any: run when at least one is checkpoint_ready once all are decided (the join of alternative branches)."`
 	// ForEach makes the step a fan-out: one instance per item.
-	ForEach *ForEach `json:"for_each,omitempty" jsonschema_description:"Run one instance of this step per item of an array in an upstream step's payload: {step, path, max_items}. In task, read_set and write_set, ${item}, ${item.field} and ${index} are replaced per instance (values as data: paths stay literal); dependents wait for every instance."`
+	ForEach *ForEach    `json:"for_each,omitempty" jsonschema_description:"Run one instance of this step per item of an array in an upstream step's payload: {step, path, max_items}. In task, read_set and write_set, ${item}, ${item.field} and ${index} are replaced per instance (values as data: paths stay literal); dependents wait for every instance."`
+	Merge   MergePolicy `json:"merge,omitempty" jsonschema:"enum=on_ready,enum=manual,enum=never" jsonschema_description:"For an isolated writer: when its changes land in the workspace. on_ready: as soon as it is checkpoint_ready, before its dependents start; manual: they stay in its snapshot until merge_agent; never: only its dependents see them. Default: the workflow's merge."`
 }
 
 // UnmarshalJSON rejects unknown keys, so a misspelt field is an error the
@@ -117,6 +136,7 @@ type Workflow struct {
 	MaxConcurrency int           `json:"max_concurrency,omitempty" jsonschema:"minimum=1" jsonschema_description:"Most steps running at once. Default 6."`
 	TimeoutMS      int64         `json:"timeout_ms,omitempty" jsonschema:"minimum=1" jsonschema_description:"Time limit of the whole workflow in milliseconds; at the limit running steps are stopped and the rest held. Default: none beyond each step's."` // 0: no workflow-wide limit beyond each step's
 	FailurePolicy  FailurePolicy `json:"failure_policy,omitempty" jsonschema:"enum=keep_going,enum=fail_fast" jsonschema_description:"keep_going (default): independent steps go on when one fails; fail_fast: stop everything at the first step that is not checkpoint_ready."`
+	Merge          MergePolicy   `json:"merge,omitempty" jsonschema:"enum=on_ready,enum=manual,enum=never" jsonschema_description:"When isolated writers' changes land in the workspace: on_ready (default): each as soon as it is checkpoint_ready, three-way against the workspace as it is then, before its dependents start; manual: they stay in the snapshots (merge_agent merges one); never: only dependents see them. A step's merge overrides it."`
 	DryRun         bool          `json:"dry_run,omitempty" jsonschema_description:"Validate and plan only: return the waves, conflicts and merge risks without starting anything."`
 	// ValidateOnly is accepted as an alias of DryRun (prior art §6);
 	// Check folds it into DryRun.
@@ -271,6 +291,9 @@ func (w *Workflow) Normalize() {
 	if w.FailurePolicy == "" {
 		w.FailurePolicy = KeepGoing
 	}
+	if w.Merge == "" {
+		w.Merge = MergeOnReady
+	}
 	for i := range w.Loops {
 		l := &w.Loops[i]
 		l.ID = strings.TrimSpace(l.ID)
@@ -318,6 +341,21 @@ func (w *Workflow) Normalize() {
 			s.TimeoutMS = DefaultStepTimeoutMS
 		}
 	}
+}
+
+// MergePolicyOf is step s's merge policy: its own merge, else the
+// workflow's, for an isolated writer; "" for any other step, which has no
+// changes of its own to merge.
+func (w *Workflow) MergePolicyOf(s *Step) MergePolicy {
+	switch {
+	case s.PermissionMode != Writer || s.WorkspaceMode != Isolated:
+		return ""
+	case s.Merge != "":
+		return s.Merge
+	case w.Merge != "":
+		return w.Merge
+	}
+	return MergeOnReady
 }
 
 // normalizePatterns strips a leading "./" (models write it; doublestar would

@@ -73,13 +73,13 @@ func RenderPlan(p *DryRun) string {
 		fmt.Fprintf(&b, "\nWave %d: %s", i+1, strings.Join(wave, ", "))
 	}
 	if !control {
-		b.WriteString("\n\n| step | posture | workspace | depends on | writes |\n|---|---|---|---|---|\n")
+		b.WriteString("\n\n| step | posture | workspace | depends on | writes | merge |\n|---|---|---|---|---|---|\n")
 		for _, s := range p.Steps {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", s.ID, s.Posture, s.WorkspaceMode,
-				orDash(s.DependsOn), orDash(s.WriteSet))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", s.ID, s.Posture, s.WorkspaceMode,
+				orDash(s.DependsOn), orDash(s.WriteSet), orDashString(string(s.Merge)))
 		}
 	} else {
-		b.WriteString("\n\n| step | posture | workspace | depends on | writes | loop | runs if | fans out over | max runs |\n|---|---|---|---|---|---|---|---|---|\n")
+		b.WriteString("\n\n| step | posture | workspace | depends on | writes | merge | loop | runs if | fans out over | max runs |\n|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, s := range p.Steps {
 			when := s.When
 			if s.Join == JoinAny {
@@ -89,8 +89,8 @@ func RenderPlan(p *DryRun) string {
 			if over != "" {
 				over += fmt.Sprintf(" (max %d)", s.MaxItems)
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %d |\n", s.ID, s.Posture, s.WorkspaceMode,
-				orDash(s.DependsOn), orDash(s.WriteSet), orDashString(s.Loop), orDashString(cell(when)), orDashString(over), s.MaxRuns)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %d |\n", s.ID, s.Posture, s.WorkspaceMode,
+				orDash(s.DependsOn), orDash(s.WriteSet), orDashString(string(s.Merge)), orDashString(s.Loop), orDashString(cell(when)), orDashString(over), s.MaxRuns)
 		}
 	}
 	if len(p.Loops) > 0 {

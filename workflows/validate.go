@@ -28,7 +28,7 @@ type Problem struct {
 	// control flow: unknown_step not_upstream not_in_loop invalid_condition
 	// invalid_pointer no_output_schema invalid_value unbounded_loop
 	// empty_loop loop_overlap loop_not_contiguous fan_out_not_array
-	// nested_fan_out invalid_binding fan_out_self_conflict.
+	// nested_fan_out invalid_binding fan_out_self_conflict; and merge_without_snapshot.
 	Code string `json:"code"`
 	// Index is the step's position in steps; nil for workflow-level problems.
 	Index *int   `json:"index,omitempty"`
@@ -94,6 +94,10 @@ func (v *validator) workflow(w *Workflow) {
 		v.add(Problem{Code: "invalid_number", Field: "timeout_ms", Value: fmt.Sprint(w.TimeoutMS),
 			Message: fmt.Sprintf("timeout_ms: %d must be at least 1 (omit it for no workflow-wide limit)", w.TimeoutMS)})
 	}
+	if !validMerge(w.Merge) {
+		v.add(Problem{Code: "invalid_enum", Field: "merge", Value: string(w.Merge),
+			Message: fmt.Sprintf("merge: %q is not one of on_ready, manual, never", w.Merge)})
+	}
 	if w.FailurePolicy != KeepGoing && w.FailurePolicy != FailFast {
 		v.add(Problem{Code: "invalid_enum", Field: "failure_policy", Value: string(w.FailurePolicy),
 			Message: fmt.Sprintf("failure_policy: %q is not one of keep_going, fail_fast", w.FailurePolicy)})
@@ -150,6 +154,13 @@ func (v *validator) step(i int, s *Step, ids map[string]int) {
 	default:
 		v.stepProblem(i, s, "invalid_enum", "workspace_mode", string(s.WorkspaceMode), "workspace_mode %q is not one of isolated, shared", s.WorkspaceMode)
 	}
+	switch {
+	case !validMerge(s.Merge):
+		v.stepProblem(i, s, "invalid_enum", "merge", string(s.Merge), "merge %q is not one of on_ready, manual, never", s.Merge)
+	case s.Merge != "" && (s.PermissionMode != Writer || s.WorkspaceMode != Isolated):
+		v.stepProblem(i, s, "merge_without_snapshot", "merge", string(s.Merge),
+			"merge is %q, but only an isolated writer has changes to merge (this step is %s in the %s workspace); drop merge", s.Merge, s.PermissionMode, s.WorkspaceMode)
+	}
 	if s.PermissionMode == ReadOnly && len(s.WriteSet) > 0 {
 		v.stepProblem(i, s, "read_only_write_set", "write_set", strings.Join(s.WriteSet, ","), "permission_mode is read_only but write_set is %q; drop write_set or make the step a writer", s.WriteSet)
 	}
@@ -176,6 +187,15 @@ func (v *validator) step(i int, s *Step, ids map[string]int) {
 			v.stepProblem(i, s, "invalid_output_schema", "output_schema", t, `output_schema must describe an object (the payload is a JSON object), not %s; wrap it: {"type":"object","properties":{"items":...}}`, t)
 		}
 	}
+}
+
+// validMerge reports whether m is a merge policy (or unset).
+func validMerge(m MergePolicy) bool {
+	switch m {
+	case "", MergeOnReady, MergeManual, MergeNever:
+		return true
+	}
+	return false
 }
 
 // rootType is the "type" keyword of a schema's root, as written.

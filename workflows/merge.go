@@ -1,0 +1,161 @@
+package workflows
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/pixir-go/pixir/tools"
+)
+
+// Merge-back in a run: the one place the runner lands an isolated
+// writer's work (land), called when a step is decided, before its
+// dependents can start, so they (and whatever follows the run, such as
+// a commit) see the work in the workspace itself. Merges happen one at a
+// time, in the order steps are decided, which respects the dependencies:
+// each merges against the workspace as the previous one left it.
+
+// land decides what becomes of step i's changes once its outcome is
+// decided, and returns the outcome with its Merge. A conflict makes a
+// ready step needs_orchestrator: its dependents are held, and the parent
+// decides (resolve then merge again, keep it in the snapshot, discard it).
+func (r *runner) land(i int, out StepOutcome) StepOutcome {
+	st := &r.w.Steps[i]
+	policy := r.w.MergePolicyOf(st)
+	if policy == "" || out.WorkspaceMode != Isolated || out.AgentID == "" {
+		return out // nothing of its own to merge
+	}
+	m := &StepMerge{Policy: policy, MergeReport: tools.MergeReport{Status: tools.MergeNotMerged}}
+	out.Merge = m
+	switch {
+	case out.CheckpointStatus != CheckpointReady:
+		m.Reason = fmt.Sprintf("the step is %s, not checkpoint_ready: its work is not merged (it stays in its snapshot)", out.CheckpointStatus)
+	case policy == MergeManual:
+		m.Reason = fmt.Sprintf("merge is manual: the changes stay in the step's snapshot; merge_agent with id %s merges them", out.AgentID)
+	case policy == MergeNever:
+		m.Reason = "merge is never: the changes are for the step's dependents only"
+	case r.merger == nil:
+		m.Reason = "this run cannot merge (no merger); the changes stay in the step's snapshot"
+	default:
+		rep, err := r.merger.Merge(r.ctx, MergeRequest{StepID: st.ID, AgentID: out.AgentID})
+		if err != nil {
+			m.Reason = "the merge could not be made: " + tools.AsFailure(err).Message
+			break
+		}
+		m.MergeReport = rep
+		for k := range m.Conflicts {
+			m.Conflicts[k].Steps = r.involved(st.ID, m.Conflicts[k].Path)
+		}
+		for _, p := range mergedPaths(rep.Applied) {
+			r.mergedBy[p] = append(r.mergedBy[p], st.ID)
+		}
+		if rep.Status == tools.MergeConflicted {
+			out.CheckpointStatus = CheckpointNeedsOrchestrator
+			if b := out.Checkpoint; b != nil {
+				b.Status, b.DependentSafe = CheckpointNeedsOrchestrator, false
+				b.KnownLimitations = append(b.KnownLimitations, conflictNote(rep.Conflicts))
+			}
+		}
+	}
+	return out
+}
+
+// involved are the steps a conflict on path involves: those merged
+// earlier in this run that changed it, then the step being merged.
+func (r *runner) involved(step, path string) []string {
+	return append(slices.Clone(r.mergedBy[path]), step)
+}
+
+func mergedPaths(f tools.MergeFiles) []string {
+	return slices.Concat(f.Added, f.Updated, f.Merged, f.Deleted, f.Mode)
+}
+
+// conflictNote sums up a merge's conflicts in one line.
+func conflictNote(cs []tools.MergeConflict) string {
+	parts := make([]string, 0, len(cs))
+	for _, c := range cs {
+		p := c.Path + " (" + c.Kind
+		if n := len(c.Hunks); n > 0 {
+			p += fmt.Sprintf(", %d hunk", n)
+			if n > 1 {
+				p += "s"
+			}
+		}
+		parts = append(parts, p+")")
+	}
+	return "merge conflict, not written to the workspace: " + strings.Join(parts, ", ")
+}
+
+// mergeCell is a step's merge as the outcome table shows it.
+func mergeCell(m *StepMerge) string {
+	if m == nil {
+		return "–"
+	}
+	switch m.Status {
+	case tools.MergeMerged:
+		return fmt.Sprintf("merged (%d files)", m.Applied.Count())
+	case tools.MergeConflicted:
+		return fmt.Sprintf("conflicted (%d files; %d merged)", len(m.Conflicts), m.Applied.Count())
+	}
+	if m.Policy != MergeOnReady {
+		return "not merged (" + string(m.Policy) + ")"
+	}
+	return "not merged"
+}
+
+// mergeActions are the safe moves after merge conflicts.
+func mergeActions(steps []StepOutcome) []NextAction {
+	var conflicted []string
+	for _, s := range steps {
+		if s.Merge != nil && s.Merge.Status == tools.MergeConflicted {
+			conflicted = append(conflicted, s.StepID)
+		}
+	}
+	if len(conflicted) == 0 {
+		return nil
+	}
+	return []NextAction{
+		{Action: "resolve_then_merge", StepIDs: conflicted,
+			Reason: "each step's merge.conflicts were left as they are in the workspace, and its snapshot now holds them with conflict markers against the workspace's version: have the step's child resolve them (send_input to its agent_id), then merge_agent it again"},
+		{Action: "keep_in_snapshot", StepIDs: conflicted,
+			Reason: "leave the unmerged files in the step's snapshot for later; what merged cleanly is already in the workspace"},
+		{Action: "discard", StepIDs: conflicted,
+			Reason: "close_agent the step's agent_id: its snapshot and unmerged changes are deleted; what merged cleanly stays in the workspace"},
+	}
+}
+
+// writeConflicts lists the merge conflicts of a run under its table: each
+// file, what kind of conflict, where, and the steps involved.
+func writeConflicts(b *strings.Builder, steps []StepOutcome) {
+	first := true
+	for _, s := range steps {
+		if s.Merge == nil || len(s.Merge.Conflicts) == 0 {
+			continue
+		}
+		if first {
+			b.WriteString("\nMerge conflicts (left as they are in the workspace):\n")
+			first = false
+		}
+		for _, c := range s.Merge.Conflicts {
+			fmt.Fprintf(b, "- %s: %s", c.Path, c.Kind)
+			for _, h := range c.Hunks {
+				fmt.Fprintf(b, "; lines %s of the workspace against %s of %s", lines(h.Ours), lines(h.Theirs), s.StepID)
+			}
+			if len(c.Steps) > 1 {
+				fmt.Fprintf(b, " (steps %s)", strings.Join(c.Steps, ", "))
+			}
+			b.WriteString("\n")
+		}
+	}
+}
+
+// lines shows a line range as people write it.
+func lines(r tools.LineRange) string {
+	switch r.Count {
+	case 0:
+		return fmt.Sprintf("(none, before %d)", r.Start)
+	case 1:
+		return fmt.Sprint(r.Start)
+	}
+	return fmt.Sprintf("%d-%d", r.Start, r.Start+r.Count-1)
+}

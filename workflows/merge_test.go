@@ -1,0 +1,213 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pixir-go/pixir/tools"
+)
+
+// fakeMerger records the merges a run asks for, in order, and answers
+// each step with what its function says.
+type fakeMerger struct {
+	answer func(step string) (tools.MergeReport, error)
+
+	mu     sync.Mutex
+	merged []string // "step/agent", in order
+	// startedAfter, per merge, the steps started before it: a dependent
+	// must start only after its dependency's merge.
+	sim *simRuntime
+	at  map[string][]string
+}
+
+func (f *fakeMerger) Merge(_ context.Context, req MergeRequest) (tools.MergeReport, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.merged = append(f.merged, req.StepID+"/"+req.AgentID)
+	if f.sim != nil {
+		f.sim.mu.Lock()
+		f.at[req.StepID] = append([]string(nil), f.sim.order...)
+		f.sim.mu.Unlock()
+	}
+	if f.answer == nil {
+		return tools.MergeReport{Status: tools.MergeMerged, Applied: tools.MergeFiles{Updated: []string{req.StepID + ".txt"}}}, nil
+	}
+	return f.answer(req.StepID)
+}
+
+func runWithMerger(t *testing.T, spec string, plan func(string) childPlan, m *fakeMerger) (Outcome, *simRuntime) {
+	t.Helper()
+	w := mustParse(t, spec)
+	sim := newSim(plan)
+	m.sim, m.at = sim, map[string][]string{}
+	ports := sim.ports()
+	ports.Merger = m
+	p, err := Prepare(w, ports)
+	require.NoError(t, err)
+	var out Outcome
+	synctest.Test(t, func(*testing.T) {
+		out = p.Run(context.Background(), RunOptions{WorkflowID: "wf-m", Now: fixedClock(), waiting: sim.waiting})
+	})
+	return out, sim
+}
+
+func changed(paths ...string) *tools.FileChanges {
+	return &tools.FileChanges{Added: []string{}, Changed: paths, Deleted: []string{}}
+}
+
+func TestMergeOnReadyBeforeDependentsInDecisionOrder(t *testing.T) {
+	// a and b write different files side by side; c depends on both and
+	// must start only after both merged; d is a reader.
+	spec := `{"steps":[
+		{"id":"a","task":"t","write_set":["a/**"]},
+		{"id":"b","task":"t","write_set":["b/**"]},
+		{"id":"c","task":"t","write_set":["c/**"],"depends_on":["a","b"]},
+		{"id":"d","task":"t"}]}`
+	plan := func(step string) childPlan {
+		d := map[string]int64{"a": 20, "b": 10, "c": 5, "d": 1}[step]
+		return childPlan{dur: d, changes: changed(step + "/x")}
+	}
+	m := &fakeMerger{}
+	out, sim := runWithMerger(t, spec, plan, m)
+	require.Equal(t, StatusCompleted, out.Status)
+	// b ends first, then a, then c: each merged as it is decided.
+	require.Equal(t, []string{"b/sa-b", "a/sa-a", "c/sa-c"}, m.merged)
+	require.NotContains(t, m.at["a"], "c", "c started before a, its dependency, was merged")
+	for _, id := range []string{"a", "b", "c"} {
+		s := stepOf(out, id)
+		require.NotNil(t, s.Merge, id)
+		require.Equal(t, tools.MergeMerged, s.Merge.Status, id)
+		require.Equal(t, MergeOnReady, s.Merge.Policy)
+	}
+	require.Nil(t, stepOf(out, "d").Merge, "a reader has nothing to merge")
+	// c's snapshot inherits nothing: its dependencies are in the workspace.
+	require.Empty(t, sim.reqs["c"].Inherit)
+	require.Contains(t, out.Output, "| merge |")
+	require.Contains(t, out.Output, "merged (1 files)")
+}
+
+func TestMergeConflictMakesTheStepNeedOrchestrator(t *testing.T) {
+	// a and b write the same file, so b (declared later, no longer chain)
+	// runs after a; its merge conflicts with what a merged.
+	spec := `{"steps":[
+		{"id":"a","task":"t","write_set":["f.txt"]},
+		{"id":"b","task":"t","write_set":["f.txt"]},
+		{"id":"after","task":"t","depends_on":["b"]},
+		{"id":"first","task":"t","depends_on":["a"]}]}`
+	m := &fakeMerger{answer: func(step string) (tools.MergeReport, error) {
+		if step == "a" {
+			return tools.MergeReport{Status: tools.MergeMerged, Applied: tools.MergeFiles{Updated: []string{"f.txt"}}}, nil
+		}
+		return tools.MergeReport{Status: tools.MergeConflicted, Conflicts: []tools.MergeConflict{{
+			Path: "f.txt", Kind: tools.ConflictContent, Message: "both changed line 2",
+			Hunks: []tools.ConflictHunk{{Ours: tools.LineRange{Start: 2, Count: 1}, Base: tools.LineRange{Start: 2, Count: 1}, Theirs: tools.LineRange{Start: 2, Count: 1}}},
+		}}}, nil
+	}}
+	plan := func(step string) childPlan {
+		return childPlan{dur: 1, changes: changed("f.txt"),
+			report: `{"status":"checkpoint_ready","summary":"done"}`}
+	}
+	out, _ := runWithMerger(t, spec, plan, m)
+	require.Equal(t, StatusPartial, out.Status)
+	b := stepOf(out, "b")
+	require.Equal(t, CheckpointNeedsOrchestrator, b.CheckpointStatus)
+	require.Equal(t, tools.MergeConflicted, b.Merge.Status)
+	require.Equal(t, []string{"a", "b"}, b.Merge.Conflicts[0].Steps, "the steps involved: a merged f.txt before b")
+	require.False(t, b.Checkpoint.DependentSafe)
+	require.Equal(t, CheckpointNeedsOrchestrator, b.Checkpoint.Status)
+	require.Equal(t, CheckpointHeld, stepOf(out, "after").CheckpointStatus, "a conflicted step's dependents wait")
+	require.Equal(t, CheckpointReady, stepOf(out, "first").CheckpointStatus)
+	require.Equal(t, []string{"b"}, out.NeedsOrchestratorSteps)
+	var actions []string
+	for _, a := range out.SafeNextActions {
+		actions = append(actions, a.Action)
+	}
+	require.Subset(t, actions, []string{"resolve_then_merge", "keep_in_snapshot", "discard"})
+	require.Contains(t, out.Output, "Merge conflicts")
+	require.Contains(t, out.Output, "f.txt: content; lines 2 of the workspace against 2 of b (steps a, b)")
+	require.Contains(t, strings.Join(out.SeamObligations, "\n"), "merge conflict")
+}
+
+func TestMergePolicies(t *testing.T) {
+	spec := `{"merge":"manual","steps":[
+		{"id":"man","task":"t","write_set":["m/**"]},
+		{"id":"nev","task":"t","write_set":["n/**"],"merge":"never"},
+		{"id":"on","task":"t","write_set":["o/**"],"merge":"on_ready"},
+		{"id":"late","task":"t","write_set":["l/**"],"depends_on":["man","nev"]},
+		{"id":"bad","task":"t","write_set":["b/**"],"merge":"on_ready"},
+		{"id":"err","task":"t","write_set":["e/**"],"merge":"on_ready"}]}`
+	plan := func(step string) childPlan {
+		p := childPlan{dur: 1, changes: changed(step + "/x")}
+		if step == "bad" {
+			p.status = tools.SubagentFailed
+		}
+		return p
+	}
+	m := &fakeMerger{answer: func(step string) (tools.MergeReport, error) {
+		if step == "err" {
+			return tools.MergeReport{}, errors.New("the snapshot is gone")
+		}
+		return tools.MergeReport{Status: tools.MergeMerged}, nil
+	}}
+	out, sim := runWithMerger(t, spec, plan, m)
+	require.Equal(t, []string{"on/sa-on", "err/sa-err"}, m.merged)
+	for id, want := range map[string]string{
+		"man": "merge is manual", "nev": "merge is never", "bad": "not checkpoint_ready", "err": "the snapshot is gone",
+	} {
+		s := stepOf(out, id)
+		require.Equal(t, tools.MergeNotMerged, s.Merge.Status, id)
+		require.Contains(t, s.Merge.Reason, want, id)
+	}
+	require.Equal(t, MergeManual, stepOf(out, "late").Merge.Policy, "the workflow's merge is the default")
+	// late's snapshot starts with the unmerged work of its dependencies.
+	var from []string
+	for _, in := range sim.reqs["late"].Inherit {
+		from = append(from, in.StepID)
+	}
+	require.Equal(t, []string{"man", "nev"}, from)
+	require.Contains(t, out.Output, "not merged (manual)")
+}
+
+func TestMergeWithoutMergerSaysSo(t *testing.T) {
+	w := mustParse(t, `{"steps":[{"id":"w","task":"t","write_set":["x"]}]}`)
+	sim := newSim(func(string) childPlan { return childPlan{dur: 1, changes: changed("x")} })
+	out := simRun(t, context.Background(), sim, w, RunOptions{WorkflowID: "wf", Now: fixedClock(), waiting: sim.waiting})
+	s := stepOf(out, "w")
+	require.Equal(t, tools.MergeNotMerged, s.Merge.Status)
+	require.Contains(t, s.Merge.Reason, "cannot merge")
+	require.Equal(t, CheckpointReady, s.CheckpointStatus)
+}
+
+func TestMergeValidation(t *testing.T) {
+	for _, c := range []struct{ spec, code, field string }{
+		{`{"merge":"later","steps":[{"id":"a","task":"t"}]}`, "invalid_enum", "merge"},
+		{`{"steps":[{"id":"a","task":"t","write_set":["x"],"merge":"sometimes"}]}`, "invalid_enum", "merge"},
+		{`{"steps":[{"id":"a","task":"t","merge":"on_ready"}]}`, "merge_without_snapshot", "merge"},
+		{`{"steps":[{"id":"a","task":"t","write_set":["x"],"workspace_mode":"shared","merge":"manual"}]}`, "merge_without_snapshot", "merge"},
+	} {
+		_, err := Parse([]byte(c.spec))
+		require.Error(t, err, c.spec)
+		p := tools.AsFailure(err).Details.(ValidationDetails).Problems
+		require.Len(t, p, 1, c.spec)
+		require.Equal(t, c.code, p[0].Code, c.spec)
+		require.Equal(t, c.field, p[0].Field, c.spec)
+	}
+	w := mustParse(t, `{"merge":"never","steps":[{"id":"r","task":"t"},{"id":"w","task":"t","write_set":["x"]}]}`)
+	require.Equal(t, MergePolicy(""), w.MergePolicyOf(&w.Steps[0]), "a workflow-wide merge is fine beside readers")
+	require.Equal(t, MergeNever, w.MergePolicyOf(&w.Steps[1]))
+}
+
+func stepOf(out Outcome, id string) StepOutcome {
+	for _, s := range out.Steps {
+		if s.StepID == id {
+			return s
+		}
+	}
+	panic("no step " + id)
+}
