@@ -37,19 +37,19 @@ type MergeReport struct {
 }
 
 // MergeFiles lists workspace-relative, slash-separated paths by what the
-// merge does to them.
+// merge does to them; an empty list is left out.
 type MergeFiles struct {
 	// Added: new files (the workspace had none).
-	Added []string `json:"added"`
+	Added []string `json:"added,omitempty"`
 	// Updated: files the workspace had not changed since the snapshot,
 	// taken as the child left them (a fast-forward).
-	Updated []string `json:"updated"`
+	Updated []string `json:"updated,omitempty"`
 	// Merged: files both sides changed, merged three-way hunk by hunk.
-	Merged []string `json:"merged"`
+	Merged []string `json:"merged,omitempty"`
 	// Deleted: files the child deleted.
-	Deleted []string `json:"deleted"`
+	Deleted []string `json:"deleted,omitempty"`
 	// Mode: files whose permission bits changed (and nothing else).
-	Mode []string `json:"mode"`
+	Mode []string `json:"mode,omitempty"`
 }
 
 // Count is the number of files in the lists.
