@@ -23,6 +23,7 @@ import (
 
 	"github.com/pixir-go/pixir/runtime"
 	"github.com/pixir-go/pixir/tools"
+	"github.com/pixir-go/pixir/tools/mcp"
 	"github.com/pixir-go/pixir/workflows"
 )
 
@@ -83,6 +84,7 @@ var ErrorKinds = []tools.ErrorKind{
 //   - results/tool_result.json: the envelope of every tool result;
 //   - results/<name>_output.json: the output of a successful call of each
 //     built-in tool;
+//   - results/mcp_tool_output.json: the output of an MCP server's tool;
 //   - results/dry_run_output.json: the output of a successful dry run;
 //   - results/<name>_dry_run_output.json: that of the tools in
 //     DryRunOutputs, whose dry run says more.
@@ -122,6 +124,16 @@ func Files() (map[string][]byte, error) {
 		if err := put(files, ResultsDir+"/"+name+"_output.json", s); err != nil {
 			return nil, err
 		}
+	}
+	// MCP tools are the servers', named at run time; their output is one
+	// shape, Pixir's.
+	m := reflectOutput(mcp.CallOutput{})
+	m.Title = "Output of an MCP tool"
+	m.Description = "The output field of the result of a call of an MCP server's tool (mcp__<server>__<tool>): the text of its content, " +
+		"a line naming each image, audio or resource, and its structured content, each cut at 64 KiB with a marker. " +
+		`A result the server marks isError is {"ok":false,"output":…} with this output.`
+	if err := put(files, ResultsDir+"/mcp_tool_output.json", m); err != nil {
+		return nil, err
 	}
 	dry := reflectOutput(tools.DryRunOutput{})
 	dry.Title = "Output of a dry run"
@@ -168,7 +180,7 @@ func envelope() *jsonschema.Schema {
 	s.Title = "Tool result"
 	s.Description = `What every tool call returns to the model: {"ok":true,"output":…} on success, ` +
 		`{"ok":false,"error":{"kind","message","details"}} on failure, and {"ok":false,"output":…} when the work ran but did not ` +
-		`succeed (a partial or failed workflow: its outcome is the output). The output of each tool is described in its *_output.json file, ` +
+		`succeed (a partial or failed workflow: its outcome is the output; an MCP tool's own error: its words are the output). The output of each tool is described in its *_output.json file, ` +
 		"and that of a dry run in dry_run_output.json."
 	okIs := func(v bool) *jsonschema.Schema {
 		p := jsonschema.NewProperties()

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixir-go/pixir/tools"
@@ -376,4 +377,40 @@ func TestCloseWhileStarting(t *testing.T) {
 		t.Fatalf("a server stopped by Close is no news: %+v", n)
 	default:
 	}
+}
+
+// BenchmarkCallOverhead measures what the adapter adds to a call: checking
+// the arguments, the time limit and converting the result, against the
+// same call made straight with the SDK's session, in turn, on one server.
+func BenchmarkCallOverhead(b *testing.B) {
+	s := Start([]ServerConfig{stdioConfig(b, "bench")}, Options{Dir: b.TempDir()})
+	defer s.Close()
+	if err := s.Ready(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	all, _ := s.Tools(nil)
+	var echo tools.Tool
+	for _, t := range all {
+		if t.Name() == "mcp__bench__echo" {
+			echo = t
+		}
+	}
+	args := json.RawMessage(`{"text":"hello","times":2}`)
+	session := s.servers[0].session
+	var adapter, direct time.Duration
+	for i := 0; b.Loop(); i++ {
+		start := time.Now()
+		if i%2 == 0 {
+			if r := echo.Run(context.Background(), tools.Env{}, args); !r.OK {
+				b.Fatal(r.Error)
+			}
+			adapter += time.Since(start)
+		} else {
+			if _, err := session.CallTool(context.Background(), &sdk.CallToolParams{Name: "echo", Arguments: args}); err != nil {
+				b.Fatal(err)
+			}
+			direct += time.Since(start)
+		}
+	}
+	b.ReportMetric(float64(adapter)/float64(direct), "adapter/direct")
 }

@@ -38,7 +38,7 @@ func serveStdio() {
 }
 
 // stdioConfig starts this test binary as a stdio server named name.
-func stdioConfig(t *testing.T, name string) ServerConfig {
+func stdioConfig(t testing.TB, name string) ServerConfig {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
