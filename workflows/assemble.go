@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -20,7 +21,6 @@ func assemble(w *Workflow, id string, steps []StepOutcome, stoppedBy string, ela
 		TimeoutSteps: []string{}, HeldSteps: []string{}, NeedsOrchestratorSteps: []string{},
 		SeamObligations: []string{}, MergeConflictRisk: []MergeRisk{}, SafeNextActions: []NextAction{},
 	}
-	overlap := memoOverlap()
 	for i := range steps {
 		s := &steps[i]
 		if s.Wave > 0 {
@@ -46,20 +46,10 @@ func assemble(w *Workflow, id string, steps []StepOutcome, stoppedBy string, ela
 			out.TimeoutSteps = append(out.TimeoutSteps, s.StepID)
 		}
 	}
-	// Only writers can make a merge risk: pair them alone, not all steps.
-	var writers []*Step
-	for i := range w.Steps {
-		if len(effectiveWrite(&w.Steps[i])) > 0 {
-			writers = append(writers, &w.Steps[i])
-		}
-	}
-	for i, a := range writers {
-		for _, b := range writers[i+1:] {
-			if risk, ok := mergeRisk(overlap, a, b); ok {
-				out.MergeConflictRisk = append(out.MergeConflictRisk, risk)
-			}
-		}
-	}
+	// The pairs at merge risk are counted, and the first named
+	// (mergeRisks): a list of every pair grows with the square of the
+	// writers. A count is bounded in time, so there is no error to meet.
+	out.MergeConflictRisk, out.MergeConflictRiskCount, _ = mergeRisks(context.Background(), w.Steps, newOverlapCache(), maxListed)
 	// Dispatch rounds are numbered across the run, and a round whose only
 	// step failed to start still counts; keep no empty wave.
 	out.Waves = slices.DeleteFunc(out.Waves, func(w []string) bool { return len(w) == 0 })
@@ -199,15 +189,24 @@ func Render(o *Outcome) string {
 		if merges {
 			gap = " |"
 		}
-		fmt.Fprintf(&b, "| … | | | | |%s | %d more checkpoint_ready steps: see steps |\n", gap, hidden)
+		// The table shows the steps that are not checkpoint_ready first.
+		if notReady := max(0, c.Steps-c.CheckpointReadySteps-maxTableRows); notReady == 0 {
+			fmt.Fprintf(&b, "| … | | | | |%s | %d more checkpoint_ready steps: see steps |\n", gap, hidden)
+		} else {
+			fmt.Fprintf(&b, "| … | | | | |%s | %d more steps (%d of them not checkpoint_ready): see steps |\n", gap, hidden, notReady)
+		}
 	}
-	if len(o.MergeConflictRisk) > 0 {
-		b.WriteString("\nMerge risk: ")
-		for i, m := range o.MergeConflictRisk {
+	if r := o.MergeConflictRiskCount; r.Pairs > 0 {
+		fmt.Fprintf(&b, "\nMerge risk (%s): ", riskPairs(r))
+		listed := o.MergeConflictRisk[:min(len(o.MergeConflictRisk), maxRenderedLines)]
+		for i, m := range listed {
 			if i > 0 {
 				b.WriteString("; ")
 			}
 			fmt.Fprintf(&b, "%s write overlapping files (%s)", strings.Join(m.Steps, " and "), strings.Join(m.Patterns, " ~ "))
+		}
+		if more := r.Pairs - len(listed); more > 0 {
+			fmt.Fprintf(&b, "; … and %s%d more pairs", atLeast(r.AtLeast), more)
 		}
 		b.WriteString("\n")
 	}
@@ -217,7 +216,12 @@ func Render(o *Outcome) string {
 		for _, a := range o.SafeNextActions {
 			fmt.Fprintf(&b, "- %s", a.Action)
 			if len(a.StepIDs) > 0 {
-				fmt.Fprintf(&b, " [%s]", strings.Join(a.StepIDs, ", "))
+				ids := a.StepIDs[:min(len(a.StepIDs), maxRenderedIDs)]
+				fmt.Fprintf(&b, " [%s", strings.Join(ids, ", "))
+				if more := len(a.StepIDs) - len(ids); more > 0 {
+					fmt.Fprintf(&b, " … and %d more", more)
+				}
+				b.WriteString("]")
 			}
 			fmt.Fprintf(&b, ": %s\n", a.Reason)
 		}

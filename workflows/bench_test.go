@@ -2,10 +2,15 @@ package workflows
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -49,6 +54,109 @@ func BenchmarkWaves1000(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// bigSpec is the JSON spec of a random DAG of n steps as a model would
+// send it: each step depends on up to three earlier ones; a third are
+// writers, isolated or shared, of overlapping sets (whole trees, files in
+// them, a file of their own), the rest readers of some of those trees.
+func bigSpec(n int, seed uint64) json.RawMessage {
+	r := rand.New(rand.NewPCG(seed, seed))
+	trees := []string{"src/**", "src/a/**", "src/b/*.go", "docs/**", "**/*.md", "test/**/*_test.go", "cmd/**"}
+	var b strings.Builder
+	b.WriteString(`{"name":"big","max_concurrency":8,"steps":[`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"id":"s%d","task":"Do part %d of the work.","agent":"worker"`, i, i)
+		var deps []string
+		for range r.IntN(4) {
+			if i > 0 {
+				deps = append(deps, fmt.Sprintf(`"s%d"`, r.IntN(i)))
+			}
+		}
+		if len(deps) > 0 {
+			fmt.Fprintf(&b, `,"depends_on":[%s]`, strings.Join(deps, ","))
+		}
+		switch r.IntN(6) {
+		case 0:
+			fmt.Fprintf(&b, `,"write_set":[%q]`, trees[r.IntN(len(trees))])
+		case 1:
+			fmt.Fprintf(&b, `,"write_set":["src/a/f%d.go",%q],"workspace_mode":"shared"`, i, trees[r.IntN(len(trees))])
+		default:
+			fmt.Fprintf(&b, `,"read_set":[%q]`, trees[r.IntN(len(trees))])
+		}
+		b.WriteByte('}')
+	}
+	b.WriteString(`]}`)
+	return json.RawMessage(b.String())
+}
+
+// BenchmarkDryRun10000 is run_workflow's dry run of 10,000 steps (bigSpec:
+// a third writers with overlapping sets) from the model's JSON to the
+// encoded result the model reads: decode, check, resolve agents, plan,
+// count the merge risks, render, encode (targets: < 1 s, < 200 MB peak).
+// cpu-ms/op is the CPU time it took (all threads, the garbage collector's
+// included), the figure a busy machine does not inflate; peak-RSS-MB is
+// the process's high-water mark (Linux), the benchmark's own figure when
+// it runs alone.
+func BenchmarkDryRun10000(b *testing.B) {
+	raw := bigSpec(benchSteps(10_000), 1)
+	b.ReportAllocs()
+	var size int
+	cpu := cpuTime()
+	for b.Loop() {
+		w, err := Decode(raw)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p, err := Prepare(w, Ports{Agents: anyAgent{}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		out, err := p.DryRun(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		enc, err := json.Marshal(tools.OK(out))
+		if err != nil {
+			b.Fatal(err)
+		}
+		size = len(enc)
+	}
+	b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N)/1e6, "cpu-ms/op")
+	b.ReportMetric(float64(size)/1024, "result-KiB")
+	if peak := peakRSS(); peak > 0 {
+		b.ReportMetric(float64(peak)/(1<<20), "peak-RSS-MB")
+	}
+}
+
+// cpuTime is the CPU time the process used so far (user and system, every
+// thread): on a shared machine, what a benchmark cost, whatever else ran.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// peakRSS is the process's peak resident set (VmHWM), 0 where unknown.
+func peakRSS() int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return 0
 }
 
 func BenchmarkOverlap(b *testing.B) {
@@ -199,4 +307,12 @@ func BenchmarkDependencyToStart(b *testing.B) {
 	b.ReportMetric(float64(all[len(all)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-µs")
 	b.ReportMetric(float64(all[len(all)-1].Microseconds()), "max-µs")
+}
+
+// benchSteps is n, or PIXIR_BENCH_STEPS when profiling.
+func benchSteps(n int) int {
+	if v, err := strconv.Atoi(os.Getenv("PIXIR_BENCH_STEPS")); err == nil && v > 0 {
+		return v
+	}
+	return n
 }

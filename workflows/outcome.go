@@ -175,8 +175,11 @@ type Outcome struct {
 	NeedsOrchestratorSteps []string `json:"needs_orchestrator_steps"`
 	// SeamObligations are the unresolved decisions needs_orchestrator
 	// steps raised, for the parent to settle.
-	SeamObligations   []string     `json:"seam_obligations"`
-	MergeConflictRisk []MergeRisk  `json:"merge_conflict_risk"`
-	SafeNextActions   []NextAction `json:"safe_next_actions"`
-	Summary           Counts       `json:"summary"`
+	SeamObligations []string `json:"seam_obligations"`
+	// MergeConflictRisk names the first pairs of writers at merge risk;
+	// MergeConflictRiskCount counts them.
+	MergeConflictRisk      []MergeRisk  `json:"merge_conflict_risk"`
+	MergeConflictRiskCount RiskCount    `json:"merge_conflict_risk_count"`
+	SafeNextActions        []NextAction `json:"safe_next_actions"`
+	Summary                Counts       `json:"summary"`
 }

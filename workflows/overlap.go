@@ -36,6 +36,12 @@ import (
 func Overlap(a, b string) bool {
 	pa, okA := compile(a)
 	pb, okB := compile(b)
+	return compiledOverlap(pa, okA, pb, okB)
+}
+
+// compiledOverlap is Overlap of two compiled patterns (ok false: invalid,
+// which overlaps everything).
+func compiledOverlap(pa [][]segment, okA bool, pb [][]segment, okB bool) bool {
 	if !okA || !okB {
 		return true
 	}
@@ -47,6 +53,106 @@ func Overlap(a, b string) bool {
 		}
 	}
 	return false
+}
+
+// overlapCache decides Overlap for the many pattern pairs the planner and
+// the scheduler ask about: each pattern is compiled once (and named by a
+// small number), two patterns whose leading literal segments differ
+// ("src/a.go", "src/b.go") are told apart without a search, and every
+// other pair is searched once. It is not safe for concurrent use.
+type overlapCache struct {
+	ids      map[string]patternID
+	compiled []compiledPattern
+	answers  map[uint64]bool
+}
+
+// patternID names a pattern of one overlapCache.
+type patternID int32
+
+type compiledPattern struct {
+	alts [][]segment
+	ok   bool
+	// prefixes are the alternatives' leading literal segments, folded
+	// (foldedKey) and each followed by a slash.
+	prefixes []string
+}
+
+func newOverlapCache() *overlapCache {
+	return &overlapCache{ids: map[string]patternID{}, answers: map[uint64]bool{}}
+}
+
+// id interns p.
+func (c *overlapCache) id(p string) patternID {
+	id, ok := c.ids[p]
+	if !ok {
+		id = patternID(len(c.compiled))
+		c.ids[p] = id
+		cp := compiledPattern{}
+		cp.alts, cp.ok = compile(p)
+		for _, alt := range cp.alts {
+			var b strings.Builder
+			for _, seg := range alt {
+				if !seg.literal() {
+					break
+				}
+				b.WriteString(foldedKey(seg))
+				b.WriteByte('/')
+			}
+			cp.prefixes = append(cp.prefixes, b.String())
+		}
+		c.compiled = append(c.compiled, cp)
+	}
+	return id
+}
+
+func (c *overlapCache) pattern(p string) compiledPattern { return c.compiled[c.id(p)] }
+
+// overlap is Overlap(a, b).
+func (c *overlapCache) overlap(a, b string) bool { return c.overlapIDs(c.id(a), c.id(b)) }
+
+func (c *overlapCache) overlapIDs(a, b patternID) bool {
+	if a > b {
+		a, b = b, a // Overlap is symmetric
+	}
+	pa, pb := &c.compiled[a], &c.compiled[b]
+	if pa.ok && pb.ok && prefixesDisjoint(pa.prefixes, pb.prefixes) {
+		return false
+	}
+	k := uint64(a)<<32 | uint64(b)
+	v, done := c.answers[k]
+	if !done {
+		v = compiledOverlap(pa.alts, pa.ok, pb.alts, pb.ok)
+		c.answers[k] = v
+	}
+	return v
+}
+
+// prefixesDisjoint reports whether no alternative of one pattern can meet
+// an alternative of the other because their leading literal segments
+// differ: neither prefix is the other's beginning.
+func prefixesDisjoint(xs, ys []string) bool {
+	for _, x := range xs {
+		for _, y := range ys {
+			if strings.HasPrefix(x, y) || strings.HasPrefix(y, x) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// foldedKey names a literal segment up to case, as Overlap compares
+// literals: each character by the smallest of its case variants.
+func foldedKey(seg segment) string {
+	var b strings.Builder
+	for _, t := range seg.toks {
+		least := t.set.ranges[0].lo
+		for _, r := range t.set.ranges {
+			least = min(least, r.lo)
+		}
+		b.WriteRune(least)
+	}
+	return b.String()
 }
 
 // maxExpansions bounds brace expansion; beyond it Overlap gives up and says
@@ -400,88 +506,105 @@ func (s charSet) intersects(t charSet) bool {
 // pathsOverlap searches the product of two segment lists: state (i, j)
 // means both patterns could have consumed the same leading segments.
 func pathsOverlap(a, b []segment) bool {
-	type state struct{ i, j int }
-	seen := map[state]bool{}
-	var visit func(i, j int) bool
-	visit = func(i, j int) bool {
-		if i == len(a) && j == len(b) {
-			return true
-		}
-		st := state{i, j}
-		if seen[st] {
+	// Two patterns that begin with different literal segments cannot
+	// meet: the common case of distinct directories, decided at once.
+	for k := 0; k < len(a) && k < len(b) && a[k].literal() && b[k].literal(); k++ {
+		if !segmentsOverlap(a[k].toks, b[k].toks) {
 			return false
 		}
-		seen[st] = true
-		if i < len(a) && a[i].globstar {
-			// ** matches nothing, or swallows one segment b produces.
-			if visit(i+1, j) || (j < len(b) && visit(i, j+1)) {
-				return true
-			}
-		}
-		if j < len(b) && b[j].globstar {
-			if visit(i, j+1) || (i < len(a) && visit(i+1, j)) {
-				return true
-			}
-		}
-		if i < len(a) && j < len(b) && !a[i].globstar && !b[j].globstar &&
-			segmentsOverlap(a[i].toks, b[j].toks) {
-			return visit(i+1, j+1)
-		}
+	}
+	s := pathSearch{a: a, b: b, seen: make([]bool, (len(a)+1)*(len(b)+1))}
+	return s.visit(0, 0)
+}
+
+type pathSearch struct {
+	a, b []segment
+	seen []bool // indexed i*(len(b)+1)+j
+}
+
+func (s *pathSearch) visit(i, j int) bool {
+	a, b := s.a, s.b
+	if i == len(a) && j == len(b) {
+		return true
+	}
+	k := i*(len(b)+1) + j
+	if s.seen[k] {
 		return false
 	}
-	return visit(0, 0)
+	s.seen[k] = true
+	if i < len(a) && a[i].globstar {
+		// ** matches nothing, or swallows one segment b produces.
+		if s.visit(i+1, j) || (j < len(b) && s.visit(i, j+1)) {
+			return true
+		}
+	}
+	if j < len(b) && b[j].globstar {
+		if s.visit(i, j+1) || (i < len(a) && s.visit(i+1, j)) {
+			return true
+		}
+	}
+	if i < len(a) && j < len(b) && !a[i].globstar && !b[j].globstar &&
+		segmentsOverlap(a[i].toks, b[j].toks) {
+		return s.visit(i+1, j+1)
+	}
+	return false
 }
 
 // segmentsOverlap reports whether some non-empty segment name matches both
 // token lists. The search runs over (position in a, position in b, whether
 // a character has been consumed yet).
 func segmentsOverlap(a, b []token) bool {
-	type state struct {
-		i, j     int
-		nonEmpty bool
+	s := segmentSearch{a: a, b: b, seen: make([]bool, 2*(len(a)+1)*(len(b)+1))}
+	return s.visit(0, 0, false)
+}
+
+type segmentSearch struct {
+	a, b []token
+	seen []bool // indexed ((i*(len(b)+1))+j)*2 + nonEmpty
+}
+
+func (s *segmentSearch) visit(i, j int, nonEmpty bool) bool {
+	a, b := s.a, s.b
+	if i == len(a) && j == len(b) {
+		return nonEmpty
 	}
-	seen := map[state]bool{}
-	var visit func(st state) bool
-	visit = func(st state) bool {
-		if st.i == len(a) && st.j == len(b) {
-			return st.nonEmpty
-		}
-		if seen[st] {
-			return false
-		}
-		seen[st] = true
-		i, j := st.i, st.j
-		// A star may match the empty string.
-		if i < len(a) && a[i].star && visit(state{i + 1, j, st.nonEmpty}) {
-			return true
-		}
-		if j < len(b) && b[j].star && visit(state{i, j + 1, st.nonEmpty}) {
-			return true
-		}
-		if i == len(a) || j == len(b) {
-			return false
-		}
-		// Consume one character both accept; a star stays where it is.
-		sa, sb := a[i].set, b[j].set
-		if a[i].star {
-			sa = anyChar()
-		}
-		if b[j].star {
-			sb = anyChar()
-		}
-		if !sa.intersects(sb) {
-			return false
-		}
-		ni, nj := i+1, j+1
-		if a[i].star {
-			ni = i
-		}
-		if b[j].star {
-			nj = j
-		}
-		return visit(state{ni, nj, true})
+	k := (i*(len(b)+1) + j) * 2
+	if nonEmpty {
+		k++
 	}
-	return visit(state{})
+	if s.seen[k] {
+		return false
+	}
+	s.seen[k] = true
+	// A star may match the empty string.
+	if i < len(a) && a[i].star && s.visit(i+1, j, nonEmpty) {
+		return true
+	}
+	if j < len(b) && b[j].star && s.visit(i, j+1, nonEmpty) {
+		return true
+	}
+	if i == len(a) || j == len(b) {
+		return false
+	}
+	// Consume one character both accept; a star stays where it is.
+	sa, sb := a[i].set, b[j].set
+	if a[i].star {
+		sa = anyChar()
+	}
+	if b[j].star {
+		sb = anyChar()
+	}
+	if !sa.intersects(sb) {
+		return false
+	}
+	ni, nj := i+1, j+1
+	if a[i].star {
+		ni = i
+	}
+	if b[j].star {
+		nj = j
+	}
+	return s.visit(ni, nj, true)
 }
 
 // patternProblem says why a workflow path pattern is unusable, or "" when it

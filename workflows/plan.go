@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -178,10 +179,11 @@ type PlannedLoop struct {
 }
 
 // Serialization records that a step (Conflict.Step) was runnable, its
-// dependencies done, for Wave but was pushed later: by a conflict with a
-// step of that wave, or because max_concurrency slots were full (Rule
-// RuleMaxConcurrency, With empty). Each (step, with) pair is recorded once,
-// at the first wave it held the step back.
+// dependencies done, at Wave but did not start then: because it conflicts
+// with a step that started in that wave (With: the first such step), or
+// because every max_concurrency slot was taken (Rule RuleMaxConcurrency,
+// With empty). Each step held back is recorded once, at the wave it became
+// runnable.
 type Serialization struct {
 	Wave int `json:"wave"`
 	Conflict
@@ -189,20 +191,64 @@ type Serialization struct {
 
 // DryRun is what run_workflow's dry run returns: the waves the scheduler
 // would run if every step took the same time, and why it ordered them so.
+//
+// Its size is bounded whatever the workflow: Serialized and MergeRisks name
+// the first maxListed (Summary and MergeRiskCount count them all), and the
+// dry run a model reads (Prepared.DryRun) lists the first maxListedSteps
+// steps and step placements of the waves. Truncated says what a list leaves
+// out. Nothing is lost: a plan is a pure function of its spec, which is in
+// the Log, and Waves gives the whole of it.
 type DryRun struct {
-	MaxConcurrency int             `json:"max_concurrency"`
-	FailurePolicy  FailurePolicy   `json:"failure_policy"`
-	Waves          [][]string      `json:"waves"`
-	Steps          []PlannedStep   `json:"steps"`
-	Serialized     []Serialization `json:"serialized"`
-	MergeRisks     []MergeRisk     `json:"merge_conflict_risk"`
+	MaxConcurrency int           `json:"max_concurrency"`
+	FailurePolicy  FailurePolicy `json:"failure_policy"`
+	Waves          [][]string    `json:"waves"`
+	Steps          []PlannedStep `json:"steps"`
+	// Serialized names the first steps held back (Summary counts them).
+	Serialized []Serialization `json:"serialized"`
+	// MergeRisks names the first pairs of writers at merge risk;
+	// MergeRiskCount counts them.
+	MergeRisks     []MergeRisk `json:"merge_conflict_risk"`
+	MergeRiskCount RiskCount   `json:"merge_conflict_risk_count"`
 	// Loops are the workflow's loops; MaxRuns the most step runs the
 	// workflow can make (every loop to its bound, every fan-out to its
 	// cap). Waves are those of the first iteration of every loop, each
 	// fan-out counted as one run, every conditional step as if it ran.
 	Loops   []PlannedLoop `json:"loops"`
 	MaxRuns int           `json:"max_runs"`
+	// Summary counts the whole plan, whatever the lists leave out.
+	Summary PlanSummary `json:"summary"`
+	// Truncated is set when a list above leaves something out.
+	Truncated *Truncation `json:"truncated,omitempty"`
 }
+
+// PlanSummary counts a dry run's plan.
+type PlanSummary struct {
+	Steps int `json:"steps"`
+	Waves int `json:"waves"`
+	// SerializedSteps counts the steps held back at the wave they became
+	// runnable for (Serialized names the first).
+	SerializedSteps int `json:"serialized_steps"`
+}
+
+// Truncation says how much of each list a result leaves out, and where
+// the rest is.
+type Truncation struct {
+	Waves      int    `json:"waves,omitempty"` // waves not listed, or not in full
+	Steps      int    `json:"steps,omitempty"`
+	Serialized int    `json:"serialized,omitempty"`
+	MergeRisks int    `json:"merge_conflict_risk,omitempty"`
+	Note       string `json:"note"`
+}
+
+// Caps of the lists of a dry run (see DryRun).
+const (
+	maxListed      = 50
+	maxListedSteps = 200
+)
+
+// dryRunNote is Truncation.Note of a dry run.
+const dryRunNote = "lists are cut to keep the result bounded; the counts are whole. The plan is a pure function of the spec: " +
+	"dry-run a part of the workflow to see the rest of its lists"
 
 // Waves validates w and simulates the greedy deterministic scheduler with
 // every step taking one unit of time: at each tick the steps whose
@@ -214,83 +260,84 @@ type DryRun struct {
 // same choices, so these waves are what a dry run can honestly promise.
 // w is checked first (Check: a workflow that already passed is not
 // validated again); an invalid w yields the *tools.Failure of Validate.
+// Waves and Steps are whole; Serialized and MergeRisks are the first
+// maxListed.
 func Waves(w *Workflow) (DryRun, error) {
 	if err := Check(w); err != nil {
 		return DryRun{}, err
 	}
-	return waves(w), nil
+	return waves(context.Background(), w)
 }
 
-// waves is Waves of a checked workflow.
-func waves(w *Workflow) DryRun {
+// waves is Waves of a checked workflow: the real scheduler driven one tick
+// at a time, every step of a wave ending before the next. It stops with
+// ctx's error when ctx ends.
+func waves(ctx context.Context, w *Workflow) (DryRun, error) {
 	n := len(w.Steps)
-	index := make(map[string]int, n)
-	for i := range w.Steps {
-		index[w.Steps[i].ID] = i
-	}
-	wave := make([]int, n) // 0: not started
+	g := w.graph()
+	patterns := newOverlapCache()
+	s := newScheduler(w, patterns)
+	s.track = true // which steps become runnable, for the held-back ones
 	out := DryRun{
 		MaxConcurrency: w.MaxConcurrency, FailurePolicy: w.FailurePolicy,
-		Waves: [][]string{}, Serialized: []Serialization{}, MergeRisks: []MergeRisk{},
+		Waves: [][]string{}, Serialized: []Serialization{},
 	}
-	recorded := map[[2]string]bool{}
-	overlap := memoOverlap()
-	order := priorityOrder(w)
-	// A step that depends on a loop's step waits for the whole loop (its
-	// first iteration here): each loop's started steps and last wave.
-	g := w.graph()
-	loopStarted, loopLast := make([]int, len(g.loops)), make([]int, len(g.loops))
-	for started := 0; started < n; {
-		t := len(out.Waves) + 1
-		var now []int
-		for _, i := range order {
-			if wave[i] != 0 || !depsDone(&w.Steps[i], index, wave, t) || !loopsDone(g, i, loopStarted, loopLast, t) {
-				continue
-			}
-			s := &w.Steps[i]
-			blocked := false
-			for _, r := range now {
-				if c, ok := conflicts(overlap, s, &w.Steps[r]); ok {
-					blocked = true
-					if key := [2]string{s.ID, c.With}; !recorded[key] {
-						recorded[key] = true
-						out.Serialized = append(out.Serialized, Serialization{Wave: t, Conflict: c})
-					}
-				}
-			}
-			if !blocked && len(now) >= w.MaxConcurrency {
-				blocked = true
-				if key := [2]string{s.ID, ""}; !recorded[key] {
-					recorded[key] = true
-					out.Serialized = append(out.Serialized, Serialization{Wave: t, Conflict: Conflict{
-						Step: s.ID, Rule: RuleMaxConcurrency,
-						Reason: fmt.Sprintf("%s was ready but all %d slots of max_concurrency were taken", s.ID, w.MaxConcurrency),
-					}})
-				}
-			}
-			if !blocked {
-				now = append(now, i)
-			}
+	wave := make([]int, n) // 0: not started
+	var ready []int        // the steps that became runnable for this wave
+	for i := range w.Steps {
+		if s.unmet[i] == 0 {
+			ready = append(ready, i)
 		}
+	}
+	blockedAt := make([]int, s.index.profiles()) // the last wave a profile was blocked in
+	blockedBy := make([]int, s.index.profiles())
+	var held []int
+	for started := 0; started < n; {
+		if err := ctx.Err(); err != nil {
+			return DryRun{}, err
+		}
+		t := len(out.Waves) + 1
+		now := s.next()
 		if len(now) == 0 {
 			// Unreachable for a checked (acyclic) workflow: some step with
 			// all dependencies done always fits into an empty wave.
 			panic(fmt.Sprintf("workflows: no step could start in wave %d of a checked workflow", t))
 		}
-		// A wave is a set: list it in declaration order, which people read.
-		slices.Sort(now)
-		ids := make([]string, len(now))
-		for k, i := range now {
-			wave[i] = t
-			for l := g.loopOf[i]; l >= 0; l = g.loops[l].parent {
-				loopStarted[l]++
-				loopLast[l] = t
-			}
-			ids[k] = w.Steps[i].ID
+		for _, b := range s.blocked {
+			blockedAt[b.id], blockedBy[b.id] = t, b.by
 		}
-		out.Waves = append(out.Waves, ids)
+		for _, i := range now {
+			wave[i] = t
+		}
+		// The steps that became runnable for this wave and did not start.
+		held = held[:0]
+		for _, i := range ready {
+			if wave[i] == 0 {
+				held = append(held, i)
+			}
+		}
+		out.Summary.SerializedSteps += len(held)
+		if room := maxListed - len(out.Serialized); room > 0 && len(held) > 0 {
+			slices.SortFunc(held, func(a, b int) int { return s.rank[a] - s.rank[b] }) // the order next looked at them
+			for _, i := range held[:min(room, len(held))] {
+				out.Serialized = append(out.Serialized, s.heldBack(i, t, blockedAt, blockedBy))
+			}
+		}
+		// A wave is a set: list it in declaration order, which people read.
+		names := make([]string, len(now))
+		sorted := slices.Sorted(slices.Values(now))
+		for k, i := range sorted {
+			names[k] = w.Steps[i].ID
+		}
+		out.Waves = append(out.Waves, names)
 		started += len(now)
+		// Every step of the wave ends before the next one.
+		for _, i := range now {
+			s.finish(i, true)
+		}
+		ready = s.takeBecame()
 	}
+	out.Summary.Steps, out.Summary.Waves = n, len(out.Waves)
 	out.Loops = []PlannedLoop{}
 	for l := range w.Loops {
 		lp := &w.Loops[l]
@@ -307,17 +354,18 @@ func waves(w *Workflow) DryRun {
 		}
 		out.Loops = append(out.Loops, pl)
 	}
+	out.Steps = make([]PlannedStep, n)
 	for i := range w.Steps {
-		s := &w.Steps[i]
+		st := &w.Steps[i]
 		ps := PlannedStep{
-			ID: s.ID, Agent: s.Agent, Wave: wave[i], Posture: s.PermissionMode, WorkspaceMode: s.WorkspaceMode,
-			DependsOn: nonNil(s.DependsOn), ReadSet: nonNil(s.ReadSet), WriteSet: []string{},
-			When: conditionsText(s.When), MaxRuns: 1, Merge: w.MergePolicyOf(s),
+			ID: st.ID, Agent: st.Agent, Wave: wave[i], Posture: st.PermissionMode, WorkspaceMode: st.WorkspaceMode,
+			DependsOn: nonNil(st.DependsOn), ReadSet: nonNil(st.ReadSet), WriteSet: []string{},
+			When: conditionsText(st.When), MaxRuns: 1, Merge: w.MergePolicyOf(st),
 		}
-		if s.PermissionMode == Writer {
-			ps.WriteSet = s.WriteSet // as written: a fan-out's bindings stay visible
+		if st.PermissionMode == Writer {
+			ps.WriteSet = st.WriteSet // as written: a fan-out's bindings stay visible
 		}
-		if s.Join == JoinAny {
+		if st.Join == JoinAny {
 			ps.Join = JoinAny
 		}
 		if l := g.loopOf[i]; l >= 0 {
@@ -326,19 +374,85 @@ func waves(w *Workflow) DryRun {
 		for _, l := range g.loopChain(i) {
 			ps.MaxRuns *= w.Loops[l].MaxIterations
 		}
-		if f := s.ForEach; f != nil {
+		if f := st.ForEach; f != nil {
 			ps.ForEach, ps.MaxItems = f.Step+" "+f.Path, f.MaxItems
 			ps.MaxRuns *= f.MaxItems
 		}
 		out.MaxRuns += ps.MaxRuns
-		out.Steps = append(out.Steps, ps)
-		for j := i + 1; j < n; j++ {
-			if r, ok := mergeRisk(overlap, s, &w.Steps[j]); ok {
-				out.MergeRisks = append(out.MergeRisks, r)
-			}
+		out.Steps[i] = ps
+	}
+	var err error
+	if out.MergeRisks, out.MergeRiskCount, err = mergeRisks(ctx, w.Steps, patterns, maxListed); err != nil {
+		return DryRun{}, err
+	}
+	out.truncate(len(out.Serialized), len(out.MergeRisks))
+	return out, nil
+}
+
+// heldBack says why step i, runnable for wave t, did not start in it.
+func (s *scheduler) heldBack(i, t int, blockedAt, blockedBy []int) Serialization {
+	st := &s.w.Steps[i]
+	q := s.profile[i]
+	by, blocked := blockedBy[q], blockedAt[q] == t
+	if !blocked {
+		// next stopped before it looked at i's profile (the slots were
+		// full), or i waited behind a step of its own profile that
+		// started: it is held back by a conflict with the wave if it has
+		// one, by max_concurrency otherwise.
+		by, blocked = s.conflictsWithRunning(q)
+	}
+	if blocked {
+		if c, ok := conflicts(s.index.patterns.overlap, st, &s.w.Steps[by]); ok {
+			return Serialization{Wave: t, Conflict: c}
 		}
 	}
-	return out
+	return Serialization{Wave: t, Conflict: Conflict{
+		Step: st.ID, Rule: RuleMaxConcurrency,
+		Reason: fmt.Sprintf("%s was ready but all %d slots of max_concurrency were taken", st.ID, s.w.MaxConcurrency),
+	}}
+}
+
+// truncate records what the lists leave out, given how many of the
+// serialized steps and merge risks are listed.
+func (d *DryRun) truncate(serialized, risks int) {
+	t := Truncation{Serialized: d.Summary.SerializedSteps - serialized, MergeRisks: d.MergeRiskCount.Pairs - risks}
+	listed := 0
+	for k, wave := range d.Waves {
+		if listed+len(wave) > maxListedSteps {
+			t.Waves = len(d.Waves) - k
+			break
+		}
+		listed += len(wave)
+	}
+	t.Steps = max(0, len(d.Steps)-maxListedSteps)
+	if t == (Truncation{}) {
+		d.Truncated = nil
+		return
+	}
+	t.Note = dryRunNote
+	d.Truncated = &t
+}
+
+// bounded is d with its lists cut as Truncated says.
+func (d DryRun) bounded() DryRun {
+	if d.Truncated == nil {
+		return d
+	}
+	listed := 0
+	for k, wave := range d.Waves {
+		if listed+len(wave) > maxListedSteps {
+			cut := slices.Clone(d.Waves[:k+1])
+			cut[k] = wave[:maxListedSteps-listed]
+			if len(cut[k]) == 0 {
+				cut = cut[:k]
+			}
+			d.Waves = cut
+			break
+		}
+		listed += len(wave)
+	}
+	d.Steps = d.Steps[:min(len(d.Steps), maxListedSteps)]
+	return d
 }
 
 // priorityOrder is the order in which the scheduler considers runnable
@@ -376,31 +490,6 @@ func priorityOrder(w *Workflow) []int {
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return height[b] - height[a] })
 	return order
-}
-
-// loopsDone reports whether every loop that step i's dependencies are in,
-// and i is not, has run all its steps in waves before t.
-func loopsDone(g *graph, i int, started, last []int, t int) bool {
-	for _, d := range g.deps[i] {
-		sc := g.commonScope(i, d)
-		if m := g.memberIn(d, sc); isLoop(m) {
-			l := loopOfMember(m)
-			if started[l] < g.loops[l].size || last[l] >= t {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// depsDone reports whether every dependency of s ran in a wave before t.
-func depsDone(s *Step, index map[string]int, wave []int, t int) bool {
-	for _, d := range s.DependsOn {
-		if w := wave[index[d]]; w == 0 || w >= t {
-			return false
-		}
-	}
-	return true
 }
 
 // nonNil keeps empty lists as [] in JSON, which reads better than null.

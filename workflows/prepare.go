@@ -74,10 +74,16 @@ type DryRunOutcome struct {
 }
 
 // DryRun plans the workflow, starting nothing and writing nothing: the
-// waves the scheduler would run if every step took the same time.
-func (p *Prepared) DryRun() DryRunOutcome {
-	plan := waves(p.w)
-	return DryRunOutcome{Output: RenderPlan(&plan), Mode: "dry_run", DryRun: plan}
+// waves the scheduler would run if every step took the same time, its
+// lists bounded (DryRun). It stops when ctx ends, with a cancelled
+// *tools.Failure.
+func (p *Prepared) DryRun(ctx context.Context) (DryRunOutcome, error) {
+	plan, err := waves(ctx, p.w)
+	if err != nil {
+		return DryRunOutcome{}, &tools.Failure{Kind: tools.ErrCancelled, Message: "the dry run was cancelled before its plan was complete: " + err.Error()}
+	}
+	plan = plan.bounded()
+	return DryRunOutcome{Output: RenderPlan(&plan), Mode: "dry_run", DryRun: plan}, nil
 }
 
 // Run runs the workflow through ports.Children and ports.Evidence (both
@@ -130,11 +136,7 @@ func checkAgents(agents Agents, w *Workflow) *tools.Failure {
 	if len(problems) == 0 {
 		return nil
 	}
-	lines := make([]string, len(problems))
-	for i, p := range problems {
-		lines[i] = p.Message
-	}
-	return &tools.Failure{Kind: tools.ErrInvalidArgs, Message: strings.Join(lines, "\n"), Details: ValidationDetails{Problems: problems}}
+	return problemsFailure(problems)
 }
 
 // usesControlFlow reports whether w needs more than the one-pass DAG.

@@ -72,7 +72,7 @@ func run(ctx context.Context, p *Prepared, opt RunOptions) Outcome {
 	w := p.w
 	n := len(w.Steps)
 	r := &runner{
-		ctx: ctx, children: p.ports.Children, evidence: p.ports.Evidence, merger: p.ports.Merger, mergedBy: map[string][]string{}, w: w, opt: opt, prior: p.reuse, sched: newScheduler(w),
+		ctx: ctx, children: p.ports.Children, evidence: p.ports.Evidence, merger: p.ports.Merger, mergedBy: map[string][]string{}, w: w, opt: opt, prior: p.reuse, sched: newScheduler(w, newOverlapCache()),
 		slots: make([]*reportSlot, n), outcomes: make([]*StepOutcome, n),
 		agentIDs: make([]string, n), stepOf: make(map[string]int, n), waves: make([]int, n), reasons: make([]string, n),
 		ends: make(chan tools.SubagentView, min(n, w.MaxConcurrency)), started: opt.Now(),

@@ -24,8 +24,9 @@ type heldStep struct {
 
 // scheduler is the greedy, deterministic scheduler of ADR 0012 as a pure
 // state machine: no clock, no goroutines, no I/O. Run drives it from the
-// children's end events; the tests and benchmarks drive it from a
-// simulated clock. It only decides; it never waits.
+// children's end events; the dry run (waves) drives it with every step
+// taking one tick, and the tests and benchmarks from a simulated clock. It
+// only decides; it never waits.
 //
 // A step is runnable once every dependency is checkpoint_ready. next starts
 // runnable steps in priority order (the longest chain of dependents first,
@@ -33,6 +34,12 @@ type heldStep struct {
 // skipping any that conflicts (Conflicts) with a running step; a skipped
 // step does not block later ones. A step whose dependency ends without a
 // ready checkpoint is held at once, with its own dependents.
+//
+// The runnable steps wait in one queue per conflict profile (profiles.go),
+// and next looks only at the first step of each queue: when that one
+// conflicts with a running step, so does every step behind it, which are
+// skipped together. So a decision costs in proportion to the steps it
+// starts and the profiles it looks at, not to every runnable step.
 type scheduler struct {
 	w          *Workflow
 	deps       [][]int // indices of each step's dependencies
@@ -40,34 +47,76 @@ type scheduler struct {
 	unmet      []int // dependencies not yet checkpoint_ready
 	state      []stepState
 	rank       []int // position in priorityOrder
-	runnable   []int // pending steps with unmet == 0, by rank
 	running    []int // in start order
 	stopped    string
-	overlap    func(a, b string) bool
+
+	index   *conflictIndex
+	profile []profileID // each step's
+	// queues holds each profile's runnable steps, by rank; a step that
+	// left the pending state (reused) is dropped when it reaches the front.
+	queues []rankHeap
+	// heads holds the profiles with runnable steps, by the rank of their
+	// first; nothing else is runnable.
+	heads profileHeap
+	// runningProfiles are the profiles of the running steps, each once, in
+	// the order their first running step started, with its count.
+	runningProfiles []profileCount
+
+	// parked holds, by running step, the profiles next found blocked by
+	// it (their first running step in conflict, in start order): they stay
+	// out of heads until it ends, since until then nothing can unblock
+	// them. So a decision looks at a blocked profile again only after the
+	// step that blocked it ended, not at every end.
+	parked [][]profileID
+
+	// blocked, filled by each next, are the profiles it found blocked by a
+	// running step, with the first such step (in start order).
+	blocked []blockedProfile
+
+	// With track set, became collects the steps that become runnable.
+	track  bool
+	became []int
+
+	// Loop gates (gateLoops): steps left to finish in each loop, the
+	// steps waiting for each loop, and the loop tree.
+	loopLeft   []int
+	gated      [][]int
+	loopOf     []int
+	loopParent []int
 }
 
-func newScheduler(w *Workflow) *scheduler {
+type profileCount struct {
+	id    profileID
+	first int // the first of its running steps to start
+	n     int
+}
+
+type blockedProfile struct {
+	id profileID
+	by int // the running step it conflicts with
+}
+
+func newScheduler(w *Workflow, patterns *overlapCache) *scheduler {
 	n := len(w.Steps)
-	index := make(map[string]int, n)
-	for i := range w.Steps {
-		index[w.Steps[i].ID] = i
-	}
+	g := w.graph()
 	s := &scheduler{
-		w: w, deps: make([][]int, n), dependents: make([][]int, n),
+		w: w, deps: g.deps, dependents: g.dependents, rank: g.rank,
 		unmet: make([]int, n), state: make([]stepState, n),
-		overlap: memoOverlap(),
+		index: newConflictIndex(patterns), profile: make([]profileID, n), parked: make([][]profileID, n),
 	}
-	s.rank = make([]int, n)
-	for r, i := range priorityOrder(w) {
-		s.rank[i] = r
+	s.heads.rank = s.headRank
+	for i := range w.Steps {
+		s.profile[i] = s.index.profile(&w.Steps[i])
+	}
+	s.queues = make([]rankHeap, s.index.profiles())
+	for q := range s.queues {
+		s.queues[q].rank = s.rank
 	}
 	for i := range w.Steps {
-		for _, d := range w.Steps[i].DependsOn {
-			j := index[d]
-			s.deps[i] = append(s.deps[i], j)
-			s.dependents[j] = append(s.dependents[j], i)
-		}
 		s.unmet[i] = len(s.deps[i])
+	}
+	s.gateLoops(g)
+	for i := range w.Steps {
 		if s.unmet[i] == 0 {
 			s.makeRunnable(i)
 		}
@@ -75,66 +124,157 @@ func newScheduler(w *Workflow) *scheduler {
 	return s
 }
 
-// makeRunnable adds i to the runnable steps, kept in priority order.
-func (s *scheduler) makeRunnable(i int) {
-	at, _ := slices.BinarySearchFunc(s.runnable, s.rank[i], func(r, rank int) int { return s.rank[r] - rank })
-	s.runnable = slices.Insert(s.runnable, at, i)
-}
-
-// memoOverlap remembers each pattern pair's answer: workflows reuse a few
-// patterns across many steps.
-func memoOverlap() func(a, b string) bool {
-	memo := map[[2]string]bool{}
-	return func(a, b string) bool {
-		k := [2]string{a, b}
-		v, ok := memo[k]
-		if !ok {
-			v = Overlap(a, b)
-			memo[k] = v
+// gateLoops makes a step that depends on a loop's step (from outside that
+// loop) wait for the whole loop: for the dry run, which plans the first
+// iteration of every loop, its last step. A loop's gate opens when all
+// its steps (nested loops' included) are checkpoint_ready.
+//
+// The run does not start workflows with loops yet; when it does, a loop's
+// end is its own decision (until, converge, exhaustion), which replaces
+// this count.
+func (s *scheduler) gateLoops(g *graph) {
+	if len(g.loops) == 0 {
+		return
+	}
+	s.loopLeft = make([]int, len(g.loops))
+	s.gated = make([][]int, len(g.loops))
+	for l := range g.loops {
+		s.loopLeft[l] = g.loops[l].size
+	}
+	s.loopOf, s.loopParent = g.loopOf, make([]int, len(g.loops))
+	for l := range g.loops {
+		s.loopParent[l] = g.loops[l].parent
+	}
+	for i := range s.deps {
+		var waits []int
+		for _, d := range s.deps[i] {
+			if m := g.memberIn(d, g.commonScope(i, d)); isLoop(m) && !slices.Contains(waits, loopOfMember(m)) {
+				waits = append(waits, loopOfMember(m))
+			}
 		}
-		return v
+		for _, l := range waits {
+			s.gated[l] = append(s.gated[l], i)
+			s.unmet[i]++
+		}
 	}
 }
 
+// makeRunnable queues i with the runnable steps of its profile. A profile
+// with runnable steps is either in heads or parked.
+func (s *scheduler) makeRunnable(i int) {
+	if s.track {
+		s.became = append(s.became, i)
+	}
+	q := s.profile[i]
+	queue := &s.queues[q]
+	queue.push(i)
+	switch {
+	case queue.len() == 1:
+		s.heads.push(q)
+	case queue.front() == i && s.heads.has(q):
+		s.heads.fix(q) // i goes before the rest of its profile
+	}
+}
+
+// headRank is the rank of a profile's first runnable step.
+func (s *scheduler) headRank(q profileID) int { return s.rank[s.queues[q].front()] }
+
 // next marks and returns the steps to start now, in priority order.
 func (s *scheduler) next() []int {
+	s.blocked = s.blocked[:0]
 	if s.stopped != "" {
 		return nil
 	}
 	var start []int
-	kept := s.runnable[:0]
-	for k, i := range s.runnable {
-		if len(s.running) >= s.w.MaxConcurrency {
-			kept = append(kept, s.runnable[k:]...)
-			break
-		}
-		if s.blocked(i) {
-			kept = append(kept, i)
+	for len(s.running) < s.w.MaxConcurrency && s.heads.len() > 0 {
+		q := s.heads.top()
+		queue := &s.queues[q]
+		if queue.dropWhile(func(i int) bool { return s.state[i] != statePending }) {
+			// Steps that left the queue's front meanwhile (reused).
+			if queue.len() == 0 {
+				s.heads.pop()
+			} else {
+				s.heads.fix(q)
+			}
 			continue
+		}
+		if by, ok := s.conflictsWithRunning(q); ok {
+			// Every step of this profile is blocked until by ends.
+			s.heads.pop()
+			s.parked[by] = append(s.parked[by], q)
+			s.blocked = append(s.blocked, blockedProfile{id: q, by: by})
+			continue
+		}
+		i := queue.pop()
+		if queue.len() == 0 {
+			s.heads.pop()
+		} else {
+			s.heads.fix(q)
 		}
 		s.state[i] = stateRunning
 		s.running = append(s.running, i)
+		s.addRunning(i)
 		start = append(start, i)
 	}
-	s.runnable = kept
 	return start
 }
 
-// blocked reports whether step i conflicts with a running step.
-func (s *scheduler) blocked(i int) bool {
-	for _, r := range s.running {
-		if _, ok := conflicts(s.overlap, &s.w.Steps[i], &s.w.Steps[r]); ok {
-			return true
+// conflictsWithRunning returns the first running step (in start order)
+// whose profile conflicts with q.
+func (s *scheduler) conflictsWithRunning(q profileID) (int, bool) {
+	for _, r := range s.runningProfiles {
+		if s.index.conflict(q, r.id) {
+			return r.first, true
 		}
 	}
-	return false
+	return 0, false
+}
+
+func (s *scheduler) addRunning(i int) {
+	q := s.profile[i]
+	for k := range s.runningProfiles {
+		if s.runningProfiles[k].id == q {
+			s.runningProfiles[k].n++
+			return
+		}
+	}
+	s.runningProfiles = append(s.runningProfiles, profileCount{id: q, first: i, n: 1})
+}
+
+func (s *scheduler) removeRunning(i int) {
+	s.running = slices.DeleteFunc(s.running, func(r int) bool { return r == i })
+	for _, q := range s.parked[i] {
+		if s.queues[q].len() > 0 {
+			s.heads.push(q)
+		}
+	}
+	s.parked[i] = nil
+	q := s.profile[i]
+	for k := range s.runningProfiles {
+		pc := &s.runningProfiles[k]
+		if pc.id != q {
+			continue
+		}
+		if pc.n--; pc.n == 0 {
+			s.runningProfiles = slices.Delete(s.runningProfiles, k, k+1)
+		} else if pc.first == i {
+			// The next of its steps to have started is now its first.
+			for _, r := range s.running {
+				if s.profile[r] == q {
+					pc.first = r
+					break
+				}
+			}
+		}
+		return
+	}
 }
 
 // finish records the decision of running step i. A ready step unlocks
 // the dependents whose last dependency it was; any other decision holds
 // every pending step downstream of it, which finish returns.
 func (s *scheduler) finish(i int, ready bool) []heldStep {
-	s.running = slices.DeleteFunc(s.running, func(r int) bool { return r == i })
+	s.removeRunning(i)
 	if !ready {
 		s.state[i] = stateNotReady
 		return s.holdDownstream(i)
@@ -146,14 +286,36 @@ func (s *scheduler) finish(i int, ready bool) []heldStep {
 			s.makeRunnable(d)
 		}
 	}
+	if s.loopLeft != nil {
+		for l := s.loopOf[i]; l >= 0; l = s.loopParent[l] {
+			if s.loopLeft[l]--; s.loopLeft[l] > 0 {
+				continue
+			}
+			for _, d := range s.gated[l] {
+				s.unmet[d]--
+				if s.unmet[d] == 0 && s.state[d] == statePending && s.stopped == "" {
+					s.makeRunnable(d)
+				}
+			}
+		}
+	}
 	return nil
+}
+
+// takeBecame returns the steps that became runnable since the last call
+// (with track set), in the order they did.
+func (s *scheduler) takeBecame() []int {
+	b := s.became
+	s.became = nil
+	return b
 }
 
 // reuse marks pending step i checkpoint_ready without running it (its
 // checkpoint comes from an earlier run) and unlocks its dependents.
 func (s *scheduler) reuse(i int) {
-	s.runnable = slices.DeleteFunc(s.runnable, func(r int) bool { return r == i })
+	// If i is queued, next drops it when it reaches the front.
 	s.running = append(s.running, i)
+	s.addRunning(i)
 	s.state[i] = stateRunning
 	s.finish(i, true)
 }
@@ -198,7 +360,10 @@ func (s *scheduler) stop(reason string) []heldStep {
 		return nil
 	}
 	s.stopped = reason
-	s.runnable = nil
+	for q := range s.queues {
+		s.queues[q].clear()
+	}
+	s.heads.clear()
 	var held []heldStep
 	for i, st := range s.state {
 		if st == statePending {
@@ -212,3 +377,152 @@ func (s *scheduler) stop(reason string) []heldStep {
 // idle reports whether nothing runs: with nothing runnable either, the
 // workflow is over.
 func (s *scheduler) idle() bool { return len(s.running) == 0 }
+
+// rankHeap is a min-heap of step indices by rank.
+type rankHeap struct {
+	rank  []int
+	items []int
+}
+
+func (h *rankHeap) len() int   { return len(h.items) }
+func (h *rankHeap) front() int { return h.items[0] }
+func (h *rankHeap) clear()     { h.items = nil }
+
+func (h *rankHeap) less(a, b int) bool { return h.rank[h.items[a]] < h.rank[h.items[b]] }
+
+func (h *rankHeap) push(i int) {
+	h.items = append(h.items, i)
+	for k := len(h.items) - 1; k > 0; {
+		parent := (k - 1) / 2
+		if !h.less(k, parent) {
+			break
+		}
+		h.items[k], h.items[parent] = h.items[parent], h.items[k]
+		k = parent
+	}
+}
+
+func (h *rankHeap) pop() int {
+	top := h.items[0]
+	last := len(h.items) - 1
+	h.items[0] = h.items[last]
+	h.items = h.items[:last]
+	for k := 0; ; {
+		l, r, m := 2*k+1, 2*k+2, k
+		if l < last && h.less(l, m) {
+			m = l
+		}
+		if r < last && h.less(r, m) {
+			m = r
+		}
+		if m == k {
+			break
+		}
+		h.items[k], h.items[m] = h.items[m], h.items[k]
+		k = m
+	}
+	return top
+}
+
+// dropWhile pops the front while drop says so and reports whether it
+// popped any.
+func (h *rankHeap) dropWhile(drop func(i int) bool) bool {
+	dropped := false
+	for len(h.items) > 0 && drop(h.items[0]) {
+		h.pop()
+		dropped = true
+	}
+	return dropped
+}
+
+// profileHeap is a min-heap of profiles by rank (their first runnable
+// step's, remembered in the entry), which knows where each profile is so
+// that a change of its rank moves it (fix).
+type profileHeap struct {
+	rank  func(profileID) int
+	items []headEntry
+	at    []int32 // position in items by profile; -1 when absent
+}
+
+type headEntry struct {
+	rank int
+	id   profileID
+}
+
+func (h *profileHeap) len() int           { return len(h.items) }
+func (h *profileHeap) top() profileID     { return h.items[0].id }
+func (h *profileHeap) less(a, b int) bool { return h.items[a].rank < h.items[b].rank }
+
+func (h *profileHeap) has(q profileID) bool { return int(q) < len(h.at) && h.at[q] >= 0 }
+
+func (h *profileHeap) clear() {
+	for _, e := range h.items {
+		h.at[e.id] = -1
+	}
+	h.items = h.items[:0]
+}
+
+func (h *profileHeap) swap(a, b int) {
+	h.items[a], h.items[b] = h.items[b], h.items[a]
+	h.at[h.items[a].id], h.at[h.items[b].id] = int32(a), int32(b)
+}
+
+func (h *profileHeap) push(q profileID) {
+	for int(q) >= len(h.at) {
+		h.at = append(h.at, -1)
+	}
+	h.items = append(h.items, headEntry{rank: h.rank(q), id: q})
+	h.at[q] = int32(len(h.items) - 1)
+	h.up(len(h.items) - 1)
+}
+
+func (h *profileHeap) pop() profileID {
+	top := h.items[0].id
+	last := len(h.items) - 1
+	h.swap(0, last)
+	h.items = h.items[:last]
+	h.at[top] = -1
+	if last > 0 {
+		h.down(0)
+	}
+	return top
+}
+
+// fix restores the order after q's rank changed.
+func (h *profileHeap) fix(q profileID) {
+	k := int(h.at[q])
+	h.items[k].rank = h.rank(q)
+	if !h.down(k) {
+		h.up(k)
+	}
+}
+
+func (h *profileHeap) up(k int) {
+	for k > 0 {
+		parent := (k - 1) / 2
+		if !h.less(k, parent) {
+			break
+		}
+		h.swap(k, parent)
+		k = parent
+	}
+}
+
+func (h *profileHeap) down(k int) bool {
+	start := k
+	for n := len(h.items); ; {
+		l, r, m := 2*k+1, 2*k+2, k
+		if l < n && h.less(l, m) {
+			m = l
+		}
+		if r < n && h.less(r, m) {
+			m = r
+		}
+		if m == k {
+			break
+		}
+		h.swap(k, m)
+		k = m
+	}
+	return k > start
+}

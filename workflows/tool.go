@@ -46,7 +46,11 @@ func runWorkflowTool(ctx context.Context, env tools.Env, ports Ports, a Workflow
 		return tools.Failed(tools.AsFailure(err))
 	}
 	if dryRun || p.Workflow().DryRun {
-		return tools.OK(p.DryRun())
+		plan, err := p.DryRun(ctx)
+		if err != nil {
+			return tools.Failed(tools.AsFailure(err))
+		}
+		return tools.OK(plan)
 	}
 	out := p.Run(ctx, RunOptions{WorkflowID: NewWorkflowID(), ToolCallID: env.ToolCallID})
 	if out.Status == StatusCompleted {
@@ -57,11 +61,14 @@ func runWorkflowTool(ctx context.Context, env tools.Env, ports Ports, a Workflow
 	return tools.Result{OK: false, Output: out}
 }
 
-// RenderPlan is a dry run as a person reads it.
+// RenderPlan is a dry run as a person reads it, bounded whatever the size
+// of the workflow: the first waves, steps, serialized steps and merge
+// risks, each list saying how many more there are.
 func RenderPlan(p *DryRun) string {
 	var b strings.Builder
+	sum := p.Summary
 	fmt.Fprintf(&b, "Dry run: %d steps in %d waves (max_concurrency %d, %s); nothing was started.\n",
-		len(p.Steps), len(p.Waves), p.MaxConcurrency, p.FailurePolicy)
+		sum.Steps, sum.Waves, p.MaxConcurrency, p.FailurePolicy)
 	control := len(p.Loops) > 0
 	for _, s := range p.Steps {
 		control = control || s.When != "" || s.ForEach != "" || s.Join != ""
@@ -69,18 +76,34 @@ func RenderPlan(p *DryRun) string {
 	if control {
 		fmt.Fprintf(&b, "At most %d step runs (every loop to its max_iterations, every fan-out to its max_items); the waves are those of the first iteration, each fan-out one run, every conditional step as if it ran.\n", p.MaxRuns)
 	}
+	shown := 0
 	for i, wave := range p.Waves {
-		fmt.Fprintf(&b, "\nWave %d: %s", i+1, strings.Join(wave, ", "))
+		if i == maxRenderedWaves {
+			break
+		}
+		ids := wave[:min(len(wave), maxRenderedIDs)]
+		fmt.Fprintf(&b, "\nWave %d: %s", i+1, strings.Join(ids, ", "))
+		if more := len(wave) - len(ids); more > 0 {
+			fmt.Fprintf(&b, " … and %d more", more)
+		}
+		shown++
 	}
+	if more := sum.Waves - shown; more > 0 {
+		fmt.Fprintf(&b, "\n… and %d more waves", more)
+	}
+	rows := p.Steps[:min(len(p.Steps), maxTableRows)]
 	if !control {
 		b.WriteString("\n\n| step | posture | workspace | depends on | writes | merge |\n|---|---|---|---|---|---|\n")
-		for _, s := range p.Steps {
+		for _, s := range rows {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", s.ID, s.Posture, s.WorkspaceMode,
-				orDash(s.DependsOn), orDash(s.WriteSet), orDashString(string(s.Merge)))
+				cell(orDash(s.DependsOn)), cell(orDash(s.WriteSet)), orDashString(string(s.Merge)))
+		}
+		if more := sum.Steps - len(rows); more > 0 {
+			fmt.Fprintf(&b, "| … | | | | | %d more steps |\n", more)
 		}
 	} else {
 		b.WriteString("\n\n| step | posture | workspace | depends on | writes | merge | loop | runs if | fans out over | max runs |\n|---|---|---|---|---|---|---|---|---|---|\n")
-		for _, s := range p.Steps {
+		for _, s := range rows {
 			when := s.When
 			if s.Join == JoinAny {
 				when = strings.TrimSpace("join any " + when)
@@ -90,36 +113,77 @@ func RenderPlan(p *DryRun) string {
 				over += fmt.Sprintf(" (max %d)", s.MaxItems)
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %d |\n", s.ID, s.Posture, s.WorkspaceMode,
-				orDash(s.DependsOn), orDash(s.WriteSet), orDashString(string(s.Merge)), orDashString(s.Loop), orDashString(cell(when)), orDashString(over), s.MaxRuns)
+				cell(orDash(s.DependsOn)), cell(orDash(s.WriteSet)), orDashString(string(s.Merge)), orDashString(s.Loop), orDashString(cell(when)), orDashString(cell(over)), s.MaxRuns)
+		}
+		if more := sum.Steps - len(rows); more > 0 {
+			fmt.Fprintf(&b, "| … | | | | | | | | | %d more steps |\n", more)
 		}
 	}
 	if len(p.Loops) > 0 {
 		b.WriteString("\nLoops:\n")
-		for _, l := range p.Loops {
-			fmt.Fprintf(&b, "- %s [%s]: at most %d iterations", l.ID, strings.Join(l.Steps, ", "), l.MaxIterations)
+		listed := p.Loops[:min(len(p.Loops), maxRenderedLines)]
+		for _, l := range listed {
+			fmt.Fprintf(&b, "- %s [%s]: at most %d iterations", l.ID, cell(strings.Join(l.Steps, ", ")), l.MaxIterations)
 			if l.Within != "" {
 				fmt.Fprintf(&b, ", within loop %s", l.Within)
 			}
-			fmt.Fprintf(&b, "; until %s", l.Until)
+			fmt.Fprintf(&b, "; until %s", cell(l.Until))
 			if l.Converge != "" {
 				fmt.Fprintf(&b, "; stops early when %s repeats", l.Converge)
 			}
 			fmt.Fprintf(&b, "; unresolved: %s\n", l.OnExhausted)
 		}
-	}
-	if len(p.Serialized) > 0 {
-		b.WriteString("\nSerialized:\n")
-		for _, s := range p.Serialized {
-			fmt.Fprintf(&b, "- wave %d: %s\n", s.Wave, s.Reason)
+		if more := len(p.Loops) - len(listed); more > 0 {
+			fmt.Fprintf(&b, "- … and %d more loops\n", more)
 		}
 	}
-	if len(p.MergeRisks) > 0 {
-		b.WriteString("\nMerge risks:\n")
-		for _, m := range p.MergeRisks {
+	if sum.SerializedSteps > 0 {
+		fmt.Fprintf(&b, "\nSerialized (%d %s held back at the wave they became ready for):\n", sum.SerializedSteps, plural(sum.SerializedSteps, "step", "steps"))
+		listed := p.Serialized[:min(len(p.Serialized), maxRenderedLines)]
+		for _, s := range listed {
+			fmt.Fprintf(&b, "- wave %d: %s\n", s.Wave, s.Reason)
+		}
+		if more := sum.SerializedSteps - len(listed); more > 0 {
+			fmt.Fprintf(&b, "- … and %d more\n", more)
+		}
+	}
+	if c := p.MergeRiskCount; c.Pairs > 0 {
+		fmt.Fprintf(&b, "\nMerge risks (%s):\n", riskPairs(c))
+		listed := p.MergeRisks[:min(len(p.MergeRisks), maxRenderedLines)]
+		for _, m := range listed {
 			fmt.Fprintf(&b, "- %s\n", m.Reason)
+		}
+		if more := c.Pairs - len(listed); more > 0 {
+			fmt.Fprintf(&b, "- … and %s more pairs\n", atLeast(c.AtLeast)+fmt.Sprint(more))
 		}
 	}
 	return b.String()
+}
+
+// Caps of the rendered lists of a dry run and an outcome.
+const (
+	maxRenderedWaves = 30
+	maxRenderedIDs   = 20
+	maxRenderedLines = 20
+)
+
+// riskPairs says how many pairs of writers are at merge risk.
+func riskPairs(c RiskCount) string {
+	return fmt.Sprintf("%s%d %s of writers", atLeast(c.AtLeast), c.Pairs, plural(c.Pairs, "pair", "pairs"))
+}
+
+func atLeast(yes bool) string {
+	if yes {
+		return "at least "
+	}
+	return ""
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 func orDashString(s string) string {

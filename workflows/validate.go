@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
@@ -45,7 +46,20 @@ type Problem struct {
 // ValidationDetails is the Details of an invalid_args Failure from Validate.
 type ValidationDetails struct {
 	Problems []Problem `json:"problems"`
+	// MoreProblems counts the problems left out of Problems (and of the
+	// message): beyond maxProblems a list helps nobody, and its size would
+	// grow with the spec.
+	MoreProblems int `json:"more_problems,omitempty"`
 }
+
+// Bounds of what validation reports: problems listed, ids named in one
+// message, cycles traced.
+const (
+	maxProblems   = 100
+	maxNamedIDs   = 20
+	maxCycles     = 20
+	maxCycleSteps = 40 // a longer cycle is shown by its ends
+)
 
 // Validate checks a normalised workflow before anything runs and returns
 // nil or an invalid_args Failure whose Message has one line per problem.
@@ -57,18 +71,31 @@ func Validate(w *Workflow) *tools.Failure {
 	if len(v.problems) == 0 {
 		return nil
 	}
-	lines := make([]string, len(v.problems))
-	for i, p := range v.problems {
-		lines[i] = p.Message
-	}
-	return &tools.Failure{
-		Kind:    tools.ErrInvalidArgs,
-		Message: strings.Join(lines, "\n"),
-		Details: ValidationDetails{Problems: v.problems},
-	}
+	return problemsFailure(v.problems)
 }
 
-type validator struct{ problems []Problem }
+// problemsFailure is the invalid_args Failure listing problems, one line
+// each, the first maxProblems of them.
+func problemsFailure(problems []Problem) *tools.Failure {
+	d := ValidationDetails{Problems: problems}
+	if len(problems) > maxProblems {
+		d.Problems, d.MoreProblems = problems[:maxProblems], len(problems)-maxProblems
+	}
+	lines := make([]string, len(d.Problems), len(d.Problems)+1)
+	for i, p := range d.Problems {
+		lines[i] = p.Message
+	}
+	if d.MoreProblems > 0 {
+		lines = append(lines, fmt.Sprintf("… and %d more problems (details.more_problems); fix these and check again", d.MoreProblems))
+	}
+	return &tools.Failure{Kind: tools.ErrInvalidArgs, Message: strings.Join(lines, "\n"), Details: d}
+}
+
+type validator struct {
+	problems []Problem
+	ids      string // knownIDs, made once
+	nCycles  int    // cycles found, reported or not
+}
 
 func (v *validator) add(p Problem) { v.problems = append(v.problems, p) }
 
@@ -86,6 +113,7 @@ func (v *validator) stepProblem(i int, s *Step, code, field, value, format strin
 }
 
 func (v *validator) workflow(w *Workflow) {
+	v.ids = ""
 	if w.MaxConcurrency < 1 {
 		v.add(Problem{Code: "invalid_number", Field: "max_concurrency", Value: fmt.Sprint(w.MaxConcurrency),
 			Message: fmt.Sprintf("max_concurrency: %d must be at least 1 (omit it for %d)", w.MaxConcurrency, DefaultMaxConcurrency)})
@@ -141,7 +169,10 @@ func (v *validator) step(i int, s *Step, ids map[string]int) {
 		case d == s.ID && s.ID != "":
 			v.stepProblem(i, s, "self_dependency", "depends_on", d, "depends_on names the step itself; remove %q", d)
 		case !known:
-			v.stepProblem(i, s, "unknown_dependency", "depends_on", d, "depends_on %q is not a step id; known ids: %s", d, knownIDs(ids))
+			if v.ids == "" {
+				v.ids = knownIDs(ids)
+			}
+			v.stepProblem(i, s, "unknown_dependency", "depends_on", d, "depends_on %q is not a step id; known ids: %s", d, v.ids)
 		}
 	}
 	switch s.PermissionMode {
@@ -234,18 +265,27 @@ func jsonKind(raw json.RawMessage) string {
 	return "null"
 }
 
+// knownIDs names the steps' ids in declaration order, the first
+// maxNamedIDs of them.
 func knownIDs(ids map[string]int) string {
-	ordered := make([]string, len(ids))
+	at := make([]int, 0, len(ids))
+	for _, i := range ids {
+		at = append(at, i)
+	}
+	slices.Sort(at)
+	byIndex := make(map[int]string, len(ids))
 	for id, i := range ids {
-		ordered[i] = id
+		byIndex[i] = id
 	}
 	var out []string
-	for _, id := range ordered {
-		if id != "" {
-			out = append(out, id)
-		}
+	for _, i := range at[:min(len(at), maxNamedIDs)] {
+		out = append(out, byIndex[i])
 	}
-	return strings.Join(out, ", ")
+	s := strings.Join(out, ", ")
+	if more := len(at) - len(out); more > 0 {
+		s += fmt.Sprintf(" … and %d more", more)
+	}
+	return s
 }
 
 // cycles reports each dependency cycle once, as a path that starts at its
@@ -292,6 +332,13 @@ func (v *validator) cycles(w *Workflow, ids map[string]int) {
 // Edges point from a step to its dependency, so the path reads "a depends
 // on b depends on ... a".
 func (v *validator) cycle(w *Workflow, stack []int, j int, seen map[string]bool) {
+	if v.nCycles++; v.nCycles > maxCycles {
+		if v.nCycles == maxCycles+1 {
+			v.add(Problem{Code: "cycle", Field: "depends_on",
+				Message: fmt.Sprintf("cycle: more than %d cycles; fix these and check again", maxCycles)})
+		}
+		return
+	}
 	k := len(stack) - 1
 	for stack[k] != j {
 		k--
@@ -313,9 +360,15 @@ func (v *validator) cycle(w *Workflow, stack []int, j int, seen map[string]bool)
 	path = append(path, path[0])
 	key := strings.Join(path, " -> ")
 	if seen[key] {
+		v.nCycles--
 		return
 	}
 	seen[key] = true
+	shown := key
+	if len(path) > maxCycleSteps {
+		half := maxCycleSteps / 2
+		shown = fmt.Sprintf("%s -> … %d more … -> %s", strings.Join(path[:half], " -> "), len(path)-2*half, strings.Join(path[len(path)-half:], " -> "))
+	}
 	v.add(Problem{Code: "cycle", Field: "depends_on", Cycle: path,
-		Message: "cycle: " + key + " (each step depends on the next); remove one of these depends_on edges"})
+		Message: "cycle: " + shown + " (each step depends on the next); remove one of these depends_on edges"})
 }

@@ -290,7 +290,13 @@ func runWorkflowFile(o runOptions, mode runtime.Mode, id string, stdin io.Reader
 		if err != nil {
 			return out.failure(err)
 		}
-		return out.dryRun(p.DryRun())
+		ctx, stop := interruptible() // planning 10,000 steps takes a moment
+		defer stop()
+		plan, err := p.DryRun(ctx)
+		if err != nil {
+			return out.refuse(tools.AsFailure(err))
+		}
+		return out.dryRun(plan)
 	}
 	sess, err := openSession(rt, id, dir, mode, out.stderr)
 	if err != nil {
