@@ -43,6 +43,7 @@ const (
 	KindToolCall           = "tool_call"
 	KindTurnFailed         = "turn_failed"
 	KindPermissionDecision = "permission_decision"
+	KindNotice             = "notice"
 )
 
 // Session is the whole tree of one Session's Log.
@@ -103,6 +104,8 @@ type Item struct {
 	Error *Failure `json:"error,omitempty"`
 	// permission_decision about no tool call of the turn
 	Permission *Permission `json:"permission,omitempty"`
+	// notice: an MCP server that did not start, or stopped
+	Notice *runtime.NoticeData `json:"notice,omitempty"`
 }
 
 // Message is an assistant message.
@@ -361,6 +364,12 @@ func (f *folder) event(ev *runtime.Event) bool {
 			return false
 		}
 		f.workflow(d)
+	case runtime.EventNotice:
+		d, ok := decode[runtime.NoticeData](ev)
+		if !ok {
+			return false
+		}
+		f.add(&Item{Kind: KindNotice, Seq: ev.Seq, Notice: &d}, ev)
 	}
 	// reasoning and provider_usage are not part of the tree; --events
 	// shows them.

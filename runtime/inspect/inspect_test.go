@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -146,6 +147,24 @@ func TestInspectFoldTurns(t *testing.T) {
 				require.Equal(t, ToolFailed, tc.Status)
 				require.Equal(t, &Failure{Kind: "invalid_args", Message: "/path: got number, want string"}, tc.Error)
 				require.Equal(t, KindTurnFailed, tn.Items[len(tn.Items)-1].Kind)
+			},
+		},
+		{
+			name: "an MCP server that stopped is a notice in the turn it happened in",
+			events: []ev{
+				user("ask the tracker"), say("", "call_1_1"), call("call_1_1", "mcp__tracker__find"),
+				{runtime.EventNotice, runtime.NoticeData{Source: "mcp", Server: "tracker", Severity: "error",
+					Title: `MCP server "tracker" stopped (it exited: exit status 3); its 4 tools are withdrawn`}},
+				result("call_1_1", "mcp__tracker__find", tools.Fail(tools.ErrInternal, "the MCP server \"tracker\" stopped during the call"), 9),
+				say("The tracker is gone."),
+			},
+			check: func(t *testing.T, s *Session) {
+				tn := s.Turns[0]
+				require.Equal(t, []string{KindToolCall, KindNotice, KindAssistantMessage}, kinds(tn)[1:])
+				require.Equal(t, "tracker", tn.Items[2].Notice.Server)
+				var b strings.Builder
+				require.NoError(t, Render(&b, s, RenderOptions{}))
+				require.Contains(t, b.String(), `notice (error): MCP server "tracker" stopped (it exited: exit status 3); its 4 tools are withdrawn`)
 			},
 		},
 		{

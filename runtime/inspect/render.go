@@ -163,6 +163,8 @@ func turnNode(t *Turn, loc *time.Location) *node {
 		case KindPermissionDecision:
 			p := it.Permission
 			n.children = append(n.children, &node{text: fmt.Sprintf("permission for %s %s: %s", p.Tool, p.ToolCallID, permission(p))})
+		case KindNotice:
+			n.children = append(n.children, &node{text: fmt.Sprintf("notice (%s): %s", it.Notice.Severity, oneLine(it.Notice.Title, messageWidth))})
 		}
 	}
 	return n
