@@ -107,15 +107,9 @@ func (p *presenter) replay(ev runtime.Event) {
 			p.send(ContentChunk{SessionUpdate: "user_message_chunk", Content: b})
 		}
 	case runtime.EventReasoning:
-		var d runtime.ReasoningData
-		if p.decode(ev, &d) && d.Text != "" {
-			p.send(ContentChunk{SessionUpdate: "agent_thought_chunk", Content: textBlock(d.Text)})
-		}
+		p.replayText("agent_thought_chunk", ev)
 	case runtime.EventAssistantMessage:
-		var d runtime.AssistantMessageData
-		if p.decode(ev, &d) && d.Text != "" {
-			p.send(ContentChunk{SessionUpdate: "agent_message_chunk", Content: textBlock(d.Text)})
-		}
+		p.replayText("agent_message_chunk", ev)
 	case runtime.EventToolCall, runtime.EventToolResult, runtime.EventTurnFailed, runtime.EventSubagent:
 		p.common(ev)
 	}
@@ -134,9 +128,27 @@ func (p *presenter) common(ev runtime.Event) {
 		}
 	case runtime.EventToolResult:
 		var d runtime.ToolResultData
-		if p.decode(ev, &d) {
-			p.send(p.toolEnd(d))
+		if !p.decode(ev, &d) {
+			return
 		}
+		u := p.toolEnd(d)
+		// In a replay, the result as the Log holds it is the rawOutput:
+		// spliced in as it is, not encoded again (a long session replays
+		// thousands).
+		raw, ok := jsonraw.Lookup(ev.Data, "result")
+		if !ok || !p.replaying {
+			p.send(u)
+			return
+		}
+		u.RawOutput = nil
+		line, err := json.Marshal(u)
+		if err != nil {
+			p.send(u)
+			return
+		}
+		line = append(line[:len(line)-1], `,"rawOutput":`...)
+		line = append(append(line, raw...), '}')
+		p.sendRaw(line)
 	case runtime.EventTurnFailed:
 		var d runtime.TurnFailedData
 		if p.decode(ev, &d) {
@@ -344,18 +356,49 @@ func (p *presenter) sendChunk(kind string, ev runtime.Event) {
 		p.s.log.Warn("undecodable event", "type", ev.Type, "err", "no text")
 		return
 	}
-	b := make([]byte, 0, len(text)+128)
-	b = append(b, `{"sessionId":`...)
-	b = jsonraw.AppendString(b, p.sessionID)
-	b = append(b, `,"update":{"sessionUpdate":`...)
+	p.sendRaw(chunkUpdate(kind, text))
+}
+
+// replayText replays a whole message or reasoning as one chunk, its text
+// spliced in as the Log holds it; an empty text shows nothing.
+func (p *presenter) replayText(kind string, ev runtime.Event) {
+	text, ok := jsonraw.Lookup(ev.Data, "text")
+	switch {
+	case !ok || text[0] != '"':
+		p.s.log.Warn("undecodable event", "type", ev.Type, "seq", ev.Seq, "err", "no text")
+	case string(text) != `""`:
+		p.sendRaw(chunkUpdate(kind, text))
+	}
+}
+
+// chunkUpdate is a ContentChunk with a text block, text being a JSON
+// string.
+func chunkUpdate(kind string, text []byte) []byte {
+	b := make([]byte, 0, len(text)+80)
+	b = append(b, `{"sessionUpdate":`...)
 	b = jsonraw.AppendString(b, kind)
 	b = append(b, `,"content":{"type":"text"`...)
 	if string(text) != `""` { // as encoding/json omits an empty text
 		b = append(b, `,"text":`...)
 		b = append(b, text...)
 	}
-	b = append(b, `}}}`...)
-	if err := p.s.conn.Notify(p.ctx, MethodSessionUpdate, json.RawMessage(b)); err != nil {
+	return append(b, `}}`...)
+}
+
+// sendRaw sends an update that is already JSON.
+func (p *presenter) sendRaw(update []byte) {
+	b := make([]byte, 0, len(update)+len(p.sessionID)+32)
+	b = append(b, `{"sessionId":`...)
+	b = jsonraw.AppendString(b, p.sessionID)
+	b = append(b, `,"update":`...)
+	b = append(append(b, update...), '}')
+	var err error
+	if p.batch != nil {
+		err = p.batch.Notify(MethodSessionUpdate, json.RawMessage(b))
+	} else {
+		err = p.s.conn.Notify(p.ctx, MethodSessionUpdate, json.RawMessage(b))
+	}
+	if err != nil {
 		p.s.log.Debug("session/update not sent", "err", err)
 	}
 }
