@@ -25,6 +25,10 @@
 //	sandbox_mode = "read-only"         # optional: read-only workspace-write danger-full-access
 //	network = "deny"                   # optional: allow (the default) or deny
 //	allowed_mcp_servers = ["docs"]     # optional: the session's MCP servers it may use ([] none)
+//	tools = ["read", "grep", "glob"]   # optional: the only tools its children are offered
+//	write_set = ["docs/**"]            # optional: the only files its children may change
+//	shell = "read-only"                # optional: deny, read-only, write-set (the default),
+//	                                   # or the only programs commands may run: ["go", "gofmt"]
 //
 // name is the name spawn_agent takes: it starts with a lowercase ASCII
 // letter, continues with lowercase letters, digits, '-' or '_', and is at
@@ -34,6 +38,11 @@
 // parent's mode: an agent never widens it. network "deny" closes TCP
 // (connect and bind, loopback included) to the child's commands, where the
 // kernel's sandbox can (Landlock ABI 4 or later).
+//
+// tools, write_set and shell are the agent's profile (see Profile): each
+// narrows what its children may do, and none widens the parent's mode. A
+// workflow step combines its own declarations with its agent's profile,
+// and the narrower wins.
 //
 // Decoding is strict: an unknown key or a value of the wrong type is an
 // error with the file, line and column. A few keys that Codex defines for
@@ -113,6 +122,8 @@ type Agent struct {
 	// none). A name the session does not have is passed over: the file
 	// serves every session, and not all have the same servers.
 	AllowedMCPServers []string
+	// Profile is what its children may do: tools, write set, shell.
+	Profile Profile
 	// Source is SourceBuiltin or the path of the file the agent came from.
 	Source string
 }
@@ -216,7 +227,8 @@ func Builtins() []Agent {
 - Work in your own workspace with the tools you have. Read before you change; keep changes minimal and consistent with the code around them.
 - Check your work where you can (build, tests, re-reading the result).
 - Your final message is all the parent sees: start with the outcome in one or two sentences, then the evidence (files and lines, commands and their results), then anything left undone or uncertain. Do not paste whole files or long logs.`,
-			Source: SourceBuiltin,
+			Profile: Profile{Shell: ShellWriteSet},
+			Source:  SourceBuiltin,
 		},
 		{
 			Name:        "worker",
@@ -226,7 +238,8 @@ func Builtins() []Agent {
 - Make the smallest complete change that does the task: no unrelated refactoring, no new dependencies unless the task asks for them. Follow the style of the surrounding code.
 - Verify: build, run the relevant tests, and add or update a test when the change is testable. If something fails, fix it or report it; never claim success you have not seen.
 - Report: what you changed (each file and why), how you verified it (commands and results), and anything left open. Keep it short; the parent can read the files.`,
-			Source: SourceBuiltin,
+			Profile: Profile{Shell: ShellWriteSet},
+			Source:  SourceBuiltin,
 		},
 		{
 			Name:        "explorer",
@@ -237,6 +250,7 @@ func Builtins() []Agent {
 - Separate what you found from what you infer, and say what you could not find or check.
 - Report: a direct answer first, then the evidence as a short list of path:line references with one line each on why it matters. No speculation presented as fact; no long excerpts.`,
 			SandboxMode: SandboxReadOnly,
+			Profile:     Profile{Shell: ShellWriteSet},
 			Source:      SourceBuiltin,
 		},
 	}

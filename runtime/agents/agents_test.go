@@ -224,14 +224,14 @@ func TestLoadFileErrors(t *testing.T) {
 		{
 			name:    "unknown key",
 			content: agentTOML("a") + "modle = \"gpt-5\"\n",
-			errs:    []string{`6:1: unknown key "modle"; an agent file may set name, description, developer_instructions, model, model_reasoning_effort, sandbox_mode, network, allowed_mcp_servers`},
+			errs:    []string{`6:1: unknown key "modle"; an agent file may set name, description, developer_instructions, model, model_reasoning_effort, sandbox_mode, network, allowed_mcp_servers, tools, write_set, shell`},
 		},
 		{
 			name:    "unknown keys, each reported",
 			content: "nme = \"a\"\n" + agentTOML("a") + "[extra]\nx = 1\n",
 			errs: []string{
-				`1:1: unknown key "nme"; an agent file may set name, description, developer_instructions, model, model_reasoning_effort, sandbox_mode, network, allowed_mcp_servers`,
-				`7:2: unknown key "extra"; an agent file may set name, description, developer_instructions, model, model_reasoning_effort, sandbox_mode, network, allowed_mcp_servers`,
+				`1:1: unknown key "nme"; an agent file may set name, description, developer_instructions, model, model_reasoning_effort, sandbox_mode, network, allowed_mcp_servers, tools, write_set, shell`,
+				`7:2: unknown key "extra"; an agent file may set name, description, developer_instructions, model, model_reasoning_effort, sandbox_mode, network, allowed_mcp_servers, tools, write_set, shell`,
 			},
 		},
 		{
@@ -435,6 +435,7 @@ sandbox_mode = "read-only"
 		Model:                 "gpt-5",
 		ModelReasoningEffort:  "high",
 		SandboxMode:           "read-only",
+		Profile:               Profile{Shell: ShellWriteSet},
 		Source:                filepath.Join(dir, "p", ".pixir", "agents", "r.toml"),
 	}, a)
 	require.False(t, a.Builtin())

@@ -150,6 +150,10 @@ type agentFile struct {
 	// AllowedMCPServers is a pointer so that [] (none) differs from no key
 	// (all of the parent's).
 	AllowedMCPServers *[]string `toml:"allowed_mcp_servers"`
+	// The profile: checked by readProfile.
+	Tools    any `toml:"tools"`
+	WriteSet any `toml:"write_set"`
+	Shell    any `toml:"shell"`
 
 	// Keys of Codex agent files that Pixir accepts and ignores.
 	NicknameCandidates any `toml:"nickname_candidates"`
@@ -159,7 +163,7 @@ type agentFile struct {
 }
 
 // allowedKeys are the keys an agent file may use, for error messages.
-const allowedKeys = "name, description, developer_instructions, model, model_reasoning_effort, sandbox_mode, network, allowed_mcp_servers"
+const allowedKeys = "name, description, developer_instructions, model, model_reasoning_effort, sandbox_mode, network, allowed_mcp_servers, tools, write_set, shell"
 
 // codexKeys are accepted for compatibility with Codex and ignored.
 var codexKeys = []string{"nickname_candidates", "mcp_servers", "skills", "web_search"}
@@ -188,6 +192,7 @@ func loadFile(path string) (Agent, []Warning, []error) {
 	v.oneOf("model_reasoning_effort", f.ModelReasoningEffort, reasoningEfforts)
 	v.oneOf("sandbox_mode", f.SandboxMode, sandboxModes)
 	v.oneOf("network", f.Network, networkSettings)
+	profile := v.readProfile(profileFile{Tools: f.Tools, WriteSet: f.WriteSet, Shell: f.Shell}, f.SandboxMode)
 	if _, ok := pos["model"]; ok && strings.TrimSpace(f.Model) == "" {
 		v.add("model", "model is empty: name a model, or remove the key to use the parent's")
 	}
@@ -213,6 +218,7 @@ func loadFile(path string) (Agent, []Warning, []error) {
 		ModelReasoningEffort:  f.ModelReasoningEffort,
 		SandboxMode:           f.SandboxMode,
 		Network:               f.Network,
+		Profile:               profile,
 		Source:                path,
 	}, warns, nil
 }
@@ -271,6 +277,17 @@ func (v *validator) add(key, format string, args ...any) {
 			p = kp.value
 		}
 	}
+	v.errs = append(v.errs, &FileError{File: v.path, Line: p.line, Column: p.col, Message: fmt.Sprintf(format, args...)})
+}
+
+// addItem records a problem at the i-th item of key's array, or at key.
+func (v *validator) addItem(key string, i int, format string, args ...any) {
+	kp, ok := v.pos[key]
+	if !ok || i >= len(kp.items) {
+		v.add(key, format, args...)
+		return
+	}
+	p := kp.items[i]
 	v.errs = append(v.errs, &FileError{File: v.path, Line: p.line, Column: p.col, Message: fmt.Sprintf(format, args...)})
 }
 
@@ -335,8 +352,11 @@ func suggestName(name string) string {
 type position struct{ line, col int }
 
 // keyPos is where a top-level key and, for `key = value`, its value are
-// written.
-type keyPos struct{ key, value position }
+// written; for an array value, where each of its items is.
+type keyPos struct {
+	key, value position
+	items      []position
+}
 
 // positions maps each top-level key of a file to where it is first
 // written.
@@ -381,8 +401,19 @@ func locate(data []byte) positions {
 				continue
 			}
 			kp := keyPos{key: at(first)}
-			if val := e.Value(); parts == 1 && val != nil && val.Raw.Length > 0 {
-				kp.value = at(val)
+			if val := e.Value(); parts == 1 && val != nil {
+				if val.Raw.Length > 0 {
+					kp.value = at(val)
+				}
+				if val.Kind == unstable.Array {
+					for it := val.Children(); it.Next(); {
+						if c := it.Node(); c.Raw.Length > 0 {
+							kp.items = append(kp.items, at(c))
+						} else {
+							kp.items = append(kp.items, kp.key)
+						}
+					}
+				}
 			}
 			ps[name] = kp
 		}
