@@ -3,21 +3,28 @@ package runtime
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/pixir-go/pixir/sandbox"
 )
 
 // childCommands is what a Subagent's commands are held to, beside its
-// permission mode: where they may write, what stays read-only, whether
-// they may use the network.
+// permission mode: where they may write, what stays read-only, which
+// programs they may start, whether they may use the network.
 type childCommands struct {
 	// writable are absolute paths in the child's workspace its commands
-	// may write beneath; nil is the whole workspace.
+	// may write beneath; nil is the whole workspace, empty is nowhere.
 	writable []string
+	// readOnly: its agent's shell is read-only, whatever it may write
+	// with its file tools.
+	readOnly bool
 	// protected are the parent's .git and .pixir: never writable from a
 	// child, whatever its write set.
 	protected []string
+	// execute, when not nil, are the only files its commands may execute
+	// (its agent's shell = [...], resolved).
+	execute []string
 	// denyNetwork closes TCP to the child's commands.
 	denyNetwork bool
 	// env is set for the child's commands (GIT_CEILING_DIRECTORIES).
@@ -25,15 +32,23 @@ type childCommands struct {
 }
 
 // newChildCommands derives a child's command policy from its spawn: its
-// workspace (the parent's, or a snapshot), the parent's workspace, its
-// write set (workflow patterns, nil for none) and its agent.
-func newChildCommands(workspace, parentRoot string, writeSet []string, spec AgentSpec) *childCommands {
+// workspace (the parent's, or a snapshot), the parent's workspace, what it
+// may write and its agent.
+func newChildCommands(workspace, parentRoot string, limit writeLimit, spec AgentSpec) *childCommands {
 	c := &childCommands{
 		protected:   []string{filepath.Join(parentRoot, ".git"), filepath.Join(parentRoot, StateDir)},
 		denyNetwork: spec.DenyNetwork,
+		readOnly:    spec.Profile.Shell == ShellReadOnly,
+		writable:    limit.roots(workspace),
 	}
-	if writeSet != nil {
-		c.writable = writeRoots(workspace, writeSet)
+	if spec.Profile.Commands != nil {
+		// The shell itself must start (bash runs commands with bash, or
+		// sh where there is none); a program not installed is simply not
+		// allowed.
+		c.execute, _ = sandbox.Programs(os.Getenv("PATH"), append(slices.Clone(spec.Profile.Commands), "bash", "sh"))
+		if c.execute == nil {
+			c.execute = []string{}
+		}
 	}
 	if workspace != parentRoot {
 		// A snapshot lives inside the parent's workspace: git run there
@@ -73,8 +88,10 @@ func writeRoots(workspace string, patterns []string) []string {
 
 // commandPolicy is the sandbox policy of this session's commands now. A
 // read_only session's commands may write only their own temporary
-// directory; a Subagent's may write only beneath its write set (or its
-// workspace) and never the parent's .git or .pixir; a user's session in
+// directory, and so may a Subagent's whose agent's shell is read-only; a
+// Subagent's may write only beneath its write sets (or its workspace) and
+// never the parent's .git or .pixir, and start only its agent's programs
+// when it lists them; a user's session in
 // auto or ask mode is not confined (the user trusts it with their
 // machine), and its commands only get the allowlisted environment and end
 // with it.
@@ -84,8 +101,8 @@ func (s *Session) commandPolicy() sandbox.Policy {
 	if c == nil {
 		return sandbox.Policy{Confine: readOnly}
 	}
-	p := sandbox.Policy{Confine: true, DenyNetwork: c.denyNetwork, Env: c.env}
-	if !readOnly {
+	p := sandbox.Policy{Confine: true, DenyNetwork: c.denyNetwork, Env: c.env, Execute: c.execute}
+	if !readOnly && !c.readOnly {
 		p.Protected = c.protected
 		p.Writable = c.writable
 		if p.Writable == nil {

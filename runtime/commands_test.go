@@ -47,7 +47,7 @@ func TestIsolatedChildsGitStopsAtItsSnapshot(t *testing.T) {
 	snap := filepath.Join(parent, StateDir, "subagents", "sa-1", "workspace")
 	require.NoError(t, os.MkdirAll(snap, 0o755))
 
-	c := newChildCommands(snap, parent, nil, AgentSpec{})
+	c := newChildCommands(snap, parent, writeLimit{}, AgentSpec{})
 	var buf bytes.Buffer
 	o, err := (*sandbox.Sandbox)(nil).Run(context.Background(), sandbox.Command{
 		Path: "/bin/sh", Args: []string{"sh", "-c", "git rev-parse --git-dir"}, Dir: snap, Output: &buf,
@@ -57,7 +57,7 @@ func TestIsolatedChildsGitStopsAtItsSnapshot(t *testing.T) {
 	require.NotEqual(t, 0, o.State.ExitCode(), "git found a repository from the snapshot: %s", buf.String())
 	require.Contains(t, buf.String(), "not a git repository")
 
-	shared := newChildCommands(parent, parent, nil, AgentSpec{})
+	shared := newChildCommands(parent, parent, writeLimit{}, AgentSpec{})
 	require.Empty(t, shared.env, "a shared child works in the parent's repository")
 }
 
@@ -67,7 +67,7 @@ func TestSandboxNoticeIsSaidOncePerSession(t *testing.T) {
 	s, err := rt.NewSession(t.TempDir())
 	require.NoError(t, err)
 	t.Cleanup(rt.Close)
-	s.commands = newChildCommands(s.workspace.Root(), s.workspace.Root(), []string{"docs/**"}, AgentSpec{})
+	s.commands = newChildCommands(s.workspace.Root(), s.workspace.Root(), writeLimit{step: []string{"docs/**"}}, AgentSpec{})
 
 	p := s.commandPolicy()
 	require.True(t, p.Confine)

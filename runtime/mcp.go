@@ -84,6 +84,9 @@ type mcpAccess struct {
 	set   *mcp.Set
 	allow []string // nil: every server of the set
 	owned bool     // the session started the set and stops it
+	// keep, when set, is which of the servers' tools a Subagent is offered
+	// (its agent's profile and its posture).
+	keep func(tools.Tool) bool
 
 	mu    sync.Mutex
 	built bool
@@ -106,6 +109,9 @@ func (a *mcpAccess) toolbox(base *tools.Registry, baseSpecs []provider.ToolSpec)
 	for _, t := range extra {
 		if _, clash := base.Get(t.Name()); clash {
 			continue // mcp__ names cannot clash with built-ins; a step's extra tool could
+		}
+		if a.keep != nil && !a.keep(t) {
+			continue
 		}
 		all = append(all, t)
 		specs = append(specs, provider.ToolSpec{Name: t.Name(), Description: t.Description(), Parameters: t.Schema()})
@@ -211,15 +217,16 @@ func (s *Session) MCPStatus(ctx context.Context) []mcp.ServerStatus {
 }
 
 // inheritMCP gives a child its parent's servers, narrowed to allow (nil:
-// all the parent may use). The child shares the parent's running servers
-// and never stops them.
-func (s *Session) inheritMCP(parent *Session, allow []string) {
+// all the parent may use), of whose tools it is offered those keep allows
+// (nil: all). The child shares the parent's running servers and never
+// stops them.
+func (s *Session) inheritMCP(parent *Session, allow []string, keep func(tools.Tool) bool) {
 	pa := parent.mcpAccess()
 	if pa == nil {
 		return
 	}
 	s.mu.Lock()
-	s.mcp = &mcpAccess{set: pa.set, allow: narrowed(allow, pa.allow)}
+	s.mcp = &mcpAccess{set: pa.set, allow: narrowed(allow, pa.allow), keep: keep}
 	s.mu.Unlock()
 }
 

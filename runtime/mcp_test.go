@@ -161,7 +161,7 @@ func TestMCPChildrenShareAndNarrowTheServers(t *testing.T) {
 		c, err := rt.newChildSession(t.TempDir(), t.TempDir(), parent, 1, ModeAuto, "m", AgentSpec{Name: "default"})
 		require.NoError(t, err)
 		t.Cleanup(c.release)
-		c.inheritMCP(parent, allow)
+		c.inheritMCP(parent, allow, nil)
 		return c
 	}
 	all := child(nil)
@@ -176,7 +176,7 @@ func TestMCPChildrenShareAndNarrowTheServers(t *testing.T) {
 	grand, err := rt.newChildSession(t.TempDir(), t.TempDir(), beta, 2, ModeAuto, "m", AgentSpec{Name: "default"})
 	require.NoError(t, err)
 	t.Cleanup(grand.release)
-	grand.inheritMCP(beta, []string{"alpha", "beta"})
+	grand.inheritMCP(beta, []string{"alpha", "beta"}, nil)
 	require.Equal(t, []string{"beta"}, grand.MCPServers())
 	require.Empty(t, mcpTools(child([]string{})), "[] allows none")
 

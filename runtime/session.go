@@ -126,8 +126,9 @@ type Session struct {
 	sandboxTold bool
 
 	// toolset and specs are set, before the first turn, only on a session
-	// with tools of its own (a workflow step's child); nil means the
-	// runtime's, so the common case shares its cached specs.
+	// with tools of its own (a Subagent's: its profile and posture narrow
+	// them, a workflow step adds report_checkpoint); nil means the
+	// runtime's, so a user's session shares its cached specs.
 	toolset *tools.Registry
 	specs   []provider.ToolSpec
 
@@ -136,11 +137,14 @@ type Session struct {
 	mcp *mcpAccess
 }
 
-// addTools offers extra tools to this session only, after the runtime's.
-// The runtime's tools win on a name clash (the extra is dropped): a step's
-// tool must not shadow a built-in whose posture the permission rules know.
-func (s *Session) addTools(extra []tools.Tool) {
-	if len(extra) == 0 {
+// offerTools sets the tools of a Subagent's session: the runtime's that
+// keep allows (nil keeps them all), then extra. The runtime's tools win on
+// a name clash (the extra is dropped): a step's tool must not shadow a
+// built-in whose posture the permission rules know. Only the tools offered
+// can be called: the model is told of no other, and a call to another is
+// an unknown tool.
+func (s *Session) offerTools(keep func(tools.Tool) bool, extra []tools.Tool) {
+	if keep == nil && len(extra) == 0 {
 		return
 	}
 	all := s.rt.tools.All()
@@ -148,6 +152,15 @@ func (s *Session) addTools(extra []tools.Tool) {
 	seen := map[string]bool{}
 	for _, t := range all {
 		seen[t.Name()] = true
+	}
+	if keep != nil {
+		all, specs = all[:0], specs[:0]
+		for i, t := range s.rt.tools.All() {
+			if keep(t) {
+				all = append(all, t)
+				specs = append(specs, s.rt.toolSpecs()[i])
+			}
+		}
 	}
 	for _, t := range extra {
 		if seen[t.Name()] {

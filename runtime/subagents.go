@@ -58,6 +58,53 @@ type AgentSpec struct {
 	// that the child may use (an agent file's allowed_mcp_servers); a name
 	// the parent does not have is passed over.
 	MCPServers []string
+	// Profile narrows what the child may do beside its mode.
+	Profile AgentProfile
+}
+
+// Shell settings of an agent profile.
+const (
+	// ShellWriteSet (or empty): commands may write beneath the folders of
+	// the write sets (the whole workspace without one).
+	ShellWriteSet = "write-set"
+	// ShellReadOnly: commands see a read-only workspace whatever the
+	// write set.
+	ShellReadOnly = "read-only"
+	// ShellDeny: the child is not offered bash.
+	ShellDeny = "deny"
+)
+
+// AgentProfile is what an agent's children may do: the tools they are
+// offered, where they may write, how their commands run. Each narrows;
+// the zero AgentProfile narrows nothing.
+type AgentProfile struct {
+	// Tools, when not nil, is the allowlist of the tools offered: names,
+	// or prefixes ending in "*".
+	Tools []string
+	// WriteSet, when not nil, are the path patterns (doublestar, workspace
+	// relative) beneath which the child may change files, with any tool.
+	WriteSet []string
+	// Shell is ShellWriteSet (or empty), ShellReadOnly or ShellDeny.
+	Shell string
+	// Commands, when not nil, are the only programs its commands may
+	// start (sandbox.Programs resolves them).
+	Commands []string
+}
+
+// allowsTool reports whether the profile lets the child be offered name.
+func (p AgentProfile) allowsTool(name string) bool {
+	if name == "bash" && p.Shell == ShellDeny {
+		return false
+	}
+	if p.Tools == nil {
+		return true
+	}
+	for _, t := range p.Tools {
+		if prefix, ok := strings.CutSuffix(t, "*"); ok && strings.HasPrefix(name, prefix) || t == name {
+			return true
+		}
+	}
+	return false
 }
 
 // AgentCatalog resolves agent names for one workspace.
@@ -138,9 +185,10 @@ type subagent struct {
 	name     string
 	readOnly bool
 	extra    []tools.Tool
-	mayWrite func(rel string) bool // nil: anywhere in the workspace
-	writeSet []string
-	inherit  []workflows.Inherited // ancestors' changes for the snapshot
+	// limit is what the child may write: the step's write_set and its
+	// agent's.
+	limit   writeLimit
+	inherit []workflows.Inherited // ancestors' changes for the snapshot
 	// mcpServers narrows the parent's MCP servers the child may use (its
 	// agent's and its step's allow lists); nil allows them all.
 	mcpServers []string
@@ -152,6 +200,7 @@ type subagent struct {
 	summary      string
 	failure      *tools.Failure
 	changes      *tools.FileChanges
+	violation    *tools.WriteSetViolation // of changes
 	started      time.Time
 	ended        time.Time
 	input        string        // the prompt of the next run
@@ -279,7 +328,7 @@ func (m *Manager) viewLocked(sa *subagent) tools.SubagentView {
 		v.ChildSessionID = sa.child.ID()
 	}
 	if sa.status.Ended() {
-		v.Summary, v.Error, v.Changes = sa.summary, sa.failure, sa.changes
+		v.Summary, v.Error, v.Changes, v.WriteSetViolation = sa.summary, sa.failure, sa.changes, sa.violation
 	}
 	return v
 }

@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/pixir-go/pixir/tools"
+	"github.com/pixir-go/pixir/workflows"
 )
 
 // enqueue records that sa is queued, and only then lets the scheduler see
@@ -55,12 +57,13 @@ func (m *Manager) run(ctx context.Context, sa *subagent, event tools.SubagentEve
 	defer m.wg.Done()
 	status, summary, fail := tools.SubagentFailed, "", (*tools.Failure)(nil)
 	var changes *tools.FileChanges
+	var violation *tools.WriteSetViolation
 	defer func() {
 		if p := recover(); p != nil {
 			m.rt.log.Error("subagent panicked", "subagent", sa.id, "panic", p, "stack", string(debug.Stack()))
 			status, fail = tools.SubagentFailed, &tools.Failure{Kind: tools.ErrInternal, Message: fmt.Sprintf("the subagent crashed: %v", p)}
 		}
-		m.finish(sa, status, summary, fail, changes)
+		m.finish(sa, status, summary, fail, changes, violation)
 	}()
 
 	child, err := m.prepare(ctx, sa)
@@ -76,18 +79,41 @@ func (m *Manager) run(ctx context.Context, sa *subagent, event tools.SubagentEve
 		ask = childAsker{sa: sa}
 	}
 	opts := TurnOptions{Observe: tracker.observe, Ask: ask}
-	if sa.mayWrite != nil {
-		opts.Files = writeSetFiles{Files: child.workspace.Files(), root: child.workspace.Root(), may: sa.mayWrite, set: sa.writeSet}
+	if sa.limit.limits() {
+		opts.Files = writeSetFiles{Files: child.workspace.Files(), root: child.workspace.Root(), limit: sa.limit}
 	}
+	// A shared child's changes are found by stamping what it can reach
+	// before and after its run; an isolated child's snapshot lists them.
+	var before tree
+	var scan []string
+	if sa.snap == nil {
+		scan = child.sharedScan(sa.limit)
+	}
+	if scan != nil {
+		if before, err = scanTree(ctx, child.workspace.Root(), scan); err != nil {
+			m.rt.log.Warn("subagent changes will be unknown", "subagent", sa.id, "err", err)
+			before = nil
+		}
+	}
+	runStart := time.Now()
 	stop, err := child.Prompt(ctx, Prompt{Text: input}, opts)
 	summary = tracker.summary()
-	if sa.snap != nil {
+	switch {
+	case sa.snap != nil:
 		if ch, err := sa.snap.Changes(context.WithoutCancel(ctx), child.workspace.Root()); err == nil {
 			changes = &ch
 		} else {
 			m.rt.log.Warn("subagent changes unknown", "subagent", sa.id, "err", err)
 		}
+	case before != nil:
+		if after, err := scanTree(context.WithoutCancel(ctx), child.workspace.Root(), scan); err == nil {
+			ch := changesSince(before, after)
+			changes = &ch
+		} else {
+			m.rt.log.Warn("subagent changes unknown", "subagent", sa.id, "err", err)
+		}
 	}
+	violation = m.checkWrites(sa, changes, runStart)
 	if !m.hasLiveChildren(child.ID()) {
 		// Its grandchildren, if any, still report into its Log.
 		child.release()
@@ -103,6 +129,9 @@ func (m *Manager) run(ctx context.Context, sa *subagent, event tools.SubagentEve
 		status, fail = tools.SubagentFailed, &tools.Failure{Kind: tools.ErrInternal, Message: "the subagent reached its limit of model calls in one turn"}
 	default:
 		status = tools.SubagentCompleted
+	}
+	if violation != nil && status == tools.SubagentCompleted {
+		status, fail = tools.SubagentFailed, violationFailure(violation, sa.limit)
 	}
 }
 
@@ -162,18 +191,52 @@ func (m *Manager) prepare(ctx context.Context, sa *subagent) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	child.addTools(sa.extra)
-	child.commands = newChildCommands(sa.workspace, sa.parent.workspace.Root(), sa.writeSet, sa.spec)
-	child.inheritMCP(sa.parent, sa.mcpServers)
+	child.commands = newChildCommands(sa.workspace, sa.parent.workspace.Root(), sa.limit, sa.spec)
+	offered := m.offered(sa, mode)
+	child.offerTools(offered, sa.extra)
+	child.inheritMCP(sa.parent, sa.mcpServers, offered)
 	m.mu.Lock()
 	sa.child, sa.childLog = child, child.log.Path()
 	m.mu.Unlock()
 	return child, nil
 }
 
+// agentTools are the tools that spawn and steer Subagents: of no use to a
+// child that may spawn none (at the maximum depth, or read_only: spawning
+// is a mutation).
+var agentTools = []string{"spawn_agent", "wait_agent", "send_input", "close_agent", "list_agents", workflows.RunWorkflowName}
+
+// offered says which of the runtime's tools a child is offered: those its
+// agent's profile allows, less what its posture would refuse anyway. A
+// read_only child gets no tool that changes files, and bash only where the
+// kernel can hold its commands to read-only; a child that cannot spawn
+// (read_only, or at the maximum depth) gets no agent tools; a child whose commands must be confined (a
+// read-only shell, a list of programs) gets bash only where Landlock can
+// confine them. What is refused is not offered, so the model never plans
+// with a tool it cannot use.
+func (m *Manager) offered(sa *subagent, mode Mode) func(tools.Tool) bool {
+	cannotSpawn := sa.depth >= m.cfg.MaxDepth || mode == ModeReadOnly
+	landlock := m.rt.sandboxSupport().Landlock
+	p := sa.spec.Profile
+	return func(t tools.Tool) bool {
+		name := t.Name()
+		switch {
+		case !p.allowsTool(name):
+			return false
+		case cannotSpawn && slices.Contains(agentTools, name):
+			return false
+		}
+		if _, commands := t.(tools.Sandboxed); commands {
+			confined := mode == ModeReadOnly || p.Shell == ShellReadOnly || p.Commands != nil
+			return landlock || !confined
+		}
+		return mode != ModeReadOnly || t.Posture() != tools.PostureMutation
+	}
+}
+
 // finish ends a run: it records the outcome, frees the slot and starts
 // the next queued child.
-func (m *Manager) finish(sa *subagent, status tools.SubagentStatus, summary string, fail *tools.Failure, changes *tools.FileChanges) {
+func (m *Manager) finish(sa *subagent, status tools.SubagentStatus, summary string, fail *tools.Failure, changes *tools.FileChanges, violation *tools.WriteSetViolation) {
 	m.mu.Lock()
 	sa.cancel()
 	if sa.closing {
@@ -182,7 +245,7 @@ func (m *Manager) finish(sa *subagent, status tools.SubagentStatus, summary stri
 	}
 	sa.summary, sa.failure, sa.ended = summary, fail, time.Now()
 	if changes != nil {
-		sa.changes = changes
+		sa.changes, sa.violation = changes, violation
 	}
 	m.mu.Unlock()
 	event := map[tools.SubagentStatus]tools.SubagentEvent{

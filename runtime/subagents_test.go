@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixir-go/pixir/runtime/provider"
+	"github.com/pixir-go/pixir/sandbox"
 	"github.com/pixir-go/pixir/tools"
 )
 
@@ -47,6 +48,9 @@ func (childProvider) Generate(ctx context.Context, req provider.ModelRequest, _ 
 	case strings.HasPrefix(user, "write ") && calls == 0:
 		args, _ := json.Marshal(map[string]string{"path": strings.TrimPrefix(user, "write "), "content": "x"})
 		return &provider.ModelResponse{ToolCalls: []provider.ToolCall{{ID: "w1", Name: "write", Arguments: args}}}, nil
+	case strings.HasPrefix(user, "bash ") && calls == 0:
+		args, _ := json.Marshal(map[string]string{"command": strings.TrimPrefix(user, "bash ")})
+		return &provider.ModelResponse{ToolCalls: []provider.ToolCall{{ID: "b1", Name: "bash", Arguments: args}}}, nil
 	case strings.HasPrefix(user, "call ") && calls == 0:
 		return &provider.ModelResponse{ToolCalls: []provider.ToolCall{{ID: "t1", Name: strings.Fields(user)[1], Arguments: json.RawMessage(`{}`)}}}, nil
 	}
@@ -184,10 +188,17 @@ func newManagerFixture(t *testing.T, cfg SubagentConfig) *managerFixture {
 
 func newManagerFixtureWith(t *testing.T, cfg SubagentConfig, p provider.Provider) *managerFixture {
 	t.Helper()
+	return newManagerFixtureSandboxed(t, cfg, p, nil)
+}
+
+// newManagerFixtureSandboxed is newManagerFixtureWith whose commands run in
+// sbx (nil: the default sandbox).
+func newManagerFixtureSandboxed(t *testing.T, cfg SubagentConfig, p provider.Provider, sbx *sandbox.Sandbox) *managerFixture {
+	t.Helper()
 	if cfg.Snapshot == nil {
 		cfg.Snapshot = takeCopy
 	}
-	rt := New(Config{Home: t.TempDir(), Provider: p, Model: "m", Tools: tools.Builtins(), Subagents: cfg})
+	rt := New(Config{Home: t.TempDir(), Provider: p, Model: "m", Tools: tools.Builtins(), Subagents: cfg, Sandbox: sbx})
 	t.Cleanup(rt.Close)
 	parent, err := rt.NewSession(t.TempDir())
 	require.NoError(t, err)

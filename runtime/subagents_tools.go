@@ -66,8 +66,8 @@ func (b binding) spawn(req tools.SpawnRequest, opt stepOptions) (tools.SubagentV
 		depth: depth, mode: mode, timeout: timeout, spec: spec, ask: b.ask,
 		status: tools.SubagentQueued, input: req.Task, done: make(chan struct{}),
 		name: opt.name, readOnly: opt.readOnly, extra: opt.extra, stepEnd: opt.ended,
-		mayWrite: opt.mayWrite, writeSet: opt.writeSet, inherit: opt.inherit,
-		mcpServers: narrowed(spec.MCPServers, req.MCPServers),
+		inherit: opt.inherit, mcpServers: narrowed(spec.MCPServers, req.MCPServers),
+		limit: writeLimit{step: opt.writeSet, stepMay: opt.mayWrite, agent: spec.Profile.WriteSet, agentName: spec.Name},
 	}
 	if mode == WorkspaceShared {
 		sa.workspace = b.parent.workspace.Root()

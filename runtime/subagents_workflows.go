@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"strings"
 
 	"github.com/pixir-go/pixir/tools"
 	"github.com/pixir-go/pixir/workflows"
@@ -142,23 +141,22 @@ func (e sessionEvidence) WorkflowEvents() ([]workflows.WorkflowEvent, error) {
 	return out, nil
 }
 
-// writeSetFiles holds a workflow step's child to its write set: a write
-// outside it is refused before it touches the disk, so writers the
-// scheduler let run side by side (disjoint write sets) cannot collide
-// through the file tools.
+// writeSetFiles holds a child to its write sets (a workflow step's, its
+// agent's): a write outside them is refused before it touches the disk, so
+// writers the scheduler let run side by side (disjoint write sets) cannot
+// collide through the file tools.
 type writeSetFiles struct {
 	tools.Files
-	root string
-	may  func(rel string) bool
-	set  []string
+	root  string
+	limit writeLimit
 }
 
 func (f writeSetFiles) WriteFile(ctx context.Context, path string, data []byte) error {
 	rel, err := filepath.Rel(f.root, path)
-	if err == nil && !f.may(filepath.ToSlash(rel)) {
+	if err == nil && !f.limit.allows(filepath.ToSlash(rel)) {
 		return &tools.Failure{Kind: tools.ErrPermissionDenied, Message: fmt.Sprintf(
-			"%s is outside this workflow step's write_set (%s); write only there, or report needs_orchestrator if the task needs more",
-			filepath.ToSlash(rel), strings.Join(f.set, ", "))}
+			"%s is outside %s (%s); write only there, or report needs_orchestrator if the task needs more",
+			filepath.ToSlash(rel), f.limit.whose(), f.limit)}
 	}
 	return f.Files.WriteFile(ctx, path, data)
 }

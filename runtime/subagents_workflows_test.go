@@ -120,10 +120,12 @@ func TestStepReadOnlyRunsTheChildReadOnly(t *testing.T) {
 	child := f.rt.subagents.byID[v.ID].child
 	f.rt.subagents.mu.Unlock()
 	require.Equal(t, ModeReadOnly, child.Mode())
-	decisions := childEvents[PermissionDecisionData](t, f.childLog(v.ID), EventPermissionDecision)
-	require.Len(t, decisions, 1)
-	require.Equal(t, "denied", decisions[0].Decision)
-	require.Equal(t, ModeReadOnly, decisions[0].Mode)
+	// It is not offered write: a call to it anyway is an unknown tool.
+	_, offered := child.registry().Get("write")
+	require.False(t, offered)
+	results := childEvents[ToolResultData](t, f.childLog(v.ID), EventToolResult)
+	require.Len(t, results, 1)
+	require.Equal(t, tools.ErrUnknownTool, results[0].Result.Error.Kind)
 
 	// The step's name is in its events; a step without ReadOnly writes.
 	f.events.mu.Lock()
@@ -221,7 +223,8 @@ func TestStepToolsAreOfferedToThatChildOnly(t *testing.T) {
 	offered := p.of("call probe from a")
 	require.Contains(t, offered, "probe")
 	require.Equal(t, 1, countOf(offered, "write"), "an extra never shadows a built-in")
-	require.Equal(t, len(tools.Builtins())+1, len(offered))
+	// At the maximum depth (1), the agent tools are not offered.
+	require.Equal(t, []string{"read", "write", "edit", "bash", "grep", "glob", "update_plan", "probe"}, offered)
 	require.NotContains(t, p.of("call probe from b"), "probe")
 	results := childEvents[ToolResultData](t, f.childLog(a.ID), EventToolResult)
 	require.True(t, results[0].Result.OK, "%+v", results[0].Result.Error)

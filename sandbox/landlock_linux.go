@@ -105,8 +105,16 @@ func buildRuleset(abi int, p Policy, userns bool) (int, error) {
 		}
 		return nil
 	}
-	write := handled &^ noDevices
-	err := add("/", readRights)
+	write, read := handled&^noDevices, uint64(readRights)
+	if p.Execute != nil {
+		// Only the listed programs run; nothing writable does.
+		write &^= unix.LANDLOCK_ACCESS_FS_EXECUTE
+		read &^= unix.LANDLOCK_ACCESS_FS_EXECUTE
+	}
+	err := add("/", read)
+	for _, x := range p.Execute {
+		err = errors.Join(err, add(x, readRights))
+	}
 	for _, d := range devices {
 		err = errors.Join(err, add(d, write))
 	}

@@ -29,6 +29,12 @@ type Policy struct {
 	// Env are NAME=value pairs set for this command on top of the
 	// allowlisted environment (GIT_CEILING_DIRECTORIES, for instance).
 	Env []string
+	// Execute, when not nil, are the only files (or folders: every file
+	// beneath) a confined command may execute: Programs resolves them.
+	// Nothing the command may write is executable then, so it cannot run
+	// a program it wrote or copied. What an allowed program does itself is
+	// not restricted (see Programs).
+	Execute []string
 }
 
 // Restricts reports whether the policy asks the kernel for anything.

@@ -214,3 +214,58 @@ func waitForFile(t *testing.T, path string) {
 	_, err = f.Read(make([]byte, 1))
 	require.NoError(t, err)
 }
+
+func TestExecuteAllowlist(t *testing.T) {
+	needLandlock(t)
+	ws := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "a.txt"), []byte("alpha\n"), 0o644))
+	allowed, missing := Programs(os.Getenv("PATH"), []string{"sh", "cat", "cp", "chmod", "no-such-program-here"})
+	require.Equal(t, []string{"no-such-program-here"}, missing)
+	p := Policy{Confine: true, Writable: []string{ws}, Execute: allowed}
+
+	tests := []struct {
+		name, script string
+		ok           bool
+	}{
+		{"a listed program runs", "cat a.txt", true},
+		{"an unlisted one does not", "id", false},
+		{"nor by its full path", "$(command -v id)", false},
+		{"a copy of an unlisted program in the write set does not run", `cp "$(command -v id)" ./myid && chmod +x ./myid && ./myid`, false},
+		{"nor one in the private temporary folder", `cp "$(command -v id)" "$TMPDIR/id" && chmod +x "$TMPDIR/id" && "$TMPDIR/id"`, false},
+		{"a script run by a listed shell runs listed programs", `printf 'cat a.txt\n' > s.sh && sh s.sh`, true},
+		{"and only those", `printf 'id\n' > t.sh && sh t.sh`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, code, o := sh(t, nil, p, ws, tt.script)
+			require.True(t, o.Confined)
+			require.Equal(t, tt.ok, code == 0, out)
+			if !tt.ok {
+				require.Contains(t, out, "ermission denied")
+			}
+		})
+	}
+	// Without a list, everything runs as before.
+	out, code, _ := sh(t, nil, Policy{Confine: true, Writable: []string{ws}}, ws, "id")
+	require.Equal(t, 0, code, out)
+}
+
+func TestPrograms(t *testing.T) {
+	sh, err := filepath.EvalSymlinks("/bin/sh")
+	require.NoError(t, err)
+	files, missing := Programs("relative:"+filepath.Dir(sh), []string{filepath.Base(sh), "/no/such/file", "a/b"})
+	require.Equal(t, []string{"/no/such/file", "a/b"}, missing)
+	require.Equal(t, sh, files[0])
+	if interp := interpreterOf(sh); interp != "" {
+		require.Contains(t, files, interp, "the loader of a dynamically linked program")
+	}
+
+	dir := t.TempDir()
+	script := filepath.Join(dir, "tool")
+	require.NoError(t, os.WriteFile(script, []byte("#!"+sh+" -e\necho hi\n"), 0o755))
+	files, missing = Programs(dir, []string{"tool"})
+	require.Empty(t, missing)
+	require.Equal(t, script, files[0])
+	require.Contains(t, files, sh, "a script's interpreter")
+	require.Empty(t, interpreterOf(filepath.Join(dir, "missing")))
+}

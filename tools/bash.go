@@ -132,6 +132,10 @@ func runBash(ctx context.Context, env Env, a BashArgs, dryRun bool) Result {
 		if o.State != nil && runCtx.Err() == nil {
 			r.ExitCode = exitCode(o.State)
 		}
+		if o.Confined && env.Commands.Execute != nil && r.ExitCode == 126 {
+			// The kernel refused to start a program: say why, once.
+			r.Output += "\n[Pixir: this agent's commands may start only the programs its agent lists in shell; a program that is not listed is refused with \"Permission denied\"]"
+		}
 		return r
 	}
 	killed := "killed with every process it started"

@@ -104,6 +104,32 @@ type SubagentView struct {
 	ChildSessionID string         `json:"child_session_id"`
 	ElapsedMS      int64          `json:"elapsed_ms"`
 	Changes        *FileChanges   `json:"changes,omitempty"`
+	// WriteSetViolation, when set, says the child changed files outside
+	// what it may write: its run failed for it, and its changes must not
+	// be merged into the workspace.
+	WriteSetViolation *WriteSetViolation `json:"write_set_violation,omitempty"`
+}
+
+// WriteSetViolationCode names a write-set violation in a Failure's message
+// and Details.
+const WriteSetViolationCode = "write_set_violation"
+
+// WriteSetViolation is the after-the-fact check of a child's changes
+// against what it may write: a workflow step's write_set and its agent's,
+// each of which must allow a path.
+type WriteSetViolation struct {
+	// Code is WriteSetViolationCode.
+	Code string `json:"code"`
+	// WriteSets are the patterns the child was held to: one list per
+	// source (the step's, the agent's), every list must match.
+	WriteSets [][]string `json:"write_sets"`
+	// Paths are the changed files (added, changed or deleted) that no
+	// write set allows: workspace-relative, slash-separated, sorted.
+	Paths []string `json:"paths"`
+	// Workspace is isolated or shared. An isolated child's out-of-set
+	// changes stay in its snapshot and are never merged; a shared child's
+	// are in the workspace and are reported, not reverted.
+	Workspace string `json:"workspace"`
 }
 
 // FileChanges lists what a child in an isolated workspace added, changed and

@@ -140,7 +140,10 @@ func marker(text string) (CheckpointStatus, bool) {
 //     reported ready is downgraded to partial, since what it did after the
 //     report is unknown;
 //   - a step with an output_schema is checkpoint_ready only with a payload
-//     that matched it.
+//     that matched it;
+//   - a step whose child changed files outside its write sets failed
+//     (write_set_violation), whatever it reported: those changes must not
+//     reach its dependents or the workspace.
 func decide(st *Step, view tools.SubagentView, slot *reportSlot) StepOutcome {
 	mode := st.WorkspaceMode
 	if view.WorkspaceMode != "" {
@@ -151,6 +154,7 @@ func decide(st *Step, view tools.SubagentView, slot *reportSlot) StepOutcome {
 		Posture: st.PermissionMode, WorkspaceMode: mode, Workspace: view.Workspace,
 		DependsOn: nonNil(st.DependsOn), SubagentStatus: view.Status, Summary: view.Summary,
 		ElapsedMS: view.ElapsedMS, Error: view.Error, Changes: view.Changes,
+		WriteSetViolation: view.WriteSetViolation,
 	}
 	bundle := &Bundle{
 		Version: 1, StepID: st.ID, AgentID: view.ID, ChildSessionID: view.ChildSessionID,
@@ -182,6 +186,12 @@ func decide(st *Step, view tools.SubagentView, slot *reportSlot) StepOutcome {
 			status, bundle.Source = m, SourceMarker
 		}
 		found = true
+	}
+	if v := view.WriteSetViolation; v != nil && found {
+		// The run's error (view.Error) says so, unless it ended otherwise.
+		status = CheckpointFailed
+		bundle.KnownLimitations = append(bundle.KnownLimitations, fmt.Sprintf(
+			"%s: the child changed %s, outside its write set; the step failed for it", tools.WriteSetViolationCode, strings.Join(v.Paths, ", ")))
 	}
 	if !completed && status == CheckpointReady {
 		status = CheckpointPartial

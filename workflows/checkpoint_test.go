@@ -77,6 +77,39 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+func TestDecideWriteSetViolation(t *testing.T) {
+	v := &tools.WriteSetViolation{Code: tools.WriteSetViolationCode, WriteSets: [][]string{{"docs/**"}}, Paths: []string{"src/x"}, Workspace: "isolated"}
+	fail := &tools.Failure{Kind: tools.ErrPermissionDenied, Message: "write_set_violation: …", Details: v}
+	tests := []struct {
+		name    string
+		status  tools.SubagentStatus
+		err     *tools.Failure
+		reports []string
+	}{
+		{"reported ready: failed all the same", tools.SubagentFailed, fail, []string{`{"status":"checkpoint_ready","summary":"docs written"}`}},
+		{"no report", tools.SubagentFailed, fail, nil},
+		{"timed out after writing outside", tools.SubagentTimedOut, &tools.Failure{Kind: tools.ErrTimeout, Message: "late"}, []string{`{"status":"partial","summary":"half"}`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			slot := &reportSlot{stepID: "docs"}
+			for _, r := range tt.reports {
+				require.True(t, reportCheckpoint(slot).Run(context.Background(), tools.Env{}, []byte(r)).OK)
+			}
+			st := &Step{ID: "docs", Task: "t", PermissionMode: Writer, WorkspaceMode: Isolated, WriteSet: []string{"docs/**"}}
+			out := decide(st, tools.SubagentView{ID: "sa-1", Status: tt.status, Error: tt.err, WriteSetViolation: v,
+				Changes: &tools.FileChanges{Added: []string{"docs/a.md", "src/x"}}}, slot)
+			require.Equal(t, CheckpointFailed, out.CheckpointStatus)
+			require.Equal(t, v, out.WriteSetViolation)
+			require.Equal(t, tt.err, out.Error)
+			if out.Checkpoint != nil {
+				require.False(t, out.Checkpoint.DependentSafe)
+				require.Contains(t, out.Checkpoint.KnownLimitations, "write_set_violation: the child changed src/x, outside its write set; the step failed for it")
+			}
+		})
+	}
+}
+
 func TestReportCheckpointRefusesWhatItCannotKeep(t *testing.T) {
 	s, err := tools.CompileSchema("output_schema", []byte(`{"type":"object","required":["n"],"properties":{"n":{"type":"integer","minimum":1}}}`))
 	require.NoError(t, err)

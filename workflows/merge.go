@@ -28,6 +28,8 @@ func (r *runner) land(i int, out StepOutcome) StepOutcome {
 	m := &StepMerge{Policy: policy, MergeReport: tools.MergeReport{Status: tools.MergeNotMerged}}
 	out.Merge = m
 	switch {
+	case out.WriteSetViolation != nil:
+		m.Reason = "the step changed files outside its write set (" + tools.WriteSetViolationCode + "): its work is never merged (it stays in its snapshot)"
 	case out.CheckpointStatus != CheckpointReady:
 		m.Reason = fmt.Sprintf("the step is %s, not checkpoint_ready: its work is not merged (it stays in its snapshot)", out.CheckpointStatus)
 	case policy == MergeManual:

@@ -119,6 +119,10 @@ type StepOutcome struct {
 	// Merge, for an isolated writer, says whether its changes are in the
 	// workspace: merged, conflicted or not_merged (and why).
 	Merge *StepMerge `json:"merge,omitempty"`
+	// WriteSetViolation, when set, lists the changes outside the step's
+	// write sets (its own and its agent's): the step failed for them, and
+	// they must never be merged into the workspace.
+	WriteSetViolation *tools.WriteSetViolation `json:"write_set_violation,omitempty"`
 }
 
 // StepMerge is what became of an isolated writer's changes: its policy

@@ -25,7 +25,12 @@ type agentEntry struct {
 	ModelReasoningEffort  string `json:"model_reasoning_effort"`
 	SandboxMode           string `json:"sandbox_mode"`
 	ReadOnly              bool   `json:"read_only"`
-	Source                string `json:"source"`
+	// Network is "allow" or "deny"; Profile what its children may do.
+	Network string         `json:"network"`
+	Profile agents.Profile `json:"profile"`
+	// Summary says the mode and profile in a few words, as the table does.
+	Summary string `json:"summary"`
+	Source  string `json:"source"`
 }
 
 // agentsReport is the whole of `pixir agents --json`.
@@ -73,10 +78,14 @@ func runAgents(args []string, stdout, stderr io.Writer) int {
 				"model %q is not among the models configured for the %s provider (%s): spawning %s is refused until it is added to models in config.toml",
 				a.Model, provider, strings.Join(configured, ", "), a.Name)})
 		}
+		network := agents.NetworkAllow
+		if a.DenyNetwork() {
+			network = agents.NetworkDeny
+		}
 		report.Agents = append(report.Agents, agentEntry{
 			Name: a.Name, Description: a.Description, DeveloperInstructions: a.DeveloperInstructions,
 			Model: a.Model, ModelReasoningEffort: a.ModelReasoningEffort, SandboxMode: a.SandboxMode,
-			ReadOnly: a.ReadOnly(), Source: a.Source,
+			ReadOnly: a.ReadOnly(), Network: network, Profile: a.Profile, Summary: a.Summary(), Source: a.Source,
 		})
 	}
 	if *asJSON {
@@ -155,12 +164,8 @@ func fileErrors(err error) []*agents.FileError {
 
 func writeAgentsTable(w io.Writer, r agentsReport, project, home string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSOURCE\tSANDBOX\tMODEL\tDESCRIPTION")
+	fmt.Fprintln(tw, "NAME\tSOURCE\tPROFILE\tMODEL\tDESCRIPTION")
 	for _, a := range r.Agents {
-		sandbox := a.SandboxMode
-		if sandbox == "" {
-			sandbox = "inherit"
-		}
 		model := a.Model
 		if model == "" {
 			model = "inherit"
@@ -168,7 +173,7 @@ func writeAgentsTable(w io.Writer, r agentsReport, project, home string) error {
 		if a.ModelReasoningEffort != "" {
 			model += " (" + a.ModelReasoningEffort + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.Name, shortPath(a.Source, project, home), sandbox, model, summary(a.Description))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.Name, shortPath(a.Source, project, home), a.Summary, model, summary(a.Description))
 	}
 	return tw.Flush()
 }

@@ -12,6 +12,10 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/pixir-go/pixir/runtime/agents"
+	"github.com/pixir-go/pixir/tools"
+	"github.com/pixir-go/pixir/workflows"
 )
 
 // agentsWorld is a project folder and a home folder with agent files.
@@ -71,7 +75,15 @@ type agentsJSON struct {
 		ModelReasoningEffort  string `json:"model_reasoning_effort"`
 		SandboxMode           string `json:"sandbox_mode"`
 		ReadOnly              bool   `json:"read_only"`
-		Source                string `json:"source"`
+		Network               string `json:"network"`
+		Profile               struct {
+			Tools    []string `json:"tools"`
+			WriteSet []string `json:"write_set"`
+			Shell    string   `json:"shell"`
+			Commands []string `json:"commands"`
+		} `json:"profile"`
+		Summary string `json:"summary"`
+		Source  string `json:"source"`
 	} `json:"agents"`
 	Warnings []struct {
 		File    string `json:"file"`
@@ -176,7 +188,7 @@ func TestAgentsTable(t *testing.T) {
 	require.Empty(t, stderr)
 	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
 	require.Len(t, lines, 6, stdout)
-	require.Equal(t, []string{"NAME", "SOURCE", "SANDBOX", "MODEL", "DESCRIPTION"}, strings.Fields(lines[0]))
+	require.Equal(t, []string{"NAME", "SOURCE", "PROFILE", "MODEL", "DESCRIPTION"}, strings.Fields(lines[0]))
 	require.Equal(t, []string{"default", "built-in", "inherit", "inherit"}, strings.Fields(lines[1])[:4])
 	require.Equal(t, []string{"explorer", "built-in", "read-only", "inherit"}, strings.Fields(lines[2])[:4])
 	require.Equal(t, []string{"reviewer", filepath.Join(".pixir", "agents", "r.toml"), "read-only", "gpt-5", "(low)", "The", "reviewer", "agent."}, strings.Fields(lines[3]))
@@ -231,4 +243,89 @@ func TestAgentsUsageErrors(t *testing.T) {
 		require.Empty(t, stdout)
 		require.Contains(t, stderr, tt.stderr)
 	}
+}
+
+func TestAgentsShowProfiles(t *testing.T) {
+	w := newAgentsWorld(t, map[string]string{
+		"project/.pixir/agents/pm.toml": agentFile("pm", `tools = ["read", "grep", "glob", "write", "edit"]`, `write_set = ["TODO/"]`, `shell = "deny"`),
+		"project/.pixir/agents/make.toml": agentFile("make", `shell = ["go", "gofmt"]`, `network = "deny"`),
+		"project/.pixir/agents/check.toml": agentFile("check", `sandbox_mode = "read-only"`, `shell = "read-only"`),
+	})
+	stdout, stderr, code := w.run(t, "--json")
+	require.Equal(t, exitOK, code, stderr)
+	got := decodeAgentsJSON(t, stdout)
+	byName := map[string]int{}
+	for i, a := range got.Agents {
+		byName[a.Name] = i
+	}
+	pm := got.Agents[byName["pm"]]
+	require.Equal(t, []string{"read", "grep", "glob", "write", "edit"}, pm.Profile.Tools)
+	require.Equal(t, []string{"TODO/**"}, pm.Profile.WriteSet)
+	require.Equal(t, "deny", pm.Profile.Shell)
+	require.Nil(t, pm.Profile.Commands)
+	require.Equal(t, "allow", pm.Network)
+	require.Equal(t, "tools read, grep, glob, write, edit; writes TODO/**; shell deny", pm.Summary)
+	mk := got.Agents[byName["make"]]
+	require.Equal(t, []string{"go", "gofmt"}, mk.Profile.Commands)
+	require.Equal(t, "write-set", mk.Profile.Shell)
+	require.Equal(t, "deny", mk.Network)
+	require.Nil(t, mk.Profile.Tools, "no tools key: every tool")
+	worker := got.Agents[byName["worker"]]
+	require.Equal(t, "inherit", worker.Summary)
+	require.Contains(t, stdout, `"tools": null`, "null, not [], means every tool")
+
+	stdout, stderr, code = w.run(t)
+	require.Equal(t, exitOK, code, stderr)
+	rows := map[string]string{}
+	for _, line := range strings.Split(stdout, "\n")[1:] {
+		if f := strings.Fields(line); len(f) > 0 {
+			rows[f[0]] = line
+		}
+	}
+	require.Contains(t, rows["pm"], "tools read, grep, glob, write, edit; writes TODO/**; shell deny")
+	require.Contains(t, rows["make"], "shell go, gofmt; no network")
+	require.Contains(t, rows["check"], "read-only; shell read-only")
+	require.Contains(t, rows["explorer"], " read-only ")
+}
+
+func TestAgentsProfileErrorsNameLineAndColumn(t *testing.T) {
+	w := newAgentsWorld(t, map[string]string{
+		"project/.pixir/agents/pm.toml": agentFile("pm", `tools = ["read", "wirte"]`, `write_set = ["../src/**"]`, `shel = "deny"`),
+		"project/.pixir/agents/ok.toml": agentFile("ok", `shell = "read_only"`),
+	})
+	stdout, stderr, code := w.run(t, "--json")
+	require.Equal(t, exitError, code, stderr)
+	got := decodeAgentsJSON(t, stdout)
+	type pos struct {
+		line, col int
+		msg       string
+	}
+	var errs []pos
+	for _, e := range got.Errors {
+		errs = append(errs, pos{e.Line, e.Column, e.Message})
+	}
+	require.Equal(t, []pos{
+		{4, 9, `shell "read_only" is not one of deny, read-only, write-set, or a list of programs; did you mean "read-only"?`},
+		{6, 1, `unknown key "shel"; an agent file may set name, description, developer_instructions, model, model_reasoning_effort, sandbox_mode, network, tools, write_set, shell`},
+	}, errs, "ok.toml, then pm.toml, whose unknown key is reported first: it stops decoding")
+
+	w = newAgentsWorld(t, map[string]string{
+		"project/.pixir/agents/pm.toml": agentFile("pm", `tools = ["read", "wirte"]`, `write_set = ["../src/**"]`),
+	})
+	_, stderr, code = w.run(t)
+	require.Equal(t, exitError, code)
+	file := filepath.Join(w.project, ".pixir", "agents", "pm.toml")
+	require.Contains(t, stderr, "pixir agents: error: "+file+`:4:18: unknown tool "wirte"; tools are read, write, edit, bash,`)
+	require.Contains(t, stderr, "pixir agents: error: "+file+`:5:14: "../src/**" leaves the workspace`)
+}
+
+// The tools an agent profile may name are the tools pixir offers.
+func TestProfileToolNamesAreTheBuiltInTools(t *testing.T) {
+	var names []string
+	for _, tool := range tools.NewRegistry(append(tools.Builtins(), workflows.Tools()...)...).All() {
+		if tool.Name() != "report_checkpoint" {
+			names = append(names, tool.Name())
+		}
+	}
+	require.ElementsMatch(t, names, agents.ToolNames)
 }

@@ -1,0 +1,301 @@
+// What a child may write, and the check of what it did write.
+//
+// A child's writes are held three ways. Its file tools refuse a path
+// outside its write sets before anything touches the disk (writeSetFiles).
+// Its commands run under Landlock, which can only allow whole folders: the
+// roots of the write-set patterns (commands.go). And after each run, its
+// actual changes are compared with the patterns themselves, which catches
+// what the kernel cannot express ("**/*_test.go" is the whole workspace to
+// Landlock) and everything a command did where there is no Landlock.
+
+package runtime
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/pixir-go/pixir/runtime/snapshot"
+	"github.com/pixir-go/pixir/tools"
+)
+
+// writeLimit is what a child may write: a workflow step's write_set and
+// its agent's. A path must be allowed by each one that is set; the zero
+// writeLimit allows everything.
+type writeLimit struct {
+	// step is the step's write_set, stepMay its matcher (the workflow's
+	// own, so both agree); nil without a step write set.
+	step    []string
+	stepMay func(rel string) bool
+	// agent is the agent profile's write_set; nil without one.
+	agent     []string
+	agentName string
+}
+
+// limits reports whether anything is limited.
+func (w writeLimit) limits() bool { return w.step != nil || w.agent != nil }
+
+// allows reports whether the child may write the workspace-relative,
+// slash-separated path rel.
+func (w writeLimit) allows(rel string) bool {
+	if w.step != nil {
+		if w.stepMay != nil {
+			if !w.stepMay(rel) {
+				return false
+			}
+		} else if !matchAny(w.step, rel) {
+			return false
+		}
+	}
+	return w.agent == nil || matchAny(w.agent, rel)
+}
+
+// sets lists the write sets in force, the step's first.
+func (w writeLimit) sets() [][]string {
+	var out [][]string
+	if w.step != nil {
+		out = append(out, w.step)
+	}
+	if w.agent != nil {
+		out = append(out, w.agent)
+	}
+	return out
+}
+
+// String names the write sets for messages: "src/**", or
+// "the step's write_set src/** and agent pm's write_set TODO/**".
+func (w writeLimit) String() string {
+	switch {
+	case w.step != nil && w.agent != nil:
+		return "the step's write_set " + strings.Join(w.step, ", ") + " and agent " + w.agentName + "'s write_set " + strings.Join(w.agent, ", ")
+	case w.step != nil:
+		return strings.Join(w.step, ", ")
+	}
+	return strings.Join(w.agent, ", ")
+}
+
+// whose says whose write set the refusal of a write names.
+func (w writeLimit) whose() string {
+	switch {
+	case w.step != nil && w.agent != nil:
+		return "what this workflow step may write"
+	case w.step != nil:
+		return "this workflow step's write_set"
+	}
+	return "agent " + w.agentName + "'s write_set"
+}
+
+func matchAny(patterns []string, rel string) bool {
+	for _, p := range patterns {
+		if ok, _ := doublestar.Match(p, rel); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// roots are the folders (or files) beneath which the child's commands may
+// write: each write set's roots (writeRoots), and where there are two, what
+// lies beneath a root of both. nil when nothing is limited; empty when the
+// write sets leave no room in common.
+func (w writeLimit) roots(workspace string) []string {
+	var out []string
+	for i, set := range w.sets() {
+		r := writeRoots(workspace, set)
+		if i == 0 {
+			out = r
+			continue
+		}
+		out = intersectRoots(out, r)
+	}
+	return out
+}
+
+// intersectRoots is what lies beneath a root of a and a root of b: the
+// deeper of each nested pair.
+func intersectRoots(a, b []string) []string {
+	out := []string{}
+	for _, x := range a {
+		for _, y := range b {
+			var in string
+			switch {
+			case within(y, x): // x is beneath y
+				in = x
+			case within(x, y):
+				in = y
+			default:
+				continue
+			}
+			if !slices.Contains(out, in) {
+				out = append(out, in)
+			}
+		}
+	}
+	return out
+}
+
+// stamp is what a file's status says of its content: a write, a rename
+// over it or a change of type changes it (see stampOf).
+type stamp struct {
+	mode         fs.FileMode
+	size         int64
+	mtime        int64
+	ctime, inode uint64
+}
+
+// tree maps the workspace-relative, slash-separated paths of the files and
+// links beneath some roots to their stamps.
+type tree map[string]stamp
+
+// scanTree stamps every file and link beneath roots (absolute paths inside
+// workspace), leaving out what snapshots leave out (.pixir, .git,
+// installed dependencies: snapshot.Excluded). A root that does not exist
+// has nothing.
+func scanTree(ctx context.Context, workspace string, roots []string) (tree, error) {
+	t := tree{}
+	for _, root := range roots {
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				if os.IsNotExist(err) {
+					return nil
+				}
+				return err
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			rel, err := filepath.Rel(workspace, p)
+			if err != nil {
+				return err
+			}
+			if rel != "." && snapshot.Excluded(rel, d.IsDir()) {
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if d.IsDir() || (!d.Type().IsRegular() && d.Type()&fs.ModeSymlink == 0) {
+				return nil
+			}
+			fi, err := d.Info()
+			if err != nil {
+				if os.IsNotExist(err) {
+					return nil // gone while we looked
+				}
+				return err
+			}
+			t[filepath.ToSlash(rel)] = stampOf(fi)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// changesSince lists what differs from before in after.
+func changesSince(before, after tree) tools.FileChanges {
+	ch := tools.FileChanges{Added: []string{}, Changed: []string{}, Deleted: []string{}}
+	for p, s := range after {
+		old, ok := before[p]
+		switch {
+		case !ok:
+			ch.Added = append(ch.Added, p)
+		case old != s:
+			ch.Changed = append(ch.Changed, p)
+		}
+	}
+	for p := range before {
+		if _, ok := after[p]; !ok {
+			ch.Deleted = append(ch.Deleted, p)
+		}
+	}
+	slices.Sort(ch.Added)
+	slices.Sort(ch.Changed)
+	slices.Sort(ch.Deleted)
+	return ch
+}
+
+// sharedScan is how a shared child's changes are found: the roots its
+// writes can reach, stamped before its run and again after. Its file
+// tools write only within its write sets, and a child whose commands
+// Landlock holds to the roots of its write sets (or to nothing) can change
+// nothing elsewhere either; one whose commands are not confined (no
+// Landlock here) could change anything, so the whole workspace is stamped.
+// nil: nothing to check (nothing limited, or a read_only child).
+func (s *Session) sharedScan(limit writeLimit) []string {
+	c := s.commands
+	if c == nil || !limit.limits() || s.Mode() == ModeReadOnly {
+		return nil
+	}
+	if _, bash := s.registry().Get("bash"); !bash || c.readOnly || s.rt.sandboxSupport().Landlock {
+		return c.writable
+	}
+	return []string{s.workspace.Root()}
+}
+
+// checkWrites compares a child's changes with what it may write and
+// returns the violation, or nil. Changes of a shared child that another
+// writer sharing the workspace at the same time may make are not counted:
+// they cannot be told apart.
+func (m *Manager) checkWrites(sa *subagent, changes *tools.FileChanges, since time.Time) *tools.WriteSetViolation {
+	if changes == nil || !sa.limit.limits() {
+		return nil
+	}
+	var others []writeLimit
+	if sa.mode == WorkspaceShared {
+		others = m.sharedWritersDuring(sa, since)
+	}
+	var paths []string
+	for _, list := range [][]string{changes.Added, changes.Changed, changes.Deleted} {
+		for _, p := range list {
+			if sa.limit.allows(p) || slices.ContainsFunc(others, func(o writeLimit) bool { return o.allows(p) }) {
+				continue
+			}
+			paths = append(paths, p)
+		}
+	}
+	if len(paths) == 0 {
+		return nil
+	}
+	slices.Sort(paths)
+	return &tools.WriteSetViolation{Code: tools.WriteSetViolationCode, WriteSets: sa.limit.sets(), Paths: paths, Workspace: sa.mode}
+}
+
+// sharedWritersDuring are the write limits of the other children that
+// worked in sa's workspace, shared and not read-only, while sa ran (since
+// its run started).
+func (m *Manager) sharedWritersDuring(sa *subagent, since time.Time) []writeLimit {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []writeLimit
+	for _, o := range m.byID {
+		if o == sa || o.mode != WorkspaceShared || o.workspace != sa.workspace || o.readOnly || o.spec.ReadOnly || o.started.IsZero() {
+			continue
+		}
+		if o.status != tools.SubagentRunning && o.ended.Before(since) {
+			continue
+		}
+		out = append(out, o.limit) // the zero limit allows everything
+	}
+	return out
+}
+
+// violationFailure is the failure of a run that wrote outside its write
+// sets.
+func violationFailure(v *tools.WriteSetViolation, limit writeLimit) *tools.Failure {
+	msg := "write_set_violation: the child changed " + strings.Join(v.Paths, ", ") + ", outside " + limit.String()
+	if v.Workspace == WorkspaceIsolated {
+		msg += "; those changes stay in its snapshot and are never merged into the workspace"
+	} else {
+		msg += "; they are in the shared workspace and were not reverted (Pixir cannot tell them from the user's or another process's changes there): review them before relying on this child's work"
+	}
+	return &tools.Failure{Kind: tools.ErrPermissionDenied, Message: msg, Details: v}
+}

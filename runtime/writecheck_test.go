@@ -1,0 +1,204 @@
+package runtime
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/bmatcuk/doublestar/v4"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pixir-go/pixir/sandbox"
+	"github.com/pixir-go/pixir/tools"
+	"github.com/pixir-go/pixir/workflows"
+)
+
+func globMatcher(patterns ...string) func(string) bool {
+	return func(rel string) bool {
+		for _, p := range patterns {
+			if ok, _ := doublestar.Match(p, rel); ok {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+func TestWriteLimit(t *testing.T) {
+	ws := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(ws, "src", "pkg"), 0o755))
+	j := func(p ...string) string { return filepath.Join(append([]string{ws}, p...)...) }
+
+	none := writeLimit{}
+	require.False(t, none.limits())
+	require.True(t, none.allows("anything/at/all"))
+	require.Nil(t, none.roots(ws), "nothing limited: commands may write the whole workspace")
+
+	step := writeLimit{step: []string{"src/**"}, stepMay: globMatcher("src/**")}
+	require.True(t, step.allows("src/a.go"))
+	require.False(t, step.allows("docs/a.md"))
+	require.Equal(t, "src/**", step.String())
+	require.Equal(t, []string{j("src")}, step.roots(ws))
+
+	both := writeLimit{step: []string{"src/**"}, stepMay: globMatcher("src/**"), agent: []string{"**/*_test.go"}, agentName: "test"}
+	require.True(t, both.allows("src/a_test.go"))
+	require.False(t, both.allows("src/a.go"), "the agent's write set narrows the step's")
+	require.False(t, both.allows("x_test.go"), "and the step's the agent's")
+	require.Equal(t, [][]string{{"src/**"}, {"**/*_test.go"}}, both.sets())
+	require.Equal(t, "the step's write_set src/** and agent test's write_set **/*_test.go", both.String())
+	require.Equal(t, []string{j("src")}, both.roots(ws), "the deeper of nested roots")
+
+	agent := writeLimit{agent: []string{"TODO/**"}, agentName: "pm"}
+	require.True(t, agent.allows("TODO/GAL-1.md"))
+	require.False(t, agent.allows("src/a.go"))
+	require.Equal(t, "agent pm's write_set", agent.whose())
+
+	apart := writeLimit{step: []string{"docs/**"}, agent: []string{"src/pkg/**"}}
+	require.Equal(t, []string{}, apart.roots(ws), "write sets with nothing in common leave commands nowhere to write")
+}
+
+func TestChangesSince(t *testing.T) {
+	ws := t.TempDir()
+	write := func(rel, content string) {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(ws, rel)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(ws, rel), []byte(content), 0o644))
+	}
+	write("a.txt", "a")
+	write("same-size.txt", "1234")
+	write("gone.txt", "g")
+	write(".git/HEAD", "ref")
+	write("node_modules/x/index.js", "x")
+	before, err := scanTree(context.Background(), ws, []string{ws})
+	require.NoError(t, err)
+	require.Len(t, before, 3, "VCS metadata and installed dependencies are left out, as snapshots leave them")
+
+	write("a.txt", "a, longer")
+	// Same size, and the modification time set back: the status-change
+	// time still tells.
+	info, err := os.Stat(filepath.Join(ws, "same-size.txt"))
+	require.NoError(t, err)
+	write("same-size.txt", "5678")
+	require.NoError(t, os.Chtimes(filepath.Join(ws, "same-size.txt"), info.ModTime(), info.ModTime()))
+	require.NoError(t, os.Remove(filepath.Join(ws, "gone.txt")))
+	write("new/b.txt", "b")
+	write(".git/HEAD", "changed")
+	require.NoError(t, os.Symlink("a.txt", filepath.Join(ws, "link")))
+
+	after, err := scanTree(context.Background(), ws, []string{ws, filepath.Join(ws, "missing")})
+	require.NoError(t, err)
+	ch := changesSince(before, after)
+	require.Equal(t, []string{"link", "new/b.txt"}, ch.Added)
+	require.Equal(t, []string{"a.txt", "same-size.txt"}, ch.Changed)
+	require.Equal(t, []string{"gone.txt"}, ch.Deleted)
+	require.Equal(t, tools.FileChanges{Added: []string{}, Changed: []string{}, Deleted: []string{}}, changesSince(after, after))
+}
+
+// landlockOff is a sandbox that confines nothing, as on a kernel without
+// Landlock.
+func landlockOff() *sandbox.Sandbox {
+	off := false
+	return sandbox.New(sandbox.Config{Landlock: &off})
+}
+
+func needLandlock(t *testing.T) {
+	t.Helper()
+	if sup := (*sandbox.Sandbox)(nil).Support(); !sup.Landlock {
+		t.Skip("no Landlock here:", sup.LandlockProblem)
+	}
+}
+
+// A writer's changes are compared with its write set after the fact: a
+// command that wrote outside it (where Landlock, which allows folders,
+// could not stop it, or where there is no Landlock) fails the step with
+// write_set_violation and the paths.
+func TestWritesOutsideTheWriteSetFailTheStep(t *testing.T) {
+	tests := []struct {
+		name      string
+		landlock  bool
+		mode      string
+		command   string
+		violation []string
+	}{
+		// docs/*.md: Landlock allows docs/, the check holds the rest.
+		{"isolated, in-kernel", true, WorkspaceIsolated, "mkdir -p docs/sub && echo x > docs/sub/deep.txt; echo y > docs/a.md", []string{"docs/sub/deep.txt"}},
+		{"shared, in-kernel", true, WorkspaceShared, "mkdir -p docs/sub && echo x > docs/sub/deep.txt; echo y > docs/a.md", []string{"docs/sub/deep.txt"}},
+		{"isolated, no kernel sandbox", false, WorkspaceIsolated, "mkdir -p src && echo x > src/x; echo y > docs/a.md", []string{"src/x"}},
+		{"shared, no kernel sandbox", false, WorkspaceShared, "mkdir -p src && echo x > src/x; echo y > docs/a.md", []string{"src/x"}},
+		{"within the write set: no violation", false, WorkspaceShared, "echo y > docs/a.md", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var sbx *sandbox.Sandbox
+			if tt.landlock {
+				needLandlock(t)
+			} else {
+				sbx = landlockOff()
+			}
+			f := newManagerFixtureSandboxed(t, SubagentConfig{}, childProvider{}, sbx)
+			root := f.parent.workspace.Root()
+			require.NoError(t, os.MkdirAll(filepath.Join(root, "docs"), 0o755))
+			st := newSteps(f)
+			v := st.start(t, workflows.StepRequest{Name: "docs", Task: "bash " + tt.command, WorkspaceMode: tt.mode,
+				WriteSet: []string{"docs/*.md"}, MayWrite: globMatcher("docs/*.md")})
+			got := st.await(t, v.ID)
+			require.NotNil(t, got.Changes, "a writer's changes are listed, shared or isolated")
+			require.Contains(t, got.Changes.Added, "docs/a.md")
+			if tt.violation == nil {
+				require.Equal(t, tools.SubagentCompleted, got.Status, "%+v", got.Error)
+				require.Nil(t, got.WriteSetViolation)
+				return
+			}
+			require.Equal(t, tools.SubagentFailed, got.Status)
+			require.Equal(t, &tools.WriteSetViolation{Code: "write_set_violation", WriteSets: [][]string{{"docs/*.md"}}, Paths: tt.violation, Workspace: tt.mode},
+				got.WriteSetViolation)
+			require.Equal(t, tools.ErrPermissionDenied, got.Error.Kind)
+			require.True(t, strings.HasPrefix(got.Error.Message, "write_set_violation: the child changed "+tt.violation[0]+", outside docs/*.md"), got.Error.Message)
+			_, err := os.Stat(filepath.Join(root, tt.violation[0]))
+			if tt.mode == WorkspaceIsolated {
+				require.True(t, os.IsNotExist(err), "an isolated step's workspace is untouched")
+				require.Contains(t, got.Error.Message, "never merged")
+				require.FileExists(t, filepath.Join(got.Workspace, tt.violation[0]), "it stays in the snapshot, as evidence")
+			} else {
+				require.NoError(t, err, "a shared step's changes are reported, not reverted")
+				require.Contains(t, got.Error.Message, "not reverted")
+			}
+		})
+	}
+}
+
+// In a shared workspace, a change another writer may make while the step
+// runs is that writer's, not a violation.
+func TestSharedWritersDoNotBlameEachOther(t *testing.T) {
+	f := newManagerFixtureSandboxed(t, SubagentConfig{}, childProvider{}, landlockOff())
+	root := f.parent.workspace.Root()
+	gate := filepath.Join(t.TempDir(), "gate")
+	require.NoError(t, syscall.Mkfifo(gate, 0o600))
+	st := newSteps(f)
+	// a waits on the gate while b writes its own file beside a's.
+	a := st.start(t, workflows.StepRequest{Name: "a", Task: "bash cat " + gate + " && echo a > a.md", WorkspaceMode: WorkspaceShared,
+		WriteSet: []string{"*.md"}, MayWrite: globMatcher("*.md")})
+	b := st.start(t, workflows.StepRequest{Name: "b", Task: "bash echo b > b.txt", WorkspaceMode: WorkspaceShared,
+		WriteSet: []string{"*.txt"}, MayWrite: globMatcher("*.txt")})
+	bv := st.await(t, b.ID)
+	require.Equal(t, tools.SubagentCompleted, bv.Status, "%+v", bv.Error)
+	// Wait until a holds the gate open for reading (its run has started),
+	// then release it.
+	w, err := os.OpenFile(gate, os.O_WRONLY, 0)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	av := st.await(t, a.ID)
+	require.Equal(t, tools.SubagentCompleted, av.Status, "%+v", av.Error)
+	require.Nil(t, av.WriteSetViolation)
+	require.Equal(t, []string{"a.md", "b.txt"}, av.Changes.Added, "the change list of a shared workspace holds what others did too")
+	require.FileExists(t, filepath.Join(root, "b.txt"))
+
+	// Alone, the same write outside its set is a violation.
+	c := st.start(t, workflows.StepRequest{Name: "c", Task: "bash echo c > c.txt", WorkspaceMode: WorkspaceShared,
+		WriteSet: []string{"*.md"}, MayWrite: globMatcher("*.md")})
+	cv := st.await(t, c.ID)
+	require.Equal(t, tools.SubagentFailed, cv.Status)
+	require.Equal(t, []string{"c.txt"}, cv.WriteSetViolation.Paths)
+}
