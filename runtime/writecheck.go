@@ -38,6 +38,24 @@ type writeLimit struct {
 	agentName string
 }
 
+// newWriteLimit is what a child may write: step (a workflow step's
+// write_set, matched by stepMay) and its agent's write_set. A set that
+// allows every path ("**/*", a writer step's default) limits nothing and
+// is left out, so that nothing is stamped or checked for it.
+func newWriteLimit(step []string, stepMay func(string) bool, agent AgentSpec) writeLimit {
+	w := writeLimit{agent: agent.Profile.WriteSet, agentName: agent.Name}
+	if !slices.ContainsFunc(step, allowsAll) {
+		w.step, w.stepMay = step, stepMay
+	}
+	if slices.ContainsFunc(w.agent, allowsAll) {
+		w.agent = nil
+	}
+	return w
+}
+
+// allowsAll reports whether a pattern matches every path.
+func allowsAll(pattern string) bool { return pattern == "**" || pattern == "**/*" }
+
 // limits reports whether anything is limited.
 func (w writeLimit) limits() bool { return w.step != nil || w.agent != nil }
 

@@ -9,7 +9,9 @@
 // of its own, killed by the kernel when Pixir dies: when it ends, is
 // cancelled or times out, every process it started — background jobs and
 // setsid children included — ends with it. Its environment is an allowlist
-// of Pixir's, without provider keys or anything named like a secret.
+// of Pixir's, without provider keys or anything named like a secret. A
+// Policy may also list the only programs a confined command may execute
+// (Programs says what that guarantees, and what it does not).
 //
 // Landlock restricts the calling thread and its future children, and a Go
 // program runs goroutines on threads it chooses. So the restriction is made

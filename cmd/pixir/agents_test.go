@@ -247,8 +247,8 @@ func TestAgentsUsageErrors(t *testing.T) {
 
 func TestAgentsShowProfiles(t *testing.T) {
 	w := newAgentsWorld(t, map[string]string{
-		"project/.pixir/agents/pm.toml": agentFile("pm", `tools = ["read", "grep", "glob", "write", "edit"]`, `write_set = ["TODO/"]`, `shell = "deny"`),
-		"project/.pixir/agents/make.toml": agentFile("make", `shell = ["go", "gofmt"]`, `network = "deny"`),
+		"project/.pixir/agents/pm.toml":    agentFile("pm", `tools = ["read", "grep", "glob", "write", "edit"]`, `write_set = ["TODO/"]`, `shell = "deny"`),
+		"project/.pixir/agents/make.toml":  agentFile("make", `shell = ["go", "gofmt"]`, `network = "deny"`),
 		"project/.pixir/agents/check.toml": agentFile("check", `sandbox_mode = "read-only"`, `shell = "read-only"`),
 	})
 	stdout, stderr, code := w.run(t, "--json")
