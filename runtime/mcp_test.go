@@ -294,3 +294,29 @@ enabled = false
 		require.ErrorContains(t, err, bad.want)
 	}
 }
+
+// A child is offered the MCP tools its agent's profile lists and its
+// posture allows, like any other.
+func TestMCPToolsFollowTheProfile(t *testing.T) {
+	rt := newMCPRuntime(t, &fakeProvider{}, mcpServer(t, "alpha"), mcpServer(t, "beta"))
+	parent, err := rt.NewSession(t.TempDir())
+	require.NoError(t, err)
+	parent.waitMCP(context.Background())
+	offered := func(spec AgentSpec, mode Mode) []string {
+		sa := &subagent{depth: 1, spec: spec}
+		c, err := rt.newChildSession(t.TempDir(), t.TempDir(), parent, 1, mode, "m", spec)
+		require.NoError(t, err)
+		t.Cleanup(c.release)
+		keep := rt.subagents.offered(sa, mode)
+		c.offerTools(keep, nil)
+		c.inheritMCP(parent, nil, keep)
+		_, specs := c.toolbox()
+		return specNames(specs)
+	}
+	require.Equal(t, []string{"read", "mcp__alpha__echo", "mcp__alpha__note"},
+		offered(AgentSpec{Profile: AgentProfile{Tools: []string{"read", "mcp__alpha__*"}}}, ModeAuto))
+	require.Equal(t, []string{"mcp__beta__echo"},
+		offered(AgentSpec{Profile: AgentProfile{Tools: []string{"mcp__beta__echo"}}}, ModeAuto))
+	ro := offered(AgentSpec{Profile: AgentProfile{Tools: []string{"mcp__alpha__*"}}}, ModeReadOnly)
+	require.Equal(t, []string{"mcp__alpha__echo"}, ro, "read_only: the read-only tool, not the mutation")
+}
