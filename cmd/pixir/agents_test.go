@@ -306,7 +306,7 @@ func TestAgentsProfileErrorsNameLineAndColumn(t *testing.T) {
 	}
 	require.Equal(t, []pos{
 		{4, 9, `shell "read_only" is not one of deny, read-only, write-set, or a list of programs; did you mean "read-only"?`},
-		{6, 1, `unknown key "shel"; an agent file may set name, description, developer_instructions, model, model_reasoning_effort, sandbox_mode, network, tools, write_set, shell`},
+		{6, 1, `unknown key "shel"; an agent file may set name, description, developer_instructions, model, model_reasoning_effort, sandbox_mode, network, allowed_mcp_servers, tools, write_set, shell`},
 	}, errs, "ok.toml, then pm.toml, whose unknown key is reported first: it stops decoding")
 
 	w = newAgentsWorld(t, map[string]string{

@@ -45,7 +45,7 @@ func (c catalog) Agent(name string) (runtime.AgentSpec, bool) {
 	return runtime.AgentSpec{Name: a.Name, DeveloperInstructions: a.DeveloperInstructions, Model: a.Model,
 		ReasoningEffort: a.ModelReasoningEffort, ReadOnly: a.ReadOnly(), DenyNetwork: a.DenyNetwork(), Source: a.Source,
 		MCPServers: a.AllowedMCPServers,
-		Profile: runtime.AgentProfile{Tools: a.Profile.Tools, WriteSet: a.Profile.WriteSet, Shell: a.Profile.Shell, Commands: a.Profile.Commands}}, true
+		Profile:    runtime.AgentProfile{Tools: a.Profile.Tools, WriteSet: a.Profile.WriteSet, Shell: a.Profile.Shell, Commands: a.Profile.Commands}}, true
 }
 
 func (c catalog) Names() []string { return c.reg.Names() }
