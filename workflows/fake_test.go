@@ -21,6 +21,9 @@ type childPlan struct {
 	report  string // report_checkpoint arguments (JSON); "" reports nothing
 	hang    bool   // never ends by itself (until Stop)
 	changes *tools.FileChanges
+	// violation: the child wrote outside its write set (the runtime's
+	// check after the fact), so the run ends failed with it.
+	violation *tools.WriteSetViolation
 }
 
 // simRuntime plays the runtime's ports (Agents, Children, Evidence) on a
@@ -173,7 +176,7 @@ func (s *simRuntime) view(c *simChild, status tools.SubagentStatus, f *tools.Fai
 	}
 	return tools.SubagentView{ID: c.id, Agent: agentOrDefault(c.req.Agent), Status: status, Summary: summary,
 		Error: f, ChildSessionID: "s-" + c.step, ElapsedMS: c.end - c.start, WorkspaceMode: c.req.WorkspaceMode,
-		Workspace: "/snap/" + c.step, Changes: c.plan.changes}
+		Workspace: "/snap/" + c.step, Changes: c.plan.changes, WriteSetViolation: c.plan.violation}
 }
 
 // startOrder is the step ids by simulated start time, then start order.

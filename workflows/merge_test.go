@@ -211,3 +211,28 @@ func stepOf(out Outcome, id string) StepOutcome {
 	}
 	panic("no step " + id)
 }
+
+// A step whose child wrote outside its write set failed, whatever it
+// reported: it is never merged, and its dependents are held.
+func TestAWriteSetViolationIsNeverMerged(t *testing.T) {
+	spec := `{"steps":[
+		{"id":"docs","task":"t","write_set":["docs/**"]},
+		{"id":"use","task":"t","write_set":["use/**"],"depends_on":["docs"]}]}`
+	v := &tools.WriteSetViolation{Code: tools.WriteSetViolationCode, WriteSets: [][]string{{"docs/**"}}, Paths: []string{"src/x"}, Workspace: "isolated"}
+	plan := func(step string) childPlan {
+		if step == "docs" {
+			return childPlan{dur: 1, status: tools.SubagentFailed, report: `{"status":"checkpoint_ready","summary":"docs written"}`,
+				changes: changed("docs/a.md", "src/x"), violation: v}
+		}
+		return childPlan{dur: 1, changes: changed("use/x")}
+	}
+	m := &fakeMerger{}
+	out, _ := runWithMerger(t, spec, plan, m)
+	require.Empty(t, m.merged, "nothing is merged")
+	docs := out.Steps[0]
+	require.Equal(t, CheckpointFailed, docs.CheckpointStatus)
+	require.Equal(t, v, docs.WriteSetViolation)
+	require.Equal(t, tools.MergeNotMerged, docs.Merge.Status)
+	require.Contains(t, docs.Merge.Reason, "write_set_violation")
+	require.Equal(t, CheckpointHeld, out.Steps[1].CheckpointStatus)
+}
