@@ -39,6 +39,7 @@ var profiles = profileCatalog{
 	"reviewer": {Profile: AgentProfile{Shell: ShellReadOnly}},
 	"lister":   {Profile: AgentProfile{Commands: []string{"ls", "cat"}}},
 	"quiet":    {Profile: AgentProfile{Tools: []string{}}},
+	"notes":    {Profile: AgentProfile{WriteSet: []string{"notes/**"}}},
 }
 
 func profileAgents(string) (AgentCatalog, error) { return profiles, nil }

@@ -245,7 +245,7 @@ func (m *Manager) finish(sa *subagent, status tools.SubagentStatus, summary stri
 	}
 	sa.summary, sa.failure, sa.ended = summary, fail, time.Now()
 	if changes != nil {
-		sa.changes, sa.violation = changes, violation
+		sa.changes, sa.violation = changes, laterViolation(sa.violation, violation)
 	}
 	m.mu.Unlock()
 	event := map[tools.SubagentStatus]tools.SubagentEvent{

@@ -287,6 +287,23 @@ func (m *Manager) checkWrites(sa *subagent, changes *tools.FileChanges, since ti
 	return &tools.WriteSetViolation{Code: tools.WriteSetViolationCode, WriteSets: sa.limit.sets(), Paths: paths, Workspace: sa.mode}
 }
 
+// laterViolation is what a child's view says after a run that found now
+// (nil: none). An isolated child's change list covers all its runs, so the
+// last check is the whole truth (a follow-up may have undone an escape); a
+// shared child's covers its last run only, and what an earlier run wrote
+// outside its write sets is still in the workspace: its paths stay.
+func laterViolation(before, now *tools.WriteSetViolation) *tools.WriteSetViolation {
+	if before == nil || before.Workspace != WorkspaceShared {
+		return now
+	}
+	if now == nil {
+		return before
+	}
+	merged := *now
+	merged.Paths = slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(before.Paths), now.Paths...))))
+	return &merged
+}
+
 // sharedWritersDuring are the write limits of the other children that
 // worked in sa's workspace, shared and not read-only, while sa ran (since
 // its run started).

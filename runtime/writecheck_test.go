@@ -293,3 +293,26 @@ func BenchmarkSharedChangeList(b *testing.B) {
 		})
 	}
 }
+
+// A follow-up run (send_input) of a shared child does not hide what an
+// earlier run wrote outside its write set: it is still in the workspace.
+func TestASharedChildsViolationOutlivesItsRun(t *testing.T) {
+	f := newManagerFixtureSandboxed(t, SubagentConfig{Agents: profileAgents}, childProvider{}, landlockOff())
+	v, err := f.b.Spawn(context.Background(), tools.SpawnRequest{Agent: "notes", Task: "bash echo x > out.txt", WorkspaceMode: WorkspaceShared})
+	require.NoError(t, err)
+	first := f.wait(t, v.ID).Agents[0]
+	require.Equal(t, tools.SubagentFailed, first.Status)
+	require.Equal(t, []string{"out.txt"}, first.WriteSetViolation.Paths)
+
+	_, err = f.b.SendInput(context.Background(), v.ID, "write notes/a.md")
+	require.NoError(t, err)
+	second := f.wait(t, v.ID).Agents[0]
+	require.Equal(t, tools.SubagentCompleted, second.Status, "%+v", second.Error)
+	require.Equal(t, []string{"notes/a.md"}, second.Changes.Added, "a shared child's change list is its last run's")
+	require.Equal(t, []string{"out.txt"}, second.WriteSetViolation.Paths)
+
+	require.Nil(t, laterViolation(&tools.WriteSetViolation{Workspace: WorkspaceIsolated, Paths: []string{"a"}}, nil),
+		"an isolated child's change list covers every run: an undone escape is gone")
+	require.Equal(t, []string{"a", "b"}, laterViolation(&tools.WriteSetViolation{Workspace: WorkspaceShared, Paths: []string{"b", "a"}},
+		&tools.WriteSetViolation{Workspace: WorkspaceShared, Paths: []string{"a"}}).Paths)
+}
