@@ -58,6 +58,25 @@ func newChildCommands(workspace, parentRoot string, limit writeLimit, spec Agent
 	return c
 }
 
+// within holds c also to what its parent's commands are held to (nil for
+// a user's session): a child never gets the network, a writable shell or a
+// program its parent's commands did not have.
+func (c *childCommands) within(parent *childCommands) *childCommands {
+	if parent == nil {
+		return c
+	}
+	c.denyNetwork = c.denyNetwork || parent.denyNetwork
+	c.readOnly = c.readOnly || parent.readOnly
+	switch {
+	case parent.execute == nil:
+	case c.execute == nil:
+		c.execute = parent.execute
+	default:
+		c.execute = slices.DeleteFunc(c.execute, func(f string) bool { return !slices.Contains(parent.execute, f) })
+	}
+	return c
+}
+
 // writeRoots are the directories beneath which a write set's patterns can
 // match: each pattern's leading components without a wildcard ("docs/**"
 // is docs/, "src/*.go" is src/, "**/*_test.go" is the whole workspace). A

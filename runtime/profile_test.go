@@ -173,3 +173,47 @@ func TestACommandAllowlistRunsOnlyItsPrograms(t *testing.T) {
 		}
 	}
 }
+
+// A child's own children are held to what it may do: a profile cannot be
+// escaped by spawning (where max_depth lets a child spawn at all).
+func TestGrandchildrenInheritTheProfile(t *testing.T) {
+	needLandlock(t)
+	p := &offeredTools{seen: map[string][]string{}}
+	f := newManagerFixtureSandboxed(t, SubagentConfig{Agents: profileAgents, MaxDepth: 2}, p, nil)
+	root := f.parent.workspace.Root()
+	narrow := profileCatalog{"keeper": {DenyNetwork: true, Profile: AgentProfile{
+		Tools: []string{"read", "write", "bash", "spawn_agent", "wait_agent"}, WriteSet: []string{"notes/**"}, Shell: ShellReadOnly}}}
+	for k, v := range profiles {
+		narrow[k] = v
+	}
+	f.rt.subagents.cfg.Agents = func(string) (AgentCatalog, error) { return narrow, nil }
+
+	v, err := f.b.Spawn(context.Background(), tools.SpawnRequest{Agent: "keeper", Task: "look", WorkspaceMode: WorkspaceShared})
+	require.NoError(t, err)
+	require.Equal(t, tools.SubagentCompleted, f.wait(t, v.ID).Agents[0].Status)
+	f.rt.subagents.mu.Lock()
+	keeper := f.rt.subagents.byID[v.ID].child
+	f.rt.subagents.mu.Unlock()
+
+	// keeper's child runs as "default", which narrows nothing itself.
+	kb := binding{m: f.rt.subagents, parent: keeper}
+	g, err := kb.Spawn(context.Background(), tools.SpawnRequest{Task: "write src/x.go", WorkspaceMode: WorkspaceShared})
+	require.NoError(t, err)
+	out, err := kb.Wait(context.Background(), tools.WaitRequest{IDs: []string{g.ID}, Timeout: noHorizon})
+	require.NoError(t, err)
+	require.Equal(t, tools.SubagentCompleted, out.Agents[0].Status)
+	require.NoFileExists(t, filepath.Join(root, "src", "x.go"))
+	f.rt.subagents.mu.Lock()
+	grandLog := f.rt.subagents.byID[g.ID].childLog
+	f.rt.subagents.mu.Unlock()
+	results := childEvents[ToolResultData](t, grandLog, EventToolResult)
+	require.Contains(t, results[0].Result.Error.Message, "src/x.go is outside what this child may write (what its parent may write (agent keeper's write_set notes/**))")
+
+	require.Equal(t, []string{"read", "write", "bash"}, p.of("write src/x.go"), "only tools its parent was offered too; none to spawn at the last depth")
+	f.rt.subagents.mu.Lock()
+	grand := f.rt.subagents.byID[g.ID].child
+	f.rt.subagents.mu.Unlock()
+	pol := grand.commandPolicy()
+	require.True(t, pol.DenyNetwork, "no network its parent did not have")
+	require.Empty(t, pol.Writable, "a read-only shell, as its parent's")
+}

@@ -124,6 +124,11 @@ type Session struct {
 	// commands cannot be sandboxed.
 	commands    *childCommands
 	sandboxTold bool
+	// keep and writes are what a Subagent may be offered and may write
+	// (its profile, posture and step, and its parent's): its own children
+	// are held to them too. nil and zero for a user's session.
+	keep   func(tools.Tool) bool
+	writes writeLimit
 
 	// toolset and specs are set, before the first turn, only on a session
 	// with tools of its own (a Subagent's: its profile and posture narrow

@@ -191,8 +191,13 @@ func (m *Manager) prepare(ctx context.Context, sa *subagent) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	child.commands = newChildCommands(sa.workspace, sa.parent.workspace.Root(), sa.limit, sa.spec)
+	child.commands = newChildCommands(sa.workspace, sa.parent.workspace.Root(), sa.limit, sa.spec).within(sa.parent.commands)
 	offered := m.offered(sa, mode)
+	if parent := sa.parent.keep; parent != nil {
+		own := offered // a child is offered nothing its parent was not
+		offered = func(t tools.Tool) bool { return own(t) && parent(t) }
+	}
+	child.keep, child.writes = offered, sa.limit
 	child.offerTools(offered, sa.extra)
 	child.inheritMCP(sa.parent, sa.mcpServers, offered)
 	m.mu.Lock()

@@ -67,7 +67,7 @@ func (b binding) spawn(req tools.SpawnRequest, opt stepOptions) (tools.SubagentV
 		status: tools.SubagentQueued, input: req.Task, done: make(chan struct{}),
 		name: opt.name, readOnly: opt.readOnly, extra: opt.extra, stepEnd: opt.ended,
 		inherit: opt.inherit, mcpServers: narrowed(spec.MCPServers, req.MCPServers),
-		limit: newWriteLimit(opt.writeSet, opt.mayWrite, spec),
+		limit: newWriteLimit(opt.writeSet, opt.mayWrite, spec).within(b.parent.writes),
 	}
 	if mode == WorkspaceShared {
 		sa.workspace = b.parent.workspace.Root()

@@ -36,6 +36,9 @@ type writeLimit struct {
 	// agent is the agent profile's write_set; nil without one.
 	agent     []string
 	agentName string
+	// parent is what the child's parent may write, when the parent is a
+	// Subagent itself: a child never writes more than its parent may.
+	parent *writeLimit
 }
 
 // newWriteLimit is what a child may write: step (a workflow step's
@@ -56,8 +59,18 @@ func newWriteLimit(step []string, stepMay func(string) bool, agent AgentSpec) wr
 // allowsAll reports whether a pattern matches every path.
 func allowsAll(pattern string) bool { return pattern == "**" || pattern == "**/*" }
 
+// within returns w held also to what the parent may write.
+func (w writeLimit) within(parent writeLimit) writeLimit {
+	if parent.limits() {
+		w.parent = &parent
+	}
+	return w
+}
+
 // limits reports whether anything is limited.
-func (w writeLimit) limits() bool { return w.step != nil || w.agent != nil }
+func (w writeLimit) limits() bool {
+	return w.step != nil || w.agent != nil || (w.parent != nil && w.parent.limits())
+}
 
 // allows reports whether the child may write the workspace-relative,
 // slash-separated path rel.
@@ -71,7 +84,10 @@ func (w writeLimit) allows(rel string) bool {
 			return false
 		}
 	}
-	return w.agent == nil || matchAny(w.agent, rel)
+	if w.agent != nil && !matchAny(w.agent, rel) {
+		return false
+	}
+	return w.parent == nil || w.parent.allows(rel)
 }
 
 // sets lists the write sets in force, the step's first.
@@ -83,24 +99,41 @@ func (w writeLimit) sets() [][]string {
 	if w.agent != nil {
 		out = append(out, w.agent)
 	}
+	if w.parent != nil {
+		out = append(out, w.parent.sets()...)
+	}
 	return out
 }
 
 // String names the write sets for messages: "src/**", or
 // "the step's write_set src/** and agent pm's write_set TODO/**".
 func (w writeLimit) String() string {
-	switch {
-	case w.step != nil && w.agent != nil:
-		return "the step's write_set " + strings.Join(w.step, ", ") + " and agent " + w.agentName + "'s write_set " + strings.Join(w.agent, ", ")
-	case w.step != nil:
-		return strings.Join(w.step, ", ")
+	if w.parent == nil && (w.step == nil) != (w.agent == nil) {
+		return strings.Join(slices.Concat(w.step, w.agent), ", ") // whose() names it
 	}
-	return strings.Join(w.agent, ", ")
+	return w.named()
+}
+
+// named names every write set in force and whose it is.
+func (w writeLimit) named() string {
+	var parts []string
+	if w.step != nil {
+		parts = append(parts, "the step's write_set "+strings.Join(w.step, ", "))
+	}
+	if w.agent != nil {
+		parts = append(parts, "agent "+w.agentName+"'s write_set "+strings.Join(w.agent, ", "))
+	}
+	if w.parent != nil && w.parent.limits() {
+		parts = append(parts, "what its parent may write ("+w.parent.named()+")")
+	}
+	return strings.Join(parts, " and ")
 }
 
 // whose says whose write set the refusal of a write names.
 func (w writeLimit) whose() string {
 	switch {
+	case w.parent != nil:
+		return "what this child may write"
 	case w.step != nil && w.agent != nil:
 		return "what this workflow step may write"
 	case w.step != nil:
@@ -123,6 +156,9 @@ func matchAny(patterns []string, rel string) bool {
 // lies beneath a root of both. nil when nothing is limited; empty when the
 // write sets leave no room in common.
 func (w writeLimit) roots(workspace string) []string {
+	if !w.limits() {
+		return nil
+	}
 	var out []string
 	for i, set := range w.sets() {
 		r := writeRoots(workspace, set)
