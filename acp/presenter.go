@@ -76,10 +76,14 @@ func (p *presenter) live(ev runtime.Event) {
 		if p.decode(ev, &d) {
 			p.send(planUpdate(d.Entries))
 		}
-	case runtime.EventProviderUsage:
-		var d runtime.ProviderUsageData
-		if p.decode(ev, &d) && d.ContextWindow > 0 {
-			p.send(UsageUpdate{SessionUpdate: "usage_update", Used: d.InputTokens + d.OutputTokens, Size: d.ContextWindow})
+	case runtime.EventUsage:
+		var d runtime.UsageData
+		if p.decode(ev, &d) && d.Window > 0 {
+			u := UsageUpdate{SessionUpdate: "usage_update", Used: d.Used, Size: d.Window}
+			if d.Total.Currency != "" {
+				u.Cost = &Cost{Amount: d.Total.Cost, Currency: d.Total.Currency}
+			}
+			p.send(u)
 		}
 	case runtime.EventNotice:
 		var d runtime.NoticeData
@@ -233,6 +237,9 @@ func titleOf(task string) string {
 }
 
 func turnFailedText(d runtime.TurnFailedData) string {
+	if d.Kind == tools.ErrBudgetExhausted {
+		return fmt.Sprintf("\n\n**The turn stopped: a budget is spent** (%s): %s", d.Kind, d.Message)
+	}
 	if d.Kind == tools.ErrInternal {
 		// Pixir's own fault (its Log could not be written): the message
 		// says what to do.

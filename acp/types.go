@@ -53,6 +53,9 @@ type ClientCapabilities struct {
 type SessionClientCapabilities struct {
 	// Notices, when present, says the client shows notice updates.
 	Notices json.RawMessage `json:"notices,omitempty"`
+	// Compaction, when present, says the client shows compaction_update
+	// and compaction_summary_chunk updates.
+	Compaction json.RawMessage `json:"compaction,omitempty"`
 }
 
 // Notice is information for the user that is not part of the session's
@@ -433,8 +436,15 @@ type ConfigOptionUpdate struct {
 
 type UsageUpdate struct {
 	SessionUpdate string `json:"sessionUpdate"`
-	Used          int    `json:"used"`
+	Used          int64  `json:"used"`
 	Size          int    `json:"size"`
+	Cost          *Cost  `json:"cost,omitempty"`
+}
+
+// Cost is the session's cumulative cost.
+type Cost struct {
+	Amount   float64 `json:"amount"`
+	Currency string  `json:"currency"`
 }
 
 type SessionInfoUpdate struct {

@@ -31,12 +31,14 @@ const (
 	EventReasoningDelta EventType = "reasoning_delta"
 	EventStatus         EventType = "status"
 	EventPlan           EventType = "plan"
+	// EventUsage is the session's usage (UsageData).
+	EventUsage EventType = "usage"
 )
 
 // Canonical reports whether events of type t are persisted.
 func (t EventType) Canonical() bool {
 	switch t {
-	case EventTextDelta, EventReasoningDelta, EventStatus, EventPlan:
+	case EventTextDelta, EventReasoningDelta, EventStatus, EventPlan, EventUsage:
 		return false
 	}
 	return true

@@ -106,11 +106,17 @@ type TurnFailedData struct {
 	Message string          `json:"message"`
 }
 
-// ProviderUsageData is token accounting for one model call.
+// ProviderUsageData is token accounting for one model call, and its cost
+// where the configuration has a price for the model.
 type ProviderUsageData struct {
 	Provider string `json:"provider"`
 	Model    string `json:"model"`
 	provider.Usage
+	Cost     float64 `json:"cost,omitempty"`
+	Currency string  `json:"currency,omitempty"`
+	// Purpose says why the call was made when it was not a turn's:
+	// "compaction".
+	Purpose string `json:"purpose,omitempty"`
 }
 
 // encodeEventData is json.Marshal with a fast path for the event data that

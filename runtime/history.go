@@ -5,7 +5,9 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strconv"
 
+	"github.com/pixir-go/pixir/budget"
 	"github.com/pixir-go/pixir/internal/jsonraw"
 	"github.com/pixir-go/pixir/runtime/provider"
 	"github.com/pixir-go/pixir/tools"
@@ -41,6 +43,19 @@ type historyFold struct {
 	title       string
 	// subagents are the subagent events, for the Subagents Manager.
 	subagents []Event
+	// usage is what the session's own model calls spent; children what
+	// each Subagent spent, as its last event says.
+	usage    budget.Usage
+	children map[string]budget.Usage
+}
+
+// spent is what the session spent, its Subagents included.
+func (f *historyFold) spent() budget.Usage {
+	u := f.usage
+	for _, c := range f.children {
+		u = u.Add(c)
+	}
+	return u
 }
 
 // add folds one event in. The data of the events History is made of are
@@ -97,6 +112,23 @@ func (f *historyFold) add(ev Event) {
 		}
 	case EventSubagent:
 		f.subagents = append(f.subagents, ev)
+		// A child's ends carry what it spent so far: its last one counts.
+		var id string
+		var usage json.RawMessage
+		if f.read(ev, map[string]any{"subagent_id": &id, "usage": &usage}) && usage != nil {
+			var u budget.Usage
+			if err := json.Unmarshal(usage, &u); err == nil {
+				if f.children == nil {
+					f.children = map[string]budget.Usage{}
+				}
+				f.children[id] = u
+			}
+		}
+	case EventProviderUsage:
+		u := budget.Usage{ModelCalls: 1}
+		if f.read(ev, map[string]any{"input_tokens": &u.InputTokens, "output_tokens": &u.OutputTokens, "cost": &u.Cost, "currency": &u.Currency}) {
+			f.usage = f.usage.Add(u)
+		}
 	}
 }
 
@@ -119,6 +151,10 @@ func (f *historyFold) read(ev Event, into map[string]any) bool {
 			err = unquote(m.Value, v)
 		case *json.RawMessage:
 			*v = m.Value
+		case *int64:
+			*v, err = strconv.ParseInt(string(m.Value), 10, 64)
+		case *float64:
+			*v, err = strconv.ParseFloat(string(m.Value), 64)
 		default:
 			err = json.Unmarshal(m.Value, v)
 		}

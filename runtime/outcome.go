@@ -1,6 +1,9 @@
 package runtime
 
-import "github.com/pixir-go/pixir/tools"
+import (
+	"github.com/pixir-go/pixir/budget"
+	"github.com/pixir-go/pixir/tools"
+)
 
 // Statuses of a headless turn (TurnOutcome), as for workflows: partial
 // work is never reported as completed.
@@ -15,7 +18,7 @@ const (
 type TurnOutcome struct {
 	SessionID string `json:"session_id"`
 	// Status is completed (the model ended its turn), partial (cancelled,
-	// or stopped at the limit of model calls) or failed (the provider
+	// stopped at the limit of model calls, or by a spent budget) or failed (the provider
 	// failed, or the turn could not run).
 	Status     string     `json:"status"`
 	StopReason StopReason `json:"stop_reason,omitempty"`
@@ -26,4 +29,6 @@ type TurnOutcome struct {
 	ToolCalls       int            `json:"tool_calls"`
 	FailedToolCalls int            `json:"failed_tool_calls"`
 	Error           *tools.Failure `json:"error,omitempty"`
+	// Usage is what the turn's model calls spent, its Subagents' included.
+	Usage budget.Usage `json:"usage"`
 }

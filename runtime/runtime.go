@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pixir-go/pixir/budget"
 	"github.com/pixir-go/pixir/runtime/prompt"
 	"github.com/pixir-go/pixir/runtime/provider"
 	"github.com/pixir-go/pixir/sandbox"
@@ -55,6 +56,12 @@ type Config struct {
 	MCP MCPConfig
 	// Version is Pixir's, told to MCP servers.
 	Version string
+	// Budget limits what sessions, Subagents and workflow runs spend.
+	Budget BudgetConfig
+	// ModelInfo describes models by name: context windows and prices.
+	ModelInfo map[string]ModelInfo
+	// Compaction says when and how long conversations are compacted.
+	Compaction CompactionConfig
 }
 
 // Runtime owns the live Sessions of one process.
@@ -67,6 +74,12 @@ type Runtime struct {
 	specs     []provider.ToolSpec
 
 	subagents *Manager
+
+	// facts are what was learned of models while running; hasPrices
+	// whether any model has a price (computed once).
+	facts      modelFacts
+	pricedOnce sync.Once
+	hasPrices  bool
 
 	mu       sync.Mutex
 	sessions map[string]*Session
@@ -107,7 +120,8 @@ func New(cfg Config) *Runtime {
 // Log in logDir (outside a snapshot, so the Log outlives it). It is owned by
 // the Subagents Manager, not listed among the user's sessions.
 // agent is what the child runs as, its ReasoningEffort already resolved.
-func (r *Runtime) newChildSession(dir, logDir string, parent *Session, depth int, mode Mode, model string, agent AgentSpec) (*Session, error) {
+// accounts are what its model calls count against.
+func (r *Runtime) newChildSession(dir, logDir string, parent *Session, depth int, mode Mode, model string, agent AgentSpec, accounts budget.Accounts) (*Session, error) {
 	shared := dir == parent.workspace.Root()
 	ws := parent.workspace
 	if !shared {
@@ -128,7 +142,7 @@ func (r *Runtime) newChildSession(dir, logDir string, parent *Session, depth int
 	child := &prompt.Child{Agent: agent.Name, DeveloperInstructions: agent.DeveloperInstructions,
 		Depth: depth, MaxDepth: r.subagents.cfg.MaxDepth, ReadOnly: mode == ModeReadOnly}
 	return &Session{rt: r, workspace: ws, log: log, depth: depth, child: child, project: parent.projectRoot(), effort: agent.ReasoningEffort,
-		sharesWorkspace: shared, meta: Meta{
+		parent: parent, accounts: accounts, sharesWorkspace: shared, meta: Meta{
 			ID: id, Workspace: ws.Root(), ParentID: parent.ID(), Depth: depth, Mode: mode, Model: model, CreatedAt: now, UpdatedAt: now,
 		}}, nil
 }
@@ -213,7 +227,7 @@ func (r *Runtime) NewSession(dir string, opts ...SessionOption) (*Session, error
 		return nil, fmt.Errorf("creating session log: %w", err)
 	}
 	now := time.Now().UTC()
-	s := &Session{rt: r, workspace: ws, log: log, meta: Meta{
+	s := &Session{rt: r, workspace: ws, log: log, accounts: budget.Accounts{r.sessionAccount()}, meta: Meta{
 		ID: id, Workspace: ws.Root(), Mode: ModeAuto, Model: r.cfg.Model, CreatedAt: now, UpdatedAt: now,
 	}}
 	if err := writeMeta(s.meta); err != nil {
@@ -338,7 +352,9 @@ func (r *Runtime) openSession(id, dir string, visit func(Event)) (*Session, Load
 		meta.Title = fold.title
 	}
 	s := &Session{rt: r, workspace: ws, log: log, meta: meta, depth: meta.Depth, history: fold.history,
-		interrupted: fold.unanswered(), restoreEvents: fold.subagents}
+		interrupted: fold.unanswered(), restoreEvents: fold.subagents, accounts: budget.Accounts{r.sessionAccount()}}
+	// What it spent before counts against its budget still.
+	s.accounts[0].Start(fold.spent())
 	// A crash left calls without results: answer them now, so the next
 	// model call is valid and the editor sees them ended. When the Log
 	// cannot be written, the next turn tries again first.

@@ -15,6 +15,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pixir-go/pixir/budget"
+
 	"github.com/pixir-go/pixir/runtime/prompt"
 
 	"github.com/pixir-go/pixir/runtime/provider"
@@ -49,7 +51,10 @@ type StopReason string
 const (
 	StopEndTurn         StopReason = "end_turn"
 	StopMaxTurnRequests StopReason = "max_turn_requests"
-	StopCancelled       StopReason = "cancelled"
+	// StopMaxTokens: a budget is spent, so the next model call was
+	// refused (ACP's max_tokens).
+	StopMaxTokens StopReason = "max_tokens"
+	StopCancelled StopReason = "cancelled"
 )
 
 // Errors a caller can tell apart.
@@ -98,11 +103,22 @@ type Session struct {
 	// session takes the runtime's.
 	effort string
 
+	// parent is the session a Subagent's session belongs to (nil for a
+	// user's session); accounts are what its model calls count against:
+	// its own first (the session's, or the Subagent's), then its workflow
+	// run's, then its ancestors'.
+	parent   *Session
+	accounts budget.Accounts
+
 	metaMu   sync.Mutex // held while the metadata is saved
 	mu       sync.Mutex
 	meta     Meta
 	observer Observer // sees events that happen outside a turn
-	history  []provider.Message
+	// context and window are the tokens of the last model call and the
+	// model's context size, for the usage shown to the user.
+	context int64
+	window  int
+	history []provider.Message
 	// pending are the calls of the last model response without a result;
 	// interrupted, calls that must be answered in the Log as interrupted
 	// (recordInterrupted).

@@ -37,6 +37,14 @@ type Settings struct {
 	Sandbox sandbox.Config `toml:"sandbox"`
 	// Prompt configures the system prompt: [prompt] file, max_instructions.
 	Prompt PromptSettings `toml:"prompt"`
+	// Budget limits what model calls may spend: [budget].
+	Budget BudgetSettings `toml:"budget"`
+	// ModelInfo describes models by name: [model_info."NAME"]
+	// context_window, input_price, output_price.
+	ModelInfo map[string]ModelInfo `toml:"model_info"`
+	// Compaction says when and how long conversations are compacted:
+	// [compaction].
+	Compaction CompactionSettings `toml:"compaction"`
 	// Profiles are named sets of provider settings ("local", "hosted").
 	Profiles map[string]ProviderSettings `toml:"profiles"`
 	// MCP holds defaults for every MCP server: [mcp].
@@ -300,10 +308,14 @@ func LoadSettings(home string) (Settings, error) {
 	if s.MaxTurnRequests < 0 {
 		return Settings{}, fmt.Errorf("%s: max_turn_requests must be positive, got %d", path, s.MaxTurnRequests)
 	}
-	for key, v := range map[string]int{"max_threads": s.Agents.MaxThreads, "max_depth": s.Agents.MaxDepth, "timeout_ms": s.Agents.TimeoutMS} {
+	for key, v := range map[string]int{"max_threads": s.Agents.MaxThreads, "max_depth": s.Agents.MaxDepth, "timeout_ms": s.Agents.TimeoutMS,
+		"max_subagents": s.Agents.MaxSubagents, "wait_timeout_ms": s.Agents.WaitTimeoutMS} {
 		if v < 0 {
 			return Settings{}, fmt.Errorf("%s: [agents] %s must be positive, got %d", path, key, v)
 		}
+	}
+	if err := s.validateCost(); err != nil {
+		return Settings{}, fmt.Errorf("%s: %w", path, err)
 	}
 	if err := s.Sandbox.Validate(); err != nil {
 		return Settings{}, fmt.Errorf("%s: %w", path, err)

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pixir-go/pixir/budget"
 	"github.com/pixir-go/pixir/tools"
 	"github.com/pixir-go/pixir/workflows"
 )
@@ -32,6 +33,8 @@ const (
 	DefaultMaxThreads      = 6
 	DefaultMaxDepth        = 1
 	DefaultSubagentTimeout = 120 * time.Second
+	// DefaultWaitTimeout is how long wait_agent waits without a timeout_ms.
+	DefaultWaitTimeout = 30 * time.Second
 	// progressEvery throttles the progress a running child reports.
 	progressEvery = 250 * time.Millisecond
 	summaryLimit  = 4 << 10
@@ -128,6 +131,12 @@ type SubagentLimits struct {
 	MaxThreads int `toml:"max_threads"`
 	MaxDepth   int `toml:"max_depth"`
 	TimeoutMS  int `toml:"timeout_ms"`
+	// MaxSubagents caps the Subagents one user session spawns in all
+	// (workflow steps and its children's children included); 0: no cap.
+	MaxSubagents int `toml:"max_subagents"`
+	// WaitTimeoutMS is how long wait_agent waits when the model gives no
+	// timeout_ms.
+	WaitTimeoutMS int `toml:"wait_timeout_ms"`
 }
 
 // Timeout is TimeoutMS as a duration.
@@ -139,6 +148,10 @@ type SubagentConfig struct {
 	MaxThreads int
 	MaxDepth   int
 	Timeout    time.Duration
+	// MaxSubagents caps the Subagents of one user session in all; 0: no
+	// cap. WaitTimeout is wait_agent's default horizon.
+	MaxSubagents int
+	WaitTimeout  time.Duration
 	// Agents loads the agent catalogue of a workspace; nil offers only the
 	// built-in "default" agent.
 	Agents func(workspace string) (AgentCatalog, error)
@@ -167,6 +180,9 @@ type Manager struct {
 	// ended is closed, and replaced, whenever a run ends: waiters watch it
 	// instead of every child's own channel.
 	ended chan struct{}
+	// spawned counts the Subagents of each user session (by its id), its
+	// descendants' included, for max_subagents.
+	spawned map[string]int
 }
 
 type subagent struct {
@@ -215,10 +231,31 @@ type subagent struct {
 	// stepEnd receives the child's view once, when the run the workflow
 	// started ends.
 	stepEnd chan<- tools.SubagentView
+	// account is what the child's calls are charged to first; run, for a
+	// workflow step, the run's account, charged next.
+	account *budget.Account
+	run     *budget.Account
+	// seen is set once the parent's model was shown the child's end (a
+	// wait, a list, a close, or its summary folded into the parent's
+	// next model call); a workflow step's child is reported by its
+	// workflow, and never folded.
+	seen bool
+}
+
+// usageOf is what an account spent, or nil when nothing was.
+func usageOf(a *budget.Account) *budget.Usage {
+	if a == nil {
+		return nil
+	}
+	if u := a.Spent(); !u.IsZero() {
+		return &u
+	}
+	return nil
 }
 
 func newManager(rt *Runtime, cfg SubagentConfig) *Manager {
-	return &Manager{rt: rt, cfg: cfg.withDefaults(), byID: map[string]*subagent{}, children: map[string][]*subagent{}, ended: make(chan struct{})}
+	return &Manager{rt: rt, cfg: cfg.withDefaults(), byID: map[string]*subagent{}, children: map[string][]*subagent{}, ended: make(chan struct{}),
+		spawned: map[string]int{}}
 }
 
 // withDefaults fills the limits the configuration leaves zero.
@@ -231,6 +268,9 @@ func (c SubagentConfig) withDefaults() SubagentConfig {
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = DefaultSubagentTimeout
+	}
+	if c.WaitTimeout <= 0 {
+		c.WaitTimeout = DefaultWaitTimeout
 	}
 	return c
 }
@@ -330,6 +370,7 @@ func (m *Manager) viewLocked(sa *subagent) tools.SubagentView {
 	if sa.status.Ended() {
 		v.Summary, v.Error, v.Changes, v.WriteSetViolation = sa.summary, sa.failure, sa.changes, sa.violation
 	}
+	v.Usage = usageOf(sa.account)
 	return v
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/pixir-go/pixir/budget"
 	"github.com/pixir-go/pixir/tools"
 )
 
@@ -36,6 +37,9 @@ type SubagentEventData struct {
 	Error            *tools.Failure       `json:"error,omitempty"`
 	Changes          *tools.FileChanges   `json:"changes,omitempty"`
 	ElapsedMS        int64                `json:"elapsed_ms"`
+	// Usage is what the child spent so far, all its runs together (on the
+	// events of its ends and its close).
+	Usage *budget.Usage `json:"usage,omitempty"`
 }
 
 // SubagentProgressData is the ephemeral status event of a running child.
@@ -65,6 +69,7 @@ func (m *Manager) eventLocked(sa *subagent, event tools.SubagentEvent, input str
 	}
 	if status.Ended() {
 		d.Summary, d.Error, d.Changes = sa.summary, sa.failure, sa.changes
+		d.Usage = usageOf(sa.account)
 	}
 	return d
 }
@@ -105,7 +110,11 @@ func (m *Manager) restore(parent *Session, events []Event) {
 			id: id, agent: d.Agent, name: d.Name, task: d.Task, parent: parent, parentToolCallID: d.ParentToolCallID,
 			depth: d.Depth, mode: d.WorkspaceMode, workspace: d.Workspace, status: d.Status,
 			summary: d.Summary, failure: d.Error, changes: d.Changes, childSession: d.ChildSessionID,
-			done: make(chan struct{}), restored: true,
+			done: make(chan struct{}), restored: true, seen: true,
+			account: m.rt.subagentAccount(id),
+		}
+		if d.Usage != nil {
+			sa.account.Start(*d.Usage)
 		}
 		if !sa.status.Ended() {
 			sa.status = tools.SubagentDetached
@@ -114,6 +123,7 @@ func (m *Manager) restore(parent *Session, events []Event) {
 		close(sa.done)
 		m.byID[id] = sa
 		m.children[parent.ID()] = append(m.children[parent.ID()], sa)
+		m.spawned[parent.root().ID()]++
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/pixir-go/pixir/budget"
 	"github.com/pixir-go/pixir/tools"
 	"github.com/pixir-go/pixir/workflows"
 )
@@ -187,7 +188,11 @@ func (m *Manager) prepare(ctx context.Context, sa *subagent) (*Session, error) {
 	if agent.ReasoningEffort == "" {
 		agent.ReasoningEffort = sa.parent.reasoningEffort()
 	}
-	child, err := m.rt.newChildSession(sa.workspace, m.home(sa), sa.parent, sa.depth, mode, model, agent)
+	accounts := budget.Accounts{sa.account}
+	if sa.run != nil {
+		accounts = append(accounts, sa.run)
+	}
+	child, err := m.rt.newChildSession(sa.workspace, m.home(sa), sa.parent, sa.depth, mode, model, agent, append(accounts, sa.parent.accounts...))
 	if err != nil {
 		return nil, err
 	}

@@ -60,6 +60,14 @@ func (b binding) spawn(req tools.SpawnRequest, opt stepOptions) (tools.SubagentV
 	if timeout <= 0 {
 		timeout = m.cfg.Timeout
 	}
+	// A spent budget refuses the spawn: the child's first model call
+	// would be refused anyway, and a workflow then holds the step.
+	if err := b.parent.exhausted(); err != nil {
+		return tools.SubagentView{}, err
+	}
+	if err := opt.run.Exhausted(); err != nil {
+		return tools.SubagentView{}, err
+	}
 	id := "sa-" + uuid.Must(uuid.NewV7()).String()[24:]
 	sa := &subagent{
 		id: id, agent: spec.Name, task: req.Task, parent: b.parent, parentToolCallID: b.toolCallID,
@@ -67,7 +75,8 @@ func (b binding) spawn(req tools.SpawnRequest, opt stepOptions) (tools.SubagentV
 		status: tools.SubagentQueued, input: req.Task, done: make(chan struct{}),
 		name: opt.name, readOnly: opt.readOnly, extra: opt.extra, stepEnd: opt.ended,
 		inherit: opt.inherit, mcpServers: narrowed(spec.MCPServers, req.MCPServers),
-		limit: newWriteLimit(opt.writeSet, opt.mayWrite, spec).within(b.parent.writes),
+		limit:   newWriteLimit(opt.writeSet, opt.mayWrite, spec).within(b.parent.writes),
+		account: m.rt.subagentAccount(id), run: opt.run, seen: opt.name != "",
 	}
 	if mode == WorkspaceShared {
 		sa.workspace = b.parent.workspace.Root()
@@ -79,6 +88,14 @@ func (b binding) spawn(req tools.SpawnRequest, opt stepOptions) (tools.SubagentV
 		m.mu.Unlock()
 		return tools.SubagentView{}, failure(tools.ErrCancelled, "the runtime is shutting down")
 	}
+	root := b.parent.root().ID()
+	if most := m.cfg.MaxSubagents; most > 0 && m.spawned[root] >= most {
+		m.mu.Unlock()
+		return tools.SubagentView{}, failure(tools.ErrBudgetExhausted,
+			"this session has spawned %d subagents, as many as [agents] max_subagents allows; do the rest of the work yourself, "+
+				"or tell the user to raise max_subagents in config.toml", m.spawned[root])
+	}
+	m.spawned[root]++
 	m.byID[id] = sa
 	m.children[sa.parent.ID()] = append(m.children[sa.parent.ID()], sa)
 	view := m.viewLocked(sa)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/pixir-go/pixir/budget"
 	"github.com/pixir-go/pixir/tools"
 	"github.com/pixir-go/pixir/workflows"
 )
@@ -29,7 +30,14 @@ func (b binding) workflowPorts() workflows.Ports {
 			mcpServers: b.parent.MCPServers},
 		Children: stepChildren{b},
 		Evidence: sessionEvidence{b.parent},
+		Budgets:  b.m.rt.WorkflowBudgets(),
 	}
+}
+
+// WorkflowBudgets are the configuration's budgets of a workflow run and of
+// each of its steps' children.
+func (r *Runtime) WorkflowBudgets() workflows.Budgets {
+	return workflows.Budgets{Run: r.cfg.Budget.Workflow, Step: r.cfg.Budget.Subagent, WarnAt: r.cfg.Budget.WarnAt}
 }
 
 // AgentChecker resolves agents as the Manager would for the children of a
@@ -75,6 +83,7 @@ type stepOptions struct {
 	mayWrite func(rel string) bool
 	writeSet []string
 	inherit  []workflows.Inherited
+	run      *budget.Account
 }
 
 func (c stepChildren) Start(ctx context.Context, req workflows.StepRequest) (tools.SubagentView, error) {
@@ -82,7 +91,8 @@ func (c stepChildren) Start(ctx context.Context, req workflows.StepRequest) (too
 		return tools.SubagentView{}, failure(tools.ErrCancelled, "the workflow was cancelled before step %q started", req.Name)
 	}
 	return c.b.spawn(tools.SpawnRequest{Agent: req.Agent, Task: req.Task, WorkspaceMode: req.WorkspaceMode, Timeout: req.Timeout, MCPServers: req.MCPServers},
-		stepOptions{name: req.Name, readOnly: req.ReadOnly, extra: req.Tools, ended: req.Ended, mayWrite: req.MayWrite, writeSet: req.WriteSet, inherit: req.Inherit})
+		stepOptions{name: req.Name, readOnly: req.ReadOnly, extra: req.Tools, ended: req.Ended, mayWrite: req.MayWrite, writeSet: req.WriteSet, inherit: req.Inherit,
+			run: req.Account})
 }
 
 // Stop waits for done even when stop had nothing to do: an end already

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pixir-go/pixir/budget"
 	"github.com/pixir-go/pixir/runtime/provider"
 	"github.com/pixir-go/pixir/tools"
 	"github.com/pixir-go/pixir/workflows"
@@ -207,9 +208,14 @@ func (t *turn) run(p Prompt) (StopReason, error) {
 			var f *tools.Failure
 			if errors.As(err, &f) {
 				kind = f.Kind
+			} else if budget.IsExhausted(err) {
+				kind = tools.ErrBudgetExhausted
 			}
 			if err := t.emit(EventTurnFailed, TurnFailedData{Kind: kind, Message: err.Error()}); err != nil {
 				return "", err
+			}
+			if kind == tools.ErrBudgetExhausted {
+				return StopMaxTokens, nil
 			}
 			return StopEndTurn, nil
 		}
@@ -248,6 +254,9 @@ type streamedSoFar struct{ text, reasoning strings.Builder }
 func (t *turn) generate() (*provider.ModelResponse, *streamedSoFar, error) {
 	s := t.s
 	so := &streamedSoFar{}
+	if err := s.exhausted(); err != nil {
+		return nil, so, err
+	}
 	var specs []provider.ToolSpec
 	t.reg, specs = s.toolbox()
 	req := provider.ModelRequest{
@@ -291,11 +300,22 @@ func (t *turn) recordResponse(resp *provider.ModelResponse, partial bool) error 
 		return err
 	}
 	s.appendHistory(provider.Message{Role: provider.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
-	if resp.Usage != nil {
-		if err := t.emit(EventProviderUsage, ProviderUsageData{Provider: s.rt.cfg.Provider.Name(), Model: s.Model(), Usage: *resp.Usage}); err != nil {
-			return err
-		}
+	if resp.Usage != nil && !partial {
+		return t.recordUsage(s.Model(), *resp.Usage, "")
 	}
+	return nil
+}
+
+// recordUsage records a model call's usage (with its cost, where priced)
+// and charges it to the session's budgets.
+func (t *turn) recordUsage(model string, u provider.Usage, purpose string) error {
+	s := t.s
+	call := s.rt.callUsage(model, u)
+	if err := t.emit(EventProviderUsage, ProviderUsageData{Provider: s.rt.cfg.Provider.Name(), Model: model, Usage: u,
+		Cost: call.Cost, Currency: call.Currency, Purpose: purpose}); err != nil {
+		return err
+	}
+	s.charge(call, s.rt.contextWindow(model, u.ContextWindow))
 	return nil
 }
 

@@ -73,7 +73,7 @@ func Catalogue() []tools.Tool { return append(tools.Builtins(), workflows.Tools(
 // (tools/errors.go; the test checks that the two lists agree).
 var ErrorKinds = []tools.ErrorKind{
 	tools.ErrInvalidArgs, tools.ErrUnknownTool, tools.ErrPermissionDenied, tools.ErrNotFound, tools.ErrConflict,
-	tools.ErrTimeout, tools.ErrCancelled, tools.ErrDetached, tools.ErrProviderError, tools.ErrInternal,
+	tools.ErrTimeout, tools.ErrCancelled, tools.ErrDetached, tools.ErrProviderError, tools.ErrInternal, tools.ErrBudgetExhausted,
 }
 
 // Files returns every generated file by its slash-separated path relative

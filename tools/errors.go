@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/pixir-go/pixir/budget"
 )
 
 // ErrorKind classifies a failure so the model, the runtime and the Log can
@@ -21,6 +23,9 @@ const (
 	ErrDetached         ErrorKind = "detached"
 	ErrProviderError    ErrorKind = "provider_error"
 	ErrInternal         ErrorKind = "internal"
+	// ErrBudgetExhausted: a budget or a cap is spent (tokens, cost, the
+	// number of subagents), so the model call or spawn was refused.
+	ErrBudgetExhausted ErrorKind = "budget_exhausted"
 )
 
 // Failure is the error half of a Result. It is also a Go error, so code
@@ -55,6 +60,9 @@ func AsFailure(err error) *Failure {
 	}
 	if f, ok := errors.AsType[*Failure](err); ok {
 		return f
+	}
+	if e, ok := errors.AsType[*budget.ExhaustedError](err); ok {
+		return &Failure{Kind: ErrBudgetExhausted, Message: e.Error()}
 	}
 	switch {
 	case errors.Is(err, context.Canceled):

@@ -3,6 +3,8 @@ package tools
 import (
 	"context"
 	"time"
+
+	"github.com/pixir-go/pixir/budget"
 )
 
 // Subagents is what the agent tools (spawn_agent, wait_agent, send_input,
@@ -104,6 +106,9 @@ type SubagentView struct {
 	ChildSessionID string         `json:"child_session_id"`
 	ElapsedMS      int64          `json:"elapsed_ms"`
 	Changes        *FileChanges   `json:"changes,omitempty"`
+	// Usage is what the child's model calls spent (its own children's
+	// included), all its runs together.
+	Usage *budget.Usage `json:"usage,omitempty"`
 	// WriteSetViolation, when set, says the child changed files outside
 	// what it may write: its run failed for it, and its changes must not
 	// be merged into the workspace.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pixir-go/pixir/budget"
 	"github.com/pixir-go/pixir/tools"
 )
 
@@ -44,6 +45,9 @@ func assemble(w *Workflow, id string, steps []StepOutcome, stoppedBy string, ela
 		}
 		if s.SubagentStatus == tools.SubagentTimedOut || s.Reason == StoppedTimeout {
 			out.TimeoutSteps = append(out.TimeoutSteps, s.StepID)
+		}
+		if s.Usage != nil && s.ReusedFrom == "" {
+			out.Usage = out.Usage.Add(*s.Usage)
 		}
 	}
 	// The pairs at merge risk are counted, and the first named
@@ -96,8 +100,11 @@ func nextActions(o *Outcome) []NextAction {
 			Reason: "call run_workflow again with the same steps and resume_from: the checkpoint_ready steps are reused, only these (and what waits for them) run again"})
 	}
 	if len(o.HeldSteps) > 0 {
-		acts = append(acts, NextAction{Action: "rerun_held_steps", StepIDs: o.HeldSteps, Args: resume,
-			Reason: "these never started; they run in a resume_from run once the steps they wait for (blocked_by) are checkpoint_ready"})
+		reason := "these never started; they run in a resume_from run once the steps they wait for (blocked_by) are checkpoint_ready"
+		if o.StoppedBy == StoppedBudget {
+			reason = "the budget was spent before these started: raise it (budget of run_workflow, or [budget] in config.toml), then call run_workflow again with resume_from to run only what is left"
+		}
+		acts = append(acts, NextAction{Action: "rerun_held_steps", StepIDs: o.HeldSteps, Args: resume, Reason: reason})
 	}
 	if ask := append(slices.Clone(o.NeedsOrchestratorSteps), o.PartialSteps...); len(ask) > 0 {
 		acts = append(acts, NextAction{Action: "ask_user", StepIDs: ask,
@@ -155,11 +162,14 @@ func Render(o *Outcome) string {
 	if o.StoppedBy != "" {
 		fmt.Fprintf(&b, "; stopped early: %s", o.StoppedBy)
 	}
+	if !o.Usage.IsZero() {
+		fmt.Fprintf(&b, "\nUsage: %s", o.Usage)
+	}
 	merges := slices.ContainsFunc(o.Steps, func(s StepOutcome) bool { return s.Merge != nil })
 	if merges {
-		b.WriteString("\n\n| step | agent | wave | subagent | checkpoint | merge | time | summary |\n|---|---|---|---|---|---|---|---|\n")
+		b.WriteString("\n\n| step | agent | wave | subagent | checkpoint | merge | time | tokens | summary |\n|---|---|---|---|---|---|---|---|---|\n")
 	} else {
-		b.WriteString("\n\n| step | agent | wave | subagent | checkpoint | time | summary |\n|---|---|---|---|---|---|---|\n")
+		b.WriteString("\n\n| step | agent | wave | subagent | checkpoint | time | tokens | summary |\n|---|---|---|---|---|---|---|---|\n")
 	}
 	shown := tableRows(o.Steps)
 	for k, s := range o.Steps {
@@ -181,8 +191,12 @@ func Render(o *Outcome) string {
 		if merges {
 			checkpoint += " | " + mergeCell(s.Merge)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", s.StepID, s.Agent, wave, s.SubagentStatus,
-			checkpoint, seconds(s.ElapsedMS), cell(summary))
+		tokens := "–"
+		if s.Usage != nil {
+			tokens = budget.Count(s.Usage.Tokens())
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", s.StepID, s.Agent, wave, s.SubagentStatus,
+			checkpoint, seconds(s.ElapsedMS), tokens, cell(summary))
 	}
 	if hidden := len(o.Steps) - len(shown); hidden > 0 {
 		gap := ""
@@ -191,9 +205,9 @@ func Render(o *Outcome) string {
 		}
 		// The table shows the steps that are not checkpoint_ready first.
 		if notReady := max(0, c.Steps-c.CheckpointReadySteps-maxTableRows); notReady == 0 {
-			fmt.Fprintf(&b, "| … | | | | |%s | %d more checkpoint_ready steps: see steps |\n", gap, hidden)
+			fmt.Fprintf(&b, "| … | | | | |%s | | | %d more checkpoint_ready steps: see steps |\n", gap, hidden)
 		} else {
-			fmt.Fprintf(&b, "| … | | | | |%s | %d more steps (%d of them not checkpoint_ready): see steps |\n", gap, hidden, notReady)
+			fmt.Fprintf(&b, "| … | | | | |%s | | | %d more steps (%d of them not checkpoint_ready): see steps |\n", gap, hidden, notReady)
 		}
 	}
 	if r := o.MergeConflictRiskCount; r.Pairs > 0 {

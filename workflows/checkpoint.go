@@ -153,7 +153,7 @@ func decide(st *Step, view tools.SubagentView, slot *reportSlot) StepOutcome {
 		StepID: st.ID, Agent: view.Agent, AgentID: view.ID, ChildSessionID: view.ChildSessionID,
 		Posture: st.PermissionMode, WorkspaceMode: mode, Workspace: view.Workspace,
 		DependsOn: nonNil(st.DependsOn), SubagentStatus: view.Status, Summary: view.Summary,
-		ElapsedMS: view.ElapsedMS, Error: view.Error, Changes: view.Changes,
+		ElapsedMS: view.ElapsedMS, Error: view.Error, Changes: view.Changes, Usage: view.Usage,
 		WriteSetViolation: view.WriteSetViolation,
 	}
 	bundle := &Bundle{

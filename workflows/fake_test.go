@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pixir-go/pixir/budget"
 	"github.com/pixir-go/pixir/tools"
 )
 
@@ -24,6 +25,9 @@ type childPlan struct {
 	// violation: the child wrote outside its write set (the runtime's
 	// check after the fact), so the run ends failed with it.
 	violation *tools.WriteSetViolation
+	// spend is the tokens its model calls spend, charged to the run's
+	// account when it ends.
+	spend int64
 }
 
 // simRuntime plays the runtime's ports (Agents, Children, Evidence) on a
@@ -78,6 +82,9 @@ func (s *simRuntime) CheckSpawn(req tools.SpawnRequest) error {
 func (s *simRuntime) Start(_ context.Context, req StepRequest) (tools.SubagentView, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := req.Account.Exhausted(); err != nil {
+		return tools.SubagentView{}, err // as the runtime refuses it
+	}
 	if s.onStart != nil {
 		s.onStart(req.Name)
 	}
@@ -166,6 +173,9 @@ func (s *simRuntime) end(c *simChild) {
 	case tools.SubagentFailed:
 		f = &tools.Failure{Kind: tools.ErrProviderError, Message: "the provider failed"}
 	}
+	if c.plan.spend > 0 {
+		c.req.Account.Charge(budget.Usage{InputTokens: c.plan.spend, ModelCalls: 1})
+	}
 	c.req.Ended <- s.view(c, status, f)
 }
 
@@ -176,7 +186,14 @@ func (s *simRuntime) view(c *simChild, status tools.SubagentStatus, f *tools.Fai
 	}
 	return tools.SubagentView{ID: c.id, Agent: agentOrDefault(c.req.Agent), Status: status, Summary: summary,
 		Error: f, ChildSessionID: "s-" + c.step, ElapsedMS: c.end - c.start, WorkspaceMode: c.req.WorkspaceMode,
-		Workspace: "/snap/" + c.step, Changes: c.plan.changes, WriteSetViolation: c.plan.violation}
+		Workspace: "/snap/" + c.step, Changes: c.plan.changes, WriteSetViolation: c.plan.violation, Usage: c.usage()}
+}
+
+func (c *simChild) usage() *budget.Usage {
+	if c.plan.spend == 0 {
+		return nil
+	}
+	return &budget.Usage{InputTokens: c.plan.spend, ModelCalls: 1}
 }
 
 // startOrder is the step ids by simulated start time, then start order.

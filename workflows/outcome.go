@@ -3,6 +3,7 @@ package workflows
 import (
 	"encoding/json"
 
+	"github.com/pixir-go/pixir/budget"
 	"github.com/pixir-go/pixir/tools"
 )
 
@@ -46,6 +47,9 @@ const (
 	StoppedTimeout     = "workflow_timeout"
 	StoppedCancelled   = "cancelled"
 	StoppedInterrupted = "interrupted" // the process ended mid-run (Rebuild)
+	// StoppedBudget: the run's budget, the session's or the cap on
+	// subagents was spent; what had not started is held, resumable.
+	StoppedBudget = "budget_exhausted"
 
 	HeldDependency = "dependency_not_checkpoint_ready"
 )
@@ -116,6 +120,9 @@ type StepOutcome struct {
 	// Checkpoint is the step's bundle; nil when it has none.
 	Checkpoint *Bundle            `json:"checkpoint,omitempty"`
 	Changes    *tools.FileChanges `json:"changes,omitempty"`
+	// Usage is what the step's child spent (for a reused step, what it
+	// spent in the run it is reused from).
+	Usage *budget.Usage `json:"usage,omitempty"`
 	// Merge, for an isolated writer, says whether its changes are in the
 	// workspace: merged, conflicted or not_merged (and why).
 	Merge *StepMerge `json:"merge,omitempty"`
@@ -186,4 +193,7 @@ type Outcome struct {
 	MergeConflictRiskCount RiskCount    `json:"merge_conflict_risk_count"`
 	SafeNextActions        []NextAction `json:"safe_next_actions"`
 	Summary                Counts       `json:"summary"`
+	// Usage is what this run's steps spent together (reused steps cost
+	// this run nothing).
+	Usage budget.Usage `json:"usage"`
 }

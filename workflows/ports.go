@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/pixir-go/pixir/budget"
 	"github.com/pixir-go/pixir/tools"
 )
 
@@ -24,6 +25,8 @@ type Ports struct {
 	// Merger brings ready isolated writers' changes into the workspace;
 	// nil merges nothing (each such step says so).
 	Merger Merger
+	// Budgets are the configuration's budgets for the run and its steps.
+	Budgets Budgets
 }
 
 // Agents resolves, before anything starts, the agent a step's child would
@@ -103,6 +106,10 @@ type StepRequest struct {
 	// MCPServers, when not nil, are the only MCP servers of the parent's
 	// the child may use (the step's allowed_mcp_servers).
 	MCPServers []string
+	// Account is the run's budget: the child's model calls are charged to
+	// it (after the child's own), and refused once it is spent; so is
+	// Start.
+	Account *budget.Account
 }
 
 // Inherited is one ancestor's work a step's snapshot starts with.

@@ -71,19 +71,22 @@ type DryRunOutcome struct {
 	Output string `json:"output"`
 	Mode   string `json:"mode"` // dry_run
 	DryRun
+	// Budget weighs the run's worst case against its budget.
+	Budget BudgetEstimate `json:"budget"`
 }
 
 // DryRun plans the workflow, starting nothing and writing nothing: the
 // waves the scheduler would run if every step took the same time, its
-// lists bounded (DryRun). It stops when ctx ends, with a cancelled
-// *tools.Failure.
+// lists bounded (DryRun), and its worst case against its budget. It stops
+// when ctx ends, with a cancelled *tools.Failure.
 func (p *Prepared) DryRun(ctx context.Context) (DryRunOutcome, error) {
 	plan, err := waves(ctx, p.w)
 	if err != nil {
 		return DryRunOutcome{}, &tools.Failure{Kind: tools.ErrCancelled, Message: "the dry run was cancelled before its plan was complete: " + err.Error()}
 	}
 	plan = plan.bounded()
-	return DryRunOutcome{Output: RenderPlan(&plan), Mode: "dry_run", DryRun: plan}, nil
+	est := p.estimateBudget(plan.MaxRuns)
+	return DryRunOutcome{Output: RenderPlan(&plan) + renderBudget(est), Mode: "dry_run", DryRun: plan, Budget: est}, nil
 }
 
 // Run runs the workflow through ports.Children and ports.Evidence (both

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pixir-go/pixir/budget"
 	"github.com/pixir-go/pixir/tools"
 )
 
@@ -62,6 +63,9 @@ type runner struct {
 	// recordErr is the first failure to write the Log: the run goes on (the
 	// children are real), but the result says the evidence is incomplete.
 	recordErr error
+	// account is the run's budget, which its children's calls are charged
+	// to: once it is spent, no step starts.
+	account *budget.Account
 }
 
 // run is Prepared.Run.
@@ -76,6 +80,7 @@ func run(ctx context.Context, p *Prepared, opt RunOptions) Outcome {
 		slots: make([]*reportSlot, n), outcomes: make([]*StepOutcome, n),
 		agentIDs: make([]string, n), stepOf: make(map[string]int, n), waves: make([]int, n), reasons: make([]string, n),
 		ends: make(chan tools.SubagentView, min(n, w.MaxConcurrency)), started: opt.Now(),
+		account: p.runAccount(opt.WorkflowID),
 	}
 	for i := range w.Steps {
 		st := &w.Steps[i]
@@ -201,9 +206,19 @@ func (r *runner) dispatch(ctx context.Context) {
 }
 
 // startStep asks the Manager for step i's child; a refusal decides the
-// step failed on the spot.
+// step failed on the spot, except a spent budget, which stops the run:
+// the step is held with every other that has not started.
 func (r *runner) startStep(ctx context.Context, i int) bool {
 	st := &r.w.Steps[i]
+	if r.sched.stopped != "" {
+		// Stopped by a step of the same round: this one never starts.
+		r.holdUnstarted(i, r.sched.stopped)
+		return false
+	}
+	if err := r.account.Exhausted(); err != nil {
+		r.holdUnstarted(i, StoppedBudget)
+		return false
+	}
 	var deps []*StepOutcome
 	for _, j := range r.sched.deps[i] {
 		deps = append(deps, r.outcomes[j])
@@ -225,6 +240,7 @@ func (r *runner) startStep(ctx context.Context, i int) bool {
 		Inherit:    inherit,
 		Ended:      r.ends,
 		MCPServers: st.MCPServers,
+		Account:    r.account,
 	}
 	if st.PermissionMode == Writer {
 		req.WriteSet, req.MayWrite = st.WriteSet, writeSetMatcher(st.WriteSet)
@@ -233,6 +249,10 @@ func (r *runner) startStep(ctx context.Context, i int) bool {
 	view, err := r.children.Start(ctx, req)
 	if err != nil {
 		f := tools.AsFailure(err)
+		if f.Kind == tools.ErrBudgetExhausted {
+			r.holdUnstarted(i, StoppedBudget)
+			return false
+		}
 		out := StepOutcome{
 			StepID: st.ID, Agent: agentOrDefault(st.Agent), Wave: r.round, Posture: st.PermissionMode,
 			WorkspaceMode: st.WorkspaceMode, DependsOn: nonNil(st.DependsOn),
@@ -279,6 +299,26 @@ func (r *runner) inheritance(i int) []Inherited {
 	return out
 }
 
+// holdUnstarted takes back the start of step i, which the scheduler had
+// let start, and stops the run for reason (a spent budget), holding i with
+// every step that had not started.
+func (r *runner) holdUnstarted(i int, reason string) {
+	r.sched.unstart(i)
+	if r.sched.stopped == "" {
+		r.halt(reason)
+		return
+	}
+	r.hold(r.sched.holdPending(i, r.sched.stopped))
+}
+
+// halt starts nothing more and holds what has not started, but lets the
+// running children end by themselves: a spent budget refuses their next
+// model call, so they end soon, with what they did recorded, instead of
+// being cancelled in the middle of a tool call.
+func (r *runner) halt(reason string) {
+	r.hold(r.sched.stop(reason))
+}
+
 // ended decides the step whose child ended.
 func (r *runner) ended(v tools.SubagentView) {
 	i := r.stepOf[v.ID]
@@ -291,6 +331,10 @@ func (r *runner) ended(v tools.SubagentView) {
 			"the workflow's timeout_ms (%d) passed while this step ran; it was stopped, and its work so far is in its own log", r.w.TimeoutMS)}
 	}
 	r.decided(i, r.land(i, out))
+	if r.sched.stopped == "" && r.account.Exhausted() != nil {
+		// Running steps get no more model calls; none starts.
+		r.halt(StoppedBudget)
+	}
 }
 
 // decided records a step's outcome and lets the scheduler act on it:

@@ -374,6 +374,23 @@ func (s *scheduler) stop(reason string) []heldStep {
 	return held
 }
 
+// unstart takes back the start next gave step i, which did not start
+// after all: it is pending again, to be held.
+func (s *scheduler) unstart(i int) {
+	s.running = slices.DeleteFunc(s.running, func(r int) bool { return r == i })
+	s.state[i] = statePending
+}
+
+// holdPending holds pending step i with reason, once the scheduler is
+// stopped already.
+func (s *scheduler) holdPending(i int, reason string) []heldStep {
+	if s.state[i] != statePending {
+		return nil
+	}
+	s.state[i] = stateHeld
+	return []heldStep{{index: i, reason: reason, blockedBy: s.notReadyDeps(i)}}
+}
+
 // idle reports whether nothing runs: with nothing runnable either, the
 // workflow is over.
 func (s *scheduler) idle() bool { return len(s.running) == 0 }

@@ -18,6 +18,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/pixir-go/pixir/budget"
 	"github.com/pixir-go/pixir/tools"
 )
 
@@ -146,6 +147,10 @@ type Workflow struct {
 	ResumeFrom string `json:"resume_from,omitempty" jsonschema_description:"The workflow_id of an earlier run in this session: its checkpoint_ready steps (same id, task, agent, sets and dependencies, all of them reused too) are reused, not run again; only the rest runs. This is how to retry failed steps only."`
 	// Loops are the bounded groups of steps that repeat.
 	Loops []Loop `json:"loops,omitempty" jsonschema_description:"Groups of steps that repeat, bounded: {id, steps, max_iterations, until, converge, on_exhausted}."`
+	// Budget bounds what the run's children may spend together; where it
+	// is absent (or limits only one measure) the configuration's workflow
+	// budget applies.
+	Budget *budget.Limit `json:"budget,omitempty" jsonschema_description:"What the run's steps may spend together: tokens (input and output) and/or cost. At the limit no more steps start and running ones get no more model calls: the run ends partial, with the rest held (budget_exhausted); raise it and run again with resume_from. Default: the configuration's workflow budget, if any."`
 
 	zeroConcurrency bool // max_concurrency was given as 0
 	checked         bool // Check passed: nothing validates it again

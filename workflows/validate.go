@@ -3,6 +3,7 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -117,6 +118,10 @@ func (v *validator) workflow(w *Workflow) {
 	if w.MaxConcurrency < 1 {
 		v.add(Problem{Code: "invalid_number", Field: "max_concurrency", Value: fmt.Sprint(w.MaxConcurrency),
 			Message: fmt.Sprintf("max_concurrency: %d must be at least 1 (omit it for %d)", w.MaxConcurrency, DefaultMaxConcurrency)})
+	}
+	if b := w.Budget; b != nil && (b.Tokens < 0 || b.Cost < 0 || math.IsNaN(b.Cost) || math.IsInf(b.Cost, 0)) {
+		v.add(Problem{Code: "invalid_number", Field: "budget", Value: fmt.Sprintf("tokens %d, cost %g", b.Tokens, b.Cost),
+			Message: fmt.Sprintf("budget: tokens (%d) and cost (%g) must be positive, or 0 for no limit", b.Tokens, b.Cost)})
 	}
 	if w.TimeoutMS < 0 {
 		v.add(Problem{Code: "invalid_number", Field: "timeout_ms", Value: fmt.Sprint(w.TimeoutMS),

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/pixir-go/pixir/budget"
 	"github.com/pixir-go/pixir/internal/termtext"
 	"github.com/pixir-go/pixir/runtime"
 	"github.com/pixir-go/pixir/tools"
@@ -106,6 +107,9 @@ func (o *runOutput) turn(res runtime.TurnOutcome) int {
 	if res.Error != nil {
 		fmt.Fprintf(o.stderr, "pixir: %s: %s\n", res.Error.Kind, res.Error.Message)
 	}
+	if !res.Usage.IsZero() {
+		fmt.Fprintf(o.stderr, "pixir: usage: %s\n", res.Usage)
+	}
 	switch res.Status {
 	case runtime.TurnCompleted:
 		return exitOK
@@ -179,7 +183,7 @@ func (v *turnView) observe(ev runtime.Event) {
 			if d.Name != "" {
 				who = "step " + d.Name + ", " + d.Agent
 			}
-			v.note("    ↳ subagent %s (%s): %s\n", d.SubagentID, who, d.Event)
+			v.note("    ↳ subagent %s (%s): %s%s\n", d.SubagentID, who, d.Event, tokensNote(d.Usage))
 		}
 	case runtime.EventWorkflow:
 		var d workflows.WorkflowEvent
@@ -189,7 +193,7 @@ func (v *turnView) observe(ev runtime.Event) {
 		switch d.Kind {
 		case workflows.EventCheckpointDecided:
 			if o := d.Outcome; o != nil {
-				v.note("    ↳ step %s: %s (subagent %s)\n", o.StepID, o.CheckpointStatus, o.SubagentStatus)
+				v.note("    ↳ step %s: %s (subagent %s%s)\n", o.StepID, o.CheckpointStatus, o.SubagentStatus, tokensNote(o.Usage))
 			}
 		case workflows.EventStepHeld:
 			v.note("    ↳ step %s: held, %s %v\n", d.StepID, d.HeldReason, d.BlockedBy)
@@ -235,6 +239,10 @@ func (v *turnView) outcome(sessionID string, stop runtime.StopReason, err error)
 	switch {
 	case err != nil:
 		res.Status, res.Error = runtime.TurnFailed, tools.AsFailure(err)
+	case stop == runtime.StopMaxTokens:
+		// A budget stopped it: the work so far stands, as at the limit
+		// of model calls.
+		res.Status = runtime.TurnPartial
 	case v.turnFail != nil:
 		res.Status = runtime.TurnFailed
 	case stop == runtime.StopEndTurn:
@@ -407,7 +415,7 @@ func (v *workflowView) workflowEvent(d workflows.WorkflowEvent) {
 		if o.Error != nil && o.CheckpointStatus != workflows.CheckpointReady {
 			r.activity = string(o.Error.Kind) + ": " + oneLine(o.Error.Message, 70)
 		}
-		v.line("step %s %s (subagent %s) in %s: %s", r.id, o.CheckpointStatus, o.SubagentStatus, seconds(o.ElapsedMS), r.activity)
+		v.line("step %s %s (subagent %s%s) in %s: %s", r.id, o.CheckpointStatus, o.SubagentStatus, tokensNote(o.Usage), seconds(o.ElapsedMS), r.activity)
 	case workflows.EventStepHeld:
 		r := v.byID[d.StepID]
 		if r == nil {
@@ -513,6 +521,14 @@ func (v *workflowView) draw() {
 	}
 	v.drawn = len(lines)
 	fmt.Fprint(v.w, b.String())
+}
+
+// tokensNote is ", 1,234 tokens" for what a child spent, or nothing.
+func tokensNote(u *budget.Usage) string {
+	if u == nil {
+		return ""
+	}
+	return ", " + budget.Count(u.Tokens()) + " tokens"
 }
 
 func seconds(ms int64) string { return fmt.Sprintf("%.1f s", float64(ms)/1000) }

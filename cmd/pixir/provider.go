@@ -223,9 +223,12 @@ func newRuntime(pf providerFlags, logger *slog.Logger) (*runtime.Runtime, error)
 		Logger:          logger,
 		Subagents:       subagentConfig(pf.subagentLimits(settings.Agents), logger),
 		// The provider's key never reaches a command, whatever its name.
-		Sandbox: sandbox.New(settings.Sandbox, c.KeyEnv),
-		MCP:     mcpConfig,
-		Version: version,
+		Sandbox:    sandbox.New(settings.Sandbox, c.KeyEnv),
+		MCP:        mcpConfig,
+		Version:    version,
+		Budget:     settings.Budget.Config(),
+		ModelInfo:  settings.ModelInfo,
+		Compaction: settings.Compaction.Config(),
 	}
 	if pf.maxTurnRequests > 0 {
 		cfg.MaxTurnRequests = pf.maxTurnRequests

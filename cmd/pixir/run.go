@@ -207,9 +207,11 @@ func runPrompt(o runOptions, mode runtime.Mode, id, prompt string, stdin io.Read
 
 	view := newTurnView(out)
 	sess.SetObserver(view.observe)
+	before := sess.Usage()
 	stopReason, err := sess.Prompt(ctx, runtime.Prompt{Text: prompt}, runtime.TurnOptions{Observe: view.observe, Ask: newTerminalAsker(stdin, out.stderr)})
 	sess.SetObserver(nil)
 	res := view.outcome(sess.ID(), stopReason, err)
+	res.Usage = sess.Usage().Sub(before)
 	return out.turn(res)
 }
 
@@ -286,7 +288,7 @@ func runWorkflowFile(o runOptions, mode runtime.Mode, id string, stdin io.Reader
 	if dryRun {
 		// Nothing starts and nothing is written: agents are resolved as
 		// the runtime would, and no session is made.
-		p, err := workflows.Prepare(w, workflows.Ports{Agents: rt.AgentChecker(dir)})
+		p, err := workflows.Prepare(w, workflows.Ports{Agents: rt.AgentChecker(dir), Budgets: rt.WorkflowBudgets()})
 		if err != nil {
 			return out.failure(err)
 		}
@@ -334,6 +336,9 @@ func runWorkflowFile(o runOptions, mode runtime.Mode, id string, stdin io.Reader
 	}
 	if ctx.Err() != nil {
 		fmt.Fprintln(out.stderr, "pixir: interrupted: the running steps were cancelled and recorded; here is the partial outcome")
+	}
+	if !outcome.Usage.IsZero() {
+		fmt.Fprintf(out.stderr, "pixir: usage: %s\n", outcome.Usage)
 	}
 	fmt.Fprintf(out.stderr, "pixir: session %s (pixir inspect %s)\n", sess.ID(), sess.ID())
 	return out.workflow(outcome)

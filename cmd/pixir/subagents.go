@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/pixir-go/pixir/runtime"
 	"github.com/pixir-go/pixir/runtime/agents"
@@ -17,6 +18,9 @@ func subagentConfig(limits runtime.SubagentLimits, logger *slog.Logger) runtime.
 		MaxThreads: limits.MaxThreads,
 		MaxDepth:   limits.MaxDepth,
 		Timeout:    limits.Timeout(),
+		// Codex's names where it has them; these two are Pixir's.
+		MaxSubagents: limits.MaxSubagents,
+		WaitTimeout:  time.Duration(limits.WaitTimeoutMS) * time.Millisecond,
 		Agents: func(workspace string) (runtime.AgentCatalog, error) {
 			home, _ := os.UserHomeDir()
 			reg, err := agents.Load(workspace, home)

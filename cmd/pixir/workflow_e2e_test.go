@@ -795,7 +795,7 @@ func TestWorkflowACPPresentationOfAPartialRun(t *testing.T) {
 	require.NotNil(t, end, "the run_workflow call did not end failed")
 	text := toolCallText(t, end)
 	require.Contains(t, text, "PARTIAL — 2 of 5 steps checkpoint_ready, 1 failed, 2 held")
-	require.Contains(t, text, "| step | agent | wave | subagent | checkpoint | time | summary |")
+	require.Contains(t, text, "| step | agent | wave | subagent | checkpoint | time | tokens | summary |")
 	require.Contains(t, text, "| after | default | – | not_started | held |")
 	raw := mustJSON(t, end["rawOutput"])
 	require.Equal(t, "false", string(mustField(t, raw, "ok")))

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/pixir-go/pixir/budget"
 	"github.com/pixir-go/pixir/runtime"
 	"github.com/pixir-go/pixir/tools"
 	"github.com/pixir-go/pixir/workflows"
@@ -59,8 +60,11 @@ type Session struct {
 	UpdatedAt *time.Time `json:"updated_at,omitempty"`
 	// Load says what reading the Log found besides the events: a torn last
 	// line (a crash mid-write) or lines that did not decode.
-	Load  LoadInfo `json:"load"`
-	Turns []*Turn  `json:"turns"`
+	Load LoadInfo `json:"load"`
+	// Usage is what the session spent: its own model calls, and its
+	// Subagents' as their last events say.
+	Usage budget.Usage `json:"usage"`
+	Turns []*Turn      `json:"turns"`
 	// Subagents and Workflows that no tool call of a turn started (a
 	// `pixir run --workflow` session, or a call the Log lost).
 	Subagents []*Subagent `json:"subagents"`
@@ -88,7 +92,10 @@ type Turn struct {
 	Status string `json:"status"`
 	// Error is the provider failure of a failed turn.
 	Error *Failure `json:"error,omitempty"`
-	Items []*Item  `json:"items"`
+	// Usage is what the turn's own model calls spent (its Subagents' are
+	// under each of them).
+	Usage *budget.Usage `json:"usage,omitempty"`
+	Items []*Item       `json:"items"`
 }
 
 // Item is one thing that happened in a turn, in Log order. Kind says
@@ -172,6 +179,7 @@ type Subagent struct {
 	ChildSessionID   string               `json:"child_session_id,omitempty"`
 	ChildLog         string               `json:"child_log,omitempty"`
 	ParentToolCallID string               `json:"parent_tool_call_id,omitempty"`
+	Usage            *budget.Usage        `json:"usage,omitempty"`
 }
 
 // Ended reports whether the Log records the child's end.
@@ -191,6 +199,7 @@ type Workflow struct {
 	StoppedBy string           `json:"stopped_by,omitempty"`
 	ElapsedMS int64            `json:"elapsed_ms"`
 	Summary   workflows.Counts `json:"summary"`
+	Usage     budget.Usage     `json:"usage"`
 	Steps     []*Step          `json:"steps"`
 }
 
@@ -212,6 +221,7 @@ type Step struct {
 	SubagentID       string                     `json:"subagent_id,omitempty"`
 	ChildSessionID   string                     `json:"child_session_id,omitempty"`
 	ChildLog         string                     `json:"child_log,omitempty"`
+	Usage            *budget.Usage              `json:"usage,omitempty"`
 }
 
 // Fold builds the tree of a Log's events, in order. Events whose data does
@@ -234,6 +244,11 @@ func Fold(events []runtime.Event) *Session {
 	}
 	f.endTurn()
 	f.rebuildWorkflows()
+	for _, sa := range f.subagents {
+		if sa.Usage != nil {
+			f.s.Usage = f.s.Usage.Add(*sa.Usage)
+		}
+	}
 	if f.s.Title == "" {
 		for _, t := range f.s.Turns {
 			if t.Index > 0 {
@@ -370,9 +385,23 @@ func (f *folder) event(ev *runtime.Event) bool {
 			return false
 		}
 		f.add(&Item{Kind: KindNotice, Seq: ev.Seq, Notice: &d}, ev)
+	case runtime.EventProviderUsage:
+		d, ok := decode[runtime.ProviderUsageData](ev)
+		if !ok {
+			return false
+		}
+		u := budget.Usage{InputTokens: int64(d.InputTokens), OutputTokens: int64(d.OutputTokens), ModelCalls: 1, Cost: d.Cost, Currency: d.Currency}
+		f.s.Usage = f.s.Usage.Add(u)
+		if f.turn != nil {
+			t := f.turn.Usage
+			if t == nil {
+				t = &budget.Usage{}
+			}
+			*t = t.Add(u)
+			f.turn.Usage = t
+		}
 	}
-	// reasoning and provider_usage are not part of the tree; --events
-	// shows them.
+	// reasoning is not part of the tree; --events shows it.
 	return true
 }
 
@@ -473,6 +502,9 @@ func (f *folder) subagent(d runtime.SubagentEventData) {
 	if d.ChildSessionID != "" {
 		sa.ChildSessionID, sa.ChildLog = d.ChildSessionID, d.ChildLog
 	}
+	if d.Usage != nil {
+		sa.Usage = d.Usage
+	}
 	if sa.Ended() {
 		sa.Summary, sa.Error = d.Summary, nil
 		if d.Error != nil {
@@ -506,7 +538,7 @@ func (f *folder) rebuildWorkflows() {
 		if w == nil {
 			continue
 		}
-		w.Status, w.StoppedBy, w.ElapsedMS, w.Summary = o.Status, o.StoppedBy, o.ElapsedMS, o.Summary
+		w.Status, w.StoppedBy, w.ElapsedMS, w.Summary, w.Usage = o.Status, o.StoppedBy, o.ElapsedMS, o.Summary, o.Usage
 		if o.Name != "" {
 			w.Name = o.Name
 		}
@@ -517,6 +549,7 @@ func (f *folder) rebuildWorkflows() {
 				CheckpointStatus: so.CheckpointStatus, SubagentStatus: so.SubagentStatus,
 				Summary: so.Summary, ElapsedMS: so.ElapsedMS, Reason: so.Reason, HeldReason: so.HeldReason,
 				BlockedBy: so.BlockedBy, ReusedFrom: so.ReusedFrom, SubagentID: so.AgentID, ChildSessionID: so.ChildSessionID,
+				Usage: so.Usage,
 			}
 			if len(st.DependsOn) == 0 {
 				st.DependsOn = nil

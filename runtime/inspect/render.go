@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/pixir-go/pixir/budget"
 	"github.com/pixir-go/pixir/tools"
 	"github.com/pixir-go/pixir/workflows"
 )
@@ -71,6 +72,9 @@ func Render(w io.Writer, s *Session, opt RenderOptions) error {
 	}
 	if len(facts) > 0 {
 		fmt.Fprintf(bw, "  %s\n", strings.Join(facts, " · "))
+	}
+	if !s.Usage.IsZero() {
+		fmt.Fprintf(bw, "  usage %s\n", s.Usage)
 	}
 	for _, warning := range loadWarnings(s.Load) {
 		fmt.Fprintf(bw, "  warning: %s\n", warning)
@@ -143,6 +147,9 @@ func turnNode(t *Turn, loc *time.Location) *node {
 	}
 	if t.Status == TurnIncomplete {
 		n.note("no final answer in the Log: cancelled between model calls, stopped at the model-call limit, still running, or the process ended")
+	}
+	if t.Usage != nil {
+		n.note("usage: %s", t.Usage)
 	}
 	for _, it := range t.Items {
 		switch it.Kind {
@@ -234,6 +241,9 @@ func subagentNode(sa *Subagent) *node {
 	if sa.Inputs > 0 {
 		n.note("inputs: %d", sa.Inputs)
 	}
+	if sa.Usage != nil {
+		n.note("usage: %s", sa.Usage)
+	}
 	if sa.ChildLog != "" {
 		n.note("log: %s", sa.ChildLog)
 	}
@@ -260,6 +270,9 @@ func workflowNode(wf *Workflow) *node {
 	if wf.StoppedBy != workflows.StoppedInterrupted {
 		text += " · " + elapsed(wf.ElapsedMS)
 	}
+	if !wf.Usage.IsZero() {
+		text += " · " + budget.Count(wf.Usage.Tokens()) + " tokens"
+	}
 	n := &node{text: text}
 	if wf.StoppedBy == workflows.StoppedInterrupted {
 		n.note("no end of the run in the Log: its process ended mid-run (or it is still running); running steps are shown detached")
@@ -279,6 +292,9 @@ func stepNode(st *Step) *node {
 	parts = append(parts, "subagent "+string(st.SubagentStatus))
 	if st.SubagentStatus != tools.SubagentNotStarted {
 		parts = append(parts, elapsed(st.ElapsedMS))
+	}
+	if st.Usage != nil {
+		parts = append(parts, budget.Count(st.Usage.Tokens())+" tokens")
 	}
 	n := &node{text: strings.Join(parts, " · ")}
 	switch {

@@ -11,7 +11,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/pixir-go/pixir/budget"
 	"github.com/pixir-go/pixir/runtime"
+	"github.com/pixir-go/pixir/runtime/provider"
 	"github.com/pixir-go/pixir/tools"
 	"github.com/pixir-go/pixir/workflows"
 )
@@ -38,6 +40,8 @@ func richLog(t *testing.T) []runtime.Event {
 	return logOf(t,
 		user("create a file"), say("I'll create `hello.txt`.", "call_1_1"), call("call_1_1", "write"), allowed("call_1_1", "write"),
 		result("call_1_1", "write", tools.OK("ok"), 3), say(long),
+		ev{runtime.EventProviderUsage, runtime.ProviderUsageData{Provider: "scripted", Model: "m", Usage: provider.Usage{InputTokens: 1200, OutputTokens: 80},
+			Cost: 0.0036, Currency: "USD"}},
 
 		user("delegate it\nto a subagent"), say("Handing it over.", "call_1_1", "call_1_2"),
 		call("call_1_1", "spawn_agent"), child("queued", "sa-1", "call_1_1", "queued"),
@@ -45,7 +49,10 @@ func richLog(t *testing.T) []runtime.Event {
 		call("call_1_2", "spawn_agent"), child("queued", "sa-2", "call_1_2", "queued"),
 		result("call_1_2", "spawn_agent", tools.OK("queued"), 1),
 		child("started", "sa-1", "call_1_1", "running"),
-		child("finished", "sa-1", "call_1_1", "completed", func(d *runtime.SubagentEventData) { d.Summary = "Here is what ls shows:\n\nhello.txt" }),
+		child("finished", "sa-1", "call_1_1", "completed", func(d *runtime.SubagentEventData) {
+			d.Summary = "Here is what ls shows:\n\nhello.txt"
+			d.Usage = &budget.Usage{InputTokens: 3000, OutputTokens: 250, ModelCalls: 2, Cost: 0.0128, Currency: "USD"}
+		}),
 		child("started", "sa-2", "call_1_2", "running"),
 		say("", "call_2_1"), call("call_2_1", "wait_agent"), result("call_2_1", "wait_agent", tools.OK("done"), 2400),
 		say("The first one finished."),
@@ -67,7 +74,7 @@ func richLog(t *testing.T) []runtime.Event {
 		child("started", "sa-b", "call_1_1", "running", func(d *runtime.SubagentEventData) { d.Name = "b" }),
 
 		wf(workflows.WorkflowEvent{Kind: workflows.EventWorkflowStarted, WorkflowID: "wf-2", Workflow: twoSteps}),
-		wf(workflows.WorkflowEvent{Kind: workflows.EventCheckpointDecided, WorkflowID: "wf-2", StepID: "a", Outcome: ready("a", "sa-c", 1)}),
+		wf(workflows.WorkflowEvent{Kind: workflows.EventCheckpointDecided, WorkflowID: "wf-2", StepID: "a", Outcome: spent(ready("a", "sa-c", 1), 4321)}),
 		wf(workflows.WorkflowEvent{Kind: workflows.EventCheckpointDecided, WorkflowID: "wf-2", StepID: "b", Outcome: ready("b", "sa-d", 2)}),
 		wf(workflows.WorkflowEvent{Kind: workflows.EventWorkflowFinished, WorkflowID: "wf-2", Status: "completed", ElapsedMS: 1234}),
 	)
@@ -121,4 +128,10 @@ func TestInspectShortening(t *testing.T) {
 	}
 	require.Equal(t, "999 ms", elapsed(999))
 	require.Equal(t, "2.4 s", elapsed(2400))
+}
+
+// spent gives a step's outcome the usage of a child that spent tokens.
+func spent(o *workflows.StepOutcome, tokens int64) *workflows.StepOutcome {
+	o.Usage = &budget.Usage{InputTokens: tokens, ModelCalls: 1}
+	return o
 }
