@@ -182,7 +182,7 @@ func subagentUpdate(d runtime.SubagentEventData) (ToolCall, bool) {
 	switch d.Event {
 	case tools.SubagentEventQueued:
 		if d.Input != "" {
-			u.Status, u.Content = "pending", text("New input: "+d.Input)
+			u.Status, u.Content = "pending", text(tools.Truncate("New input: "+d.Input, displayLimit))
 			return u, true
 		}
 		raw, _ := json.Marshal(map[string]any{"agent": d.Agent, "task": d.Task, "workspace_mode": d.WorkspaceMode, "depth": d.Depth})
@@ -197,7 +197,7 @@ func subagentUpdate(d runtime.SubagentEventData) (ToolCall, bool) {
 		}
 		return ToolCall{
 			SessionUpdate: "tool_call", ToolCallID: u.ToolCallID, Title: title,
-			Kind: "think", Status: "pending", RawInput: raw, Meta: map[string]any{"pixir": meta},
+			Kind: "think", Status: "pending", RawInput: capRaw(raw), Meta: map[string]any{"pixir": meta},
 		}, true
 	case tools.SubagentEventStarted, tools.SubagentEventInput:
 		u.Status, u.Content = "in_progress", text(fmt.Sprintf("Running in the %s workspace %s", d.WorkspaceMode, d.Workspace))
@@ -209,7 +209,7 @@ func subagentUpdate(d runtime.SubagentEventData) (ToolCall, bool) {
 		return u, false
 	}
 	if raw, err := json.Marshal(d); err == nil && (u.Status == "completed" || u.Status == "failed") {
-		u.RawOutput = raw
+		u.RawOutput = capRaw(raw)
 	}
 	return u, true
 }
@@ -249,13 +249,13 @@ func turnFailedText(d runtime.TurnFailedData) string {
 }
 
 // displayLimit bounds the text shown in a tool call's content; the model
-// and rawOutput keep the full result.
+// and rawOutput keep more (up to maxRawBytes), the Log all of it.
 const displayLimit = 16 << 10
 
 func (p *presenter) toolEnd(d runtime.ToolResultData) ToolCall {
 	u := ToolCall{SessionUpdate: "tool_call_update", ToolCallID: d.ToolCallID, Status: "completed"}
 	if raw, err := json.Marshal(d.Result); err == nil {
-		u.RawOutput = raw
+		u.RawOutput = capRaw(raw)
 	}
 	if len(d.Blocks) > 0 {
 		// What an MCP tool returned, as it returned it.
@@ -337,13 +337,47 @@ func displayOutput(out any) string {
 	return text
 }
 
-// planUpdate is the ACP plan update: the whole plan each time.
+// planUpdate is the ACP plan update: the whole plan each time, bounded
+// (maxPlanEntries, each entry's text to maxPlanEntryBytes) whoever made it.
 func planUpdate(entries []tools.PlanEntry) Plan {
 	u := Plan{SessionUpdate: "plan", Entries: []PlanEntry{}}
-	for _, e := range entries {
+	for i, e := range entries {
+		if i == maxPlanEntries-1 && len(entries) > maxPlanEntries {
+			u.Entries = append(u.Entries, PlanEntry{Content: fmt.Sprintf("… and %d more entries", len(entries)-i),
+				Priority: tools.PlanPriorityMedium, Status: tools.PlanPending})
+			break
+		}
+		if len(e.Content) > maxPlanEntryBytes {
+			e.Content = tools.Truncate(e.Content, maxPlanEntryBytes)
+		}
 		u.Entries = append(u.Entries, PlanEntry(e))
 	}
 	return u
+}
+
+// Bounds of one message (issue 18): whatever a tool, a model or a
+// workflow produces, an update stays within a few hundred KiB. The Log
+// keeps the whole of what is cut here.
+const (
+	// maxRawBytes bounds a tool call's rawInput and rawOutput.
+	maxRawBytes = 256 << 10
+	// maxPlanEntries bounds a plan (a workflow shows at most 100).
+	maxPlanEntries    = 200
+	maxPlanEntryBytes = 1 << 10
+)
+
+// capRaw passes raw JSON through when it is within maxRawBytes and
+// replaces it with a marker that says so otherwise: a cut JSON text would
+// not be JSON.
+func capRaw(raw json.RawMessage) json.RawMessage {
+	if len(raw) <= maxRawBytes {
+		return raw
+	}
+	marker, _ := json.Marshal(map[string]any{"truncated": map[string]any{
+		"bytes": len(raw), "limit": maxRawBytes,
+		"note": "too large to send whole; the session's Log holds it (pixir inspect)",
+	}})
+	return marker
 }
 
 // sessionInfo tells the client the session's title and update time after a
@@ -424,7 +458,7 @@ func rawInput(args json.RawMessage) json.RawMessage {
 	if len(args) == 0 || !json.Valid(args) {
 		return nil
 	}
-	return args
+	return capRaw(args)
 }
 
 func absPath(root, p string) string {

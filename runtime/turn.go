@@ -421,6 +421,7 @@ func (t *turn) env(tc provider.ToolCall) tools.Env {
 }
 
 func (t *turn) recordResult(tc provider.ToolCall, result tools.Result, elapsed time.Duration) error {
+	result = boundResult(result)
 	data := ToolResultData{
 		ToolCallID: tc.ID, Name: tc.Name, Result: result, Locations: result.Locations,
 		TerminalID: result.TerminalID, Blocks: result.Blocks, ElapsedMS: elapsed.Milliseconds(),

@@ -243,18 +243,17 @@ func Render(o *Outcome) string {
 	return b.String()
 }
 
-// maxTableRows bounds the outcome table, which the model reads too: a
-// large workflow's steps are all in the result's steps, and the table
-// keeps the ones that need attention.
-const maxTableRows = 60
-
 // tableRows picks the steps the table shows: every step when they fit,
 // otherwise those that are not checkpoint_ready first, then ready ones.
-func tableRows(steps []StepOutcome) map[int]bool {
+func tableRows(steps []StepOutcome) map[int]bool { return tableRowsOf(steps, maxTableRows) }
+
+// tableRowsOf picks up to limit steps: those that are not
+// checkpoint_ready first, then ready ones, each in declaration order.
+func tableRowsOf(steps []StepOutcome, limit int) map[int]bool {
 	shown := map[int]bool{}
 	for pass := range 2 {
 		for k := range steps {
-			if len(shown) == maxTableRows {
+			if len(shown) == limit {
 				return shown
 			}
 			if ready := steps[k].CheckpointStatus == CheckpointReady; ready == (pass == 1) {

@@ -196,4 +196,6 @@ type Outcome struct {
 	// Usage is what this run's steps spent together (reused steps cost
 	// this run nothing).
 	Usage budget.Usage `json:"usage"`
+	// Truncated is set in a result whose lists were cut (Bounded).
+	Truncated *OutcomeTruncation `json:"truncated,omitempty"`
 }

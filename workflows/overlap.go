@@ -63,8 +63,15 @@ func compiledOverlap(pa [][]segment, okA bool, pb [][]segment, okB bool) bool {
 type overlapCache struct {
 	ids      map[string]patternID
 	compiled []compiledPattern
-	answers  map[uint64]bool
+	answers  map[uint64]bool // at most maxOverlapAnswers
+	// searches counts the pairs searched (not told apart at once): the
+	// costly part, which a dry run's work budget counts.
+	searches int
 }
+
+// maxOverlapAnswers bounds the pairs an overlapCache remembers (about
+// 40 MB); beyond, pairs are searched each time they are asked about.
+const maxOverlapAnswers = 1 << 20
 
 // patternID names a pattern of one overlapCache.
 type patternID int32
@@ -75,6 +82,11 @@ type compiledPattern struct {
 	// prefixes are the alternatives' leading literal segments, folded
 	// (foldedKey) and each followed by a slash.
 	prefixes []string
+	// anywhere: every alternative begins and ends with ** ("**/x.go"
+	// covers what is beneath x.go too) and can match something. Two such
+	// patterns always overlap: a path that holds what one matches and then
+	// what the other matches is matched by both.
+	anywhere bool
 }
 
 func newOverlapCache() *overlapCache {
@@ -100,6 +112,10 @@ func (c *overlapCache) id(p string) patternID {
 			}
 			cp.prefixes = append(cp.prefixes, b.String())
 		}
+		cp.anywhere = cp.ok && len(cp.alts) > 0
+		for _, alt := range cp.alts {
+			cp.anywhere = cp.anywhere && len(alt) > 0 && alt[0].globstar && alt[len(alt)-1].globstar && satisfiable(alt)
+		}
 		c.compiled = append(c.compiled, cp)
 	}
 	return id
@@ -115,16 +131,35 @@ func (c *overlapCache) overlapIDs(a, b patternID) bool {
 		a, b = b, a // Overlap is symmetric
 	}
 	pa, pb := &c.compiled[a], &c.compiled[b]
-	if pa.ok && pb.ok && prefixesDisjoint(pa.prefixes, pb.prefixes) {
+	switch {
+	case pa.anywhere && pb.anywhere:
+		return true
+	case pa.ok && pb.ok && prefixesDisjoint(pa.prefixes, pb.prefixes):
 		return false
 	}
 	k := uint64(a)<<32 | uint64(b)
 	v, done := c.answers[k]
 	if !done {
+		c.searches++
 		v = compiledOverlap(pa.alts, pa.ok, pb.alts, pb.ok)
-		c.answers[k] = v
+		if len(c.answers) < maxOverlapAnswers {
+			c.answers[k] = v
+		}
 	}
 	return v
+}
+
+// satisfiable reports whether some path matches the segments: every
+// character set in them accepts something.
+func satisfiable(segs []segment) bool {
+	for _, seg := range segs {
+		for _, t := range seg.toks {
+			if !t.star && !t.set.negated && len(t.set.ranges) == 0 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // prefixesDisjoint reports whether no alternative of one pattern can meet

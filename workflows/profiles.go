@@ -134,12 +134,15 @@ func (m *pairBits) set(p, q profileID, v bool) {
 		}
 		m.grow(need)
 	}
-	for _, k := range []int{int(p)*m.n + int(q), int(q)*m.n + int(p)} {
-		if v {
-			m.bits[k/64] |= 1 << (k % 64)
-		} else {
-			m.bits[k/64] &^= 1 << (k % 64)
-		}
+	m.put(int(p)*m.n+int(q), v)
+	m.put(int(q)*m.n+int(p), v)
+}
+
+func (m *pairBits) put(k int, v bool) {
+	if v {
+		m.bits[k/64] |= 1 << (k % 64)
+	} else {
+		m.bits[k/64] &^= 1 << (k % 64)
 	}
 }
 

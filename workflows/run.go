@@ -412,18 +412,90 @@ func (r *runner) record(ev WorkflowEvent) {
 }
 
 // showPlan shows the steps as the user's plan, kept current; a plan the
-// user already sees is not sent again.
+// user already sees is not sent again. A workflow of more than
+// maxPlanEntries steps shows that many (planSteps) and one entry that
+// counts the rest: ACP sends the whole plan each time.
 func (r *runner) showPlan() {
 	r.planShown = r.opt.Now()
-	entries := make([]tools.PlanEntry, len(r.w.Steps))
-	for i := range r.w.Steps {
-		entries[i] = planEntry(&r.w.Steps[i], r.sched.state[i], r.outcomes[i])
+	shown, rest := r.planSteps()
+	entries := make([]tools.PlanEntry, 0, len(shown)+1)
+	for _, i := range shown {
+		entries = append(entries, planEntry(&r.w.Steps[i], r.sched.state[i], r.outcomes[i]))
+	}
+	if rest.steps > 0 {
+		entries = append(entries, rest.entry())
 	}
 	if slices.Equal(entries, r.lastPlan) {
 		return
 	}
 	r.lastPlan = entries
 	r.evidence.ShowPlan(entries)
+}
+
+// planRest counts the steps a plan leaves out.
+type planRest struct{ steps, done, ready int }
+
+func (p planRest) entry() tools.PlanEntry {
+	e := tools.PlanEntry{Priority: tools.PlanPriorityMedium, Status: tools.PlanInProgress,
+		Content: fmt.Sprintf("… and %d more steps: %d done (%d checkpoint_ready), %d to do", p.steps, p.done, p.ready, p.steps-p.done)}
+	if p.done == p.steps {
+		e.Status = tools.PlanCompleted
+	}
+	return e
+}
+
+// planSteps picks the steps the plan shows, in declaration order: all of
+// them when they fit; otherwise the running ones, then those decided but
+// not checkpoint_ready (they need attention), then those still to run,
+// then the ready ones, up to maxPlanEntries-1, and counts the rest.
+func (r *runner) planSteps() ([]int, planRest) {
+	n := len(r.w.Steps)
+	if n <= maxPlanEntries {
+		all := make([]int, n)
+		for i := range all {
+			all[i] = i
+		}
+		return all, planRest{}
+	}
+	class := func(i int) int {
+		switch o := r.outcomes[i]; {
+		case o == nil && r.sched.state[i] == stateRunning:
+			return 0
+		case o != nil && o.CheckpointStatus != CheckpointReady:
+			return 1
+		case o == nil:
+			return 2
+		}
+		return 3
+	}
+	var counts [4]int
+	for i := range n {
+		counts[class(i)]++
+	}
+	// Take whole classes while they fit, then part of the next.
+	room, take := maxPlanEntries-1, [4]int{}
+	for c := range counts {
+		take[c] = min(counts[c], room)
+		room -= take[c]
+	}
+	var shown []int
+	var rest planRest
+	for i := range n {
+		c := class(i)
+		if take[c] > 0 {
+			take[c]--
+			shown = append(shown, i)
+			continue
+		}
+		rest.steps++
+		if o := r.outcomes[i]; o != nil {
+			rest.done++
+			if o.CheckpointStatus == CheckpointReady {
+				rest.ready++
+			}
+		}
+	}
+	return shown, rest
 }
 
 func agentOrDefault(a string) string {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -282,7 +283,8 @@ func TestDryRunStopsWhenCancelled(t *testing.T) {
 // TestOverlapCacheAgreesWithOverlap: the cache's shortcut (leading literal
 // segments that differ) and its memory give Overlap's answers.
 func TestOverlapCacheAgreesWithOverlap(t *testing.T) {
-	pool := append(slices.Clone(patternPool), "SRC/a/x.go", "src/a", "src/ab/**", "{src,docs}/**", "src\\*/x", "[s]rc/**", "lib", "library/x")
+	pool := append(slices.Clone(patternPool), "SRC/a/x.go", "src/a", "src/ab/**", "{src,docs}/**", "src\\*/x", "[s]rc/**", "lib", "library/x",
+		"**/a.go", "**/b/**", "**/{x,y}.md", "**/[b-a]", "**/f1.go", "**/f2.go", "**/*.go")
 	c := newOverlapCache()
 	for range 2 { // the second time from memory
 		for _, a := range pool {
@@ -352,4 +354,90 @@ func TestValidationIsBounded(t *testing.T) {
 	require.Contains(t, d.Problems[0].Message, "c19 -> … 961 more … -> c981")
 	require.Equal(t, fmt.Sprintf("cycle: more than %d cycles; fix these and check again", maxCycles), d.Problems[maxCycles].Message)
 	require.Less(t, len(f.Message), 16<<10)
+}
+
+// TestBigRunIsBounded runs 1,000 overlapping writers (a third of them
+// failing) through Run on the simulated clock: every plan it shows has at
+// most maxPlanEntries entries, the last counting the rest, and the result
+// run_workflow returns lists the steps that need attention first, cut,
+// with the counts whole and a note saying where the rest is.
+func TestBigRunIsBounded(t *testing.T) {
+	w, err := Decode(overlappingWriters(1000))
+	require.NoError(t, err)
+	w.MaxConcurrency = 8
+	for i := range w.Steps {
+		if i%2 == 0 {
+			w.Steps[i].WriteSet = []string{fmt.Sprintf("src/f%d.go", i)} // these run side by side
+		}
+	}
+	sim := newSim(func(step string) childPlan {
+		i, err := strconv.Atoi(strings.TrimPrefix(step, "w"))
+		if err != nil {
+			panic(err)
+		}
+		if i%3 == 0 {
+			return childPlan{dur: 1, status: tools.SubagentFailed, summary: "it broke"}
+		}
+		return childPlan{dur: 1}
+	})
+	out := simRun(t, context.Background(), sim, w, RunOptions{WorkflowID: "wf-big", Now: fixedClock(), waiting: sim.waiting})
+	require.Equal(t, StatusPartial, out.Status)
+	require.Len(t, out.Steps, 1000, "Run's own outcome is whole")
+	require.Equal(t, 334, out.Summary.FailedSteps)
+
+	require.NotEmpty(t, sim.plans)
+	for _, plan := range sim.plans {
+		require.LessOrEqual(t, len(plan), maxPlanEntries)
+	}
+	last := sim.plans[len(sim.plans)-1]
+	require.Equal(t, "… and 901 more steps: 901 done (666 checkpoint_ready), 0 to do", last[len(last)-1].Content)
+	require.Equal(t, tools.PlanCompleted, last[len(last)-1].Status)
+
+	b := out.Bounded()
+	require.Len(t, b.Steps, maxOutcomeSteps)
+	for _, s := range b.Steps {
+		require.Equal(t, CheckpointFailed, s.CheckpointStatus, "the steps that need attention come first")
+	}
+	require.Len(t, b.UsableCheckpoints, maxListedSteps)
+	require.Len(t, b.FailedSteps, maxListedSteps)
+	require.Equal(t, out.Summary, b.Summary)
+	require.Equal(t, &OutcomeTruncation{Steps: 900, Waves: b.Truncated.Waves, StepIDs: (666 - 200) + (334 - 200) + (334 - 200), Note: outcomeNote}, b.Truncated)
+	require.Positive(t, b.Truncated.Waves)
+	require.Equal(t, out.MergeConflictRiskCount, b.MergeConflictRiskCount)
+	require.Equal(t, RiskCount{Pairs: 500*499/2 + 500*500}, out.MergeConflictRiskCount, "the writers of src/** are at risk with each other and with those of a file in src")
+	enc, err := json.Marshal(tools.Result{Output: b})
+	require.NoError(t, err)
+	require.Less(t, len(enc), 256<<10)
+	require.Less(t, len(out.Output), 32<<10)
+	require.Contains(t, out.Output, "… and 374730 more pairs")
+	require.Contains(t, out.Output, "- retry_failed_steps [w0, w3, w6, w9, w12, w15, w18, w21, w24, w27, w30, w33, w36, w39, w42, w45, w48, w51, w54, w57 … and 314 more]")
+
+	small := Outcome{Steps: out.Steps[:3], Waves: [][]string{{"w0"}}}
+	require.Nil(t, small.Bounded().Truncated, "a small outcome is returned as it is")
+}
+
+// TestDryRunWorkIsBounded: writers of distinct sets that all overlap under
+// the conservative rules ("**/f1.go" could be a directory holding f2.go)
+// cost the square of their number to plan. Past its work budget a dry run
+// stops, exact up to the last wave it placed, and says so.
+func TestDryRunWorkIsBounded(t *testing.T) {
+	defer func(n int) { maxPlanWork = n }(maxPlanWork)
+	maxPlanWork = 5000
+	w := &Workflow{}
+	for i := range 300 {
+		w.Steps = append(w.Steps, Step{ID: fmt.Sprintf("s%d", i), Task: "t", WriteSet: []string{fmt.Sprintf("**/f%d.go", i)}})
+	}
+	d, err := Waves(w)
+	require.NoError(t, err)
+	require.NotEmpty(t, d.Incomplete)
+	placed := 0
+	for k, wave := range d.Waves {
+		require.Equal(t, []string{fmt.Sprintf("s%d", k)}, wave, "the waves it placed are exact: one writer at a time")
+		placed++
+	}
+	require.Equal(t, 300-placed, d.Summary.UnplacedSteps)
+	require.Positive(t, d.Summary.UnplacedSteps)
+	require.Equal(t, 0, d.Steps[299].Wave)
+	require.Contains(t, RenderPlan(&d), fmt.Sprintf("Incomplete: planning stopped after wave %d", placed))
+	require.Equal(t, RiskCount{Pairs: 300 * 299 / 2}, d.MergeRiskCount, "two patterns that both start and end with ** are told apart at once")
 }

@@ -73,6 +73,10 @@ type scheduler struct {
 	// running step, with the first such step (in start order).
 	blocked []blockedProfile
 
+	// examined counts the profiles next looked at: with the overlap
+	// searches, the work a dry run's budget counts.
+	examined int
+
 	// With track set, became collects the steps that become runnable.
 	track  bool
 	became []int
@@ -188,6 +192,7 @@ func (s *scheduler) next() []int {
 	var start []int
 	for len(s.running) < s.w.MaxConcurrency && s.heads.len() > 0 {
 		q := s.heads.top()
+		s.examined++
 		queue := &s.queues[q]
 		if queue.dropWhile(func(i int) bool { return s.state[i] != statePending }) {
 			// Steps that left the queue's front meanwhile (reused).

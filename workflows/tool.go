@@ -53,12 +53,14 @@ func runWorkflowTool(ctx context.Context, env tools.Env, ports Ports, a Workflow
 		return tools.OK(plan)
 	}
 	out := p.Run(ctx, RunOptions{WorkflowID: NewWorkflowID(), ToolCallID: env.ToolCallID})
+	// The model, the Log and the editor get the outcome's lists bounded;
+	// the Log keeps every step's outcome in its own event.
 	if out.Status == StatusCompleted {
-		return tools.OK(out)
+		return tools.OK(out.Bounded())
 	}
 	// Partial work is not success: the call is not ok, yet it is no tool
 	// error either. The outcome is the output, for the model to act on.
-	return tools.Result{OK: false, Output: out}
+	return tools.Result{OK: false, Output: out.Bounded()}
 }
 
 // RenderPlan is a dry run as a person reads it, bounded whatever the size
@@ -69,6 +71,9 @@ func RenderPlan(p *DryRun) string {
 	sum := p.Summary
 	fmt.Fprintf(&b, "Dry run: %d steps in %d waves (max_concurrency %d, %s); nothing was started.\n",
 		sum.Steps, sum.Waves, p.MaxConcurrency, p.FailurePolicy)
+	if p.Incomplete != "" {
+		fmt.Fprintf(&b, "Incomplete: %s.\n", p.Incomplete)
+	}
 	control := len(p.Loops) > 0
 	for _, s := range p.Steps {
 		control = control || s.When != "" || s.ForEach != "" || s.Join != ""
@@ -159,13 +164,6 @@ func RenderPlan(p *DryRun) string {
 	}
 	return b.String()
 }
-
-// Caps of the rendered lists of a dry run and an outcome.
-const (
-	maxRenderedWaves = 30
-	maxRenderedIDs   = 20
-	maxRenderedLines = 20
-)
 
 // riskPairs says how many pairs of writers are at merge risk.
 func riskPairs(c RiskCount) string {

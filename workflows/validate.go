@@ -53,15 +53,6 @@ type ValidationDetails struct {
 	MoreProblems int `json:"more_problems,omitempty"`
 }
 
-// Bounds of what validation reports: problems listed, ids named in one
-// message, cycles traced.
-const (
-	maxProblems   = 100
-	maxNamedIDs   = 20
-	maxCycles     = 20
-	maxCycleSteps = 40 // a longer cycle is shown by its ends
-)
-
 // Validate checks a normalised workflow before anything runs and returns
 // nil or an invalid_args Failure whose Message has one line per problem.
 // It reports every problem it can find in one pass, so a model fixes the
