@@ -40,8 +40,8 @@ func writeLongSession(tb testing.TB, ws string, n int) (string, string) {
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
 	ts := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
-	file := strings.Repeat("func (s *Session) Prompt(ctx context.Context, p Prompt) error { return nil }\n", 6)
-	answer := strings.Repeat("The function returns nil on every path; the caller checks the Log instead. ", 5)
+	file := strings.Repeat("func (s *Session) Prompt(ctx context.Context, p Prompt) error { return nil }\n", 30)
+	answer := strings.Repeat("The function returns nil on every path; the caller checks the Log instead. ", 8)
 	seq := 0
 	add := func(typ runtime.EventType, data any) {
 		if seq >= n {
@@ -71,7 +71,7 @@ func writeLongSession(tb testing.TB, ws string, n int) (string, string) {
 		add(runtime.EventToolCall, runtime.ToolCallData{ToolCallID: call, Name: "read", Arguments: args, Title: fmt.Sprintf("Read runtime/file%d.go", turn%50),
 			Kind: tools.KindRead, Posture: tools.PostureRead, Locations: []tools.Location{{Path: fmt.Sprintf("runtime/file%d.go", turn%50)}}})
 		add(runtime.EventPermissionDecision, runtime.PermissionDecisionData{ToolCallID: call, Tool: "read", Mode: runtime.ModeAuto, Decision: "allowed", Source: "mode"})
-		add(runtime.EventToolResult, runtime.ToolResultData{ToolCallID: call, Name: "read", Result: tools.OK(map[string]any{"content": file, "lines": 6}), ElapsedMS: 1})
+		add(runtime.EventToolResult, runtime.ToolResultData{ToolCallID: call, Name: "read", Result: tools.OK(map[string]any{"content": file, "lines": 30}), ElapsedMS: 1})
 		add(runtime.EventAssistantMessage, runtime.AssistantMessageData{Text: answer})
 		add(runtime.EventProviderUsage, runtime.ProviderUsageData{Provider: "scripted", Model: "scripted", Usage: provider.Usage{InputTokens: 1800, OutputTokens: 120, ContextWindow: 128000}})
 	}
@@ -178,9 +178,6 @@ func BenchmarkLoadLongSession(b *testing.B) {
 		b.Fatal(err)
 	}
 	id, path := writeLongSession(b, ws, longSessionEvents)
-	if fi, err := os.Stat(path); err == nil {
-		b.ReportMetric(float64(fi.Size())/(1<<20), "log-MiB")
-	}
 	var floor, load, first time.Duration
 	b.ResetTimer()
 	for range b.N {
@@ -206,6 +203,9 @@ func BenchmarkLoadLongSession(b *testing.B) {
 	b.ReportMetric(float64(load.Milliseconds())/n, "load-ms")
 	b.ReportMetric(float64(floor.Milliseconds())/n, "decode-ms")
 	b.ReportMetric(float64(load)/float64(floor), "ratio")
+	if fi, err := os.Stat(path); err == nil {
+		b.ReportMetric(float64(fi.Size())/(1<<20), "log-MiB")
+	}
 }
 
 // BenchmarkTurnInLongSession measures one more turn (a prompt, the

@@ -131,6 +131,12 @@ func (p *presenter) common(ev runtime.Event) {
 			})
 		}
 	case runtime.EventToolResult:
+		if p.replaying {
+			if line, ok := p.replayedTextResult(ev); ok {
+				p.sendRaw(line)
+				return
+			}
+		}
 		var d runtime.ToolResultData
 		if !p.decode(ev, &d) {
 			return
@@ -305,6 +311,102 @@ func (p *presenter) toolEnd(d runtime.ToolResultData) ToolCall {
 	}
 	u.Locations = locations(p.root, d.Locations)
 	return u
+}
+
+// replayedTextResult is the replayed end of the commonest call: it
+// succeeded, and its output is a text (or an object with a content, output
+// or text field) short enough to show whole. Its update is made from the
+// Log's JSON as it is, the text and the result spliced in, where toolEnd
+// would decode both and encode them again; it is what toolEnd makes of
+// such a result. Any other result reports false, for toolEnd.
+func (p *presenter) replayedTextResult(ev runtime.Event) ([]byte, bool) {
+	_, members, err := jsonraw.Scan(ev.Data)
+	if err != nil || members == nil {
+		return nil, false
+	}
+	var id string
+	var result, locs []byte
+	for _, m := range members {
+		switch m.Key {
+		case "tool_call_id":
+			if json.Unmarshal(m.Value, &id) != nil {
+				return nil, false
+			}
+		case "result":
+			result = m.Value
+		case "locations":
+			locs = m.Value
+		case "diffs", "blocks":
+			if string(m.Value) != "null" {
+				return nil, false
+			}
+		}
+	}
+	_, fields, err := jsonraw.Scan(result)
+	if err != nil || fields == nil {
+		return nil, false
+	}
+	var ok bool
+	var output []byte
+	for _, f := range fields {
+		switch f.Key {
+		case "ok":
+			ok = string(f.Value) == "true"
+		case "output":
+			output = f.Value
+		case "error":
+			return nil, false
+		}
+	}
+	text := displayText(output)
+	if !ok || len(text) < 3 || len(text) > displayLimit { // "" is not shown whole, nor a text that may need cutting
+		return nil, false
+	}
+	b := make([]byte, 0, len(text)+len(result)+256)
+	b = append(b, `{"sessionUpdate":"tool_call_update","toolCallId":`...)
+	b = jsonraw.AppendString(b, id)
+	b = append(b, `,"status":"completed","content":[{"type":"content","content":{"type":"text","text":`...)
+	b = append(b, text...)
+	b = append(b, `}}]`...)
+	if len(locs) > 0 && string(locs) != "null" {
+		var l []tools.Location
+		if json.Unmarshal(locs, &l) != nil {
+			return nil, false
+		}
+		if shown := locations(p.root, l); len(shown) > 0 {
+			raw, err := json.Marshal(shown)
+			if err != nil {
+				return nil, false
+			}
+			b = append(append(b, `,"locations":`...), raw...)
+		}
+	}
+	b = append(append(b, `,"rawOutput":`...), result...)
+	return append(b, '}'), true
+}
+
+// displayText is the text displayOutput shows of an output that is a
+// string or an object with a string content, output or text field, as JSON
+// (a quoted string); nil when the output is anything else.
+func displayText(output []byte) []byte {
+	if len(output) > 0 && output[0] == '"' {
+		return output
+	}
+	_, fields, err := jsonraw.Scan(output)
+	if err != nil || fields == nil {
+		return nil
+	}
+	for _, key := range []string{"content", "output", "text"} {
+		for i := len(fields) - 1; i >= 0; i-- { // the last of a repeated key, as encoding/json keeps
+			if fields[i].Key == key {
+				if v := fields[i].Value; v[0] == '"' {
+					return v
+				}
+				break
+			}
+		}
+	}
+	return nil
 }
 
 // displayOutput renders a tool's output for a person: the main text field

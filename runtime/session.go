@@ -488,30 +488,27 @@ func (s *Session) emit(obs Observer, typ EventType, data any) error {
 }
 
 // modelText is the tool result as the model reads it: the envelope as
-// JSON with sorted keys, so that a History folded from the Log is byte for
-// byte the History the live turn built (provider prompt caches rely on it).
+// json.Marshal writes it, which is byte for byte the "result" of the
+// tool_result event in the Log (the event is encoded by json.Marshal too).
+// So a History folded from the Log (modelTextRaw: the bytes as they are) is
+// the History the live turn built (provider prompt caches rely on it),
+// without decoding and encoding every result again on a load.
 func modelText(r tools.Result) string {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return unencodableResult
 	}
-	return modelTextRaw(b)
+	return string(b)
 }
 
 const unencodableResult = `{"ok":false,"error":{"kind":"internal","message":"the tool result could not be encoded"}}`
 
-// modelTextRaw is modelText of a result already encoded (as the Log holds
-// it): decoded as JSON, it is the same value, so the same text.
+// modelTextRaw is modelText of a result as the Log holds it.
 func modelTextRaw(raw []byte) string {
-	var generic any
-	if err := json.Unmarshal(raw, &generic); err != nil {
+	if len(raw) == 0 {
 		return unencodableResult
 	}
-	b, err := json.Marshal(generic)
-	if err != nil {
-		return unencodableResult
-	}
-	return string(b)
+	return string(raw)
 }
 
 func titleFrom(text string) string {
