@@ -23,6 +23,10 @@ const (
 	// EventNotice is something the user should know that happened beside
 	// the conversation: an MCP server that did not start, or stopped.
 	EventNotice EventType = "notice"
+	// EventSubagentSummaries is the compact summaries of children that
+	// ended while their parent's model was not looking, folded into its
+	// next model call (SubagentSummariesData).
+	EventSubagentSummaries EventType = "subagent_summaries"
 )
 
 // Ephemeral event types: live only, never in the Log.

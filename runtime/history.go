@@ -85,6 +85,13 @@ func (f *historyFold) add(ev Event) {
 		for _, tc := range calls {
 			f.pending = append(f.pending, openCall{call: tc})
 		}
+	case EventSubagentSummaries:
+		var text string
+		if !f.read(ev, map[string]any{"text": &text}) {
+			return
+		}
+		f.closePending()
+		f.history = append(f.history, provider.Message{Role: provider.RoleUser, Text: text})
 	case EventToolCall:
 		var id string
 		if f.read(ev, map[string]any{"tool_call_id": &id}) {

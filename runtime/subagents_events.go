@@ -210,3 +210,61 @@ func keepEnds(s string, limit int) string {
 	}
 	return fmt.Sprintf("%s\n[… %d bytes omitted; the whole answer is in the subagent's log]\n%s", head, len(s)-len(head)-len(end), end)
 }
+
+// SubagentSummariesData is the Data of a subagent_summaries event: what
+// the parent's model is told, as one message before its next call, of the
+// children that ended while it was not waiting for them (ADR 0011: replay
+// folds only compact terminal summaries into the parent's input).
+type SubagentSummariesData struct {
+	SubagentIDs []string `json:"subagent_ids"`
+	Text        string   `json:"text"`
+}
+
+// foldedSummaryLimit bounds each child's summary in the folded message.
+const foldedSummaryLimit = 2 << 10
+
+// unseenEnds marks as seen, and returns, the children of a session whose
+// end its model was not shown: not by wait_agent, list_agents or
+// close_agent, nor by a workflow (whose steps are reported by its
+// outcome).
+func (m *Manager) unseenEnds(parentID string) []tools.SubagentView {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []tools.SubagentView
+	for _, sa := range m.children[parentID] {
+		if sa.status.Ended() && !sa.seen {
+			sa.seen = true
+			out = append(out, m.viewLocked(sa))
+		}
+	}
+	return out
+}
+
+// summariesOf is the message that tells a parent's model how children it
+// did not wait for ended.
+func summariesOf(views []tools.SubagentView) SubagentSummariesData {
+	var b strings.Builder
+	b.WriteString("[Pixir, not the user] These subagents of yours ended while you were not waiting for them; their whole work is in their own logs (list_agents shows them):\n")
+	d := SubagentSummariesData{SubagentIDs: []string{}}
+	for _, v := range views {
+		d.SubagentIDs = append(d.SubagentIDs, v.ID)
+		fmt.Fprintf(&b, "\n- %s (%s) %s, task: %s", v.ID, v.Agent, v.Status, titleFrom(v.Task))
+		if v.Error != nil {
+			fmt.Fprintf(&b, "\n  error: %s: %s", v.Error.Kind, v.Error.Message)
+		}
+		if s := strings.TrimSpace(v.Summary); s != "" {
+			if len(s) > foldedSummaryLimit {
+				s = keepEnds(s, foldedSummaryLimit)
+			}
+			b.WriteString("\n  summary: " + strings.ReplaceAll(s, "\n", "\n  "))
+		}
+		if c := v.Changes; c != nil && len(c.Added)+len(c.Changed)+len(c.Deleted) > 0 {
+			fmt.Fprintf(&b, "\n  files: %d added, %d changed, %d deleted in its workspace %s", len(c.Added), len(c.Changed), len(c.Deleted), v.Workspace)
+		}
+		if v.Usage != nil {
+			b.WriteString("\n  usage: " + v.Usage.String())
+		}
+	}
+	d.Text = b.String()
+	return d
+}

@@ -121,6 +121,9 @@ func (b binding) List(context.Context) ([]tools.SubagentView, error) {
 	var out []tools.SubagentView
 	for _, sa := range m.children[b.parent.ID()] {
 		out = append(out, m.viewLocked(sa))
+		if sa.status.Ended() {
+			sa.seen = true
+		}
 	}
 	return out, nil
 }
@@ -145,9 +148,13 @@ func (b binding) Wait(ctx context.Context, req tools.WaitRequest) (tools.WaitOut
 		}
 		targets = append(targets, sa)
 	}
+	timeout := req.Timeout
+	if req.Default {
+		timeout = m.defaultWaitLocked(targets)
+	}
 	m.mu.Unlock()
 
-	horizon := time.NewTimer(req.Timeout)
+	horizon := time.NewTimer(timeout)
 	defer horizon.Stop()
 	for {
 		m.mu.Lock()
@@ -178,12 +185,41 @@ func (b binding) Wait(ctx context.Context, req tools.WaitRequest) (tools.WaitOut
 	}
 }
 
-// outcomeLocked is what a wait reports of its targets now.
+// deadlineGrace is how long past the latest deadline of its children a
+// default wait lasts: the Manager ends a child at its deadline, and its
+// end is recorded a moment later.
+const deadlineGrace = time.Second
+
+// defaultWaitLocked is the horizon of a wait the model gave no timeout:
+// the configured default, and no longer than the latest deadline of the
+// targets when every one has started (a queued child's is not known yet).
+func (m *Manager) defaultWaitLocked(targets []*subagent) time.Duration {
+	horizon := m.cfg.WaitTimeout
+	var latest time.Time
+	for _, sa := range targets {
+		switch sa.status {
+		case tools.SubagentQueued:
+			return horizon
+		case tools.SubagentRunning:
+			if d := sa.started.Add(sa.timeout); d.After(latest) {
+				latest = d
+			}
+		}
+	}
+	if latest.IsZero() {
+		return horizon // every one has ended: the wait returns at once
+	}
+	return min(horizon, time.Until(latest)+deadlineGrace)
+}
+
+// outcomeLocked is what a wait reports of its targets now. The model sees
+// the ends it reports: they are not folded into its next call.
 func (m *Manager) outcomeLocked(targets []*subagent) tools.WaitOutcome {
 	out := tools.WaitOutcome{Agents: []tools.SubagentView{}, Finished: []string{}, Pending: []string{}}
 	for _, sa := range targets {
 		out.Agents = append(out.Agents, m.viewLocked(sa))
 		if sa.status.Ended() {
+			sa.seen = true
 			out.Finished = append(out.Finished, sa.id)
 		} else {
 			out.Pending = append(out.Pending, sa.id)
@@ -219,6 +255,7 @@ func (b binding) SendInput(_ context.Context, id, message string) (tools.Subagen
 	}
 	sa.status, sa.input, sa.done = tools.SubagentQueued, message, make(chan struct{})
 	sa.summary, sa.failure, sa.stopping = "", nil, false
+	sa.seen = sa.name != "" // its next end is news
 	view := m.viewLocked(sa)
 	m.mu.Unlock()
 	m.enqueue(sa, message)
@@ -236,5 +273,9 @@ func (b binding) Close(_ context.Context, id string) (tools.SubagentView, error)
 	}
 	m.mu.Unlock()
 	m.stop(sa, true)
-	return m.closeEnded(sa), nil
+	v := m.closeEnded(sa)
+	m.mu.Lock()
+	sa.seen = true
+	m.mu.Unlock()
+	return v, nil
 }

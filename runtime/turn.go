@@ -192,6 +192,9 @@ func (t *turn) run(p Prompt) (StopReason, error) {
 		if call > limit {
 			return StopMaxTurnRequests, nil
 		}
+		if err := t.foldUnseen(); err != nil {
+			return "", err
+		}
 		resp, streamed, err := t.generate()
 		if err != nil {
 			// Keep what the user already saw, so a replay shows it too.
@@ -243,6 +246,22 @@ func (t *turn) run(p Prompt) (StopReason, error) {
 			}
 		}
 	}
+}
+
+// foldUnseen tells the model, before its next call, how the children it
+// did not wait for ended: their compact summaries, as one message, recorded
+// so that History folded from the Log holds it too.
+func (t *turn) foldUnseen() error {
+	views := t.s.rt.subagents.unseenEnds(t.s.ID())
+	if len(views) == 0 {
+		return nil
+	}
+	d := summariesOf(views)
+	if err := t.emit(EventSubagentSummaries, d); err != nil {
+		return err
+	}
+	t.s.appendHistory(provider.Message{Role: provider.RoleUser, Text: d.Text})
+	return nil
 }
 
 // streamedSoFar is what the user saw of an answer, kept in case the answer

@@ -35,11 +35,14 @@ type SpawnRequest struct {
 
 // WaitRequest waits for children: the ids given, or every child of the
 // session; until all (or, with Any, the first) reach a terminal status, or
-// Timeout passes. A zero Timeout polls.
+// Timeout passes. A zero Timeout polls. With Default, the model gave no
+// timeout: the wait lasts the configuration's default, and no longer than
+// the children's own deadlines.
 type WaitRequest struct {
 	IDs     []string
 	Any     bool
 	Timeout time.Duration
+	Default bool
 }
 
 // WaitOutcome is what a wait saw. Incomplete means the horizon came first:

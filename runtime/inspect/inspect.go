@@ -45,6 +45,9 @@ const (
 	KindTurnFailed         = "turn_failed"
 	KindPermissionDecision = "permission_decision"
 	KindNotice             = "notice"
+	// KindSummaries: the ends of children the model did not wait for,
+	// told to it before a model call.
+	KindSummaries = "subagent_summaries"
 )
 
 // Session is the whole tree of one Session's Log.
@@ -113,6 +116,8 @@ type Item struct {
 	Permission *Permission `json:"permission,omitempty"`
 	// notice: an MCP server that did not start, or stopped
 	Notice *runtime.NoticeData `json:"notice,omitempty"`
+	// subagent_summaries: the children whose ends were told.
+	SubagentIDs []string `json:"subagent_ids,omitempty"`
 }
 
 // Message is an assistant message.
@@ -385,6 +390,12 @@ func (f *folder) event(ev *runtime.Event) bool {
 			return false
 		}
 		f.add(&Item{Kind: KindNotice, Seq: ev.Seq, Notice: &d}, ev)
+	case runtime.EventSubagentSummaries:
+		d, ok := decode[runtime.SubagentSummariesData](ev)
+		if !ok {
+			return false
+		}
+		f.add(&Item{Kind: KindSummaries, Seq: ev.Seq, SubagentIDs: d.SubagentIDs}, ev)
 	case runtime.EventProviderUsage:
 		d, ok := decode[runtime.ProviderUsageData](ev)
 		if !ok {

@@ -172,6 +172,8 @@ func turnNode(t *Turn, loc *time.Location) *node {
 			n.children = append(n.children, &node{text: fmt.Sprintf("permission for %s %s: %s", p.Tool, p.ToolCallID, permission(p))})
 		case KindNotice:
 			n.children = append(n.children, &node{text: fmt.Sprintf("notice (%s): %s", it.Notice.Severity, oneLine(it.Notice.Title, messageWidth))})
+		case KindSummaries:
+			n.children = append(n.children, &node{text: "told the model how subagents it did not wait for ended: " + strings.Join(it.SubagentIDs, ", ")})
 		}
 	}
 	return n

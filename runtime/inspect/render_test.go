@@ -57,6 +57,9 @@ func richLog(t *testing.T) []runtime.Event {
 		say("", "call_2_1"), call("call_2_1", "wait_agent"), result("call_2_1", "wait_agent", tools.OK("done"), 2400),
 		say("The first one finished."),
 
+		ev{runtime.EventSubagentSummaries, runtime.SubagentSummariesData{SubagentIDs: []string{"sa-2"}, Text: "[Pixir, not the user] …"}},
+		say("The second one finished too."),
+
 		user("read it in read_only"), say("", "call_1_1"), call("call_1_1", "bash"),
 		ev{runtime.EventPermissionDecision, runtime.PermissionDecisionData{ToolCallID: "call_1_1", Tool: "bash", Mode: runtime.ModeReadOnly, Decision: "denied", Source: "mode", Reason: "bash changes the workspace and the session is in read_only mode"}},
 		result("call_1_1", "bash", tools.Fail(tools.ErrPermissionDenied, "bash changes the workspace and the session is in read_only mode"), 0),
