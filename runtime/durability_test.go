@@ -244,3 +244,25 @@ func TestSetModeChangesNothingWhenItCannotBeSaved(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, ModeAuto, saved.Mode)
 }
+
+func TestASubagentsEndIsShownWhenTheParentsLogIsFull(t *testing.T) {
+	f := newManagerFixture(t, SubagentConfig{})
+	f.parent.log.write = failOn(EventSubagent)
+	v := f.spawn(t, "quick")
+	f.events.await(v.ID, tools.SubagentEventFinished)
+	require.Equal(t, []string{"queued", "started", "finished"}, f.events.of(v.ID), "the watcher saw the child through")
+	events, report, err := f.parent.Events()
+	require.NoError(t, err)
+	require.True(t, report.Intact())
+	require.Zero(t, countType(events, EventSubagent), "none of it reached the full Log")
+}
+
+func countType(events []Event, typ EventType) int {
+	n := 0
+	for _, ev := range events {
+		if ev.Type == typ {
+			n++
+		}
+	}
+	return n
+}

@@ -307,7 +307,17 @@ func (s *Session) emitBackground(typ EventType, data any) error {
 	s.mu.Lock()
 	obs := s.observer
 	s.mu.Unlock()
-	return s.emit(obs, typ, data)
+	err := s.emit(obs, typ, data)
+	if errors.Is(err, ErrLogWrite) && obs != nil {
+		// The Log is full: the event is not recorded, but whoever watches
+		// is still told (a Subagent's end must not leave its call running
+		// forever in the editor). A reload shows what the Log holds: a
+		// child whose end is not in it is detached.
+		if raw, encErr := encodeEventData(data); encErr == nil {
+			obs(Event{ID: uuid.Must(uuid.NewV7()).String(), SessionID: s.ID(), TS: time.Now().UTC(), Type: typ, Data: raw})
+		}
+	}
+	return err
 }
 
 // DetachedSubagents lists children rebuilt from the Log that no process
