@@ -64,6 +64,10 @@ func (p *presenter) live(ev runtime.Event) {
 		}
 		switch {
 		case !p.decode(ev, &d):
+		case d.ToolCallID != "" && d.Activity != "": // a tool's progress
+			block := textBlock(d.Activity)
+			p.send(ToolCall{SessionUpdate: "tool_call_update", ToolCallID: d.ToolCallID, Status: d.Status,
+				Content: []ToolCallContent{{Type: "content", Content: &block}}})
 		case d.ToolCallID != "":
 			p.send(ToolCall{SessionUpdate: "tool_call_update", ToolCallID: d.ToolCallID, Status: d.Status})
 		case d.SubagentID != "":

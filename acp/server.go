@@ -302,6 +302,9 @@ func (s *Server) closeSession(p *SessionRequest) (any, error) {
 	if err := s.rt.CloseSession(p.SessionID); err != nil {
 		return nil, &rpc.Error{Code: rpc.CodeResourceNotFound, Message: err.Error()}
 	}
+	s.mu.Lock()
+	delete(s.pendingNotices, p.SessionID) // no turn will show them now
+	s.mu.Unlock()
 	return struct{}{}, nil
 }
 

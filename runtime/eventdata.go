@@ -85,6 +85,14 @@ type StatusData struct {
 	Status     string `json:"status"`
 }
 
+// ToolProgressData is the ephemeral progress of a running tool call (an
+// MCP server's progress notifications).
+type ToolProgressData struct {
+	ToolCallID string `json:"tool_call_id"`
+	Status     string `json:"status"`
+	Activity   string `json:"activity"`
+}
+
 // PermissionDecisionData records who decided what about a tool call.
 type PermissionDecisionData struct {
 	ToolCallID string `json:"tool_call_id"`

@@ -436,6 +436,10 @@ func (t *turn) env(tc provider.ToolCall) tools.Env {
 		SessionID: t.s.ID(), ToolCallID: tc.ID, Workspace: t.s.workspace,
 		Files: files, Terminals: t.opt.Terminals, Subagents: t.binding(tc),
 		Sandbox: t.s.rt.cfg.Sandbox, Commands: policy, SandboxNotice: t.s.sandboxNotice(policy),
+		Progress: func(message string) {
+			// Ephemeral: shown, not kept; a failure to show it is no fault.
+			_ = t.emit(EventStatus, ToolProgressData{ToolCallID: tc.ID, Status: "in_progress", Activity: message})
+		},
 	}
 }
 

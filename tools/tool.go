@@ -67,6 +67,10 @@ type Env struct {
 	// the result of a command: the policy asked the kernel for
 	// confinement that it cannot give.
 	SandboxNotice string
+	// Progress, when set, shows the user how a long call is going (an MCP
+	// server's progress notifications). It is called on the goroutine
+	// that runs the tool.
+	Progress func(message string)
 }
 
 // Sandboxed is implemented by mutation tools whose every effect goes

@@ -103,7 +103,7 @@ match = "^slow$"
   [[rule.reply]]
   [[rule.reply.tool_calls]]
   name = "mcp__everything__trigger-long-running-operation"
-  arguments = { duration = 30, steps = 3 }
+  arguments = { duration = 30, steps = 30 }
   [[rule.reply]]
   text = "finished"
 
@@ -293,7 +293,7 @@ test("mcp: without session.notices, a crash is told in the next turn's text", { 
     assert.ok(!a.updates(sessionId).some((u) => u.sessionUpdate === "notice"), "no notice to a client that did not ask for them");
   }));
 
-test("mcp: cancel during a slow tool ends the turn and reaches the server", { timeout: TIMEOUT }, () =>
+test("mcp: a slow tool shows its progress; cancel ends the turn and reaches the server", { timeout: TIMEOUT }, () =>
   withFixture(async (f) => {
     const tap = join(f.sandbox.root, "to-everything.ndjson");
     const a = await f.start(SCRIPT);
@@ -301,6 +301,9 @@ test("mcp: cancel during a slow tool ends the turn and reaches the server", { ti
     const turn = a.startTurn(sessionId, "slow", REQ);
     await a.waitFor(() => turn.updatesSoFar().some((u) => u.sessionUpdate === "tool_call_update" && u.status === "in_progress"), "the slow call running", 30_000);
     await a.waitFor(() => existsSync(tap) && /"tools\/call"/.test(readFileSync(tap, "utf8")), "the call reaching the server", 30_000);
+    // The server's progress notifications show in the tool call.
+    await a.waitFor(() => turn.updatesSoFar().some((u) => u.sessionUpdate === "tool_call_update" && /^1\/30/.test(toolContentText(u.content))),
+      "the first progress of the slow call", 30_000);
     const started = Date.now();
     await a.cancel(sessionId);
     const t = await turn.done;

@@ -414,3 +414,20 @@ func BenchmarkCallOverhead(b *testing.B) {
 	}
 	b.ReportMetric(float64(adapter)/float64(direct), "adapter/direct")
 }
+
+func TestProgressReachesTheCaller(t *testing.T) {
+	hs := newHTTPServer(t)
+	s := startReady(t, []ServerConfig{{Name: "web", URL: hs.URL}}, newRecorder().options(t))
+	steps := byName(t, s, "mcp__web__steps")
+	got := make(chan string, 4)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan tools.Result)
+	go func() {
+		done <- steps.Run(ctx, tools.Env{Progress: func(m string) { got <- m }}, json.RawMessage(`{}`))
+	}()
+	require.Equal(t, "1/2: step 1", <-got)
+	require.Equal(t, "2/2: step 2", <-got)
+	cancel()
+	require.Equal(t, tools.ErrCancelled, (<-done).Error.Kind)
+	require.Equal(t, "call steps", hs.next(t))
+}

@@ -118,6 +118,17 @@ func newTestServer(events func(string)) *testServer {
 			ts.events("cancelled slow")
 			return text("stopped")
 		})
+	ts.srv.AddTool(&sdk.Tool{Name: "steps", Description: "Reports progress, then runs until cancelled.", Annotations: readOnly,
+		InputSchema: rawSchema(`{"type":"object"}`)},
+		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			ts.events("call steps")
+			for i := 1; i <= 2; i++ {
+				_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{
+					ProgressToken: req.Params.GetProgressToken(), Progress: float64(i), Total: 2, Message: fmt.Sprintf("step %d", i)})
+			}
+			<-ctx.Done()
+			return text("stopped"), nil
+		})
 	add(&sdk.Tool{Name: "crash", Description: "Exits the server.", InputSchema: rawSchema(`{"type":"object"}`)},
 		func(context.Context, map[string]any) *sdk.CallToolResult {
 			fmt.Fprintln(os.Stderr, "crashing on purpose")

@@ -218,6 +218,54 @@ type server struct {
 
 	session *sdk.ClientSession // set once connected; owned by run
 	proc    *process           // stdio servers
+
+	// progress routes the server's progress notifications to the calls
+	// that asked for them, by progress token.
+	progressMu sync.Mutex
+	progress   map[string]chan<- string
+	calls      uint64
+}
+
+// track registers a call for progress; untrack must follow.
+func (srv *server) track(ch chan<- string) string {
+	srv.progressMu.Lock()
+	defer srv.progressMu.Unlock()
+	srv.calls++
+	token := fmt.Sprintf("pixir-%d", srv.calls)
+	if srv.progress == nil {
+		srv.progress = map[string]chan<- string{}
+	}
+	srv.progress[token] = ch
+	return token
+}
+
+func (srv *server) untrack(token string) {
+	srv.progressMu.Lock()
+	defer srv.progressMu.Unlock()
+	delete(srv.progress, token)
+}
+
+// onProgress passes a progress notification to its call, dropping it when
+// the call is not reading (progress is a hint, never a wait).
+func (srv *server) onProgress(p *sdk.ProgressNotificationParams) {
+	token, _ := p.ProgressToken.(string)
+	srv.progressMu.Lock()
+	ch := srv.progress[token]
+	srv.progressMu.Unlock()
+	if ch == nil {
+		return
+	}
+	msg := fmt.Sprintf("%g", p.Progress)
+	if p.Total > 0 {
+		msg += fmt.Sprintf("/%g", p.Total)
+	}
+	if p.Message != "" {
+		msg += ": " + p.Message
+	}
+	select {
+	case ch <- msg:
+	default:
+	}
 }
 
 // run connects, lists the tools, then serves list changes until the
@@ -282,6 +330,9 @@ func (srv *server) connect(ctx context.Context, log *slog.Logger) error {
 		// where Pixir's workspace is (server-filesystem, given roots,
 		// would drop the directories its command line names).
 		Capabilities: &sdk.ClientCapabilities{},
+		ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+			srv.onProgress(req.Params)
+		},
 		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
 			select {
 			case srv.refresh <- struct{}{}:

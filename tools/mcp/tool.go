@@ -160,7 +160,7 @@ var errToolTimeout = errors.New("MCP tool timeout")
 
 // Run checks the arguments and calls the tool, within its time limit. A
 // cancelled call is cancelled on the server too (notifications/cancelled).
-func (t *tool) Run(ctx context.Context, _ tools.Env, args json.RawMessage) tools.Result {
+func (t *tool) Run(ctx context.Context, env tools.Env, args json.RawMessage) tools.Result {
 	raw, f := t.check(args)
 	if f != nil {
 		return tools.Failed(f)
@@ -172,7 +172,7 @@ func (t *tool) Run(ctx context.Context, _ tools.Env, args json.RawMessage) tools
 	timeout := t.srv.cfg.toolTimeout()
 	cctx, cancel := context.WithTimeoutCause(ctx, timeout, errToolTimeout)
 	defer cancel()
-	res, err := t.srv.session.CallTool(cctx, &sdk.CallToolParams{Name: t.remote.Name, Arguments: raw})
+	res, err := t.call(cctx, env, raw)
 	switch {
 	case err == nil:
 		return convert(res)
@@ -195,4 +195,34 @@ func (t *tool) Run(ctx context.Context, _ tools.Env, args json.RawMessage) tools
 		return tools.Fail(tools.ErrInternal, "the MCP server %q answered with an error (code %d): %s", t.srv.cfg.Name, werr.Code, werr.Message)
 	}
 	return tools.Fail(tools.ErrInternal, "calling the MCP server %q failed: %v", t.srv.cfg.Name, err)
+}
+
+// call makes the call and, while it runs, passes the server's progress to
+// env.Progress on this goroutine.
+func (t *tool) call(ctx context.Context, env tools.Env, raw json.RawMessage) (*sdk.CallToolResult, error) {
+	params := &sdk.CallToolParams{Name: t.remote.Name, Arguments: raw}
+	if env.Progress == nil {
+		return t.srv.session.CallTool(ctx, params)
+	}
+	progress := make(chan string, 8)
+	token := t.srv.track(progress)
+	defer t.srv.untrack(token)
+	params.SetProgressToken(token)
+	type answer struct {
+		res *sdk.CallToolResult
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() { // ends when the call does: ctx bounds it
+		res, err := t.srv.session.CallTool(ctx, params)
+		done <- answer{res, err}
+	}()
+	for {
+		select {
+		case msg := <-progress:
+			env.Progress(msg)
+		case a := <-done:
+			return a.res, a.err
+		}
+	}
 }
