@@ -430,4 +430,7 @@ func TestProgressReachesTheCaller(t *testing.T) {
 	cancel()
 	require.Equal(t, tools.ErrCancelled, (<-done).Error.Kind)
 	require.Equal(t, "call steps", hs.next(t))
+	// Closing the client before the server has the cancel would leave the
+	// SDK's http server waiting for the call at session close.
+	require.Equal(t, "cancelled steps", hs.next(t))
 }

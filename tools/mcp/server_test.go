@@ -127,6 +127,7 @@ func newTestServer(events func(string)) *testServer {
 					ProgressToken: req.Params.GetProgressToken(), Progress: float64(i), Total: 2, Message: fmt.Sprintf("step %d", i)})
 			}
 			<-ctx.Done()
+			ts.events("cancelled steps")
 			return text("stopped"), nil
 		})
 	add(&sdk.Tool{Name: "crash", Description: "Exits the server.", InputSchema: rawSchema(`{"type":"object"}`)},
