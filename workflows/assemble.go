@@ -6,64 +6,97 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/pixir-go/pixir/budget"
 	"github.com/pixir-go/pixir/tools"
 )
 
-// assemble builds a run's Outcome from its steps' outcomes, in
-// declaration order. It is a pure function of its arguments, so the
-// Outcome rebuilt from the Log (Rebuild) equals the one Run returned.
-func assemble(w *Workflow, id string, steps []StepOutcome, stoppedBy string, elapsedMS int64) Outcome {
+// assemble builds a run's Outcome from its step runs' and loop runs'
+// outcomes. It is a pure function of its arguments (it orders them
+// itself), so the Outcome rebuilt from the Log (Rebuild) equals the one
+// Run returned.
+func assemble(w *Workflow, id string, steps []StepOutcome, loops []LoopOutcome, stoppedBy string, elapsedMS int64) Outcome {
+	g := w.graph()
+	sortRuns(g, steps)
+	sortLoops(g, loops)
+	markSuperseded(g, steps, loops)
 	out := Outcome{
 		Mode: "run", WorkflowID: id, Name: w.Name, StoppedBy: stoppedBy, Steps: steps, ElapsedMS: elapsedMS,
 		Waves: [][]string{}, UsableCheckpoints: []string{}, PartialSteps: []string{}, FailedSteps: []string{},
-		TimeoutSteps: []string{}, HeldSteps: []string{}, NeedsOrchestratorSteps: []string{},
-		SeamObligations: []string{}, MergeConflictRisk: []MergeRisk{}, SafeNextActions: []NextAction{},
+		TimeoutSteps: []string{}, HeldSteps: []string{}, NeedsOrchestratorSteps: []string{}, SkippedSteps: []string{},
+		Loops: nonNilLoops(loops), SeamObligations: []string{}, KnownLimitations: []string{},
+		MergeConflictRisk: []MergeRisk{}, SafeNextActions: []NextAction{},
 	}
+	final, superseded := 0, 0
 	for i := range steps {
 		s := &steps[i]
+		label := runName(s)
 		if s.Wave > 0 {
 			for len(out.Waves) < s.Wave {
 				out.Waves = append(out.Waves, []string{})
 			}
-			out.Waves[s.Wave-1] = append(out.Waves[s.Wave-1], s.StepID)
-		}
-		switch s.CheckpointStatus {
-		case CheckpointReady:
-			out.UsableCheckpoints = append(out.UsableCheckpoints, s.StepID)
-		case CheckpointPartial:
-			out.PartialSteps = append(out.PartialSteps, s.StepID)
-		case CheckpointFailed:
-			out.FailedSteps = append(out.FailedSteps, s.StepID)
-		case CheckpointHeld:
-			out.HeldSteps = append(out.HeldSteps, s.StepID)
-		case CheckpointNeedsOrchestrator:
-			out.NeedsOrchestratorSteps = append(out.NeedsOrchestratorSteps, s.StepID)
-			out.SeamObligations = append(out.SeamObligations, seamObligation(s))
-		}
-		if s.SubagentStatus == tools.SubagentTimedOut || s.Reason == StoppedTimeout {
-			out.TimeoutSteps = append(out.TimeoutSteps, s.StepID)
+			out.Waves[s.Wave-1] = append(out.Waves[s.Wave-1], label)
 		}
 		if s.Usage != nil && s.ReusedFrom == "" {
 			out.Usage = out.Usage.Add(*s.Usage)
 		}
+		if s.Superseded {
+			superseded++
+			continue
+		}
+		final++
+		switch s.CheckpointStatus {
+		case CheckpointReady:
+			out.UsableCheckpoints = append(out.UsableCheckpoints, label)
+		case CheckpointPartial:
+			out.PartialSteps = append(out.PartialSteps, label)
+		case CheckpointFailed:
+			out.FailedSteps = append(out.FailedSteps, label)
+		case CheckpointHeld:
+			out.HeldSteps = append(out.HeldSteps, label)
+		case CheckpointSkipped:
+			out.SkippedSteps = append(out.SkippedSteps, label)
+		case CheckpointNeedsOrchestrator:
+			out.NeedsOrchestratorSteps = append(out.NeedsOrchestratorSteps, label)
+			out.SeamObligations = append(out.SeamObligations, seamObligation(s))
+		}
+		if s.SubagentStatus == tools.SubagentTimedOut || s.Reason == StoppedTimeout {
+			out.TimeoutSteps = append(out.TimeoutSteps, label)
+		}
+	}
+	loopHolds := false
+	for i := range loops {
+		l := &loops[i]
+		if !l.Unresolved() || l.Superseded {
+			continue
+		}
+		for _, b := range l.Blockers {
+			out.SeamObligations = append(out.SeamObligations, fmt.Sprintf("loop %s (%s): %s", l.Run, l.State, b))
+		}
+		if l.OnExhausted == Hold {
+			loopHolds = true
+			continue
+		}
+		out.KnownLimitations = append(out.KnownLimitations, fmt.Sprintf("loop %s ended %s after %d of %d iterations; its dependents proceeded with %d unresolved blocker(s)",
+			l.Run, l.State, l.Iterations, l.MaxIterations, len(l.Blockers)))
 	}
 	// The pairs at merge risk are counted, and the first named
 	// (mergeRisks): a list of every pair grows with the square of the
 	// writers. A count is bounded in time, so there is no error to meet.
-	out.MergeConflictRisk, out.MergeConflictRiskCount, _ = mergeRisks(context.Background(), w.Steps, newOverlapCache(), maxListed)
+	out.MergeConflictRisk, out.MergeConflictRiskCount, _ = mergeRisks(context.Background(), riskSteps(w.Steps), newOverlapCache(), maxListed)
 	// Dispatch rounds are numbered across the run, and a round whose only
 	// step failed to start still counts; keep no empty wave.
 	out.Waves = slices.DeleteFunc(out.Waves, func(w []string) bool { return len(w) == 0 })
 	out.Summary = Counts{
 		Steps: len(steps), Waves: len(out.Waves), CheckpointReadySteps: len(out.UsableCheckpoints),
 		PartialSteps: len(out.PartialSteps), FailedSteps: len(out.FailedSteps), HeldSteps: len(out.HeldSteps),
-		NeedsOrchestratorSteps: len(out.NeedsOrchestratorSteps),
+		NeedsOrchestratorSteps: len(out.NeedsOrchestratorSteps), SkippedSteps: len(out.SkippedSteps), SupersededRuns: superseded,
 	}
+	settled := len(out.UsableCheckpoints) + len(out.SkippedSteps)
 	switch {
-	case len(out.UsableCheckpoints) == len(steps):
+	case settled == final && !loopHolds && (len(out.UsableCheckpoints) > 0 || final == len(out.SkippedSteps)):
 		out.Status = StatusCompleted
 	case len(out.UsableCheckpoints) > 0:
 		out.Status = StatusPartial
@@ -73,6 +106,203 @@ func assemble(w *Workflow, id string, steps []StepOutcome, stoppedBy string, ela
 	out.SafeNextActions = nextActions(&out)
 	out.Output = Render(&out)
 	return out
+}
+
+// runName is a run's label; outcomes from before runs had one are their
+// step's.
+func runName(s *StepOutcome) string {
+	if s.Run != "" {
+		return s.Run
+	}
+	return s.StepID
+}
+
+func nonNilLoops(ls []LoopOutcome) []LoopOutcome {
+	if ls == nil {
+		return []LoopOutcome{}
+	}
+	return ls
+}
+
+// runKey places a run among the others: the workflow's members in
+// declaration order of their first step, a loop's iterations in order and
+// within each its own members, then the instances of a fan-out. Runs read
+// like the story of the run: plan#1, check-plan#1, plan#2, check-plan#2.
+func runKey(g *graph, s *StepOutcome) []int {
+	step, ok := g.index[s.StepID]
+	if !ok {
+		return []int{len(g.local)}
+	}
+	var key []int
+	sc := 0
+	chain := g.loopChain(step)
+	for depth := 0; ; depth++ {
+		m := g.memberIn(step, sc)
+		key = append(key, g.localOf(m))
+		if !isLoop(m) {
+			break
+		}
+		l := loopOfMember(m)
+		it := 0
+		if depth < len(s.Iteration) && depth < len(chain) {
+			it = s.Iteration[depth]
+		}
+		key = append(key, it)
+		sc = g.scopeOf(l)
+	}
+	return append(key, s.Item)
+}
+
+func sortRuns(g *graph, steps []StepOutcome) {
+	keys := make(map[*StepOutcome][]int, len(steps))
+	for i := range steps {
+		keys[&steps[i]] = runKey(g, &steps[i])
+	}
+	// Sort indices, then permute: keys are taken by address.
+	idx := make([]int, len(steps))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return slices.Compare(keys[&steps[a]], keys[&steps[b]]) })
+	sorted := make([]StepOutcome, len(steps))
+	for k, i := range idx {
+		sorted[k] = steps[i]
+	}
+	copy(steps, sorted)
+}
+
+// sortLoops orders loop runs as the runs are ordered (runKey): a loop
+// where its first step's runs are, an enclosing loop before the loops it
+// holds, each loop's runs in the order of the iterations that hold them.
+func sortLoops(g *graph, loops []LoopOutcome) {
+	key := func(l *LoopOutcome) []int {
+		li, ok := g.loopIndex[l.Loop]
+		if !ok {
+			return []int{len(g.local)}
+		}
+		first := -1
+		for s := range g.loopOf {
+			if slices.Contains(g.loopChain(s), li) {
+				first = s
+				break
+			}
+		}
+		outer := itersOf(l.Run)
+		var k []int
+		sc := 0
+		for depth := 0; first >= 0; depth++ {
+			m := g.memberIn(first, sc)
+			k = append(k, g.localOf(m))
+			if m == loopMember(li) || !isLoop(m) {
+				break
+			}
+			it := 0
+			if depth < len(outer) {
+				it = outer[depth]
+			}
+			k = append(k, it)
+			sc = g.scopeOf(loopOfMember(m))
+		}
+		return k
+	}
+	keys := make([][]int, len(loops))
+	for i := range loops {
+		keys[i] = key(&loops[i])
+	}
+	idx := make([]int, len(loops))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return slices.Compare(keys[a], keys[b]) })
+	sorted := make([]LoopOutcome, len(loops))
+	for k, i := range idx {
+		sorted[k] = loops[i]
+	}
+	copy(loops, sorted)
+}
+
+// itersOf reads the iterations in a run's label (x#1.2[3] → 1, 2).
+func itersOf(label string) []int {
+	_, rest, ok := strings.Cut(label, "#")
+	if !ok {
+		return nil
+	}
+	rest, _, _ = strings.Cut(rest, "[")
+	var out []int
+	for part := range strings.SplitSeq(rest, ".") {
+		n, _ := strconv.Atoi(part)
+		out = append(out, n)
+	}
+	return out
+}
+
+// markSuperseded marks the runs of every iteration that is not its loop's
+// last (at any level), and the loop runs inside such iterations.
+func markSuperseded(g *graph, steps []StepOutcome, loops []LoopOutcome) {
+	last := map[string]int{}
+	key := func(l int, outer []int) string { return strconv.Itoa(l) + "#" + joinInts(outer) }
+	chains := make([][]int, len(steps))
+	for i := range steps {
+		s := &steps[i]
+		step, ok := g.index[s.StepID]
+		if !ok {
+			continue
+		}
+		chains[i] = g.loopChain(step)
+		for d, l := range chains[i] {
+			if d >= len(s.Iteration) {
+				break
+			}
+			k := key(l, s.Iteration[:d])
+			last[k] = max(last[k], s.Iteration[d])
+		}
+	}
+	earlier := func(chain, iters []int) bool {
+		for d, l := range chain {
+			if d < len(iters) && iters[d] < last[key(l, iters[:d])] {
+				return true
+			}
+		}
+		return false
+	}
+	for i := range steps {
+		steps[i].Superseded = earlier(chains[i], steps[i].Iteration)
+	}
+	for i := range loops {
+		l := &loops[i]
+		li, ok := g.loopIndex[l.Loop]
+		if !ok {
+			continue
+		}
+		var chain []int // the loops holding this one, outermost first
+		for p := g.loops[li].parent; p >= 0; p = g.loops[p].parent {
+			chain = append(chain, p)
+		}
+		slices.Reverse(chain)
+		l.Superseded = earlier(chain, itersOf(l.Run))
+	}
+}
+
+// riskSteps are the steps whose write sets the merge risks pair: all but
+// the fan-outs whose write sets depend on their items (boundWrites).
+func riskSteps(steps []Step) []Step {
+	if !slices.ContainsFunc(steps, func(s Step) bool { return boundWrites(&s) }) {
+		return steps
+	}
+	return slices.DeleteFunc(slices.Clone(steps), func(s Step) bool { return boundWrites(&s) })
+}
+
+// boundWrites reports whether a writer's write set depends on its items:
+// which files its instances write is known only as they run (they are
+// serialized where they overlap), so it is left out of the merge risks,
+// which pair the spec's writers.
+func boundWrites(s *Step) bool {
+	for _, p := range s.WriteSet {
+		if strings.Contains(p, "${") {
+			return true
+		}
+	}
+	return false
 }
 
 // seamObligation is what a needs_orchestrator step leaves the parent to
@@ -85,7 +315,7 @@ func seamObligation(s *StepOutcome) string {
 			text += " (" + strings.Join(c.KnownLimitations, "; ") + ")"
 		}
 	}
-	return s.StepID + ": " + strings.TrimSpace(text)
+	return runName(s) + ": " + strings.TrimSpace(text)
 }
 
 // nextActions are the safe moves after an outcome that is not completed.
@@ -116,22 +346,78 @@ func nextActions(o *Outcome) []NextAction {
 	return acts
 }
 
-// planEntry shows one step as an ACP plan entry.
-func planEntry(st *Step, state stepState, out *StepOutcome) tools.PlanEntry {
-	e := tools.PlanEntry{Content: st.ID + ": " + firstLine(st.Task), Priority: tools.PlanPriorityMedium, Status: tools.PlanPending}
+// planEntry shows one step run as an ACP plan entry: its run's label, its
+// task's first line, and what became of it.
+func planEntry(label, task string, running bool, out *StepOutcome) tools.PlanEntry {
+	e := tools.PlanEntry{Content: label + ": " + firstLine(task), Priority: tools.PlanPriorityMedium, Status: tools.PlanPending}
 	switch {
 	case out != nil && out.CheckpointStatus == CheckpointHeld:
 		e.Content += " — held (" + out.HeldReason + ")"
+	case out != nil && out.CheckpointStatus == CheckpointSkipped:
+		e.Status = tools.PlanCompleted
+		e.Content += " — skipped"
 	case out != nil:
 		e.Status = tools.PlanCompleted
 		e.Content += " — " + string(out.CheckpointStatus)
 		if out.CheckpointStatus != CheckpointReady && out.SubagentStatus != tools.SubagentCompleted {
 			e.Content += " (" + string(out.SubagentStatus) + ")"
 		}
-	case state == stateRunning:
+		if out.ReusedFrom != "" {
+			e.Content += " (reused)"
+		}
+	case running:
 		e.Status = tools.PlanInProgress
 	}
 	return e
+}
+
+// loopEntry shows a loop run as an ACP plan entry: iteration 2 of 3;
+// converged; exhausted → proceeding with 2 blockers.
+func loopEntry(l *LoopOutcome) tools.PlanEntry {
+	e := tools.PlanEntry{Content: "loop " + l.Run + ": " + LoopStateText(l), Priority: tools.PlanPriorityMedium, Status: tools.PlanInProgress}
+	if l.State != LoopRunning {
+		e.Status = tools.PlanCompleted
+	}
+	return e
+}
+
+// LoopStateText says where a loop run is, for people: "iteration 2 of 3",
+// "satisfied at iteration 2 of 3", "exhausted after 3 of 3 iterations →
+// proceeding with 2 blockers".
+func LoopStateText(l *LoopOutcome) string {
+	switch l.State {
+	case LoopRunning, LoopInterrupted:
+		text := fmt.Sprintf("iteration %d of %d", l.Iterations, l.MaxIterations)
+		if l.State == LoopInterrupted {
+			text += ", interrupted"
+		}
+		return text
+	case LoopSatisfied:
+		return fmt.Sprintf("satisfied at iteration %d of %d", l.Iterations, l.MaxIterations)
+	case LoopConverged, LoopExhausted:
+		text := fmt.Sprintf("converged at iteration %d of %d", l.Iterations, l.MaxIterations)
+		if l.State == LoopExhausted {
+			text = fmt.Sprintf("exhausted after %d of %d iterations", l.Iterations, l.MaxIterations)
+		}
+		blockers := fmt.Sprintf("%d blocker", len(l.Blockers))
+		if len(l.Blockers) != 1 {
+			blockers += "s"
+		}
+		if l.OnExhausted == Proceed {
+			return text + " → proceeding with " + blockers
+		}
+		return text + " → holding its dependents (" + blockers + ")"
+	case LoopHeld:
+		return fmt.Sprintf("held at iteration %d: nothing could start", l.Iterations)
+	case LoopSkipped:
+		return fmt.Sprintf("skipped at iteration %d", l.Iterations)
+	case LoopStopped:
+		if l.Iterations == 0 {
+			return "stopped before it started"
+		}
+		return fmt.Sprintf("stopped at iteration %d of %d", l.Iterations, l.MaxIterations)
+	}
+	return string(l.State)
 }
 
 // firstLine is a task's first line, shortened for a title or a table.
@@ -149,14 +435,18 @@ func Render(o *Outcome) string {
 	var b strings.Builder
 	c := o.Summary
 	fmt.Fprintf(&b, "Workflow %s: %s", o.WorkflowID, strings.ToUpper(string(o.Status)))
-	fmt.Fprintf(&b, " — %d of %d steps checkpoint_ready", c.CheckpointReadySteps, c.Steps)
+	final := c.Steps - c.SupersededRuns
+	fmt.Fprintf(&b, " — %d of %d steps checkpoint_ready", c.CheckpointReadySteps, final)
 	for _, part := range []struct {
 		n    int
 		what CheckpointStatus
-	}{{c.PartialSteps, CheckpointPartial}, {c.NeedsOrchestratorSteps, CheckpointNeedsOrchestrator}, {c.FailedSteps, CheckpointFailed}, {c.HeldSteps, CheckpointHeld}} {
+	}{{c.PartialSteps, CheckpointPartial}, {c.NeedsOrchestratorSteps, CheckpointNeedsOrchestrator}, {c.FailedSteps, CheckpointFailed}, {c.HeldSteps, CheckpointHeld}, {c.SkippedSteps, CheckpointSkipped}} {
 		if part.n > 0 {
 			fmt.Fprintf(&b, ", %d %s", part.n, part.what)
 		}
+	}
+	if c.SupersededRuns > 0 {
+		fmt.Fprintf(&b, "; %d runs of earlier iterations", c.SupersededRuns)
 	}
 	fmt.Fprintf(&b, " (%s)", seconds(o.ElapsedMS))
 	if o.StoppedBy != "" {
@@ -184,8 +474,14 @@ func Render(o *Outcome) string {
 		if s.ReusedFrom != "" {
 			wave = "reused"
 		}
-		if s.Error != nil && s.CheckpointStatus != CheckpointReady {
+		switch {
+		case s.CheckpointStatus == CheckpointSkipped:
+			summary = s.SkipReason
+		case s.Error != nil && s.CheckpointStatus != CheckpointReady:
 			summary = string(s.Error.Kind) + ": " + s.Error.Message
+		}
+		if s.Superseded {
+			summary = "(earlier iteration) " + summary
 		}
 		checkpoint := string(s.CheckpointStatus)
 		if merges {
@@ -195,7 +491,7 @@ func Render(o *Outcome) string {
 		if s.Usage != nil {
 			tokens = budget.Count(s.Usage.Tokens())
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", s.StepID, s.Agent, wave, s.SubagentStatus,
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", runName(&s), s.Agent, wave, s.SubagentStatus,
 			checkpoint, seconds(s.ElapsedMS), tokens, cell(summary))
 	}
 	if hidden := len(o.Steps) - len(shown); hidden > 0 {
@@ -203,11 +499,26 @@ func Render(o *Outcome) string {
 		if merges {
 			gap = " |"
 		}
-		// The table shows the steps that are not checkpoint_ready first.
-		if notReady := max(0, c.Steps-c.CheckpointReadySteps-maxTableRows); notReady == 0 {
-			fmt.Fprintf(&b, "| … | | | | |%s | | | %d more checkpoint_ready steps: see steps |\n", gap, hidden)
-		} else {
-			fmt.Fprintf(&b, "| … | | | | |%s | | | %d more steps (%d of them not checkpoint_ready): see steps |\n", gap, hidden, notReady)
+		// The table shows the runs that are not checkpoint_ready, skipped
+		// or superseded first.
+		fmt.Fprintf(&b, "| … | | | | |%s | | | %d more steps (checkpoint_ready, skipped, or earlier iterations): see steps |\n", gap, hidden)
+	}
+	if len(o.Loops) > 0 {
+		b.WriteString("\nLoops:\n")
+		listed := min(len(o.Loops), maxRenderedLines)
+		for i := range o.Loops[:listed] {
+			l := &o.Loops[i]
+			fmt.Fprintf(&b, "- %s: %s", l.Run, LoopStateText(l))
+			if l.Superseded {
+				b.WriteString(" (earlier iteration)")
+			}
+			if l.Unresolved() && len(l.Blockers) > 0 {
+				fmt.Fprintf(&b, ": %s", cell(strings.Join(l.Blockers, "; ")))
+			}
+			b.WriteString("\n")
+		}
+		if more := len(o.Loops) - listed; more > 0 {
+			fmt.Fprintf(&b, "- … and %d more loop runs: see loops\n", more)
 		}
 	}
 	if r := o.MergeConflictRiskCount; r.Pairs > 0 {
@@ -256,7 +567,8 @@ func tableRowsOf(steps []StepOutcome, limit int) map[int]bool {
 			if len(shown) == limit {
 				return shown
 			}
-			if ready := steps[k].CheckpointStatus == CheckpointReady; ready == (pass == 1) {
+			st := steps[k].CheckpointStatus
+			if fine := st == CheckpointReady || st == CheckpointSkipped || steps[k].Superseded; fine == (pass == 1) {
 				shown[k] = true
 			}
 		}

@@ -50,9 +50,13 @@ type OutcomeTruncation struct {
 	// StepIDs is the ids left out of the buckets (usable_checkpoints,
 	// failed_steps, …) and of safe_next_actions, all told: summary counts
 	// each bucket whole.
-	StepIDs         int    `json:"step_ids,omitempty"`
-	SeamObligations int    `json:"seam_obligations,omitempty"`
-	Note            string `json:"note"`
+	StepIDs         int `json:"step_ids,omitempty"`
+	SeamObligations int `json:"seam_obligations,omitempty"`
+	// Loops and KnownLimitations are the loop runs and limitations not
+	// listed.
+	Loops            int    `json:"loops,omitempty"`
+	KnownLimitations int    `json:"known_limitations,omitempty"`
+	Note             string `json:"note"`
 }
 
 // outcomeNote is OutcomeTruncation.Note.
@@ -90,9 +94,18 @@ func (o Outcome) Bounded() Outcome {
 	o.TimeoutSteps = ids(o.TimeoutSteps)
 	o.HeldSteps = ids(o.HeldSteps)
 	o.NeedsOrchestratorSteps = ids(o.NeedsOrchestratorSteps)
+	o.SkippedSteps = ids(o.SkippedSteps)
 	if len(o.SeamObligations) > maxListed {
 		t.SeamObligations = len(o.SeamObligations) - maxListed
 		o.SeamObligations = o.SeamObligations[:maxListed]
+	}
+	if len(o.KnownLimitations) > maxListed {
+		t.KnownLimitations = len(o.KnownLimitations) - maxListed
+		o.KnownLimitations = o.KnownLimitations[:maxListed]
+	}
+	if len(o.Loops) > maxListedSteps {
+		t.Loops = len(o.Loops) - maxListedSteps
+		o.Loops = o.Loops[:maxListedSteps]
 	}
 	actions := slices.Clone(o.SafeNextActions)
 	for k := range actions {

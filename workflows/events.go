@@ -1,5 +1,10 @@
 package workflows
 
+import (
+	"encoding/json"
+	"strings"
+)
+
 // Kinds of workflow_event (data.kind), the canonical evidence of a run in
 // the parent's Log, beside the children's subagent_events.
 const (
@@ -8,6 +13,14 @@ const (
 	EventCheckpointDecided = "checkpoint_decided"
 	EventStepHeld          = "step_held"
 	EventWorkflowFinished  = "workflow_finished"
+
+	// The control flow's decisions (issue 12).
+	EventConditionDecided  = "condition_decided"  // a when or until, with the values it saw
+	EventStepSkipped       = "step_skipped"       // a run not taken: its condition was false
+	EventFanOut            = "fan_out"            // a step's instances, one per item
+	EventIterationStarted  = "iteration_started"  // a loop's iteration begins
+	EventIterationFinished = "iteration_finished" // and ends: next, or the loop's end and why
+	EventLoopFinished      = "loop_finished"      // a loop's outcome
 )
 
 // WorkflowEvent is the Data of a workflow_event. Which fields are set
@@ -21,14 +34,41 @@ type WorkflowEvent struct {
 	// workflow_started: the normalised spec.
 	Workflow *Workflow `json:"workflow,omitempty"`
 
-	// step_scheduled, step_held: the step.
+	// The step, and its run (check-plan#2, make[3]; a plain step's run is
+	// its id).
 	StepID string `json:"step_id,omitempty"`
+	Run    string `json:"run,omitempty"`
 	// step_scheduled: the dispatch round it started in, and its child.
 	Wave       int    `json:"wave,omitempty"`
 	SubagentID string `json:"subagent_id,omitempty"`
 	// step_held: why, and the dependencies it waited for.
 	HeldReason string   `json:"held_reason,omitempty"`
 	BlockedBy  []string `json:"blocked_by,omitempty"`
+	// step_skipped: why.
+	SkipReason string `json:"skip_reason,omitempty"`
+
+	// condition_decided: which condition (when, until), its result and
+	// what it saw; iteration_finished carries the until's too.
+	Condition string          `json:"condition,omitempty"`
+	Result    *bool           `json:"result,omitempty"`
+	Seen      []ConditionSeen `json:"seen,omitempty"`
+
+	// fan_out: how many instances, and the cap.
+	Items    int `json:"items,omitempty"`
+	MaxItems int `json:"max_items,omitempty"`
+
+	// iteration_started, iteration_finished, loop_finished: the loop, its
+	// run (Run: plan-review, or escalation#2 inside another loop's
+	// iteration 2) and the iteration.
+	Loop      string `json:"loop,omitempty"`
+	Iteration int    `json:"iteration,omitempty"`
+	// iteration_finished: what the end of the iteration decided (next,
+	// satisfied, converged, exhausted, held, skipped, stopped) and the
+	// converge value it saw.
+	Decision string          `json:"decision,omitempty"`
+	Value    json.RawMessage `json:"value,omitempty"`
+	// loop_finished: the loop's outcome.
+	LoopOutcome *LoopOutcome `json:"loop_outcome,omitempty"`
 
 	// checkpoint_decided: the step's outcome.
 	Outcome *StepOutcome `json:"outcome,omitempty"`
@@ -37,4 +77,45 @@ type WorkflowEvent struct {
 	Status    Status `json:"status,omitempty"`
 	StoppedBy string `json:"stopped_by,omitempty"`
 	ElapsedMS int64  `json:"elapsed_ms,omitempty"`
+}
+
+// ConditionSeen is one test of a condition as it was decided: what it
+// looked at and what it found.
+type ConditionSeen struct {
+	// Condition is the test as written: `check-plan /verdict = "ACCEPTABLE"`.
+	Condition string `json:"condition"`
+	// Run is the run it looked at (the last iteration's, for a step in a
+	// loop that ended); Status that run's checkpoint status.
+	Run    string           `json:"run,omitempty"`
+	Status CheckpointStatus `json:"status,omitempty"`
+	// Value is the payload value at the condition's path, canonical;
+	// absent when there is none.
+	Value  json.RawMessage `json:"value,omitempty"`
+	Result bool            `json:"result"`
+}
+
+// text is what was seen, for people: `check-plan#2 /verdict = "ACCEPTABLE"
+// (saw "NEEDS WORK")`.
+func (s ConditionSeen) text() string {
+	saw := string(s.Status)
+	if s.Value != nil {
+		saw = string(s.Value)
+	}
+	if saw == "" {
+		saw = "nothing"
+	}
+	return s.Condition + " (saw " + saw + ")"
+}
+
+// seenText is what a decision saw, in one line.
+func seenText(seen []ConditionSeen) string {
+	parts := make([]string, len(seen))
+	for i, s := range seen {
+		mark := "false"
+		if s.Result {
+			mark = "true"
+		}
+		parts[i] = s.text() + ": " + mark
+	}
+	return strings.Join(parts, "; ")
 }

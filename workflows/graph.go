@@ -87,6 +87,20 @@ func (g *graph) memberIn(s, sc int) int {
 	return loopMember(l)
 }
 
+// inScope reports whether step s is inside scope sc (at any depth).
+func (g *graph) inScope(s, sc int) bool {
+	want := g.scopes[sc].loop
+	if want < 0 {
+		return true
+	}
+	for l := g.loopOf[s]; l >= 0; l = g.loops[l].parent {
+		if l == want {
+			return true
+		}
+	}
+	return false
+}
+
 // loopChain is the loops holding step s, outermost first.
 func (g *graph) loopChain(s int) []int {
 	var chain []int

@@ -15,12 +15,12 @@ import (
 // time, in the order steps are decided, which respects the dependencies:
 // each merges against the workspace as the previous one left it.
 
-// land decides what becomes of step i's changes once its outcome is
+// land decides what becomes of a step run's changes once its outcome is
 // decided, and returns the outcome with its Merge. A conflict makes a
 // ready step needs_orchestrator: its dependents are held, and the parent
 // decides (resolve then merge again, keep it in the snapshot, discard it).
-func (r *runner) land(i int, out StepOutcome) StepOutcome {
-	st := &r.w.Steps[i]
+func (r *runner) land(run *stepRun, out StepOutcome) StepOutcome {
+	st := &r.w.Steps[run.step]
 	policy := r.w.MergePolicyOf(st)
 	if policy == "" || out.WorkspaceMode != Isolated || out.AgentID == "" {
 		return out // nothing of its own to merge
@@ -39,17 +39,17 @@ func (r *runner) land(i int, out StepOutcome) StepOutcome {
 	case r.merger == nil:
 		m.Reason = "this run cannot merge (no merger); the changes stay in the step's snapshot"
 	default:
-		rep, err := r.merger.Merge(r.ctx, MergeRequest{StepID: st.ID, AgentID: out.AgentID})
+		rep, err := r.merger.Merge(r.ctx, MergeRequest{StepID: run.label, AgentID: out.AgentID})
 		if err != nil {
 			m.Reason = "the merge could not be made: " + tools.AsFailure(err).Message
 			break
 		}
 		m.MergeReport = rep
 		for k := range m.Conflicts {
-			m.Conflicts[k].Steps = r.involved(st.ID, m.Conflicts[k].Path)
+			m.Conflicts[k].Steps = r.involved(run.label, m.Conflicts[k].Path)
 		}
 		for _, p := range mergedPaths(rep.Applied) {
-			r.mergedBy[p] = append(r.mergedBy[p], st.ID)
+			r.mergedBy[p] = append(r.mergedBy[p], run.label)
 		}
 		if rep.Status == tools.MergeConflicted {
 			out.CheckpointStatus = CheckpointNeedsOrchestrator

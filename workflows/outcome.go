@@ -90,9 +90,23 @@ const (
 	SourceSubagent = "subagent_status"
 )
 
-// StepOutcome is what became of one step.
+// StepOutcome is what became of one step run: a step, or for a step in a
+// loop one iteration of it, for a fan-out one instance.
 type StepOutcome struct {
-	StepID         string         `json:"step_id"`
+	StepID string `json:"step_id"`
+	// Run names the run: check-plan#2 (iteration 2 of its loop; #1.2 for
+	// a loop in a loop), make[3] (the third instance of a fan-out), or the
+	// step's id.
+	Run string `json:"run,omitempty"`
+	// Loop is the innermost loop the step repeats in; Iteration the
+	// iteration of each loop holding it, outermost first.
+	Loop      string `json:"loop,omitempty"`
+	Iteration []int  `json:"iteration,omitempty"`
+	// Item is the 1-based item of a fan-out instance.
+	Item int `json:"item,omitempty"`
+	// Superseded: a later iteration of its loop ran; the outcome's
+	// verdict counts only each loop's last iteration.
+	Superseded     bool           `json:"superseded,omitempty"`
 	Agent          string         `json:"agent"`
 	AgentID        string         `json:"agent_id,omitempty"`
 	ChildSessionID string         `json:"child_session_id,omitempty"`
@@ -114,6 +128,10 @@ type StepOutcome struct {
 	// HeldReason and BlockedBy say why a held step never started.
 	HeldReason string   `json:"held_reason,omitempty"`
 	BlockedBy  []string `json:"blocked_by,omitempty"`
+	// SkipReason says why a skipped run never started, Conditions what
+	// its condition (when) saw, for every run that had one.
+	SkipReason string          `json:"skip_reason,omitempty"`
+	Conditions []ConditionSeen `json:"conditions,omitempty"`
 	// ReusedFrom is the earlier run (resume_from) whose checkpoint this
 	// step reuses instead of running again.
 	ReusedFrom string `json:"reused_from,omitempty"`
@@ -151,7 +169,55 @@ type NextAction struct {
 	Reason string            `json:"reason"`
 }
 
-// Counts sums up an Outcome.
+// LoopState is where a loop run is, or how it ended.
+type LoopState string
+
+const (
+	LoopRunning LoopState = "running"
+	// LoopSatisfied: its until held.
+	LoopSatisfied LoopState = "satisfied"
+	// LoopConverged: its converge value repeated; unresolved.
+	LoopConverged LoopState = "converged"
+	// LoopExhausted: max_iterations ran without its until; unresolved.
+	LoopExhausted LoopState = "exhausted"
+	// LoopHeld: nothing of an iteration could start (a dependency not
+	// ready); LoopSkipped: all of it was skipped.
+	LoopHeld    LoopState = "held"
+	LoopSkipped LoopState = "skipped"
+	// LoopStopped: the workflow stopped (fail_fast, timeout, cancel)
+	// during it or before it; LoopInterrupted: the Log holds no end (the
+	// process ended).
+	LoopStopped     LoopState = "stopped"
+	LoopInterrupted LoopState = "interrupted"
+)
+
+// LoopOutcome is what became of one loop run.
+type LoopOutcome struct {
+	Loop string `json:"loop"`
+	// Run names it: the loop's id, or escalation#2 for its run inside
+	// iteration 2 of an enclosing loop.
+	Run           string    `json:"run"`
+	Iterations    int       `json:"iterations"`
+	MaxIterations int       `json:"max_iterations"`
+	State         LoopState `json:"state"`
+	// OnExhausted is its policy when unresolved: hold or proceed.
+	OnExhausted ExhaustionPolicy `json:"on_exhausted"`
+	// Blockers are what stayed unresolved (converged, exhausted): the
+	// converge value's items, or the until's tests that failed with the
+	// values seen.
+	Blockers []string `json:"blockers"`
+	// Superseded: it ran in an earlier iteration of an enclosing loop;
+	// only the last iteration's loops count in the verdict.
+	Superseded bool `json:"superseded,omitempty"`
+}
+
+// Unresolved reports whether the loop ended without its until holding.
+func (l *LoopOutcome) Unresolved() bool {
+	return l.State == LoopConverged || l.State == LoopExhausted
+}
+
+// Counts sums up an Outcome: steps are step runs; the buckets count each
+// loop's last iteration only.
 type Counts struct {
 	Steps                  int `json:"steps"`
 	Waves                  int `json:"waves"`
@@ -160,6 +226,9 @@ type Counts struct {
 	FailedSteps            int `json:"failed_steps"`
 	HeldSteps              int `json:"held_steps"`
 	NeedsOrchestratorSteps int `json:"needs_orchestrator_steps"`
+	SkippedSteps           int `json:"skipped_steps"`
+	// SupersededRuns are runs of earlier iterations of a loop.
+	SupersededRuns int `json:"superseded_runs"`
 }
 
 // Outcome is the result of run_workflow: a Partial Workflow Outcome
@@ -184,9 +253,18 @@ type Outcome struct {
 	TimeoutSteps           []string `json:"timeout_steps"`
 	HeldSteps              []string `json:"held_steps"`
 	NeedsOrchestratorSteps []string `json:"needs_orchestrator_steps"`
+	// SkippedSteps were not taken: their condition was false, or a step
+	// they need was skipped. Not failures.
+	SkippedSteps []string `json:"skipped_steps"`
+	// Loops is each loop run: its iterations, its state, its blockers.
+	Loops []LoopOutcome `json:"loops"`
 	// SeamObligations are the unresolved decisions needs_orchestrator
-	// steps raised, for the parent to settle.
+	// steps raised, and the blockers of loops that ended unresolved, for
+	// the parent to settle.
 	SeamObligations []string `json:"seam_obligations"`
+	// KnownLimitations are what the outcome is known to lack: loops whose
+	// dependents proceeded unresolved.
+	KnownLimitations []string `json:"known_limitations"`
 	// MergeConflictRisk names the first pairs of writers at merge risk;
 	// MergeConflictRiskCount counts them.
 	MergeConflictRisk      []MergeRisk  `json:"merge_conflict_risk"`

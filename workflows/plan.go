@@ -399,7 +399,7 @@ func waves(ctx context.Context, w *Workflow) (DryRun, error) {
 		out.Steps[i] = ps
 	}
 	var err error
-	if out.MergeRisks, out.MergeRiskCount, err = mergeRisks(ctx, w.Steps, patterns, maxListed); err != nil {
+	if out.MergeRisks, out.MergeRiskCount, err = mergeRisks(ctx, riskSteps(w.Steps), patterns, maxListed); err != nil {
 		return DryRun{}, err
 	}
 	out.truncate(len(out.Serialized), len(out.MergeRisks))
@@ -455,8 +455,11 @@ func (d DryRun) bounded() DryRun {
 
 // priorityOrder is the order in which the scheduler considers runnable
 // steps: the longest chain of dependents first (critical path first, so a
-// long tail does not start last), then declaration order. It is a pure
-// function of the graph, so the dry run and the run agree.
+// long tail does not start last), then declaration order. A step in a
+// loop counts as many times as its loops may run it (each iteration runs
+// the body again), and a loop's steps have behind them everything that
+// waits for the loop's end. It is a pure function of the graph, so the
+// dry run and the run agree.
 func priorityOrder(w *Workflow) []int {
 	n := len(w.Steps)
 	index := make(map[string]int, n)
@@ -469,15 +472,56 @@ func priorityOrder(w *Workflow) []int {
 			dependents[index[d]] = append(dependents[index[d]], i)
 		}
 	}
-	height := make([]int, n) // steps on the longest chain from i down
+	// weight: how many times a step may run along a chain; in: whether a
+	// step is in a loop (at any depth); after: the longest chain that
+	// waits for a loop's end.
+	weight := make([]int, n)
+	for i := range weight {
+		weight[i] = 1
+	}
+	parent, loopOf := nestLoops(w.Loops, index, n, func(int, string, string, ...any) {})
+	inLoop := func(s, l int) bool {
+		for q := loopOf[s]; q >= 0; q = parent[q] {
+			if q == l {
+				return true
+			}
+		}
+		return false
+	}
+	members := make([][]int, len(w.Loops))
+	for s := range n {
+		for q := loopOf[s]; q >= 0; q = parent[q] {
+			weight[s] *= max(1, w.Loops[q].MaxIterations)
+			members[q] = append(members[q], s)
+		}
+	}
+	height := make([]int, n) // weighted steps on the longest chain from i down
+	after := make([]int, len(w.Loops))
+	afterDone := make([]bool, len(w.Loops))
 	var measure func(i int) int
+	measureAfter := func(l int) int {
+		if !afterDone[l] {
+			afterDone[l] = true
+			for _, s := range members[l] {
+				for _, d := range dependents[s] {
+					if !inLoop(d, l) {
+						after[l] = max(after[l], measure(d))
+					}
+				}
+			}
+		}
+		return after[l]
+	}
 	measure = func(i int) int {
 		if height[i] == 0 {
 			h := 0
 			for _, d := range dependents[i] {
 				h = max(h, measure(d))
 			}
-			height[i] = h + 1
+			for q := loopOf[i]; q >= 0; q = parent[q] {
+				h = max(h, measureAfter(q))
+			}
+			height[i] = h + weight[i]
 		}
 		return height[i]
 	}

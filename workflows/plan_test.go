@@ -245,13 +245,13 @@ func TestSerializedJSON(t *testing.T) {
 func TestDryRunShowsTheControlFlow(t *testing.T) {
 	d, err := Waves(mustParse(t, practiceSpec(t)))
 	require.NoError(t, err)
-	// plan-review 3 × (plan, check-plan, simplify-plan); split-review 2 ×
-	// (split, check-split); write-tests 8; final-review 3 × (escalation 2 ×
-	// (make 8 + diagnose + redesign) + final-check + final-simplify + fix).
-	require.Equal(t, 1+9+4+8+3*(2*(8+1+1)+3)+1, d.MaxRuns)
-	require.Len(t, d.Loops, 4)
+	// issue and commit once; revisit 2 × (plan-review 3 × 3 + split-review
+	// 2 × 2 + write-tests 8 + test-review + test-fix + final-review 3 ×
+	// (escalation 2 × (make 8 + diagnose + redesign) + 4 reviews and fixes)).
+	require.Equal(t, 2+2*(9+4+8+1+1+3*(2*(8+1+1)+4)), d.MaxRuns)
+	require.Len(t, d.Loops, 5)
 	require.Equal(t, PlannedLoop{ID: "escalation", Steps: []string{"make", "diagnose", "redesign"}, Within: "final-review", MaxIterations: 2,
-		Until: "make is checkpoint_ready", OnExhausted: Hold}, d.Loops[2])
+		Until: "make is checkpoint_ready", OnExhausted: Hold}, d.Loops[3])
 	var make PlannedStep
 	for _, s := range d.Steps {
 		if s.ID == "make" {
@@ -260,13 +260,13 @@ func TestDryRunShowsTheControlFlow(t *testing.T) {
 	}
 	require.Equal(t, "escalation", make.Loop)
 	require.Equal(t, "split /tasks", make.ForEach)
-	require.Equal(t, 48, make.MaxRuns)
+	require.Equal(t, 2*3*2*8, make.MaxRuns)
 	// The first iteration's waves: every step once; final-check waits for
-	// the whole escalation loop, commit for the whole final-review loop.
-	require.Equal(t, [][]string{{"issue"}, {"plan"}, {"check-plan", "simplify-plan"}, {"split"}, {"check-split"}, {"write-tests"}, {"make"},
-		{"diagnose"}, {"redesign"}, {"final-check", "final-simplify"}, {"fix"}, {"commit"}}, d.Waves)
+	// the whole escalation loop, commit for the whole revisit loop.
+	require.Equal(t, [][]string{{"issue"}, {"plan"}, {"check-plan", "simplify-plan"}, {"split"}, {"check-split"}, {"write-tests"},
+		{"test-review"}, {"test-fix"}, {"make"}, {"diagnose"}, {"redesign"}, {"final-check", "final-simplify"}, {"test-diagnose"}, {"test-redo"}, {"commit"}}, d.Waves)
 	text := RenderPlan(&d)
-	require.Contains(t, text, "At most 92 step runs")
-	require.Contains(t, text, "- plan-review [plan, check-plan, simplify-plan]: at most 3 iterations; until check-plan /verdict = \"ACCEPTABLE\" and simplify-plan /verdict = \"ACCEPTABLE\"; stops early when check-plan /findings repeats; unresolved: proceed")
-	require.Contains(t, text, "| diagnose | read_only | shared | make | – | – | escalation | make status in [partial, failed, needs_orchestrator] | – | 6 |")
+	require.Contains(t, text, "At most 192 step runs")
+	require.Contains(t, text, "- plan-review [plan, check-plan, simplify-plan]: at most 3 iterations, within loop revisit; until check-plan /verdict = \"ACCEPTABLE\" and simplify-plan /verdict = \"ACCEPTABLE\"; stops early when check-plan /findings repeats; unresolved: proceed")
+	require.Contains(t, text, "| diagnose | read_only | shared | make | – | – | escalation | make status in [partial, failed, needs_orchestrator] | – | 12 |")
 }

@@ -41,11 +41,6 @@ func Prepare(w *Workflow, ports Ports) (*Prepared, error) {
 	if f := checkAgents(ports.Agents, w); f != nil {
 		return nil, f
 	}
-	if usesControlFlow(w) && !w.DryRun {
-		// The scheduler that runs them lands next; until then a spec that
-		// needs them is planned (dry_run), never run as a one-pass DAG.
-		return nil, &tools.Failure{Kind: tools.ErrInvalidArgs, Message: "loops, when, join and for_each are validated and planned (dry_run), but this build cannot run them yet"}
-	}
 	p := &Prepared{w: w, ports: ports}
 	if w.ResumeFrom != "" {
 		if ports.Evidence == nil {
@@ -140,17 +135,4 @@ func checkAgents(agents Agents, w *Workflow) *tools.Failure {
 		return nil
 	}
 	return problemsFailure(problems)
-}
-
-// usesControlFlow reports whether w needs more than the one-pass DAG.
-func usesControlFlow(w *Workflow) bool {
-	if len(w.Loops) > 0 {
-		return true
-	}
-	for i := range w.Steps {
-		if st := &w.Steps[i]; len(st.When) > 0 || st.Join != "" || st.ForEach != nil {
-			return true
-		}
-	}
-	return false
 }

@@ -7,13 +7,16 @@ import (
 	"strings"
 )
 
-// childPrompt is a step's whole assignment: its task, the checkpoint
+// childPrompt is a run's whole assignment: its task, the checkpoint
 // bundles of its dependencies (a child sees nothing else of the parent's
-// conversation), and how to hand over its own checkpoint.
-func childPrompt(w *Workflow, st *Step, deps []*StepOutcome, inherit []Inherited) string {
+// conversation), where it stands in its loops and fan-out, what the
+// previous iteration of its loops found, and how to hand over its own
+// checkpoint.
+func (r *runner) childPrompt(run *stepRun, deps []*StepOutcome, inherit []Inherited) string {
+	w, st := r.w, run.spec
 	var b strings.Builder
 	b.WriteString(strings.TrimSpace(st.Task))
-	fmt.Fprintf(&b, "\n\n---\nYou are step %q of a workflow", st.ID)
+	fmt.Fprintf(&b, "\n\n---\nYou are step %q of a workflow", run.label)
 	if w.Name != "" {
 		fmt.Fprintf(&b, " (%s)", w.Name)
 	}
@@ -26,6 +29,18 @@ func childPrompt(w *Workflow, st *Step, deps []*StepOutcome, inherit []Inherited
 		}
 	}
 	b.WriteString("\n")
+	if run.item >= 0 {
+		item := canonical(run.itemVal, false)
+		if r := []rune(item); len(r) > 4000 {
+			item = string(r[:3999]) + "…"
+		}
+		fmt.Fprintf(&b, "You are instance %d of %d of step %q, one per item of %s %s; your item: %s\n",
+			run.item+1, run.items, w.Steps[run.step].ID, w.Steps[run.step].ForEach.Step, w.Steps[run.step].ForEach.Path, item)
+	}
+	for f := run.frame; f.loop != nil; f = f.loop.parent {
+		def := f.loop.def(w)
+		fmt.Fprintf(&b, "This is iteration %d of at most %d of loop %q.\n", f.iter, def.MaxIterations, def.ID)
+	}
 	inherited := map[string]bool{}
 	if len(inherit) > 0 {
 		b.WriteString("\nYour workspace already holds what these earlier steps changed in their own snapshots:\n")
@@ -36,9 +51,49 @@ func childPrompt(w *Workflow, st *Step, deps []*StepOutcome, inherit []Inherited
 		}
 	}
 	if len(deps) > 0 {
-		b.WriteString("\nCheckpoints of the steps you depend on (they are checkpoint_ready; build on them):\n")
+		allReady := true
 		for _, d := range deps {
-			writeBundle(&b, d, inherited[d.StepID])
+			allReady = allReady && d.CheckpointStatus == CheckpointReady
+		}
+		if allReady {
+			b.WriteString("\nCheckpoints of the steps you depend on (they are checkpoint_ready; build on them):\n")
+		} else {
+			b.WriteString("\nCheckpoints of the steps you depend on (each with its status: you run because your condition tests it):\n")
+		}
+		for _, d := range deps {
+			writeBundle(&b, d, inherited[runName(d)])
+		}
+	}
+	for _, lr := range r.proceededLoops(run) {
+		o := lr.outcome
+		fmt.Fprintf(&b, "\nLoop %s ended %s without meeting its until; you proceed on its last iteration. Its unresolved blockers (known limitations to carry):\n", o.Run, LoopStateText(o))
+		for _, bl := range o.Blockers {
+			fmt.Fprintf(&b, "- %s\n", bl)
+		}
+	}
+	for f := run.frame; f.loop != nil; f = f.loop.parent {
+		if f.prev == nil {
+			continue
+		}
+		var prior []*StepOutcome
+		var collect func(p *frame)
+		collect = func(p *frame) {
+			for _, x := range p.runs {
+				if o := x.outcome; o != nil && (o.AgentID != "" || o.ReusedFrom != "") {
+					prior = append(prior, o)
+				}
+			}
+			for _, in := range p.inner {
+				collect(in)
+			}
+		}
+		collect(f.prev)
+		if len(prior) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\nThe previous iteration (%d) of loop %q ended with these checkpoints; what you do now should answer them:\n", f.prev.iter, f.loop.def(w).ID)
+		for _, o := range prior {
+			writeBundle(&b, o, inherited[runName(o)])
 		}
 	}
 	b.WriteString("\nWhen you are done, call report_checkpoint with status checkpoint_ready, partial, failed or needs_orchestrator, " +
@@ -54,9 +109,31 @@ func childPrompt(w *Workflow, st *Step, deps []*StepOutcome, inherit []Inherited
 	return b.String()
 }
 
+// proceededLoops are the loops a run's inputs come out of that ended
+// unresolved and let their dependents proceed.
+func (r *runner) proceededLoops(run *stepRun) []*loopRun {
+	holding := map[*loopRun]bool{}
+	for f := run.frame; f.loop != nil; f = f.loop.parent {
+		holding[f.loop] = true
+	}
+	var out []*loopRun
+	seen := map[*loopRun]bool{}
+	for _, in := range run.inputs {
+		for f := in.frame; f.loop != nil; f = f.loop.parent {
+			lr := f.loop
+			if holding[lr] || seen[lr] || lr.outcome == nil || !lr.outcome.Unresolved() {
+				continue
+			}
+			seen[lr] = true
+			out = append(out, lr)
+		}
+	}
+	return out
+}
+
 // writeBundle renders one dependency's checkpoint for a dependent's prompt.
 func writeBundle(b *strings.Builder, d *StepOutcome, inherited bool) {
-	fmt.Fprintf(b, "\n### %s (%s, subagent %s)\n", d.StepID, d.CheckpointStatus, d.AgentID)
+	fmt.Fprintf(b, "\n### %s (%s, subagent %s)\n", runName(d), d.CheckpointStatus, d.AgentID)
 	c := d.Checkpoint
 	if c == nil {
 		fmt.Fprintf(b, "%s\n", d.Summary)

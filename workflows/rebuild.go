@@ -2,23 +2,41 @@ package workflows
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/pixir-go/pixir/tools"
 )
 
-// foldedRun is one run as its events tell it.
+// foldedRun is one workflow run as its events tell it.
 type foldedRun struct {
-	id       string
-	w        *Workflow
-	index    map[string]int
-	steps    []*StepOutcome
-	agent    []string
-	wave     []int
-	finished *WorkflowEvent
+	id    string
+	w     *Workflow
+	runs  []*foldedStepRun // in the order the events first named them
+	byRun map[string]*foldedStepRun
+	// loops are the loop runs' outcomes (loop_finished) and, for those
+	// that never finished, the last iteration started.
+	loops     []*LoopOutcome
+	byLoop    map[string]*LoopOutcome
+	finished  *WorkflowEvent
+	iterDone  map[string]bool // iterations finished: plan-review#2, escalation#1.2
+	whenSeen  map[string][]ConditionSeen
+	stepsByID map[string]*Step
+}
+
+// foldedStepRun is one step run as the events tell it.
+type foldedStepRun struct {
+	stepID, label string
+	outcome       *StepOutcome // checkpoint_decided
+	agent         string       // step_scheduled
+	wave          int
+	held          *WorkflowEvent
+	skipped       *WorkflowEvent
 }
 
 // fold groups a session's workflow events by run, in the order the runs
-// started, keeping each step's decision, hold or start.
+// started, keeping each step run's decision, hold, skip or start and each
+// loop run's end.
 func fold(events []WorkflowEvent) []foldedRun {
 	var order []string
 	runs := map[string]*foldedRun{}
@@ -28,10 +46,10 @@ func fold(events []WorkflowEvent) []foldedRun {
 			if ev.Workflow == nil {
 				continue
 			}
-			n := len(ev.Workflow.Steps)
-			r := &foldedRun{id: ev.WorkflowID, w: ev.Workflow, index: map[string]int{}, steps: make([]*StepOutcome, n), agent: make([]string, n), wave: make([]int, n)}
+			r := &foldedRun{id: ev.WorkflowID, w: ev.Workflow, byRun: map[string]*foldedStepRun{}, byLoop: map[string]*LoopOutcome{},
+				iterDone: map[string]bool{}, whenSeen: map[string][]ConditionSeen{}, stepsByID: map[string]*Step{}}
 			for i := range ev.Workflow.Steps {
-				r.index[ev.Workflow.Steps[i].ID] = i
+				r.stepsByID[ev.Workflow.Steps[i].ID] = &ev.Workflow.Steps[i]
 			}
 			if _, seen := runs[ev.WorkflowID]; !seen {
 				order = append(order, ev.WorkflowID)
@@ -43,21 +61,54 @@ func fold(events []WorkflowEvent) []foldedRun {
 		if r == nil {
 			continue
 		}
-		i, known := r.index[ev.StepID]
 		switch ev.Kind {
-		case EventStepScheduled:
-			if known {
-				r.agent[i], r.wave[i] = ev.SubagentID, ev.Wave
+		case EventStepScheduled, EventCheckpointDecided, EventStepHeld, EventStepSkipped:
+			if r.stepsByID[ev.StepID] == nil {
+				continue
 			}
-		case EventCheckpointDecided:
-			if known && ev.Outcome != nil {
-				o := *ev.Outcome
-				r.steps[i] = &o
+			label := ev.Run
+			if label == "" {
+				label = ev.StepID // recorded before runs had labels
 			}
-		case EventStepHeld:
-			if known {
-				o := heldOutcome(&r.w.Steps[i], ev.HeldReason, ev.BlockedBy)
-				r.steps[i] = &o
+			sr := r.byRun[label]
+			if sr == nil {
+				sr = &foldedStepRun{stepID: ev.StepID, label: label}
+				r.byRun[label] = sr
+				r.runs = append(r.runs, sr)
+			}
+			switch ev.Kind {
+			case EventStepScheduled:
+				sr.agent, sr.wave = ev.SubagentID, ev.Wave
+			case EventCheckpointDecided:
+				if ev.Outcome != nil {
+					o := *ev.Outcome
+					sr.outcome = &o
+				}
+			case EventStepHeld:
+				sr.held = ev
+			case EventStepSkipped:
+				sr.skipped = ev
+			}
+		case EventIterationStarted:
+			lo := r.byLoop[ev.Run]
+			if lo == nil {
+				lo = &LoopOutcome{Loop: ev.Loop, Run: ev.Run, State: LoopInterrupted, Blockers: []string{}}
+				r.byLoop[ev.Run] = lo
+				r.loops = append(r.loops, lo)
+			}
+			lo.Iterations = max(lo.Iterations, ev.Iteration)
+		case EventIterationFinished:
+			r.iterDone[iterationKey(ev.Run, ev.Iteration)] = true
+		case EventLoopFinished:
+			if ev.LoopOutcome == nil {
+				continue
+			}
+			o := *ev.LoopOutcome
+			if lo := r.byLoop[ev.Run]; lo != nil {
+				*lo = o
+			} else {
+				r.byLoop[ev.Run] = &o
+				r.loops = append(r.loops, &o)
 			}
 		case EventWorkflowFinished:
 			r.finished = ev
@@ -70,40 +121,108 @@ func fold(events []WorkflowEvent) []foldedRun {
 	return out
 }
 
+// iterationKey names one iteration of a loop run: plan-review#2, or
+// escalation#1.2 for iteration 2 of escalation's run inside iteration 1
+// of its enclosing loop.
+func iterationKey(loopRun string, iteration int) string {
+	if strings.Contains(loopRun, "#") {
+		return loopRun + "." + strconv.Itoa(iteration)
+	}
+	return loopRun + "#" + strconv.Itoa(iteration)
+}
+
+// placeRun fills an outcome's run fields from its label: its loop, its
+// iterations and its item.
+func placeRun(w *Workflow, out *StepOutcome, label string) {
+	out.Run = label
+	g := w.graph()
+	if s, ok := g.index[out.StepID]; ok {
+		if l := g.loopOf[s]; l >= 0 {
+			out.Loop, out.Iteration = w.Loops[l].ID, itersOf(label)
+		}
+	}
+	if i := strings.LastIndexByte(label, '['); i >= 0 && strings.HasSuffix(label, "]") {
+		out.Item, _ = strconv.Atoi(label[i+1 : len(label)-1])
+	}
+}
+
 // Rebuild folds the workflow_events of one session's Log into the
 // Outcome of each workflow run in it, in the order they started. For a
 // finished run it equals what Run returned; for a run the process did not
-// live to finish, the steps that were running are detached (nothing says
-// they ended) and the rest are held, and StoppedBy is "interrupted".
+// live to finish, the runs that were running are detached (nothing says
+// they ended), the steps that never ran are held, its loops that did not
+// end are interrupted, and StoppedBy is "interrupted".
 func Rebuild(events []WorkflowEvent) []Outcome {
 	runs := fold(events)
 	outs := make([]Outcome, 0, len(runs))
 	for k := range runs {
 		r := &runs[k]
-		id := r.id
-		steps := make([]StepOutcome, len(r.steps))
-		for i, s := range r.steps {
+		w := r.w
+		steps := make([]StepOutcome, 0, len(r.runs)+len(w.Steps))
+		ran := map[string]bool{}
+		for _, sr := range r.runs {
+			st := r.stepsByID[sr.stepID]
+			ran[sr.stepID] = true
+			var o StepOutcome
 			switch {
-			case s != nil:
-				steps[i] = *s
-			case r.agent[i] != "":
-				st := &r.w.Steps[i]
-				steps[i] = StepOutcome{
-					StepID: st.ID, Agent: agentOrDefault(st.Agent), AgentID: r.agent[i], Wave: r.wave[i],
+			case sr.outcome != nil:
+				o = *sr.outcome
+			case sr.skipped != nil:
+				o = skippedOutcome(st, sr.skipped.SkipReason, sr.skipped.Seen)
+			case sr.held != nil:
+				o = heldOutcome(st, sr.held.HeldReason, sr.held.BlockedBy)
+			case sr.agent != "":
+				o = StepOutcome{
+					StepID: st.ID, Agent: agentOrDefault(st.Agent), AgentID: sr.agent, Wave: sr.wave,
 					Posture: st.PermissionMode, WorkspaceMode: st.WorkspaceMode, DependsOn: nonNil(st.DependsOn),
 					SubagentStatus: tools.SubagentDetached, CheckpointStatus: CheckpointFailed,
 					Summary: "the process that ran this workflow ended before the step did; its work is not known to be complete",
-					Error:   &tools.Failure{Kind: tools.ErrDetached, Message: fmt.Sprintf("subagent %s was running when the workflow was interrupted", r.agent[i])},
+					Error:   &tools.Failure{Kind: tools.ErrDetached, Message: fmt.Sprintf("subagent %s was running when the workflow was interrupted", sr.agent)},
 				}
 			default:
-				steps[i] = heldOutcome(&r.w.Steps[i], StoppedInterrupted, nil)
+				continue
 			}
+			if sr.outcome == nil {
+				placeRun(w, &o, sr.label)
+			}
+			steps = append(steps, o)
+		}
+		if r.finished == nil {
+			// Steps the run never reached: held, in the first iteration of
+			// their loops.
+			for i := range w.Steps {
+				st := &w.Steps[i]
+				if ran[st.ID] {
+					continue
+				}
+				o := heldOutcome(st, StoppedInterrupted, nil)
+				label := st.ID
+				if chain := w.graph().loopChain(i); len(chain) > 0 {
+					ones := make([]int, len(chain))
+					for j := range ones {
+						ones[j] = 1
+					}
+					label += "#" + joinInts(ones)
+				}
+				placeRun(w, &o, label)
+				steps = append(steps, o)
+			}
+		}
+		loops := make([]LoopOutcome, 0, len(r.loops))
+		for _, lo := range r.loops {
+			o := *lo
+			if o.State == LoopInterrupted {
+				if l, ok := w.graph().loopIndex[o.Loop]; ok {
+					o.MaxIterations, o.OnExhausted = w.Loops[l].MaxIterations, w.Loops[l].OnExhausted
+				}
+			}
+			loops = append(loops, o)
 		}
 		stopped, elapsed := StoppedInterrupted, int64(0)
 		if f := r.finished; f != nil {
 			stopped, elapsed = f.StoppedBy, f.ElapsedMS
 		}
-		outs = append(outs, assemble(r.w, id, steps, stopped, elapsed))
+		outs = append(outs, assemble(w, r.id, steps, loops, stopped, elapsed))
 	}
 	return outs
 }

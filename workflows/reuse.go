@@ -9,21 +9,22 @@ import (
 	"github.com/pixir-go/pixir/tools"
 )
 
-// Reuse is what a run takes over from an earlier run of the same session
-// (resume_from): the checkpoint_ready outcomes of the steps it need not
-// run again.
+// Reuse is what a run may take over from an earlier run of the same
+// session (resume_from): the outcomes of the earlier run's step runs, by
+// run label, and the loop iterations it finished.
 type Reuse struct {
-	From  string
-	Steps map[string]StepOutcome
+	From string
+	// Runs are the step runs that ran (or were reused) there.
+	Runs map[string]StepOutcome
+	// Finished are its finished iterations (iterationKey).
+	Finished map[string]bool
+	// Steps are its steps, by id, as it ran them.
+	Steps map[string]*Step
 }
 
-// Reusable finds, in a session's workflow events, the run w resumes from
-// and the steps of w that can reuse its checkpoints: a step that was
-// checkpoint_ready there, is the same step here (task, agent, posture,
-// sets, dependencies, output_schema; a new timeout does not matter), and
-// whose dependencies are all reused too, since a dependent built on a
-// checkpoint that is produced again must run again. An unknown run is an
-// invalid_args failure.
+// Reusable finds, in a session's workflow events, the run w resumes from.
+// Which of its runs are reused is decided run by run as w runs
+// (runner.reusable); an unknown run is an invalid_args failure.
 func Reusable(events []WorkflowEvent, w *Workflow) (*Reuse, error) {
 	runs := fold(events)
 	var prior *foldedRun
@@ -39,43 +40,44 @@ func Reusable(events []WorkflowEvent, w *Workflow) (*Reuse, error) {
 			Message: fmt.Sprintf("resume_from: there is no workflow %q in this session's Log; earlier runs: %s", w.ResumeFrom, orNone(known))}
 		return nil, &tools.Failure{Kind: tools.ErrInvalidArgs, Message: p.Message, Details: ValidationDetails{Problems: []Problem{p}}}
 	}
-	before := map[string]int{}
-	for i := range prior.w.Steps {
-		before[prior.w.Steps[i].ID] = i
-	}
-	candidate := make([]bool, len(w.Steps))
-	for i := range w.Steps {
-		j, ok := before[w.Steps[i].ID]
-		candidate[i] = ok && prior.steps[j] != nil && prior.steps[j].CheckpointStatus == CheckpointReady &&
-			sameStep(&w.Steps[i], &prior.w.Steps[j])
-	}
-	index := map[string]int{}
-	for i := range w.Steps {
-		index[w.Steps[i].ID] = i
-	}
-	// Drop candidates whose dependencies are not all reused, until none
-	// changes: at most one pass per step.
-	for changed := true; changed; {
-		changed = false
-		for i := range w.Steps {
-			if !candidate[i] {
-				continue
-			}
-			for _, d := range w.Steps[i].DependsOn {
-				if !candidate[index[d]] {
-					candidate[i], changed = false, true
-					break
-				}
-			}
-		}
-	}
-	r := &Reuse{From: prior.id, Steps: map[string]StepOutcome{}}
-	for i := range w.Steps {
-		if candidate[i] {
-			r.Steps[w.Steps[i].ID] = *prior.steps[before[w.Steps[i].ID]]
+	r := &Reuse{From: prior.id, Runs: map[string]StepOutcome{}, Finished: prior.iterDone, Steps: prior.stepsByID}
+	for _, sr := range prior.runs {
+		if o := sr.outcome; o != nil && (o.AgentID != "" || o.ReusedFrom != "") {
+			r.Runs[sr.label] = *o
 		}
 	}
 	return r, nil
+}
+
+// reusable decides whether a run takes its checkpoint from the run resumed
+// from, and returns it. It does when that run has the same run (label) of
+// the same step (task, agent, posture, sets, dependencies, conditions,
+// output_schema; a new timeout does not matter), nothing it builds on was
+// run again (its inputs and the earlier iterations of its loops are
+// reused too: the same checkpoints went in), and its checkpoint was ready,
+// or it is history: a run of a loop iteration that earlier run finished,
+// whose failure that loop already answered. So a resumed loop goes on
+// where it stopped, and no iteration that ended is run again.
+func (r *runner) reusable(run *stepRun) (StepOutcome, bool) {
+	if r.prior == nil || run.fresh {
+		return StepOutcome{}, false
+	}
+	p, ok := r.prior.Runs[run.label]
+	st := &r.w.Steps[run.step]
+	if !ok || r.prior.Steps[st.ID] == nil || !sameStep(st, r.prior.Steps[st.ID]) {
+		return StepOutcome{}, false
+	}
+	if p.CheckpointStatus != CheckpointReady {
+		f := run.frame
+		if f.loop == nil || !r.prior.Finished[iterationKey(f.loop.label, f.iter)] {
+			return StepOutcome{}, false
+		}
+	}
+	out := reusedOutcome(p, r.prior.From)
+	if seen, ok := r.conditions[run.label]; ok {
+		out.Conditions = seen
+	}
+	return out, true
 }
 
 // sameStep reports whether two normalised steps do the same work.

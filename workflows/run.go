@@ -24,6 +24,8 @@ type RunOptions struct {
 	// waiting, in tests, is called each time Run is about to wait for an
 	// event: a simulated clock delivers its next child ends then.
 	waiting func()
+	// finished, in benchmarks, sees the runner at the end of the run.
+	finished func(r *runner)
 }
 
 // planEvery bounds how often the plan is shown: ACP sends the whole plan
@@ -31,30 +33,34 @@ type RunOptions struct {
 // The last state is always shown.
 const planEvery = 100 * time.Millisecond
 
-// runner is one run of a workflow: the scheduler, driven by the
-// children's ends, which arrive on its own channel.
+// runner is one run of a workflow: the scheduler (scheduler.go), driven
+// by the children's ends, which arrive on its own channel.
 type runner struct {
 	ctx      context.Context
 	children Children
 	evidence Evidence
 	merger   Merger
+	// mergedBy: a merged path, and the runs that merged it, in order.
+	mergedBy map[string][]string
+	// account is the run's budget, which its children's calls are charged
+	// to: once it is spent, no step starts.
+	account  *budget.Account
 	w        *Workflow
 	opt      RunOptions
 	prior    *Reuse // the checkpoints reused from an earlier run
-	sched    *scheduler
-	slots    []*reportSlot
+	s        sched
+	schemas  []*tools.Schema // each step's compiled output_schema, once it ran
+	schemaOf map[string]*tools.Schema
 
-	outcomes     []*StepOutcome      // nil until decided or held
-	decidedSteps []int               // steps in the order they were decided
-	agentIDs     []string            // each started step's child
-	stepOf       map[string]int      // a started child's step
-	waves        []int               // each started step's dispatch round
-	reasons      []string            // why the workflow closed a step early
-	mergedBy     map[string][]string // a merged path: the steps that merged it, in order
-	round        int
-	started      time.Time
-	planShown    time.Time
-	lastPlan     []tools.PlanEntry
+	decidedOrder []*stepRun          // runs in the order they were decided
+	byAgent      map[string]*stepRun // a started child's run
+	// conditions are the when decisions of runs that went ahead, by run
+	// label, for their outcomes.
+	conditions map[string][]ConditionSeen
+	round      int
+	started    time.Time
+	planShown  time.Time
+	lastPlan   []tools.PlanEntry
 
 	// ends receives every started child's final view. At most
 	// MaxConcurrency children are started and not yet decided, so it never
@@ -63,9 +69,6 @@ type runner struct {
 	// recordErr is the first failure to write the Log: the run goes on (the
 	// children are real), but the result says the evidence is incomplete.
 	recordErr error
-	// account is the run's budget, which its children's calls are charged
-	// to: once it is spent, no step starts.
-	account *budget.Account
 }
 
 // run is Prepared.Run.
@@ -76,22 +79,16 @@ func run(ctx context.Context, p *Prepared, opt RunOptions) Outcome {
 	w := p.w
 	n := len(w.Steps)
 	r := &runner{
-		ctx: ctx, children: p.ports.Children, evidence: p.ports.Evidence, merger: p.ports.Merger, mergedBy: map[string][]string{}, w: w, opt: opt, prior: p.reuse, sched: newScheduler(w, newOverlapCache()),
-		slots: make([]*reportSlot, n), outcomes: make([]*StepOutcome, n),
-		agentIDs: make([]string, n), stepOf: make(map[string]int, n), waves: make([]int, n), reasons: make([]string, n),
-		ends: make(chan tools.SubagentView, min(n, w.MaxConcurrency)), started: opt.Now(),
-		account: p.runAccount(opt.WorkflowID),
-	}
-	for i := range w.Steps {
-		st := &w.Steps[i]
-		r.slots[i] = &reportSlot{stepID: st.ID}
-		if len(st.OutputSchema) > 0 {
-			// Validate compiled it already; it cannot fail here.
-			r.slots[i].schema, _ = tools.CompileSchema("output_schema", st.OutputSchema)
-		}
+		ctx: ctx, children: p.ports.Children, evidence: p.ports.Evidence, merger: p.ports.Merger, mergedBy: map[string][]string{},
+		account: p.runAccount(opt.WorkflowID), w: w, opt: opt, prior: p.reuse,
+		s:       sched{g: w.graph(), index: newConflictIndex(newOverlapCache()), parked: map[*stepRun][]profileID{}},
+		schemas: make([]*tools.Schema, n), schemaOf: map[string]*tools.Schema{}, byAgent: map[string]*stepRun{}, conditions: map[string][]ConditionSeen{},
+		ends: make(chan tools.SubagentView, max(1, w.MaxConcurrency)), started: opt.Now(),
 	}
 	r.record(WorkflowEvent{Kind: EventWorkflowStarted, Workflow: w})
-	r.reuse()
+	r.s.heads.rank = r.s.headKey
+	r.s.root = r.newFrame(0, nil, 0, nil, nil)
+	r.drain()
 	r.dispatch(ctx)
 	r.showPlan()
 
@@ -110,7 +107,7 @@ func run(ctx context.Context, p *Prepared, opt RunOptions) Outcome {
 	// A simulated clock delivers its next ends only then, or a refresh
 	// (on the real clock) would let two rounds of ends arrive as one.
 	acted := true
-	for !r.sched.idle() {
+	for len(r.s.running) > 0 {
 		if r.opt.waiting != nil && acted {
 			r.opt.waiting()
 		}
@@ -119,7 +116,7 @@ func run(ctx context.Context, p *Prepared, opt RunOptions) Outcome {
 		case v := <-r.ends:
 			r.ended(v)
 			// Decide every end already delivered before starting anything,
-			// so steps unlocked at the same moment start in priority order,
+			// so runs unlocked at the same moment start in priority order,
 			// not in the order their dependencies happened to end.
 			for drained := false; !drained; {
 				select {
@@ -152,32 +149,16 @@ func run(ctx context.Context, p *Prepared, opt RunOptions) Outcome {
 	}
 	out := r.finish()
 	r.showPlan()
+	if r.opt.finished != nil {
+		r.opt.finished(r)
+	}
 	return out
-}
-
-// reuse decides, before anything starts, the steps an earlier run made
-// checkpoint_ready (resume_from).
-func (r *runner) reuse() {
-	if r.prior == nil {
-		return
-	}
-	for i := range r.w.Steps {
-		prior, ok := r.prior.Steps[r.w.Steps[i].ID]
-		if !ok {
-			continue
-		}
-		out := reusedOutcome(prior, r.prior.From)
-		r.outcomes[i] = &out
-		r.decidedSteps = append(r.decidedSteps, i)
-		r.record(WorkflowEvent{Kind: EventCheckpointDecided, StepID: out.StepID, Outcome: &out})
-		r.sched.reuse(i)
-	}
 }
 
 // NewWorkflowID makes a workflow id.
 func NewWorkflowID() string { return "wf-" + randomHex(6) }
 
-// dispatch starts every step the scheduler lets start now.
+// dispatch starts every run the scheduler lets start now.
 func (r *runner) dispatch(ctx context.Context) {
 	if ctx.Err() != nil {
 		// Cancelled before this dispatch: nothing more starts, and what
@@ -186,44 +167,44 @@ func (r *runner) dispatch(ctx context.Context) {
 		return
 	}
 	for {
-		start := r.sched.next()
+		start := r.next()
 		if len(start) == 0 {
 			return
 		}
 		r.round++
 		failedToStart := false
-		for _, i := range start {
-			if !r.startStep(ctx, i) {
+		for _, run := range start {
+			if !r.startRun(ctx, run) {
 				failedToStart = true
 			}
 		}
 		if !failedToStart {
 			return
 		}
-		// A step that could not start was decided at once; that may have
-		// freed a slot or held dependents, so look again.
+		// A run that could not start was decided at once; that may have
+		// freed a slot or made runs, so look again.
 	}
 }
 
-// startStep asks the Manager for step i's child; a refusal decides the
-// step failed on the spot, except a spent budget, which stops the run:
-// the step is held with every other that has not started.
-func (r *runner) startStep(ctx context.Context, i int) bool {
-	st := &r.w.Steps[i]
-	if r.sched.stopped != "" {
-		// Stopped by a step of the same round: this one never starts.
-		r.holdUnstarted(i, r.sched.stopped)
+// startRun asks the Manager for a run's child; a refusal decides the run
+// failed on the spot, except a spent budget, which stops the run: the run
+// is held with every other that has not started.
+func (r *runner) startRun(ctx context.Context, run *stepRun) bool {
+	st := run.spec
+	if r.s.stopped != "" {
+		// Stopped by a run of the same round: this one never starts.
+		r.holdUnstarted(run, r.s.stopped)
 		return false
 	}
 	if err := r.account.Exhausted(); err != nil {
-		r.holdUnstarted(i, StoppedBudget)
+		r.holdUnstarted(run, StoppedBudget)
 		return false
 	}
 	var deps []*StepOutcome
-	for _, j := range r.sched.deps[i] {
-		deps = append(deps, r.outcomes[j])
+	for _, in := range run.inputs {
+		deps = append(deps, in.outcome)
 	}
-	mode, inherit := st.WorkspaceMode, r.inheritance(i)
+	mode, inherit := st.WorkspaceMode, r.inheritance(run)
 	if len(inherit) > 0 && mode == Shared && st.PermissionMode == ReadOnly {
 		// The shared workspace lacks what its isolated ancestors wrote; a
 		// snapshot holding it is what the step must read.
@@ -232,130 +213,225 @@ func (r *runner) startStep(ctx context.Context, i int) bool {
 	if mode == Shared {
 		inherit = nil
 	}
+	run.slot = &reportSlot{stepID: run.label, schema: r.schema(run.step)}
 	req := StepRequest{
-		Agent: st.Agent, Task: childPrompt(r.w, st, deps, inherit), Name: st.ID,
+		Agent: st.Agent, Task: r.childPrompt(run, deps, inherit), Name: run.label,
 		WorkspaceMode: string(mode), ReadOnly: st.PermissionMode == ReadOnly,
 		Timeout:    time.Duration(st.TimeoutMS) * time.Millisecond,
-		Tools:      []tools.Tool{reportCheckpoint(r.slots[i])},
+		Tools:      []tools.Tool{reportCheckpoint(run.slot)},
 		Inherit:    inherit,
-		Ended:      r.ends,
 		MCPServers: st.MCPServers,
+		Ended:      r.ends,
 		Account:    r.account,
 	}
 	if st.PermissionMode == Writer {
 		req.WriteSet, req.MayWrite = st.WriteSet, writeSetMatcher(st.WriteSet)
 	}
-	r.waves[i] = r.round
+	run.wave = r.round
 	view, err := r.children.Start(ctx, req)
 	if err != nil {
 		f := tools.AsFailure(err)
 		if f.Kind == tools.ErrBudgetExhausted {
-			r.holdUnstarted(i, StoppedBudget)
+			r.holdUnstarted(run, StoppedBudget)
 			return false
 		}
 		out := StepOutcome{
-			StepID: st.ID, Agent: agentOrDefault(st.Agent), Wave: r.round, Posture: st.PermissionMode,
+			StepID: r.w.Steps[run.step].ID, Agent: agentOrDefault(st.Agent), Wave: r.round, Posture: st.PermissionMode,
 			WorkspaceMode: st.WorkspaceMode, DependsOn: nonNil(st.DependsOn),
 			SubagentStatus: tools.SubagentNotStarted, CheckpointStatus: CheckpointFailed,
 			Summary: "the step's child could not be started: " + f.Message, Error: f,
 		}
-		r.decided(i, out)
+		r.decided(run, out)
 		return false
 	}
-	r.agentIDs[i], r.stepOf[view.ID] = view.ID, i
-	r.record(WorkflowEvent{Kind: EventStepScheduled, StepID: st.ID, Wave: r.round, SubagentID: view.ID})
+	run.agentID = view.ID
+	r.byAgent[view.ID] = run
+	r.record(WorkflowEvent{Kind: EventStepScheduled, StepID: r.w.Steps[run.step].ID, Run: run.label, Wave: r.round, SubagentID: view.ID})
 	return true
 }
 
-// inheritance is what step i's snapshot starts with: the changes its
-// ancestors made in isolated snapshots and did not merge into the
-// workspace, in the order they were decided
-// (an ancestor's snapshot already holds its own ancestors' changes, but
-// its change list names only its own work, so every ancestor counts).
-func (r *runner) inheritance(i int) []Inherited {
-	seen := map[int]bool{}
-	var visit func(j int)
-	visit = func(j int) {
-		for _, d := range r.sched.deps[j] {
-			if !seen[d] {
-				seen[d] = true
-				visit(d)
+// schema is step s's compiled output_schema (nil without one), compiled
+// at its first run and shared by the steps that give the same one.
+func (r *runner) schema(s int) *tools.Schema {
+	raw := r.w.Steps[s].OutputSchema
+	if len(raw) == 0 {
+		return nil
+	}
+	if r.schemas[s] == nil {
+		if c, ok := r.schemaOf[string(raw)]; ok {
+			r.schemas[s] = c
+		} else {
+			// Validate compiled it already; it cannot fail here.
+			r.schemas[s], _ = tools.CompileSchema("output_schema", raw)
+			r.schemaOf[string(raw)] = r.schemas[s]
+		}
+	}
+	return r.schemas[s]
+}
+
+// inheritance is what a run's snapshot starts with: the changes that the
+// runs it builds on made in isolated snapshots and did not merge into the
+// workspace, in the order they were decided. It builds on its inputs and theirs, and on every earlier
+// iteration of the loops holding it (an ancestor's snapshot already holds
+// its own ancestors' changes, but its change list names only its own
+// work, so every ancestor counts).
+func (r *runner) inheritance(run *stepRun) []Inherited {
+	if r.s.isolatedChanges == 0 {
+		return nil
+	}
+	seen := map[*stepRun]bool{}
+	var stack []*stepRun
+	push := func(xs []*stepRun) {
+		for _, x := range xs {
+			if !seen[x] {
+				seen[x] = true
+				stack = append(stack, x)
 			}
 		}
 	}
-	visit(i)
+	seenFrame := map[*frame]bool{}
+	var earlier func(f *frame)
+	earlier = func(f *frame) {
+		push(f.runs)
+		for _, in := range f.inner {
+			earlier(in)
+		}
+	}
+	// What a run builds on: its inputs, and every earlier iteration of
+	// the loops holding it, and theirs in turn.
+	visit := func(x *stepRun) {
+		push(x.inputs)
+		for f := x.frame; f != nil; f = parentFrame(f) {
+			if seenFrame[f] {
+				break
+			}
+			seenFrame[f] = true
+			for p := f.prev; p != nil; p = p.prev {
+				earlier(p)
+			}
+		}
+	}
+	visit(run)
+	for len(stack) > 0 {
+		x := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		visit(x)
+	}
 	var out []Inherited
-	for _, j := range r.decidedSteps {
-		o := r.outcomes[j]
-		if !seen[j] || o.WorkspaceMode != Isolated || o.Changes == nil || o.Workspace == "" ||
+	for _, d := range r.decidedOrder {
+		o := d.outcome
+		if !seen[d] || o.WorkspaceMode != Isolated || o.Changes == nil || o.Workspace == "" ||
 			len(o.Changes.Added)+len(o.Changes.Changed)+len(o.Changes.Deleted) == 0 {
 			continue
 		}
 		if o.Merge != nil && o.Merge.Status == tools.MergeMerged {
 			continue // in the workspace, which the step's snapshot is taken from
 		}
-		out = append(out, Inherited{StepID: o.StepID, Workspace: o.Workspace, Changes: *o.Changes})
+		out = append(out, Inherited{StepID: d.label, Workspace: o.Workspace, Changes: *o.Changes})
 	}
 	return out
 }
 
-// holdUnstarted takes back the start of step i, which the scheduler had
-// let start, and stops the run for reason (a spent budget), holding i with
-// every step that had not started.
-func (r *runner) holdUnstarted(i int, reason string) {
-	r.sched.unstart(i)
-	if r.sched.stopped == "" {
-		r.halt(reason)
-		return
+// noteChanges counts a decided isolated run with changes (inheritance).
+func (r *runner) noteChanges(run *stepRun) {
+	if o := run.outcome; o.WorkspaceMode == Isolated && o.Changes != nil && o.Workspace != "" &&
+		len(o.Changes.Added)+len(o.Changes.Changed)+len(o.Changes.Deleted) > 0 {
+		r.s.isolatedChanges++
 	}
-	r.hold(r.sched.holdPending(i, r.sched.stopped))
 }
 
-// halt starts nothing more and holds what has not started, but lets the
-// running children end by themselves: a spent budget refuses their next
-// model call, so they end soon, with what they did recorded, instead of
-// being cancelled in the middle of a tool call.
-func (r *runner) halt(reason string) {
-	r.hold(r.sched.stop(reason))
-}
-
-// ended decides the step whose child ended.
+// ended decides the run whose child ended.
 func (r *runner) ended(v tools.SubagentView) {
-	i := r.stepOf[v.ID]
-	out := decide(&r.w.Steps[i], v, r.slots[i])
-	out.Wave = r.waves[i]
-	out.Reason = r.reasons[i]
+	run := r.byAgent[v.ID]
+	out := decide(run.spec, v, run.slot)
+	out.StepID = r.w.Steps[run.step].ID
+	out.Wave = run.wave
+	out.Reason = run.reason
 	if out.Reason == StoppedTimeout && v.Status == tools.SubagentCancelled {
 		// The workflow's clock ran out, not the step's: say it as a timeout.
 		out.Error = &tools.Failure{Kind: tools.ErrTimeout, Message: fmt.Sprintf(
 			"the workflow's timeout_ms (%d) passed while this step ran; it was stopped, and its work so far is in its own log", r.w.TimeoutMS)}
 	}
-	r.decided(i, r.land(i, out))
-	if r.sched.stopped == "" && r.account.Exhausted() != nil {
+	r.describeRun(&out, run)
+	r.decided(run, r.land(run, out))
+	if r.s.stopped == "" && r.account.Exhausted() != nil {
 		// Running steps get no more model calls; none starts.
 		r.halt(StoppedBudget)
 	}
 }
 
-// decided records a step's outcome and lets the scheduler act on it:
-// dependents unlock or are held, and fail_fast stops the rest.
-func (r *runner) decided(i int, out StepOutcome) {
-	r.outcomes[i] = &out
-	r.decidedSteps = append(r.decidedSteps, i)
-	r.record(WorkflowEvent{Kind: EventCheckpointDecided, StepID: out.StepID, Outcome: &out})
-	ready := out.CheckpointStatus == CheckpointReady
-	r.hold(r.sched.finish(i, ready))
-	if !ready && r.w.FailurePolicy == FailFast {
-		r.stop(StoppedFailFast)
+// holdUnstarted takes back the start of a run the scheduler had let
+// start, and stops the workflow for reason (a spent budget), holding it
+// with every run that had not started.
+func (r *runner) holdUnstarted(run *stepRun, reason string) {
+	r.finished(run)
+	if r.s.stopped == "" {
+		r.halt(reason)
 	}
+	r.holdRun(run, r.s.stopped)
 }
 
-// hold records held steps.
-func (r *runner) hold(held []heldStep) {
-	for _, h := range held {
-		out := heldOutcome(&r.w.Steps[h.index], h.reason, h.blockedBy)
-		r.outcomes[h.index] = &out
-		r.record(WorkflowEvent{Kind: EventStepHeld, StepID: out.StepID, HeldReason: h.reason, BlockedBy: h.blockedBy})
+// holdRun decides a run that never started held, for reason.
+func (r *runner) holdRun(run *stepRun, reason string) {
+	run.state = runHeld
+	out := heldOutcome(&r.w.Steps[run.step], reason, r.notReadyInputs(run))
+	r.describeRun(&out, run)
+	run.outcome = &out
+	r.record(WorkflowEvent{Kind: EventStepHeld, StepID: out.StepID, Run: run.label, HeldReason: reason, BlockedBy: out.BlockedBy})
+	r.runDecided(run)
+	r.drain()
+}
+
+// decided records a started run's outcome and lets the scheduler act on
+// it: dependents gate, loops decide their next iteration, fail_fast stops
+// the rest.
+func (r *runner) decided(run *stepRun, out StepOutcome) {
+	if out.Checkpoint != nil {
+		out.Checkpoint.StepID = out.StepID
+	}
+	r.describeRun(&out, run)
+	if seen, ok := r.conditions[run.label]; ok {
+		out.Conditions = seen
+	}
+	run.outcome = &out
+	run.state = runNotReady
+	if out.CheckpointStatus == CheckpointReady {
+		run.state = runReady
+	}
+	r.finished(run)
+	r.markRan(run.frame)
+	r.decidedOrder = append(r.decidedOrder, run)
+	r.noteChanges(run)
+	r.record(WorkflowEvent{Kind: EventCheckpointDecided, StepID: out.StepID, Run: run.label, Outcome: &out})
+	r.runDecided(run)
+	r.drain()
+	r.failFast(run)
+}
+
+// failFast stops the workflow under fail_fast when a run ended not ready
+// and nothing handles it: it is in no loop (a loop's until decides what
+// its runs' failures mean) and no step tests its status (a failure
+// branch).
+func (r *runner) failFast(run *stepRun) {
+	if r.w.FailurePolicy != FailFast || run.state == runReady || run.frame.loop != nil {
+		return
+	}
+	g := r.s.g
+	for _, d := range g.dependents[run.step] {
+		for k, dep := range g.deps[d] {
+			if dep == run.step && g.tolerated[d][k] {
+				return
+			}
+		}
+	}
+	r.stop(StoppedFailFast)
+}
+
+// failFastLoop stops the workflow under fail_fast when a loop ended
+// unresolved and holds its dependents.
+func (r *runner) failFastLoop() {
+	if r.w.FailurePolicy == FailFast {
+		r.stop(StoppedFailFast)
 	}
 }
 
@@ -372,29 +448,72 @@ func heldOutcome(st *Step, reason string, blockedBy []string) StepOutcome {
 	}
 }
 
+// skippedOutcome is the outcome of a run not taken.
+func skippedOutcome(st *Step, reason string, seen []ConditionSeen) StepOutcome {
+	return StepOutcome{
+		StepID: st.ID, Agent: agentOrDefault(st.Agent), Posture: st.PermissionMode, WorkspaceMode: st.WorkspaceMode,
+		DependsOn: nonNil(st.DependsOn), SubagentStatus: tools.SubagentNotStarted, CheckpointStatus: CheckpointSkipped,
+		Summary: reason, SkipReason: reason, Conditions: seen,
+	}
+}
+
+// halt starts nothing more and holds what has not started, but lets the
+// running children end by themselves: a spent budget refuses their next
+// model call, so they end soon, with what they did recorded, instead of
+// being cancelled in the middle of a tool call.
+func (r *runner) halt(reason string) {
+	s := &r.s
+	if s.stopped != "" {
+		return
+	}
+	s.stopped = reason
+	for _, run := range r.waitingRuns() {
+		r.holdRun(run, reason)
+	}
+	r.drain()
+}
+
 // stop starts nothing more, holds what has not started and stops the
 // running children, all at once, returning when they have ended. Their
 // end events are buffered, and decided by the loop like any other.
 func (r *runner) stop(reason string) {
-	r.hold(r.sched.stop(reason))
+	s := &r.s
+	r.halt(reason)
 	var wg sync.WaitGroup
-	for _, i := range r.sched.running {
-		if r.reasons[i] == "" {
-			r.reasons[i] = reason
+	for _, run := range s.running {
+		if run.reason == "" {
+			run.reason = reason
 		}
-		wg.Go(func() { r.children.Stop(r.agentIDs[i]) })
+		wg.Go(func() { r.children.Stop(run.agentID) })
 	}
 	wg.Wait()
 }
 
+// notReadyInputs names a run's inputs that are not checkpoint_ready.
+func (r *runner) notReadyInputs(run *stepRun) []string {
+	var out []string
+	for _, in := range run.inputs {
+		if in.state != runReady {
+			out = append(out, in.label)
+		}
+	}
+	return out
+}
+
 // finish records the end of the run and assembles its Outcome.
 func (r *runner) finish() Outcome {
-	steps := make([]StepOutcome, len(r.outcomes))
-	for i, o := range r.outcomes {
-		steps[i] = *o
+	steps := make([]StepOutcome, len(r.s.runs))
+	for i, run := range r.s.runs {
+		steps[i] = *run.outcome
+	}
+	var loops []LoopOutcome
+	for _, lr := range r.s.loops {
+		if lr.outcome != nil {
+			loops = append(loops, *lr.outcome)
+		}
 	}
 	elapsed := r.opt.Now().Sub(r.started).Milliseconds()
-	out := assemble(r.w, r.opt.WorkflowID, steps, r.sched.stopped, elapsed)
+	out := assemble(r.w, r.opt.WorkflowID, steps, loops, r.s.stopped, elapsed)
 	r.record(WorkflowEvent{Kind: EventWorkflowFinished, Status: out.Status, StoppedBy: out.StoppedBy, ElapsedMS: elapsed})
 	if r.recordErr != nil {
 		out.SafeNextActions = append(out.SafeNextActions, NextAction{Action: "ask_user",
@@ -411,20 +530,51 @@ func (r *runner) record(ev WorkflowEvent) {
 	}
 }
 
-// showPlan shows the steps as the user's plan, kept current; a plan the
-// user already sees is not sent again. A workflow of more than
-// maxPlanEntries steps shows that many (planSteps) and one entry that
-// counts the rest: ACP sends the whole plan each time.
+// showPlan shows the runs as the user's plan, kept current: each step's
+// runs (a step not yet run as itself, pending), each loop's state before
+// its first step; a plan the user already sees is not sent again. A plan
+// of more than maxPlanEntries entries shows that many (planPick) and one
+// entry that counts the rest: ACP sends the whole plan each time.
 func (r *runner) showPlan() {
 	r.planShown = r.opt.Now()
-	shown, rest := r.planSteps()
-	entries := make([]tools.PlanEntry, 0, len(shown)+1)
-	for _, i := range shown {
-		entries = append(entries, planEntry(&r.w.Steps[i], r.sched.state[i], r.outcomes[i]))
+	g := r.s.g
+	byStep := make([][]*stepRun, len(r.w.Steps))
+	for _, run := range r.s.runs {
+		byStep[run.step] = append(byStep[run.step], run)
 	}
-	if rest.steps > 0 {
-		entries = append(entries, rest.entry())
+	loopsByFirst := map[int][]*loopRun{}
+	if len(r.s.loops) > 0 {
+		first := make([]int, len(r.w.Loops))
+		for l := range first {
+			first[l] = -1
+		}
+		for s := range r.w.Steps {
+			for _, l := range g.loopChain(s) {
+				if first[l] < 0 {
+					first[l] = s
+				}
+			}
+		}
+		for _, lr := range r.s.loops {
+			loopsByFirst[first[lr.loop]] = append(loopsByFirst[first[lr.loop]], lr)
+		}
 	}
+	all := make([]planItem, 0, len(r.s.runs)+len(r.s.loops))
+	for s := range r.w.Steps {
+		for _, lr := range loopsByFirst[s] {
+			all = append(all, planItem{entry: loopEntry(r.loopNow(lr)), class: planRunning})
+		}
+		st := &r.w.Steps[s]
+		if len(byStep[s]) == 0 {
+			all = append(all, planItem{entry: planEntry(st.ID, st.Task, false, nil), class: planToDo})
+			continue
+		}
+		for _, run := range byStep[s] {
+			all = append(all, planItem{entry: planEntry(run.label, run.spec.Task, run.state == runRunning, run.outcome), class: planClass(run),
+				ready: run.outcome != nil && run.outcome.CheckpointStatus == CheckpointReady})
+		}
+	}
+	entries := planPick(all)
 	if slices.Equal(entries, r.lastPlan) {
 		return
 	}
@@ -432,7 +582,74 @@ func (r *runner) showPlan() {
 	r.evidence.ShowPlan(entries)
 }
 
-// planRest counts the steps a plan leaves out.
+// planItem is a plan entry and how much it needs to be seen.
+type planItem struct {
+	entry tools.PlanEntry
+	class int
+	ready bool
+}
+
+// Plan classes, first shown first.
+const (
+	planRunning   = iota // running runs and loops
+	planAttention        // decided, not ready (nor skipped, nor an earlier iteration)
+	planToDo             // waiting, or not made yet
+	planSettled          // ready, skipped, earlier iterations
+)
+
+func planClass(run *stepRun) int {
+	switch o := run.outcome; {
+	case o == nil && run.state == runRunning:
+		return planRunning
+	case o == nil:
+		return planToDo
+	case o.CheckpointStatus == CheckpointReady || o.CheckpointStatus == CheckpointSkipped || o.Superseded:
+		return planSettled
+	}
+	return planAttention
+}
+
+// planPick keeps every entry when they fit; otherwise the running ones,
+// then those that need attention, then those to do, then the settled
+// ones, up to maxPlanEntries-1, in plan order, and one entry counting the
+// rest.
+func planPick(all []planItem) []tools.PlanEntry {
+	entries := make([]tools.PlanEntry, 0, min(len(all), maxPlanEntries))
+	if len(all) <= maxPlanEntries {
+		for _, it := range all {
+			entries = append(entries, it.entry)
+		}
+		return entries
+	}
+	var counts [4]int
+	for _, it := range all {
+		counts[it.class]++
+	}
+	// Take whole classes while they fit, then part of the next.
+	room, take := maxPlanEntries-1, [4]int{}
+	for c := range counts {
+		take[c] = min(counts[c], room)
+		room -= take[c]
+	}
+	var rest planRest
+	for _, it := range all {
+		if take[it.class] > 0 {
+			take[it.class]--
+			entries = append(entries, it.entry)
+			continue
+		}
+		rest.steps++
+		if it.class == planAttention || it.class == planSettled {
+			rest.done++
+			if it.ready {
+				rest.ready++
+			}
+		}
+	}
+	return append(entries, rest.entry())
+}
+
+// planRest counts the entries a plan leaves out.
 type planRest struct{ steps, done, ready int }
 
 func (p planRest) entry() tools.PlanEntry {
@@ -444,58 +661,13 @@ func (p planRest) entry() tools.PlanEntry {
 	return e
 }
 
-// planSteps picks the steps the plan shows, in declaration order: all of
-// them when they fit; otherwise the running ones, then those decided but
-// not checkpoint_ready (they need attention), then those still to run,
-// then the ready ones, up to maxPlanEntries-1, and counts the rest.
-func (r *runner) planSteps() ([]int, planRest) {
-	n := len(r.w.Steps)
-	if n <= maxPlanEntries {
-		all := make([]int, n)
-		for i := range all {
-			all[i] = i
-		}
-		return all, planRest{}
+// loopNow is a loop run's outcome so far.
+func (r *runner) loopNow(lr *loopRun) *LoopOutcome {
+	if lr.outcome != nil {
+		return lr.outcome
 	}
-	class := func(i int) int {
-		switch o := r.outcomes[i]; {
-		case o == nil && r.sched.state[i] == stateRunning:
-			return 0
-		case o != nil && o.CheckpointStatus != CheckpointReady:
-			return 1
-		case o == nil:
-			return 2
-		}
-		return 3
-	}
-	var counts [4]int
-	for i := range n {
-		counts[class(i)]++
-	}
-	// Take whole classes while they fit, then part of the next.
-	room, take := maxPlanEntries-1, [4]int{}
-	for c := range counts {
-		take[c] = min(counts[c], room)
-		room -= take[c]
-	}
-	var shown []int
-	var rest planRest
-	for i := range n {
-		c := class(i)
-		if take[c] > 0 {
-			take[c]--
-			shown = append(shown, i)
-			continue
-		}
-		rest.steps++
-		if o := r.outcomes[i]; o != nil {
-			rest.done++
-			if o.CheckpointStatus == CheckpointReady {
-				rest.ready++
-			}
-		}
-	}
-	return shown, rest
+	def := lr.def(r.w)
+	return &LoopOutcome{Loop: def.ID, Run: lr.label, Iterations: len(lr.frames), MaxIterations: def.MaxIterations, State: LoopRunning, OnExhausted: def.OnExhausted}
 }
 
 func agentOrDefault(a string) string {

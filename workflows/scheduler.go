@@ -22,18 +22,20 @@ type heldStep struct {
 	blockedBy []string // dependencies that are not checkpoint_ready
 }
 
-// scheduler is the greedy, deterministic scheduler of ADR 0012 as a pure
-// state machine: no clock, no goroutines, no I/O. Run drives it from the
-// children's end events; the dry run (waves) drives it with every step
-// taking one tick, and the tests and benchmarks from a simulated clock. It
-// only decides; it never waits.
+// scheduler is the greedy, deterministic scheduler of ADR 0012 over the
+// steps of a workflow, as the dry run plays it (waves): every step taking
+// one tick, every loop run once, every fan-out as one step. A run
+// schedules step runs instead (runsched.go: loops' iterations, fan-outs'
+// instances, conditions), with the same priority order and conflict
+// profiles, so with equal durations and no control flow the two make the
+// same choices. It is a pure state machine: no clock, no goroutines, no
+// I/O.
 //
 // A step is runnable once every dependency is checkpoint_ready. next starts
 // runnable steps in priority order (the longest chain of dependents first,
 // then declaration order) while max_concurrency has room,
 // skipping any that conflicts (Conflicts) with a running step; a skipped
-// step does not block later ones. A step whose dependency ends without a
-// ready checkpoint is held at once, with its own dependents.
+// step does not block later ones.
 //
 // The runnable steps wait in one queue per conflict profile (profiles.go),
 // and next looks only at the first step of each queue: when that one
@@ -131,11 +133,9 @@ func newScheduler(w *Workflow, patterns *overlapCache) *scheduler {
 // gateLoops makes a step that depends on a loop's step (from outside that
 // loop) wait for the whole loop: for the dry run, which plans the first
 // iteration of every loop, its last step. A loop's gate opens when all
-// its steps (nested loops' included) are checkpoint_ready.
-//
-// The run does not start workflows with loops yet; when it does, a loop's
-// end is its own decision (until, converge, exhaustion), which replaces
-// this count.
+// its steps (nested loops' included) are checkpoint_ready. (In a run, a
+// loop's end is its own decision: until, converge, exhaustion; see
+// runsched.go.)
 func (s *scheduler) gateLoops(g *graph) {
 	if len(g.loops) == 0 {
 		return
@@ -315,16 +315,6 @@ func (s *scheduler) takeBecame() []int {
 	return b
 }
 
-// reuse marks pending step i checkpoint_ready without running it (its
-// checkpoint comes from an earlier run) and unlocks its dependents.
-func (s *scheduler) reuse(i int) {
-	// If i is queued, next drops it when it reaches the front.
-	s.running = append(s.running, i)
-	s.addRunning(i)
-	s.state[i] = stateRunning
-	s.finish(i, true)
-}
-
 // holdDownstream holds the pending dependents of i, and theirs, each with
 // the dependencies that keep it from starting.
 func (s *scheduler) holdDownstream(i int) []heldStep {
@@ -358,48 +348,6 @@ func (s *scheduler) notReadyDeps(i int) []string {
 	return out
 }
 
-// stop makes the scheduler start nothing more and holds every pending
-// step with reason; running steps are left for their end events.
-func (s *scheduler) stop(reason string) []heldStep {
-	if s.stopped != "" {
-		return nil
-	}
-	s.stopped = reason
-	for q := range s.queues {
-		s.queues[q].clear()
-	}
-	s.heads.clear()
-	var held []heldStep
-	for i, st := range s.state {
-		if st == statePending {
-			s.state[i] = stateHeld
-			held = append(held, heldStep{index: i, reason: reason, blockedBy: s.notReadyDeps(i)})
-		}
-	}
-	return held
-}
-
-// unstart takes back the start next gave step i, which did not start
-// after all: it is pending again, to be held.
-func (s *scheduler) unstart(i int) {
-	s.running = slices.DeleteFunc(s.running, func(r int) bool { return r == i })
-	s.state[i] = statePending
-}
-
-// holdPending holds pending step i with reason, once the scheduler is
-// stopped already.
-func (s *scheduler) holdPending(i int, reason string) []heldStep {
-	if s.state[i] != statePending {
-		return nil
-	}
-	s.state[i] = stateHeld
-	return []heldStep{{index: i, reason: reason, blockedBy: s.notReadyDeps(i)}}
-}
-
-// idle reports whether nothing runs: with nothing runnable either, the
-// workflow is over.
-func (s *scheduler) idle() bool { return len(s.running) == 0 }
-
 // rankHeap is a min-heap of step indices by rank.
 type rankHeap struct {
 	rank  []int
@@ -408,7 +356,6 @@ type rankHeap struct {
 
 func (h *rankHeap) len() int   { return len(h.items) }
 func (h *rankHeap) front() int { return h.items[0] }
-func (h *rankHeap) clear()     { h.items = nil }
 
 func (h *rankHeap) less(a, b int) bool { return h.rank[h.items[a]] < h.rank[h.items[b]] }
 

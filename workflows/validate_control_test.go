@@ -22,26 +22,44 @@ func practiceSpec(t testing.TB) string {
 func TestThePracticeIsAValidWorkflow(t *testing.T) {
 	w := mustParse(t, practiceSpec(t))
 	g := w.graph()
-	// final-review holds escalation; plan-review and split-review stand alone.
-	require.Equal(t, g.loopIndex["final-review"], g.loops[g.loopIndex["escalation"]].parent)
-	require.Equal(t, -1, g.loops[g.loopIndex["plan-review"]].parent)
-	require.Equal(t, g.loopIndex["escalation"], g.loopOf[g.index["make"]])
-	require.Equal(t, g.loopIndex["final-review"], g.loopOf[g.index["final-check"]])
-	// diagnose's condition on make's failure makes it a failure branch.
+	// revisit holds everything between the issue and the commit: the plan
+	// and split reviews, and final-review, which holds escalation.
+	loopOf := func(id string) string { return w.Loops[g.loopOf[g.index[id]]].ID }
+	parent := func(id string) string {
+		p := g.loops[g.loopIndex[id]].parent
+		if p < 0 {
+			return ""
+		}
+		return w.Loops[p].ID
+	}
+	require.Equal(t, "", parent("revisit"))
+	require.Equal(t, "revisit", parent("plan-review"))
+	require.Equal(t, "revisit", parent("final-review"))
+	require.Equal(t, "final-review", parent("escalation"))
+	require.Equal(t, "escalation", loopOf("make"))
+	require.Equal(t, "final-review", loopOf("final-check"))
+	require.Equal(t, "revisit", loopOf("write-tests"))
+	require.Equal(t, -1, g.loopOf[g.index["commit"]])
+	// diagnose's condition on make's failure makes it a failure branch;
+	// make tests the status of all but split.
 	require.Equal(t, []bool{true}, g.tolerated[g.index["diagnose"]])
 	require.Equal(t, []bool{false}, g.tolerated[g.index["redesign"]])
+	require.Equal(t, []bool{false, true, true, true}, g.tolerated[g.index["make"]])
 	require.NotNil(t, g.fan[g.index["make"]])
-	// The workflow's members: issue, loop plan-review, loop split-review,
-	// write-tests, loop final-review, commit.
-	var names []string
-	for _, m := range g.scopes[0].members {
-		if isLoop(m) {
-			names = append(names, "loop "+w.Loops[loopOfMember(m)].ID)
-		} else {
-			names = append(names, w.Steps[m].ID)
+	members := func(sc int) []string {
+		var names []string
+		for _, m := range g.scopes[sc].members {
+			if isLoop(m) {
+				names = append(names, "loop "+w.Loops[loopOfMember(m)].ID)
+			} else {
+				names = append(names, w.Steps[m].ID)
+			}
 		}
+		return names
 	}
-	require.Equal(t, []string{"issue", "loop plan-review", "loop split-review", "write-tests", "loop final-review", "commit"}, names)
+	require.Equal(t, []string{"issue", "loop revisit", "commit"}, members(0))
+	require.Equal(t, []string{"loop plan-review", "loop split-review", "write-tests", "test-review", "test-fix", "loop final-review"},
+		members(g.scopeOf(g.loopIndex["revisit"])))
 }
 
 func TestValidateControlFlowProblems(t *testing.T) {

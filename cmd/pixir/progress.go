@@ -190,13 +190,25 @@ func (v *turnView) observe(ev runtime.Event) {
 		if json.Unmarshal(ev.Data, &d) != nil {
 			return
 		}
+		run := d.Run
+		if run == "" {
+			run = d.StepID
+		}
 		switch d.Kind {
 		case workflows.EventCheckpointDecided:
 			if o := d.Outcome; o != nil {
-				v.note("    ↳ step %s: %s (subagent %s%s)\n", o.StepID, o.CheckpointStatus, o.SubagentStatus, tokensNote(o.Usage))
+				v.note("    ↳ step %s: %s (subagent %s%s)\n", run, o.CheckpointStatus, o.SubagentStatus, tokensNote(o.Usage))
 			}
 		case workflows.EventStepHeld:
-			v.note("    ↳ step %s: held, %s %v\n", d.StepID, d.HeldReason, d.BlockedBy)
+			v.note("    ↳ step %s: held, %s %v\n", run, d.HeldReason, d.BlockedBy)
+		case workflows.EventStepSkipped:
+			v.note("    ↳ step %s: %s\n", run, d.SkipReason)
+		case workflows.EventIterationStarted:
+			v.note("    ↳ loop %s: iteration %d\n", d.Run, d.Iteration)
+		case workflows.EventLoopFinished:
+			if o := d.LoopOutcome; o != nil {
+				v.note("    ↳ loop %s: %s\n", d.Run, workflows.LoopStateText(o))
+			}
 		case workflows.EventWorkflowFinished:
 			v.note("    ↳ workflow %s: %s\n", d.WorkflowID, d.Status)
 		}
@@ -261,11 +273,13 @@ func oneLine(s string, limit int) string {
 	return s
 }
 
-// stepRow is one step as the live view shows it.
+// stepRow is one step run as the live view shows it: a step, or one
+// iteration of a step in a loop (check-plan#2), or one instance of a
+// fan-out (make[3]).
 type stepRow struct {
-	id, agent, activity string
-	state               rowState
-	started, ended      time.Time
+	id, step, agent, activity string
+	state                     rowState
+	started, ended            time.Time
 }
 
 // rowState is what a step's row shows: pending until its child is queued,
@@ -278,22 +292,35 @@ const (
 	rowRunning = rowState(tools.SubagentRunning)
 	rowReady   = rowState(workflows.CheckpointReady)
 	rowHeld    = rowState(workflows.CheckpointHeld)
+	rowSkipped = rowState(workflows.CheckpointSkipped)
 )
 
+// loopRow is a loop run's line: its iteration, or how it ended.
+type loopRow struct {
+	run  string
+	text string
+	done bool
+}
+
 // workflowView shows a running workflow on stderr: in a terminal, a
-// compact view of every step (status, agent, elapsed time, last activity)
-// redrawn in place; otherwise one timestamped line per change.
+// compact view of every step run (status, agent, elapsed time, last
+// activity) and every loop's state, redrawn in place; otherwise one
+// timestamped line per change.
 type workflowView struct {
 	w     io.Writer
 	tty   bool
 	name  string
 	now   func() time.Time
 	begin time.Time
+	wf    *workflows.Workflow
 
 	mu       sync.Mutex
 	rows     []*stepRow
-	byID     map[string]*stepRow
-	children map[string]string // subagent id -> step id
+	byID     map[string]*stepRow // by run label
+	agents   map[string]string   // step id -> agent
+	loops    []*loopRow
+	byLoop   map[string]*loopRow
+	children map[string]string // subagent id -> run label
 	drawn    int               // lines of the last frame
 	paused   int               // questions on the screen: no drawing
 	frame    int
@@ -303,13 +330,15 @@ type workflowView struct {
 }
 
 func newWorkflowView(w io.Writer, tty bool, wf *workflows.Workflow) *workflowView {
-	v := &workflowView{w: w, tty: tty, name: wf.Name, now: time.Now, byID: map[string]*stepRow{}, children: map[string]string{}}
+	v := &workflowView{w: w, tty: tty, name: wf.Name, now: time.Now, wf: wf, byID: map[string]*stepRow{}, agents: map[string]string{},
+		byLoop: map[string]*loopRow{}, children: map[string]string{}}
 	for _, st := range wf.Steps {
 		agent := st.Agent
 		if agent == "" {
 			agent = "default"
 		}
-		r := &stepRow{id: st.ID, agent: agent, state: rowPending}
+		v.agents[st.ID] = agent
+		r := &stepRow{id: st.ID, step: st.ID, agent: agent, state: rowPending}
 		if len(st.DependsOn) > 0 {
 			r.activity = "waits for " + strings.Join(st.DependsOn, ", ")
 		}
@@ -317,6 +346,47 @@ func newWorkflowView(w io.Writer, tty bool, wf *workflows.Workflow) *workflowVie
 		v.byID[st.ID] = r
 	}
 	return v
+}
+
+// row is the row of a run, made when the run first shows up: the step's
+// pending row becomes its first run's, later runs go below the step's
+// last row.
+func (v *workflowView) row(run, step string) *stepRow {
+	if r := v.byID[run]; r != nil {
+		return r
+	}
+	if step == "" {
+		step = stepOfRun(run)
+	}
+	last := -1
+	for i, r := range v.rows {
+		if r.step == step {
+			last = i
+		}
+	}
+	if last < 0 {
+		return nil
+	}
+	if first := v.byID[step]; first != nil && first.id == step && first.state == rowPending && run != step {
+		// The step's placeholder row becomes its first run's.
+		delete(v.byID, step)
+		first.id, first.activity = run, ""
+		v.byID[run] = first
+		return first
+	}
+	r := &stepRow{id: run, step: step, agent: v.agents[step], state: rowPending}
+	v.rows = append(v.rows[:last+1], append([]*stepRow{r}, v.rows[last+1:]...)...)
+	v.byID[run] = r
+	return r
+}
+
+// stepOfRun is the step of a run's label: check-plan#2 → check-plan,
+// make[3] → make.
+func stepOfRun(run string) string {
+	if i := strings.IndexAny(run, "#["); i >= 0 {
+		return run[:i]
+	}
+	return run
 }
 
 // start begins redrawing (in a terminal) ten times a second.
@@ -366,7 +436,7 @@ func (v *workflowView) observe(ev runtime.Event) {
 		if json.Unmarshal(ev.Data, &d) != nil {
 			return
 		}
-		r := v.byID[d.Name]
+		r := v.row(d.Name, "")
 		if r == nil {
 			return
 		}
@@ -397,13 +467,19 @@ func (v *workflowView) observe(ev runtime.Event) {
 }
 
 func (v *workflowView) workflowEvent(d workflows.WorkflowEvent) {
+	run := d.Run
+	if run == "" {
+		run = d.StepID
+	}
 	switch d.Kind {
 	case workflows.EventWorkflowStarted:
 		v.line("workflow %s started: %d steps", d.WorkflowID, len(v.rows))
 	case workflows.EventStepScheduled:
-		v.children[d.SubagentID] = d.StepID
+		v.row(run, d.StepID)
+		v.children[d.SubagentID] = run
 	case workflows.EventCheckpointDecided:
-		r, o := v.byID[d.StepID], d.Outcome
+		o := d.Outcome
+		r := v.row(run, d.StepID)
 		if r == nil || o == nil {
 			return
 		}
@@ -415,9 +491,12 @@ func (v *workflowView) workflowEvent(d workflows.WorkflowEvent) {
 		if o.Error != nil && o.CheckpointStatus != workflows.CheckpointReady {
 			r.activity = string(o.Error.Kind) + ": " + oneLine(o.Error.Message, 70)
 		}
+		if o.ReusedFrom != "" {
+			r.activity = "reused from " + o.ReusedFrom
+		}
 		v.line("step %s %s (subagent %s%s) in %s: %s", r.id, o.CheckpointStatus, o.SubagentStatus, tokensNote(o.Usage), seconds(o.ElapsedMS), r.activity)
 	case workflows.EventStepHeld:
-		r := v.byID[d.StepID]
+		r := v.row(run, d.StepID)
 		if r == nil {
 			return
 		}
@@ -426,10 +505,53 @@ func (v *workflowView) workflowEvent(d workflows.WorkflowEvent) {
 			r.activity += " (blocked by " + strings.Join(d.BlockedBy, ", ") + ")"
 		}
 		v.line("step %s held: %s", r.id, r.activity)
+	case workflows.EventStepSkipped:
+		r := v.row(run, d.StepID)
+		if r == nil {
+			return
+		}
+		r.state, r.activity = rowSkipped, oneLine(strings.TrimPrefix(d.SkipReason, "skipped: "), 100)
+		v.line("step %s skipped: %s", r.id, r.activity)
+	case workflows.EventFanOut:
+		v.line("step %s fans out over %d items (max %d)", run, d.Items, d.MaxItems)
+	case workflows.EventIterationStarted:
+		l := v.loopRow(d.Run)
+		l.text = fmt.Sprintf("iteration %d of %d", d.Iteration, v.maxIterations(d.Loop))
+		v.line("loop %s: %s started", d.Run, l.text)
+	case workflows.EventIterationFinished:
+		if d.Decision == "next" {
+			v.line("loop %s: iteration %d ended; another iteration follows", d.Run, d.Iteration)
+		}
+	case workflows.EventLoopFinished:
+		if o := d.LoopOutcome; o != nil {
+			l := v.loopRow(d.Run)
+			l.text, l.done = workflows.LoopStateText(o), true
+			v.line("loop %s: %s", d.Run, l.text)
+		}
 	case workflows.EventWorkflowFinished:
 		v.status = d.Status
 		v.line("workflow %s %s in %s", d.WorkflowID, d.Status, seconds(d.ElapsedMS))
 	}
+}
+
+// loopRow is a loop run's line, made when it first shows up.
+func (v *workflowView) loopRow(run string) *loopRow {
+	l := v.byLoop[run]
+	if l == nil {
+		l = &loopRow{run: run}
+		v.byLoop[run] = l
+		v.loops = append(v.loops, l)
+	}
+	return l
+}
+
+func (v *workflowView) maxIterations(loop string) int {
+	for _, l := range v.wf.Loops {
+		if l.ID == loop {
+			return l.MaxIterations
+		}
+	}
+	return 0
 }
 
 // line writes a timestamped line when stderr is not a terminal.
@@ -474,21 +596,31 @@ func (v *workflowView) draw() {
 	if v.drawn > 0 {
 		fmt.Fprintf(&b, "\x1b[%dF\x1b[J", v.drawn) // up to the frame's first line, clear below
 	}
-	ready := 0
+	ready, runs := 0, 0
 	for _, r := range v.rows {
 		if r.state == rowReady {
 			ready++
+		}
+		if r.state != rowSkipped {
+			runs++
 		}
 	}
 	title := "Workflow"
 	if v.name != "" {
 		title += " " + v.name
 	}
-	head := fmt.Sprintf("%s — %d/%d checkpoint_ready · %s", title, ready, len(v.rows), seconds(v.now().Sub(v.begin).Milliseconds()))
+	head := fmt.Sprintf("%s — %d/%d checkpoint_ready · %s", title, ready, runs, seconds(v.now().Sub(v.begin).Milliseconds()))
 	if v.status != "" {
 		head += " · " + strings.ToUpper(string(v.status))
 	}
 	lines := []string{head}
+	for _, l := range v.loops {
+		mark := "↻"
+		if l.done {
+			mark = "∎"
+		}
+		lines = append(lines, fmt.Sprintf("  %s loop %s: %s", mark, l.run, l.text))
+	}
 	for _, r := range v.rows {
 		mark := "·"
 		switch r.state {
@@ -498,6 +630,8 @@ func (v *workflowView) draw() {
 			mark = "✓"
 		case rowHeld:
 			mark = "⏸"
+		case rowSkipped:
+			mark = "↷"
 		case rowPending:
 		default:
 			mark = "✗"

@@ -206,11 +206,19 @@ type Workflow struct {
 	Summary   workflows.Counts `json:"summary"`
 	Usage     budget.Usage     `json:"usage"`
 	Steps     []*Step          `json:"steps"`
+	// Loops are its loop runs: iterations, state, blockers.
+	Loops []workflows.LoopOutcome `json:"loops,omitempty"`
 }
 
-// Step is one step of a run with its outcome and its child.
+// Step is one step run with its outcome and its child: a step, one
+// iteration of a step in a loop, or one instance of a fan-out.
 type Step struct {
-	StepID           string                     `json:"step_id"`
+	StepID string `json:"step_id"`
+	// Run is the run's label (check-plan#2, make[3]); Superseded says a
+	// later iteration of its loop ran.
+	Run              string                     `json:"run,omitempty"`
+	Superseded       bool                       `json:"superseded,omitempty"`
+	SkipReason       string                     `json:"skip_reason,omitempty"`
 	Agent            string                     `json:"agent"`
 	Wave             int                        `json:"wave,omitempty"`
 	DependsOn        []string                   `json:"depends_on,omitempty"`
@@ -550,13 +558,17 @@ func (f *folder) rebuildWorkflows() {
 			continue
 		}
 		w.Status, w.StoppedBy, w.ElapsedMS, w.Summary, w.Usage = o.Status, o.StoppedBy, o.ElapsedMS, o.Summary, o.Usage
+		if len(o.Loops) > 0 {
+			w.Loops = o.Loops
+		}
 		if o.Name != "" {
 			w.Name = o.Name
 		}
 		for i := range o.Steps {
 			so := &o.Steps[i]
 			st := &Step{
-				StepID: so.StepID, Agent: so.Agent, Wave: so.Wave, DependsOn: so.DependsOn,
+				StepID: so.StepID, Run: so.Run, Superseded: so.Superseded, SkipReason: so.SkipReason,
+				Agent: so.Agent, Wave: so.Wave, DependsOn: so.DependsOn,
 				CheckpointStatus: so.CheckpointStatus, SubagentStatus: so.SubagentStatus,
 				Summary: so.Summary, ElapsedMS: so.ElapsedMS, Reason: so.Reason, HeldReason: so.HeldReason,
 				BlockedBy: so.BlockedBy, ReusedFrom: so.ReusedFrom, SubagentID: so.AgentID, ChildSessionID: so.ChildSessionID,

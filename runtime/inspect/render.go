@@ -279,6 +279,17 @@ func workflowNode(wf *Workflow) *node {
 	if wf.StoppedBy == workflows.StoppedInterrupted {
 		n.note("no end of the run in the Log: its process ended mid-run (or it is still running); running steps are shown detached")
 	}
+	for i := range wf.Loops {
+		l := &wf.Loops[i]
+		text := "loop " + l.Run + ": " + workflows.LoopStateText(l)
+		if l.Superseded {
+			text += " (earlier iteration)"
+		}
+		if l.Unresolved() && len(l.Blockers) > 0 {
+			text += "; blockers: " + strings.Join(l.Blockers, "; ")
+		}
+		n.note("%s", oneLine(text, lineWidth))
+	}
 	for _, st := range wf.Steps {
 		n.children = append(n.children, stepNode(st))
 	}
@@ -286,7 +297,11 @@ func workflowNode(wf *Workflow) *node {
 }
 
 func stepNode(st *Step) *node {
-	parts := []string{fmt.Sprintf("step %s %s", st.StepID, st.Agent)}
+	label := st.Run
+	if label == "" {
+		label = st.StepID
+	}
+	parts := []string{fmt.Sprintf("step %s %s", label, st.Agent)}
 	if st.Wave > 0 {
 		parts[0] += fmt.Sprintf(" wave %d", st.Wave)
 	}
@@ -304,6 +319,8 @@ func stepNode(st *Step) *node {
 		n.note("held: %s (blocked by %s)", st.HeldReason, strings.Join(st.BlockedBy, ", "))
 	case st.HeldReason != "":
 		n.note("held: %s", st.HeldReason)
+	case st.SkipReason != "":
+		n.note("%s", firstLine(st.SkipReason, lineWidth))
 	case st.Summary != "":
 		n.note("summary: %s", firstLine(st.Summary, lineWidth))
 	}
@@ -315,6 +332,9 @@ func stepNode(st *Step) *node {
 	}
 	if st.ReusedFrom != "" {
 		n.note("reused from %s", st.ReusedFrom)
+	}
+	if st.Superseded {
+		n.note("an earlier iteration: a later one counts")
 	}
 	if st.SubagentID != "" {
 		child := "subagent " + st.SubagentID

@@ -1,0 +1,429 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pixir-go/pixir/workflows"
+)
+
+// The control flow of issue 12 through the binary, on the offline
+// scripted provider: review loops that pass, converge or exhaust, a
+// fan-out held to its items' files, an escalation that recovers, and a
+// loop killed mid-way and resumed.
+
+// reviewLoop is a plan written and reviewed until the reviewer accepts
+// it, at most 3 times; the reviewer's findings decide convergence.
+const reviewLoop = `name: review loop
+steps:
+  - id: draft
+    task: "[draft] Write plan.md."
+    write_set: [plan.md]
+  - id: review
+    agent: explorer
+    task: "[review] Review plan.md."
+    depends_on: [draft]
+    output_schema:
+      type: object
+      required: [verdict, findings]
+      properties:
+        verdict: {enum: [ACCEPTABLE, NEEDS WORK]}
+        findings: {type: array, items: {type: string}}
+  - id: ship
+    task: "[ship] Summarize what was decided."
+    depends_on: [review]
+loops:
+  - id: plan
+    steps: [draft, review]
+    max_iterations: 3
+    until: {step: review, path: /verdict, equals: ACCEPTABLE}
+    converge: {step: review, path: /findings}
+    on_exhausted: proceed
+`
+
+// drafter writes plan.md: it reads what the previous iteration wrote
+// (its snapshot inherits it), then writes its own.
+const drafter = `
+[[rule]]
+name = "the drafter"
+match = '\A\[draft\]'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "read"
+  arguments = { path = "plan.md" }
+  [[rule.reply]]
+  text = "{{if ok .ToolResult}}revising: {{output .ToolResult | oneline}}{{else}}a first draft{{end}}"
+  [[rule.reply.tool_calls]]
+  name = "write"
+  arguments = { path = "plan.md", content = "the plan, revised\n" }
+  [[rule.reply]]
+  text = "written"
+
+[[rule]]
+name = "the summary"
+match = '\A\[ship\]'
+  [[rule.reply]]
+  text = "shipped"
+`
+
+// reviewer is the reviewer's rule for one iteration: it reports a typed
+// verdict. The iteration is in its prompt ("This is iteration N of at
+// most 3 of loop …").
+func reviewer(iteration, verdict string, findings ...string) string {
+	f, _ := json.Marshal(append([]string{}, findings...))
+	args, _ := json.Marshal(map[string]any{"status": "checkpoint_ready", "summary": verdict, "payload": map[string]any{"verdict": verdict, "findings": json.RawMessage(f)}})
+	return `
+[[rule]]
+name = "the reviewer, iteration ` + iteration + `"
+match = '(?s)\A\[review\].*This is iteration ` + iteration + ` of'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "report_checkpoint"
+  arguments_json = '` + string(args) + `'
+  [[rule.reply]]
+  text = "reviewed"
+`
+}
+
+// runOutcome decodes pixir run --json's outcome.
+func runOutcome(t *testing.T, stdout string) workflows.Outcome {
+	t.Helper()
+	env := validEnvelope(t, stdout, "run_workflow_output.json")
+	var out workflows.Outcome
+	require.NoError(t, json.Unmarshal(mustJSON(t, env["output"]), &out))
+	return out
+}
+
+func runOf(t *testing.T, out workflows.Outcome, run string) workflows.StepOutcome {
+	t.Helper()
+	for _, s := range out.Steps {
+		if s.Run == run {
+			return s
+		}
+	}
+	t.Fatalf("no run %q in the outcome:\n%s", run, out.Output)
+	return workflows.StepOutcome{}
+}
+
+func sessionOf(t *testing.T, stderr string) string {
+	t.Helper()
+	sid := regexp.MustCompile(`session ([0-9a-f-]{36})`).FindStringSubmatch(stderr)
+	require.NotNil(t, sid, stderr)
+	return sid[1]
+}
+
+func TestReviewLoopsThroughTheBinary(t *testing.T) {
+	cases := []struct {
+		name      string
+		reviewers string
+		runs      []string
+		loop      workflows.LoopOutcome
+		shipSees  string
+	}{{
+		name:      "two iterations, then it passes",
+		reviewers: reviewer("1", "NEEDS WORK", "name the owner") + reviewer("2", "ACCEPTABLE"),
+		runs:      []string{"draft#1", "review#1", "draft#2", "review#2", "ship"},
+		loop:      workflows.LoopOutcome{Loop: "plan", Run: "plan", Iterations: 2, MaxIterations: 3, State: workflows.LoopSatisfied, OnExhausted: workflows.Proceed, Blockers: []string{}},
+	}, {
+		name:      "the same finding twice: converged, stopped early",
+		reviewers: reviewer("1", "NEEDS WORK", "name the owner") + reviewer("2", "NEEDS WORK", "name the owner") + reviewer("3", "ACCEPTABLE"),
+		runs:      []string{"draft#1", "review#1", "draft#2", "review#2", "ship"},
+		loop:      workflows.LoopOutcome{Loop: "plan", Run: "plan", Iterations: 2, MaxIterations: 3, State: workflows.LoopConverged, OnExhausted: workflows.Proceed, Blockers: []string{"name the owner"}},
+		shipSees:  "- name the owner",
+	}, {
+		name:      "exhausted at 3, proceeding with its blockers",
+		reviewers: reviewer("1", "NEEDS WORK", "a") + reviewer("2", "NEEDS WORK", "b") + reviewer("3", "NEEDS WORK", "c", "d"),
+		runs:      []string{"draft#1", "review#1", "draft#2", "review#2", "draft#3", "review#3", "ship"},
+		loop:      workflows.LoopOutcome{Loop: "plan", Run: "plan", Iterations: 3, MaxIterations: 3, State: workflows.LoopExhausted, OnExhausted: workflows.Proceed, Blockers: []string{"c", "d"}},
+		shipSees:  "- c\n- d\n",
+	}}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newRunEnv(t)
+			script := e.file("script.toml", drafter+c.reviewers)
+			wf := e.file("wf.yaml", reviewLoop)
+			stdout, stderr, code := e.pixir("run", "--script", script, "--workflow", wf, "--json")
+			require.Equal(t, exitOK, code, stderr)
+			out := runOutcome(t, stdout)
+			require.Equal(t, workflows.StatusCompleted, out.Status, out.Output)
+			var runs []string
+			for _, s := range out.Steps {
+				runs = append(runs, s.Run)
+			}
+			require.Equal(t, c.runs, runs)
+			require.Equal(t, []workflows.LoopOutcome{c.loop}, out.Loops)
+			// Each iteration's runs are their own children, with their own logs.
+			d2 := runOf(t, out, "draft#2")
+			require.NotEqual(t, runOf(t, out, "draft#1").AgentID, d2.AgentID)
+			drafted := childLog(t, e.ws, d2)
+			prompt := firstUserText(t, drafted)
+			require.Contains(t, prompt, `This is iteration 2 of at most 3 of loop "plan".`)
+			require.Contains(t, prompt, "The previous iteration (1) of loop \"plan\" ended with these checkpoints")
+			require.Contains(t, logText(drafted), "revising: the plan, revised", "the second draft starts from the first one's file")
+			if c.shipSees != "" {
+				shipped := firstUserText(t, childLog(t, e.ws, runOf(t, out, "ship")))
+				require.Contains(t, shipped, c.shipSees, "the blockers reach the dependent that proceeds")
+				require.Contains(t, out.KnownLimitations[0], "its dependents proceeded with")
+			}
+			// The live view's lines, and the Log rebuilds the outcome.
+			require.Contains(t, stderr, "loop plan: iteration 2 of 3 started")
+			require.Contains(t, stderr, "step review#2 checkpoint_ready")
+			events := readLog(t, e.ws, sessionOf(t, stderr))
+			rebuilt := workflows.Rebuild(workflowEvents(t, events))
+			require.Len(t, rebuilt, 1)
+			want, _ := json.Marshal(out)
+			got, _ := json.Marshal(rebuilt[0])
+			require.JSONEq(t, string(want), string(got))
+		})
+	}
+}
+
+// logText is every text of a child's Log, for searching.
+func logText(events []logEvent) string {
+	var b strings.Builder
+	for _, ev := range events {
+		b.Write(ev.Data)
+		b.WriteByte('\n')
+	}
+	return strings.ReplaceAll(b.String(), `\n`, "\n")
+}
+
+func TestFanOutHoldsEachInstanceToItsFiles(t *testing.T) {
+	e := newRunEnv(t)
+	script := e.file("script.toml", `
+[[rule]]
+name = "the split"
+match = '\A\[split\]'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "report_checkpoint"
+  arguments_json = '{"status":"checkpoint_ready","summary":"three tasks","payload":{"tasks":[{"id":"t1","file":"src/one.go"},{"id":"t2","file":"src/two.go"},{"id":"t3","file":"docs/three.md"}]}}'
+  [[rule.reply]]
+  text = "split"
+
+[[rule]]
+name = "task 2 tries a file of task 1 first"
+match = '(?s)\A\[make\].*your item: \{"file":"src/two.go"'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "write"
+  arguments = { path = "src/one.go", content = "not mine\n" }
+  [[rule.reply]]
+  text = "{{output .ToolResult | oneline}}"
+  [[rule.reply.tool_calls]]
+  name = "write"
+  arguments = { path = "src/two.go", content = "two\n" }
+  [[rule.reply]]
+  text = "done"
+
+[[rule]]
+name = "task 1"
+match = '(?s)\A\[make\].*your item: \{"file":"src/one.go"'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "write"
+  arguments = { path = "src/one.go", content = "one\n" }
+  [[rule.reply]]
+  text = "done"
+
+[[rule]]
+name = "task 3"
+match = '(?s)\A\[make\].*your item: \{"file":"docs/three.md"'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "write"
+  arguments = { path = "docs/three.md", content = "three\n" }
+  [[rule.reply]]
+  text = "done"
+
+[[rule]]
+name = "the join"
+match = '\A\[join\]'
+  [[rule.reply]]
+  text = "all three are in"
+`)
+	wf := e.file("wf.yaml", `steps:
+  - id: split
+    task: "[split] Split the work into tasks."
+    output_schema:
+      type: object
+      required: [tasks]
+      properties:
+        tasks: {type: array, items: {type: object, required: [id, file], properties: {id: {type: string}, file: {type: string}}}}
+  - id: make
+    task: "[make] Do task ${item.id}: change ${item.file} only."
+    depends_on: [split]
+    for_each: {step: split, path: /tasks, max_items: 5}
+    write_set: ["${item.file}"]
+  - id: join
+    task: "[join] Check that every task is done."
+    depends_on: [make]
+`)
+	stdout, stderr, code := e.pixir("run", "--script", script, "--workflow", wf, "--json")
+	require.Equal(t, exitOK, code, stderr)
+	out := runOutcome(t, stdout)
+	require.Equal(t, workflows.StatusCompleted, out.Status, out.Output)
+	require.Equal(t, [][]string{{"split"}, {"make[1]", "make[2]", "make[3]"}, {"join"}}, out.Waves, "disjoint files: the instances run side by side")
+	two := runOf(t, out, "make[2]")
+	require.Equal(t, 2, two.Item)
+	require.Equal(t, []string{"src/two.go"}, two.Changes.Added)
+	require.Contains(t, logText(childLog(t, e.ws, two)), "src/one.go is outside this workflow step's write_set (src/two.go)")
+	require.NoFileExists(t, filepath.Join(e.ws, ".pixir", "subagents", two.AgentID, "workspace", "src", "one.go"))
+	require.Equal(t, []string{"docs/three.md"}, runOf(t, out, "make[3]").Changes.Added)
+	joined := firstUserText(t, childLog(t, e.ws, runOf(t, out, "join")))
+	for _, r := range []string{"make[1]", "make[2]", "make[3]"} {
+		require.Contains(t, joined, "### "+r+" (checkpoint_ready")
+	}
+	require.Contains(t, stderr, "step make fans out over 3 items (max 5)")
+}
+
+func TestAnEscalationBranchRecovers(t *testing.T) {
+	e := newRunEnv(t)
+	script := e.file("script.toml", `
+[[rule]]
+name = "make, first attempt: stuck"
+match = '(?s)\A\[make\].*This is iteration 1 of'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "report_checkpoint"
+  arguments_json = '{"status":"partial","summary":"stuck: the test wants an impossible signature","known_limitations":["escalate: test_design"]}'
+  [[rule.reply]]
+  text = "stuck"
+
+[[rule]]
+name = "make, after the redesign"
+match = '\A\[make\]'
+  [[rule.reply]]
+  text = "GREEN"
+
+[[rule]]
+name = "check diagnoses"
+match = '\A\[diagnose\]'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "report_checkpoint"
+  arguments_json = '{"status":"checkpoint_ready","summary":"the test is at fault","payload":{"test_design_error":true}}'
+  [[rule.reply]]
+  text = "diagnosed"
+
+[[rule]]
+name = "test redesigns"
+match = '\A\[redesign\]'
+  [[rule.reply]]
+  text = "tests redesigned"
+
+[[rule]]
+name = "review"
+match = '\A\[review\]'
+  [[rule.reply]]
+  text = "fine"
+`)
+	wf := e.file("wf.yaml", `steps:
+  - id: make
+    task: "[make] Implement the task."
+  - id: diagnose
+    task: "[diagnose] make is stuck: is the test at fault?"
+    depends_on: [make]
+    when: {step: make, status: [partial, needs_orchestrator]}
+    output_schema: {type: object, required: [test_design_error], properties: {test_design_error: {type: boolean}}}
+  - id: redesign
+    task: "[redesign] Redesign the test."
+    depends_on: [diagnose]
+    when: {step: diagnose, path: /test_design_error, equals: true}
+  - id: review
+    task: "[review] Review the change."
+    depends_on: [make]
+loops:
+  - id: escalation
+    steps: [make, diagnose, redesign]
+    max_iterations: 2
+    until: {step: make}
+`)
+	stdout, stderr, code := e.pixir("run", "--script", script, "--workflow", wf, "--json")
+	require.Equal(t, exitOK, code, stderr)
+	out := runOutcome(t, stdout)
+	require.Equal(t, workflows.StatusCompleted, out.Status, out.Output)
+	var runs []string
+	for _, s := range out.Steps {
+		runs = append(runs, s.Run+":"+string(s.CheckpointStatus))
+	}
+	require.Equal(t, []string{"make#1:partial", "diagnose#1:checkpoint_ready", "redesign#1:checkpoint_ready",
+		"make#2:checkpoint_ready", "diagnose#2:skipped", "redesign#2:skipped", "review:checkpoint_ready"}, runs)
+	require.True(t, runOf(t, out, "make#1").Superseded)
+	require.Equal(t, []string{"diagnose#2", "redesign#2"}, out.SkippedSteps)
+	require.Contains(t, firstUserText(t, childLog(t, e.ws, runOf(t, out, "make#2"))), "redesign#1 (checkpoint_ready")
+	require.Contains(t, out.Output, "- escalation: satisfied at iteration 2 of 2")
+
+	// pixir inspect tells the same story from the Log.
+	text, errOut, code := e.pixir("inspect", sessionOf(t, stderr))
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, text, "loop escalation: satisfied at iteration 2 of 2")
+	require.Contains(t, text, "step make#1 default")
+	require.Contains(t, text, "step diagnose#2 default")
+	require.Contains(t, text, "skipped: its condition was false: make status in [partial, needs_orchestrator] (saw checkpoint_ready): false")
+}
+
+// A loop killed mid-way (kill -9) and resumed: the iterations that ended
+// and the ready runs of the one under way are reused; only what was not
+// decided runs.
+func TestALoopKilledMidwayResumesWhereItStopped(t *testing.T) {
+	e := newRunEnv(t)
+	hung := e.file("hung.toml", drafter+reviewer("1", "NEEDS WORK", "name the owner")+`
+[[rule]]
+name = "the reviewer, iteration 2, never answers"
+match = '(?s)\A\[review\].*This is iteration 2 of'
+  [[rule.reply]]
+  hang = true
+`)
+	wf := e.file("wf.yaml", reviewLoop)
+	cmd := e.command("run", "--script", hung, "--workflow", wf, "--json")
+	var stdout bytes.Buffer
+	stderr := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = &stdout, stderr
+	require.NoError(t, cmd.Start())
+	stderr.waitFor("step review#2 running")
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	var exit *exec.ExitError
+	require.True(t, errors.As(cmd.Wait(), &exit))
+	// The session id is printed at the end, which never came: the Log
+	// is the one session of the workspace.
+	logs, err := filepath.Glob(filepath.Join(e.ws, ".pixir", "sessions", "*.ndjson"))
+	require.NoError(t, err)
+	require.Len(t, logs, 1)
+	sid := strings.TrimSuffix(filepath.Base(logs[0]), ".ndjson")
+	var wfID string
+	for _, ev := range workflowEvents(t, readLog(t, e.ws, sid)) {
+		wfID = ev.WorkflowID
+	}
+	rebuilt := workflows.Rebuild(workflowEvents(t, readLog(t, e.ws, sid)))
+	require.Equal(t, workflows.StoppedInterrupted, rebuilt[0].StoppedBy)
+	require.Equal(t, workflows.LoopInterrupted, rebuilt[0].Loops[0].State)
+
+	good := e.file("good.toml", drafter+reviewer("1", "NEEDS WORK", "name the owner")+reviewer("2", "ACCEPTABLE"))
+	out2, err2, code := e.pixir("resume", sid, "--script", good, "--workflow", wf, "--resume-from", wfID, "--json")
+	require.Equal(t, exitOK, code, err2)
+	out := runOutcome(t, out2)
+	require.Equal(t, workflows.StatusCompleted, out.Status, out.Output)
+	for _, r := range []string{"draft#1", "review#1", "draft#2"} {
+		require.Equal(t, wfID, runOf(t, out, r).ReusedFrom, "%s ran before the kill: reused", r)
+	}
+	require.Empty(t, runOf(t, out, "review#2").ReusedFrom)
+	require.Equal(t, 2, out.Loops[0].Iterations)
+	// Only review#2 and ship got children in the resumed run.
+	var started []string
+	for _, d := range subagentEvents(t, readLog(t, e.ws, sid)) {
+		if d.Event == "started" && d.Name != "" {
+			started = append(started, d.Name)
+		}
+	}
+	require.Equal(t, []string{"draft#1", "review#1", "draft#2", "review#2", "review#2", "ship"}, started)
+}

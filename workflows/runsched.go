@@ -1,0 +1,1135 @@
+package workflows
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/pixir-go/pixir/tools"
+)
+
+// The scheduler: the greedy, deterministic scheduler of ADR 0012, over
+// step runs instead of steps, so that loops repeat groups of steps and
+// fan-outs instantiate a step per item (issue 12). It only decides; it
+// never waits and does no I/O but recording its decisions (run.go starts
+// and stops the children and drives it from their ends).
+//
+// A workflow runs as frames: the workflow itself, and one frame per
+// iteration of each loop. A frame holds the members of its scope (steps
+// and inner loops) and gates each once the members it depends on are
+// decided: a step's gate holds it (a dependency not checkpoint_ready),
+// skips it (its condition is false, or a dependency it needs was
+// skipped) or makes its runs (one, or one per item of a fan-out); an inner
+// loop's gate starts its first iteration. When every member of an
+// iteration is decided, the loop's until, convergence and bound decide
+// the next iteration or the loop's end. Runs wait in priority order (the
+// longest chain of dependents first, then declaration order, then
+// iteration and item) for a free slot and no conflict with a running run.
+// Every decision is a function of the checkpoints seen alone, so the same
+// ends in the same order make the same runs in the same order.
+
+// runState is where a step run is.
+type runState uint8
+
+const (
+	runWaiting  runState = iota // made, waiting for a slot
+	runRunning                  // its child is queued or running
+	runReady                    // decided checkpoint_ready
+	runNotReady                 // decided anything else after running (or failing to start)
+	runHeld                     // will never start
+	runSkipped                  // its condition was false
+)
+
+// stepRun is one run of a step: a step in a frame, and for a fan-out one
+// item.
+type stepRun struct {
+	seq     int // creation order
+	step    int
+	frame   *frame
+	item    int // 0-based item of a fan-out instance, -1 otherwise
+	items   int // the number of instances of its fan-out
+	itemVal any
+	label   string // check-plan#2, make[3], plain steps their id
+	spec    *Step  // the step as this run runs it (a fan-out's bindings replaced)
+	state   runState
+	outcome *StepOutcome
+	inputs  []*stepRun // its dependencies' runs, whose checkpoints it receives
+	agentID string
+	wave    int
+	reason  string // why the workflow closed it early
+	slot    *reportSlot
+	// fresh: a new child ran for it or for one of its inputs, so its
+	// outcome may differ from a resumed run's (resume_from).
+	fresh bool
+	// payload caches the decoded payload of its checkpoint.
+	payload        any
+	payloadDecoded bool
+	// madeAt and decidedAt count the runs decided when it was made and
+	// when it was decided: what it can have waited for.
+	madeAt, decidedAt int
+	profile           profileID // its conflict profile, once it waits
+}
+
+// memberState is one member of a frame.
+type memberState struct {
+	unmet   int // members it depends on not yet decided
+	gated   bool
+	decided bool
+	runs    []*stepRun // a step's runs: one, or a fan-out's instances
+	pending int        // its runs not yet decided
+	loop    *loopRun   // an inner loop's run
+}
+
+// frame is the workflow, or one iteration of a loop.
+type frame struct {
+	scope     int
+	loop      *loopRun // nil for the workflow
+	iter      int      // 1-based iteration
+	iters     []int    // the iterations of every loop holding it, outermost first
+	prev      *frame   // the loop's previous iteration
+	members   []memberState
+	undecided int
+	done      bool
+	runs      []*stepRun // runs made directly in it
+	inner     []*frame   // frames of its inner loops
+	fresh     bool       // a run in it (at any depth) is fresh
+	ran       bool       // a run in it (at any depth) ran or was reused
+	begun     bool       // its iteration_started was recorded
+}
+
+// loopRun is one run of a loop: its iterations in one frame of its
+// enclosing scope.
+type loopRun struct {
+	loop     int
+	parent   *frame
+	local    int // its member position in parent
+	frames   []*frame
+	state    LoopState
+	blockers []string
+	last     string // the previous iteration's converge value, canonical
+	hasLast  bool
+	label    string // plan-review, or escalation#2 inside a loop's iteration 2
+	outcome  *LoopOutcome
+}
+
+// unresolvedHold reports whether the loop ended without its until and
+// holds its dependents.
+func (l *loopRun) unresolvedHold(def *Loop) bool {
+	return (l.state == LoopExhausted || l.state == LoopConverged) && def.OnExhausted == Hold
+}
+
+// gateItem is a member whose gate is due.
+type gateItem struct {
+	f     *frame
+	local int
+}
+
+// sched is the scheduler's state inside a runner.
+type sched struct {
+	g       *graph
+	root    *frame
+	runs    []*stepRun // every run, in creation order
+	loops   []*loopRun // every loop run, in start order
+	running []*stepRun // in start order
+	queue   []gateItem // gates due, first in first out
+	stopped string
+
+	// The waiting runs, one queue per conflict profile (profiles.go) in
+	// priority order; heads holds the profiles with waiting runs by their
+	// first run's key, except those parked on the running run that blocks
+	// them (until it ends, nothing can unblock them).
+	index           *conflictIndex
+	queues          []runQueue
+	heads           profileHeap
+	parked          map[*stepRun][]profileID
+	runningProfiles []runningProfile
+	// isolatedChanges counts decided isolated runs with changes: until
+	// one exists, no run inherits anything and the walk is skipped.
+	isolatedChanges int
+	decisions       int // runs decided so far
+}
+
+// newFrame makes a frame of scope sc and queues the gates of its members
+// that wait for nothing.
+func (r *runner) newFrame(sc int, lr *loopRun, iter int, prev *frame, outer *frame) *frame {
+	s := &r.s
+	scope := &s.g.scopes[sc]
+	f := &frame{scope: sc, loop: lr, iter: iter, prev: prev, members: make([]memberState, len(scope.members)), undecided: len(scope.members)}
+	if outer != nil {
+		f.iters = append(slices.Clone(outer.iters), iter)
+		outer.inner = append(outer.inner, f)
+	}
+	for k := range scope.members {
+		f.members[k].unmet = len(scope.deps[k])
+		if f.members[k].unmet == 0 {
+			s.queue = append(s.queue, gateItem{f, k})
+		}
+	}
+	return f
+}
+
+// drain gates every member that is due, and whatever that makes due in
+// turn.
+func (r *runner) drain() {
+	s := &r.s
+	for len(s.queue) > 0 {
+		it := s.queue[0]
+		s.queue = s.queue[1:]
+		m := &it.f.members[it.local]
+		if m.gated {
+			continue
+		}
+		m.gated = true
+		member := s.g.scopes[it.f.scope].members[it.local]
+		if isLoop(member) {
+			r.startLoop(it.f, it.local, loopOfMember(member))
+		} else {
+			r.gateStep(it.f, it.local, member)
+		}
+	}
+}
+
+// memberDecided marks a member decided and lets the members that depend
+// on it go on: a member whose last dependency this was is gated; a step
+// that cannot run without this one (not ready, not tested by its
+// condition) is held at once.
+func (r *runner) memberDecided(f *frame, local int) {
+	s := &r.s
+	m := &f.members[local]
+	if m.decided {
+		return
+	}
+	m.decided = true
+	f.undecided--
+	scope := &s.g.scopes[f.scope]
+	blocks := r.memberBlocks(f, local)
+	for _, dl := range scope.dependents[local] {
+		dm := &f.members[dl]
+		if dm.gated {
+			continue
+		}
+		dm.unmet--
+		switch {
+		case dm.unmet == 0:
+			s.queue = append(s.queue, gateItem{f, dl})
+		case blocks && r.heldAtOnce(f, dl, scope.members[local]):
+			s.queue = append(s.queue, gateItem{f, dl})
+		}
+	}
+	if f.undecided == 0 && !f.done {
+		f.done = true
+		if f.loop != nil {
+			r.iterationDone(f.loop, f)
+		}
+	}
+}
+
+// memberBlocks reports whether a decided member is not checkpoint_ready:
+// a step with a run that is not, or a loop that ended holding.
+func (r *runner) memberBlocks(f *frame, local int) bool {
+	m := &f.members[local]
+	if m.loop != nil {
+		return m.loop.unresolvedHold(m.loop.def(r.w))
+	}
+	for _, run := range m.runs {
+		if run.state != runReady && run.state != runSkipped {
+			return true
+		}
+	}
+	return false
+}
+
+// heldAtOnce reports whether member dl (a step that needs all its
+// dependencies) depends on the decided member through a dependency its
+// condition does not test: then it can never run, and it is held now
+// rather than when its other dependencies end.
+func (r *runner) heldAtOnce(f *frame, dl, decided int) bool {
+	g := r.s.g
+	member := g.scopes[f.scope].members[dl]
+	if isLoop(member) || r.w.Steps[member].Join == JoinAny {
+		return false
+	}
+	for k, d := range g.deps[member] {
+		if g.tolerated[member][k] || !inMember(g, d, decided, f.scope) {
+			continue
+		}
+		return true
+	}
+	return false
+}
+
+// inMember reports whether step d is member m of scope sc, or inside it.
+func inMember(g *graph, d, m, sc int) bool {
+	if !g.inScope(d, sc) {
+		return false
+	}
+	return g.memberIn(d, sc) == m
+}
+
+func (l *loopRun) def(w *Workflow) *Loop { return &w.Loops[l.loop] }
+
+// depView is what a step's gate sees of one of its dependencies.
+type depView struct {
+	step    int
+	runs    []*stepRun
+	status  CheckpointStatus // the runs' aggregate; held when a loop holds it
+	decided bool
+	label   string   // its run (for a fan-out, the step and instance count)
+	loop    *loopRun // a loop on the way that ended holding its dependents
+}
+
+// view resolves step d as seen from frame f: in f's iteration of every
+// loop they share, in the last iteration of the loops only d is in.
+func (r *runner) view(d int, f *frame) depView {
+	g := r.s.g
+	for !g.inScope(d, f.scope) {
+		f = f.loop.parent
+	}
+	v := depView{step: d}
+	for {
+		member := g.memberIn(d, f.scope)
+		m := &f.members[g.localOf(member)]
+		if !isLoop(member) {
+			v.runs, v.decided = m.runs, m.decided
+			break
+		}
+		lr := m.loop
+		if lr == nil || len(lr.frames) == 0 {
+			return v
+		}
+		if !m.decided {
+			v.decided = false
+		}
+		if v.loop == nil && m.decided && lr.unresolvedHold(lr.def(r.w)) {
+			v.loop = lr
+		}
+		f = lr.frames[len(lr.frames)-1]
+	}
+	v.status, v.label = aggregate(v.runs)
+	if len(v.runs) == 0 {
+		v.label = r.w.Steps[d].ID
+	}
+	if v.loop != nil && v.decided {
+		v.status = CheckpointHeld
+		v.label = "loop " + v.loop.label
+	}
+	return v
+}
+
+// aggregate is the status of a step's runs taken together: ready when
+// all are, skipped when all are, otherwise the first that is neither (a
+// fan-out is only as good as its worst instance).
+func aggregate(runs []*stepRun) (CheckpointStatus, string) {
+	if len(runs) == 0 {
+		return "", ""
+	}
+	label := runs[0].label
+	if len(runs) > 1 || runs[0].item >= 0 {
+		label = runs[0].spec.ID
+		if i := strings.IndexByte(label, '['); i >= 0 {
+			label = label[:i]
+		}
+	}
+	all := func(st CheckpointStatus) bool {
+		for _, r := range runs {
+			if r.outcome == nil || r.outcome.CheckpointStatus != st {
+				return false
+			}
+		}
+		return true
+	}
+	switch {
+	case all(CheckpointReady):
+		return CheckpointReady, label
+	case all(CheckpointSkipped):
+		return CheckpointSkipped, label
+	}
+	for _, want := range []CheckpointStatus{CheckpointFailed, CheckpointNeedsOrchestrator, CheckpointPartial, CheckpointHeld} {
+		for _, r := range runs {
+			if r.outcome != nil && r.outcome.CheckpointStatus == want {
+				return want, label
+			}
+		}
+	}
+	return "", label // some still running
+}
+
+// gateStep decides step s in frame f: held, skipped, or its runs made.
+func (r *runner) gateStep(f *frame, local, s int) {
+	g := r.s.g
+	st := &r.w.Steps[s]
+	var blocked, skipped []string
+	anyReady := false
+	views := make([]depView, len(g.deps[s]))
+	for k, d := range g.deps[s] {
+		v := r.view(d, f)
+		views[k] = v
+		switch {
+		case v.decided && v.status == CheckpointReady:
+			anyReady = true
+		case g.tolerated[s][k] && v.decided:
+		case v.decided && v.status == CheckpointSkipped:
+			skipped = append(skipped, v.label)
+		default:
+			blocked = append(blocked, v.label)
+		}
+	}
+	if r.s.stopped != "" {
+		// Nothing starts any more: held, naming what it still waited for.
+		var waited []string
+		for _, v := range views {
+			if !v.decided || v.status != CheckpointReady {
+				waited = append(waited, v.label)
+			}
+		}
+		r.makeHeld(f, local, s, r.s.stopped, waited)
+		return
+	}
+	if st.Join == JoinAny {
+		switch {
+		case anyReady:
+			blocked, skipped = nil, nil
+		case len(blocked) == 0 && len(skipped) > 0 && len(skipped) < len(g.deps[s]):
+			skipped = nil // the rest are tested by the condition
+		}
+	}
+	switch {
+	case len(blocked) > 0:
+		r.makeHeld(f, local, s, HeldDependency, blocked)
+		return
+	case len(skipped) > 0:
+		r.makeSkipped(f, local, s, fmt.Sprintf("skipped: %s, which it needs, was skipped", strings.Join(skipped, ", ")), nil, views)
+		return
+	}
+	if len(g.when[s]) > 0 {
+		ok, seen := r.evalAll(g.when[s], f)
+		label := r.runLabel(s, f, -1)
+		r.record(WorkflowEvent{Kind: EventConditionDecided, StepID: st.ID, Run: label, Condition: "when", Result: &ok, Seen: seen})
+		if !ok {
+			r.makeSkipped(f, local, s, "skipped: its condition was false: "+seenText(seen), seen, views)
+			return
+		}
+		r.conditions[label] = seen
+	}
+	if fan := g.fan[s]; fan != nil {
+		r.fanOut(f, local, s, fan, views)
+		return
+	}
+	run := r.newRun(f, local, s, -1, nil, st, views)
+	r.startOrReuse(run)
+}
+
+// runLabel names step s's run in frame f: check-plan#2 in a loop's
+// second iteration (#1.2 for loops in loops), make[3] for the third
+// instance of a fan-out, the step's id otherwise.
+func (r *runner) runLabel(s int, f *frame, item int) string {
+	label := r.w.Steps[s].ID
+	if len(f.iters) > 0 {
+		label += "#" + joinInts(f.iters)
+	}
+	if item >= 0 {
+		label += "[" + strconv.Itoa(item+1) + "]"
+	}
+	return label
+}
+
+func joinInts(xs []int) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = strconv.Itoa(x)
+	}
+	return strings.Join(parts, ".")
+}
+
+// newRun makes a run of step s in frame f.
+func (r *runner) newRun(f *frame, local, s, item int, itemVal any, spec *Step, views []depView) *stepRun {
+	run := &stepRun{seq: len(r.s.runs), step: s, frame: f, item: item, itemVal: itemVal, label: r.runLabel(s, f, item), spec: spec, madeAt: r.s.decisions}
+	for _, v := range views {
+		run.inputs = append(run.inputs, v.runs...)
+	}
+	for _, in := range run.inputs {
+		run.fresh = run.fresh || in.fresh
+	}
+	for p := f; p != nil; p = parentFrame(p) {
+		if p.prev != nil && p.prev.fresh {
+			run.fresh = true
+		}
+	}
+	r.s.runs = append(r.s.runs, run)
+	f.runs = append(f.runs, run)
+	m := &f.members[local]
+	m.runs = append(m.runs, run)
+	m.pending++
+	return run
+}
+
+func parentFrame(f *frame) *frame {
+	if f.loop == nil {
+		return nil
+	}
+	return f.loop.parent
+}
+
+// makeHeld decides step s held in frame f, with one run.
+func (r *runner) makeHeld(f *frame, local, s int, reason string, blockedBy []string) {
+	spec := &r.w.Steps[s]
+	run := r.newRun(f, local, s, -1, nil, spec, nil)
+	run.state = runHeld
+	out := heldOutcome(spec, reason, blockedBy)
+	r.describeRun(&out, run)
+	run.outcome = &out
+	r.record(WorkflowEvent{Kind: EventStepHeld, StepID: spec.ID, Run: run.label, HeldReason: reason, BlockedBy: blockedBy})
+	r.runDecided(run)
+}
+
+// makeSkipped decides step s skipped in frame f, with one run.
+func (r *runner) makeSkipped(f *frame, local, s int, reason string, seen []ConditionSeen, views []depView) {
+	spec := &r.w.Steps[s]
+	run := r.newRun(f, local, s, -1, nil, spec, views)
+	run.state = runSkipped
+	out := skippedOutcome(spec, reason, seen)
+	r.describeRun(&out, run)
+	run.outcome = &out
+	r.record(WorkflowEvent{Kind: EventStepSkipped, StepID: spec.ID, Run: run.label, SkipReason: reason, Seen: seen})
+	r.runDecided(run)
+}
+
+// describeRun fills the fields that place an outcome among the runs.
+func (r *runner) describeRun(out *StepOutcome, run *stepRun) {
+	out.Run = run.label
+	if l := r.s.g.loopOf[run.step]; l >= 0 {
+		out.Loop, out.Iteration = r.w.Loops[l].ID, slices.Clone(run.frame.iters)
+	}
+	if run.item >= 0 {
+		out.Item = run.item + 1
+	}
+}
+
+// fanOut makes one run of step s per item of its source's payload array,
+// or decides it failed (not an array, more items than the cap) or
+// skipped (no item).
+func (r *runner) fanOut(f *frame, local, s int, fan *fanOut, views []depView) {
+	st := &r.w.Steps[s]
+	src := r.view(fan.source, f)
+	fail := func(msg string) {
+		run := r.newRun(f, local, s, -1, nil, st, views)
+		run.state = runNotReady
+		out := StepOutcome{
+			StepID: st.ID, Agent: agentOrDefault(st.Agent), Posture: st.PermissionMode, WorkspaceMode: st.WorkspaceMode,
+			DependsOn: nonNil(st.DependsOn), SubagentStatus: tools.SubagentNotStarted, CheckpointStatus: CheckpointFailed,
+			Summary: "not started: " + msg, Error: &tools.Failure{Kind: tools.ErrInvalidArgs, Message: msg},
+		}
+		r.describeRun(&out, run)
+		run.outcome = &out
+		run.fresh = true // nothing to reuse: decide it again next time
+		r.record(WorkflowEvent{Kind: EventCheckpointDecided, StepID: st.ID, Run: run.label, Outcome: &out})
+		r.runDecided(run)
+		r.failFast(run)
+	}
+	if len(src.runs) != 1 {
+		fail(fmt.Sprintf("for_each.step %q has no single run to read items from", r.w.Steps[fan.source].ID))
+		return
+	}
+	payload := r.payloadOf(src.runs[0])
+	v, ok := lookup(payload, fan.path)
+	arr, isArray := v.([]any)
+	switch {
+	case !ok:
+		fail(fmt.Sprintf("the payload of %s has nothing at %s (for_each.path); there are no items to fan out over", src.runs[0].label, st.ForEach.Path))
+		return
+	case !isArray:
+		fail(fmt.Sprintf("the payload of %s holds %s at %s (for_each.path), not an array", src.runs[0].label, jsonTypeOf(v), st.ForEach.Path))
+		return
+	case len(arr) > fan.maxItems:
+		fail(fmt.Sprintf("the payload of %s holds %d items at %s, more than for_each.max_items (%d); nothing was started", src.runs[0].label, len(arr), st.ForEach.Path, fan.maxItems))
+		return
+	case len(arr) == 0:
+		r.makeSkipped(f, local, s, fmt.Sprintf("skipped: the payload of %s holds no items at %s", src.runs[0].label, st.ForEach.Path), nil, views)
+		return
+	}
+	r.record(WorkflowEvent{Kind: EventFanOut, StepID: st.ID, Run: r.runLabel(s, f, -1), Items: len(arr), MaxItems: fan.maxItems})
+	runs := make([]*stepRun, len(arr))
+	errs := make([]error, len(arr))
+	for k, item := range arr {
+		spec, err := instantiate(st, k, item)
+		if err != nil {
+			spec = st
+		}
+		runs[k] = r.newRun(f, local, s, k, item, spec, views)
+		runs[k].items, errs[k] = len(arr), err
+	}
+	// Every instance is made before any is decided, so the step is not
+	// decided before it has all its runs.
+	for k, run := range runs {
+		if errs[k] == nil {
+			r.startOrReuse(run)
+		}
+	}
+	for k, run := range runs {
+		if errs[k] == nil {
+			continue
+		}
+		run.state = runNotReady
+		out := StepOutcome{
+			StepID: st.ID, Agent: agentOrDefault(st.Agent), Posture: st.PermissionMode, WorkspaceMode: st.WorkspaceMode,
+			DependsOn: nonNil(st.DependsOn), SubagentStatus: tools.SubagentNotStarted, CheckpointStatus: CheckpointFailed,
+			Summary: "not started: " + errs[k].Error(), Error: &tools.Failure{Kind: tools.ErrInvalidArgs, Message: errs[k].Error()},
+		}
+		r.describeRun(&out, run)
+		run.outcome = &out
+		run.fresh = true
+		r.record(WorkflowEvent{Kind: EventCheckpointDecided, StepID: st.ID, Run: run.label, Outcome: &out})
+		r.runDecided(run)
+		r.failFast(run)
+	}
+}
+
+// startOrReuse reuses a run's checkpoint from the run resumed from when it
+// may (resume_from), or queues it for a slot.
+func (r *runner) startOrReuse(run *stepRun) {
+	if out, ok := r.reusable(run); ok {
+		run.state = runReady
+		if out.CheckpointStatus != CheckpointReady {
+			run.state = runNotReady
+		}
+		r.describeRun(&out, run)
+		run.outcome = &out
+		r.markRan(run.frame)
+		r.decidedOrder = append(r.decidedOrder, run)
+		r.noteChanges(run)
+		r.record(WorkflowEvent{Kind: EventCheckpointDecided, StepID: out.StepID, Run: run.label, Outcome: &out})
+		r.runDecided(run)
+		return
+	}
+	run.fresh = true
+	for f := run.frame; f != nil; f = parentFrame(f) {
+		f.fresh = true
+	}
+	run.state = runWaiting
+	r.makeRunnable(run)
+}
+
+// runKey places a waiting run in priority order: its step's rank (the
+// longest chain of dependents first), then the order runs were made.
+func (s *sched) runKey(run *stepRun) int { return s.g.rank[run.step]<<32 | run.seq }
+
+// makeRunnable queues a waiting run with the waiting runs of its conflict
+// profile (profiles.go). A profile with waiting runs is either in heads or
+// parked on the running run that blocks it.
+func (r *runner) makeRunnable(run *stepRun) {
+	s := &r.s
+	q := s.index.profile(run.spec)
+	run.profile = q
+	for int(q) >= len(s.queues) {
+		s.queues = append(s.queues, runQueue{key: s.runKey})
+	}
+	queue := &s.queues[q]
+	queue.push(run)
+	switch {
+	case queue.len() == 1:
+		s.heads.push(q)
+	case queue.front() == run && s.heads.has(q):
+		s.heads.fix(q) // run goes before the rest of its profile
+	}
+}
+
+// headKey is the key of a profile's first waiting run.
+func (s *sched) headKey(q profileID) int { return s.runKey(s.queues[q].front()) }
+
+// markRan notes that a run of frame f (and of every frame holding it) ran
+// or was reused.
+func (r *runner) markRan(f *frame) {
+	for ; f != nil; f = parentFrame(f) {
+		f.ran = true
+	}
+}
+
+// runDecided lets a decided run's member go on once all its runs are.
+func (r *runner) runDecided(run *stepRun) {
+	r.s.decisions++
+	run.decidedAt = r.s.decisions
+	f := run.frame
+	local := r.s.g.localOf(run.step)
+	m := &f.members[local]
+	m.pending--
+	if m.pending == 0 {
+		r.memberDecided(f, local)
+	}
+}
+
+// next marks and returns the runs to start now, in priority order: a
+// waiting run starts when a slot is free and it conflicts with no running
+// run; one that conflicts does not block later ones. It looks only at the
+// first waiting run of each conflict profile: when that one conflicts with
+// a running run, so does every run behind it, and the profile is parked
+// on that run until it ends. So a decision costs in proportion to the runs
+// it starts and the profiles it looks at, not to every waiting run.
+func (r *runner) next() []*stepRun {
+	s := &r.s
+	if s.stopped != "" {
+		return nil
+	}
+	var start []*stepRun
+	for len(s.running) < r.w.MaxConcurrency && s.heads.len() > 0 {
+		q := s.heads.top()
+		queue := &s.queues[q]
+		if queue.dropWhile(func(run *stepRun) bool { return run.state != runWaiting }) {
+			if queue.len() == 0 {
+				s.heads.pop()
+			} else {
+				s.heads.fix(q)
+			}
+			continue
+		}
+		if by := r.conflictsWithRunning(q); by != nil {
+			s.heads.pop()
+			s.parked[by] = append(s.parked[by], q)
+			continue
+		}
+		run := queue.pop()
+		if queue.len() == 0 {
+			s.heads.pop()
+		} else {
+			s.heads.fix(q)
+		}
+		run.state = runRunning
+		s.running = append(s.running, run)
+		r.addRunning(run)
+		start = append(start, run)
+	}
+	return start
+}
+
+// conflictsWithRunning returns the first running run (in start order)
+// whose profile conflicts with q, or nil.
+func (r *runner) conflictsWithRunning(q profileID) *stepRun {
+	for _, pc := range r.s.runningProfiles {
+		if r.s.index.conflict(q, pc.id) {
+			return pc.first
+		}
+	}
+	return nil
+}
+
+// runningProfile is a profile of running runs: its first to start, and
+// how many run.
+type runningProfile struct {
+	id    profileID
+	first *stepRun
+	n     int
+}
+
+func (r *runner) addRunning(run *stepRun) {
+	s := &r.s
+	for k := range s.runningProfiles {
+		if s.runningProfiles[k].id == run.profile {
+			s.runningProfiles[k].n++
+			return
+		}
+	}
+	s.runningProfiles = append(s.runningProfiles, runningProfile{id: run.profile, first: run, n: 1})
+}
+
+// finished takes a started run out of the running ones, and lets the
+// profiles parked on it be looked at again.
+func (r *runner) finished(run *stepRun) {
+	s := &r.s
+	if !slices.Contains(s.running, run) {
+		return
+	}
+	s.running = slices.DeleteFunc(s.running, func(o *stepRun) bool { return o == run })
+	for _, q := range s.parked[run] {
+		if s.queues[q].len() > 0 && !s.heads.has(q) {
+			s.heads.push(q)
+		}
+	}
+	delete(s.parked, run)
+	for k := range s.runningProfiles {
+		pc := &s.runningProfiles[k]
+		if pc.id != run.profile {
+			continue
+		}
+		if pc.n--; pc.n == 0 {
+			s.runningProfiles = slices.Delete(s.runningProfiles, k, k+1)
+		} else if pc.first == run {
+			// The next of its runs to have started is now its first.
+			for _, o := range s.running {
+				if o.profile == run.profile {
+					pc.first = o
+					break
+				}
+			}
+		}
+		return
+	}
+}
+
+// waitingRuns takes every waiting run out of the queues, in priority
+// order, and empties them.
+func (r *runner) waitingRuns() []*stepRun {
+	s := &r.s
+	var out []*stepRun
+	for q := range s.queues {
+		for s.queues[q].len() > 0 {
+			if run := s.queues[q].pop(); run.state == runWaiting {
+				out = append(out, run)
+			}
+		}
+	}
+	s.heads.clear()
+	slices.SortFunc(out, func(a, b *stepRun) int { return s.runKey(a) - s.runKey(b) })
+	return out
+}
+
+// runQueue is a min-heap of runs by key.
+type runQueue struct {
+	key   func(*stepRun) int
+	items []*stepRun
+}
+
+func (h *runQueue) len() int           { return len(h.items) }
+func (h *runQueue) front() *stepRun    { return h.items[0] }
+func (h *runQueue) less(a, b int) bool { return h.key(h.items[a]) < h.key(h.items[b]) }
+
+func (h *runQueue) push(run *stepRun) {
+	h.items = append(h.items, run)
+	for k := len(h.items) - 1; k > 0; {
+		parent := (k - 1) / 2
+		if !h.less(k, parent) {
+			break
+		}
+		h.items[k], h.items[parent] = h.items[parent], h.items[k]
+		k = parent
+	}
+}
+
+func (h *runQueue) pop() *stepRun {
+	top := h.items[0]
+	last := len(h.items) - 1
+	h.items[0] = h.items[last]
+	h.items[last] = nil
+	h.items = h.items[:last]
+	for k := 0; ; {
+		l, r, m := 2*k+1, 2*k+2, k
+		if l < last && h.less(l, m) {
+			m = l
+		}
+		if r < last && h.less(r, m) {
+			m = r
+		}
+		if m == k {
+			break
+		}
+		h.items[k], h.items[m] = h.items[m], h.items[k]
+		k = m
+	}
+	return top
+}
+
+// dropWhile pops the front while drop says so and reports whether it
+// popped any.
+func (h *runQueue) dropWhile(drop func(*stepRun) bool) bool {
+	dropped := false
+	for len(h.items) > 0 && drop(h.items[0]) {
+		h.pop()
+		dropped = true
+	}
+	return dropped
+}
+
+// startLoop starts the first iteration of inner loop l in frame f.
+func (r *runner) startLoop(f *frame, local, l int) {
+	lr := &loopRun{loop: l, parent: f, local: local, label: r.w.Loops[l].ID, state: LoopRunning}
+	if len(f.iters) > 0 {
+		lr.label += "#" + joinInts(f.iters)
+	}
+	f.members[local].loop = lr
+	r.s.loops = append(r.s.loops, lr)
+	if r.s.stopped != "" {
+		// Never started: its steps are held in a first iteration that
+		// did not begin.
+		lr.state = LoopStopped
+		r.startIteration(lr, false)
+		return
+	}
+	r.startIteration(lr, true)
+}
+
+// startIteration begins the next iteration of a loop run.
+func (r *runner) startIteration(lr *loopRun, record bool) {
+	var prev *frame
+	if n := len(lr.frames); n > 0 {
+		prev = lr.frames[n-1]
+	}
+	iter := len(lr.frames) + 1
+	if record {
+		r.record(WorkflowEvent{Kind: EventIterationStarted, Loop: r.w.Loops[lr.loop].ID, Run: lr.label, Iteration: iter})
+	}
+	f := r.newFrame(r.s.g.scopeOf(lr.loop), lr, iter, prev, lr.parent)
+	f.begun = record
+	lr.frames = append(lr.frames, f)
+}
+
+// iterationDone decides, once every member of an iteration is decided,
+// whether the loop ends and how: satisfied (its until holds), converged
+// (its converge value repeats), exhausted (max_iterations), held or
+// skipped (nothing in the iteration could run), or stopped (the workflow
+// stopped); otherwise the next iteration starts.
+func (r *runner) iterationDone(lr *loopRun, f *frame) {
+	def := lr.def(r.w)
+	g := r.s.g
+	ev := WorkflowEvent{Kind: EventIterationFinished, Loop: def.ID, Run: lr.label, Iteration: f.iter}
+	var untilSeen []ConditionSeen
+	satisfied := false
+	switch {
+	case r.s.stopped != "" || lr.state == LoopStopped:
+		ev.Decision = string(LoopStopped)
+	case !f.ran:
+		ev.Decision = string(LoopHeld)
+		if r.allSkipped(f) {
+			ev.Decision = string(LoopSkipped)
+		}
+	default:
+		if len(g.until[lr.loop]) > 0 {
+			satisfied, untilSeen = r.evalAll(g.until[lr.loop], f)
+			ev.Seen = untilSeen
+		} else {
+			satisfied = r.allRanReady(f)
+		}
+		ev.Result = &satisfied
+		switch {
+		case satisfied:
+			ev.Decision = string(LoopSatisfied)
+		default:
+			if cs := g.loops[lr.loop].convergeStep; cs >= 0 {
+				v := r.view(cs, f)
+				if len(v.runs) == 1 {
+					if val, ok := lookup(r.payloadOf(v.runs[0]), g.loops[lr.loop].convergePath); ok {
+						c := canonical(val, true)
+						ev.Value = json.RawMessage(canonical(val, false))
+						if lr.hasLast && lr.last == c {
+							ev.Decision = string(LoopConverged)
+						}
+						lr.last, lr.hasLast = c, true
+						lr.blockers = blockersOf(val)
+					} else {
+						lr.hasLast = false
+						lr.blockers = nil
+					}
+				}
+			}
+			if ev.Decision == "" && f.iter >= def.MaxIterations {
+				ev.Decision = string(LoopExhausted)
+			}
+			if ev.Decision == "" {
+				ev.Decision = "next"
+			}
+		}
+	}
+	if f.begun {
+		r.record(ev)
+	}
+	if ev.Decision == "next" {
+		r.startIteration(lr, true)
+		return
+	}
+	lr.state = LoopState(ev.Decision)
+	if lr.state == LoopExhausted || lr.state == LoopConverged {
+		if len(lr.blockers) == 0 {
+			lr.blockers = unmetText(untilSeen, r.notReadyRuns(f))
+		}
+	} else {
+		lr.blockers = nil
+	}
+	out := LoopOutcome{
+		Loop: def.ID, Run: lr.label, Iterations: len(lr.frames), MaxIterations: def.MaxIterations, State: lr.state,
+		OnExhausted: def.OnExhausted, Blockers: nonNil(lr.blockers),
+	}
+	if lr.state == LoopStopped && !f.ran && len(lr.frames) == 1 {
+		out.Iterations = 0
+	}
+	lr.outcome = &out
+	r.record(WorkflowEvent{Kind: EventLoopFinished, Loop: def.ID, Run: lr.label, LoopOutcome: &out})
+	r.memberDecided(lr.parent, lr.local)
+	if lr.unresolvedHold(def) {
+		r.failFastLoop()
+	}
+}
+
+// blockersOf lists a converge value as blockers: each element of an array
+// (strings as they are), or the value itself.
+func blockersOf(v any) []string {
+	one := func(x any) string {
+		if s, ok := x.(string); ok {
+			return s
+		}
+		return canonical(x, false)
+	}
+	if arr, ok := v.([]any); ok {
+		out := make([]string, 0, len(arr))
+		for _, x := range arr {
+			out = append(out, one(x))
+		}
+		return out
+	}
+	return []string{one(v)}
+}
+
+// unmetText says what kept a loop from its until: the conditions that were
+// false, with the values seen, or the runs that were not ready.
+func unmetText(seen []ConditionSeen, notReady []string) []string {
+	var out []string
+	for _, s := range seen {
+		if !s.Result {
+			out = append(out, s.text())
+		}
+	}
+	if len(out) == 0 {
+		out = notReady
+	}
+	return out
+}
+
+// allSkipped reports whether every run of a frame (at any depth) was
+// skipped.
+func (r *runner) allSkipped(f *frame) bool {
+	for _, run := range f.runs {
+		if run.state != runSkipped {
+			return false
+		}
+	}
+	for _, in := range f.inner {
+		if !r.allSkipped(in) {
+			return false
+		}
+	}
+	return true
+}
+
+// allRanReady is a loop's until by default: every run of the iteration
+// that was not skipped is ready, and every inner loop ended satisfied.
+func (r *runner) allRanReady(f *frame) bool {
+	for _, run := range f.runs {
+		if run.state != runReady && run.state != runSkipped {
+			return false
+		}
+	}
+	for k := range f.members {
+		if lr := f.members[k].loop; lr != nil && lr.state != LoopSatisfied && lr.state != LoopSkipped {
+			return false
+		}
+	}
+	return true
+}
+
+// notReadyRuns names a frame's runs that are neither ready nor skipped.
+func (r *runner) notReadyRuns(f *frame) []string {
+	var out []string
+	for _, run := range f.runs {
+		if run.state != runReady && run.state != runSkipped {
+			out = append(out, run.label+": "+string(run.outcome.CheckpointStatus))
+		}
+	}
+	for k := range f.members {
+		if lr := f.members[k].loop; lr != nil && lr.state != LoopSatisfied && lr.state != LoopSkipped {
+			out = append(out, "loop "+lr.label+": "+string(lr.state))
+		}
+	}
+	return out
+}
+
+// payloadOf is a run's checkpoint payload, decoded once.
+func (r *runner) payloadOf(run *stepRun) any {
+	if !run.payloadDecoded {
+		run.payloadDecoded = true
+		if o := run.outcome; o != nil && o.Checkpoint != nil && len(o.Checkpoint.Payload) > 0 {
+			run.payload, _ = decodeValue(o.Checkpoint.Payload)
+		}
+	}
+	return run.payload
+}
+
+// evalAll evaluates conditions that must all hold, from frame f, with
+// what each leaf saw. Every leaf is evaluated (no short cut), so the
+// evidence shows every value the decision depended on.
+func (r *runner) evalAll(conds []cond, f *frame) (bool, []ConditionSeen) {
+	var seen []ConditionSeen
+	ok := true
+	for k := range conds {
+		if !r.eval(&conds[k], f, &seen) {
+			ok = false
+		}
+	}
+	return ok, seen
+}
+
+func (r *runner) eval(c *cond, f *frame, seen *[]ConditionSeen) bool {
+	switch c.op {
+	case "all":
+		ok := true
+		for k := range c.subs {
+			if !r.eval(&c.subs[k], f, seen) {
+				ok = false
+			}
+		}
+		return ok
+	case "any":
+		ok := false
+		for k := range c.subs {
+			if r.eval(&c.subs[k], f, seen) {
+				ok = true
+			}
+		}
+		return ok
+	case "not":
+		return !r.eval(&c.subs[0], f, seen)
+	}
+	v := r.view(c.step, f)
+	s := ConditionSeen{Condition: c.text, Run: v.label, Status: v.status}
+	ok := false
+	if c.status == nil {
+		ok = v.status == CheckpointReady
+	} else {
+		ok = slices.Contains(c.status, v.status)
+	}
+	if c.path != nil {
+		var val any
+		present := false
+		if len(v.runs) == 1 {
+			val, present = lookup(r.payloadOf(v.runs[0]), c.path)
+		}
+		if present {
+			s.Value = json.RawMessage(canonical(val, false))
+		}
+		ok = ok && testValue(c, val, present)
+	}
+	s.Result = ok
+	*seen = append(*seen, s)
+	return ok
+}
+
+// testValue applies a leaf's value test to the value at its path.
+func testValue(c *cond, val any, present bool) bool {
+	switch c.test {
+	case "exists":
+		return present == c.exists
+	case "equals", "in":
+		if !present {
+			return false
+		}
+		return slices.Contains(c.values, canonical(val, false))
+	case "contains":
+		arr, ok := val.([]any)
+		if !present || !ok {
+			return false
+		}
+		for _, x := range arr {
+			if canonical(x, false) == c.values[0] {
+				return true
+			}
+		}
+	}
+	return false
+}
