@@ -126,14 +126,100 @@ func offset(whole, sub []byte) int {
 	return cap(whole) - cap(sub)
 }
 
-// writeText writes a block's text to b: decoded from the raw JSON string
-// when decodePrompt kept it so, else as decoded.
-func writeText(b *strings.Builder, raw []byte, decoded string) {
-	if raw != nil {
-		jsonraw.UnquoteTo(b, raw) // raw was scanned: it is a JSON string
+// promptText is the prompt as the model reads it: text as is, embedded
+// resources inline with their uri, links as references.
+func promptText(blocks []ContentBlock) string {
+	text, _ := modelText(blocks)
+	return text
+}
+
+// modelText is promptText, and with it, when the prompt has large texts
+// that decodePrompt kept as the JSON strings they came as, the same text
+// as one JSON string in pieces for the Log (runtime.Prompt.TextJSON): the
+// large texts are the slices of the client's message they are, and only
+// the small parts around them are quoted here. So a pasted file of
+// megabytes is recorded without being encoded again or copied. quoted is
+// nil when there is no such text.
+func modelText(blocks []ContentBlock) (text string, quoted [][]byte) {
+	if len(blocks) == 1 && blocks[0].Type == "text" && blocks[0].rawText == nil {
+		return blocks[0].Text, nil
+	}
+	w := promptWriter{}
+	size := 0
+	for _, c := range blocks {
+		size += len(c.Text) + len(c.rawText) + len(c.Name) + 2*len(c.URI) + 64
+		if r := c.Resource; r != nil && r.Text != nil {
+			size += len(*r.Text) + len(r.rawText)
+		}
+		w.quoting = w.quoting || c.rawText != nil || c.Resource != nil && c.Resource.rawText != nil
+	}
+	w.text.Grow(size)
+	for _, c := range blocks {
+		if w.text.Len() > 0 {
+			w.literal("\n")
+		}
+		switch c.Type {
+		case "text":
+			w.block(c.rawText, c.Text)
+		case "resource_link":
+			w.literal(fmt.Sprintf("[%s](%s)", c.Name, c.URI))
+		case "resource":
+			if c.Resource.Text != nil {
+				w.literal(fmt.Sprintf("<resource uri=%q>\n", c.Resource.URI))
+				w.block(c.Resource.rawText, *c.Resource.Text)
+				w.literal("\n</resource>")
+			} else {
+				w.literal(fmt.Sprintf("<resource uri=%q>(binary, %d base64 bytes)</resource>", c.Resource.URI, textLen(c.Resource.rawBlob, *c.Resource.Blob)))
+			}
+		}
+	}
+	return w.text.String(), w.quotedPieces()
+}
+
+// promptWriter writes the model's text and, when quoting, the same text as
+// JSON string pieces.
+type promptWriter struct {
+	text    strings.Builder
+	quoting bool
+	quoted  [][]byte
+	// pending is the quoted text written since the last raw piece.
+	pending []byte
+}
+
+// literal writes a text of Pixir's or a small text of the client's.
+func (w *promptWriter) literal(s string) {
+	w.text.WriteString(s)
+	if w.quoting {
+		if w.pending == nil {
+			w.pending = append(make([]byte, 0, 256), '"')
+		}
+		w.pending = jsonraw.AppendEscaped(w.pending, s)
+	}
+}
+
+// block writes a block's text: decoded from raw, the JSON string
+// decodePrompt kept, or as decoded when raw is nil.
+func (w *promptWriter) block(raw []byte, decoded string) {
+	if raw == nil {
+		w.literal(decoded)
 		return
 	}
-	b.WriteString(decoded)
+	jsonraw.UnquoteTo(&w.text, raw) // raw was scanned: it is a JSON string
+	// A JSON string's content, escapes and all, is a valid part of another
+	// one, and decodes to the same text there: the pieces around it end
+	// with no escape begun, so nothing joins across them.
+	if w.pending == nil {
+		w.pending = []byte{'"'}
+	}
+	w.quoted = append(w.quoted, w.pending, raw[1:len(raw)-1])
+	w.pending = []byte{}
+}
+
+func (w *promptWriter) quotedPieces() [][]byte {
+	if !w.quoting {
+		return nil
+	}
+	return append(w.quoted, append(w.pending, '"'))
 }
 
 // textLen is the length of a block's text once decoded.

@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -31,6 +32,7 @@ func TestDecodePromptAgreesWithDecodeParams(t *testing.T) {
 		{"a large blob", `{"sessionId":"s","prompt":[{"type":"resource","resource":{"uri":"file:///a.png","mimeType":"image/png","blob":` + q(large("iVBORw0KGgo=")) + `}}]}`, true},
 		{"members in any order", `{"prompt":[{"resource":{"text":` + q(pasted) + `,"uri":"file:///b"},"type":"resource"},{"text":` + q(large("x")) + `,"type":"text"}],"sessionId":"s"}`, true},
 		{"escapes the encoder would not write", `{"sessionId":"s","prompt":[{"type":"text","text":"` + large(`\u0041\ud83d\ude00 \ud800 \/ \b`) + `"}]}`, true},
+		{"surrogate halves at the ends of two texts", `{"sessionId":"s","prompt":[{"type":"text","text":"` + large("x") + `\ud83d"},{"type":"resource","resource":{"uri":"file:///\"q\"","text":"\ude00` + large("y") + `"}}]}`, true},
 		{"a key spelled otherwise", `{"sessionId":"s","prompt":[{"type":"text","Text":` + q(pasted) + `}]}`, false},
 		{"a key twice", `{"sessionId":"s","prompt":[{"type":"text","text":"small","text":` + q(pasted) + `}]}`, false},
 		{"the prompt spelled otherwise", `{"sessionId":"s","Prompt":[{"type":"text","text":` + q(pasted) + `}]}`, false},
@@ -54,6 +56,19 @@ func TestDecodePromptAgreesWithDecodeParams(t *testing.T) {
 			}
 			require.NoError(t, gotErr)
 			require.Equal(t, promptText(want.Prompt), promptText(got.Prompt))
+			// The text as JSON pieces for the Log, when a large text was
+			// kept as it came: joined, they decode to the model's text.
+			text, quoted := modelText(got.Prompt)
+			rawText := false
+			for _, b := range got.Prompt {
+				rawText = rawText || b.rawText != nil || b.Resource != nil && b.Resource.rawText != nil
+			}
+			require.Equal(t, rawText, quoted != nil, "pieces when a large text was kept as it came")
+			if quoted != nil {
+				var fromPieces string
+				require.NoError(t, json.Unmarshal(bytes.Join(quoted, nil), &fromPieces))
+				require.Equal(t, text, fromPieces)
+			}
 			// The content as the replay reads it (the Log keeps it as sent).
 			var gotContent, wantContent []ContentBlock
 			require.NoError(t, json.Unmarshal(promptContent(got), &gotContent))

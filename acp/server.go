@@ -8,12 +8,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -322,7 +320,8 @@ func (s *Server) prompt(ctx context.Context, p *PromptRequest) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	prompt := runtime.Prompt{Text: promptText(p.Prompt), Content: promptContent(p)}
+	text, quoted := modelText(p.Prompt)
+	prompt := runtime.Prompt{Text: text, TextJSON: quoted, Content: promptContent(p)}
 	pr := s.presenter(ctx, sess)
 	defer s.turnStarted(pr)()
 	stop, err := sess.Prompt(ctx, prompt, s.turnOptions(sess, pr))
@@ -365,43 +364,6 @@ func promptContent(p *PromptRequest) json.RawMessage {
 	}
 	content, _ := json.Marshal(p.Prompt)
 	return content
-}
-
-// promptText is the prompt as the model reads it: text as is, embedded
-// resources inline with their uri, links as references.
-func promptText(blocks []ContentBlock) string {
-	if len(blocks) == 1 && blocks[0].Type == "text" && blocks[0].rawText == nil {
-		return blocks[0].Text
-	}
-	var b strings.Builder
-	size := 0
-	for _, c := range blocks {
-		size += len(c.Text) + len(c.rawText) + len(c.Name) + 2*len(c.URI) + 64
-		if r := c.Resource; r != nil && r.Text != nil {
-			size += len(*r.Text) + len(r.rawText)
-		}
-	}
-	b.Grow(size)
-	for _, c := range blocks {
-		if b.Len() > 0 {
-			b.WriteString("\n")
-		}
-		switch c.Type {
-		case "text":
-			writeText(&b, c.rawText, c.Text)
-		case "resource_link":
-			fmt.Fprintf(&b, "[%s](%s)", c.Name, c.URI)
-		case "resource":
-			if c.Resource.Text != nil {
-				fmt.Fprintf(&b, "<resource uri=%q>\n", c.Resource.URI)
-				writeText(&b, c.Resource.rawText, *c.Resource.Text)
-				b.WriteString("\n</resource>")
-			} else {
-				fmt.Fprintf(&b, "<resource uri=%q>(binary, %d base64 bytes)</resource>", c.Resource.URI, textLen(c.Resource.rawBlob, *c.Resource.Blob))
-			}
-		}
-	}
-	return b.String()
 }
 
 func (s *Server) setMode(ctx context.Context, p *SetModeRequest) (any, error) {

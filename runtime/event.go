@@ -50,6 +50,12 @@ func (t EventType) Canonical() bool {
 
 // Event is the envelope of everything that happens in a Session. Seq is
 // stamped (from 1) on canonical events only; ephemeral events carry 0.
+//
+// Data is nil in one case: the user_message of a prompt of a MiB or more
+// that came with its text as JSON pieces (Prompt.TextJSON). Its data is
+// written to the Log from those pieces, slices of the client's message,
+// and never made whole in memory; observers see the event without it (no
+// client is shown its own prompt live), and the Log has it.
 type Event struct {
 	ID        string          `json:"id"`
 	SessionID string          `json:"session_id"`
@@ -57,4 +63,7 @@ type Event struct {
 	TS        time.Time       `json:"ts"`
 	Type      EventType       `json:"type"`
 	Data      json.RawMessage `json:"data"`
+
+	// pieces is the data to write when Data is nil (see above).
+	pieces [][]byte
 }

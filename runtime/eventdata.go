@@ -17,6 +17,8 @@ import (
 type UserMessageData struct {
 	Text    string          `json:"text"`
 	Content json.RawMessage `json:"content,omitempty"`
+	// textJSON is Prompt.TextJSON: Text as JSON string pieces.
+	textJSON [][]byte
 }
 
 // AssistantMessageData is one model response. Partial is set when the turn
@@ -131,9 +133,19 @@ type ProviderUsageData struct {
 // carries a whole prompt or a model's answer, which can be tens of megabytes:
 // json.Marshal would escape the text with HTML escaping, then check and
 // copy its own output once more. What it writes decodes to the same value.
-func encodeEventData(data any) (json.RawMessage, error) {
+//
+// A prompt of largeEvent or more whose text comes as JSON pieces is not
+// encoded at all: its data is returned as pieces (raw is nil), the text's
+// and the content's slices of the client's message among them, for the
+// Log to write one after the other.
+func encodeEventData(data any) (raw json.RawMessage, pieces [][]byte, err error) {
 	switch d := data.(type) {
 	case UserMessageData:
+		if d.textJSON != nil {
+			if pieces := userMessagePieces(d); piecesLen(pieces) >= largeEvent {
+				return nil, pieces, nil
+			}
+		}
 		b := make([]byte, 0, jsonraw.QuotedLen(len(d.Text))+len(d.Content)+32)
 		b = append(b, `{"text":`...)
 		b = jsonraw.AppendString(b, d.Text)
@@ -141,11 +153,11 @@ func encodeEventData(data any) (json.RawMessage, error) {
 			b = append(b, `,"content":`...)
 			b = append(b, d.Content...)
 		}
-		return append(b, '}'), nil
+		return append(b, '}'), nil, nil
 	case TextDeltaData:
-		return appendTextObject(d.Text), nil
+		return appendTextObject(d.Text), nil, nil
 	case ReasoningData:
-		return appendTextObject(d.Text), nil
+		return appendTextObject(d.Text), nil, nil
 	case AssistantMessageData:
 		b := make([]byte, 0, jsonraw.QuotedLen(len(d.Text))+32)
 		b = append(b, `{"text":`...)
@@ -153,7 +165,7 @@ func encodeEventData(data any) (json.RawMessage, error) {
 		if len(d.ToolCalls) > 0 {
 			calls, err := json.Marshal(d.ToolCalls)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			b = append(b, `,"tool_calls":`...)
 			b = append(b, calls...)
@@ -161,9 +173,30 @@ func encodeEventData(data any) (json.RawMessage, error) {
 		if d.Partial {
 			b = append(b, `,"partial":true`...)
 		}
-		return append(b, '}'), nil
+		return append(b, '}'), nil, nil
 	}
-	return json.Marshal(data)
+	raw, err = json.Marshal(data)
+	return raw, nil, err
+}
+
+// userMessagePieces is a prompt's data, {"text":…,"content":…}, as pieces:
+// its text's pieces and its content as they are.
+func userMessagePieces(d UserMessageData) [][]byte {
+	pieces := make([][]byte, 0, len(d.textJSON)+4)
+	pieces = append(pieces, []byte(`{"text":`))
+	pieces = append(pieces, d.textJSON...)
+	if len(d.Content) > 0 {
+		pieces = append(pieces, []byte(`,"content":`), d.Content)
+	}
+	return append(pieces, []byte(`}`))
+}
+
+func piecesLen(pieces [][]byte) int {
+	n := 0
+	for _, p := range pieces {
+		n += len(p)
+	}
+	return n
 }
 
 // appendTextObject encodes {"text": text}.

@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -10,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixir-go/pixir/runtime/provider"
+	"github.com/pixir-go/pixir/tools"
 )
 
 // The fast encodings of prompts and answers decode to what json.Marshal's
@@ -32,7 +35,7 @@ func TestEventDataEncodingAgreesWithEncodingJSON(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := encodeEventData(tt.data)
+			got, _, err := encodeEventData(tt.data)
 			require.NoError(t, err)
 			require.True(t, json.Valid(got), "%s", got)
 			require.NotContains(t, string(got), "\xff", "invalid UTF-8 is replaced")
@@ -52,7 +55,9 @@ func TestTheFastEncodedEventTypesHaveTheFieldsTheEncoderWrites(t *testing.T) {
 	fields := func(v any) []string {
 		var names []string
 		for _, f := range reflect.VisibleFields(reflect.TypeOf(v)) {
-			names = append(names, f.Name)
+			if f.IsExported() { // what encoding/json would write
+				names = append(names, f.Name)
+			}
 		}
 		return names
 	}
@@ -110,7 +115,7 @@ func TestALargeEventIsWrittenWholeAndReadsBack(t *testing.T) {
 	l, err := CreateLog(path)
 	require.NoError(t, err)
 	big := strings.Repeat("a pasted \"file\"\n", largeEvent/8)
-	data, err := encodeEventData(UserMessageData{Text: big, Content: json.RawMessage(`[{"type":"text","text":"x"}]`)})
+	data, _, err := encodeEventData(UserMessageData{Text: big, Content: json.RawMessage(`[{"type":"text","text":"x"}]`)})
 	require.NoError(t, err)
 	for _, d := range []json.RawMessage{json.RawMessage(`{"text":"small"}`), data, json.RawMessage(`{"text":"after"}`)} {
 		require.NoError(t, l.Append(&Event{SessionID: "s", Type: EventUserMessage, Data: d}))
@@ -123,4 +128,65 @@ func TestALargeEventIsWrittenWholeAndReadsBack(t *testing.T) {
 	require.NoError(t, json.Unmarshal(events[1].Data, &d))
 	require.Equal(t, big, d.Text)
 	require.Equal(t, []int64{1, 2, 3}, []int64{events[0].Seq, events[1].Seq, events[2].Seq})
+}
+
+// A prompt of megabytes whose text comes as JSON pieces (a client's large
+// texts as the slices of its message they are) is written to the Log from
+// them, however many there are (more than one writev takes): the line reads
+// back as the text the model read and the content as sent, History folded
+// from it is the live one, and observers see the event without its data.
+func TestAPromptInPiecesIsWrittenFromThem(t *testing.T) {
+	p := &fakeProvider{calls: []func(context.Context, provider.ModelRequest, func(provider.Delta)) (*provider.ModelResponse, error){text("read")}}
+	home, ws := t.TempDir(), t.TempDir()
+	rt := New(Config{Home: home, Provider: p, Model: "m", Tools: tools.Builtins()})
+	s, err := rt.NewSession(ws)
+	require.NoError(t, err)
+
+	// 1,500 blocks of 1 KiB, each quoted as a client may (escapes encoding/json
+	// would not write), with Pixir's own separators between them.
+	block := strings.Repeat(`line \"q\"\t\u00e9\/ `, 1024/20)
+	var pieces [][]byte
+	sep := []byte(`\n`)
+	pieces = append(pieces, []byte(`"`))
+	for i := range 1500 {
+		if i > 0 {
+			pieces = append(pieces, sep)
+		}
+		pieces = append(pieces, []byte(block))
+	}
+	pieces = append(pieces, []byte(`"`))
+	var want string
+	require.NoError(t, json.Unmarshal(bytes.Join(pieces, nil), &want))
+	require.Greater(t, piecesLen(pieces), largeEvent)
+	content := json.RawMessage(`[{"type":"text","text":"as sent"}]`)
+
+	var seen recorder
+	_, err = s.Prompt(context.Background(), Prompt{Text: want, TextJSON: pieces, Content: content}, TurnOptions{Observe: seen.observe})
+	require.NoError(t, err)
+	require.Equal(t, want, p.reqs[0].Messages[0].Text, "the model reads Text")
+	require.Equal(t, EventUserMessage, seen.events[0].Type)
+	require.Nil(t, seen.events[0].Data, "observers see a prompt in pieces without its data")
+	rt.Close()
+
+	events, report, err := ReadLog(s.LogPath())
+	require.NoError(t, err)
+	require.True(t, report.Intact())
+	var d UserMessageData
+	require.NoError(t, json.Unmarshal(events[0].Data, &d))
+	require.Equal(t, want, d.Text)
+	require.JSONEq(t, string(content), string(d.Content))
+
+	rt2 := New(Config{Home: home, Provider: p, Model: "m", Tools: tools.Builtins()})
+	defer rt2.Close()
+	s2, _, err := rt2.OpenSession(s.ID(), ws, nil)
+	require.NoError(t, err)
+	require.Equal(t, p.reqs[0].Messages[0], s2.historyCopy()[0], "History folded from the Log is the live one")
+}
+
+// A prompt in pieces under largeEvent is encoded whole, as any other.
+func TestASmallPromptInPiecesIsEncodedWhole(t *testing.T) {
+	raw, pieces, err := encodeEventData(UserMessageData{Text: "a\nb", textJSON: [][]byte{[]byte(`"a`), []byte(`\n`), []byte(`b"`)}})
+	require.NoError(t, err)
+	require.Nil(t, pieces)
+	require.JSONEq(t, `{"text":"a\nb"}`, string(raw))
 }

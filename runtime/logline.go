@@ -22,11 +22,16 @@ const largeEvent = 1 << 20
 // It returns the length of the line; on a failure, part of it may have
 // been written (the Log cuts it back).
 func writeEventLine(f *os.File, ev *Event) (int, error) {
+	head := appendEventHead(make([]byte, 0, 160), ev)
+	if ev.pieces != nil {
+		all := make([][]byte, 0, len(ev.pieces)+2)
+		all = append(append(append(all, head), ev.pieces...), []byte("}\n"))
+		return piecesLen(all), writePieces(f, all...)
+	}
 	data := ev.Data
 	if len(data) == 0 {
 		data = json.RawMessage("null")
 	}
-	head := appendEventHead(make([]byte, 0, 160), ev)
 	if len(data) >= largeEvent {
 		return len(head) + len(data) + 2, writePieces(f, head, data, []byte("}\n"))
 	}
@@ -37,12 +42,17 @@ func writeEventLine(f *os.File, ev *Event) (int, error) {
 
 // appendEventLine appends ev as one NDJSON line.
 func appendEventLine(b []byte, ev *Event) []byte {
-	data := ev.Data
-	if len(data) == 0 {
-		data = json.RawMessage("null")
-	}
 	b = appendEventHead(b, ev)
-	b = append(b, data...)
+	switch {
+	case ev.pieces != nil:
+		for _, p := range ev.pieces {
+			b = append(b, p...)
+		}
+	case len(ev.Data) == 0:
+		b = append(b, "null"...)
+	default:
+		b = append(b, ev.Data...)
+	}
 	return append(b, '}', '\n')
 }
 

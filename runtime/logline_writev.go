@@ -9,8 +9,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// iovMax is the most pieces one writev takes (IOV_MAX on Linux and macOS).
+const iovMax = 1024
+
 // writePieces writes the pieces with writev: one system call appends them
-// all, as one write of their concatenation would.
+// all (up to iovMax of them), as one write of their concatenation would.
 func writePieces(f *os.File, pieces ...[]byte) error {
 	rc, err := f.SyscallConn()
 	if err != nil {
@@ -19,7 +22,7 @@ func writePieces(f *os.File, pieces ...[]byte) error {
 	var werr error
 	err = rc.Write(func(fd uintptr) bool {
 		for len(pieces) > 0 {
-			n, err := unix.Writev(int(fd), pieces)
+			n, err := unix.Writev(int(fd), pieces[:min(len(pieces), iovMax)])
 			switch {
 			case errors.Is(err, unix.EINTR):
 				continue

@@ -313,7 +313,7 @@ func (s *Session) emitBackground(typ EventType, data any) error {
 		// is still told (a Subagent's end must not leave its call running
 		// forever in the editor). A reload shows what the Log holds: a
 		// child whose end is not in it is detached.
-		if raw, encErr := encodeEventData(data); encErr == nil {
+		if raw, _, encErr := encodeEventData(data); encErr == nil {
 			obs(Event{ID: uuid.Must(uuid.NewV7()).String(), SessionID: s.ID(), TS: time.Now().UTC(), Type: typ, Data: raw})
 		}
 	}
@@ -479,11 +479,11 @@ func ValidSessionID(id string) bool {
 // emit stamps and persists a canonical event, then shows it to the
 // observer. Ephemeral events are only shown.
 func (s *Session) emit(obs Observer, typ EventType, data any) error {
-	raw, err := encodeEventData(data)
+	raw, pieces, err := encodeEventData(data)
 	if err != nil {
 		return fmt.Errorf("encoding %s event: %w", typ, err)
 	}
-	ev := Event{SessionID: s.ID(), TS: time.Now().UTC(), Type: typ, Data: raw}
+	ev := Event{SessionID: s.ID(), TS: time.Now().UTC(), Type: typ, Data: raw, pieces: pieces}
 	if typ.Canonical() {
 		if err := s.log.Append(&ev); err != nil {
 			return err

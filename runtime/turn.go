@@ -60,6 +60,12 @@ type Asker interface {
 type Prompt struct {
 	// Text is what the model reads.
 	Text string
+	// TextJSON, when set, is Text as one JSON string (quotes included) in
+	// pieces, to be written one after the other: a client's large texts
+	// stay the slices of its message they came in, so that the Log
+	// records a prompt of megabytes without encoding it again or copying
+	// it. It must decode to Text.
+	TextJSON [][]byte
 	// Content is the client's original content, kept for replay.
 	Content json.RawMessage
 }
@@ -178,7 +184,7 @@ func (t *turn) abandon(cause error) {
 
 func (t *turn) run(p Prompt) (StopReason, error) {
 	s := t.s
-	if err := t.emit(EventUserMessage, UserMessageData(p)); err != nil {
+	if err := t.emit(EventUserMessage, UserMessageData{Text: p.Text, Content: p.Content, textJSON: p.TextJSON}); err != nil {
 		return "", err
 	}
 	s.appendHistory(provider.Message{Role: provider.RoleUser, Text: p.Text})

@@ -25,6 +25,13 @@ var plain = func() (t [256]bool) {
 // are (no HTML escaping: the text goes to a pipe or a file, not a page).
 func AppendString[S ~string | ~[]byte](dst []byte, s S) []byte {
 	dst = append(dst, '"')
+	dst = AppendEscaped(dst, s)
+	return append(dst, '"')
+}
+
+// AppendEscaped appends s escaped as AppendString escapes it, without the
+// quotes: a part of a JSON string written in pieces.
+func AppendEscaped[S ~string | ~[]byte](dst []byte, s S) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		for i < len(s) && plain[s[i]] {
@@ -72,8 +79,7 @@ func AppendString[S ~string | ~[]byte](dst []byte, s S) []byte {
 		i += size
 		start = i
 	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	return append(dst, s[start:]...)
 }
 
 // QuotedLen is an upper bound of len(AppendString(nil, s)) that is exact
