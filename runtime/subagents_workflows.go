@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/pixir-go/pixir/budget"
@@ -28,10 +29,19 @@ func (b binding) workflowPorts() workflows.Ports {
 	return workflows.Ports{
 		Agents: agentCheck{m: b.m, parent: spawnParent{workspace: b.parent.workspace.Root(), depth: b.parent.depth, mode: b.parent.Mode()},
 			mcpServers: b.parent.MCPServers},
-		Children: stepChildren{b},
-		Evidence: sessionEvidence{b.parent},
-		Budgets:  b.m.rt.WorkflowBudgets(),
+		Children:  stepChildren{b},
+		Evidence:  sessionEvidence{b.parent},
+		Budgets:   b.m.rt.WorkflowBudgets(),
+		Templates: WorkspaceTemplates(b.parent.workspace.Root()),
 	}
+}
+
+// WorkspaceTemplates are the workflow templates run_workflow finds for a
+// session in workspace: the project's, the user's (in the home folder, as
+// for agents) and the built-ins.
+func WorkspaceTemplates(workspace string) workflows.Templates {
+	home, _ := os.UserHomeDir()
+	return workflows.DirTemplates{Project: workspace, Home: home}
 }
 
 // WorkflowBudgets are the configuration's budgets of a workflow run and of

@@ -27,6 +27,9 @@ type Ports struct {
 	Merger Merger
 	// Budgets are the configuration's budgets for the run and its steps.
 	Budgets Budgets
+	// Templates finds the templates run_workflow {template, args} names;
+	// nil: none.
+	Templates Templates
 }
 
 // Agents resolves, before anything starts, the agent a step's child would

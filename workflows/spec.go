@@ -131,14 +131,19 @@ func (s *Step) UnmarshalJSON(b []byte) error {
 // validates and the scheduler runs.
 type Workflow struct {
 	// ID is accepted in spec files, not from the model.
-	ID             string        `json:"id,omitempty" jsonschema:"-"`
-	Name           string        `json:"name,omitempty" jsonschema_description:"A label for people."`
-	Steps          []Step        `json:"steps" jsonschema:"minItems=1" jsonschema_description:"The steps. Among steps ready at the same time, the one with the longest chain of dependents starts first, then the earlier declared."`
-	MaxConcurrency int           `json:"max_concurrency,omitempty" jsonschema:"minimum=1" jsonschema_description:"Most steps running at once. Default 6."`
-	TimeoutMS      int64         `json:"timeout_ms,omitempty" jsonschema:"minimum=1" jsonschema_description:"Time limit of the whole workflow in milliseconds; at the limit running steps are stopped and the rest held. Default: none beyond each step's."` // 0: no workflow-wide limit beyond each step's
-	FailurePolicy  FailurePolicy `json:"failure_policy,omitempty" jsonschema:"enum=keep_going,enum=fail_fast" jsonschema_description:"keep_going (default): independent steps go on when one fails; fail_fast: stop everything at the first step that is not checkpoint_ready."`
-	Merge          MergePolicy   `json:"merge,omitempty" jsonschema:"enum=on_ready,enum=manual,enum=never" jsonschema_description:"When isolated writers' changes land in the workspace: on_ready (default): each as soon as it is checkpoint_ready, three-way against the workspace as it is then, before its dependents start; manual: they stay in the snapshots (merge_agent merges one); never: only dependents see them. A step's merge overrides it."`
-	DryRun         bool          `json:"dry_run,omitempty" jsonschema_description:"Validate and plan only: return the waves, conflicts and merge risks without starting anything."`
+	ID   string `json:"id,omitempty" jsonschema:"-"`
+	Name string `json:"name,omitempty" jsonschema_description:"A label for people."`
+	// Template and Args call a workflow template by name instead of giving
+	// steps (ResolveTemplate). On an instance they stay as its provenance:
+	// the Log records which template made the steps, with which arguments.
+	Template       string          `json:"template,omitempty" jsonschema_description:"The name of a workflow template to run instead of giving steps (the system prompt lists the templates of this workspace); its parameters are given in args."`
+	Args           json.RawMessage `json:"args,omitempty" jsonschema:"type=object" jsonschema_description:"With template: the values of its parameters, e.g. {\"issue\": \"GAL-1\"}. Parameters with a default may be left out."`
+	Steps          []Step          `json:"steps,omitempty" jsonschema:"minItems=1" jsonschema_description:"The steps (unless template is given). Among steps ready at the same time, the one with the longest chain of dependents starts first, then the earlier declared."`
+	MaxConcurrency int             `json:"max_concurrency,omitempty" jsonschema:"minimum=1" jsonschema_description:"Most steps running at once. Default 6."`
+	TimeoutMS      int64           `json:"timeout_ms,omitempty" jsonschema:"minimum=1" jsonschema_description:"Time limit of the whole workflow in milliseconds; at the limit running steps are stopped and the rest held. Default: none beyond each step's."` // 0: no workflow-wide limit beyond each step's
+	FailurePolicy  FailurePolicy   `json:"failure_policy,omitempty" jsonschema:"enum=keep_going,enum=fail_fast" jsonschema_description:"keep_going (default): independent steps go on when one fails; fail_fast: stop everything at the first step that is not checkpoint_ready."`
+	Merge          MergePolicy     `json:"merge,omitempty" jsonschema:"enum=on_ready,enum=manual,enum=never" jsonschema_description:"When isolated writers' changes land in the workspace: on_ready (default): each as soon as it is checkpoint_ready, three-way against the workspace as it is then, before its dependents start; manual: they stay in the snapshots (merge_agent merges one); never: only dependents see them. A step's merge overrides it."`
+	DryRun         bool            `json:"dry_run,omitempty" jsonschema_description:"Validate and plan only: return the waves, conflicts and merge risks without starting anything."`
 	// ValidateOnly is accepted as an alias of DryRun (prior art §6);
 	// Check folds it into DryRun.
 	ValidateOnly bool `json:"validate_only,omitempty" jsonschema_description:"Alias of dry_run."`
@@ -154,6 +159,7 @@ type Workflow struct {
 
 	zeroConcurrency bool // max_concurrency was given as 0
 	checked         bool // Check passed: nothing validates it again
+	instantiated    bool // made by Template.Instantiate: Template is provenance
 	g               *graph
 }
 

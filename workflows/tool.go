@@ -29,7 +29,9 @@ var runWorkflow = tools.DefineWith(tools.SpecWith[Workflow, Ports]{
 	Kind:        tools.KindThink,
 	Describe: func(a Workflow) tools.Presentation {
 		title := fmt.Sprintf("Workflow of %d steps", len(a.Steps))
-		if a.Name != "" {
+		if a.Template != "" {
+			title = "Workflow template " + a.Template
+		} else if a.Name != "" {
 			title = "Workflow " + a.Name + fmt.Sprintf(" (%d steps)", len(a.Steps))
 		}
 		if a.DryRun || a.ValidateOnly {
@@ -41,7 +43,11 @@ var runWorkflow = tools.DefineWith(tools.SpecWith[Workflow, Ports]{
 })
 
 func runWorkflowTool(ctx context.Context, env tools.Env, ports Ports, a Workflow, dryRun bool) tools.Result {
-	p, err := Prepare(&a, ports)
+	w, err := ResolveTemplate(&a, ports.Templates)
+	if err != nil {
+		return tools.Failed(tools.AsFailure(err))
+	}
+	p, err := Prepare(w, ports)
 	if err != nil {
 		return tools.Failed(tools.AsFailure(err))
 	}

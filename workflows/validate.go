@@ -30,7 +30,8 @@ type Problem struct {
 	// control flow: unknown_step not_upstream not_in_loop invalid_condition
 	// invalid_pointer no_output_schema invalid_value unbounded_loop
 	// empty_loop loop_overlap loop_not_contiguous fan_out_not_array
-	// nested_fan_out invalid_binding fan_out_self_conflict; and merge_without_snapshot.
+	// nested_fan_out invalid_binding fan_out_self_conflict; merge_without_snapshot;
+	// for templates: invalid_argument.
 	Code string `json:"code"`
 	// Index is the step's position in steps; nil for workflow-level problems.
 	Index *int   `json:"index,omitempty"`

@@ -31,8 +31,11 @@ Usage:
   pixir tools [--json]  list the built-in tools as the model sees them
   pixir agents [--json] list the agents a subagent can run as, and where each comes from
   pixir run "prompt"    run one turn in the current directory and stream the answer
-  pixir run --workflow FILE
-                        run a workflow (JSON or YAML) without a model in the parent
+  pixir run --workflow FILE|TEMPLATE [--set name=value]…
+                        run a workflow (a file, JSON or YAML, or a template by
+                        name) without a model in the parent
+  pixir workflows [--json]
+                        list the workflow templates, their parameters and sources
   pixir resume ID "prompt"
                         run one more turn of a session
   pixir resume ID --workflow FILE [--resume-from WF]
@@ -78,6 +81,8 @@ func runPrinting(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runDemo(args[1:], stdout, stderr)
 	case "tools":
 		return runTools(args[1:], stdout, stderr)
+	case "workflows":
+		return runWorkflows(args[1:], stdout, stderr)
 	case "agents":
 		return runAgents(args[1:], stdout, stderr)
 	case "doctor":

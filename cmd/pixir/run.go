@@ -2,9 +2,7 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,11 +11,11 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 
-	"go.yaml.in/yaml/v4"
 	"golang.org/x/term"
 
 	"github.com/pixir-go/pixir/internal/termtext"
@@ -34,6 +32,7 @@ const exitPartial = 2
 type runOptions struct {
 	pf         providerFlags
 	workflow   string
+	sets       setFlags
 	resumeFrom string
 	asJSON     bool
 	dryRun     bool
@@ -44,7 +43,8 @@ type runOptions struct {
 
 func (o *runOptions) register(fs *flag.FlagSet, resume bool) {
 	o.pf.register(fs)
-	fs.StringVar(&o.workflow, "workflow", "", "run the workflow in this file (JSON or YAML) instead of a prompt: no model in the parent")
+	fs.StringVar(&o.workflow, "workflow", "", "run a workflow instead of a prompt, no model in the parent: a template's name (pixir workflows lists them) or a file (JSON or YAML)")
+	fs.Var(&o.sets, "set", "with --workflow: give a template parameter, name=value (repeat it for each)")
 	if resume {
 		fs.StringVar(&o.resumeFrom, "resume-from", "", "with --workflow: an earlier run of this session (its workflow_id) whose checkpoint_ready steps are reused; only the rest runs")
 	} else {
@@ -109,7 +109,7 @@ func parseRunCommand(name, usage string, resume bool, args []string, stdout, std
 
 // runRun is `pixir run "prompt"` and `pixir run --workflow FILE`.
 func runRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c, code := parseRunCommand("pixir run", "Usage: pixir run [flags] \"prompt\"\n       pixir run [flags] --workflow FILE\n", false, args, stdout, stderr)
+	c, code := parseRunCommand("pixir run", "Usage: pixir run [flags] \"prompt\"\n       pixir run [flags] --workflow FILE|TEMPLATE [--set name=value]…\n", false, args, stdout, stderr)
 	if code != exitOK {
 		return code
 	}
@@ -118,6 +118,8 @@ func runRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return c.out.usage(errors.New("give either a prompt or --workflow FILE, not both"))
 	case c.o.workflow == "" && c.o.dryRun:
 		return c.out.usage(errors.New("--dry-run goes with --workflow FILE"))
+	case c.o.workflow == "" && len(c.o.sets) > 0:
+		return c.out.usage(errors.New("--set gives a template's parameters: it goes with --workflow NAME"))
 	case c.o.workflow != "":
 		return runWorkflowFile(c.o, c.mode, "", stdin, c.out)
 	case len(c.rest) != 1 || strings.TrimSpace(c.rest[0]) == "":
@@ -129,7 +131,7 @@ func runRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // runResume is `pixir resume ID "prompt"` and `pixir resume ID --workflow
 // FILE [--resume-from WORKFLOW_ID]`.
 func runResume(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c, code := parseRunCommand("pixir resume", "Usage: pixir resume [flags] SESSION_ID \"prompt\"\n       pixir resume [flags] SESSION_ID --workflow FILE [--resume-from WORKFLOW_ID]\n", true, args, stdout, stderr)
+	c, code := parseRunCommand("pixir resume", "Usage: pixir resume [flags] SESSION_ID \"prompt\"\n       pixir resume [flags] SESSION_ID --workflow FILE|TEMPLATE [--set name=value]… [--resume-from WORKFLOW_ID]\n", true, args, stdout, stderr)
 	if code != exitOK {
 		return code
 	}
@@ -254,11 +256,11 @@ func runLogger(stderr io.Writer, verbose bool) *slog.Logger {
 // id), no model in the parent. The spec is checked before anything else,
 // so an invalid one makes no session.
 func runWorkflowFile(o runOptions, mode runtime.Mode, id string, stdin io.Reader, out *runOutput) int {
-	raw, err := readWorkflowFile(o.workflow)
+	dir, err := workspaceDir(o.cwd)
 	if err != nil {
 		return out.usage(err)
 	}
-	w, err := workflows.Decode(raw)
+	w, err := instantiateWorkflow(o.workflow, dir, o.sets)
 	if err != nil {
 		return out.failure(err)
 	}
@@ -267,10 +269,6 @@ func runWorkflowFile(o runOptions, mode runtime.Mode, id string, stdin io.Reader
 	}
 	if err := workflows.Check(w); err != nil {
 		return out.failure(err)
-	}
-	dir, err := workspaceDir(o.cwd)
-	if err != nil {
-		return out.usage(err)
 	}
 	dryRun := o.dryRun || w.DryRun
 	if !dryRun && w.ResumeFrom != "" && id == "" {
@@ -314,6 +312,9 @@ func runWorkflowFile(o runOptions, mode runtime.Mode, id string, stdin io.Reader
 		return out.failure(err)
 	}
 	title := "workflow " + filepath.Base(o.workflow)
+	if w.Template != "" {
+		title = "workflow " + w.Template
+	}
 	if w.Name != "" {
 		title = "workflow " + w.Name
 	}
@@ -344,26 +345,69 @@ func runWorkflowFile(o runOptions, mode runtime.Mode, id string, stdin io.Reader
 	return out.workflow(outcome)
 }
 
-// readWorkflowFile reads a workflow spec as JSON, from JSON or YAML.
-func readWorkflowFile(path string) (json.RawMessage, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading the workflow: %w", err)
+// instantiateWorkflow is the workflow --workflow names, with the --set
+// arguments: a file if one is there, else a template found by name from
+// the project dir (pixir workflows lists them). A file is a template too
+// (one without params takes no --set).
+func instantiateWorkflow(ref, dir string, sets setFlags) (*workflows.Workflow, error) {
+	var tpl *workflows.Template
+	if fi, statErr := os.Stat(ref); statErr == nil && !fi.IsDir() || !workflows.IsTemplateName(ref) {
+		t, err := workflows.ReadTemplateFile(ref)
+		if err != nil {
+			if f, ok := errors.AsType[*tools.Failure](err); ok {
+				return nil, &tools.Failure{Kind: f.Kind, Message: ref + ": " + f.Message, Details: f.Details}
+			}
+			if statErr != nil && !strings.ContainsAny(ref, `/\.`) {
+				return nil, fmt.Errorf("%s is neither a workflow file nor a template name: %w", ref, statErr)
+			}
+			return nil, &tools.Failure{Kind: tools.ErrInvalidArgs, Message: err.Error()}
+		}
+		tpl = t
+	} else {
+		home, _ := os.UserHomeDir()
+		reg, loadErr := workflows.LoadTemplates(dir, home)
+		t, ok := reg.Get(ref)
+		if !ok {
+			msg := fmt.Sprintf("there is no workflow file or template named %q; the templates here: %s (pixir workflows lists them)", ref, strings.Join(reg.Names(), ", "))
+			if loadErr != nil {
+				msg += "; some template files do not load: " + strings.ReplaceAll(loadErr.Error(), "\n", "; ")
+			}
+			return nil, &tools.Failure{Kind: tools.ErrInvalidArgs, Message: msg}
+		}
+		tpl = t
 	}
-	trimmed := bytes.TrimSpace(b)
-	ext := strings.ToLower(filepath.Ext(path))
-	if ext == ".json" || (ext != ".yaml" && ext != ".yml" && len(trimmed) > 0 && trimmed[0] == '{') {
-		return trimmed, nil
+	args := map[string]any{}
+	for _, set := range sets {
+		name, text, _ := strings.Cut(set, "=")
+		v, err := tpl.ParseArgValue(name, text)
+		if err != nil {
+			return nil, &tools.Failure{Kind: tools.ErrInvalidArgs, Message: "--set " + set + ": " + err.Error()}
+		}
+		args[name] = v
 	}
-	var doc any
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("%s is neither JSON nor valid YAML: %w", path, err)
+	w, err := tpl.Instantiate(args)
+	if f, ok := errors.AsType[*tools.Failure](err); ok && strings.Contains(f.Message, "do not match its parameters") {
+		f.Message += "\n(give the parameters with --set name=value; pixir workflows lists them)"
 	}
-	raw, err := json.Marshal(doc)
-	if err != nil {
-		return nil, fmt.Errorf("%s: the YAML does not map to JSON (keys must be strings): %w", path, err)
+	return w, err
+}
+
+// setFlags are the --set name=value flags, in order.
+type setFlags []string
+
+func (s *setFlags) String() string { return strings.Join(*s, " ") }
+
+// Set takes one name=value.
+func (s *setFlags) Set(v string) error {
+	name, _, ok := strings.Cut(v, "=")
+	if !ok || strings.TrimSpace(name) == "" {
+		return fmt.Errorf("%q is not name=value", v)
 	}
-	return raw, nil
+	if slices.ContainsFunc(*s, func(prev string) bool { return strings.HasPrefix(prev, name+"=") }) {
+		return fmt.Errorf("%s is given twice", name)
+	}
+	*s = append(*s, v)
+	return nil
 }
 
 func isTerminal(w io.Writer) bool {

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Workflow templates through the binary: pixir workflows lists what the
+// project, its skills, the user and the built-ins hold; pixir run
+// --workflow NAME --set runs one on the embedded offline provider.
+
+const reviewTemplateFile = `description: Review one issue, then write the report.
+params:
+  issue:
+    type: string
+    pattern: "^[A-Z]+-[0-9]+$"
+    description: The issue id.
+  report:
+    type: string
+    default: REVIEW.md
+steps:
+  - id: check
+    agent: explorer
+    task: Review the change for ${issue}.
+  - id: write
+    task: Write ${report} from the review of ${issue}.
+    depends_on: [check]
+    write_set: ["${report}"]
+`
+
+// templateEnv is a run environment whose home folder (~) is its own.
+func templateEnv(t *testing.T) (*runEnv, string) {
+	e := newRunEnv(t)
+	home := filepath.Join(filepath.Dir(e.ws), "user")
+	put := func(base, rel, content string) {
+		p := filepath.Join(base, filepath.FromSlash(rel))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+	}
+	put(e.ws, ".pixir/workflows/review.yaml", reviewTemplateFile)
+	put(e.ws, ".claude/skills/triage/workflows/triage.yaml", "description: Triage.\nsteps: [{id: a, task: look}]\n")
+	put(e.ws, ".pixir/workflows/broken.yaml", "steps: [{id: a, task: \"${nope}\"}]\n")
+	put(home, ".pixir/workflows/review.yaml", reviewTemplateFile)
+	return e, home
+}
+
+func (e *runEnv) pixirAtHome(home string, args ...string) (string, string, int) {
+	e.t.Helper()
+	cmd := e.command(args...)
+	cmd.Env = append(cmd.Env, "HOME="+home)
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	if err != nil {
+		return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
+	}
+	return out.String(), errOut.String(), 0
+}
+
+func TestPixirWorkflowsListsTemplatesWithParamsSourcesAndProblems(t *testing.T) {
+	e, home := templateEnv(t)
+	stdout, stderr, code := e.pixirAtHome(home, "workflows", "--json")
+	require.Equal(t, 1, code, "a broken template file: %s", stderr)
+	var report struct {
+		Templates []struct {
+			Name, Description, Usage, Source string
+			Params                           []struct {
+				Name, Type string
+				Required   bool
+				Default    json.RawMessage
+				Schema     map[string]any
+			}
+		}
+		Warnings []struct{ File, Message string }
+		Errors   []struct{ File, Message string }
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &report), stdout)
+	var names []string
+	for _, tpl := range report.Templates {
+		names = append(names, tpl.Name+" "+tpl.Source)
+	}
+	require.Equal(t, []string{"review .pixir/workflows/review.yaml", "survey built-in",
+		"triage .claude/skills/triage/workflows/triage.yaml"}, names)
+	review := report.Templates[0]
+	require.Equal(t, "pixir run --workflow review --set issue=ISSUE", review.Usage)
+	require.Len(t, review.Params, 2)
+	require.Equal(t, "issue", review.Params[0].Name)
+	require.True(t, review.Params[0].Required)
+	require.Equal(t, "^[A-Z]+-[0-9]+$", review.Params[0].Schema["pattern"])
+	require.JSONEq(t, `"REVIEW.md"`, string(review.Params[1].Default))
+	require.Len(t, report.Warnings, 1)
+	require.Equal(t, filepath.Join(home, ".pixir/workflows/review.yaml"), report.Warnings[0].File)
+	require.Contains(t, report.Warnings[0].Message, "is also defined in "+filepath.Join(e.ws, ".pixir/workflows/review.yaml"))
+	require.Len(t, report.Errors, 1)
+	require.Contains(t, report.Errors[0].Message, "steps[0].task uses ${nope}, which is not a declared parameter")
+
+	stdout, stderr, code = e.pixirAtHome(home, "workflows")
+	require.Equal(t, 1, code)
+	require.Contains(t, stdout, "  --set issue=string (required)")
+	require.Contains(t, stdout, `  --set report=string (default "REVIEW.md")`)
+	require.Contains(t, stderr, "pixir workflows: warning: "+filepath.Join(home, ".pixir/workflows/review.yaml"))
+	require.Contains(t, stderr, "pixir workflows: 1 broken template file is left out until fixed")
+}
+
+func TestPixirRunATemplateByNameWithSet(t *testing.T) {
+	e, home := templateEnv(t)
+	stdout, stderr, code := e.pixirAtHome(home, "run", "--workflow", "review", "--set", "issue=GAL-1", "--set", "report=docs/GAL-1.md", "--json")
+	require.Equal(t, 0, code, "stdout %s\nstderr %s", stdout, stderr)
+	var env struct {
+		OK     bool
+		Output struct {
+			Status string
+			Steps  []struct {
+				StepID string `json:"step_id"`
+			}
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &env))
+	require.Equal(t, "completed", env.Output.Status)
+	require.Len(t, env.Output.Steps, 2)
+
+	// The Log holds the instance: the tasks with the values, the write set
+	// with the path, and which template made it with which arguments.
+	sessions, err := filepath.Glob(filepath.Join(e.ws, ".pixir", "sessions", "*.ndjson"))
+	require.NoError(t, err)
+	require.Len(t, sessions, 1)
+	sid := strings.TrimSuffix(filepath.Base(sessions[0]), ".ndjson")
+	var started struct {
+		Kind     string
+		Workflow struct {
+			Template string
+			Args     map[string]string
+			Steps    []struct {
+				Task     string
+				WriteSet []string `json:"write_set"`
+			}
+		}
+	}
+	for _, ev := range readLog(t, e.ws, sid) {
+		if ev.Type == "workflow_event" && strings.Contains(string(ev.Data), `"workflow_started"`) {
+			require.NoError(t, json.Unmarshal(ev.Data, &started))
+		}
+	}
+	require.Equal(t, "review", started.Workflow.Template)
+	require.Equal(t, map[string]string{"issue": "GAL-1", "report": "docs/GAL-1.md"}, started.Workflow.Args)
+	require.Equal(t, "Review the change for GAL-1.", started.Workflow.Steps[0].Task)
+	require.Equal(t, []string{"docs/GAL-1.md"}, started.Workflow.Steps[1].WriteSet)
+}
+
+func TestPixirRunTemplateRefusesBadArguments(t *testing.T) {
+	e, home := templateEnv(t)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--workflow", "review"}, "/: missing property 'issue'\n(give the parameters with --set name=value; pixir workflows lists them)"},
+		{[]string{"--workflow", "review", "--set", "issue=gal-1"}, "/issue: 'gal-1' does not match pattern '^[A-Z]+-[0-9]+$'"},
+		{[]string{"--workflow", "review", "--set", "issue=GAL-1", "--set", "report=../../etc/passwd"},
+			`/report: makes steps[1].write_set[0] the path pattern "../../etc/passwd", which is not allowed: it climbs out of the workspace`},
+		{[]string{"--workflow", "review", "--set", "isue=GAL-1"}, `--set isue=GAL-1: template review has no parameter "isue"; its parameters: review(issue, report?)`},
+		{[]string{"--workflow", "review", "--set", "issue"}, `invalid value "issue" for flag -set: "issue" is not name=value`},
+		{[]string{"--workflow", "nope"}, `there is no workflow file or template named "nope"; the templates here: review, survey, triage`},
+		{[]string{"--set", "issue=x", "do it"}, "--set gives a template's parameters: it goes with --workflow NAME"},
+	} {
+		_, stderr, code := e.pixirAtHome(home, append([]string{"run", "--dry-run"}, tt.args...)...)
+		if tt.args[0] == "--set" {
+			_, stderr, code = e.pixirAtHome(home, append([]string{"run"}, tt.args...)...)
+		}
+		require.Equal(t, exitUsage, code, "%v: %s", tt.args, stderr)
+		require.Contains(t, stderr, tt.want, tt.args)
+	}
+	// Nothing ran: no session was made.
+	sessions, _ := filepath.Glob(filepath.Join(e.ws, ".pixir", "sessions", "*.ndjson"))
+	require.Empty(t, sessions)
+
+	// A path still works, and wins over a name.
+	stdout, stderr, code := e.pixirAtHome(home, "run", "--dry-run", "--workflow", filepath.Join(e.ws, ".pixir/workflows/review.yaml"), "--set", "issue=GAL-2")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, "Wave 1: check")
+}

@@ -1,0 +1,744 @@
+package workflows
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/pixir-go/pixir/tools"
+)
+
+// Workflow templates (issue 13): a workflow file that declares parameters,
+// found by name (templates.go) and instantiated with arguments.
+//
+//	description: One line, for catalogues.
+//	params:
+//	  issue:                       # a name: ^[a-z][a-z0-9_]{0,63}$, not item or index
+//	    type: string               # the rest is a JSON Schema of the value
+//	    description: The issue id.
+//	    pattern: "^[A-Z]+-[0-9]+$"
+//	  test_command:
+//	    type: string
+//	    default: go test ./...     # a parameter without a default is required
+//	steps:
+//	  - id: plan
+//	    task: Plan ${issue}; the tests run with ${test_command}.
+//
+// ${name} is replaced by the argument's value in the places a value is
+// data: a step's task (and prompt), its read_set and write_set, its when
+// conditions and a loop's until (path, equals, in, contains), and the
+// workflow's name. A reference anywhere else (an id, an agent, depends_on)
+// is an error of the template: parameters never change the structure.
+//
+// Values are data, never evaluated. Substitution works on the decoded
+// spec, not on the file's text, and in one pass, so a value holding
+// newlines, quotes, YAML or another ${…} stays inside the string it was
+// put in. In a path pattern a value is a literal path (its glob
+// characters escaped) and the pattern must stay inside the workspace; in a
+// JSON Pointer it is one token; where a whole condition value is one
+// reference (equals: ${verdict}) it is the typed value. A value that holds
+// a fan-out binding (${item…}, ${index}) is refused in a task: the fan-out
+// would read it as one.
+
+// Param is one declared parameter of a template.
+type Param struct {
+	Name string `json:"name"`
+	// Type is the schema's type when it names one ("string"); "" otherwise.
+	Type        string `json:"type,omitempty"`
+	Description string `json:"description,omitempty"`
+	// Default is used when no argument is given; a parameter without one
+	// is Required.
+	Default  json.RawMessage `json:"default,omitempty"`
+	Required bool            `json:"required"`
+	// Schema is the JSON Schema the value must match (with default and
+	// description as written).
+	Schema json.RawMessage `json:"schema"`
+}
+
+// Template is a workflow file by name, with its declared parameters.
+type Template struct {
+	// Name is how it is called: its file name without the extension.
+	Name        string
+	Description string
+	Params      []Param
+	// Source is SourceBuiltin or the path of its file.
+	Source string
+
+	spec   map[string]any // the workflow as decoded, numbers exact
+	schema *tools.Schema  // the arguments object
+}
+
+// SourceBuiltin is the Source of a template built into Pixir.
+const SourceBuiltin = "built-in"
+
+// ParamNamePattern is the rule for parameter names.
+var paramName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`) })
+
+// reference finds ${…} in strings; refName the inner text of a reference
+// to a parameter (lowercase), as opposed to a fan-out binding or a
+// variable of someone else (${HOME}), which stay as they are.
+var (
+	reference = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{\s*([^}]*?)\s*\}`) })
+	refName   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_]*$`) })
+)
+
+// reservedParams are the names of the fan-out bindings.
+var reservedParams = []string{"item", "index"}
+
+// ParseTemplate reads a workflow file's JSON (DecodeFile) as the template
+// name from source. The spec's structure is checked as far as it can be
+// without arguments: its keys and types, its parameters (each a schema
+// its default matches), and every ${…} reference (declared, and in a
+// place that takes values). Check runs on each instance.
+func ParseTemplate(name, source string, raw json.RawMessage) (*Template, error) {
+	doc, err := decodeValue(raw)
+	if err != nil {
+		return nil, fmt.Errorf("not JSON: %w", err)
+	}
+	obj, ok := doc.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("a workflow file is an object with steps, not %s", jsonTypeOf(doc))
+	}
+	t := &Template{Name: name, Source: source, spec: obj}
+	if d, ok := obj["description"]; ok {
+		s, isString := d.(string)
+		if !isString {
+			return nil, errors.New("description must be a string (one line, for catalogues)")
+		}
+		t.Description = strings.TrimSpace(s)
+		delete(obj, "description")
+	}
+	if _, ok := obj["params"]; ok {
+		if t.Params, err = parseParams(raw); err != nil {
+			return nil, err
+		}
+		delete(obj, "params")
+	}
+	if t.schema, err = argsSchema(name, t.Params); err != nil {
+		return nil, err
+	}
+	for _, k := range []string{"template", "args"} {
+		if _, ok := obj[k]; ok {
+			return nil, fmt.Errorf("a workflow file cannot name a %s: it is one", k)
+		}
+	}
+	if problems := t.checkReferences(); len(problems) > 0 {
+		return nil, errors.New(strings.Join(problems, "\n"))
+	}
+	if _, err := Decode(mustJSON(placeholders(obj, t.declared()))); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// parseParams reads the params object of raw in its written order.
+func parseParams(raw json.RawMessage) ([]Param, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(top["params"]))
+	dec.UseNumber()
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, errors.New("params must be an object: each key a parameter's name, each value its schema ({type, description, default, …})")
+	}
+	var params []Param
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("params: %w", err)
+		}
+		name := tok.(string)
+		var schema json.RawMessage
+		if err := dec.Decode(&schema); err != nil {
+			return nil, fmt.Errorf("params.%s: %w", name, err)
+		}
+		p, err := parseParam(name, schema)
+		if err != nil {
+			return nil, err
+		}
+		params = append(params, p)
+	}
+	if _, err := dec.Token(); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("params: %w", err)
+	}
+	return params, nil
+}
+
+func parseParam(name string, schema json.RawMessage) (Param, error) {
+	p := Param{Name: name, Schema: schema}
+	if !paramName().MatchString(name) || slices.Contains(reservedParams, name) {
+		return p, fmt.Errorf("params: %q is not a parameter name: a lowercase letter, then lowercase letters, digits or _ (item and index are the fan-out's)", name)
+	}
+	v, err := decodeValue(schema)
+	if err != nil {
+		return p, fmt.Errorf("params.%s: %w", name, err)
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return p, fmt.Errorf("params.%s must be an object (a JSON Schema: type, description, default, enum, pattern, …), not %s", name, jsonTypeOf(v))
+	}
+	if t, ok := obj["type"].(string); ok {
+		p.Type = t
+	}
+	if d, ok := obj["description"].(string); ok {
+		p.Description = strings.TrimSpace(d)
+	}
+	s, err := tools.CompileSchema(fmt.Sprintf("params.%s", name), schema)
+	if err != nil {
+		return p, err
+	}
+	if d, ok := obj["default"]; ok {
+		p.Default = mustJSON(d)
+		if lines := s.ValidateValue(d); len(lines) > 0 {
+			return p, fmt.Errorf("params.%s: its default does not match its schema: %s", name, strings.Join(lines, "; "))
+		}
+	} else {
+		p.Required = true
+	}
+	return p, nil
+}
+
+// argsSchema is the schema of a template's arguments: an object of its
+// parameters, the required ones required, no others.
+func argsSchema(name string, params []Param) (*tools.Schema, error) {
+	props := map[string]json.RawMessage{}
+	required := []string{}
+	for _, p := range params {
+		props[p.Name] = p.Schema
+		if p.Required {
+			required = append(required, p.Name)
+		}
+	}
+	doc := map[string]any{"type": "object", "properties": props, "required": required, "additionalProperties": false}
+	return tools.CompileSchema("the parameters of template "+name, mustJSON(doc))
+}
+
+// ArgsSchema is the JSON Schema of the template's arguments.
+func (t *Template) ArgsSchema() json.RawMessage {
+	props := map[string]json.RawMessage{}
+	required := []string{}
+	for _, p := range t.Params {
+		props[p.Name] = p.Schema
+		if p.Required {
+			required = append(required, p.Name)
+		}
+	}
+	return mustJSON(map[string]any{"type": "object", "properties": props, "required": required, "additionalProperties": false})
+}
+
+func (t *Template) declared() map[string]bool {
+	names := make(map[string]bool, len(t.Params))
+	for _, p := range t.Params {
+		names[p.Name] = true
+	}
+	return names
+}
+
+// Param returns the parameter called name.
+func (t *Template) Param(name string) (Param, bool) {
+	i := slices.IndexFunc(t.Params, func(p Param) bool { return p.Name == name })
+	if i < 0 {
+		return Param{}, false
+	}
+	return t.Params[i], true
+}
+
+// Signature is the template's call as a line: practice(issue, test_command?).
+func (t *Template) Signature() string {
+	parts := make([]string, len(t.Params))
+	for i, p := range t.Params {
+		parts[i] = p.Name
+		if !p.Required {
+			parts[i] += "?"
+		}
+	}
+	return t.Name + "(" + strings.Join(parts, ", ") + ")"
+}
+
+// Instantiate validates args against the template's parameters (defaults
+// filled) and returns the workflow with their values substituted,
+// decoded strictly and not yet checked (Check). Every problem is an
+// invalid_args *tools.Failure, each argument problem a line that starts
+// with its JSON Pointer (/issue: …).
+func (t *Template) Instantiate(args map[string]any) (*Workflow, error) {
+	full := make(map[string]any, len(t.Params))
+	maps.Copy(full, args)
+	for _, p := range t.Params {
+		if _, ok := full[p.Name]; !ok && !p.Required {
+			v, _ := decodeValue(p.Default)
+			full[p.Name] = v
+		}
+	}
+	full = normalizeNumbers(full).(map[string]any)
+	if lines := t.schema.ValidateValue(full); len(lines) > 0 {
+		return nil, t.argFailure(lines)
+	}
+	s := substitution{args: full}
+	out := s.object(t.spec, nil).(map[string]any)
+	if len(s.problems) > 0 {
+		return nil, t.argFailure(s.problems)
+	}
+	w, err := Decode(mustJSON(out))
+	if err != nil {
+		return nil, err
+	}
+	w.Template, w.Args = t.Name, mustJSON(full)
+	w.instantiated = true
+	return w, nil
+}
+
+// argFailure is the invalid_args failure for argument problems.
+func (t *Template) argFailure(lines []string) *tools.Failure {
+	problems := make([]Problem, len(lines))
+	for i, l := range lines {
+		field, _, _ := strings.Cut(l, ":")
+		problems[i] = Problem{Code: "invalid_argument", Field: "args" + strings.TrimSuffix(field, "/"), Message: l}
+	}
+	msg := fmt.Sprintf("the arguments of template %s do not match its parameters %s:\n%s", t.Name, t.Signature(), strings.Join(lines, "\n"))
+	return &tools.Failure{Kind: tools.ErrInvalidArgs, Message: msg, Details: ValidationDetails{Problems: problems}}
+}
+
+// ParseArgValue reads the text of --set name=text as the parameter's
+// type wants it: a string parameter (or one without a type) takes the
+// text as it is; any other type reads it as JSON (--set max=3,
+// --set paths='["a","b"]').
+func (t *Template) ParseArgValue(name, text string) (any, error) {
+	p, ok := t.Param(name)
+	if !ok {
+		return nil, fmt.Errorf("template %s has no parameter %q; its parameters: %s", t.Name, name, t.Signature())
+	}
+	if p.Type == "" || p.Type == "string" {
+		return text, nil
+	}
+	v, err := decodeValue([]byte(text))
+	if err != nil {
+		return nil, fmt.Errorf("parameter %s is %s: %q is not a JSON %s (%w)", name, p.Type, text, p.Type, err)
+	}
+	return v, nil
+}
+
+// checkReferences lists the template's bad ${…} references: undeclared
+// lowercase names, and declared ones where values are not substituted.
+func (t *Template) checkReferences() []string {
+	declared := t.declared()
+	var problems []string
+	var walk func(v any, loc []string)
+	walk = func(v any, loc []string) {
+		switch x := v.(type) {
+		case map[string]any:
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				walk(x[k], append(slices.Clip(loc), k))
+			}
+		case []any:
+			for i, e := range x {
+				walk(e, append(slices.Clip(loc), strconv.Itoa(i)))
+			}
+		case string:
+			for _, m := range reference().FindAllStringSubmatch(x, -1) {
+				name := m[1]
+				switch {
+				case declared[name]:
+					if placeOf(loc) == placeNone {
+						problems = append(problems, fmt.Sprintf("%s uses %s, but parameters are substituted only in name, task, read_set, write_set, when and until: they never change a workflow's structure", dotted(loc), m[0]))
+					}
+				case slices.Contains(reservedParams, name) || !refName().MatchString(name):
+					// a fan-out binding (checked with the workflow) or
+					// someone else's variable: it stays as it is
+				default:
+					problems = append(problems, fmt.Sprintf("%s uses %s, which is not a declared parameter (declared: %s); declare it under params", dotted(loc), m[0], paramList(t.Params)))
+				}
+			}
+		}
+	}
+	walk(t.spec, nil)
+	return problems
+}
+
+func paramList(ps []Param) string {
+	if len(ps) == 0 {
+		return "none"
+	}
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = p.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// dotted renders a location in the spec: steps[2].task.
+func dotted(loc []string) string {
+	var b strings.Builder
+	for i, tok := range loc {
+		if _, err := strconv.Atoi(tok); err == nil {
+			b.WriteString("[" + tok + "]")
+			continue
+		}
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(tok)
+	}
+	return b.String()
+}
+
+// place is the kind of value at a location of the spec.
+type place int
+
+const (
+	placeNone    place = iota // parameters are not substituted here
+	placeText                 // text: the value as text
+	placePattern              // a path pattern: the value a literal path
+	placePointer              // a JSON Pointer: the value one token
+	placeValue                // a condition's value: the typed value when whole
+	placeValues               // a condition's in: an array value when whole
+)
+
+// placeOf says what the string at loc (steps/2/task) is.
+func placeOf(loc []string) place {
+	n := len(loc)
+	switch {
+	case n == 1 && loc[0] == "name":
+		return placeText
+	case n == 3 && loc[0] == "steps" && (loc[2] == "task" || loc[2] == "prompt"):
+		return placeText
+	case n == 4 && loc[0] == "steps" && (loc[2] == "read_set" || loc[2] == "write_set"):
+		return placePattern
+	case n >= 3 && loc[0] == "steps" && loc[2] == "when":
+		return conditionPlace(loc[3:])
+	case n >= 3 && loc[0] == "loops" && loc[2] == "until":
+		return conditionPlace(loc[3:])
+	}
+	return placeNone
+}
+
+// conditionPlace is the place of rest inside a condition (or a list of
+// conditions).
+func conditionPlace(rest []string) place {
+	for len(rest) > 0 {
+		tok := rest[0]
+		if _, err := strconv.Atoi(tok); err == nil { // an element of a list of conditions
+			rest = rest[1:]
+			continue
+		}
+		switch tok {
+		case "all", "any":
+			rest = rest[1:]
+			continue
+		case "not":
+			rest = rest[1:]
+			continue
+		case "path":
+			if len(rest) == 1 {
+				return placePointer
+			}
+		case "equals", "contains":
+			if len(rest) == 1 {
+				return placeValue
+			}
+			return placeNone // inside a structured value: data as written
+		case "in":
+			switch len(rest) {
+			case 1:
+				return placeValues
+			case 2:
+				return placeValue
+			}
+		}
+		return placeNone
+	}
+	return placeNone
+}
+
+// substitution puts arguments into a copy of a spec.
+type substitution struct {
+	args     map[string]any
+	problems []string
+}
+
+func (s *substitution) object(v any, loc []string) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			out[k] = s.object(x[k], append(slices.Clip(loc), k))
+		}
+		return out
+	case []any:
+		out := make([]any, 0, len(x))
+		for i, e := range x {
+			eloc := append(slices.Clip(loc), strconv.Itoa(i))
+			if str, ok := e.(string); ok && placeOf(eloc) == placePattern {
+				for _, p := range s.pattern(str, eloc) {
+					out = append(out, p)
+				}
+				continue
+			}
+			out = append(out, s.object(e, eloc))
+		}
+		return out
+	case string:
+		return s.str(x, loc)
+	}
+	return v
+}
+
+// whole is the parameter s consists of, if it is one reference and
+// nothing else.
+func (s *substitution) whole(str string) (string, bool) {
+	m := reference().FindStringSubmatchIndex(str)
+	if m == nil || m[0] != 0 || m[1] != len(str) {
+		return "", false
+	}
+	name := str[m[2]:m[3]]
+	_, ok := s.args[name]
+	return name, ok
+}
+
+func (s *substitution) str(str string, loc []string) any {
+	switch placeOf(loc) {
+	case placeText:
+		return s.text(str, loc, true)
+	case placePointer:
+		return s.replace(str, loc, func(name string, v any) (string, bool) {
+			tok, ok := scalarText(v)
+			if !ok {
+				s.problemf(name, "is used in the JSON Pointer %s, which needs a string or a number, not %s", dotted(loc), jsonTypeOf(v))
+			}
+			return strings.NewReplacer("~", "~0", "/", "~1").Replace(tok), ok
+		})
+	case placeValue, placeValues:
+		if name, ok := s.whole(str); ok {
+			v := s.args[name]
+			if _, isArray := v.([]any); placeOf(loc) == placeValues && !isArray {
+				s.problemf(name, "is the whole of %s, which needs an array, not %s", dotted(loc), jsonTypeOf(v))
+			}
+			return v
+		}
+		return s.text(str, loc, false)
+	}
+	return str
+}
+
+// text substitutes references in text, each value as text.
+func (s *substitution) text(str string, loc []string, task bool) string {
+	return s.replace(str, loc, func(name string, v any) (string, bool) {
+		t := valueText(v)
+		if task {
+			for _, m := range reference().FindAllStringSubmatch(t, -1) {
+				if itemBinding().MatchString(m[1]) || badBinding().MatchString(m[1]) {
+					s.problemf(name, "holds %s, which the workflow would read as a fan-out binding in %s; a value cannot carry bindings", m[0], dotted(loc))
+					return "", false
+				}
+			}
+		}
+		return t, true
+	})
+}
+
+// replace replaces every reference to an argument in str, in one pass:
+// what a value brings is never read again.
+func (s *substitution) replace(str string, loc []string, value func(name string, v any) (string, bool)) string {
+	return reference().ReplaceAllStringFunc(str, func(m string) string {
+		name := strings.TrimSpace(m[2 : len(m)-1])
+		v, ok := s.args[name]
+		if !ok {
+			return m
+		}
+		out, ok := value(name, v)
+		if !ok {
+			return m
+		}
+		return out
+	})
+}
+
+// pattern substitutes references in a read_set or write_set pattern: a
+// pattern that is one reference to an array becomes a literal path per
+// element; elsewhere a value is a literal path inside the pattern. Each
+// result must stay a valid pattern inside the workspace.
+func (s *substitution) pattern(p string, loc []string) []string {
+	var results []string
+	bad := false
+	if name, ok := s.whole(p); ok {
+		if arr, isArray := s.args[name].([]any); isArray {
+			for _, e := range arr {
+				str, isString := e.(string)
+				if !isString {
+					s.problemf(name, "is the whole of %s, whose elements must be paths (strings), not %s", dotted(loc), jsonTypeOf(e))
+					return nil
+				}
+				results = append(results, literalGlobPath(str))
+			}
+			for _, r := range results {
+				bad = s.checkPattern(name, r, loc) || bad
+			}
+			if bad {
+				return nil
+			}
+			return results
+		}
+	}
+	var used []string
+	out := s.replace(p, loc, func(name string, v any) (string, bool) {
+		t, ok := scalarText(v)
+		if !ok {
+			s.problemf(name, "is used in the path pattern %s, which needs a string, not %s", dotted(loc), jsonTypeOf(v))
+			return "", false
+		}
+		used = append(used, name)
+		return escapeGlobChars(t), true
+	})
+	if len(used) == 0 {
+		return []string{p}
+	}
+	if s.checkPattern(strings.Join(used, ", "), out, loc) {
+		return nil
+	}
+	return []string{out}
+}
+
+// checkPattern reports a pattern that a value made unusable; true if it did.
+func (s *substitution) checkPattern(name, p string, loc []string) bool {
+	if strings.ContainsAny(p, "\n\r\x00") {
+		s.problemf(name, "puts a control character into the path pattern %s", dotted(loc))
+		return true
+	}
+	if why := patternProblem(normalizePatterns([]string{p})[0]); why != "" {
+		s.problemf(name, "makes %s the path pattern %q, which is not allowed: %s", dotted(loc), p, why)
+		return true
+	}
+	return false
+}
+
+func (s *substitution) problemf(name, format string, args ...any) {
+	s.problems = append(s.problems, "/"+name+": "+fmt.Sprintf(format, args...))
+}
+
+// valueText is a value as text: a string as it is, an array of strings
+// joined with ", ", anything else as JSON.
+func valueText(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = valueText(e)
+		}
+		return strings.Join(parts, ", ")
+	}
+	return string(mustJSON(v))
+}
+
+// scalarText is a string or a number as text.
+func scalarText(v any) (string, bool) {
+	switch x := v.(type) {
+	case string:
+		return x, true
+	case json.Number:
+		return x.String(), true
+	}
+	return "", false
+}
+
+// literalGlobPath is a path as a pattern that matches just it; a trailing
+// / (a folder) keeps meaning everything beneath it.
+func literalGlobPath(s string) string {
+	dir := strings.HasSuffix(s, "/")
+	s = escapeGlobChars(strings.TrimRight(s, "/"))
+	if dir {
+		s += "/"
+	}
+	return s
+}
+
+// escapeGlobChars escapes doublestar's special characters.
+func escapeGlobChars(s string) string {
+	if !strings.ContainsAny(s, `*?[]{}\`) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]{}\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// placeholders is spec with each whole-value reference in a condition
+// replaced by a value of the right shape, so that the spec decodes before
+// it has arguments.
+func placeholders(spec map[string]any, declared map[string]bool) map[string]any {
+	var walk func(v any, loc []string) any
+	walk = func(v any, loc []string) any {
+		switch x := v.(type) {
+		case map[string]any:
+			out := make(map[string]any, len(x))
+			for k, e := range x {
+				out[k] = walk(e, append(slices.Clip(loc), k))
+			}
+			return out
+		case []any:
+			out := make([]any, len(x))
+			for i, e := range x {
+				out[i] = walk(e, append(slices.Clip(loc), strconv.Itoa(i)))
+			}
+			return out
+		case string:
+			m := reference().FindStringSubmatchIndex(x)
+			if m == nil || m[0] != 0 || m[1] != len(x) || !declared[x[m[2]:m[3]]] {
+				return x
+			}
+			switch placeOf(loc) {
+			case placeValue:
+				return nil
+			case placeValues:
+				return []any{}
+			}
+		}
+		return v
+	}
+	return walk(spec, nil).(map[string]any)
+}
+
+// normalizeNumbers turns float64 and other Go numbers a caller put into
+// arguments into json.Number, as decodeValue makes them, so the schema
+// and the substitution see one kind of number.
+func normalizeNumbers(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = normalizeNumbers(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = normalizeNumbers(e)
+		}
+		return out
+	case float64, float32, int, int64, int32, uint, uint64:
+		return json.Number(fmt.Sprint(x))
+	}
+	return v
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("workflows: %v", err))
+	}
+	return b
+}

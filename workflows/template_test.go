@@ -1,0 +1,337 @@
+package workflows
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pixir-go/pixir/tools"
+)
+
+// reviewTemplate uses a parameter in every place that takes one: the
+// name, a task, a write set (one reference, and one inside a pattern), a
+// read set bound to an array, a condition's pointer and its value.
+const reviewTemplate = `
+description: Review one issue.
+params:
+  issue:
+    type: string
+    pattern: "^[A-Z]+-[0-9]+$"
+    description: The issue id.
+  test_command:
+    type: string
+    default: go test ./...
+  report:
+    type: string
+    default: REPORT.md
+  paths:
+    type: array
+    items: {type: string}
+    default: ["src/"]
+  verdict:
+    enum: [ACCEPTABLE, NEEDS WORK]
+    default: ACCEPTABLE
+  field:
+    type: string
+    default: verdict
+name: review ${issue}
+steps:
+  - id: check
+    agent: explorer
+    task: "Review ${issue}; the tests run with ${test_command}. Leave ${HOME} and ${item_count} alone? No: ${HOME} only."
+    read_set: ["${paths}"]
+    output_schema:
+      type: object
+      properties:
+        verdict: {type: string}
+        a/b: {type: string}
+  - id: write
+    task: Write ${report} for ${issue}.
+    depends_on: [check]
+    write_set: ["${report}", "notes/${issue}.md"]
+    when: {step: check, path: "/${field}", equals: "${verdict}"}
+`
+
+func parseYAMLTemplate(t *testing.T, name, text string) (*Template, error) {
+	t.Helper()
+	raw, err := DecodeFile(name+".yaml", []byte(text))
+	require.NoError(t, err)
+	return ParseTemplate(name, "test", raw)
+}
+
+func mustTemplate(t *testing.T, text string) *Template {
+	t.Helper()
+	tpl, err := parseYAMLTemplate(t, "review", strings.Replace(text, "${item_count}", "the count", 1))
+	require.NoError(t, err)
+	return tpl
+}
+
+func instantiate(t *testing.T, tpl *Template, args map[string]any) *Workflow {
+	t.Helper()
+	w, err := tpl.Instantiate(args)
+	require.NoError(t, err)
+	require.NoError(t, Check(w))
+	return w
+}
+
+func TestTemplateParamsInDeclaredOrderWithTheirSchemas(t *testing.T) {
+	tpl := mustTemplate(t, reviewTemplate)
+	require.Equal(t, "Review one issue.", tpl.Description)
+	var names []string
+	for _, p := range tpl.Params {
+		names = append(names, p.Name)
+	}
+	require.Equal(t, []string{"issue", "test_command", "report", "paths", "verdict", "field"}, names)
+	issue, _ := tpl.Param("issue")
+	require.True(t, issue.Required)
+	require.Equal(t, "string", issue.Type)
+	require.Equal(t, "The issue id.", issue.Description)
+	cmd, _ := tpl.Param("test_command")
+	require.False(t, cmd.Required)
+	require.JSONEq(t, `"go test ./..."`, string(cmd.Default))
+	require.Equal(t, "review(issue, test_command?, report?, paths?, verdict?, field?)", tpl.Signature())
+}
+
+func TestTemplateSubstitutesValuesWhereValuesGo(t *testing.T) {
+	tpl := mustTemplate(t, reviewTemplate)
+	w := instantiate(t, tpl, map[string]any{"issue": "GAL-1", "paths": []any{"src/api/", "docs/a.md"}})
+	require.Equal(t, "review GAL-1", w.Name)
+	require.Equal(t, "Review GAL-1; the tests run with go test ./.... Leave ${HOME} and the count alone? No: ${HOME} only.", w.Steps[0].Task)
+	require.Equal(t, []string{"src/api/**", "docs/a.md"}, w.Steps[0].ReadSet)
+	require.Equal(t, "Write REPORT.md for GAL-1.", w.Steps[1].Task)
+	require.Equal(t, []string{"REPORT.md", "notes/GAL-1.md"}, w.Steps[1].WriteSet)
+	require.Equal(t, "/verdict", w.Steps[1].When[0].Path)
+	require.JSONEq(t, `"ACCEPTABLE"`, string(w.Steps[1].When[0].Equals))
+	// The instance says where it came from, with every argument.
+	require.Equal(t, "review", w.Template)
+	var args map[string]any
+	require.NoError(t, json.Unmarshal(w.Args, &args))
+	require.Equal(t, "GAL-1", args["issue"])
+	require.Equal(t, "go test ./...", args["test_command"])
+}
+
+func TestTemplateArgumentsAreValidatedWithPointers(t *testing.T) {
+	tpl := mustTemplate(t, reviewTemplate)
+	for _, tt := range []struct {
+		name string
+		args map[string]any
+		want []string
+	}{
+		{"missing", map[string]any{}, []string{"/: missing property 'issue'"}},
+		{"type", map[string]any{"issue": 7}, []string{"/issue: got number, want string"}},
+		{"pattern", map[string]any{"issue": "gal-1"}, []string{"/issue: 'gal-1' does not match pattern '^[A-Z]+-[0-9]+$'"}},
+		{"unknown", map[string]any{"issue": "GAL-1", "isue": "x"}, []string{"/: additional properties 'isue' not allowed"}},
+		{"enum and items", map[string]any{"issue": "GAL-1", "verdict": "MAYBE", "paths": []any{"a", 1}},
+			[]string{"/paths/1: got number, want string", "/verdict: value must be one of 'ACCEPTABLE', 'NEEDS WORK'"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tpl.Instantiate(tt.args)
+			f := tools.AsFailure(err)
+			require.Equal(t, tools.ErrInvalidArgs, f.Kind)
+			require.Contains(t, f.Message, "review(issue, test_command?")
+			var lines []string
+			for _, p := range f.Details.(ValidationDetails).Problems {
+				require.Equal(t, "invalid_argument", p.Code)
+				lines = append(lines, p.Message)
+			}
+			require.Equal(t, tt.want, lines)
+		})
+	}
+}
+
+// Values are data: whatever they hold, they stay inside the string they
+// were put in and cannot widen a write set or leave the workspace.
+func TestTemplateValuesCannotChangeTheStructure(t *testing.T) {
+	tpl := mustTemplate(t, reviewTemplate)
+	t.Run("template syntax stays literal", func(t *testing.T) {
+		w := instantiate(t, tpl, map[string]any{"issue": "GAL-1", "test_command": "echo ${issue} ${report} ${HOME}"})
+		require.Contains(t, w.Steps[0].Task, "tests run with echo ${issue} ${report} ${HOME}.")
+	})
+	t.Run("newlines and YAML stay in the task", func(t *testing.T) {
+		evil := "x\"\n  - id: evil\n    task: rm -rf /\n    write_set: [\"**/*\"]\n}, {\"id\": \"evil2\""
+		w := instantiate(t, tpl, map[string]any{"issue": "GAL-1", "test_command": evil})
+		require.Len(t, w.Steps, 2)
+		require.Contains(t, w.Steps[0].Task, evil)
+		require.Equal(t, []string{"REPORT.md", "notes/GAL-1.md"}, w.Steps[1].WriteSet)
+	})
+	t.Run("a glob is a literal path", func(t *testing.T) {
+		w := instantiate(t, tpl, map[string]any{"issue": "GAL-1", "report": "**/*", "paths": []any{"src/*.go", "{a,b}"}})
+		require.Equal(t, []string{`\*\*/\*`, "notes/GAL-1.md"}, w.Steps[1].WriteSet)
+		require.Equal(t, []string{`src/\*.go`, `\{a,b\}`}, w.Steps[0].ReadSet)
+		require.False(t, writeSetMatcher(w.Steps[1].WriteSet)("src/main.go"))
+		require.True(t, writeSetMatcher(w.Steps[1].WriteSet)("**/*"))
+	})
+	for _, tt := range []struct {
+		name string
+		args map[string]any
+		want string
+	}{
+		{"../ cannot climb out", map[string]any{"issue": "GAL-1", "report": "../../etc/passwd"},
+			`/report: makes steps[1].write_set[0] the path pattern "../../etc/passwd", which is not allowed: it climbs out of the workspace`},
+		{"nor inside a path", map[string]any{"issue": "GAL-1", "report": "docs/../../x"},
+			`/report: makes steps[1].write_set[0] the path pattern "docs/../../x"`},
+		{"nor an absolute path", map[string]any{"issue": "GAL-1", "report": "/etc/passwd"},
+			"/report: makes steps[1].write_set[0] the path pattern \"/etc/passwd\", which is not allowed: it is absolute"},
+		{"nor an array element", map[string]any{"issue": "GAL-1", "paths": []any{"ok/", "../up"}},
+			`/paths: makes steps[0].read_set[0] the path pattern "../up"`},
+		{"a newline in a path", map[string]any{"issue": "GAL-1", "report": "a\nb"},
+			"/report: puts a control character into the path pattern steps[1].write_set[0]"},
+		{"a fan-out binding in a task", map[string]any{"issue": "GAL-1", "test_command": "run ${item.secret}"},
+			"/test_command: holds ${item.secret}, which the workflow would read as a fan-out binding in steps[0].task"},
+		{"an object in a path", map[string]any{"issue": "GAL-1", "report": map[string]any{"a": 1}},
+			"/report: got object, want string"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tpl.Instantiate(tt.args)
+			require.Error(t, err)
+			f := tools.AsFailure(err)
+			require.Equal(t, tools.ErrInvalidArgs, f.Kind)
+			require.Contains(t, f.Message, tt.want)
+		})
+	}
+	t.Run("a pointer value is one token", func(t *testing.T) {
+		w := instantiate(t, tpl, map[string]any{"issue": "GAL-1", "field": "a/b"})
+		require.Equal(t, "/a~1b", w.Steps[1].When[0].Path)
+	})
+}
+
+func TestTemplateProblemsAreFoundWithoutArguments(t *testing.T) {
+	for _, tt := range []struct {
+		name, text, want string
+	}{
+		{"undeclared", "steps: [{id: a, task: \"do ${isue}\"}]", "steps[0].task uses ${isue}, which is not a declared parameter (declared: none)"},
+		{"structural", "params: {who: {type: string}}\nsteps: [{id: a, task: x, agent: \"${who}\"}]", "steps[0].agent uses ${who}, but parameters are substituted only in name, task, read_set, write_set, when and until"},
+		{"depends_on", "params: {who: {type: string}}\nsteps: [{id: a, task: x}, {id: b, task: y, depends_on: [\"${who}\"]}]", "steps[1].depends_on[0] uses ${who}"},
+		{"bad name", "params: {Issue: {type: string}}\nsteps: [{id: a, task: x}]", `params: "Issue" is not a parameter name`},
+		{"reserved", "params: {item: {type: string}}\nsteps: [{id: a, task: x}]", `params: "item" is not a parameter name`},
+		{"not a schema", "params: {n: 3}\nsteps: [{id: a, task: x}]", "params.n must be an object"},
+		{"bad default", "params: {n: {type: integer, default: x}}\nsteps: [{id: a, task: x}]", "params.n: its default does not match its schema: /: got string, want integer"},
+		{"unknown key", "params: {n: {type: string}}\nsteps: [{id: a, task: \"${n}\", tsk: y}]", "unknown field \"tsk\""},
+		{"not an object", "- a\n- b", "a workflow file is an object with steps, not array"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parseYAMLTemplate(t, "x", tt.text)
+			require.ErrorContains(t, err, tt.want)
+		})
+	}
+}
+
+func TestResolveTemplate(t *testing.T) {
+	reg := &TemplateRegistry{templates: []*Template{mustTemplate(t, reviewTemplate)}}
+	templates := RegistryTemplates{reg}
+	w, err := Decode(json.RawMessage(`{"template":"review","args":{"issue":"GAL-2"},"dry_run":true,"resume_from":"wf-1"}`))
+	require.NoError(t, err)
+	inst, err := ResolveTemplate(w, templates)
+	require.NoError(t, err)
+	require.True(t, inst.DryRun)
+	require.Equal(t, "wf-1", inst.ResumeFrom)
+	require.Equal(t, "review GAL-2", inst.Name)
+	require.NoError(t, Check(inst))
+
+	for _, tt := range []struct{ spec, want string }{
+		{`{"template":"nope"}`, `there is no workflow template named "nope"; the templates here: review`},
+		{`{"template":"review","args":{"issue":"GAL-2"},"steps":[{"id":"a","task":"b"}]}`, "with template, give only args (and dry_run, resume_from, budget): steps belong to the template"},
+		{`{"template":"review","args":[1]}`, "args must be an object of the parameters of review("},
+		{`{"args":{"issue":"x"},"steps":[{"id":"a","task":"b"}]}`, "args are the parameters of a template"},
+	} {
+		w, err := Decode(json.RawMessage(tt.spec))
+		require.NoError(t, err)
+		_, err = ResolveTemplate(w, templates)
+		require.ErrorContains(t, err, tt.want, tt.spec)
+	}
+}
+
+func TestTheBuiltinTemplatesInstantiate(t *testing.T) {
+	for _, tpl := range builtinTemplates() {
+		t.Run(tpl.Name, func(t *testing.T) {
+			require.NotEmpty(t, tpl.Description)
+			args := map[string]any{}
+			for _, p := range tpl.Params {
+				if p.Required {
+					args[p.Name] = "x"
+				}
+			}
+			instantiate(t, tpl, args)
+		})
+	}
+	survey := builtinTemplates()[0]
+	w := instantiate(t, survey, map[string]any{"question": "How are errors reported?", "report": "docs/answer.md"})
+	require.Equal(t, []string{"docs/answer.md"}, w.Steps[2].WriteSet)
+}
+
+// writeFile writes a file under dir, making its folders.
+func writeFile(t *testing.T, dir, rel, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, filepath.FromSlash(rel))
+	require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+	require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+	return p
+}
+
+func tplText(desc string) string {
+	return "description: " + desc + "\nsteps: [{id: a, task: x}]\n"
+}
+
+func TestTemplateDiscoveryPrecedenceAndWarnings(t *testing.T) {
+	project, home := t.TempDir(), t.TempDir()
+	proj := writeFile(t, project, ".pixir/workflows/review.yaml", tplText("project review"))
+	writeFile(t, project, ".pixir/workflows/notes.txt", "x")
+	writeFile(t, project, ".pixir/workflows/.hidden.yaml", "x")
+	writeFile(t, project, ".pixir/workflows/sub/deep.yaml", tplText("deep"))
+	writeFile(t, project, ".pixir/workflows/Bad Name.yaml", tplText("bad"))
+	writeFile(t, project, ".pixir/workflows/broken.yaml", "steps: [{id: a, tsk: x}]")
+	skillA := writeFile(t, project, ".pixir/skills/alpha/workflows/review.json", `{"description":"skill review","steps":[{"id":"a","task":"x"}]}`)
+	skillTriage := writeFile(t, project, ".claude/skills/triage/workflows/triage.yml", tplText("claude skill triage"))
+	codexTriage := writeFile(t, project, ".codex/skills/triage/workflows/triage.yaml", tplText("codex skill triage"))
+	writeFile(t, project, ".claude/skills/nowf/SKILL.md", "a skill without workflows")
+	userSurvey := writeFile(t, home, ".pixir/workflows/survey.yaml", tplText("my survey"))
+	userRelease := writeFile(t, home, ".codex/skills/rel/workflows/release.yaml", tplText("release from a user skill"))
+	homeReview := writeFile(t, home, ".pixir/workflows/review.yaml", tplText("home review"))
+
+	reg, err := LoadTemplates(project, home)
+	require.Error(t, err)
+	require.ErrorContains(t, err, "broken.yaml")
+	require.ErrorContains(t, err, `"Bad Name" cannot name a template`)
+	require.Equal(t, []string{"release", "review", "survey", "triage"}, reg.Names())
+
+	desc := map[string]string{}
+	src := map[string]string{}
+	for _, tpl := range reg.All() {
+		desc[tpl.Name], src[tpl.Name] = tpl.Description, tpl.Source
+	}
+	require.Equal(t, "project review", desc["review"])
+	require.Equal(t, proj, src["review"])
+	require.Equal(t, skillTriage, src["triage"]) // .claude before .codex
+	require.Equal(t, userSurvey, src["survey"])  // the user's overrides the built-in
+	require.Equal(t, userRelease, src["release"])
+
+	var warnings []string
+	for _, w := range reg.Warnings() {
+		warnings = append(warnings, w.String())
+	}
+	require.Equal(t, []string{
+		filepath.Join(project, ".pixir/workflows/notes.txt") + ": ignored: not a workflow file (.yaml, .yml or .json)",
+		filepath.Join(project, ".pixir/workflows/sub") + ": ignored: workflow folders are not searched recursively",
+		skillA + `: template "review" is also defined in ` + proj + ", which takes precedence; this file is ignored",
+		codexTriage + `: template "triage" is also defined in ` + skillTriage + ", which takes precedence; this file is ignored",
+		homeReview + `: template "review" is also defined in ` + proj + ", which takes precedence; this file is ignored",
+		userSurvey + `: template "survey" overrides the built-in "survey" template`,
+	}, warnings)
+
+	// Without a project or home, the built-ins alone.
+	reg, err = LoadTemplates("", "")
+	require.NoError(t, err)
+	require.Equal(t, []string{"survey"}, reg.Names())
+	got, ok := reg.Get("survey")
+	require.True(t, ok)
+	require.Equal(t, SourceBuiltin, got.Source)
+
+	// A lookup that misses says which files did not load.
+	_, err = DirTemplates{Project: project, Home: home}.Template("broken")
+	require.ErrorContains(t, err, `there is no workflow template named "broken"`)
+	require.ErrorContains(t, err, "some template files do not load")
+}
