@@ -531,7 +531,7 @@ func (s *substitution) str(str string, loc []string) any {
 // text substitutes references in text, each value as text.
 func (s *substitution) text(str string, loc []string, task bool) string {
 	return s.replace(str, loc, func(name string, v any) (string, bool) {
-		t := valueText(v)
+		t := textOf(v)
 		if task {
 			for _, m := range reference().FindAllStringSubmatch(t, -1) {
 				if itemBinding().MatchString(m[1]) || badBinding().MatchString(m[1]) {
@@ -576,7 +576,7 @@ func (s *substitution) pattern(p string, loc []string) []string {
 					s.problemf(name, "is the whole of %s, whose elements must be paths (strings), not %s", dotted(loc), jsonTypeOf(e))
 					return nil
 				}
-				results = append(results, literalGlobPath(str))
+				results = append(results, literalPath(str))
 			}
 			for _, r := range results {
 				bad = s.checkPattern(name, r, loc) || bad
@@ -595,7 +595,7 @@ func (s *substitution) pattern(p string, loc []string) []string {
 			return "", false
 		}
 		used = append(used, name)
-		return escapeGlobChars(t), true
+		return escapeGlob(t), true
 	})
 	if len(used) == 0 {
 		return []string{p}
@@ -623,22 +623,6 @@ func (s *substitution) problemf(name, format string, args ...any) {
 	s.problems = append(s.problems, "/"+name+": "+fmt.Sprintf(format, args...))
 }
 
-// valueText is a value as text: a string as it is, an array of strings
-// joined with ", ", anything else as JSON.
-func valueText(v any) string {
-	switch x := v.(type) {
-	case string:
-		return x
-	case []any:
-		parts := make([]string, len(x))
-		for i, e := range x {
-			parts[i] = valueText(e)
-		}
-		return strings.Join(parts, ", ")
-	}
-	return string(mustJSON(v))
-}
-
 // scalarText is a string or a number as text.
 func scalarText(v any) (string, bool) {
 	switch x := v.(type) {
@@ -648,32 +632,6 @@ func scalarText(v any) (string, bool) {
 		return x.String(), true
 	}
 	return "", false
-}
-
-// literalGlobPath is a path as a pattern that matches just it; a trailing
-// / (a folder) keeps meaning everything beneath it.
-func literalGlobPath(s string) string {
-	dir := strings.HasSuffix(s, "/")
-	s = escapeGlobChars(strings.TrimRight(s, "/"))
-	if dir {
-		s += "/"
-	}
-	return s
-}
-
-// escapeGlobChars escapes doublestar's special characters.
-func escapeGlobChars(s string) string {
-	if !strings.ContainsAny(s, `*?[]{}\`) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`*?[]{}\`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 // placeholders is spec with each whole-value reference in a condition
