@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/pixir-go/pixir/runtime/snapshot"
+	"github.com/pixir-go/pixir/runtime/merge"
 	"github.com/pixir-go/pixir/tools"
 )
 
@@ -79,7 +79,7 @@ func BenchmarkReadOnlyChildren(b *testing.B) {
 		}
 	}
 	take := func(ctx context.Context, src, dst string) (Snapshot, error) {
-		return snapshot.TakeForChild(ctx, src, dst)
+		return merge.TakeChild(ctx, src, dst)
 	}
 	for _, mode := range []string{"", WorkspaceIsolated} {
 		name := "default-shared"
@@ -90,7 +90,7 @@ func BenchmarkReadOnlyChildren(b *testing.B) {
 			var wall, cpu time.Duration
 			for b.Loop() {
 				rt := New(Config{Home: b.TempDir(), Provider: childProvider{}, Model: "m", Tools: tools.Builtins(),
-					Subagents: SubagentConfig{Agents: readOnlyAgents, Snapshot: take, RemoveSnapshot: snapshot.Remove}})
+					Subagents: SubagentConfig{Agents: readOnlyAgents, Snapshot: take, RemoveSnapshot: merge.RemoveChild}})
 				parent, err := rt.NewSession(ws)
 				if err != nil {
 					b.Fatal(err)

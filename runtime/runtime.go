@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pixir-go/pixir/budget"
+	"github.com/pixir-go/pixir/runtime/merge"
 	"github.com/pixir-go/pixir/runtime/prompt"
 	"github.com/pixir-go/pixir/runtime/provider"
 	"github.com/pixir-go/pixir/sandbox"
@@ -220,6 +221,7 @@ func (r *Runtime) NewSession(dir string, opts ...SessionOption) (*Session, error
 		ws.Close()
 		return nil, err
 	}
+	r.recoverMerges(ws.Root())
 	id := newSessionID()
 	log, err := CreateLog(logPath(ws.Root(), id))
 	if err != nil {
@@ -322,6 +324,7 @@ func (r *Runtime) openSession(id, dir string, visit func(Event)) (*Session, Load
 		ws.Close()
 		return nil, LoadReport{}, err
 	}
+	r.recoverMerges(ws.Root())
 	fold := &historyFold{log: r.log}
 	log, report, err := OpenLog(path, func(ev Event) {
 		fold.add(ev)
@@ -362,6 +365,19 @@ func (r *Runtime) openSession(id, dir string, visit func(Event)) (*Session, Load
 		r.log.Warn("recording the results of interrupted tool calls", "session", id, "err", err)
 	}
 	return s, report, nil
+}
+
+// recoverMerges finishes the merges a process left half-done in the
+// workspace (it was killed while it applied one): each file is old or
+// new until then, and the journal says which to write.
+func (r *Runtime) recoverMerges(root string) {
+	done, err := merge.Recover(root)
+	for _, id := range done {
+		r.log.Info("finished a merge an earlier process left half-done", "workspace", root, "merge", id)
+	}
+	if err != nil {
+		r.log.Warn("unfinished merges in the workspace", "workspace", root, "err", err)
+	}
 }
 
 // CloseSession stops a live session and releases it. Its Log stays, so it

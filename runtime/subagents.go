@@ -9,6 +9,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/pixir-go/pixir/budget"
+	"github.com/pixir-go/pixir/runtime/merge"
 	"github.com/pixir-go/pixir/tools"
 	"github.com/pixir-go/pixir/workflows"
 )
@@ -123,6 +125,9 @@ type Snapshot interface {
 	// Overlay copies into the snapshot what another child changed in its
 	// own (from), as the snapshot's baseline: Changes will not list it.
 	Overlay(ctx context.Context, from string, ch tools.FileChanges) error
+	// Merge brings the child's changes into a workspace, three-way against
+	// the snapshot's base (merge.Merge; req.Snapshot is this snapshot's).
+	Merge(ctx context.Context, req merge.Request) (tools.MergeReport, error)
 }
 
 // SubagentLimits are the [agents] table of config.toml (the names Codex
@@ -158,8 +163,13 @@ type SubagentConfig struct {
 	// Snapshot copies src to dst for an isolated child; nil makes every
 	// child shared.
 	Snapshot func(ctx context.Context, src, dst string) (Snapshot, error)
-	// RemoveSnapshot deletes a child's snapshot folder; nil is os.RemoveAll.
+	// RemoveSnapshot deletes a child's snapshot folder (and its base
+	// beside it); nil is os.RemoveAll of the folder.
 	RemoveSnapshot func(dir string) error
+	// LoadSnapshot loads the snapshot of a child an earlier process took
+	// (dir is its workspace), to merge a child restored from the Log; nil
+	// cannot.
+	LoadSnapshot func(dir string) (Snapshot, error)
 }
 
 // Manager runs every Subagent of a Runtime: it is the single authority for
@@ -444,12 +454,14 @@ func (m *Manager) home(sa *subagent) string {
 	return filepath.Join(sa.parent.workspace.Root(), StateDir, "subagents", sa.id)
 }
 
-// removeSnapshot deletes an isolated child's workspace snapshot; its Log,
-// beside it, stays as evidence.
+// removeSnapshot deletes an isolated child's workspace snapshot and its
+// base; its Log, beside them, stays as evidence.
 func (m *Manager) removeSnapshot(sa *subagent) {
 	remove := m.cfg.RemoveSnapshot
 	if remove == nil {
-		remove = os.RemoveAll
+		remove = func(dir string) error {
+			return errors.Join(os.RemoveAll(dir), os.RemoveAll(merge.BaseDir(dir)))
+		}
 	}
 	if err := remove(sa.workspace); err != nil {
 		m.rt.log.Warn("removing a subagent snapshot", "subagent", sa.id, "err", err)

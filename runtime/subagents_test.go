@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/pixir-go/pixir/runtime/merge"
 	"github.com/pixir-go/pixir/runtime/provider"
 	"github.com/pixir-go/pixir/sandbox"
 	"github.com/pixir-go/pixir/tools"
@@ -98,6 +100,12 @@ func (s snapshotCopy) Overlay(_ context.Context, from string, ch tools.FileChang
 		s.files[rel] = string(b)
 	}
 	return nil
+}
+
+// Merge is not what these tests look at; the real one is in
+// subagents_merge_test.go.
+func (s snapshotCopy) Merge(context.Context, merge.Request) (tools.MergeReport, error) {
+	return tools.MergeReport{}, errors.New("snapshotCopy does not merge")
 }
 
 func takeCopy(_ context.Context, src, dst string) (Snapshot, error) {

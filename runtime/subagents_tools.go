@@ -21,6 +21,8 @@ type binding struct {
 	parent     *Session
 	toolCallID string
 	ask        Asker
+	// files, when set, are the editor's: merges write text through them.
+	files tools.Files
 }
 
 // resolve picks the agent and checks the limits a spawn from this

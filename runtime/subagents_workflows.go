@@ -33,6 +33,7 @@ func (b binding) workflowPorts() workflows.Ports {
 		Evidence:  sessionEvidence{b.parent},
 		Budgets:   b.m.rt.WorkflowBudgets(),
 		Templates: WorkspaceTemplates(b.parent.workspace.Root()),
+		Merger:    stepMerger{b},
 	}
 }
 

@@ -36,6 +36,9 @@ type PermissionRequest struct {
 	Locations  []tools.Location
 	// Note is what the person asked should also know (tools.Presentation).
 	Note string
+	// Diffs, when set, are the changes the call would make, for the
+	// client to show in the question (a merge's files).
+	Diffs []tools.Diff
 }
 
 // PermissionOutcome is the answer to a PermissionRequest.
@@ -428,7 +431,7 @@ func (t *turn) registry() *tools.Registry {
 
 // binding is the Subagents Manager bound to this session, call and turn.
 func (t *turn) binding(tc provider.ToolCall) binding {
-	return binding{m: t.s.rt.subagents, parent: t.s, toolCallID: tc.ID, ask: t.opt.Ask}
+	return binding{m: t.s.rt.subagents, parent: t.s, toolCallID: tc.ID, ask: t.opt.Ask, files: t.opt.Files}
 }
 
 // env is what a tool call runs against.
@@ -517,10 +520,18 @@ func (t *turn) authorize(tc provider.ToolCall, tool tools.Tool, pres tools.Prese
 			reason := "the session is in ask mode and there is no client to ask"
 			return false, tools.Fail(tools.ErrPermissionDenied, "%s", reason), record("denied", "mode", "", reason)
 		}
-		outcome, err := t.opt.Ask.AskPermission(t.ctx, PermissionRequest{
+		req := PermissionRequest{
 			SessionID: s.ID(), ToolCallID: tc.ID, Tool: tc.Name, Title: pres.Title,
 			Kind: pres.Kind, Arguments: tc.Arguments, Locations: pres.Locations, Note: pres.Note,
-		})
+		}
+		if _, ok := tool.(tools.DiffPreviewed); ok {
+			// Shown in the question: what the call would change, from its
+			// dry run, which changes nothing.
+			if preview := tool.DryRun(t.ctx, t.env(tc), tc.Arguments); len(preview.Diffs) > 0 {
+				req.Diffs = preview.Diffs
+			}
+		}
+		outcome, err := t.opt.Ask.AskPermission(t.ctx, req)
 		if err != nil || t.cancelled() {
 			outcome = PermissionCancelled
 		}

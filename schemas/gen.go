@@ -48,6 +48,7 @@ var Outputs = map[string]any{
 	"send_input":  tools.SubagentView{},
 	"close_agent": tools.SubagentView{},
 	"list_agents": tools.ListAgentsOutput{},
+	"merge_agent": tools.MergeReport{},
 
 	"run_workflow":      workflows.Outcome{},
 	"report_checkpoint": workflows.ReportCheckpointOutput{},
@@ -57,6 +58,7 @@ var Outputs = map[string]any{
 // tools.DryRunOutput to the type of that output.
 var DryRunOutputs = map[string]any{
 	"run_workflow": workflows.DryRunOutcome{},
+	"merge_agent":  tools.MergeReport{},
 }
 
 // CommandOutputs maps pixir commands whose --json output is a result

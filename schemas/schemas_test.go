@@ -150,6 +150,14 @@ func (subagents) List(context.Context) ([]tools.SubagentView, error) {
 	return []tools.SubagentView{child}, nil
 }
 
+func (subagents) Merge(_ context.Context, id string, dryRun bool) (tools.MergeReport, error) {
+	if id != "sa-1" {
+		return tools.MergeReport{}, notFound(id)
+	}
+	return tools.MergeReport{Status: tools.MergeMerged, DryRun: dryRun, MergeID: "m1",
+		Applied: tools.MergeFiles{Added: []string{"a"}, Updated: []string{"b"}}}, nil
+}
+
 // reports collects the results of the report_checkpoint calls the fake
 // step children make, to check them against the schemas too.
 var reports struct {
@@ -249,6 +257,7 @@ func TestResultsMatchTheirSchemas(t *testing.T) {
 		{"send_input", `{"id":"sa-1","message":"more"}`, `{"id":"nobody","message":"more"}`},
 		{"close_agent", `{"id":"sa-1"}`, `{"id":"nobody"}`},
 		{"list_agents", `{}`, `{"x":1}`},
+		{"merge_agent", `{"id":"sa-1"}`, `{"id":"nobody"}`},
 		{"run_workflow", `{"steps":[{"id":"a","task":"look"},{"id":"b","task":"then","depends_on":["a"]}]}`, `{"steps":[{"id":"a","task":"x","depends_on":["zz"]}]}`},
 		// report_checkpoint is offered only to a step's child, bound to
 		// its step: run_workflow's fake children call it (Start).

@@ -7,7 +7,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/pixir-go/pixir/runtime"
-	"github.com/pixir-go/pixir/runtime/snapshot"
+	"github.com/pixir-go/pixir/runtime/merge"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -17,8 +17,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func subagents() runtime.SubagentConfig {
 	return runtime.SubagentConfig{
 		Snapshot: func(ctx context.Context, src, dst string) (runtime.Snapshot, error) {
-			return snapshot.TakeForChild(ctx, src, dst)
+			return merge.TakeChild(ctx, src, dst)
 		},
-		RemoveSnapshot: snapshot.Remove,
+		RemoveSnapshot: merge.RemoveChild,
 	}
 }

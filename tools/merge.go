@@ -83,6 +83,12 @@ const (
 	// ConflictUnavailable: a three-way merge was needed and git, which
 	// does it, could not be run.
 	ConflictUnavailable = "merge_unavailable"
+	// ConflictOutsideWriteSet: the child changed a file its write set does
+	// not cover; it is never merged.
+	ConflictOutsideWriteSet = "outside_write_set"
+	// ConflictMoved: the workspace's file changed between the plan and
+	// the write; it was left as it is now.
+	ConflictMoved = "changed_during_merge"
 )
 
 // MergeConflict is one file that could not be merged.
@@ -97,22 +103,21 @@ type MergeConflict struct {
 	Message string   `json:"message"`
 }
 
-// ConflictHunk is one conflicting region: 1-based line ranges in the
-// workspace's file (Ours), the snapshot's base (Base) and the child's
-// file (Theirs), and their text (bounded).
+// ConflictHunk is one conflicting region: where it is in the file with
+// conflict markers (which a merge leaves in the child's snapshot for the
+// child to resolve), and the region's lines in the workspace's version,
+// the snapshot's base and the child's version, each shortened when long.
 type ConflictHunk struct {
-	Ours   LineRange `json:"ours"`
-	Base   LineRange `json:"base"`
-	Theirs LineRange `json:"theirs"`
-	// OursText, BaseText and TheirsText are the region's lines on each
-	// side, shortened when long.
-	OursText   string `json:"ours_text"`
-	BaseText   string `json:"base_text"`
-	TheirsText string `json:"theirs_text"`
+	// Lines are the region's lines in the file with markers, the markers
+	// included (1-based).
+	Lines LineRange `json:"lines"`
+	// Workspace, Base and Child are the region's text on each side.
+	Workspace string `json:"workspace"`
+	Base      string `json:"base"`
+	Child     string `json:"child"`
 }
 
-// LineRange is Count lines from Start (1-based); Count 0 is an empty
-// region before line Start.
+// LineRange is Count lines from Start (1-based).
 type LineRange struct {
 	Start int `json:"start"`
 	Count int `json:"count"`

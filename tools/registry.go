@@ -53,6 +53,6 @@ func (r *Registry) Unknown(name string) Result {
 func Builtins() []Tool {
 	return []Tool{
 		ReadTool(), WriteTool(), EditTool(), BashTool(), GrepTool(), GlobTool(), UpdatePlanTool(),
-		SpawnAgentTool(), WaitAgentTool(), SendInputTool(), CloseAgentTool(), ListAgentsTool(),
+		SpawnAgentTool(), WaitAgentTool(), SendInputTool(), CloseAgentTool(), ListAgentsTool(), MergeAgentTool(),
 	}
 }

@@ -14,7 +14,7 @@ func TestRegistry(t *testing.T) {
 	}
 	require.Equal(t, []string{
 		"read", "write", "edit", "bash", "grep", "glob", "update_plan",
-		"spawn_agent", "wait_agent", "send_input", "close_agent", "list_agents",
+		"spawn_agent", "wait_agent", "send_input", "close_agent", "list_agents", "merge_agent",
 	}, names)
 
 	tool, ok := r.Get("edit")
@@ -27,7 +27,7 @@ func TestRegistry(t *testing.T) {
 	all[0] = nil
 	require.NotNil(t, r.All()[0], "All must return a copy")
 
-	requireFailure(t, r.Unknown("reed"), ErrUnknownTool, `there is no tool named "reed"; use one of: read, write, edit, bash, grep, glob, update_plan, spawn_agent, wait_agent, send_input, close_agent, list_agents`)
+	requireFailure(t, r.Unknown("reed"), ErrUnknownTool, `there is no tool named "reed"; use one of: read, write, edit, bash, grep, glob, update_plan, spawn_agent, wait_agent, send_input, close_agent, list_agents, merge_agent`)
 }
 
 func TestRegistryRejectsDuplicates(t *testing.T) {
@@ -41,7 +41,7 @@ func TestBuiltinsPostureAndDescription(t *testing.T) {
 		"read": PostureRead, "write": PostureMutation, "edit": PostureMutation, "bash": PostureMutation,
 		"grep": PostureRead, "glob": PostureRead, "update_plan": PostureRead,
 		"spawn_agent": PostureMutation, "wait_agent": PostureRead, "send_input": PostureMutation,
-		"close_agent": PostureMutation, "list_agents": PostureRead,
+		"close_agent": PostureMutation, "list_agents": PostureRead, "merge_agent": PostureMutation,
 	}
 	for _, tool := range Builtins() {
 		require.Equal(t, want[tool.Name()], tool.Posture(), tool.Name())

@@ -19,6 +19,9 @@ type Subagents interface {
 	List(ctx context.Context) ([]SubagentView, error)
 	// Preview says what Spawn would do, changing nothing (dry runs).
 	Preview(req SpawnRequest) (SubagentView, error)
+	// Merge brings an ended isolated child's changes into the workspace,
+	// or with dryRun reports what it would do, writing nothing.
+	Merge(ctx context.Context, id string, dryRun bool) (MergeReport, error)
 }
 
 // SpawnRequest asks for a child worker.
@@ -141,11 +144,18 @@ type WriteSetViolation struct {
 }
 
 // FileChanges lists what a child in an isolated workspace added, changed and
-// deleted relative to its snapshot, workspace-relative.
+// deleted relative to its snapshot, and the files whose permission bits
+// alone changed (Mode), workspace-relative.
 type FileChanges struct {
 	Added   []string `json:"added"`
 	Changed []string `json:"changed"`
 	Deleted []string `json:"deleted"`
+	Mode    []string `json:"mode,omitempty"`
+}
+
+// Empty reports whether nothing changed.
+func (c FileChanges) Empty() bool {
+	return len(c.Added) == 0 && len(c.Changed) == 0 && len(c.Deleted) == 0 && len(c.Mode) == 0
 }
 
 // subagents is env.Subagents or a failure saying why there is none.

@@ -82,6 +82,15 @@ type Sandboxed interface {
 	SandboxedCommands()
 }
 
+// DiffPreviewed is implemented by mutation tools whose dry run returns the
+// diffs of what they would change: in ask mode the runtime shows those
+// diffs in the permission question, so the user sees the change before
+// allowing it (merge_agent).
+type DiffPreviewed interface {
+	Tool
+	PreviewsDiffs()
+}
+
 // Location is a file (and line) a tool call touches.
 type Location struct {
 	Path string `json:"path"`

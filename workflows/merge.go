@@ -140,8 +140,19 @@ func writeConflicts(b *strings.Builder, steps []StepOutcome) {
 		}
 		for _, c := range s.Merge.Conflicts {
 			fmt.Fprintf(b, "- %s: %s", c.Path, c.Kind)
-			for _, h := range c.Hunks {
-				fmt.Fprintf(b, "; lines %s of the workspace against %s of %s", lines(h.Ours), lines(h.Theirs), s.StepID)
+			if n := len(c.Hunks); n > 0 {
+				fmt.Fprintf(b, ", %d hunk", n)
+				if n > 1 {
+					b.WriteString("s")
+				}
+				b.WriteString(" (lines")
+				for k, h := range c.Hunks {
+					if k > 0 {
+						b.WriteString(",")
+					}
+					b.WriteString(" " + lines(h.Lines))
+				}
+				fmt.Fprintf(b, " of the file with conflict markers in %s's snapshot)", s.StepID)
 			}
 			if len(c.Steps) > 1 {
 				fmt.Fprintf(b, " (steps %s)", strings.Join(c.Steps, ", "))
@@ -153,10 +164,7 @@ func writeConflicts(b *strings.Builder, steps []StepOutcome) {
 
 // lines shows a line range as people write it.
 func lines(r tools.LineRange) string {
-	switch r.Count {
-	case 0:
-		return fmt.Sprintf("(none, before %d)", r.Start)
-	case 1:
+	if r.Count <= 1 {
 		return fmt.Sprint(r.Start)
 	}
 	return fmt.Sprintf("%d-%d", r.Start, r.Start+r.Count-1)

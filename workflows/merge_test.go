@@ -106,7 +106,7 @@ func TestMergeConflictMakesTheStepNeedOrchestrator(t *testing.T) {
 		}
 		return tools.MergeReport{Status: tools.MergeConflicted, Conflicts: []tools.MergeConflict{{
 			Path: "f.txt", Kind: tools.ConflictContent, Message: "both changed line 2",
-			Hunks: []tools.ConflictHunk{{Ours: tools.LineRange{Start: 2, Count: 1}, Base: tools.LineRange{Start: 2, Count: 1}, Theirs: tools.LineRange{Start: 2, Count: 1}}},
+			Hunks: []tools.ConflictHunk{{Lines: tools.LineRange{Start: 2, Count: 7}, Workspace: "two (a)", Base: "two", Child: "two (b)"}},
 		}}}, nil
 	}}
 	plan := func(step string) childPlan {
@@ -130,7 +130,7 @@ func TestMergeConflictMakesTheStepNeedOrchestrator(t *testing.T) {
 	}
 	require.Subset(t, actions, []string{"resolve_then_merge", "keep_in_snapshot", "discard"})
 	require.Contains(t, out.Output, "Merge conflicts")
-	require.Contains(t, out.Output, "f.txt: content; lines 2 of the workspace against 2 of b (steps a, b)")
+	require.Contains(t, out.Output, "f.txt: content, 1 hunk (lines 2-8 of the file with conflict markers in b's snapshot) (steps a, b)")
 	require.Contains(t, strings.Join(out.SeamObligations, "\n"), "merge conflict")
 }
 

@@ -320,8 +320,7 @@ func (r *runner) inheritance(run *stepRun) []Inherited {
 	var out []Inherited
 	for _, d := range r.decidedOrder {
 		o := d.outcome
-		if !seen[d] || o.WorkspaceMode != Isolated || o.Changes == nil || o.Workspace == "" ||
-			len(o.Changes.Added)+len(o.Changes.Changed)+len(o.Changes.Deleted) == 0 {
+		if !seen[d] || o.WorkspaceMode != Isolated || o.Changes == nil || o.Workspace == "" || o.Changes.Empty() {
 			continue
 		}
 		if o.Merge != nil && o.Merge.Status == tools.MergeMerged {

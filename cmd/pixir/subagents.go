@@ -8,7 +8,7 @@ import (
 
 	"github.com/pixir-go/pixir/runtime"
 	"github.com/pixir-go/pixir/runtime/agents"
-	"github.com/pixir-go/pixir/runtime/snapshot"
+	"github.com/pixir-go/pixir/runtime/merge"
 )
 
 // subagentConfig wires the Subagents Manager to the agent registry and to
@@ -32,9 +32,10 @@ func subagentConfig(limits runtime.SubagentLimits, logger *slog.Logger) runtime.
 			return catalog{reg}, nil
 		},
 		Snapshot: func(ctx context.Context, src, dst string) (runtime.Snapshot, error) {
-			return snapshot.TakeForChild(ctx, src, dst)
+			return merge.TakeChild(ctx, src, dst)
 		},
-		RemoveSnapshot: snapshot.Remove,
+		RemoveSnapshot: merge.RemoveChild,
+		LoadSnapshot: func(dst string) (runtime.Snapshot, error) { return merge.LoadChild(dst) },
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -69,8 +70,9 @@ func genTree(b *testing.B, root string) {
 	}
 }
 
-// BenchmarkSnapshotVsCpA measures Take and `cp -a` of the same generated
-// tree in the same run and reports the medians (take-ms, cp-a-ms, and ns/op
+// BenchmarkSnapshotVsCpA measures Take as a child gets it (its base kept,
+// its manifest saved; the tree is no git work tree, so no repository) and
+// `cp -a` of the same generated tree in the same run and reports the medians (take-ms, cp-a-ms, and ns/op
 // set to the median Take) and their ratio. Each round copies the tree with
 // both, alternating which goes first; both read the source from a warm page
 // cache (it was just written) and each round starts after a sync, so neither
@@ -135,7 +137,7 @@ func BenchmarkSnapshotVsCpA(b *testing.B) {
 		var tk, cpa float64
 		runTake := func() {
 			tk = ms(func() {
-				m, err := Take(context.Background(), src, dstTake)
+				m, err := TakeWith(context.Background(), src, dstTake, Options{BaseDir: dstTake + ".base", Git: true})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -204,4 +206,152 @@ func median(xs []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// genRepo makes a git work tree with real history: gitFiles text files
+// of about 3 KB in 80 folders and gitCommits commits (the first adds them
+// all, each later one rewrites two), written with git fast-import (one
+// pack, as a clone has); then, as in a workspace in use, five files
+// changed and five untracked ones. It returns the work tree.
+func genRepo(b *testing.B, root string) string {
+	b.Helper()
+	const gitFiles, gitCommits = 2000, 3000
+	ws := filepath.Join(root, "repo")
+	gitIn(b, root, "init", "-q", "-b", "main", ws)
+	rng := rand.New(rand.NewPCG(7, 0))
+	line := func() string {
+		words := []string{"func", "return", "err", "if", "nil", "for", "range", "value", "index", "config", "buffer", "state"}
+		var sb strings.Builder
+		for range 6 + rng.IntN(6) {
+			sb.WriteString(words[rng.IntN(len(words))])
+			sb.WriteByte(' ')
+		}
+		return sb.String() + "\n"
+	}
+	content := func(i, v int) string {
+		var sb strings.Builder
+		fmt.Fprintf(&sb, "// file %d, version %d\n", i, v)
+		for sb.Len() < 3000 {
+			sb.WriteString(line())
+		}
+		return sb.String()
+	}
+	path := func(i int) string { return fmt.Sprintf("pkg%02d/file%04d.go", i%80, i) }
+	var stream strings.Builder
+	inline := func(p, data string) {
+		fmt.Fprintf(&stream, "M 100644 inline %s\ndata %d\n%s\n", p, len(data), data)
+	}
+	for c := 1; c <= gitCommits; c++ {
+		msg := fmt.Sprintf("commit %d", c)
+		fmt.Fprintf(&stream, "commit refs/heads/main\nmark :%d\ncommitter t <t@t> %d +0000\ndata %d\n%s\n", c, 1_700_000_000+c*60, len(msg), msg)
+		if c > 1 {
+			fmt.Fprintf(&stream, "from :%d\n", c-1)
+			for range 2 {
+				i := rng.IntN(gitFiles)
+				inline(path(i), content(i, c))
+			}
+		} else {
+			for i := range gitFiles {
+				inline(path(i), content(i, 0))
+			}
+		}
+		stream.WriteString("\n")
+	}
+	cmd := exec.Command("git", "fast-import", "--quiet")
+	cmd.Dir, cmd.Stdin = ws, strings.NewReader(stream.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("fast-import: %v: %s", err, out)
+	}
+	gitIn(b, ws, "reset", "-q", "--hard", "main")
+	for i := range 5 {
+		writeFileB(b, ws, path(i*7), content(i*7, -1))
+		writeFileB(b, ws, fmt.Sprintf("notes/untracked%d.md", i), content(i, -2))
+	}
+	return ws
+}
+
+func writeFileB(b *testing.B, root, rel, data string) {
+	b.Helper()
+	p := filepath.Join(root, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkSnapshotWithGitVsCpA measures a child's whole snapshot (the
+// copy, its base kept, the manifest saved, its own git repository with a
+// base commit) of a work tree with a real .git of 3,000 commits against
+// `cp -a` of the same tree, .git included, in the same run, alternating
+// which goes first; medians over SNAPSHOT_BENCH_ROUNDS rounds (default 7).
+func BenchmarkSnapshotWithGitVsCpA(b *testing.B) {
+	if testing.Short() {
+		b.Skip("generates a repository of 3,000 commits")
+	}
+	needGit(b)
+	cp, err := exec.LookPath("cp")
+	if err != nil {
+		b.Skip("no cp")
+	}
+	maxRounds := 7
+	if n, err := strconv.Atoi(os.Getenv("SNAPSHOT_BENCH_ROUNDS")); err == nil && n > 0 {
+		maxRounds = n
+	}
+	root := b.TempDir()
+	src := genRepo(b, root)
+	syscall.Sync()
+	var takes, cps []float64
+	ms := func(f func()) float64 {
+		start := time.Now()
+		f()
+		return float64(time.Since(start).Microseconds()) / 1000
+	}
+	round := 0
+	for b.Loop() {
+		if round >= maxRounds {
+			continue
+		}
+		dstTake := filepath.Join(root, fmt.Sprintf("take%d", round), "workspace")
+		baseDir := filepath.Join(root, fmt.Sprintf("take%d", round), "base")
+		dstCp := filepath.Join(root, fmt.Sprintf("cp%d", round))
+		var tk, cpa float64
+		runTake := func() {
+			tk = ms(func() {
+				m, err := TakeWith(context.Background(), src, dstTake, Options{BaseDir: baseDir, Git: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if m.Git == nil || m.Git.Base == m.Git.Parent {
+					b.Fatal("no git view with a base commit")
+				}
+			})
+		}
+		runCp := func() {
+			cpa = ms(func() {
+				if out, err := exec.Command(cp, "-a", src, dstCp).CombinedOutput(); err != nil {
+					b.Fatalf("cp -a: %v: %s", err, out)
+				}
+			})
+		}
+		if round%2 == 0 {
+			runCp()
+			runTake()
+		} else {
+			runTake()
+			runCp()
+		}
+		round++
+		takes, cps = append(takes, tk), append(cps, cpa)
+		b.StopTimer()
+		syscall.Sync()
+		b.StartTimer()
+	}
+	t, c := median(takes), median(cps)
+	b.ReportMetric(t*1e6, "ns/op")
+	b.ReportMetric(t, "take-ms")
+	b.ReportMetric(c, "cp-a-ms")
+	b.ReportMetric(t/c, "take/cp-a")
+	b.Logf("rounds %d; take ms %v; cp -a ms %v", len(takes), takes, cps)
 }

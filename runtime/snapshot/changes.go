@@ -15,18 +15,21 @@ import (
 // the manifest, under the same exclusion rule as Take, and lists the files
 // and links Added, Changed (content or link target differs, or a file became
 // a link or the reverse) and Deleted, each sorted, slash-separated and
-// workspace-relative. A file is read and fingerprinted unless it has the
-// recorded size and modification time and a status-change time (ctime)
-// before the manifest's Mark (see the package documentation); a file the process may no longer read counts as Changed.
+// workspace-relative, and the regular files whose content is the same but
+// whose permission bits changed (Mode). A file is read and fingerprinted
+// unless it has the recorded size and modification time and a
+// status-change time (ctime) before the manifest's Mark (see the package
+// documentation); a file the process may no longer read counts as Changed.
 // Sockets, FIFOs and devices are ignored, as Take skips them.
 func (m *Manifest) Changes(ctx context.Context, dir string) (Changes, error) {
 	var ch Changes
 	if err := ctx.Err(); err != nil {
 		return ch, err
 	}
-	index := make(map[string]*Entry, len(m.Entries))
-	for i := range m.Entries {
-		index[m.Entries[i].Path] = &m.Entries[i]
+	byPath := m.index()
+	index := make(map[string]*Entry, len(byPath))
+	for p, i := range byPath {
+		index[p] = &m.Entries[i]
 	}
 	seen := make(map[string]bool, len(m.Entries))
 	d := &differ{ctx: ctx, m: m, root: dir, index: index, seen: seen, buf: make([]byte, bufSize), h: new(sum)}
@@ -45,6 +48,7 @@ func (m *Manifest) Changes(ctx context.Context, dir string) (Changes, error) {
 	slices.Sort(ch.Added)
 	slices.Sort(ch.Changed)
 	slices.Sort(ch.Deleted)
+	slices.Sort(ch.Mode)
 	return ch, nil
 }
 
@@ -89,59 +93,64 @@ func (d *differ) walk(rel string, entries []os.DirEntry, ch *Changes) error {
 				continue
 			}
 			d.seen[key] = true
-			same, err := d.same(old, p, t)
-			if err != nil {
+			same, mode, err := d.same(old, p, t)
+			switch {
+			case err != nil:
 				return err
-			}
-			if !same {
+			case !same:
 				ch.Changed = append(ch.Changed, key)
+			case mode:
+				ch.Mode = append(ch.Mode, key)
 			}
 		}
 	}
 	return nil
 }
 
-// same reports whether the file or link at p still is what old recorded.
-func (d *differ) same(old *Entry, p string, t fs.FileMode) (bool, error) {
+// same reports whether the file or link at p still has the content (or
+// target) old recorded, and whether a regular file's permission bits
+// changed.
+func (d *differ) same(old *Entry, p string, t fs.FileMode) (same, mode bool, _ error) {
 	if t&fs.ModeSymlink != 0 || old.Mode&fs.ModeSymlink != 0 {
 		if t&fs.ModeSymlink == 0 || old.Mode&fs.ModeSymlink == 0 {
-			return false, nil
+			return false, false, nil
 		}
 		target, err := os.Readlink(p)
 		if err != nil {
-			return false, fmt.Errorf("changes: %w", err)
+			return false, false, fmt.Errorf("changes: %w", err)
 		}
-		return target == old.Link, nil
+		return target == old.Link, false, nil
 	}
 	fi, err := os.Lstat(p)
 	if err != nil {
-		return false, fmt.Errorf("changes: %w", err)
+		return false, false, fmt.Errorf("changes: %w", err)
 	}
+	mode = fi.Mode()&modeBits != old.Mode&modeBits
 	if fi.Size() != old.Size {
-		return false, nil
+		return false, mode, nil
 	}
 	if d.m.Mark != 0 && fi.ModTime().Equal(old.MTime) {
 		// Untouched since the copy: every write and every new file after
 		// Take has a ctime at or after Mark, and ctime cannot be set.
 		if ctime, ok := ctimeOf(fi); ok && ctime < d.m.Mark {
-			return true, nil
+			return true, mode, nil
 		}
 	}
 	if old.Sum == "" || d.m.SumAlgorithm != SumAlgorithm {
-		return false, nil
+		return false, mode, nil
 	}
 	f, err := os.OpenFile(p, os.O_RDONLY|openFlags, 0)
 	if err != nil {
 		if errors.Is(err, fs.ErrPermission) {
-			return false, nil
+			return false, mode, nil
 		}
-		return false, fmt.Errorf("changes: %w", err)
+		return false, mode, fmt.Errorf("changes: %w", err)
 	}
 	defer f.Close()
 	d.h.reset()
 	for {
 		if err := d.ctx.Err(); err != nil {
-			return false, err
+			return false, mode, err
 		}
 		k, rerr := f.Read(d.buf)
 		d.h.write(d.buf[:k])
@@ -149,8 +158,8 @@ func (d *differ) same(old *Entry, p string, t fs.FileMode) (bool, error) {
 			break
 		}
 		if rerr != nil {
-			return false, fmt.Errorf("changes: %w", rerr)
+			return false, mode, fmt.Errorf("changes: %w", rerr)
 		}
 	}
-	return d.h.String() == old.Sum, nil
+	return d.h.String() == old.Sum, mode, nil
 }

@@ -5,6 +5,7 @@ package snapshot
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"time"
 	"unsafe"
@@ -17,7 +18,7 @@ import (
 // buf; it fingerprints the bytes into h and gives dst src's mode (with a
 // chmod only when umask would take bits away) and modification time. It works on raw descriptors: a snapshot is mostly
 // small files, and every system call per file counts.
-func copyFile(ctx context.Context, src, dst string, buf []byte, h *sum, tryClone bool, umask uint32) (r copied, err error) {
+func copyFile(ctx context.Context, src, dst string, buf []byte, h *sum, tryClone bool, umask uint32, k *keeper) (r copied, err error) {
 	in, err := open(src, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return r, &errSource{&fs.PathError{Op: "open", Path: src, Err: err}}
@@ -47,9 +48,13 @@ func copyFile(ctx context.Context, src, dst string, buf []byte, h *sum, tryClone
 			r.refused = true
 		}
 	}
-	if r.size, err = copyData(ctx, out, in, st.Size, r.cloned, buf, h); err != nil {
+	if !k.want(st.Size) {
+		k = nil
+	}
+	if r.size, err = copyData(ctx, out, in, st.Size, r.cloned, buf, h, k); err != nil {
 		return r, &fs.PathError{Op: "copy", Path: src, Err: err}
 	}
+	r.basePack, r.baseOff = k.kept()
 	// futimens(out, {UTIME_OMIT, mtime}): utimensat with a NULL path.
 	ts := [2]unix.Timespec{{Nsec: unix.UTIME_OMIT}, st.Mtim}
 	if _, _, e := unix.Syscall6(unix.SYS_UTIMENSAT, uintptr(out), 0, uintptr(unsafe.Pointer(&ts[0])), 0, 0, 0); e != 0 {
@@ -62,13 +67,15 @@ func copyFile(ctx context.Context, src, dst string, buf []byte, h *sum, tryClone
 	}
 	r.mode = permOf(perm)
 	r.mtime = time.Unix(st.Mtim.Unix())
+	r.srcIno, r.srcCtime = st.Ino, st.Ctim.Nano()
 	return r, nil
 }
 
 // copyData fingerprints in (and, unless it was cloned, copies it to out)
-// through buf. A copy stops at the size the file had when opened, or at an
-// earlier end; a clone is fingerprinted to its end.
-func copyData(ctx context.Context, out, in int, size int64, cloned bool, buf []byte, h *sum) (int64, error) {
+// through buf, and hands every byte to k (which may be nil). A copy stops
+// at the size the file had when opened, or at an earlier end; a clone is
+// fingerprinted to its end.
+func copyData(ctx context.Context, out, in int, size int64, cloned bool, buf []byte, h *sum, kp *keeper) (int64, error) {
 	var n int64
 	for cloned || n < size {
 		if n > 0 {
@@ -88,6 +95,9 @@ func copyData(ctx context.Context, out, in int, size int64, cloned bool, buf []b
 			break
 		}
 		h.write(buf[:k])
+		if err := kp.write(buf[:k]); err != nil {
+			return n, fmt.Errorf("keeping the base: %w", err)
+		}
 		if !cloned {
 			for w := buf[:k]; len(w) > 0; {
 				m, err := write(out, w)

@@ -12,7 +12,7 @@ import (
 // copyFile copies the regular file src to dst (created, must not exist)
 // through buf, fingerprinting the bytes into h, and gives dst src's mode
 // and modification time.
-func copyFile(ctx context.Context, src, dst string, buf []byte, h *sum, _ bool, _ uint32) (r copied, err error) {
+func copyFile(ctx context.Context, src, dst string, buf []byte, h *sum, _ bool, _ uint32, kp *keeper) (r copied, err error) {
 	in, err := os.OpenFile(src, os.O_RDONLY|openFlags, 0)
 	if err != nil {
 		return r, &errSource{err}
@@ -31,6 +31,9 @@ func copyFile(ctx context.Context, src, dst string, buf []byte, h *sum, _ bool, 
 		return r, err
 	}
 	defer out.Close()
+	if !kp.want(fi.Size()) {
+		kp = nil
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return r, err
@@ -38,6 +41,9 @@ func copyFile(ctx context.Context, src, dst string, buf []byte, h *sum, _ bool, 
 		k, rerr := in.Read(buf)
 		if k > 0 {
 			h.write(buf[:k])
+			if err := kp.write(buf[:k]); err != nil {
+				return r, err
+			}
 			if _, err := out.Write(buf[:k]); err != nil {
 				return r, err
 			}
@@ -61,5 +67,6 @@ func copyFile(ctx context.Context, src, dst string, buf []byte, h *sum, _ bool, 
 		return r, err
 	}
 	r.mode, r.mtime = st.Mode(), st.ModTime()
+	r.basePack, r.baseOff = kp.kept()
 	return r, nil
 }

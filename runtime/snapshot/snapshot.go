@@ -50,6 +50,17 @@ type Manifest struct {
 	// copy, after every file was made: Changes trusts without reading a
 	// file of the recorded size and time whose ctime is before it.
 	Mark int64 `json:"mark_ns,omitempty"`
+	// BaseDir is where the base is kept (text contents in pack files, and
+	// the manifest itself): see base.go. Empty when Take kept no base.
+	BaseDir string `json:"-"`
+	// Packs is how many base packs there are (base-1 … base-Packs).
+	Packs int `json:"packs,omitempty"`
+	// Git is the snapshot's own repository, when it has one (git.go).
+	Git *GitView `json:"git,omitempty"`
+
+	indexMu sync.Mutex
+	byPath  map[string]int
+	extra   *pack
 }
 
 // Entry is one copied regular file or symbolic link.
@@ -65,6 +76,30 @@ type Entry struct {
 	Sum string `json:"sum,omitempty"`
 	// Link is a symbolic link's target, as written.
 	Link string `json:"link,omitempty"`
+	// BasePack and BaseOff say where a text file's content is kept
+	// (BasePack 0: not kept; see base.go).
+	BasePack int   `json:"base_pack,omitempty"`
+	BaseOff  int64 `json:"base_off,omitempty"`
+	// Conflict is the fingerprint of the file with conflict markers that a
+	// merge left in the child's workspace, until the child changes it.
+	Conflict string `json:"conflict,omitempty"`
+	// SrcIno and SrcCtime (ns) identify the source file the entry was
+	// copied from: a workspace file with the same inode, size,
+	// modification and status-change times is untouched since (a process
+	// cannot set a ctime), so a merge need not read it. Zero: unknown.
+	SrcIno   uint64 `json:"src_ino,omitempty"`
+	SrcCtime int64  `json:"src_ctime,omitempty"`
+}
+
+// Untouched reports whether fi, the workspace file the entry was copied
+// from, is still as it was copied: same inode, size, modification and
+// status-change times.
+func (e *Entry) Untouched(fi fs.FileInfo) bool {
+	if e.SrcIno == 0 || !fi.Mode().IsRegular() || fi.Size() != e.Size || !fi.ModTime().Equal(e.MTime) {
+		return false
+	}
+	ino, ctime, ok := identity(fi)
+	return ok && ino == e.SrcIno && ctime == e.SrcCtime
 }
 
 // Skip is an entry Take left out, and why.
@@ -75,16 +110,32 @@ type Skip struct {
 
 // Changes lists the workspace-relative, slash-separated paths of the files
 // and symbolic links a child added, changed (content or link target) and
-// deleted relative to its snapshot, each sorted.
+// deleted relative to its snapshot, and of the files whose permission
+// bits alone changed (Mode), each sorted.
 type Changes struct {
 	Added   []string `json:"added"`
 	Changed []string `json:"changed"`
 	Deleted []string `json:"deleted"`
+	Mode    []string `json:"mode,omitempty"`
 }
 
 // Empty reports whether nothing changed.
 func (c Changes) Empty() bool {
-	return len(c.Added) == 0 && len(c.Changed) == 0 && len(c.Deleted) == 0
+	return len(c.Added) == 0 && len(c.Changed) == 0 && len(c.Deleted) == 0 && len(c.Mode) == 0
+}
+
+// Options are what Take does besides the copy.
+type Options struct {
+	// BaseDir, when set, is a folder outside the destination (created if
+	// missing) where Take keeps the snapshot's base, so the child's work
+	// can be merged three-way later (base.go), and saves the manifest.
+	BaseDir string
+	// Git, when the source is the top of a git work tree, gives the copy
+	// a repository of its own that shares the source's objects and whose
+	// HEAD is the copy as taken (git.go): git in the copy never reaches
+	// the source's repository, and git status there shows the child's
+	// changes alone.
+	Git bool
 }
 
 // Take copies the tree at src into dst (which must not exist; its parent is
@@ -94,6 +145,13 @@ func (c Changes) Empty() bool {
 // cancellation (then the error is ctx.Err()) dst may hold a partial copy,
 // which the caller removes with Remove.
 func Take(ctx context.Context, src, dst string) (*Manifest, error) {
+	return TakeWith(ctx, src, dst, Options{})
+}
+
+// TakeWith is Take with a base kept and a git view made as opt says. A
+// source without git, or a git that fails, gives a copy without a view
+// (the manifest's Git is nil), never a failed Take.
+func TakeWith(ctx context.Context, src, dst string, opt Options) (*Manifest, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -122,6 +180,11 @@ func Take(ctx context.Context, src, dst string) (*Manifest, error) {
 	if err := os.Mkdir(dstAbs, 0o700); err != nil {
 		return nil, fmt.Errorf("snapshot destination (it must not exist yet): %w", err)
 	}
+	if opt.BaseDir != "" {
+		if err := os.MkdirAll(opt.BaseDir, 0o700); err != nil {
+			return nil, fmt.Errorf("snapshot base: %w", err)
+		}
+	}
 
 	cctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -131,10 +194,28 @@ func Take(ctx context.Context, src, dst string) (*Manifest, error) {
 	}
 	c := &copier{ctx: cctx, src: srcAbs, dst: dstAbs, umask: umask(), jobs: make(chan []string, workers)}
 	results := make([][]Entry, workers)
+	packs := make([]*pack, workers)
+	if opt.BaseDir != "" {
+		for i := range packs {
+			packs[i] = &pack{dir: opt.BaseDir, n: i + 1}
+		}
+	}
 	var wg sync.WaitGroup
+	var view *GitView
+	if opt.Git {
+		// Beside the copy: it reads the source, and writes only dst/.git,
+		// which the copy never makes (.git is excluded).
+		wg.Go(func() { view = gitView(cctx, srcAbs, dstAbs) })
+	}
 	for i := range workers {
 		wg.Go(func() {
-			if err := c.work(&results[i]); err != nil {
+			err := c.work(&results[i], packs[i])
+			if packs[i] != nil {
+				if cerr := packs[i].close(); err == nil {
+					err = cerr
+				}
+			}
+			if err != nil {
 				cancel(err)
 			}
 		})
@@ -184,6 +265,15 @@ func Take(ctx context.Context, src, dst string) (*Manifest, error) {
 	}
 	slices.SortFunc(m.Entries, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
 	slices.SortFunc(m.Skipped, func(a, b Skip) int { return strings.Compare(a.Path, b.Path) })
+	if opt.BaseDir != "" {
+		m.BaseDir, m.Packs = opt.BaseDir, workers
+	}
+	m.Git = view
+	if m.BaseDir != "" {
+		if err := m.Save(); err != nil {
+			return nil, err
+		}
+	}
 	return m, nil
 }
 
@@ -354,8 +444,9 @@ func (c *copier) link(rel string) error {
 	return nil
 }
 
-// work copies the files handed to it until the jobs end or the copy stops.
-func (c *copier) work(out *[]Entry) error {
+// work copies the files handed to it until the jobs end or the copy stops,
+// keeping the base of text files in p when it is not nil.
+func (c *copier) work(out *[]Entry, p *pack) error {
 	buf := make([]byte, bufSize)
 	h := new(sum)
 	for {
@@ -372,7 +463,7 @@ func (c *copier) work(out *[]Entry) error {
 						return err
 					}
 				}
-				e, err := c.file(rel, buf, h)
+				e, err := c.file(rel, buf, h, p)
 				if err != nil {
 					return err
 				}
@@ -395,6 +486,12 @@ type copied struct {
 	// irregular, when not empty, is the kind of a source that is not a
 	// regular file (any more): nothing was copied.
 	irregular string
+	// basePack and baseOff say where its base content was kept (0: not).
+	basePack int
+	baseOff  int64
+	// srcIno and srcCtime identify the source file as it was copied.
+	srcIno   uint64
+	srcCtime int64
 }
 
 // errSource marks a failure to open the source file (as opposed to making
@@ -405,10 +502,15 @@ func (e *errSource) Error() string { return e.err.Error() }
 func (e *errSource) Unwrap() error { return e.err }
 
 // file copies one regular file: cloned if the filesystem can, else copied,
-// fingerprinting the bytes either way, with its mode and modification time.
-func (c *copier) file(rel string, buf []byte, h *sum) (*Entry, error) {
+// fingerprinting the bytes either way, with its mode and modification
+// time; with a pack, a text file's content is kept there as its base.
+func (c *copier) file(rel string, buf []byte, h *sum, p *pack) (*Entry, error) {
 	h.reset()
-	r, err := copyFile(c.ctx, filepath.Join(c.src, rel), filepath.Join(c.dst, rel), buf, h, !c.noClone.Load(), c.umask)
+	var k *keeper
+	if p != nil {
+		k = &keeper{p: p}
+	}
+	r, err := copyFile(c.ctx, filepath.Join(c.src, rel), filepath.Join(c.dst, rel), buf, h, !c.noClone.Load(), c.umask, k)
 	if err != nil {
 		if c.ctx.Err() != nil {
 			return nil, context.Cause(c.ctx)
@@ -434,7 +536,8 @@ func (c *copier) file(rel string, buf []byte, h *sum) (*Entry, error) {
 	if r.cloned {
 		c.cloned.Add(1)
 	}
-	return &Entry{Path: filepath.ToSlash(rel), Size: r.size, Mode: r.mode, MTime: r.mtime, Sum: h.String()}, nil
+	return &Entry{Path: filepath.ToSlash(rel), Size: r.size, Mode: r.mode, MTime: r.mtime, Sum: h.String(),
+		BasePack: r.basePack, BaseOff: r.baseOff, SrcIno: r.srcIno, SrcCtime: r.srcCtime}, nil
 }
 
 // Remove deletes a snapshot directory and everything in it, read-only

@@ -337,10 +337,16 @@ func TestChanges(t *testing.T) {
 		{"rewritten with the same bytes", func(t *testing.T, ws string) {
 			require.NoError(t, os.WriteFile(at(ws, "keep.txt"), []byte("unchanged"), 0o644))
 		}, Changes{}},
-		{"touched and chmodded only", func(t *testing.T, ws string) {
+		{"touched only", func(t *testing.T, ws string) {
 			require.NoError(t, os.Chtimes(at(ws, "keep.txt"), time.Now(), time.Now()))
-			require.NoError(t, os.Chmod(at(ws, "mode.sh"), 0o755))
 		}, Changes{}},
+		{"chmodded only", func(t *testing.T, ws string) {
+			require.NoError(t, os.Chmod(at(ws, "mode.sh"), 0o755))
+		}, Changes{Mode: []string{"mode.sh"}}},
+		{"chmodded and changed", func(t *testing.T, ws string) {
+			require.NoError(t, os.WriteFile(at(ws, "mode.sh"), []byte("echo changed\n"), 0o644))
+			require.NoError(t, os.Chmod(at(ws, "mode.sh"), 0o755))
+		}, Changes{Changed: []string{"mode.sh"}}},
 		{"deleted", func(t *testing.T, ws string) {
 			require.NoError(t, os.Remove(at(ws, "gone.txt")))
 			require.NoError(t, os.RemoveAll(at(ws, "dir")))
@@ -374,7 +380,7 @@ func TestChanges(t *testing.T) {
 			got, err := m.Changes(context.Background(), ws)
 			require.NoError(t, err)
 			require.Equal(t, tc.want, normal(got))
-			require.Equal(t, tc.want.Added == nil && tc.want.Changed == nil && tc.want.Deleted == nil, got.Empty())
+			require.Equal(t, tc.want.Added == nil && tc.want.Changed == nil && tc.want.Deleted == nil && tc.want.Mode == nil, got.Empty())
 
 			// The same answer from a manifest that went through JSON.
 			b, err := json.Marshal(m)
@@ -389,7 +395,7 @@ func TestChanges(t *testing.T) {
 }
 
 func normal(c Changes) Changes {
-	for _, s := range []*[]string{&c.Added, &c.Changed, &c.Deleted} {
+	for _, s := range []*[]string{&c.Added, &c.Changed, &c.Deleted, &c.Mode} {
 		if len(*s) == 0 {
 			*s = nil
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"hash/crc32"
+	"io"
 	"sync"
 )
 
@@ -36,4 +37,36 @@ func (s *sum) String() string {
 	binary.BigEndian.PutUint32(b[:4], s.c)
 	binary.BigEndian.PutUint32(b[4:], s.i)
 	return hex.EncodeToString(b[:])
+}
+
+// Fingerprint is the fingerprint of data, as Entry.Sum has it.
+func Fingerprint(data []byte) string {
+	var h sum
+	h.write(data)
+	return h.String()
+}
+
+// FingerprintReader is the fingerprint of everything r gives, its length,
+// and whether it looks binary (IsBinary of its first bytes).
+func FingerprintReader(r io.Reader) (string, int64, bool, error) {
+	var h sum
+	buf := make([]byte, bufSize)
+	var n int64
+	binary, first := false, true
+	for {
+		k, err := r.Read(buf)
+		if k > 0 {
+			if first {
+				binary, first = IsBinary(buf[:k]), false
+			}
+			h.write(buf[:k])
+			n += int64(k)
+		}
+		if err == io.EOF {
+			return h.String(), n, binary, nil
+		}
+		if err != nil {
+			return "", n, binary, err
+		}
+	}
 }

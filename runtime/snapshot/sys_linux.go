@@ -50,3 +50,16 @@ func lchtimes(path string, mtime time.Time) error {
 	ts := []unix.Timespec{{Nsec: unix.UTIME_OMIT}, unix.NsecToTimespec(mtime.UnixNano())}
 	return unix.UtimesNanoAt(unix.AT_FDCWD, path, ts, unix.AT_SYMLINK_NOFOLLOW)
 }
+
+// identity is a file's inode and status-change time (ns).
+func identity(fi fs.FileInfo) (uint64, int64, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, 0, false
+	}
+	return st.Ino, st.Ctim.Nano(), true
+}
+
+// Umask is the process's file mode creation mask (0o7777 when unknown:
+// every permission then needs a chmod).
+func Umask() uint32 { return umask() }

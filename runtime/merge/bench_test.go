@@ -1,0 +1,150 @@
+package merge
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pixir-go/pixir/runtime/snapshot"
+)
+
+// benchWorkspace makes a workspace of n text files of about 4 KB in 20
+// folders and a child's snapshot of it in which every file changed; with
+// ours, the workspace changed each file too, in another place (every
+// merge is then three-way).
+func benchWorkspace(b *testing.B, root string, n int, ours bool) (string, *snapshot.Manifest) {
+	b.Helper()
+	ws := filepath.Join(root, "ws")
+	body := strings.Repeat("a line of text in a source file, long enough to be typical\n", 70)
+	for i := range n {
+		p := filepath.Join(ws, fmt.Sprintf("d%02d", i%20), fmt.Sprintf("f%04d.txt", i))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("first line\n"+body+"last line\n"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	home := filepath.Join(ws, ".pixir", "subagents", "sa-bench")
+	m, err := snapshot.TakeWith(context.Background(), ws, filepath.Join(home, "workspace"), snapshot.Options{BaseDir: filepath.Join(home, "base")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range n {
+		rel := filepath.Join(fmt.Sprintf("d%02d", i%20), fmt.Sprintf("f%04d.txt", i))
+		if err := os.WriteFile(filepath.Join(m.Root, rel), []byte("first line (child)\n"+body+"last line\n"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		if ours {
+			if err := os.WriteFile(filepath.Join(ws, rel), []byte("first line\n"+body+"last line (workspace)\n"), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	return ws, m
+}
+
+// copyFiles copies every regular file under src (but .pixir) to dst: the
+// yardstick, in process, file by file.
+func copyFiles(b *testing.B, src, dst string) {
+	b.Helper()
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == ".pixir" {
+			return filepath.SkipDir
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		rel, _ := filepath.Rel(src, p)
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		out := filepath.Join(dst, rel)
+		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(out, data, 0o644)
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkMergeVsCopy merges a child's 1,000 changed files (the
+// workspace did not change them: every file a fast-forward, through the
+// whole journaled apply) and, in the same round, copies those 1,000 files
+// with Go; medians of the two and their ratio (target ≤ 2).
+func BenchmarkMergeVsCopy(b *testing.B) { benchMerge(b, 1000, false) }
+
+// BenchmarkMergeThreeWay is the same with every file changed on both
+// sides (200 of them: each is one git merge-file), for the cost per
+// three-way file.
+func BenchmarkMergeThreeWay(b *testing.B) { benchMerge(b, 200, true) }
+
+func benchMerge(b *testing.B, n int, ours bool) {
+	if _, err := os.Stat("/usr/bin/git"); ours && err != nil {
+		b.Skip("no git")
+	}
+	var merges, copies []float64
+	round := 0
+	for b.Loop() {
+		if round >= 5 {
+			continue
+		}
+		b.StopTimer()
+		root := b.TempDir()
+		ws, m := benchWorkspace(b, root, n, ours)
+		syscall.Sync()
+		b.StartTimer()
+		mergeRun := func() {
+			start := time.Now()
+			rep, err := Merge(context.Background(), Request{Workspace: ws, Snapshot: m, Label: "bench"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if rep.Applied.Count() != n || len(rep.Conflicts) > 0 {
+				b.Fatalf("merged %d files, %d conflicts", rep.Applied.Count(), len(rep.Conflicts))
+			}
+			merges = append(merges, float64(time.Since(start).Microseconds())/1000)
+		}
+		copyRun := func() {
+			start := time.Now()
+			copyFiles(b, m.Root, filepath.Join(root, "copy"))
+			copies = append(copies, float64(time.Since(start).Microseconds())/1000)
+		}
+		if round%2 == 0 {
+			copyRun()
+			mergeRun()
+		} else {
+			mergeRun()
+			copyRun()
+		}
+		round++
+	}
+	mm, cc := median(merges), median(copies)
+	b.ReportMetric(mm*1e6, "ns/op")
+	b.ReportMetric(mm, "merge-ms")
+	b.ReportMetric(cc, "copy-ms")
+	b.ReportMetric(mm/cc, "merge/copy")
+	b.ReportMetric(mm/float64(n), "ms/file")
+	b.Logf("merge ms %v; copy ms %v", merges, copies)
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	return s[len(s)/2]
+}

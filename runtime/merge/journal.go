@@ -1,0 +1,378 @@
+package merge
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pixir-go/pixir/runtime/snapshot"
+	"github.com/pixir-go/pixir/tools"
+)
+
+// The journal of one merge, in .pixir/merges/<id>/ (see the package
+// documentation): stage/<n> holds the new content of operation n, and
+// journal.json, written last (the commit point), lists the operations.
+
+// journalVersion is the journal's format.
+const journalVersion = 1
+
+type journal struct {
+	Version int         `json:"version"`
+	ID      string      `json:"id"`
+	Created time.Time   `json:"created"`
+	Ops     []journalOp `json:"ops"`
+}
+
+// journalOp is one operation: on Path, make it After if it is Before.
+type journalOp struct {
+	Path string `json:"path"`
+	Op   opKind `json:"op"`
+	// Stage is the staged content's name in stage/ (writes of files and
+	// links).
+	Stage string `json:"stage,omitempty"`
+	// Mode is a write's or a chmod's permission bits.
+	Mode   uint32 `json:"mode,omitempty"`
+	Before string `json:"before"`
+	// BeforeStat is the path's stat with Before: the same stat spares
+	// reading it again.
+	BeforeStat string `json:"before_stat,omitempty"`
+	After      string `json:"after"`
+	// Editor: written through the editor when one is there.
+	Editor bool `json:"editor,omitempty"`
+}
+
+// Names in a merge's folder.
+const (
+	journalFile = "journal.json"
+	lockFile    = "lock"
+	stageDir    = "stage"
+)
+
+// mergesDir is where a workspace's merges are journaled.
+func mergesDir(workspace string) string {
+	return filepath.Join(workspace, snapshot.StateDir, "merges")
+}
+
+// testHookApplied, when set by a test, runs after each operation is
+// applied with how many were (to kill the process in the middle of a
+// merge).
+var testHookApplied func(n int)
+
+// apply stages the operations, commits the journal and applies it; moved
+// are the paths found changed since the plan (left alone).
+func apply(ctx context.Context, workspace string, ops []*op, files tools.Files) (string, map[string]bool, error) {
+	unlock, err := lockWorkspace(workspace)
+	if err != nil {
+		return "", nil, err
+	}
+	defer unlock()
+	id := time.Now().UTC().Format("20060102T150405") + "-" + randomHex(4)
+	dir := filepath.Join(mergesDir(workspace), id)
+	if err := os.MkdirAll(filepath.Join(dir, stageDir), 0o700); err != nil {
+		return "", nil, fmt.Errorf("staging the merge: %w", err)
+	}
+	j := journal{Version: journalVersion, ID: id, Created: time.Now().UTC()}
+	var staged []int // ops with content to stage
+	for i, o := range ops {
+		if o.kind == "" {
+			continue // settled: nothing to write
+		}
+		jo := journalOp{Path: o.path, Op: o.kind, Mode: uint32(o.mode), Before: o.before, BeforeStat: o.beforeStat, After: o.after}
+		if o.kind == opWrite {
+			// Spread over folders: creating entries in one folder is
+			// serialised by the kernel.
+			jo.Stage = strconv.Itoa(len(staged)%stageSpread) + "/" + strconv.Itoa(i)
+			jo.Editor = files != nil && !o.isLink && o.diff != nil
+			staged = append(staged, i)
+		}
+		j.Ops = append(j.Ops, jo)
+	}
+	for k := range min(stageSpread, len(staged)) {
+		if err := os.Mkdir(filepath.Join(dir, stageDir, strconv.Itoa(k)), 0o700); err != nil {
+			_ = os.RemoveAll(dir)
+			return "", nil, fmt.Errorf("staging the merge: %w", err)
+		}
+	}
+	err = parallel(ctx, len(staged), func(k int) error {
+		i := staged[k]
+		if err := stage(filepath.Join(dir, stageDir, strconv.Itoa(k%stageSpread), strconv.Itoa(i)), ops[i]); err != nil {
+			return fmt.Errorf("staging %s: %w", ops[i].path, err)
+		}
+		return nil
+	})
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return "", nil, err
+	}
+	if err := writeJournal(dir, j); err != nil {
+		_ = os.RemoveAll(dir)
+		return "", nil, err
+	}
+	// Committed: from here on the merge is finished, now or by Recover.
+	moved, err := run(ctx, workspace, dir, j, files)
+	if err != nil {
+		return id, moved, err
+	}
+	return id, moved, os.RemoveAll(dir)
+}
+
+// stage writes an operation's new content where the journal will find it.
+func stage(path string, o *op) error {
+	if o.isLink {
+		return os.Symlink(o.target, path)
+	}
+	out, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, o.mode&fs.ModePerm)
+	if err != nil {
+		return err
+	}
+	switch {
+	case o.data != nil || o.src == "":
+		_, err = out.Write(o.data)
+	case o.theirs.data != nil && int64(len(o.theirs.data)) == o.theirs.size:
+		_, err = out.Write(o.theirs.data) // read already
+	default:
+		var in *os.File
+		if in, err = os.OpenFile(o.src, os.O_RDONLY|openFlags, 0); err == nil {
+			_, err = io.Copy(out, in) // copy_file_range where the kernel has it
+			in.Close()
+		}
+	}
+	if err == nil && uint32(o.mode)&umask() != 0 {
+		err = out.Chmod(o.mode) // the umask took bits away
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// writeJournal writes journal.json whole (the commit point).
+func writeJournal(dir string, j journal) error {
+	b, err := json.Marshal(j)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, journalFile+".tmp")
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return fmt.Errorf("writing the merge journal: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, journalFile)); err != nil {
+		return fmt.Errorf("writing the merge journal: %w", err)
+	}
+	return nil
+}
+
+// run applies a committed journal's operations in order. Each is
+// idempotent: a path already in its After state is done; one no longer
+// in its Before state is left alone and reported moved.
+func run(ctx context.Context, workspace, dir string, j journal, files tools.Files) (map[string]bool, error) {
+	// Folders first, one at a time: parallel MkdirAll of nested folders
+	// race each other.
+	made := map[string]bool{}
+	for _, jo := range j.Ops {
+		if d := filepath.Dir(filepath.Join(workspace, filepath.FromSlash(jo.Path))); jo.Op == opWrite && !made[d] {
+			made[d] = true
+			if err := mkdirs(d); err != nil {
+				return nil, fmt.Errorf("merging %s: %w", jo.Path, err)
+			}
+		}
+	}
+	var mu sync.Mutex
+	moved := map[string]bool{}
+	var applied atomic.Int64
+	err := parallel(ctx, len(j.Ops), func(n int) error {
+		jo := j.Ops[n]
+		target := filepath.Join(workspace, filepath.FromSlash(jo.Path))
+		if !unchanged(target, jo) {
+			cur, err := readSide(target)
+			if err != nil {
+				return fmt.Errorf("merging %s: %w", jo.Path, err)
+			}
+			switch st := cur.state(); {
+			case st == jo.After:
+				return nil
+			case st != jo.Before:
+				mu.Lock()
+				moved[jo.Path] = true
+				mu.Unlock()
+				return nil
+			}
+		}
+		if err := runOp(ctx, target, dir, jo, files); err != nil {
+			return fmt.Errorf("merging %s: %w", jo.Path, err)
+		}
+		if done := applied.Add(1); testHookApplied != nil {
+			testHookApplied(int(done))
+		}
+		return nil
+	})
+	return moved, err
+}
+
+// mkdirs makes a folder and its parents; a file where a folder must be is
+// an error (the operation under it is then a conflict on the next plan).
+func mkdirs(d string) error {
+	if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+		return nil
+	}
+	return os.MkdirAll(d, 0o755)
+}
+
+// stageSpread is how many folders the staged files are spread over, and
+// workers how many operations run at once.
+const (
+	stageSpread = 8
+	workers     = 4
+)
+
+// parallel runs do(0..n-1) on a few goroutines, all ended when it
+// returns, and returns the first error (the rest are not started).
+func parallel(ctx context.Context, n int, do func(i int) error) error {
+	var next atomic.Int64
+	var first error
+	var once sync.Once
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for range min(workers, n) {
+		wg.Go(func() {
+			for !stop.Load() {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				err := ctx.Err()
+				if err == nil {
+					err = do(i)
+				}
+				if err != nil {
+					once.Do(func() { first = err })
+					stop.Store(true)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return first
+}
+
+// unchanged reports whether target still has the stat it had when
+// planned (then it has its Before state: nobody can set a ctime), or is
+// still absent as it was.
+func unchanged(target string, jo journalOp) bool {
+	fi, err := os.Lstat(target)
+	if jo.Before == "" {
+		return errors.Is(err, fs.ErrNotExist)
+	}
+	return err == nil && jo.BeforeStat != "" && statOf(fi) == jo.BeforeStat
+}
+
+// runOp applies one operation.
+func runOp(ctx context.Context, target, dir string, jo journalOp, files tools.Files) error {
+	switch jo.Op {
+	case opDelete:
+		err := os.Remove(target)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	case opChmod:
+		return os.Chmod(target, fs.FileMode(jo.Mode))
+	}
+	staged := filepath.Join(dir, stageDir, jo.Stage)
+	if jo.Editor && files != nil {
+		data, err := os.ReadFile(staged)
+		if err != nil {
+			return err
+		}
+		if err := files.WriteFile(ctx, target, data); err != nil {
+			return fmt.Errorf("the editor did not write it: %w", err)
+		}
+		// The editor writes text; the permission bits are the merge's.
+		if fi, err := os.Lstat(target); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm() != fs.FileMode(jo.Mode) {
+			return os.Chmod(target, fs.FileMode(jo.Mode))
+		}
+		return nil
+	}
+	return os.Rename(staged, target)
+}
+
+// Recover finishes the merges of workspace that a process left
+// half-done (a journal was written) and removes those that never got so
+// far (no journal: nothing was written). Merges another process is making
+// are left to it. It returns the ids of the merges it finished.
+func Recover(workspace string) ([]string, error) {
+	entries, err := os.ReadDir(mergesDir(workspace))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("looking for unfinished merges: %w", err)
+	}
+	var pending []string
+	for _, e := range entries {
+		if e.IsDir() {
+			pending = append(pending, e.Name())
+		}
+	}
+	if len(pending) == 0 {
+		return nil, nil
+	}
+	unlock, err := lockWorkspace(workspace)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	var done []string
+	var errs []error
+	for _, id := range pending {
+		dir := filepath.Join(mergesDir(workspace), id)
+		b, err := os.ReadFile(filepath.Join(dir, journalFile))
+		if errors.Is(err, fs.ErrNotExist) {
+			// Never committed (or finished by another process meanwhile).
+			if err := os.RemoveAll(dir); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		var j journal
+		if err == nil {
+			err = json.Unmarshal(b, &j)
+		}
+		if err == nil && j.Version != journalVersion {
+			err = fmt.Errorf("journal version %d is not %d", j.Version, journalVersion)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("the unfinished merge %s cannot be read (%v); it is left in %s", id, err, dir))
+			continue
+		}
+		if _, err := run(context.Background(), workspace, dir, j, nil); err != nil {
+			errs = append(errs, fmt.Errorf("finishing the merge %s: %w", id, err))
+			continue
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, err)
+		}
+		done = append(done, id)
+	}
+	return done, errors.Join(errs...)
+}
+
+// umask is the process's, read once.
+var umask = sync.OnceValue(snapshot.Umask)
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
