@@ -464,6 +464,12 @@ func (a *permissionAsker) AskPermission(ctx context.Context, req runtime.Permiss
 		note := textBlock(req.Note)
 		call.Content = []ToolCallContent{{Type: "content", Content: &note}}
 	}
+	// What the call would change (a merge's files), shown as the edits
+	// of a tool call are, so the user sees the change before allowing it.
+	for _, d := range req.Diffs {
+		newText := d.NewText
+		call.Content = append(call.Content, ToolCallContent{Type: "diff", Path: absPath(a.sess.Workspace().Root(), d.Path), OldText: d.OldText, NewText: &newText})
+	}
 	if req.SubagentID != "" {
 		// A child's own tool calls are not shown to the client; its tool
 		// call in the parent's session is what the question is about.

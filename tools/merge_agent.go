@@ -21,7 +21,9 @@ func MergeAgentTool() Tool {
 		Description: mergeAgentDescription,
 		Posture:     PostureMutation,
 		Kind:        KindEdit,
-		Describe:    func(a MergeAgentArgs) Presentation { return Presentation{Title: "Merge " + a.ID + " into the workspace"} },
+		Describe: func(a MergeAgentArgs) Presentation {
+			return Presentation{Title: "Merge " + a.ID + " into the workspace"}
+		},
 		Run: func(ctx context.Context, env Env, a MergeAgentArgs, dryRun bool) Result {
 			sa, f := subagents(env)
 			if f != nil {

@@ -412,9 +412,9 @@ match = '\[write\]'
 	require.Contains(t, screen.String(), "COMPLETED")
 }
 
-// A dependent works on what its isolated dependency wrote: the writer's
-// changes are copied into the dependent's snapshot, and the user's
-// workspace stays as it was.
+// A dependent works on what its isolated dependency wrote: merged into the
+// workspace before it starts (the default), or, with merge: never, copied
+// into the dependent's snapshot with the user's workspace as it was.
 func TestRunWorkflowDependentsSeeTheirDependenciesFiles(t *testing.T) {
 	e := newRunEnv(t)
 	script := e.file("script.toml", `
@@ -437,7 +437,9 @@ match = '\[read\]'
   text = '''{{if ok .ToolResult}}it says: {{output .ToolResult | oneline}}{{else}}no file: {{output .ToolResult | oneline}}
 checkpoint_status: failed{{end}}'''
 `)
-	wf := e.file("wf.json", `{"steps":[
+	// merge: never: the writer's work stays in its snapshot, and its
+	// dependent runs on a snapshot that holds it.
+	wf := e.file("wf.json", `{"merge":"never","steps":[
 		{"id":"make","task":"[write] make it","write_set":["src/**"]},
 		{"id":"check","task":"[read] check it","depends_on":["make"]}]}`)
 	stdout, stderr, code := e.pixir("run", "--script", script, "--workflow", wf, "--json")
@@ -448,7 +450,27 @@ checkpoint_status: failed{{end}}'''
 	require.Equal(t, "checkpoint_ready", check["checkpoint_status"])
 	require.Equal(t, "isolated", check["workspace_mode"], "moved to a snapshot that holds its dependency's files")
 	require.Contains(t, check["summary"], "it says: made by the writer")
-	require.NoFileExists(t, filepath.Join(e.ws, "src", "made.txt"), "nothing is merged into the workspace")
+	require.Equal(t, "not_merged", steps[0].(map[string]any)["merge"].(map[string]any)["status"])
+	require.NoFileExists(t, filepath.Join(e.ws, "src", "made.txt"), "merge: never leaves the workspace as it was")
+
+	// The default (on_ready): the writer's work lands in the workspace
+	// before its dependent starts, which then works in the workspace.
+	wf = e.file("wf.json", `{"steps":[
+		{"id":"make","task":"[write] make it","write_set":["src/**"]},
+		{"id":"check","task":"[read] check it","depends_on":["make"]}]}`)
+	stdout, stderr, code = e.pixir("run", "--script", script, "--workflow", wf, "--json")
+	require.Equal(t, exitOK, code, stderr)
+	steps = validEnvelope(t, stdout, "run_workflow_output.json")["output"].(map[string]any)["steps"].([]any)
+	merge := steps[0].(map[string]any)["merge"].(map[string]any)
+	require.Equal(t, "merged", merge["status"], "%v", merge)
+	require.Equal(t, []any{"src/made.txt"}, merge["applied"].(map[string]any)["added"])
+	check = steps[1].(map[string]any)
+	require.Equal(t, "shared", check["workspace_mode"], "its dependency's work is in the workspace")
+	require.Contains(t, check["summary"], "it says: made by the writer")
+	b, err := os.ReadFile(filepath.Join(e.ws, "src", "made.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "made by the writer\n", string(b))
+	require.NoDirExists(t, filepath.Join(e.ws, ".pixir", "merges", "stage"), "no merge left half-done")
 }
 
 // A partial run is retried in its session with --resume-from: the ready

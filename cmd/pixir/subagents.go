@@ -35,7 +35,7 @@ func subagentConfig(limits runtime.SubagentLimits, logger *slog.Logger) runtime.
 			return merge.TakeChild(ctx, src, dst)
 		},
 		RemoveSnapshot: merge.RemoveChild,
-		LoadSnapshot: func(dst string) (runtime.Snapshot, error) { return merge.LoadChild(dst) },
+		LoadSnapshot:   func(dst string) (runtime.Snapshot, error) { return merge.LoadChild(dst) },
 	}
 }
 

@@ -36,7 +36,7 @@ var shellModes = []string{ShellDeny, ShellReadOnly, ShellWriteSet}
 // is always offered it, since it is how the step reports.
 var ToolNames = []string{
 	"read", "write", "edit", "bash", "grep", "glob", "update_plan",
-	"spawn_agent", "wait_agent", "send_input", "close_agent", "list_agents", "run_workflow",
+	"spawn_agent", "wait_agent", "send_input", "close_agent", "list_agents", "merge_agent", "run_workflow",
 }
 
 // mcpPrefix starts the name of every MCP tool (tools/mcp.ToolPrefix).

@@ -49,7 +49,7 @@ func TestLoadProfileErrors(t *testing.T) {
 		errs  []string // after "<file>:"
 	}{
 		{"unknown tool", `tools = ["read", "grpe"]`,
-			[]string{`6:18: unknown tool "grpe"; tools are read, write, edit, bash, grep, glob, update_plan, spawn_agent, wait_agent, send_input, close_agent, list_agents, run_workflow, or an MCP server's tools as mcp__<server>__<tool> or mcp__<server>__*`}},
+			[]string{`6:18: unknown tool "grpe"; tools are read, write, edit, bash, grep, glob, update_plan, spawn_agent, wait_agent, send_input, close_agent, list_agents, merge_agent, run_workflow, or an MCP server's tools as mcp__<server>__<tool> or mcp__<server>__*`}},
 		{"report_checkpoint", `tools = ["report_checkpoint"]`,
 			[]string{`6:10: report_checkpoint need not be listed: a workflow step's child is always offered it; remove it`}},
 		{"tools not an array", `tools = "read"`,

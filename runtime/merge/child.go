@@ -29,7 +29,7 @@ func TakeChild(ctx context.Context, src, dst string) (Child, error) {
 func LoadChild(dst string) (Child, error) {
 	m, err := snapshot.Load(BaseDir(dst))
 	if err != nil {
-		return Child{}, fmt.Errorf("%w (%v)", ErrNoSnapshot, err)
+		return Child{}, fmt.Errorf("%w (%w)", ErrNoSnapshot, err)
 	}
 	m.Root = dst
 	return Child{m}, nil

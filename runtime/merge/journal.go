@@ -353,7 +353,7 @@ func Recover(workspace string) ([]string, error) {
 			err = fmt.Errorf("journal version %d is not %d", j.Version, journalVersion)
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("the unfinished merge %s cannot be read (%v); it is left in %s", id, err, dir))
+			errs = append(errs, fmt.Errorf("the unfinished merge %s cannot be read (%w); it is left in %s", id, err, dir))
 			continue
 		}
 		if _, err := run(context.Background(), workspace, dir, j, nil); err != nil {

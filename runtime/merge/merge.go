@@ -163,7 +163,7 @@ type op struct {
 	// before is the state the path had when planned, beforeStat its stat
 	// then; after the state it gets.
 	before, beforeStat, after string
-	bucket        bucket
+	bucket                    bucket
 	// theirs is the child's version: the path's base once merged.
 	theirs side
 	// diff, for text, shows the change.

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -362,25 +361,6 @@ func Load(baseDir string) (*Manifest, error) {
 	}
 	m.BaseDir = baseDir
 	return &m, nil
-}
-
-// readAll reads a file whole, refusing links and anything but a regular
-// file.
-func readRegular(path string) ([]byte, fs.FileMode, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|openFlags, 0)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, 0, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, 0, fmt.Errorf("%s is not a regular file", path)
-	}
-	b, err := io.ReadAll(f)
-	return b, st.Mode(), err
 }
 
 // relOK checks a change-list path and makes it OS-separated.
