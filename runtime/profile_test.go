@@ -57,7 +57,7 @@ func offeredTo(t *testing.T, f *managerFixture, p *offeredTools, agent, task str
 
 func TestAChildIsOfferedOnlyWhatItsProfileAndPostureAllow(t *testing.T) {
 	needLandlock(t)
-	all := []string{"read", "write", "edit", "bash", "grep", "glob", "update_plan", "spawn_agent", "wait_agent", "send_input", "close_agent", "list_agents", "run_workflow"}
+	all := []string{"read", "write", "edit", "bash", "grep", "glob", "update_plan", "spawn_agent", "wait_agent", "send_input", "close_agent", "list_agents", "merge_agent", "run_workflow"}
 	tests := []struct {
 		agent    string
 		maxDepth int

@@ -214,7 +214,7 @@ func (m *Manager) prepare(ctx context.Context, sa *subagent) (*Session, error) {
 // agentTools are the tools that spawn and steer Subagents: of no use to a
 // child that may spawn none (at the maximum depth, or read_only: spawning
 // is a mutation).
-var agentTools = []string{"spawn_agent", "wait_agent", "send_input", "close_agent", "list_agents", workflows.RunWorkflowName}
+var agentTools = []string{"spawn_agent", "wait_agent", "send_input", "close_agent", "list_agents", "merge_agent", workflows.RunWorkflowName}
 
 // offered says which of the runtime's tools a child is offered: those its
 // agent's profile allows, less what its posture would refuse anyway. A

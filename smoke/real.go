@@ -434,7 +434,7 @@ func codeWordCheck(c *checks, r *runResult, want map[string]string, about string
 }
 
 // writerCheck: the writer wrote its file in its own snapshot, only inside
-// its write_set, and the workspace itself is untouched (no merge-back).
+// its write_set, and the run merged it into the workspace (merge-back).
 func writerCheck(c *checks, r *runResult) {
 	ev := r.evidence()
 	var p problems
@@ -463,10 +463,12 @@ func writerCheck(c *checks, r *runResult) {
 		ev["snapshot_content"] = string(b)
 		p.expect(err == nil && strings.Contains(string(b), writerContent), "the snapshot's %s holds %q (%v), want %q", writerFile, b, err, writerContent)
 	}
-	_, err := os.Stat(filepath.Join(r.root(), filepath.FromSlash(writerFile)))
+	b, err := os.ReadFile(filepath.Join(r.root(), filepath.FromSlash(writerFile)))
 	ev["workspace_has_file"] = err == nil
-	p.expect(errors.Is(err, fs.ErrNotExist), "%s is in the workspace itself: an isolated writer's file must stay in its snapshot", writerFile)
-	c.add("writer_isolated_in_write_set", "the writer wrote only its write_set, in its own snapshot, and the workspace is untouched", ev, p...)
+	ev["merge"] = s.Merge
+	p.expect(err == nil && strings.Contains(string(b), writerContent), "the workspace's %s holds %q (%v): the writer's work was not merged", writerFile, b, err)
+	p.expect(s.Merge != nil && s.Merge.Status == tools.MergeMerged, "the writer's merge is %+v, want merged", s.Merge)
+	c.add("writer_isolated_in_write_set", "the writer wrote only its write_set, in its own snapshot, and the run merged it into the workspace", ev, p...)
 }
 
 // WriteJSON prints the report as one indented JSON object.

@@ -88,6 +88,11 @@ func conflictNote(cs []tools.MergeConflict) string {
 	return "merge conflict, not written to the workspace: " + strings.Join(parts, ", ")
 }
 
+// Brief is a step's merge in a few words, as the outcome table, the live
+// view and pixir inspect show it: "merged (3 files)", "conflicted (1
+// files; 2 merged)", "not merged (manual)".
+func (m *StepMerge) Brief() string { return mergeCell(m) }
+
 // mergeCell is a step's merge as the outcome table shows it.
 func mergeCell(m *StepMerge) string {
 	if m == nil {

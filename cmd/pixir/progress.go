@@ -494,6 +494,9 @@ func (v *workflowView) workflowEvent(d workflows.WorkflowEvent) {
 		if o.ReusedFrom != "" {
 			r.activity = "reused from " + o.ReusedFrom
 		}
+		if o.Merge != nil {
+			r.activity = o.Merge.Brief() + "; " + r.activity
+		}
 		v.line("step %s %s (subagent %s%s) in %s: %s", r.id, o.CheckpointStatus, o.SubagentStatus, tokensNote(o.Usage), seconds(o.ElapsedMS), r.activity)
 	case workflows.EventStepHeld:
 		r := v.row(run, d.StepID)

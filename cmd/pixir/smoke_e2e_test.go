@@ -315,7 +315,7 @@ func TestSmokeWorkflowsRealAgainstAnOpenAICompatibleServer(t *testing.T) {
 				require.Subset(t, names, []string{"dependency_summary_collected", "code_words"})
 			case "writer_controlled":
 				require.Subset(t, names, []string{"writer_isolated_in_write_set"})
-				require.NoFileExists(t, filepath.Join(dir, "workspace", "out", "result.txt"), "no merge-back")
+				require.FileExists(t, filepath.Join(dir, "workspace", "out", "result.txt"), "merged back into the scenario's workspace")
 			}
 
 			// Text: the outcome table, the checks and where the evidence is.

@@ -34,7 +34,7 @@ func pixirTools(t *testing.T, args ...string) (stdout, stderr string, code int) 
 
 var builtinTools = []string{
 	"read", "write", "edit", "bash", "grep", "glob", "update_plan",
-	"spawn_agent", "wait_agent", "send_input", "close_agent", "list_agents",
+	"spawn_agent", "wait_agent", "send_input", "close_agent", "list_agents", "merge_agent",
 	"run_workflow", "report_checkpoint",
 }
 
@@ -61,7 +61,7 @@ func TestToolsJSON(t *testing.T) {
 		"read": "read", "write": "mutation", "edit": "mutation", "bash": "mutation",
 		"grep": "read", "glob": "read", "update_plan": "read",
 		"spawn_agent": "mutation", "wait_agent": "read", "send_input": "mutation",
-		"close_agent": "mutation", "list_agents": "read",
+		"close_agent": "mutation", "list_agents": "read", "merge_agent": "mutation",
 		"run_workflow": "mutation", "report_checkpoint": "read",
 	}
 	for _, tool := range catalogue {

@@ -235,6 +235,8 @@ type Step struct {
 	ChildSessionID   string                     `json:"child_session_id,omitempty"`
 	ChildLog         string                     `json:"child_log,omitempty"`
 	Usage            *budget.Usage              `json:"usage,omitempty"`
+	// Merge is what became of an isolated writer's changes (merge-back).
+	Merge *workflows.StepMerge `json:"merge,omitempty"`
 }
 
 // Fold builds the tree of a Log's events, in order. Events whose data does
@@ -572,7 +574,7 @@ func (f *folder) rebuildWorkflows() {
 				CheckpointStatus: so.CheckpointStatus, SubagentStatus: so.SubagentStatus,
 				Summary: so.Summary, ElapsedMS: so.ElapsedMS, Reason: so.Reason, HeldReason: so.HeldReason,
 				BlockedBy: so.BlockedBy, ReusedFrom: so.ReusedFrom, SubagentID: so.AgentID, ChildSessionID: so.ChildSessionID,
-				Usage: so.Usage,
+				Usage: so.Usage, Merge: so.Merge,
 			}
 			if len(st.DependsOn) == 0 {
 				st.DependsOn = nil

@@ -336,6 +336,16 @@ func stepNode(st *Step) *node {
 	if st.Superseded {
 		n.note("an earlier iteration: a later one counts")
 	}
+	if m := st.Merge; m != nil {
+		text := "merge: " + m.Brief()
+		if m.Reason != "" {
+			text += ": " + m.Reason
+		}
+		n.note("%s", oneLine(text, lineWidth))
+		for _, c := range m.Conflicts {
+			n.note("conflict: %s", oneLine(c.Path+" ("+c.Kind+"): "+c.Message, lineWidth))
+		}
+	}
 	if st.SubagentID != "" {
 		child := "subagent " + st.SubagentID
 		if st.ChildLog != "" {
