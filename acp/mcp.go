@@ -85,7 +85,7 @@ func mcpServers(raw []json.RawMessage) ([]mcp.ServerConfig, error) {
 // is running, or at the start of the next.
 func (s *Server) notice(sessionID string, d runtime.NoticeData) {
 	s.mu.Lock()
-	notices := len(s.client.Session.Notices) > 0
+	notices := advertised(s.client.Session.Notices)
 	if !notices {
 		text := fmt.Sprintf("\n\n**%s**\n\n%s\n\n", d.Title, strings.TrimSpace(d.Detail))
 		if !s.turns[sessionID] {

@@ -94,7 +94,9 @@ func (p *presenter) live(ev runtime.Event) {
 		if p.decode(ev, &d) {
 			p.s.notice(p.sessionID, d)
 		}
-	case runtime.EventToolCall, runtime.EventToolResult, runtime.EventTurnFailed, runtime.EventSubagent:
+	case runtime.EventCompactionProgress, runtime.EventCompactionDelta:
+		p.compaction(ev)
+	case runtime.EventToolCall, runtime.EventToolResult, runtime.EventTurnFailed, runtime.EventSubagent, runtime.EventCompaction:
 		p.common(ev)
 	}
 }
@@ -118,7 +120,7 @@ func (p *presenter) replay(ev runtime.Event) {
 		p.replayText("agent_thought_chunk", ev)
 	case runtime.EventAssistantMessage:
 		p.replayText("agent_message_chunk", ev)
-	case runtime.EventToolCall, runtime.EventToolResult, runtime.EventTurnFailed, runtime.EventSubagent:
+	case runtime.EventToolCall, runtime.EventToolResult, runtime.EventTurnFailed, runtime.EventSubagent, runtime.EventCompaction:
 		p.common(ev)
 	}
 }
@@ -126,6 +128,8 @@ func (p *presenter) replay(ev runtime.Event) {
 // common presents the events that look the same live and replayed.
 func (p *presenter) common(ev runtime.Event) {
 	switch ev.Type {
+	case runtime.EventCompaction:
+		p.compaction(ev)
 	case runtime.EventToolCall:
 		var d runtime.ToolCallData
 		if p.decode(ev, &d) {
@@ -174,6 +178,35 @@ func (p *presenter) common(ev runtime.Event) {
 			if u, ok := subagentUpdate(d); ok {
 				p.send(u)
 			}
+		}
+	}
+}
+
+// compaction shows a compaction, to a client that advertised
+// session.compaction only: its start, its summary as the model streams it,
+// and its end with the whole summary (live and replayed alike).
+func (p *presenter) compaction(ev runtime.Event) {
+	if !p.s.showsCompaction() {
+		return
+	}
+	switch ev.Type {
+	case runtime.EventCompactionProgress:
+		var d runtime.CompactionProgressData
+		if p.decode(ev, &d) {
+			p.send(CompactionUpdate{SessionUpdate: "compaction_update", CompactionID: d.CompactionID, Status: "in_progress"})
+		}
+	case runtime.EventCompactionDelta:
+		var d runtime.CompactionProgressData
+		if p.decode(ev, &d) {
+			p.send(CompactionSummaryChunk{SessionUpdate: "compaction_summary_chunk", CompactionID: d.CompactionID, Content: textBlock(d.Text)})
+		}
+	case runtime.EventCompaction:
+		var d runtime.CompactionData
+		if p.decode(ev, &d) {
+			meta := map[string]any{"pixir": map[string]any{"method": d.Method, "reason": d.Reason, "replaced": d.Replaced, "kept": d.Kept,
+				"tokensBefore": d.TokensBefore, "tokensAfter": d.TokensAfter, "window": d.Window}}
+			p.send(CompactionUpdate{SessionUpdate: "compaction_update", CompactionID: d.CompactionID, Status: "completed",
+				Summary: []ContentBlock{textBlock(d.Summary)}, Meta: meta})
 		}
 	}
 }

@@ -249,7 +249,7 @@ func (s *Server) reportDamage(ctx context.Context, sess *runtime.Session, report
 		detail += " The torn last line was cut off, so the Log goes on from its last whole event."
 	}
 	s.mu.Lock()
-	notices := len(s.client.Session.Notices) > 0
+	notices := advertised(s.client.Session.Notices)
 	s.mu.Unlock()
 	if notices {
 		s.notify(ctx, sess.ID(), Notice{SessionUpdate: "notice", Severity: "warning", Title: title, Description: detail})
@@ -335,6 +335,14 @@ func (s *Server) prompt(ctx context.Context, p *PromptRequest) (any, error) {
 	}
 	pr.sessionInfo()
 	return PromptResponse{StopReason: string(stop)}, nil
+}
+
+// showsCompaction reports whether the client advertised
+// session.compaction.
+func (s *Server) showsCompaction() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return advertised(s.client.Session.Compaction)
 }
 
 // turnOptions connect a turn to this client: its updates, its permission

@@ -58,6 +58,12 @@ type SessionClientCapabilities struct {
 	Compaction json.RawMessage `json:"compaction,omitempty"`
 }
 
+// advertised reports whether a capability is present: given, and not
+// null (the schema: "Omitted or null means unsupported").
+func advertised(c json.RawMessage) bool {
+	return len(c) > 0 && string(c) != "null"
+}
+
 // Notice is information for the user that is not part of the session's
 // history (sent only to clients that advertise session.notices).
 type Notice struct {
@@ -470,4 +476,21 @@ type RequestPermissionResponse struct {
 		Outcome  string `json:"outcome"`
 		OptionID string `json:"optionId"`
 	} `json:"outcome"`
+}
+
+// CompactionUpdate is a compaction_update: sent only to clients that
+// advertise session.compaction.
+type CompactionUpdate struct {
+	SessionUpdate string         `json:"sessionUpdate"`
+	CompactionID  string         `json:"compactionId"`
+	Status        string         `json:"status"`
+	Summary       []ContentBlock `json:"summary,omitempty"`
+	Meta          map[string]any `json:"_meta,omitempty"`
+}
+
+// CompactionSummaryChunk is one fragment of a compaction's summary.
+type CompactionSummaryChunk struct {
+	SessionUpdate string       `json:"sessionUpdate"`
+	CompactionID  string       `json:"compactionId"`
+	Content       ContentBlock `json:"content"`
 }

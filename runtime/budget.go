@@ -56,6 +56,19 @@ type modelFacts struct {
 	learned map[string]int
 }
 
+// learn keeps the smallest window a context-length error said, or made
+// plain, for model.
+func (f *modelFacts) learn(model string, window int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.learned == nil {
+		f.learned = map[string]int{}
+	}
+	if old, ok := f.learned[model]; !ok || window < old {
+		f.learned[model] = window
+	}
+}
+
 func (f *modelFacts) window(model string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -27,6 +27,9 @@ const (
 	// ended while their parent's model was not looking, folded into its
 	// next model call (SubagentSummariesData).
 	EventSubagentSummaries EventType = "subagent_summaries"
+	// EventCompaction records that older messages of History were
+	// replaced by a summary (CompactionData).
+	EventCompaction EventType = "compaction"
 )
 
 // Ephemeral event types: live only, never in the Log.
@@ -37,12 +40,17 @@ const (
 	EventPlan           EventType = "plan"
 	// EventUsage is the session's usage (UsageData).
 	EventUsage EventType = "usage"
+	// EventCompactionProgress is the start of a compaction, and
+	// EventCompactionDelta a fragment of its summary as the model streams
+	// it (CompactionProgressData).
+	EventCompactionProgress EventType = "compaction_progress"
+	EventCompactionDelta    EventType = "compaction_delta"
 )
 
 // Canonical reports whether events of type t are persisted.
 func (t EventType) Canonical() bool {
 	switch t {
-	case EventTextDelta, EventReasoningDelta, EventStatus, EventPlan, EventUsage:
+	case EventTextDelta, EventReasoningDelta, EventStatus, EventPlan, EventUsage, EventCompactionProgress, EventCompactionDelta:
 		return false
 	}
 	return true

@@ -92,6 +92,14 @@ func (f *historyFold) add(ev Event) {
 		}
 		f.closePending()
 		f.history = append(f.history, provider.Message{Role: provider.RoleUser, Text: text})
+	case EventCompaction:
+		var d CompactionData
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			f.log.Warn("undecodable event in log", "seq", ev.Seq, "type", ev.Type, "err", err)
+			return
+		}
+		f.closePending()
+		f.history = compacted(f.history, d)
 	case EventToolCall:
 		var id string
 		if f.read(ev, map[string]any{"tool_call_id": &id}) {
@@ -242,7 +250,9 @@ func (s *Session) recordInterrupted(obs Observer) error {
 		}
 		s.mu.Lock()
 		if !c.inHistory {
-			s.history = append(s.history, interruptedMessage(tc))
+			m := interruptedMessage(tc)
+			s.history = append(s.history, m)
+			s.histBytes += messageBytes(m)
 		}
 		s.interrupted = slices.DeleteFunc(s.interrupted, func(o openCall) bool { return o.call.ID == tc.ID })
 		s.mu.Unlock()

@@ -63,6 +63,11 @@ type Config struct {
 	ModelInfo map[string]ModelInfo
 	// Compaction says when and how long conversations are compacted.
 	Compaction CompactionConfig
+	// ContextWindow is the provider's context window as configured (or
+	// known for it), for the models ModelInfo gives none: what compaction
+	// weighs requests against. 0: unknown, and nothing is compacted until
+	// a context-length error says it.
+	ContextWindow int
 }
 
 // Runtime owns the live Sessions of one process.
@@ -354,7 +359,7 @@ func (r *Runtime) openSession(id, dir string, visit func(Event)) (*Session, Load
 	if meta.Title == "" {
 		meta.Title = fold.title
 	}
-	s := &Session{rt: r, workspace: ws, log: log, meta: meta, depth: meta.Depth, history: fold.history,
+	s := &Session{rt: r, workspace: ws, log: log, meta: meta, depth: meta.Depth, history: fold.history, histBytes: historyBytes(fold.history),
 		interrupted: fold.unanswered(), restoreEvents: fold.subagents, accounts: budget.Accounts{r.sessionAccount()}}
 	// What it spent before counts against its budget still.
 	s.accounts[0].Start(fold.spent())

@@ -118,7 +118,12 @@ type Session struct {
 	// model's context size, for the usage shown to the user.
 	context int64
 	window  int
-	history []provider.Message
+	// histBytes is what History weighs in a request (kept as messages are
+	// appended, so no model call adds it up again); calib corrects the
+	// estimate of tokens by what the provider counted (0: none yet).
+	histBytes int
+	calib     float64
+	history   []provider.Message
 	// pending are the calls of the last model response without a result;
 	// interrupted, calls that must be answered in the Log as interrupted
 	// (recordInterrupted).

@@ -143,6 +143,9 @@ type turn struct {
 	// reg is the tools the last model call was offered: its tool calls run
 	// against them, even if an MCP server has changed its tools since.
 	reg *tools.Registry
+	// requestBytes is what the last request weighed, to calibrate the
+	// estimate of tokens with what the provider counted.
+	requestBytes int
 }
 
 // cancelled reports whether the turn was told to stop.
@@ -204,7 +207,15 @@ func (t *turn) run(p Prompt) (StopReason, error) {
 		if err := t.foldUnseen(); err != nil {
 			return "", err
 		}
-		resp, streamed, err := t.generate()
+		var specs []provider.ToolSpec
+		t.reg, specs = s.toolbox()
+		if err := t.compactIfNeeded(specs); err != nil {
+			return "", err
+		}
+		resp, streamed, err := t.generateFitting(specs)
+		if errors.Is(err, ErrLogWrite) {
+			return "", err
+		}
 		if err != nil {
 			// Keep what the user already saw, so a replay shows it too.
 			if streamed.text.Len() > 0 || streamed.reasoning.Len() > 0 {
@@ -279,14 +290,14 @@ func (t *turn) foldUnseen() error {
 type streamedSoFar struct{ text, reasoning strings.Builder }
 
 // generate makes one model call, streaming deltas to the observer.
-func (t *turn) generate() (*provider.ModelResponse, *streamedSoFar, error) {
+// specs are the tools offered.
+func (t *turn) generate(specs []provider.ToolSpec) (*provider.ModelResponse, *streamedSoFar, error) {
 	s := t.s
 	so := &streamedSoFar{}
 	if err := s.exhausted(); err != nil {
 		return nil, so, err
 	}
-	var specs []provider.ToolSpec
-	t.reg, specs = s.toolbox()
+	t.requestBytes = s.requestBytes(specs)
 	req := provider.ModelRequest{
 		Model:           s.Model(),
 		System:          s.systemPrompt(),
@@ -329,6 +340,7 @@ func (t *turn) recordResponse(resp *provider.ModelResponse, partial bool) error 
 	}
 	s.appendHistory(provider.Message{Role: provider.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
 	if resp.Usage != nil && !partial {
+		s.calibrate(t.requestBytes, resp.Usage.InputTokens)
 		return t.recordUsage(s.Model(), *resp.Usage, "")
 	}
 	return nil
@@ -580,6 +592,7 @@ func (s *Session) appendHistory(m provider.Message) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.history = append(s.history, m)
+	s.histBytes += messageBytes(m)
 	switch m.Role {
 	case provider.RoleAssistant:
 		s.pending = s.pending[:0]

@@ -203,6 +203,7 @@ func TestAChildThatEndedUnseenIsFoldedIntoTheNextModelCall(t *testing.T) {
 	child := f.events.all()[0].SubagentID // from its queued event: no model looked
 	close(p.hold)                         // it ends after the turn that spawned it
 	f.events.await(child, tools.SubagentEventFinished)
+	awaitEnded(f.rt.subagents, child) // its end is recorded before its status is set
 
 	_, err = f.parent.Prompt(ctx, Prompt{Text: "what now?"}, TurnOptions{})
 	require.NoError(t, err)
@@ -242,6 +243,15 @@ func TestAChildWhoseEndTheModelSawIsNotFolded(t *testing.T) {
 	require.NoError(t, err)
 	reqs := p.requests()
 	require.NotContains(t, messagesText(reqs[len(reqs)-1].Messages), "[Pixir, not the user]")
+}
+
+// awaitEnded waits until the child's run has ended: its status set, its
+// done closed.
+func awaitEnded(m *Manager, id string) {
+	m.mu.Lock()
+	done := m.byID[id].done
+	m.mu.Unlock()
+	<-done
 }
 
 func messagesText(ms []provider.Message) string {

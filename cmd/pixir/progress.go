@@ -212,6 +212,12 @@ func (v *turnView) observe(ev runtime.Event) {
 		case workflows.EventWorkflowFinished:
 			v.note("    ↳ workflow %s: %s\n", d.WorkflowID, d.Status)
 		}
+	case runtime.EventCompaction:
+		var d runtime.CompactionData
+		if json.Unmarshal(ev.Data, &d) == nil {
+			v.note("  ⇣ compacted the conversation (%s, by the %s): %d messages summarized, %d kept, about %s → %s tokens\n",
+				d.Reason, d.Method, d.Replaced, d.Kept, budget.Count(d.TokensBefore), budget.Count(d.TokensAfter))
+		}
 	case runtime.EventTurnFailed:
 		var d runtime.TurnFailedData
 		if json.Unmarshal(ev.Data, &d) == nil {

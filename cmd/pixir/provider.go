@@ -233,5 +233,9 @@ func newRuntime(pf providerFlags, logger *slog.Logger) (*runtime.Runtime, error)
 	if pf.maxTurnRequests > 0 {
 		cfg.MaxTurnRequests = pf.maxTurnRequests
 	}
+	cfg.ContextWindow = c.Settings.ContextWindow
+	if cfg.ContextWindow == 0 && c.Name == anthropic.ProviderName {
+		cfg.ContextWindow = anthropic.DefaultContextWindow // what Anthropic's current models take
+	}
 	return runtime.New(cfg), nil
 }

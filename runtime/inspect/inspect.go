@@ -48,6 +48,8 @@ const (
 	// KindSummaries: the ends of children the model did not wait for,
 	// told to it before a model call.
 	KindSummaries = "subagent_summaries"
+	// KindCompaction: older messages replaced by a summary.
+	KindCompaction = "compaction"
 )
 
 // Session is the whole tree of one Session's Log.
@@ -118,6 +120,8 @@ type Item struct {
 	Notice *runtime.NoticeData `json:"notice,omitempty"`
 	// subagent_summaries: the children whose ends were told.
 	SubagentIDs []string `json:"subagent_ids,omitempty"`
+	// compaction: what replaced the older messages, and why.
+	Compaction *runtime.CompactionData `json:"compaction,omitempty"`
 }
 
 // Message is an assistant message.
@@ -406,6 +410,12 @@ func (f *folder) event(ev *runtime.Event) bool {
 			return false
 		}
 		f.add(&Item{Kind: KindSummaries, Seq: ev.Seq, SubagentIDs: d.SubagentIDs}, ev)
+	case runtime.EventCompaction:
+		d, ok := decode[runtime.CompactionData](ev)
+		if !ok {
+			return false
+		}
+		f.add(&Item{Kind: KindCompaction, Seq: ev.Seq, Compaction: &d}, ev)
 	case runtime.EventProviderUsage:
 		d, ok := decode[runtime.ProviderUsageData](ev)
 		if !ok {

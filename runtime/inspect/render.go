@@ -174,6 +174,10 @@ func turnNode(t *Turn, loc *time.Location) *node {
 			n.children = append(n.children, &node{text: fmt.Sprintf("notice (%s): %s", it.Notice.Severity, oneLine(it.Notice.Title, messageWidth))})
 		case KindSummaries:
 			n.children = append(n.children, &node{text: "told the model how subagents it did not wait for ended: " + strings.Join(it.SubagentIDs, ", ")})
+		case KindCompaction:
+			c := it.Compaction
+			n.children = append(n.children, &node{text: fmt.Sprintf("compacted (%s, by the %s): %d messages summarized, %d kept; about %s → %s tokens of a %s window",
+				c.Reason, c.Method, c.Replaced, c.Kept, budget.Count(c.TokensBefore), budget.Count(c.TokensAfter), budget.Count(int64(c.Window)))})
 		}
 	}
 	return n

@@ -60,7 +60,10 @@ func richLog(t *testing.T) []runtime.Event {
 		ev{runtime.EventSubagentSummaries, runtime.SubagentSummariesData{SubagentIDs: []string{"sa-2"}, Text: "[Pixir, not the user] …"}},
 		say("The second one finished too."),
 
-		user("read it in read_only"), say("", "call_1_1"), call("call_1_1", "bash"),
+		user("read it in read_only"),
+		ev{runtime.EventCompaction, runtime.CompactionData{CompactionID: "cmp-1", Reason: runtime.CompactionThreshold, Method: runtime.SummarizerModel,
+			Summary: "The user had a file created and delegated.", Kept: 4, Replaced: 12, TokensBefore: 104000, TokensAfter: 38000, Window: 128000}},
+		say("", "call_1_1"), call("call_1_1", "bash"),
 		ev{runtime.EventPermissionDecision, runtime.PermissionDecisionData{ToolCallID: "call_1_1", Tool: "bash", Mode: runtime.ModeReadOnly, Decision: "denied", Source: "mode", Reason: "bash changes the workspace and the session is in read_only mode"}},
 		result("call_1_1", "bash", tools.Fail(tools.ErrPermissionDenied, "bash changes the workspace and the session is in read_only mode"), 0),
 		ev{runtime.EventTurnFailed, runtime.TurnFailedData{Kind: tools.ErrProviderError, Message: "the scripted provider was told to fail"}},

@@ -20,6 +20,7 @@ const (
 	KindServer      Kind = "server_error"      // 5xx after the retries
 	KindRejected    Kind = "bad_request"       // 400, 422
 	KindTooLarge    Kind = "request_too_large" // 413, or a 429 for a request over the token limit
+	KindContext     Kind = "context_length"    // the conversation is longer than the model's context window
 	KindAnswerLimit Kind = "answer_too_large"  // the answer outgrew max_answer_size
 	KindUnreachable Kind = "unreachable"       // refused, no such host, connect timeout
 	KindIdle        Kind = "idle_timeout"      // the server fell silent
@@ -40,6 +41,21 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Message }
 func (e *Error) Unwrap() error { return e.Err }
+
+// ContextOverflow reports a request longer than the model's context
+// window, with the window when the server named it: the runtime then
+// compacts the conversation and tries again.
+func (e *Error) ContextOverflow() (window int, ok bool) {
+	var se *StatusError
+	var me *StreamError
+	switch {
+	case errors.As(e.Err, &se):
+		return se.ContextTooLong()
+	case errors.As(e.Err, &me):
+		return me.ContextTooLong()
+	}
+	return 0, false
+}
 
 // Subject is what the messages of Describe talk about.
 type Subject struct {
@@ -141,6 +157,10 @@ func (s Subject) status(e *StatusError) (Kind, string) {
 			"or model in config.toml (pixir doctor lists them)", s.Server, s.Model, detail, says)
 	case e.StatusCode == http.StatusNotFound:
 		return KindNotFound, fmt.Sprintf("%s has no such endpoint (%s)%s; check %s", s.Server, detail, says, s.BaseURLHint)
+	case e.StatusCode != http.StatusTooManyRequests && contextLong(e):
+		return KindContext, fmt.Sprintf("%s refused the request as longer than the model's context window (%s)%s; "+
+			"Pixir compacts the conversation and tries once more when compaction is on (set context_window, or [model_info] context_window, so it compacts before), "+
+			"or start a new session", s.Server, detail, says)
 	case e.TooLarge():
 		return KindTooLarge, fmt.Sprintf("%s refused the request as too large (%s)%s; waiting will not help, a shorter request will: "+
 			"start a new session, or ask for less at once (smaller files, narrower searches, shorter command output)", s.Server, detail, says)
@@ -162,4 +182,9 @@ func (s Subject) status(e *StatusError) (Kind, string) {
 // wrong path.
 func mentionsModel(e *StatusError) bool {
 	return e.Code == "model_not_found" || strings.Contains(strings.ToLower(e.Message), "model")
+}
+
+func contextLong(e *StatusError) bool {
+	_, ok := e.ContextTooLong()
+	return ok
 }

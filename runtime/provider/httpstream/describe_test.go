@@ -83,3 +83,44 @@ func TestDescribeSaysWhatToDo(t *testing.T) {
 		})
 	}
 }
+
+// What servers say of a conversation longer than the context window, as
+// recorded from each of them: it is told apart from other refusals, with
+// the window when the message names it.
+func TestContextTooLongIsToldApart(t *testing.T) {
+	subj := Subject{Server: "the server", KeyEnv: "OPENAI_API_KEY", HasKey: true}
+	tests := []struct {
+		name   string
+		err    error
+		window int
+		long   bool
+	}{
+		{"openai", &StatusError{StatusCode: 400, Type: "invalid_request_error", Code: "context_length_exceeded",
+			Message: "This model's maximum context length is 128000 tokens. However, your messages resulted in 130512 tokens. Please reduce the length of the messages."}, 128000, true},
+		{"anthropic", &StatusError{StatusCode: 400, Type: "invalid_request_error", Message: "prompt is too long: 215033 tokens > 200000 maximum"}, 200000, true},
+		{"llama.cpp", &StatusError{StatusCode: 400, Type: "exceed_context_size_error",
+			Message: "the request exceeds the available context size, try increasing it (n_ctx: 4096)"}, 4096, true},
+		{"mistral", &StatusError{StatusCode: 400, Message: "Prompt contains 40012 tokens and 0 draft tokens, too large for model with 32768 maximum context length"}, 32768, true},
+		{"vllm", &StatusError{StatusCode: 400, Message: "This model's maximum context length is 8192 tokens. However, you requested 9001 tokens in the messages."}, 8192, true},
+		{"no window named", &StatusError{StatusCode: 413, Message: "input is too long for the model"}, 0, true},
+		{"in a stream", &StreamError{Type: "invalid_request_error", Message: "prompt is too long: 300000 tokens > 200000 maximum"}, 200000, true},
+		{"another bad request", &StatusError{StatusCode: 400, Message: "messages: tool_use ids must be unique"}, 0, false},
+		{"a server fault", &StatusError{StatusCode: 500, Message: "context window manager crashed"}, 0, false},
+		{"a token rate limit", &StatusError{StatusCode: 429, Message: "Request too large for gpt-4o on tokens per min (TPM): Limit 30000, Requested 35000. The input or output tokens must be reduced"}, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := subj.Describe(tt.err)
+			var e *Error
+			require.ErrorAs(t, err, &e)
+			window, long := e.ContextOverflow()
+			require.Equal(t, tt.long, long)
+			require.Equal(t, tt.window, window)
+			var se *StatusError
+			if errors.As(tt.err, &se) && tt.long {
+				require.Equal(t, KindContext, e.Kind)
+				require.Contains(t, e.Message, "longer than the model's context window")
+			}
+		})
+	}
+}

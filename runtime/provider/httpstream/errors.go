@@ -7,7 +7,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -67,6 +70,59 @@ func (e *StatusError) TooLarge() bool {
 		strings.Contains(m, "reduce your message size")
 }
 
+// ContextTooLong reports a request refused because the conversation does
+// not fit the model's context window (OpenAI's context_length_exceeded,
+// Anthropic's "prompt is too long", llama.cpp's exceed_context_size_error,
+// vLLM's and Mistral's "maximum context length"), with the window when the
+// message names it (0 when not). Waiting will not help; a shorter
+// conversation will.
+func (e *StatusError) ContextTooLong() (window int, ok bool) {
+	if e.StatusCode < 400 || e.StatusCode >= 500 {
+		return 0, false
+	}
+	return contextTooLong(e.Type, e.Code, e.Message)
+}
+
+// contextPhrases are what servers say of a conversation longer than the
+// context window.
+var contextPhrases = []string{
+	"context_length_exceeded", "exceed_context_size", "maximum context length", "context length", "context window",
+	"context size", "prompt is too long", "input is too long", "reduce the length of the messages", "n_ctx",
+}
+
+// contextWindowPatterns find the window in such a message.
+var contextWindowPatterns = sync.OnceValue(func() []*regexp.Regexp {
+	return []*regexp.Regexp{
+		regexp.MustCompile(`maximum context length is (\d+)`),
+		regexp.MustCompile(`(\d+) maximum context length`),
+		regexp.MustCompile(`\d+ tokens > (\d+) maximum`),
+		regexp.MustCompile(`n_ctx"?\s*[:=]?\s*(\d+)`),
+		regexp.MustCompile(`context (?:window|size|length) (?:of |is )?\(?(\d+)`),
+	}
+})
+
+func contextTooLong(typ, code, message string) (int, bool) {
+	all := strings.ToLower(typ + " " + code + " " + message)
+	found := false
+	for _, p := range contextPhrases {
+		if strings.Contains(all, p) {
+			found = true
+			break
+		}
+	}
+	if !found {
+		return 0, false
+	}
+	for _, re := range contextWindowPatterns() {
+		if m := re.FindStringSubmatch(all); m != nil {
+			if n, err := strconv.Atoi(m[1]); err == nil && n > 0 {
+				return n, true
+			}
+		}
+	}
+	return 0, true
+}
+
 // Status is e.g. "401 Unauthorized" or "529".
 func (e *StatusError) Status() string {
 	if t := http.StatusText(e.StatusCode); t != "" {
@@ -86,6 +142,12 @@ func (e *StreamError) Error() string {
 		return e.Message
 	}
 	return e.Type + ": " + e.Message
+}
+
+// ContextTooLong is StatusError.ContextTooLong for an error reported in a
+// stream.
+func (e *StreamError) ContextTooLong() (window int, ok bool) {
+	return contextTooLong(e.Type, e.Code, e.Message)
 }
 
 // Retryable reports whether the error is a passing server condition.
