@@ -24,7 +24,8 @@ type changeArgs struct {
 
 func changeTool(runs, dryRuns *atomic.Int32) tools.Tool {
 	return tools.Define(tools.Spec[changeArgs]{
-		Name: "change", Description: "changes a file", Posture: tools.PostureMutation,
+		Schema: json.RawMessage(`{"properties":{"path":{"type":"string"},"dry_run":{"type":"boolean"},"validate_only":{"type":"boolean"}},"additionalProperties":false,"type":"object","required":["path"]}`),
+		Name:   "change", Description: "changes a file", Posture: tools.PostureMutation,
 		Run: func(_ context.Context, _ tools.Env, a changeArgs, dry bool) tools.Result {
 			if dry {
 				dryRuns.Add(1)

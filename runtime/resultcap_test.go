@@ -37,7 +37,7 @@ func TestBoundResult(t *testing.T) {
 // reads the same bounded text, and History folded from the Log agrees.
 func TestHugeToolResultIsCappedInTheLogAndForTheModel(t *testing.T) {
 	type noArgs struct{}
-	huge := tools.Define(tools.Spec[noArgs]{Name: "huge", Description: "returns a lot", Posture: tools.PostureRead,
+	huge := tools.Define(tools.Spec[noArgs]{Name: "huge", Schema: json.RawMessage(`{"additionalProperties":false,"type":"object"}`), Description: "returns a lot", Posture: tools.PostureRead,
 		Run: func(context.Context, tools.Env, noArgs, bool) tools.Result {
 			return tools.OK(map[string]string{"data": strings.Repeat("x", 3<<20)})
 		}})

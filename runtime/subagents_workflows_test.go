@@ -197,7 +197,8 @@ func (p *offeredTools) of(prompt string) []string {
 
 func probeTool(name string, runs *atomic.Int32) tools.Tool {
 	return tools.Define(tools.Spec[struct{}]{
-		Name: name, Description: "counts its calls", Posture: tools.PostureRead,
+		Schema: json.RawMessage(`{"additionalProperties":false,"type":"object"}`),
+		Name:   name, Description: "counts its calls", Posture: tools.PostureRead,
 		Run: func(context.Context, tools.Env, struct{}, bool) tools.Result {
 			runs.Add(1)
 			return tools.OK("probed")

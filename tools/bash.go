@@ -66,6 +66,10 @@ type bashTool struct{ Tool }
 
 func (bashTool) SandboxedCommands() {}
 
+// Arguments is the argument type the schema generator reflects (the
+// embedded Tool's method is not promoted through the interface).
+func (bashTool) Arguments() any { return new(BashArgs) }
+
 func describeBash(a BashArgs) Presentation {
 	cmd := strings.TrimSpace(a.Command)
 	if cmd == "" {

@@ -10,15 +10,21 @@ import (
 	"strings"
 	"sync"
 
-	reflector "github.com/invopop/jsonschema"
+	"github.com/pixir-go/pixir/schemas"
 )
 
 // Spec is everything a tool author writes; Define turns it into a Tool.
-// A is the argument type: its JSON Schema is reflected from it (use json
-// tags, `jsonschema:"..."` for constraints and `jsonschema_description`
-// for text), and Run only ever sees values that passed that schema.
+// A is the argument type: its JSON Schema is reflected from it by the
+// generator (`make schemas`; use json tags, `jsonschema:"..."` for
+// constraints and `jsonschema_description` for text) and committed as
+// schemas/tools/<Name>.json, which the Tool reads; Run only ever sees
+// values that passed that schema.
 type Spec[A any] struct {
 	Name string
+	// Schema is the arguments' JSON Schema of a tool that is not a
+	// built-in (one defined in a test): a built-in leaves it nil and reads
+	// its committed file.
+	Schema json.RawMessage
 	// Description is what the model reads to decide when and how to call
 	// the tool; keep it in an embedded .md file beside the tool.
 	Description string
@@ -36,14 +42,14 @@ type Spec[A any] struct {
 	Run func(ctx context.Context, env Env, a A, dryRun bool) Result
 }
 
-// Define makes a Tool from s. Schema reflection and compilation happen on
+// Define makes a Tool from s. Reading and compiling the schema happen on
 // first use, not here, so that building the registry costs nothing at
 // startup. It panics if s has no Name or no Run: that is a wiring bug.
 func Define[A any](s Spec[A]) Tool {
 	if s.Run == nil {
 		panic("tools.Define: a Spec needs a Name and a Run")
 	}
-	return &defined[A]{definition: newDefinition(s.Name, s.Description, s.Posture, s.Kind, s.Describe), run: s.Run}
+	return &defined[A]{definition: newDefinition(s.Name, s.Description, s.Posture, s.Kind, s.Describe, s.Schema), run: s.Run}
 }
 
 // SpecWith is a Spec whose Run needs a dependency D that Env does not
@@ -55,6 +61,7 @@ type SpecWith[A, D any] struct {
 	Posture     Posture
 	Kind        Kind
 	Describe    func(a A) Presentation
+	Schema      json.RawMessage
 	// Run is Spec.Run with the dependency the Tool was bound to.
 	Run func(ctx context.Context, env Env, dep D, a A, dryRun bool) Result
 }
@@ -68,7 +75,7 @@ func DefineWith[A, D any](s SpecWith[A, D]) func(dep D) Tool {
 	if s.Run == nil {
 		panic("tools.DefineWith: a SpecWith needs a Name and a Run")
 	}
-	def := newDefinition(s.Name, s.Description, s.Posture, s.Kind, s.Describe)
+	def := newDefinition(s.Name, s.Description, s.Posture, s.Kind, s.Describe, s.Schema)
 	return func(dep D) Tool {
 		return &defined[A]{definition: def, run: func(ctx context.Context, env Env, a A, dryRun bool) Result {
 			return s.Run(ctx, env, dep, a, dryRun)
@@ -85,6 +92,8 @@ type definition[A any] struct {
 	posture     Posture
 	kind        Kind
 	describe    func(a A) Presentation
+	// given is Spec.Schema: nil for a built-in.
+	given json.RawMessage
 
 	schemaOnce sync.Once
 	schema     json.RawMessage
@@ -94,11 +103,11 @@ type definition[A any] struct {
 	validatorErr  error
 }
 
-func newDefinition[A any](name, description string, posture Posture, kind Kind, describe func(A) Presentation) *definition[A] {
+func newDefinition[A any](name, description string, posture Posture, kind Kind, describe func(A) Presentation, schema json.RawMessage) *definition[A] {
 	if name == "" {
 		panic("tools.Define: a Spec needs a Name and a Run")
 	}
-	return &definition[A]{name: name, description: description, posture: posture, kind: kind, describe: describe}
+	return &definition[A]{name: name, description: description, posture: posture, kind: kind, describe: describe, given: schema}
 }
 
 // defined is a Tool: a definition and the run it is bound to.
@@ -111,24 +120,28 @@ func (t *defined[A]) Name() string        { return t.name }
 func (t *defined[A]) Description() string { return t.description }
 func (t *defined[A]) Posture() Posture    { return t.posture }
 
+// Schema is the committed schemas/tools/<name>.json (compact), or
+// Spec.Schema. A built-in without a committed file is a wiring bug that
+// the schemas test reports: it panics saying how to generate the file.
 func (t *defined[A]) Schema() json.RawMessage {
 	t.schemaOnce.Do(func() {
-		// Expanded, unreferenced and anonymous: the root is the arguments
-		// object itself, with no $defs, $ref or $id for a provider to trip on.
-		r := reflector.Reflector{ExpandedStruct: true, DoNotReference: true, Anonymous: true}
-		s := r.Reflect(new(A))
-		// Some providers reject $schema; the validator (validate.go)
-		// implements 2020-12 for the keywords reflection emits.
-		s.Version = ""
-		b, err := json.Marshal(s)
-		if err != nil {
-			panic(fmt.Sprintf("tools: schema of %s does not marshal: %v", t.name, err))
+		if t.given != nil {
+			t.schema = slices.Clone(t.given)
+			return
+		}
+		b, ok := schemas.Tool(t.name)
+		if !ok {
+			panic(fmt.Sprintf("tools: %s has no committed schema (schemas/tools/%s.json): run `make schemas`, or give a tool that is not a built-in its Spec.Schema", t.name, t.name))
 		}
 		t.schema = b
 	})
 	// A copy: the cached bytes must survive a caller that edits its schema.
 	return slices.Clone(t.schema)
 }
+
+// Arguments is a new *A: the generator (schemas/generate) reflects the
+// committed schema from its type.
+func (t *defined[A]) Arguments() any { return new(A) }
 
 func (t *defined[A]) compiled() (*argValidator, error) {
 	t.validatorOnce.Do(func() {

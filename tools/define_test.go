@@ -28,6 +28,7 @@ type testArgs struct {
 // echoTool returns its decoded arguments, so tests see exactly what Run got.
 func echoTool() Tool {
 	return Define(Spec[testArgs]{
+		Schema:  reflectedSchema[testArgs](),
 		Name:    "echo",
 		Posture: PostureRead,
 		Kind:    KindOther,
@@ -112,7 +113,8 @@ func TestValidArgumentsReachRun(t *testing.T) {
 
 func TestPanicBecomesInternalFailure(t *testing.T) {
 	tool := Define(Spec[testArgs]{
-		Name: "boom",
+		Schema: reflectedSchema[testArgs](),
+		Name:   "boom",
 		Run: func(context.Context, Env, testArgs, bool) Result {
 			panic(errors.New("kaboom"))
 		},
@@ -147,6 +149,7 @@ func TestDescribe(t *testing.T) {
 	}
 
 	panicky := Define(Spec[testArgs]{
+		Schema:   reflectedSchema[testArgs](),
 		Name:     "p",
 		Kind:     KindRead,
 		Describe: func(testArgs) Presentation { panic("oops") },
@@ -201,7 +204,8 @@ func TestConcurrentFirstUse(t *testing.T) {
 // schema is reflected and compiled once for the whole family.
 func TestDefineWithBindsEachToolToItsDependency(t *testing.T) {
 	greet := DefineWith(SpecWith[testArgs, string]{
-		Name: "greet", Posture: PostureRead,
+		Schema: reflectedSchema[testArgs](),
+		Name:   "greet", Posture: PostureRead,
 		Run: func(_ context.Context, _ Env, greeting string, a testArgs, dryRun bool) Result {
 			if dryRun {
 				return Preview("would say %s to %s", greeting, a.Name)
@@ -224,4 +228,12 @@ func TestDefineWithBindsEachToolToItsDependency(t *testing.T) {
 	va, _ := a.compiled()
 	vb, _ := b.compiled()
 	require.Same(t, va, vb, "the validator is compiled once")
+}
+
+// A tool with neither a committed schema nor Spec.Schema is a wiring bug:
+// its first use says how to make the file.
+func TestAToolWithoutASchemaSaysHowToMakeIt(t *testing.T) {
+	tool := Define(Spec[testArgs]{Name: "not_a_builtin", Run: func(context.Context, Env, testArgs, bool) Result { return OK(nil) }})
+	require.PanicsWithValue(t, "tools: not_a_builtin has no committed schema (schemas/tools/not_a_builtin.json): run `make schemas`, or give a tool that is not a built-in its Spec.Schema",
+		func() { tool.Schema() })
 }

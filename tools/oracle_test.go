@@ -53,8 +53,9 @@ type sinkArgs struct {
 
 func sinkTool() Tool {
 	return Define(Spec[sinkArgs]{
-		Name: "sink",
-		Run:  func(context.Context, Env, sinkArgs, bool) Result { return OK(nil) },
+		Schema: reflectedSchema[sinkArgs](),
+		Name:   "sink",
+		Run:    func(context.Context, Env, sinkArgs, bool) Result { return OK(nil) },
 	})
 }
 

@@ -190,8 +190,9 @@ func TestUnsupportedSchemaFailsTheCall(t *testing.T) {
 		Name string `json:"name" jsonschema:"nullable"`
 	}
 	tool := Define(Spec[nullableArgs]{
-		Name: "nullable",
-		Run:  func(context.Context, Env, nullableArgs, bool) Result { return OK(nil) },
+		Schema: reflectedSchema[nullableArgs](),
+		Name:   "nullable",
+		Run:    func(context.Context, Env, nullableArgs, bool) Result { return OK(nil) },
 	})
 	res := tool.Run(t.Context(), Env{}, json.RawMessage(`{"name":"a"}`))
 	require.False(t, res.OK)

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/invopop/jsonschema"
 )
 
 // The control flow a workflow may carry beyond its dependency graph
@@ -59,7 +57,9 @@ func (c *Condition) UnmarshalJSON(b []byte) error {
 
 // Conditions is one condition or a list of them, all of which must hold:
 // `when: {step: review, path: /verdict, equals: ACCEPTABLE}` or
-// `when: [{…}, {…}]`.
+// `when: [{…}, {…}]`. Its schema for the model (an object or an array,
+// without recursion or combinators, which some providers reject) is written
+// by hand in schemas/generate (reflector).
 type Conditions []Condition
 
 // UnmarshalJSON accepts a single condition object or an array of them.
@@ -79,18 +79,6 @@ func (cs *Conditions) UnmarshalJSON(b []byte) error {
 	}
 	*cs = list
 	return nil
-}
-
-// JSONSchema describes when and until to providers without recursion or
-// combinators (which some reject); the decoder and Validate check the rest.
-func (Conditions) JSONSchema() *jsonschema.Schema {
-	return &jsonschema.Schema{
-		Type:   "",
-		Extras: map[string]any{"type": []string{"object", "array"}},
-		Description: "A condition on upstream checkpoints, or a list that must all hold. Leaf: {step, status: [checkpoint_ready|partial|failed|needs_orchestrator|held|skipped], " +
-			"path: JSON Pointer into the step's payload, with one of equals: V, in: [V…], contains: V (an array holds V), exists: true|false}. " +
-			"Without status the step must be checkpoint_ready. Combine with {all: [...]}, {any: [...]}, {not: {...}}.",
-	}
 }
 
 // JoinMode says what a step with several dependencies waits for.

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/pixir-go/pixir/schemas"
+	"github.com/pixir-go/pixir/schemas/generate"
 )
 
 func main() {
@@ -14,7 +14,7 @@ func main() {
 	if len(os.Args) > 1 {
 		dir = os.Args[1]
 	}
-	if err := schemas.Write(dir); err != nil {
+	if err := generate.Write(dir); err != nil {
 		fmt.Fprintln(os.Stderr, "schemas:", err)
 		os.Exit(1)
 	}

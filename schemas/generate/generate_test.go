@@ -1,4 +1,4 @@
-package schemas
+package generate
 
 import (
 	"bytes"
@@ -20,9 +20,13 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pixir-go/pixir/schemas"
 	"github.com/pixir-go/pixir/tools"
 	"github.com/pixir-go/pixir/workflows"
 )
+
+// committed is the folder of the committed files: package schemas.
+const committed = ".."
 
 const regenerate = "run `make schemas` (or `go generate ./schemas/`) and commit the result; the schemas are generated from the Go types and never edited by hand"
 
@@ -32,7 +36,7 @@ func TestCommittedSchemasAreCurrent(t *testing.T) {
 	files, err := Files()
 	require.NoError(t, err)
 	for name, want := range files {
-		got, err := os.ReadFile(filepath.FromSlash(name))
+		got, err := os.ReadFile(filepath.Join(committed, filepath.FromSlash(name)))
 		if os.IsNotExist(err) {
 			t.Errorf("schemas/%s is missing; %s", name, regenerate)
 			continue
@@ -42,8 +46,18 @@ func TestCommittedSchemasAreCurrent(t *testing.T) {
 			t.Errorf("schemas/%s differs from what the Go types produce; %s", name, regenerate)
 		}
 	}
+	// What the binary reads (schemas.Tool, each tool's Schema) is what
+	// reflection gives the model, byte for byte.
+	for _, tool := range Catalogue() {
+		want, err := toolArguments(tool)
+		require.NoError(t, err)
+		got, ok := schemas.Tool(tool.Name())
+		require.True(t, ok, "schemas.Tool(%q); %s", tool.Name(), regenerate)
+		require.Equal(t, string(want), string(got), "schemas.Tool(%q)", tool.Name())
+		require.Equal(t, string(want), string(tool.Schema()), "%s.Schema()", tool.Name())
+	}
 	for _, sub := range []string{ToolsDir, ResultsDir} {
-		stale, err := Stale(".", sub, files)
+		stale, err := Stale(committed, sub, files)
 		require.NoError(t, err)
 		for _, name := range stale {
 			t.Errorf("schemas/%s is not generated from any Go type (a removed tool?); %s", name, regenerate)
@@ -67,7 +81,7 @@ func TestEveryBuiltinHasAnOutputType(t *testing.T) {
 
 // ErrorKinds must list every ErrorKind constant of tools/errors.go.
 func TestErrorKindsAreAllOfThem(t *testing.T) {
-	f, err := parser.ParseFile(token.NewFileSet(), "../tools/errors.go", nil, 0)
+	f, err := parser.ParseFile(token.NewFileSet(), "../../tools/errors.go", nil, 0)
 	require.NoError(t, err)
 	var declared []tools.ErrorKind
 	for _, decl := range f.Decls {
@@ -215,7 +229,7 @@ func (w workspace) Resolve(path string) (string, error) {
 
 func compile(t *testing.T, name string) *jsonschema.Schema {
 	t.Helper()
-	b, err := os.ReadFile(filepath.FromSlash(name))
+	b, err := os.ReadFile(filepath.Join(committed, filepath.FromSlash(name)))
 	require.NoError(t, err)
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
 	require.NoError(t, err)

@@ -1,12 +1,9 @@
-// Package schemas generates the JSON Schemas of Pixir's built-in tools and
-// of the results they return, from the Go types in package tools. The files
-// under tools/ and results/ are committed so that clients, tests and
-// reviewers can read them without running Pixir; schemas_test.go fails when
-// they drift from the Go types. They are never edited by hand: run
-// `make schemas` (or `go generate ./schemas/`).
-package schemas
-
-//go:generate go run ./gen
+// Package generate writes the JSON Schemas of package schemas (the files
+// under schemas/tools/ and schemas/results/) from the Go types of the
+// built-in tools and their results, by reflection (invopop/jsonschema). Its
+// test fails when the committed files drift from the types. The binary never
+// imports it: it reads the committed files (schemas.Tool).
+package generate
 
 import (
 	"bytes"
@@ -22,15 +19,16 @@ import (
 	"github.com/invopop/jsonschema"
 
 	"github.com/pixir-go/pixir/runtime"
+	"github.com/pixir-go/pixir/schemas"
 	"github.com/pixir-go/pixir/tools"
 	"github.com/pixir-go/pixir/tools/mcp"
 	"github.com/pixir-go/pixir/workflows"
 )
 
-// Folders of the generated files, relative to this package.
+// Folders of the generated files, relative to package schemas.
 const (
-	ToolsDir   = "tools"
-	ResultsDir = "results"
+	ToolsDir   = schemas.ToolsDir
+	ResultsDir = schemas.ResultsDir
 )
 
 // Outputs maps every built-in tool to the type of the output of its
@@ -82,7 +80,8 @@ var ErrorKinds = []tools.ErrorKind{
 // to this package:
 //
 //   - tools/<name>.json: the arguments schema of each built-in tool, exactly
-//     as the model is given it (Tool.Schema, indented);
+//     as the model is given it (Arguments of its argument type, indented;
+//     Tool.Schema is this file, compact);
 //   - results/tool_result.json: the envelope of every tool result;
 //   - results/<name>_output.json: the output of a successful call of each
 //     built-in tool;
@@ -93,8 +92,12 @@ var ErrorKinds = []tools.ErrorKind{
 func Files() (map[string][]byte, error) {
 	files := map[string][]byte{}
 	for _, t := range Catalogue() {
+		args, err := toolArguments(t)
+		if err != nil {
+			return nil, err
+		}
 		var b bytes.Buffer
-		if err := json.Indent(&b, t.Schema(), "", "  "); err != nil {
+		if err := json.Indent(&b, args, "", "  "); err != nil {
 			return nil, fmt.Errorf("schema of tool %s: %w", t.Name(), err)
 		}
 		b.WriteByte('\n')
@@ -149,20 +152,58 @@ func Files() (map[string][]byte, error) {
 	return files, nil
 }
 
-// reflector reflects result types: the root is the object itself and
-// nested types are inlined, as for arguments.
+// Arguments is the JSON Schema of a tool's arguments of v's type, compact,
+// as the model is given it: expanded, unreferenced and anonymous (the root
+// is the arguments object itself, with no $defs, $ref or $id for a provider
+// to trip on), and without $schema, which some providers reject (the
+// validator, tools/validate.go, implements 2020-12 for the keywords
+// reflection emits).
+func Arguments(v any) (json.RawMessage, error) {
+	s := reflector().Reflect(v)
+	s.Version = ""
+	return json.Marshal(s)
+}
+
+// toolArguments is Arguments of the argument type of a built-in tool.
+func toolArguments(t tools.Tool) (json.RawMessage, error) {
+	a, ok := t.(interface{ Arguments() any })
+	if !ok {
+		return nil, fmt.Errorf("built-in tool %s has no argument type (define it with tools.Define or tools.DefineWith)", t.Name())
+	}
+	b, err := Arguments(a.Arguments())
+	if err != nil {
+		return nil, fmt.Errorf("schema of tool %s: %w", t.Name(), err)
+	}
+	return b, nil
+}
+
+// conditionsDescription is the description of workflows.Conditions (a
+// step's when and a loop's until) as the model reads it.
+const conditionsDescription = "A condition on upstream checkpoints, or a list that must all hold. Leaf: {step, status: [checkpoint_ready|partial|failed|needs_orchestrator|held|skipped], " +
+	"path: JSON Pointer into the step's payload, with one of equals: V, in: [V…], contains: V (an array holds V), exists: true|false}. " +
+	"Without status the step must be checkpoint_ready. Combine with {all: [...]}, {any: [...]}, {not: {...}}."
+
+// reflector reflects argument and result types: the root is the object
+// itself and nested types are inlined. Two types are described by hand:
+// an ErrorKind is one of ErrorKinds, and workflows.Conditions (one
+// condition or a list) is an object or an array, without recursion or
+// combinators, which some providers reject (the decoder and
+// workflows.Validate check the rest).
 func reflector() *jsonschema.Reflector {
 	return &jsonschema.Reflector{
 		ExpandedStruct: true, DoNotReference: true, Anonymous: true,
 		Mapper: func(t reflect.Type) *jsonschema.Schema {
-			if t != reflect.TypeFor[tools.ErrorKind]() {
-				return nil
+			switch t {
+			case reflect.TypeFor[tools.ErrorKind]():
+				kinds := make([]any, len(ErrorKinds))
+				for i, k := range ErrorKinds {
+					kinds[i] = string(k)
+				}
+				return &jsonschema.Schema{Type: "string", Enum: kinds}
+			case reflect.TypeFor[workflows.Conditions]():
+				return &jsonschema.Schema{Extras: map[string]any{"type": []string{"object", "array"}}, Description: conditionsDescription}
 			}
-			kinds := make([]any, len(ErrorKinds))
-			for i, k := range ErrorKinds {
-				kinds[i] = string(k)
-			}
-			return &jsonschema.Schema{Type: "string", Enum: kinds}
+			return nil
 		},
 	}
 }
