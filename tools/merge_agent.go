@@ -47,3 +47,7 @@ func MergeAgentTool() Tool {
 type mergeAgent struct{ Tool }
 
 func (mergeAgent) PreviewsDiffs() {}
+
+// Arguments is the argument type the schema generator reflects (the
+// embedded Tool's method is not promoted through the interface).
+func (mergeAgent) Arguments() any { return new(MergeAgentArgs) }

@@ -168,7 +168,8 @@ func Arguments(v any) (json.RawMessage, error) {
 func toolArguments(t tools.Tool) (json.RawMessage, error) {
 	a, ok := t.(interface{ Arguments() any })
 	if !ok {
-		return nil, fmt.Errorf("built-in tool %s has no argument type (define it with tools.Define or tools.DefineWith)", t.Name())
+		return nil, fmt.Errorf("built-in tool %s has no argument type: define it with tools.Define or tools.DefineWith, "+
+			"and give a type that wraps the Tool an Arguments method as bashTool has", t.Name())
 	}
 	b, err := Arguments(a.Arguments())
 	if err != nil {
