@@ -293,7 +293,14 @@ func (t *turn) compact(specs []provider.ToolSpec, window int, reason string) (bo
 	h := s.historyCopy()
 	before := s.tokens(s.requestBytes(specs))
 	fixed := int(before) - int(s.tokens(historyBytes(h)))
-	keepBytes := int(cfg.keep() * float64(window) * bytesPerToken / s.calibration())
+	// What is kept word for word: keep_recent of the window, and no more
+	// than half the room the system prompt and the tools leave under the
+	// threshold, so that the next call does not compact again at once.
+	keepTokens := cfg.keep() * float64(window)
+	if room := cfg.threshold()*float64(window) - float64(fixed); room/2 < keepTokens {
+		keepTokens = max(room/2, 0)
+	}
+	keepBytes := int(keepTokens * bytesPerToken / s.calibration())
 	cut, truncate := keptFrom(h, keepBytes)
 	if cut == 0 && truncate == 0 {
 		return false, nil

@@ -123,7 +123,7 @@ func contentText(c []struct {
 // one; and a session loaded in a fresh process replays the whole
 // conversation with its compactions, and goes on from the summary.
 func TestALongSessionStaysUnderASmallWindow(t *testing.T) {
-	const window, files = 16000, 24
+	const window, files = 20000, 24
 	srv := newWindowedModel(t, window)
 	providerEnv(t, "OPENAI_API_KEY", "sk-e2e")
 	e := newEnv(t, "")
@@ -228,7 +228,7 @@ func TestALongSessionStaysUnderASmallWindow(t *testing.T) {
 // later request passes the window. An editor that did not ask for
 // compaction updates gets none.
 func TestAContextLengthErrorCompactsAndRetries(t *testing.T) {
-	const window, files = 12000, 16
+	const window, files = 20000, 24
 	srv := newWindowedModel(t, window)
 	providerEnv(t, "OPENAI_API_KEY", "sk-e2e")
 	e := newEnv(t, "")
@@ -265,4 +265,5 @@ func TestAContextLengthErrorCompactsAndRetries(t *testing.T) {
 	}
 	require.NotEmpty(t, reasons)
 	require.Equal(t, "context_length", reasons[0])
+	require.Less(t, len(reasons), files/3, "a compaction leaves room to grow, even where the tools take much of the window: %v", reasons)
 }

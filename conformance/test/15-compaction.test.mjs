@@ -21,8 +21,8 @@ const UNUSED_SCRIPT = `
   text = "the scripted provider must not answer"
 `;
 
-const WINDOW = 16000;
-const FILES = 20;
+const WINDOW = 20000;
+const FILES = 24;
 
 function chunk(delta, finish = null, usage = null) {
   return (
