@@ -42,6 +42,7 @@ Usage:
                         run a workflow in a session, reusing WF's ready steps
   pixir sessions        list the sessions of the current directory
   pixir inspect ID      show a session's turns, tool calls, Subagents and Workflows
+  pixir gc [--dry-run]  remove old session Logs and Subagent snapshots, and say what it freed
   pixir smoke workflows check the workflow contract offline (--dry-run, --json)
   pixir smoke workflows-real --scenario NAME
                         the same against the configured real provider, with evidence
@@ -97,6 +98,8 @@ func runPrinting(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runSessions(args[1:], stdout, stderr)
 	case "inspect":
 		return runInspect(args[1:], stdout, stderr)
+	case "gc":
+		return runGC(args[1:], stdout, stderr)
 	case "smoke":
 		return runSmoke(args[1:], stdout, stderr)
 	case "version", "--version", "-v":

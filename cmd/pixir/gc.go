@@ -1,0 +1,109 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pixir-go/pixir/runtime/cleanup"
+)
+
+// defaultGCAge is how long a session's Log or a Subagent's folder stays
+// after it was last written.
+const defaultGCAge = 7 * 24 * time.Hour
+
+// runGC is `pixir gc [--dry-run] [--older-than AGE] [--json] [--cwd DIR]`:
+// removes the old session Logs and Subagent folders of a workspace's
+// .pixir/ and says what it freed.
+func runGC(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("pixir gc", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dryRun := fs.Bool("dry-run", false, "say what would be removed, and remove nothing")
+	age := ageFlag(defaultGCAge)
+	fs.Var(&age, "older-than", "remove what nothing wrote to for this long: 7d, 36h, 90m (0 removes everything not being written now)")
+	asJSON := fs.Bool("json", false, "print {workspace, dry_run, older_than_ms, removed: [{kind, path, bytes, last_write}], freed_bytes, kept, errors}")
+	cwd := fs.String("cwd", "", "the workspace to clean (default: the current directory)")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "pixir gc: unexpected argument %q; usage: pixir gc [--dry-run] [--older-than AGE] [--json] [--cwd DIR]\n", fs.Arg(0))
+		return exitUsage
+	}
+	dir, err := projectDir(*cwd)
+	if err != nil {
+		fmt.Fprintln(stderr, "pixir gc:", err)
+		return exitUsage
+	}
+	rep, err := cleanup.Collect(dir, time.Duration(age), time.Now(), *dryRun)
+	if err != nil {
+		fmt.Fprintln(stderr, "pixir gc:", err)
+		return exitError
+	}
+	if *asJSON {
+		if err := writeJSON(stdout, rep); err != nil {
+			fmt.Fprintln(stderr, "pixir gc:", err)
+			return exitError
+		}
+	} else {
+		verb, did := "remove", "Removed"
+		if *dryRun {
+			verb, did = "would remove", "Would remove"
+		}
+		for _, it := range rep.Removed {
+			fmt.Fprintf(stdout, "%s %s (%s, %s, last written %s)\n", verb, it.Path, it.Kind, bytesText(it.Bytes), it.LastWrite.Local().Format("2006-01-02 15:04"))
+		}
+		fmt.Fprintf(stdout, "%s %d items, %s; kept %d written in the last %s.\n", did, len(rep.Removed), bytesText(rep.Freed), rep.Kept, age.String())
+		for _, e := range rep.Errors {
+			fmt.Fprintln(stderr, "pixir gc: not removed:", e)
+		}
+	}
+	if len(rep.Errors) > 0 {
+		return exitError
+	}
+	return exitOK
+}
+
+// ageFlag is a duration that also takes days ("7d").
+type ageFlag time.Duration
+
+func (a *ageFlag) String() string {
+	d := time.Duration(*a)
+	if d > 0 && d%(24*time.Hour) == 0 {
+		return strconv.Itoa(int(d/(24*time.Hour))) + "d"
+	}
+	return d.String()
+}
+
+func (a *ageFlag) Set(s string) error {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n < 0 {
+			return fmt.Errorf("%q is not a number of days (7d)", s)
+		}
+		*a = ageFlag(time.Duration(n) * 24 * time.Hour)
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return fmt.Errorf("%q is not an age: write 7d, 36h or 90m", s)
+	}
+	*a = ageFlag(d)
+	return nil
+}
+
+// bytesText is a size as people read it.
+func bytesText(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

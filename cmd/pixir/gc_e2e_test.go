@@ -1,0 +1,63 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// pixir gc removes the session Logs and Subagent folders nothing wrote to
+// for the given age, after a dry run that removes nothing, and says what
+// it freed; what is younger stays.
+func TestGCRemovesWhatIsOldAndSaysWhatItFreed(t *testing.T) {
+	e := newRunEnv(t)
+	state := filepath.Join(e.ws, ".pixir")
+	old := time.Now().Add(-10 * 24 * time.Hour)
+	put := func(rel, content string, mtime time.Time) {
+		p := filepath.Join(state, filepath.FromSlash(rel))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+		require.NoError(t, os.Chtimes(p, mtime, mtime))
+	}
+	put("sessions/old.ndjson", "0123456789", old)
+	put("sessions/new.ndjson", "01234", time.Now())
+	put("subagents/sa-old/child.ndjson", "0123", old)
+	put("subagents/sa-old/workspace/src/a.go", "package a\n", old)
+	put("subagents/sa-old/base/manifest.json", "{}", old)
+	require.NoError(t, os.Chmod(filepath.Join(state, "subagents", "sa-old", "workspace", "src"), 0o555)) // a child's read-only folder
+	for _, d := range []string{"subagents/sa-old/workspace/src", "subagents/sa-old/workspace", "subagents/sa-old/base", "subagents/sa-old"} {
+		require.NoError(t, os.Chtimes(filepath.Join(state, d), old, old))
+	}
+	put("subagents/sa-new/child.ndjson", "x", time.Now())
+
+	stdout, stderr, code := e.pixir("gc", "--dry-run")
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, stdout, "would remove .pixir/sessions/old.ndjson (session_log, 10 B")
+	require.Contains(t, stdout, "would remove .pixir/subagents/sa-old (subagent, 16 B")
+	require.Contains(t, stdout, "Would remove 2 items, 26 B; kept 2 written in the last 7d.")
+	require.FileExists(t, filepath.Join(state, "sessions", "old.ndjson"), "a dry run removes nothing")
+
+	stdout, stderr, code = e.pixir("gc", "--json")
+	require.Equal(t, exitOK, code, stderr)
+	var rep struct {
+		Removed []struct{ Kind, Path string } `json:"removed"`
+		Freed   int64                         `json:"freed_bytes"`
+		Kept    int                           `json:"kept"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rep))
+	require.Equal(t, int64(26), rep.Freed)
+	require.Equal(t, 2, rep.Kept)
+	require.Len(t, rep.Removed, 2)
+	require.NoFileExists(t, filepath.Join(state, "sessions", "old.ndjson"))
+	require.NoDirExists(t, filepath.Join(state, "subagents", "sa-old"))
+	require.FileExists(t, filepath.Join(state, "sessions", "new.ndjson"))
+	require.FileExists(t, filepath.Join(state, "subagents", "sa-new", "child.ndjson"))
+
+	_, stderr, code = e.pixir("gc", "--older-than", "soon")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, stderr, `"soon" is not an age: write 7d, 36h or 90m`)
+}

@@ -1,0 +1,175 @@
+// Package cleanup removes what Pixir keeps in a workspace's .pixir/ once it
+// is old: the Logs of sessions and the folders of Subagents (their
+// snapshots, bases and Logs) nothing has written to for a while (pixir gc).
+//
+// Age is the only rule, because it is the one that is safe without asking
+// a running process: a session in use writes its Log, and a child in use
+// writes its own. The snapshots of closed children and of closed sessions'
+// children are removed when they close (close_agent, session/close);
+// what is left is the work of sessions that were never closed (pixir run,
+// an editor that went away), which stays as evidence until it is old.
+package cleanup
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pixir-go/pixir/runtime/snapshot"
+)
+
+// Kinds of Item.
+const (
+	// KindSessionLog is a session's Log, .pixir/sessions/<id>.ndjson.
+	KindSessionLog = "session_log"
+	// KindSubagent is a Subagent's folder, .pixir/subagents/<id>/: its
+	// snapshot, the snapshot's base and its Log.
+	KindSubagent = "subagent"
+)
+
+// Item is one thing removed (or, in a dry run, to be removed).
+type Item struct {
+	Kind string `json:"kind"`
+	// Path is workspace-relative, slash-separated.
+	Path string `json:"path"`
+	// Bytes is the size of its files.
+	Bytes int64 `json:"bytes"`
+	// LastWrite is when anything in it was last written.
+	LastWrite time.Time `json:"last_write"`
+}
+
+// Report is what a collection did.
+type Report struct {
+	Workspace string `json:"workspace"`
+	DryRun    bool   `json:"dry_run,omitempty"`
+	// OlderThanMS is the age (ms) from which things are removed.
+	OlderThanMS int64  `json:"older_than_ms"`
+	Removed     []Item `json:"removed"`
+	// Freed is the bytes removed (or to be removed).
+	Freed int64 `json:"freed_bytes"`
+	// Kept counts what is younger and stays.
+	Kept int `json:"kept"`
+	// Errors are the items that could not be removed, and why.
+	Errors []string `json:"errors,omitempty"`
+}
+
+// Collect removes, from root's .pixir/, the session Logs and Subagent
+// folders nothing wrote to for olderThan before now; with dryRun it only
+// reports them.
+func Collect(root string, olderThan time.Duration, now time.Time, dryRun bool) (Report, error) {
+	rep := Report{Workspace: root, DryRun: dryRun, OlderThanMS: olderThan.Milliseconds(), Removed: []Item{}}
+	if olderThan < 0 {
+		return rep, errors.New("the age must not be negative")
+	}
+	state := filepath.Join(root, snapshot.StateDir)
+	cutoff := now.Add(-olderThan)
+
+	sessions, err := readDir(filepath.Join(state, "sessions"))
+	if err != nil {
+		return rep, err
+	}
+	for _, e := range sessions {
+		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".ndjson") {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil {
+			continue // gone meanwhile
+		}
+		rep.consider(Item{Kind: KindSessionLog, Path: "sessions/" + e.Name(), Bytes: fi.Size(), LastWrite: fi.ModTime()}, cutoff)
+	}
+	children, err := readDir(filepath.Join(state, "subagents"))
+	if err != nil {
+		return rep, err
+	}
+	for _, e := range children {
+		if !e.IsDir() {
+			continue
+		}
+		dir := filepath.Join(state, "subagents", e.Name())
+		last, bytes := lastWrite(dir)
+		rep.consider(Item{Kind: KindSubagent, Path: "subagents/" + e.Name(), Bytes: bytes, LastWrite: last}, cutoff)
+	}
+	slices.SortFunc(rep.Removed, func(a, b Item) int { return strings.Compare(a.Path, b.Path) })
+	if dryRun {
+		return rep, nil
+	}
+	kept := rep.Removed[:0]
+	rep.Freed = 0
+	for _, it := range rep.Removed {
+		p := filepath.Join(root, filepath.FromSlash(it.Path))
+		var err error
+		if it.Kind == KindSubagent {
+			err = snapshot.Remove(p) // read-only folders a child left are removed too
+		} else {
+			err = os.Remove(p)
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			rep.Errors = append(rep.Errors, fmt.Sprintf("%s: %v", it.Path, err))
+			continue
+		}
+		kept = append(kept, it)
+		rep.Freed += it.Bytes
+	}
+	rep.Removed = kept
+	return rep, nil
+}
+
+// consider adds it to the report's removals when it is older than cutoff.
+func (r *Report) consider(it Item, cutoff time.Time) {
+	if it.LastWrite.After(cutoff) {
+		r.Kept++
+		return
+	}
+	it.Path = snapshot.StateDir + "/" + it.Path
+	it.LastWrite = it.LastWrite.UTC()
+	r.Removed = append(r.Removed, it)
+	r.Freed += it.Bytes
+}
+
+// readDir lists a folder; a missing one is empty.
+func readDir(dir string) ([]os.DirEntry, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", dir, err)
+	}
+	return entries, nil
+}
+
+// lastWrite is the latest modification time in a child's folder and the
+// size of its files. A running child writes its Log (beside its snapshot)
+// with every step, so the folder's Logs and the folder itself say when it
+// was last in use; the snapshot's own files keep the times they were
+// copied with, so they are counted for their size only.
+func lastWrite(dir string) (time.Time, int64) {
+	var last time.Time
+	var bytes int64
+	if fi, err := os.Lstat(dir); err == nil {
+		last = fi.ModTime()
+	}
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // unreadable: counted as nothing
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		if fi.Mode().IsRegular() {
+			bytes += fi.Size()
+		}
+		if filepath.Dir(p) == dir && fi.ModTime().After(last) {
+			last = fi.ModTime() // the child's Log, base, workspace folder
+		}
+		return nil
+	})
+	return last, bytes
+}
