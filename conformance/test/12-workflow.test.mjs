@@ -245,9 +245,13 @@ test("workflow: parallel pair, serialized writers and a timeout, shown as a plan
     }
     assert.ok(out.merge_conflict_risk.some((m) => m.steps.includes("write-all") && m.steps.includes("write-one")), "the writers' merge risk is reported");
 
-    // The isolated writer wrote its snapshot, not the workspace.
+    // The isolated writer wrote its snapshot, and the run merged it into
+    // the workspace once it was ready (merge on_ready); the writer that
+    // timed out is not merged.
     assert.deepEqual(step["write-all"].changes?.added, ["src/a.txt"], `write-all changes: ${JSON.stringify(step["write-all"].changes)}`);
-    assert.equal(existsSync(join(f.sandbox.workspace, "src/a.txt")), false, "no merge-back into the workspace");
+    assert.equal(step["write-all"].merge?.status, "merged", JSON.stringify(step["write-all"].merge));
+    assert.equal(step["write-one"].merge?.status, "not_merged", JSON.stringify(step["write-one"].merge));
+    assert.equal(existsSync(join(f.sandbox.workspace, "src/a.txt")), true, "merged into the workspace");
 
     // The parent model read the outcome.
     const textAfter = updates.slice(wfEnd).filter((u) => u.sessionUpdate === "agent_message_chunk").map((u) => u.content.text).join("");

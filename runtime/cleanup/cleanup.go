@@ -155,21 +155,21 @@ func lastWrite(dir string) (time.Time, int64) {
 	if fi, err := os.Lstat(dir); err == nil {
 		last = fi.ModTime()
 	}
-	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil // unreadable: counted as nothing
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return nil
-		}
+	count := func(p string, fi fs.FileInfo) {
 		if fi.Mode().IsRegular() {
 			bytes += fi.Size()
 		}
 		if filepath.Dir(p) == dir && fi.ModTime().After(last) {
 			last = fi.ModTime() // the child's Log, base, workspace folder
 		}
-		return nil
+	}
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil {
+			if fi, ierr := d.Info(); ierr == nil {
+				count(p, fi)
+			}
+		}
+		return nil // an unreadable entry counts as nothing
 	})
 	return last, bytes
 }
