@@ -154,6 +154,25 @@ func TestASubagentsBudgetEndsItAndItsUsageIsShown(t *testing.T) {
 	require.Equal(t, got.Usage, listed[0].Usage)
 }
 
+// A child's priced call changes what the user's session spent: the editor
+// is shown the new total at once (usage_update), the parent's context as
+// it was.
+func TestAChildsPricedCallShowsTheSessionsNewTotal(t *testing.T) {
+	f := newManagerFixtureWith(t, SubagentConfig{}, metered{childProvider{}})
+	f.rt.cfg.ModelInfo = map[string]ModelInfo{"m": {InputPrice: ptr(1.0), OutputPrice: ptr(10.0)}}
+	rec := &recorder{}
+	f.parent.SetObserver(func(ev Event) { f.events.observe(ev); rec.observe(ev) })
+	v := f.spawn(t, "one")
+	f.wait(t, v.ID)
+	usage := eventsOf[UsageData](t, rec, EventUsage)
+	require.NotEmpty(t, usage, "the child's call was shown on the parent's session")
+	last := usage[len(usage)-1]
+	require.Equal(t, int64(0), last.Used, "the parent's own context is unchanged")
+	require.Equal(t, int64(110), last.Total.Tokens())
+	require.InDelta(t, (100*1.0+10*10.0)/1e6, last.Total.Cost, 1e-12)
+	require.Equal(t, "USD", last.Total.Currency)
+}
+
 func TestTheCapOnSubagentsRefusesTheNextSpawn(t *testing.T) {
 	f := newManagerFixture(t, SubagentConfig{MaxSubagents: 2})
 	f.spawn(t, "one")

@@ -109,6 +109,21 @@ func TestDryRunWeighsTheWorstCaseAgainstTheBudget(t *testing.T) {
 	}
 }
 
+// A loop's steps count once per iteration: the worst case is its bound.
+func TestDryRunCountsEachIterationOfALoop(t *testing.T) {
+	spec := `{"budget":{"tokens":1000},"steps":[{"id":"a","task":"x"},{"id":"b","task":"x","depends_on":["a"]},{"id":"c","task":"x","depends_on":["b"]}],
+		"loops":[{"id":"l","steps":["a","b"],"max_iterations":3}]}`
+	ports := newSim(durations(nil)).ports()
+	ports.Budgets = Budgets{Step: budget.Limit{Tokens: 150}}
+	p, err := Prepare(mustParse(t, spec), ports)
+	require.NoError(t, err)
+	d, err := p.DryRun(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 7, d.Budget.StepRuns, "a and b three times each, c once")
+	require.Equal(t, BudgetMayExceed, d.Budget.Verdict)
+	require.Contains(t, d.Budget.Note, "in the worst case 7 step runs spend 1,050 tokens, more than the run's budget of 1,000 tokens")
+}
+
 func TestABudgetMustNotBeNegative(t *testing.T) {
 	_, err := Parse(json.RawMessage(`{"budget":{"tokens":-1},"steps":[{"id":"a","task":"x"}]}`))
 	require.ErrorContains(t, err, "budget: tokens (-1) and cost (0) must be positive")

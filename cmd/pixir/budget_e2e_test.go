@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -61,4 +62,45 @@ match = '.'
 	require.Equal(t, [][]string{{"plan"}, {"write"}}, toWaves(second["waves"]))
 	used := second["usage"].(map[string]any)
 	require.Equal(t, 2.0, used["model_calls"], "reused steps cost the run nothing: two children, one call each")
+}
+
+// pixir run says what a turn spent, its children included: on stderr, and
+// as usage under --json; a subagent's line shows its own tokens.
+func TestRunShowsTheTurnsUsageChildrenIncluded(t *testing.T) {
+	e := newRunEnv(t)
+	script := e.file("script.toml", `
+[[rule]]
+match = '^delegate$'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "spawn_agent"
+  arguments = { task = "child work", workspace_mode = "shared" }
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "wait_agent"
+  arguments = {}
+  [[rule.reply]]
+  text = 'The child is done.'
+[[rule]]
+match = '^child work$'
+  [[rule.reply]]
+  text = 'Did the child work.'
+`)
+	stdout, stderr, code := e.pixir("run", "--script", script, "--json", "delegate")
+	require.Equal(t, exitOK, code, stderr)
+	out := validEnvelope(t, stdout, "pixir_run_output.json")["output"].(map[string]any)
+	usage := out["usage"].(map[string]any)
+	// The parent's calls are in its Log (two or three: a child that ended
+	// before the parent's next call is told to it, and the script then
+	// answers at once), the child's in its own.
+	parentCalls := 0
+	for _, ev := range readLog(t, e.ws, out["session_id"].(string)) {
+		if ev.Type == "provider_usage" {
+			parentCalls++
+		}
+	}
+	require.GreaterOrEqual(t, parentCalls, 2)
+	require.Equal(t, float64(parentCalls+1), usage["model_calls"], "the parent's calls and the child's one")
+	require.Regexp(t, fmt.Sprintf(`pixir: usage: [0-9,]+ tokens \([0-9,]+ in, [0-9,]+ out\) in %d model calls`, parentCalls+1), stderr)
+	require.Regexp(t, `subagent sa-[0-9a-f]+ \(default\): finished, [0-9,]+ tokens`, stderr, "the child's end shows its tokens")
 }
