@@ -107,7 +107,7 @@ const summaryPrefix = "[Pixir, not the user] The conversation so far was compact
 
 // summaryMessage is a compaction's summary as History holds it.
 func summaryMessage(summary string) provider.Message {
-	return provider.Message{Role: provider.RoleUser, Text: summaryPrefix + summary}
+	return provider.Message{Role: provider.RoleUser, Text: summaryPrefix + summary, FromPixir: true}
 }
 
 // compacted is History after a compaction of h.

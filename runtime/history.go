@@ -91,7 +91,7 @@ func (f *historyFold) add(ev Event) {
 			return
 		}
 		f.closePending()
-		f.history = append(f.history, provider.Message{Role: provider.RoleUser, Text: text})
+		f.history = append(f.history, provider.Message{Role: provider.RoleUser, Text: text, FromPixir: true})
 	case EventCompaction:
 		var d CompactionData
 		if err := json.Unmarshal(ev.Data, &d); err != nil {

@@ -280,7 +280,7 @@ func (t *turn) foldUnseen() error {
 	if err := t.emit(EventSubagentSummaries, d); err != nil {
 		return err
 	}
-	t.s.appendHistory(provider.Message{Role: provider.RoleUser, Text: d.Text})
+	t.s.appendHistory(provider.Message{Role: provider.RoleUser, Text: d.Text, FromPixir: true})
 	return nil
 }
 

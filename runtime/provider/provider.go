@@ -56,6 +56,12 @@ type Message struct {
 	// ToolCallID and ToolName identify the call a RoleTool message answers.
 	ToolCallID string `json:"tool_call_id,omitempty"`
 	ToolName   string `json:"tool_name,omitempty"`
+	// FromPixir marks a RoleUser message the runtime wrote, not the user
+	// (the summaries of children that ended unseen). Providers send it as
+	// any user message; the scripted provider reads a turn from the user's
+	// own message, so a note in the middle of a turn does not start its
+	// script again.
+	FromPixir bool `json:"from_pixir,omitempty"`
 }
 
 // ToolCall is a model's request to run a tool.

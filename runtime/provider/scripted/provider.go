@@ -122,8 +122,9 @@ func (s *Script) find(user string) *rule {
 	return nil
 }
 
-// inspect reads the turn out of the conversation: the latest user message,
-// how many model calls the turn has had, and its latest tool result.
+// inspect reads the turn out of the conversation: the latest message of the
+// user (not a note Pixir added in the middle of the turn), how many model
+// calls the turn has had, and its latest tool result.
 func inspect(req provider.ModelRequest) data {
 	d := data{Model: req.Model, Call: 1}
 	names := make([]string, len(req.Tools))
@@ -133,7 +134,7 @@ func inspect(req provider.ModelRequest) data {
 	d.Tools = strings.Join(names, " ")
 	last := -1
 	for i := len(req.Messages) - 1; i >= 0; i-- { // from the end: the turn, not the session
-		if req.Messages[i].Role == provider.RoleUser {
+		if m := req.Messages[i]; m.Role == provider.RoleUser && !m.FromPixir {
 			last = i
 			break
 		}

@@ -151,6 +151,27 @@ func TestNthReply(t *testing.T) {
 	}
 }
 
+// A note Pixir adds in the middle of a turn (children that ended unseen)
+// is a user message to the model but not the user's: the script goes on
+// with the turn the user started instead of matching the note.
+func TestANoteFromPixirDoesNotStartTheScriptAgain(t *testing.T) {
+	s := mustParse(t, `
+[[rule]]
+match = "^fan out$"
+  [[rule.reply]]
+  text = "spawning"
+  [[rule.reply]]
+  text = "waiting"
+  [[rule.reply]]
+  text = "done after {{.Call}} calls"
+`)
+	note := provider.Message{Role: provider.RoleUser, Text: "[Pixir, not the user] These subagents ended", FromPixir: true}
+	msgs := []provider.Message{user("fan out"), asst("spawning"), tool("spawn_agent", "{}"), note}
+	require.Equal(t, "waiting", gen(t, s, msgs...).Text)
+	msgs = append(msgs, asst("waiting"), tool("wait_agent", "{}"))
+	require.Equal(t, "done after 3 calls", gen(t, s, msgs...).Text)
+}
+
 func TestTemplates(t *testing.T) {
 	s := mustParse(t, `
 [[rule]]
