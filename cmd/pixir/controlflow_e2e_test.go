@@ -427,3 +427,113 @@ match = '(?s)\A\[review\].*This is iteration 2 of'
 	}
 	require.Equal(t, []string{"draft#1", "review#1", "draft#2", "review#2", "review#2", "ship"}, started)
 }
+
+// loopedACPWorkflow is run_workflow's arguments for the ACP plan test: a
+// review loop that passes at its second iteration, a fix branch that is
+// skipped, and a fan-out over two tasks.
+const loopedACPWorkflow = `{"name": "looped", "steps": [
+  {"id": "draft", "task": "[draft] Write plan.md.", "write_set": ["plan.md"]},
+  {"id": "review", "agent": "explorer", "task": "[review] Review plan.md.", "depends_on": ["draft"],
+   "output_schema": {"type": "object", "required": ["verdict", "findings"], "properties": {"verdict": {"enum": ["ACCEPTABLE", "NEEDS WORK", "BLOCK"]}, "findings": {"type": "array", "items": {"type": "string"}}}}},
+  {"id": "fix", "task": "[fix] Answer the block.", "depends_on": ["review"], "when": {"step": "review", "path": "/verdict", "equals": "BLOCK"}},
+  {"id": "split", "task": "[split] Split the plan.", "depends_on": ["review"],
+   "output_schema": {"type": "object", "required": ["tasks"], "properties": {"tasks": {"type": "array", "items": {"type": "object", "required": ["id"], "properties": {"id": {"type": "string"}}}}}}},
+  {"id": "work", "task": "[work] Do task ${item.id}.", "depends_on": ["split"], "for_each": {"step": "split", "path": "/tasks", "max_items": 4}}],
+ "loops": [{"id": "plan", "steps": ["draft", "review"], "max_iterations": 3,
+   "until": {"step": "review", "path": "/verdict", "equals": "ACCEPTABLE"}, "on_exhausted": "proceed"}]}`
+
+// The ACP plan of a looped run shows each iteration's runs (review#2),
+// the loop's state, a skipped branch and each fan-out instance; the
+// final table has them too.
+func TestACPPlanShowsIterationsSkipsInstancesAndLoops(t *testing.T) {
+	t.Parallel()
+	args, err := json.Marshal(json.RawMessage(loopedACPWorkflow))
+	require.NoError(t, err)
+	e := newEnv(t, `
+[[rule]]
+name = "the parent"
+match = '^cf looped$'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "run_workflow"
+  arguments_json = '''`+string(args)+`'''
+  [[rule.reply]]
+  text = 'The workflow ended {{field "output.status" .ToolResult}}.'
+
+[[rule]]
+name = "the split"
+match = '\A\[split\]'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "report_checkpoint"
+  arguments_json = '{"status":"checkpoint_ready","summary":"two tasks","payload":{"tasks":[{"id":"t1"},{"id":"t2"}]}}'
+  [[rule.reply]]
+  text = "split"
+
+[[rule]]
+name = "the others"
+match = '\A\[(draft|work|fix)\]'
+  [[rule.reply]]
+  text = "done"
+`+reviewer("1", "NEEDS WORK", "name the owner")+reviewer("2", "ACCEPTABLE"))
+	a := e.start()
+	a.initialize()
+	sid := a.newSession()
+	m, before := a.call(2, "session/prompt", promptParams(sid, "cf looped"))
+	require.Equal(t, "end_turn", stopReason(t, m))
+	ups := updates(t, before)
+
+	var last []string
+	var statuses []string
+	for _, u := range ups {
+		if u["sessionUpdate"] != "plan" {
+			continue
+		}
+		last, statuses = nil, nil
+		for _, e := range u["entries"].([]any) {
+			entry := e.(map[string]any)
+			last = append(last, entry["content"].(string))
+			statuses = append(statuses, entry["status"].(string))
+		}
+	}
+	require.Equal(t, []string{
+		"loop plan: satisfied at iteration 2 of 3",
+		"draft#1: [draft] Write plan.md. — checkpoint_ready",
+		"draft#2: [draft] Write plan.md. — checkpoint_ready",
+		"review#1: [review] Review plan.md. — checkpoint_ready",
+		"review#2: [review] Review plan.md. — checkpoint_ready",
+		"fix: [fix] Answer the block. — skipped",
+		"split: [split] Split the plan. — checkpoint_ready",
+		"work[1]: [work] Do task t1. — checkpoint_ready",
+		"work[2]: [work] Do task t2. — checkpoint_ready",
+	}, last, "the last plan the editor got")
+	for i, s := range statuses {
+		require.Equal(t, "completed", s, last[i])
+	}
+	end := lastUpdateOf(t, ups, workflowCallID(t, ups, "Workflow looped"))
+	require.Equal(t, "completed", end["status"])
+	table := toolCallText(t, end)
+	for _, want := range []string{"| review#2 | explorer |", "| fix | default | – | not_started | skipped |", "| work[2] | default |", "- plan: satisfied at iteration 2 of 3"} {
+		require.Contains(t, table, want)
+	}
+}
+
+// The dry run of a looped workflow shows each loop's bound, each fan-out's
+// cap, the worst case of step runs and the first iteration's waves.
+func TestDryRunShowsLoopsFanOutsAndTheWorstCase(t *testing.T) {
+	t.Parallel()
+	e := newRunEnv(t)
+	wf := e.file("wf.json", loopedACPWorkflow)
+	stdout, stderr, code := e.pixir("run", "--workflow", wf, "--dry-run")
+	require.Equal(t, exitOK, code, stderr)
+	for _, want := range []string{
+		"Dry run: 5 steps in 4 waves",
+		"At most 12 step runs (every loop to its max_iterations, every fan-out to its max_items)",
+		"Wave 1: draft\nWave 2: review\nWave 3: fix, split\nWave 4: work\n",
+		"| work | read_only | shared | split | – | – | – | – | split /tasks (max 4) | 4 |",
+		`| fix | read_only | shared | review | – | – | – | review /verdict = "BLOCK" | – | 1 |`,
+		`- plan [draft, review]: at most 3 iterations; until review /verdict = "ACCEPTABLE"; unresolved: proceed`,
+	} {
+		require.Contains(t, stdout, want)
+	}
+}
