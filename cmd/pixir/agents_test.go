@@ -133,14 +133,19 @@ func TestAgentsJSON(t *testing.T) {
 	pj := func(rel string) string { return filepath.Join(w.project, filepath.FromSlash(rel)) }
 	hm := func(rel string) string { return filepath.Join(w.home, filepath.FromSlash(rel)) }
 	require.Equal(t, []row{
+		{"check", "built-in", "read-only", true},
 		{"default", "built-in", "", false},
 		{"explorer", "built-in", "read-only", true},
+		{"make", "built-in", "", false},
+		{"pm", "built-in", "", false},
 		{"reviewer", pj(".pixir/agents/reviewer.toml"), "read-only", true},
+		{"simplify", "built-in", "read-only", true},
+		{"test", "built-in", "", false},
 		{"tester", pj(".codex/agents/tester.toml"), "workspace-write", false},
 		{"worker", hm(".codex/agents/worker.toml"), "", false},
 	}, rows)
-	require.Equal(t, "gpt-5", got.Agents[2].Model)
-	require.Equal(t, "high", got.Agents[2].ModelReasoningEffort)
+	require.Equal(t, "gpt-5", got.Agents[5].Model)
+	require.Equal(t, "high", got.Agents[5].ModelReasoningEffort)
 
 	var warnings []string
 	for _, wa := range got.Warnings {
@@ -174,7 +179,7 @@ func TestAgentsJSONWithoutProblems(t *testing.T) {
 		names = append(names, a.Name)
 		require.Equal(t, "built-in", a.Source)
 	}
-	require.Equal(t, []string{"default", "explorer", "worker"}, names)
+	require.Equal(t, []string{"check", "default", "explorer", "make", "pm", "simplify", "test", "worker"}, names)
 }
 
 func TestAgentsTable(t *testing.T) {
@@ -187,13 +192,14 @@ func TestAgentsTable(t *testing.T) {
 	require.Equal(t, exitOK, code, stderr)
 	require.Empty(t, stderr)
 	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
-	require.Len(t, lines, 6, stdout)
+	require.Len(t, lines, 11, stdout)
 	require.Equal(t, []string{"NAME", "SOURCE", "PROFILE", "MODEL", "DESCRIPTION"}, strings.Fields(lines[0]))
-	require.Equal(t, []string{"default", "built-in", "inherit", "inherit"}, strings.Fields(lines[1])[:4])
-	require.Equal(t, []string{"explorer", "built-in", "read-only", "inherit"}, strings.Fields(lines[2])[:4])
-	require.Equal(t, []string{"reviewer", filepath.Join(".pixir", "agents", "r.toml"), "read-only", "gpt-5", "(low)", "The", "reviewer", "agent."}, strings.Fields(lines[3]))
-	require.Equal(t, []string{"scout", filepath.Join("~", ".codex", "agents", "s.toml"), "inherit", "inherit", "The", "scout", "agent."}, strings.Fields(lines[4]))
-	require.Equal(t, "worker", strings.Fields(lines[5])[0])
+	require.Equal(t, []string{"check", "built-in", "read-only;", "tools", "read,", "grep,", "glob;", "shell", "deny;", "no", "network", "inherit"}, strings.Fields(lines[1])[:12])
+	require.Equal(t, []string{"default", "built-in", "inherit", "inherit"}, strings.Fields(lines[2])[:4])
+	require.Equal(t, []string{"explorer", "built-in", "read-only", "inherit"}, strings.Fields(lines[3])[:4])
+	require.Equal(t, []string{"reviewer", filepath.Join(".pixir", "agents", "r.toml"), "read-only", "gpt-5", "(low)", "The", "reviewer", "agent."}, strings.Fields(lines[6]))
+	require.Equal(t, []string{"scout", filepath.Join("~", ".codex", "agents", "s.toml"), "inherit", "inherit", "The", "scout", "agent."}, strings.Fields(lines[7]))
+	require.Equal(t, "worker", strings.Fields(lines[10])[0])
 }
 
 func TestAgentsTableWithProblems(t *testing.T) {
@@ -222,9 +228,9 @@ func TestAgentsCwdFlag(t *testing.T) {
 	stdout, stderr, code := w.run(t, "--json", "--cwd", other.project)
 	require.Equal(t, exitOK, code, stderr)
 	got := decodeAgentsJSON(t, stdout)
-	require.Len(t, got.Agents, 4)
-	require.Equal(t, "elsewhere", got.Agents[1].Name)
-	require.Equal(t, filepath.Join(other.project, ".pixir", "agents", "x.toml"), got.Agents[1].Source)
+	require.Len(t, got.Agents, 9)
+	require.Equal(t, "elsewhere", got.Agents[2].Name)
+	require.Equal(t, filepath.Join(other.project, ".pixir", "agents", "x.toml"), got.Agents[2].Source)
 }
 
 func TestAgentsUsageErrors(t *testing.T) {

@@ -1,6 +1,8 @@
 // Package agents is the agent registry: the kinds of child worker a
-// Subagent can run as. It knows three built-in agents (default, worker,
-// explorer) and loads custom ones from TOML files, one agent per file, in
+// Subagent can run as. It knows three general built-in agents (default,
+// worker, explorer), the five roles of the multi-agent practice (check,
+// simplify, test, make, pm: agent files of this package, roles/*.toml,
+// read by the same strict loader as a user's), and loads custom ones from TOML files, one agent per file, in
 // four folders searched in this order of precedence:
 //
 //	<project>/.pixir/agents
@@ -70,8 +72,10 @@
 package agents
 
 import (
+	"embed"
 	"fmt"
 	"slices"
+	"sync"
 )
 
 // SourceBuiltin is the Source of a built-in agent.
@@ -215,9 +219,40 @@ func (r *Registry) Names() []string {
 // order the files were read. The slice is a copy.
 func (r *Registry) Warnings() []Warning { return slices.Clone(r.warnings) }
 
-// Builtins returns the built-in agents: default, worker and explorer, in
-// that order. Each call returns a new slice.
-func Builtins() []Agent {
+// Builtins returns the built-in agents: default, worker and explorer, then
+// the practice's roles check, simplify, test, make and pm, in that order.
+// Each call returns a new slice.
+func Builtins() []Agent { return slices.Clone(builtins()) }
+
+// roleNames are the practice's roles, in the order Builtins lists them:
+// each is roles/<name>.toml.
+var roleNames = []string{"check", "simplify", "test", "make", "pm"}
+
+//go:embed roles/*.toml
+var roleFiles embed.FS
+
+// builtins are read once, on first use (nothing runs at program start). A
+// role file that does not load is a bug of this package, which its tests
+// catch.
+var builtins = sync.OnceValue(func() []Agent {
+	all := generalBuiltins()
+	for _, name := range roleNames {
+		path := "roles/" + name + ".toml"
+		data, err := roleFiles.ReadFile(path)
+		if err != nil {
+			panic(err)
+		}
+		a, _, errs := readAgent(path, data)
+		if len(errs) > 0 {
+			panic(fmt.Sprintf("built-in role %s: %v", name, errs))
+		}
+		a.Source = SourceBuiltin
+		all = append(all, a)
+	}
+	return all
+})
+
+func generalBuiltins() []Agent {
 	return []Agent{
 		{
 			Name:        "default",

@@ -3,11 +3,14 @@ package agents
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/bmatcuk/doublestar/v4"
 	"github.com/stretchr/testify/require"
 )
 
@@ -49,7 +52,7 @@ func rel(dir, s string) string {
 
 func TestBuiltins(t *testing.T) {
 	b := Builtins()
-	require.Len(t, b, 3)
+	require.Len(t, b, 8)
 	names := []string{}
 	for _, a := range b {
 		names = append(names, a.Name)
@@ -59,11 +62,23 @@ func TestBuiltins(t *testing.T) {
 		require.Equal(t, SourceBuiltin, a.Source, a.Name)
 		require.True(t, a.Builtin(), a.Name)
 		require.True(t, isBuiltin(a.Name), a.Name)
-		require.Equal(t, a.Name == "explorer", a.ReadOnly(), a.Name)
+		require.Equal(t, slices.Contains([]string{"explorer", "check", "simplify"}, a.Name), a.ReadOnly(), a.Name)
 	}
-	require.Equal(t, []string{"default", "worker", "explorer"}, names)
+	require.Equal(t, []string{"default", "worker", "explorer", "check", "simplify", "test", "make", "pm"}, names)
 	b[0].Name = "changed"
 	require.Equal(t, "default", Builtins()[0].Name, "Builtins returns a fresh slice")
+}
+
+// withRoles is want with the practice's roles as built-ins, unless want
+// names them otherwise.
+func withRoles(want map[string]string) map[string]string {
+	out := maps.Clone(want)
+	for _, name := range roleNames {
+		if _, ok := out[name]; !ok {
+			out[name] = SourceBuiltin
+		}
+	}
+	return out
 }
 
 func TestLoadPrecedence(t *testing.T) {
@@ -205,7 +220,7 @@ func TestLoadPrecedence(t *testing.T) {
 			for _, a := range r.All() {
 				got[a.Name] = rel(dir, a.Source)
 			}
-			require.Equal(t, tt.want, got)
+			require.Equal(t, withRoles(tt.want), got)
 			var warnings []string
 			for _, w := range r.Warnings() {
 				warnings = append(warnings, rel(dir, w.String()))
@@ -340,7 +355,7 @@ func TestLoadFileErrors(t *testing.T) {
 			a, ok := r.Get("fine")
 			require.True(t, ok)
 			require.Equal(t, "Do the fine work.", a.DeveloperInstructions)
-			require.Equal(t, []string{"default", "explorer", "fine", "worker"}, r.Names())
+			require.Equal(t, []string{"check", "default", "explorer", "fine", "make", "pm", "simplify", "test", "worker"}, r.Names())
 		})
 	}
 }
@@ -542,7 +557,7 @@ func TestRegistryIsACopy(t *testing.T) {
 	require.NoError(t, err)
 	all := r.All()
 	all[0].Name = "changed"
-	require.Equal(t, []string{"default", "explorer", "worker"}, r.Names())
+	require.Equal(t, []string{"check", "default", "explorer", "make", "pm", "simplify", "test", "worker"}, r.Names())
 	_, ok := r.Get("changed")
 	require.False(t, ok)
 }
@@ -574,4 +589,60 @@ func BenchmarkLoad(b *testing.B) {
 			}
 		}
 	})
+}
+
+// The practice's roles (spec/multi-agent-workflow-design.txt §2) are held
+// to their boundaries by their profiles.
+func TestTheRolesOfThePractice(t *testing.T) {
+	r, err := Load("", "")
+	require.NoError(t, err)
+	tests := []struct {
+		name     string
+		readOnly bool
+		tools    []string
+		writeSet []string
+		shell    string
+		mayWrite []string
+		mayNot   []string
+	}{
+		{name: "check", readOnly: true, tools: []string{"read", "grep", "glob"}, shell: ShellDeny},
+		{name: "simplify", readOnly: true, tools: []string{"read", "grep", "glob"}, shell: ShellDeny},
+		{name: "test", tools: []string{"read", "write", "edit", "grep", "glob", "bash"}, shell: ShellWriteSet,
+			writeSet: []string{"tests/**", "test/**", "**/testdata/**", "**/*_test.go", "**/*_test.*", "**/test_*.*", "**/*.test.*", "**/*.spec.*"},
+			mayWrite: []string{"calc_test.go", "pkg/x/y_test.go", "tests/run.sh", "src/calc.test.ts", "py/test_calc.py"},
+			mayNot:   []string{"calc.go", "src/calc.ts", "TODO/GAL-1.md", "README.md"}},
+		{name: "make", tools: []string{"read", "write", "edit", "grep", "glob", "bash"}, shell: ShellWriteSet},
+		{name: "pm", tools: []string{"read", "write", "edit", "grep", "glob"}, writeSet: []string{"TODO/**"}, shell: ShellDeny,
+			mayWrite: []string{"TODO/GAL-1.md", "TODO/README.md"}, mayNot: []string{"calc.go", "README.md", "calc_test.go"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, ok := r.Get(tt.name)
+			require.True(t, ok)
+			require.True(t, a.Builtin())
+			require.Equal(t, tt.readOnly, a.ReadOnly())
+			require.True(t, a.DenyNetwork(), "no role has the network")
+			require.Equal(t, tt.tools, a.Profile.Tools)
+			require.Equal(t, tt.writeSet, a.Profile.WriteSet)
+			require.Equal(t, tt.shell, a.Profile.Shell)
+			require.Equal(t, tt.shell != ShellDeny, a.Profile.AllowsTool("bash"))
+			require.False(t, a.Profile.AllowsTool("spawn_agent"), "roles do not delegate")
+			require.Contains(t, a.DeveloperInstructions, "@"+tt.name)
+			for _, p := range tt.mayWrite {
+				require.True(t, matchesAny(a.Profile.WriteSet, p), p)
+			}
+			for _, p := range tt.mayNot {
+				require.False(t, matchesAny(a.Profile.WriteSet, p), p)
+			}
+		})
+	}
+}
+
+func matchesAny(patterns []string, path string) bool {
+	for _, p := range patterns {
+		if ok, _ := doublestar.Match(p, path); ok {
+			return true
+		}
+	}
+	return false
 }

@@ -71,7 +71,7 @@ func Load(projectDir, userHome string) (*Registry, error) {
 			byName[a.Name] = a
 		}
 	}
-	for _, b := range Builtins() {
+	for _, b := range builtins() {
 		if _, ok := byName[b.Name]; !ok {
 			byName[b.Name] = b
 		}
@@ -85,9 +85,10 @@ func Load(projectDir, userHome string) (*Registry, error) {
 }
 
 func isBuiltin(name string) bool {
-	switch name {
-	case "default", "worker", "explorer":
-		return true
+	for _, b := range builtins() {
+		if b.Name == name {
+			return true
+		}
 	}
 	return false
 }
@@ -175,6 +176,11 @@ func loadFile(path string) (Agent, []Warning, []error) {
 	if err != nil {
 		return Agent{}, nil, []error{&FileError{File: path, Message: fmt.Sprintf("cannot read the agent file: %v", unwrapPath(err))}}
 	}
+	return readAgent(path, data)
+}
+
+// readAgent decodes and checks the agent file data read from path.
+func readAgent(path string, data []byte) (Agent, []Warning, []error) {
 	var f agentFile
 	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
