@@ -38,6 +38,7 @@ type ReportCheckpointOutput struct {
 type reportSlot struct {
 	stepID string
 	schema *tools.Schema // nil: the step has no output_schema
+	verify []Verify      // run for a checkpoint_ready report (verify.go)
 
 	mu       sync.Mutex
 	report   *ReportCheckpointArgs // the last accepted report
@@ -56,18 +57,18 @@ var reportCheckpoint = tools.DefineWith(tools.SpecWith[ReportCheckpointArgs, *re
 	Describe: func(a ReportCheckpointArgs) tools.Presentation {
 		return tools.Presentation{Title: "Checkpoint: " + string(a.Status)}
 	},
-	Run: func(_ context.Context, _ tools.Env, slot *reportSlot, a ReportCheckpointArgs, dryRun bool) tools.Result {
+	Run: func(ctx context.Context, env tools.Env, slot *reportSlot, a ReportCheckpointArgs, dryRun bool) tools.Result {
 		if slot == nil {
 			return tools.Fail(tools.ErrPermissionDenied, "report_checkpoint is for the child of a workflow step, and this session is not one; answer in prose instead")
 		}
-		return slot.accept(a, dryRun)
+		return slot.accept(ctx, env, a, dryRun)
 	},
 })
 
 // accept checks a report and, unless dryRun, keeps it as the step's
 // checkpoint. A rejected report changes nothing but is remembered, so the
 // step's outcome can say why it has no typed payload.
-func (s *reportSlot) accept(a ReportCheckpointArgs, dryRun bool) tools.Result {
+func (s *reportSlot) accept(ctx context.Context, env tools.Env, a ReportCheckpointArgs, dryRun bool) tools.Result {
 	ready := a.Status == CheckpointReady
 	if a.DependentSafe != nil && *a.DependentSafe != ready {
 		return tools.Fail(tools.ErrInvalidArgs, "dependent_safe is %t but status is %s: only a checkpoint_ready result is safe for dependents; change one of them", *a.DependentSafe, a.Status)
@@ -97,6 +98,16 @@ func (s *reportSlot) accept(a ReportCheckpointArgs, dryRun bool) tools.Result {
 	}
 	if dryRun {
 		return tools.Preview("would record the checkpoint of step %s as %s", s.stepID, a.Status)
+	}
+	if ready && len(s.verify) > 0 {
+		evidence, problem := verified(ctx, env, s.verify)
+		if problem != "" {
+			s.mu.Lock()
+			s.rejected = []string{problem}
+			s.mu.Unlock()
+			return tools.Result{Error: &tools.Failure{Kind: tools.ErrInvalidArgs, Message: problem, Details: map[string]any{"problems": []string{problem}}}}
+		}
+		a.Verification = append(evidence, a.Verification...)
 	}
 	s.mu.Lock()
 	s.report, s.payload, s.rejected = &a, payload, nil
@@ -197,6 +208,16 @@ func decide(st *Step, view tools.SubagentView, slot *reportSlot) StepOutcome {
 		status = CheckpointPartial
 		bundle.KnownLimitations = append(bundle.KnownLimitations,
 			fmt.Sprintf("the child reported checkpoint_ready, then ended %s; what it did after the report is unverified", view.Status))
+	}
+	if status == CheckpointReady && len(slot.verify) > 0 && report == nil {
+		status = CheckpointFailed
+		msg := "the step requires verification (verify), which Pixir runs when the child reports checkpoint_ready with report_checkpoint, and no report passed it"
+		details := map[string]any{}
+		if len(rejected) > 0 {
+			msg += "; its last report was refused:\n" + strings.Join(rejected, "\n")
+			details["problems"] = rejected
+		}
+		out.Error = &tools.Failure{Kind: tools.ErrInvalidArgs, Message: msg, Details: details}
 	}
 	if status == CheckpointReady && slot.schema != nil && payload == nil {
 		status = CheckpointFailed

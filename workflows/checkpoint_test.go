@@ -3,6 +3,8 @@ package workflows
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -145,4 +147,77 @@ func TestReportCheckpointRefusesWhatItCannotKeep(t *testing.T) {
 	res = reportCheckpoint(nil).Run(context.Background(), tools.Env{}, []byte(`{"status":"partial","summary":"a"}`))
 	require.Equal(t, tools.ErrPermissionDenied, res.Error.Kind)
 	require.Equal(t, tools.PostureRead, reportCheckpoint(nil).Posture(), "read_only steps must be able to report")
+}
+
+// rootOnly is a workspace that is only its root, for commands.
+type rootOnly string
+
+func (r rootOnly) Root() string { return string(r) }
+func (r rootOnly) Resolve(p string) (string, error) {
+	return filepath.Join(string(r), p), nil
+}
+
+// A step's verify commands are what its checkpoint_ready means beyond its
+// payload: Pixir runs them when the child reports, refuses a report whose
+// results are not the expected ones, and a step without a passing report
+// is not checkpoint_ready.
+func TestVerifyIsRunWhenTheChildReportsReady(t *testing.T) {
+	ws := t.TempDir()
+	env := tools.Env{Workspace: rootOnly(ws)}
+	red := []Verify{{Run: "sh calc_test.sh", Expect: VerifyFail, Means: "the tests are red before the implementation"}}
+	slot := &reportSlot{stepID: "tests", verify: []Verify{{Run: "test -f calc_test.sh", Expect: VerifyPass, Means: "the test file exists"}, red[0]}}
+	tool := reportCheckpoint(slot)
+	report := func(status string) tools.Result {
+		return tool.Run(context.Background(), env, []byte(`{"status":"`+status+`","summary":"tests written","verification":["I ran them"]}`))
+	}
+	st := &Step{ID: "tests", Verify: slot.verify}
+
+	// No test file yet: the first command fails where it must pass.
+	res := report("checkpoint_ready")
+	require.False(t, res.OK)
+	require.Contains(t, res.Error.Message, "Pixir ran the step's verify command `test -f calc_test.sh`: it exited 1, and this step's checkpoint_ready needs it to pass (the test file exists)")
+	out := decide(st, tools.SubagentView{ID: "sa-1", Status: tools.SubagentCompleted, Summary: "done"}, slot)
+	require.Equal(t, CheckpointFailed, out.CheckpointStatus, "a completed child without a verified report is not ready")
+	require.Contains(t, out.Error.Message, "no report passed it; its last report was refused")
+
+	// A partial report is not verified: nothing is claimed.
+	require.True(t, report("partial").OK)
+
+	// The test file, and no implementation: red, as required.
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "calc_test.sh"), []byte("test -f calc.sh\n"), 0o644))
+	res = report("checkpoint_ready")
+	require.True(t, res.OK, "%+v", res.Error)
+	out = decide(st, tools.SubagentView{ID: "sa-1", Status: tools.SubagentCompleted}, slot)
+	require.Equal(t, CheckpointReady, out.CheckpointStatus)
+	require.Equal(t, []string{
+		"verified by Pixir: `test -f calc_test.sh` exited 0, as required (pass) (the test file exists)",
+		"verified by Pixir: `sh calc_test.sh` exited 1, as required (fail) (the tests are red before the implementation)",
+		"I ran them",
+	}, out.Checkpoint.Verification)
+
+	// Green where red was required: refused, and the earlier report stays.
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "calc.sh"), []byte("\n"), 0o644))
+	res = report("checkpoint_ready")
+	require.False(t, res.OK)
+	require.Contains(t, res.Error.Message, "it exited 0, and this step's checkpoint_ready needs it to fail (the tests are red before the implementation)")
+}
+
+func TestVerifyIsValidated(t *testing.T) {
+	_, err := Parse([]byte(`{"steps":[
+	  {"id":"a","task":"t","verify":[{"run":" "},{"run":"go test","expect":"red"},{"run":"sh ${item.file}"},{"run":"x","timeout_ms":-1}]},
+	  {"id":"b","task":"t","verify":[{"command":"go test"}]}]}`))
+	require.Error(t, err)
+	require.Contains(t, err.Error(), `a verify command has unknown field "command" (allowed: run, expect, means, timeout_ms)`)
+	_, err = Parse([]byte(`{"steps":[
+	  {"id":"a","task":"t","verify":[{"run":" "},{"run":"go test","expect":"red"},{"run":"sh ${item.file}"},{"run":"x","timeout_ms":-1}]}]}`))
+	require.Error(t, err)
+	msg := err.Error()
+	for _, want := range []string{
+		`steps[0] "a": verify[0].run is empty`,
+		`steps[0] "a": verify[1].expect "red" is not one of pass, fail`,
+		`steps[0] "a": verify[2].run uses a fan-out binding`,
+		`steps[0] "a": verify[3].timeout_ms -1 must be between 1 and 600000`,
+	} {
+		require.Contains(t, msg, want)
+	}
 }

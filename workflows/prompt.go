@@ -106,6 +106,20 @@ func (r *runner) childPrompt(run *stepRun, deps []*StepOutcome, inherit []Inheri
 		}
 		fmt.Fprintf(&b, "\nYour checkpoint_ready report must carry a payload that matches this JSON Schema:\n```json\n%s\n```\n", pretty.String())
 	}
+	if len(st.Verify) > 0 {
+		b.WriteString("\nWhen you report checkpoint_ready, Pixir itself runs these commands in your workspace, and refuses the report (with their output) unless each exits as required:\n")
+		for _, c := range st.Verify {
+			want := "exit 0 (pass)"
+			if c.Expect == VerifyFail {
+				want = "exit non-zero (fail)"
+			}
+			fmt.Fprintf(&b, "- `%s` must %s", c.Run, want)
+			if c.Means != "" {
+				b.WriteString(": " + c.Means)
+			}
+			b.WriteString("\n")
+		}
+	}
 	return b.String()
 }
 

@@ -213,7 +213,7 @@ func (r *runner) startRun(ctx context.Context, run *stepRun) bool {
 	if mode == Shared {
 		inherit = nil
 	}
-	run.slot = &reportSlot{stepID: run.label, schema: r.schema(run.step)}
+	run.slot = &reportSlot{stepID: run.label, schema: r.schema(run.step), verify: st.Verify}
 	req := StepRequest{
 		Agent: st.Agent, Task: r.childPrompt(run, deps, inherit), Name: run.label,
 		WorkspaceMode: string(mode), ReadOnly: st.PermissionMode == ReadOnly,

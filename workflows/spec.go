@@ -106,8 +106,11 @@ type Step struct {
 	// Join says what a step with several dependencies waits for.
 	Join JoinMode `json:"join,omitempty" jsonschema:"enum=all,enum=any" jsonschema_description:"all (default): every dependency must be checkpoint_ready, and a skipped one skips this step; any: run when at least one is checkpoint_ready once all are decided (the join of alternative branches)."`
 	// ForEach makes the step a fan-out: one instance per item.
-	ForEach *ForEach    `json:"for_each,omitempty" jsonschema_description:"Run one instance of this step per item of an array in an upstream step's payload: {step, path, max_items}. In task, read_set and write_set, ${item}, ${item.field} and ${index} are replaced per instance (values as data: paths stay literal); dependents wait for every instance."`
-	Merge   MergePolicy `json:"merge,omitempty" jsonschema:"enum=on_ready,enum=manual,enum=never" jsonschema_description:"For an isolated writer: when its changes land in the workspace. on_ready: as soon as it is checkpoint_ready, before its dependents start; manual: they stay in its snapshot until merge_agent; never: only its dependents see them. Default: the workflow's merge."`
+	ForEach *ForEach `json:"for_each,omitempty" jsonschema_description:"Run one instance of this step per item of an array in an upstream step's payload: {step, path, max_items}. In task, read_set and write_set, ${item}, ${item.field} and ${index} are replaced per instance (values as data: paths stay literal); dependents wait for every instance."`
+	// Verify are commands Pixir runs when the child reports
+	// checkpoint_ready, whose results the report needs (verify.go).
+	Verify []Verify    `json:"verify,omitempty" jsonschema_description:"What a valid checkpoint means beyond its payload: commands Pixir runs itself in the child's workspace when it reports checkpoint_ready, each of which must exit as expected ({run, expect: pass|fail, means}); otherwise the report is refused with the output and the step is not checkpoint_ready until a report passes."`
+	Merge  MergePolicy `json:"merge,omitempty" jsonschema:"enum=on_ready,enum=manual,enum=never" jsonschema_description:"For an isolated writer: when its changes land in the workspace. on_ready: as soon as it is checkpoint_ready, before its dependents start; manual: they stay in its snapshot until merge_agent; never: only its dependents see them. Default: the workflow's merge."`
 }
 
 // UnmarshalJSON rejects unknown keys, so a misspelt field is an error the
@@ -350,6 +353,11 @@ func (w *Workflow) Normalize() {
 		s.DependsOn = dedupe(s.DependsOn)
 		if s.TimeoutMS == 0 {
 			s.TimeoutMS = DefaultStepTimeoutMS
+		}
+		for k := range s.Verify {
+			if s.Verify[k].Expect == "" {
+				s.Verify[k].Expect = VerifyPass
+			}
 		}
 	}
 }

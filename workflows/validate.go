@@ -31,7 +31,7 @@ type Problem struct {
 	// invalid_pointer no_output_schema invalid_value unbounded_loop
 	// empty_loop loop_overlap loop_not_contiguous fan_out_not_array
 	// nested_fan_out invalid_binding fan_out_self_conflict; merge_without_snapshot;
-	// for templates: invalid_argument.
+	// invalid_verify; for templates: invalid_argument.
 	Code string `json:"code"`
 	// Index is the step's position in steps; nil for workflow-level problems.
 	Index *int   `json:"index,omitempty"`
@@ -202,6 +202,7 @@ func (v *validator) step(i int, s *Step, ids map[string]int) {
 			}
 		}
 	}
+	v.verify(i, s)
 	if s.TimeoutMS < 0 {
 		v.stepProblem(i, s, "invalid_number", "timeout_ms", fmt.Sprint(s.TimeoutMS), "timeout_ms %d must be at least 1 (omit it for %d)", s.TimeoutMS, DefaultStepTimeoutMS)
 	}
