@@ -31,6 +31,7 @@ func (b binding) workflowPorts() workflows.Ports {
 			mcpServers: b.parent.MCPServers},
 		Children:  stepChildren{b},
 		Evidence:  sessionEvidence{b.parent},
+		Committer: gitCommitter{root: b.parent.workspace.Root(), mode: b.parent.Mode},
 		Budgets:   b.m.rt.WorkflowBudgets(),
 		Templates: WorkspaceTemplates(b.parent.workspace.Root()),
 		Merger:    stepMerger{b},

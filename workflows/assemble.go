@@ -536,6 +536,9 @@ func Render(o *Outcome) string {
 		b.WriteString("\n")
 	}
 	writeConflicts(&b, o.Steps)
+	if o.Commit != nil {
+		b.WriteString("\n" + commitText(o.Commit) + "\n")
+	}
 	if len(o.SafeNextActions) > 0 {
 		b.WriteString("\nNext:\n")
 		for _, a := range o.SafeNextActions {

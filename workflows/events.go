@@ -21,6 +21,9 @@ const (
 	EventIterationStarted  = "iteration_started"  // a loop's iteration begins
 	EventIterationFinished = "iteration_finished" // and ends: next, or the loop's end and why
 	EventLoopFinished      = "loop_finished"      // a loop's outcome
+
+	// EventCommitted: what became of a run's commit (commit.go).
+	EventCommitted = "committed"
 )
 
 // WorkflowEvent is the Data of a workflow_event. Which fields are set
@@ -69,6 +72,9 @@ type WorkflowEvent struct {
 	Value    json.RawMessage `json:"value,omitempty"`
 	// loop_finished: the loop's outcome.
 	LoopOutcome *LoopOutcome `json:"loop_outcome,omitempty"`
+
+	// committed: the run's commit.
+	Commit *CommitReport `json:"commit,omitempty"`
 
 	// checkpoint_decided: the step's outcome.
 	Outcome *StepOutcome `json:"outcome,omitempty"`

@@ -270,7 +270,9 @@ type Outcome struct {
 	MergeConflictRisk      []MergeRisk  `json:"merge_conflict_risk"`
 	MergeConflictRiskCount RiskCount    `json:"merge_conflict_risk_count"`
 	SafeNextActions        []NextAction `json:"safe_next_actions"`
-	Summary                Counts       `json:"summary"`
+	// Commit is what became of the commit the spec asked for.
+	Commit  *CommitReport `json:"commit,omitempty"`
+	Summary Counts        `json:"summary"`
 	// Usage is what this run's steps spent together (reused steps cost
 	// this run nothing).
 	Usage budget.Usage `json:"usage"`

@@ -25,6 +25,9 @@ type Ports struct {
 	// Merger brings ready isolated writers' changes into the workspace;
 	// nil merges nothing (each such step says so).
 	Merger Merger
+	// Committer commits a completed run's work when its spec asks; nil
+	// commits nothing (the outcome says so).
+	Committer Committer
 	// Budgets are the configuration's budgets for the run and its steps.
 	Budgets Budgets
 	// Templates finds the templates run_workflow {template, args} names;

@@ -19,6 +19,7 @@ type foldedRun struct {
 	loops     []*LoopOutcome
 	byLoop    map[string]*LoopOutcome
 	finished  *WorkflowEvent
+	commit    *CommitReport
 	iterDone  map[string]bool // iterations finished: plan-review#2, escalation#1.2
 	whenSeen  map[string][]ConditionSeen
 	stepsByID map[string]*Step
@@ -110,6 +111,8 @@ func fold(events []WorkflowEvent) []foldedRun {
 				r.byLoop[ev.Run] = &o
 				r.loops = append(r.loops, &o)
 			}
+		case EventCommitted:
+			r.commit = ev.Commit
 		case EventWorkflowFinished:
 			r.finished = ev
 		}
@@ -222,7 +225,12 @@ func Rebuild(events []WorkflowEvent) []Outcome {
 		if f := r.finished; f != nil {
 			stopped, elapsed = f.StoppedBy, f.ElapsedMS
 		}
-		outs = append(outs, assemble(w, r.id, steps, loops, stopped, elapsed))
+		o := assemble(w, r.id, steps, loops, stopped, elapsed)
+		if r.commit != nil {
+			o.Commit = r.commit
+			o.Output = Render(&o)
+		}
+		outs = append(outs, o)
 	}
 	return outs
 }

@@ -40,6 +40,8 @@ type runner struct {
 	children Children
 	evidence Evidence
 	merger   Merger
+	// committer makes the run's commit (commitWork).
+	committer Committer
 	// mergedBy: a merged path, and the runs that merged it, in order.
 	mergedBy map[string][]string
 	// account is the run's budget, which its children's calls are charged
@@ -79,7 +81,7 @@ func run(ctx context.Context, p *Prepared, opt RunOptions) Outcome {
 	w := p.w
 	n := len(w.Steps)
 	r := &runner{
-		ctx: ctx, children: p.ports.Children, evidence: p.ports.Evidence, merger: p.ports.Merger, mergedBy: map[string][]string{},
+		ctx: ctx, children: p.ports.Children, evidence: p.ports.Evidence, merger: p.ports.Merger, committer: p.ports.Committer, mergedBy: map[string][]string{},
 		account: p.runAccount(opt.WorkflowID), w: w, opt: opt, prior: p.reuse,
 		s:       sched{g: w.graph(), index: newConflictIndex(newOverlapCache()), parked: map[*stepRun][]profileID{}},
 		schemas: make([]*tools.Schema, n), schemaOf: map[string]*tools.Schema{}, byAgent: map[string]*stepRun{}, conditions: map[string][]ConditionSeen{},
@@ -513,6 +515,9 @@ func (r *runner) finish() Outcome {
 	}
 	elapsed := r.opt.Now().Sub(r.started).Milliseconds()
 	out := assemble(r.w, r.opt.WorkflowID, steps, loops, r.s.stopped, elapsed)
+	if out.Commit = r.commitWork(&out); out.Commit != nil {
+		out.Output = Render(&out)
+	}
 	r.record(WorkflowEvent{Kind: EventWorkflowFinished, Status: out.Status, StoppedBy: out.StoppedBy, ElapsedMS: elapsed})
 	if r.recordErr != nil {
 		out.SafeNextActions = append(out.SafeNextActions, NextAction{Action: "ask_user",

@@ -154,7 +154,9 @@ type Workflow struct {
 	// checkpoint_ready steps are reused instead of run again (Reusable).
 	ResumeFrom string `json:"resume_from,omitempty" jsonschema_description:"The workflow_id of an earlier run in this session: its checkpoint_ready steps (same id, task, agent, sets and dependencies, all of them reused too) are reused, not run again; only the rest runs. This is how to retry failed steps only."`
 	// Loops are the bounded groups of steps that repeat.
-	Loops []Loop `json:"loops,omitempty" jsonschema_description:"Groups of steps that repeat, bounded: {id, steps, max_iterations, until, converge, on_exhausted}."`
+	// Commit, when set, commits a completed run's work (commit.go).
+	Commit *CommitSpec `json:"commit,omitempty" jsonschema_description:"When the run ends completed, commit to the workspace's git repository exactly the files it brought into the workspace (merged by its writers), never .pixir/ nor what exclude names: {message, exclude}."`
+	Loops  []Loop      `json:"loops,omitempty" jsonschema_description:"Groups of steps that repeat, bounded: {id, steps, max_iterations, until, converge, on_exhausted}."`
 	// Budget bounds what the run's children may spend together; where it
 	// is absent (or limits only one measure) the configuration's workflow
 	// budget applies.

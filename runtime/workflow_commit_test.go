@@ -1,0 +1,78 @@
+package runtime
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pixir-go/pixir/workflows"
+)
+
+// gitRepo makes a repository with one commit, its workspace a subfolder.
+func gitRepo(t *testing.T) (repo, ws string, git func(args ...string) string) {
+	t.Helper()
+	repo = t.TempDir()
+	ws = filepath.Join(repo, "ws")
+	require.NoError(t, os.MkdirAll(ws, 0o755))
+	git = func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = ws
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "git %v: %s", args, out)
+		return strings.TrimSpace(string(out))
+	}
+	git("init", "-q", "-b", "main", repo)
+	for _, f := range []string{"kept.txt", "gone.txt", "other.txt"} {
+		require.NoError(t, os.WriteFile(filepath.Join(ws, f), []byte("v1\n"), 0o644))
+	}
+	git("add", "-A")
+	git("commit", "-q", "-m", "init")
+	return repo, ws, git
+}
+
+func TestGitCommitterCommitsOnlyItsPaths(t *testing.T) {
+	_, ws, git := gitRepo(t)
+	t.Setenv("GIT_AUTHOR_NAME", "t")
+	t.Setenv("GIT_AUTHOR_EMAIL", "t@example.com")
+	t.Setenv("GIT_COMMITTER_NAME", "t")
+	t.Setenv("GIT_COMMITTER_EMAIL", "t@example.com")
+	// The run's work: a new file (with a glob character in its name), a
+	// change, a deletion. Beside it, the user's own change, staged, and an
+	// untracked file: neither is the run's.
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "new[1].txt"), []byte("new\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "kept.txt"), []byte("v2\n"), 0o644))
+	require.NoError(t, os.Remove(filepath.Join(ws, "gone.txt")))
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "other.txt"), []byte("mine\n"), 0o644))
+	git("add", "other.txt")
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("mine\n"), 0o644))
+
+	mode := ModeAuto
+	c := gitCommitter{root: ws, mode: func() Mode { return mode }}
+	rep, err := c.Commit(context.Background(), workflows.CommitRequest{Message: "feat: the run's work", Paths: []string{"gone.txt", "kept.txt", "new[1].txt"}})
+	require.NoError(t, err)
+	require.Equal(t, workflows.Committed, rep.Status, rep.Reason)
+	require.Equal(t, git("rev-parse", "HEAD"), rep.Commit)
+	require.Equal(t, "feat: the run's work", git("log", "-1", "--format=%s"))
+	require.Equal(t, []string{"D\tws/gone.txt", "M\tws/kept.txt", "A\tws/new[1].txt"}, strings.Split(git("show", "--name-status", "--format=", "HEAD"), "\n"))
+	require.Equal(t, "M  ws/other.txt\n?? ws/notes.txt", git("status", "--porcelain", "--", "."), "the user's change stays staged, the untracked file untracked")
+
+	mode = ModeReadOnly
+	rep, err = c.Commit(context.Background(), workflows.CommitRequest{Message: "x", Paths: []string{"notes.txt"}})
+	require.NoError(t, err)
+	require.Equal(t, workflows.NotCommitted, rep.Status)
+	require.Equal(t, "the session is read_only: nothing is committed", rep.Reason)
+
+	mode = ModeAuto
+	c.root = t.TempDir()
+	rep, err = c.Commit(context.Background(), workflows.CommitRequest{Message: "x", Paths: []string{"a"}})
+	require.NoError(t, err)
+	require.Equal(t, workflows.NotCommitted, rep.Status)
+	require.Contains(t, rep.Reason, "the workspace is not in a git repository")
+}

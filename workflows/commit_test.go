@@ -1,0 +1,76 @@
+package workflows
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pixir-go/pixir/tools"
+)
+
+type fakeCommitter struct{ reqs []CommitRequest }
+
+func (f *fakeCommitter) Commit(_ context.Context, req CommitRequest) (CommitReport, error) {
+	f.reqs = append(f.reqs, req)
+	return CommitReport{Status: Committed, Commit: "0123456789abcdef", Files: req.Paths}, nil
+}
+
+// A completed run commits exactly the files it brought into the
+// workspace, never .pixir/ nor what the spec excludes; a run that is not
+// completed commits nothing and says why; the Log rebuilds both.
+func TestARunCommitsOnlyItsWork(t *testing.T) {
+	const spec = `{"commit": {"message": "feat(GAL-1): add", "exclude": [".workflow/**"]}, "steps": [
+	  {"id": "code", "task": "t", "write_set": ["src/**"], "workspace_mode": "shared"},
+	  {"id": "notes", "task": "t", "write_set": [".workflow/**"], "workspace_mode": "shared"},
+	  {"id": "look", "task": "t", "depends_on": ["code"]}]}`
+	for _, tt := range []struct {
+		name     string
+		lookEnds tools.SubagentStatus
+		want     CommitReport
+		commits  int
+	}{
+		{name: "completed", want: CommitReport{Status: Committed, Commit: "0123456789abcdef", Message: "feat(GAL-1): add", Files: []string{"src/a.go", "src/b.go"}}, commits: 1},
+		{name: "partial", lookEnds: tools.SubagentFailed, want: CommitReport{Status: NotCommitted, Message: "feat(GAL-1): add", Files: []string{"src/a.go", "src/b.go"},
+			Reason: "the workflow is partial, not completed: nothing is committed"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sim := newSim(func(step string) childPlan {
+				switch step {
+				case "code":
+					return childPlan{dur: 5, changes: &tools.FileChanges{Added: []string{"src/b.go", ".pixir/sessions/x.ndjson"}, Changed: []string{"src/a.go"}}}
+				case "notes":
+					return childPlan{dur: 5, changes: &tools.FileChanges{Added: []string{".workflow/run-GAL-1/plan.md"}}}
+				}
+				return childPlan{dur: 5, status: tt.lookEnds}
+			})
+			fc := &fakeCommitter{}
+			p, err := Prepare(mustParse(t, spec), Ports{Agents: sim, Children: sim, Evidence: sim, Committer: fc})
+			require.NoError(t, err)
+			out := p.Run(context.Background(), RunOptions{WorkflowID: "wf-c", Now: fixedClock(), waiting: sim.waiting})
+			require.Equal(t, &tt.want, out.Commit)
+			require.Len(t, fc.reqs, tt.commits)
+			if tt.commits > 0 {
+				require.Equal(t, CommitRequest{Message: "feat(GAL-1): add", Paths: []string{"src/a.go", "src/b.go"}}, fc.reqs[0])
+				require.Contains(t, out.Output, "Committed 0123456789ab (2 files): feat(GAL-1): add")
+			} else {
+				require.Contains(t, out.Output, "Not committed: the workflow is partial, not completed")
+			}
+			rebuilt := Rebuild(sim.events)
+			require.Len(t, rebuilt, 1)
+			want, _ := json.Marshal(out)
+			got, _ := json.Marshal(rebuilt[0])
+			require.JSONEq(t, string(want), string(got))
+		})
+	}
+}
+
+func TestCommitIsValidated(t *testing.T) {
+	_, err := Parse([]byte(`{"commit": {"message": " ", "exclude": ["../x"]}, "steps": [{"id": "a", "task": "t"}]}`))
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "commit.message is empty")
+	require.Contains(t, err.Error(), `commit.exclude[0] pattern "../x" is invalid`)
+	_, err = Parse([]byte(`{"commit": {"msg": "x"}, "steps": [{"id": "a", "task": "t"}]}`))
+	require.ErrorContains(t, err, `commit has unknown field "msg" (allowed: message, exclude)`)
+}
