@@ -34,7 +34,9 @@ import (
 //
 // ${name} is replaced by the argument's value in the places a value is
 // data: a step's task (and prompt), its read_set and write_set, its when
-// conditions and a loop's until (path, equals, in, contains), and the
+// conditions and a loop's until (path, equals, in, contains), its verify
+// commands (run, means: a command line the user gives), the commit's
+// message and exclude patterns, and the
 // workflow's name. A reference anywhere else (an id, an agent, depends_on)
 // is an error of the template: parameters never change the structure.
 //
@@ -348,7 +350,7 @@ func (t *Template) checkReferences() []string {
 				switch {
 				case declared[name]:
 					if placeOf(loc) == placeNone {
-						problems = append(problems, fmt.Sprintf("%s uses %s, but parameters are substituted only in name, task, read_set, write_set, when and until: they never change a workflow's structure", dotted(loc), m[0]))
+						problems = append(problems, fmt.Sprintf("%s uses %s, but parameters are substituted only in name, task, read_set, write_set, when, until, verify (run, means) and commit (message, exclude): they never change a workflow's structure", dotted(loc), m[0]))
 					}
 				case slices.Contains(reservedParams, name) || !refName().MatchString(name):
 					// a fan-out binding (checked with the workflow) or
@@ -411,6 +413,15 @@ func placeOf(loc []string) place {
 	case n == 3 && loc[0] == "steps" && (loc[2] == "task" || loc[2] == "prompt"):
 		return placeText
 	case n == 4 && loc[0] == "steps" && (loc[2] == "read_set" || loc[2] == "write_set"):
+		return placePattern
+	case n == 5 && loc[0] == "steps" && loc[2] == "verify" && (loc[4] == "run" || loc[4] == "means"):
+		// A verify command is a command line the template's user gives
+		// (--set test_command=…): the value is its text, run in the
+		// child's sandbox like the child's own commands.
+		return placeText
+	case n == 2 && loc[0] == "commit" && loc[1] == "message":
+		return placeText
+	case n == 3 && loc[0] == "commit" && loc[1] == "exclude":
 		return placePattern
 	case n >= 3 && loc[0] == "steps" && loc[2] == "when":
 		return conditionPlace(loc[3:])
