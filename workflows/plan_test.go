@@ -245,10 +245,11 @@ func TestSerializedJSON(t *testing.T) {
 func TestDryRunShowsTheControlFlow(t *testing.T) {
 	d, err := Waves(mustParse(t, practiceSpec(t)))
 	require.NoError(t, err)
-	// issue and commit once; revisit 2 × (plan-review 3 × 3 + split-review
-	// 2 × 2 + write-tests 8 + test-review + test-fix + final-review 3 ×
-	// (escalation 2 × (make 8 + diagnose + redesign) + 4 reviews and fixes)).
-	require.Equal(t, 2+2*(9+4+8+1+1+3*(2*(8+1+1)+4)), d.MaxRuns)
+	// issue, commit and summary once; revisit 2 × (plan-review 3 × 3 +
+	// split-review 2 × 2 + write-tests 8 + test-review + test-fix +
+	// final-review 3 × (escalation 2 × (make 8 + diagnose + redesign) + 4
+	// reviews and fixes)).
+	require.Equal(t, 3+2*(9+4+8+1+1+3*(2*(8+1+1)+4)), d.MaxRuns)
 	require.Len(t, d.Loops, 5)
 	require.Equal(t, PlannedLoop{ID: "escalation", Steps: []string{"make", "diagnose", "redesign"}, Within: "final-review", MaxIterations: 2,
 		Until: "make is checkpoint_ready", OnExhausted: Hold}, d.Loops[3])
@@ -264,9 +265,9 @@ func TestDryRunShowsTheControlFlow(t *testing.T) {
 	// The first iteration's waves: every step once; final-check waits for
 	// the whole escalation loop, commit for the whole revisit loop.
 	require.Equal(t, [][]string{{"issue"}, {"plan"}, {"check-plan", "simplify-plan"}, {"split"}, {"check-split"}, {"write-tests"},
-		{"test-review"}, {"test-fix"}, {"make"}, {"diagnose"}, {"redesign"}, {"final-check", "final-simplify"}, {"test-diagnose"}, {"test-redo"}, {"commit"}}, d.Waves)
+		{"test-review"}, {"test-fix"}, {"make"}, {"diagnose"}, {"redesign"}, {"final-check", "final-simplify"}, {"test-diagnose"}, {"test-redo"}, {"commit"}, {"summary"}}, d.Waves)
 	text := RenderPlan(&d)
-	require.Contains(t, text, "At most 192 step runs")
+	require.Contains(t, text, "At most 193 step runs")
 	require.Contains(t, text, "- plan-review [plan, check-plan, simplify-plan]: at most 3 iterations, within loop revisit; until check-plan /verdict = \"ACCEPTABLE\" and simplify-plan /verdict = \"ACCEPTABLE\"; stops early when check-plan /findings repeats; unresolved: proceed")
 	require.Contains(t, text, "| diagnose | read_only | shared | make | – | – | escalation | make status in [partial, failed, needs_orchestrator] | – | 12 |")
 }

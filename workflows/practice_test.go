@@ -12,8 +12,9 @@ import (
 )
 
 // The routing matrix of the practice (multi-agent-workflow-design.txt,
-// §4), row by row, over testdata/practice.json on the simulated runtime:
-// given the roles' verdicts and findings, which step runs follow, how
+// §4), row by row, over the built-in template practice
+// (builtin/practice.yaml) for GAL-1 on the simulated runtime: given the
+// roles' verdicts and findings, which step runs follow, how
 // many iterations each loop takes, and the workflow's final status.
 //
 // Runs are named by their loops' iterations, outermost first: revisit

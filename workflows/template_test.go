@@ -258,7 +258,12 @@ func TestTheBuiltinTemplatesInstantiate(t *testing.T) {
 			instantiateTemplate(t, tpl, args)
 		})
 	}
-	survey := builtinTemplates()[0]
+	var survey *Template
+	for _, tpl := range builtinTemplates() {
+		if tpl.Name == "survey" {
+			survey = tpl
+		}
+	}
 	w := instantiateTemplate(t, survey, map[string]any{"question": "How are errors reported?", "report": "docs/answer.md"})
 	require.Equal(t, []string{"docs/answer.md"}, w.Steps[2].WriteSet)
 }
@@ -296,7 +301,7 @@ func TestTemplateDiscoveryPrecedenceAndWarnings(t *testing.T) {
 	require.Error(t, err)
 	require.ErrorContains(t, err, "broken.yaml")
 	require.ErrorContains(t, err, `"Bad Name" cannot name a template`)
-	require.Equal(t, []string{"release", "review", "survey", "triage"}, reg.Names())
+	require.Equal(t, []string{"practice", "release", "review", "survey", "triage"}, reg.Names())
 
 	desc := map[string]string{}
 	src := map[string]string{}
@@ -325,7 +330,7 @@ func TestTemplateDiscoveryPrecedenceAndWarnings(t *testing.T) {
 	// Without a project or home, the built-ins alone.
 	reg, err = LoadTemplates("", "")
 	require.NoError(t, err)
-	require.Equal(t, []string{"survey"}, reg.Names())
+	require.Equal(t, []string{"practice", "survey"}, reg.Names())
 	got, ok := reg.Get("survey")
 	require.True(t, ok)
 	require.Equal(t, SourceBuiltin, got.Source)

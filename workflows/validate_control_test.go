@@ -2,7 +2,6 @@ package workflows
 
 import (
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 
@@ -10,11 +9,27 @@ import (
 )
 
 // practiceSpec is the multi-agent practice of the spec
-// (multi-agent-workflow-design.txt) as one workflow: the loops, the
-// escalation branch and the fan-outs of its routing matrix.
+// (multi-agent-workflow-design.txt) as one workflow: the built-in
+// template practice for issue GAL-1, with its loops, escalation branch and
+// fan-outs of the routing matrix. Its verify commands are left out: the
+// simulated children write no files for them to check (checkpoint_test.go
+// and the practice's run through the binary check them).
 func practiceSpec(t testing.TB) string {
 	t.Helper()
-	b, err := os.ReadFile("testdata/practice.json")
+	var practice *Template
+	for _, tpl := range builtinTemplates() {
+		if tpl.Name == "practice" {
+			practice = tpl
+		}
+	}
+	require.NotNil(t, practice, "the built-in template practice")
+	w, err := practice.Instantiate(map[string]any{"issue": "GAL-1"})
+	require.NoError(t, err)
+	for i := range w.Steps {
+		w.Steps[i].Verify = nil
+	}
+	w.Template, w.Args = "", nil
+	b, err := json.Marshal(w)
 	require.NoError(t, err)
 	return string(b)
 }
@@ -57,7 +72,7 @@ func TestThePracticeIsAValidWorkflow(t *testing.T) {
 		}
 		return names
 	}
-	require.Equal(t, []string{"issue", "loop revisit", "commit"}, members(0))
+	require.Equal(t, []string{"issue", "loop revisit", "commit", "summary"}, members(0))
 	require.Equal(t, []string{"loop plan-review", "loop split-review", "write-tests", "test-review", "test-fix", "loop final-review"},
 		members(g.scopeOf(g.loopIndex["revisit"])))
 }
