@@ -23,6 +23,7 @@ build:
 # Build and run a short scripted session through a real ACP client (offline).
 demo: build
 	./$(BIN) demo
+	sh examples/practice-demo/run.sh ./$(BIN)
 
 # Everything CI runs: lint, the Go tests with the race detector, short
 # fuzzing of argument validation (strict and lenient), path confinement and

@@ -1,0 +1,2 @@
+# calc.sh: shell arithmetic, sourced by its users and tests.
+add() { echo $(($1 + $2)); }
