@@ -27,8 +27,9 @@ import (
 // decisions of the workflow and have no case: 2 "status Todo → flip to In
 // Progress" (issue's pm does it), 3 and 5 "plan / tasks drafted → write the
 // file" (the plan and split writers), 6 "stub-first tests pass with no
-// todo!() panic → reject" (a verification the test role's checkpoint must
-// carry, issue 13), 8 "strictly cosmetic finding → the orchestrator fixes
+// todo!() panic → reject" (write-tests' verify: Pixir runs the tests and
+// refuses a ready report unless they fail; checkpoint_test.go and the
+// practice through the binary, cmd/pixir/practice_e2e_test.go), 8 "strictly cosmetic finding → the orchestrator fixes
 // it" (no orchestrator step here: make's next iteration gets the finding),
 // and 9 "pre-existing bug / NOT_TESTABLE note / advisory / all commits
 // done" (commit's pm files them from the checkpoints it receives).
