@@ -3,6 +3,7 @@ package runtime
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os/exec"
 	"strings"
 
@@ -34,23 +35,23 @@ func (c gitCommitter) Commit(ctx context.Context, req workflows.CommitRequest) (
 		return strings.TrimSpace(out.String()), err
 	}
 	if out, err := git("rev-parse", "--show-toplevel"); err != nil {
-		rep.Reason = "the workspace is not in a git repository (" + firstLineOf(out) + ")"
+		rep.Reason = fmt.Sprintf("the workspace is not in a git repository (%v: %s)", err, firstLineOf(out))
 		return rep, nil
 	}
 	paths := append([]string{"--"}, req.Paths...)
 	if out, err := git(append([]string{"add", "--all"}, paths...)...); err != nil {
-		rep.Reason = "git add refused: " + out
+		rep.Reason = fmt.Sprintf("git add refused (%v): %s", err, out)
 		return rep, nil
 	}
 	// --only (implied by the paths): only these paths' contents, whatever
 	// else the index holds.
 	if out, err := git(append([]string{"commit", "--quiet", "--only", "-m", req.Message}, paths...)...); err != nil {
-		rep.Reason = "git commit refused: " + out
+		rep.Reason = fmt.Sprintf("git commit refused (%v): %s", err, out)
 		return rep, nil
 	}
 	hash, err := git("rev-parse", "HEAD")
 	if err != nil {
-		rep.Reason = "the commit was made, but its hash could not be read: " + hash
+		rep.Reason = fmt.Sprintf("the commit was made, but its hash could not be read (%v): %s", err, hash)
 		return rep, nil
 	}
 	rep.Status, rep.Commit = workflows.Committed, hash
