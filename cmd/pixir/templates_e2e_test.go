@@ -84,9 +84,9 @@ func TestPixirWorkflowsListsTemplatesWithParamsSourcesAndProblems(t *testing.T) 
 	for _, tpl := range report.Templates {
 		names = append(names, tpl.Name+" "+tpl.Source)
 	}
-	require.Equal(t, []string{"review .pixir/workflows/review.yaml", "survey built-in",
+	require.Equal(t, []string{"practice built-in", "review .pixir/workflows/review.yaml", "survey built-in",
 		"triage .claude/skills/triage/workflows/triage.yaml"}, names)
-	review := report.Templates[0]
+	review := report.Templates[1]
 	require.Equal(t, "pixir run --workflow review --set issue=ISSUE", review.Usage)
 	require.Len(t, review.Params, 2)
 	require.Equal(t, "issue", review.Params[0].Name)
@@ -164,7 +164,7 @@ func TestPixirRunTemplateRefusesBadArguments(t *testing.T) {
 			`/report: makes steps[1].write_set[0] the path pattern "../../etc/passwd", which is not allowed: it climbs out of the workspace`},
 		{[]string{"--workflow", "review", "--set", "isue=GAL-1"}, `--set isue=GAL-1: template review has no parameter "isue"; its parameters: review(issue, report?)`},
 		{[]string{"--workflow", "review", "--set", "issue"}, `invalid value "issue" for flag -set: "issue" is not name=value`},
-		{[]string{"--workflow", "nope"}, `there is no workflow file or template named "nope"; the templates here: review, survey, triage`},
+		{[]string{"--workflow", "nope"}, `there is no workflow file or template named "nope"; the templates here: practice, review, survey, triage`},
 		{[]string{"--set", "issue=x", "do it"}, "--set gives a template's parameters: it goes with --workflow NAME"},
 	} {
 		_, stderr, code := e.pixirAtHome(home, append([]string{"run", "--dry-run"}, tt.args...)...)
