@@ -47,10 +47,11 @@ type agentsReport struct {
 func runAgents(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("pixir agents", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = usageFunc(fs, "Usage: pixir agents [--json] [--cwd DIR]\n\nLists the agents a subagent can run as, each with its source, and the problems of agent files.\n")
 	asJSON := fs.Bool("json", false, `print {"agents":[…],"warnings":[…],"errors":[…]}`)
 	cwd := fs.String("cwd", "", "the project folder whose .pixir/agents and .codex/agents are read (default: the current folder)")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if _, code, done := parseFlags(fs, args, false, stdout, stderr); done {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "pixir agents: unexpected argument %q; usage: pixir agents [--json] [--cwd DIR]\n", fs.Arg(0))

@@ -241,7 +241,7 @@ func TestAgentsUsageErrors(t *testing.T) {
 	}{
 		{[]string{"extra"}, `pixir agents: unexpected argument "extra"; usage: pixir agents [--json] [--cwd DIR]`},
 		{[]string{"--cwd", filepath.Join(w.project, "missing")}, "pixir agents: --cwd: stat " + filepath.Join(w.project, "missing") + ": no such file or directory"},
-		{[]string{"--nope"}, "flag provided but not defined: -nope"},
+		{[]string{"--nope"}, "unknown flag --nope"},
 	}
 	for _, tt := range tests {
 		stdout, stderr, code := w.run(t, tt.args...)

@@ -20,9 +20,10 @@ import (
 func runDemo(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("pixir demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = usageFunc(fs, "Usage: pixir demo [--keep]\n\nRuns a short scripted session through a real ACP client, offline, in a scratch workspace.\n")
 	keep := fs.Bool("keep", false, "keep the scratch workspace and print where it is")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if _, code, done := parseFlags(fs, args, false, stdout, stderr); done {
+		return code
 	}
 	if err := demo(stdout, stderr, *keep); err != nil {
 		fmt.Fprintln(stderr, "pixir demo:", err)

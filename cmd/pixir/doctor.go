@@ -28,11 +28,12 @@ type checker interface {
 func runDoctor(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("pixir doctor", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = usageFunc(fs, "Usage: pixir doctor [--json] [provider flags]\n\nChecks the model provider that pixir run and pixir acp would use, and the command sandbox.\nExit codes: 0 every check passed, 1 something to fix, 64 invalid flags.\n")
 	var pf providerFlags
 	pf.register(fs)
 	asJSON := fs.Bool("json", false, "print a machine-readable report")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if _, code, done := parseFlags(fs, args, false, stdout, stderr); done {
+		return code
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), doctorTimeout)
 	defer cancel()

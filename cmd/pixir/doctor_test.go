@@ -203,5 +203,5 @@ func TestDoctorText(t *testing.T) {
 func TestDoctorBadUsage(t *testing.T) {
 	_, stderr, code := runDoctorBin(t, "", nil, "--jsn")
 	require.Equal(t, exitUsage, code)
-	require.Contains(t, stderr, "flag provided but not defined: -jsn")
+	require.Contains(t, stderr, "unknown flag --jsn; did you mean --json?")
 }

@@ -17,10 +17,11 @@ import (
 func runSessions(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("pixir sessions", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = usageFunc(fs, "Usage: pixir sessions [--json] [--cwd DIR]\n\nLists the sessions of a workspace, newest first.\n")
 	asJSON := fs.Bool("json", false, "print a JSON array of {session_id, workspace, title, mode, model, created_at, updated_at, turns, log}")
 	cwd := fs.String("cwd", "", "the workspace whose sessions are listed (default: the current directory)")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if _, code, done := parseFlags(fs, args, false, stdout, stderr); done {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "pixir sessions: unexpected argument %q; usage: pixir sessions [--json] [--cwd DIR]\n", fs.Arg(0))
@@ -55,16 +56,13 @@ func runSessions(args []string, stdout, stderr io.Writer) int {
 func runInspect(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("pixir inspect", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: pixir inspect [--json] [--events] [--cwd DIR] SESSION_ID\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
+	fs.Usage = usageFunc(fs, "Usage: pixir inspect [--json | --events] [--cwd DIR] SESSION_ID\n\nShows what a session did, from its Log alone. SESSION_ID may be a unique start of\nthe id, or a Subagent's id (sa-…) as pixir inspect shows it.\n")
 	asJSON := fs.Bool("json", false, "print the tree as JSON")
 	events := fs.Bool("events", false, "print the Log's events, one JSON object per line")
 	cwd := fs.String("cwd", "", "the workspace of the session (default: the current directory)")
-	rest, err := parseInterleaved(fs, args)
-	if err != nil {
-		return exitUsage
+	rest, code, done := parseFlags(fs, args, true, stdout, stderr)
+	if done {
+		return code
 	}
 	switch {
 	case len(rest) != 1:

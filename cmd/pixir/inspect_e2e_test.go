@@ -246,7 +246,7 @@ func TestInspectAndSessionsRefuseBadInput(t *testing.T) {
 		{[]string{"inspect", "--json", "--events", "x"}, "choose one of --json"},
 		{[]string{"inspect", "--cwd", filepath.Join(e.ws, "missing"), "x"}, "--cwd"},
 		{[]string{"inspect", "../../etc/passwd"}, "is not a session id"},
-		{[]string{"inspect", "--nope", "x"}, "flag provided but not defined"},
+		{[]string{"inspect", "--nope", "x"}, "unknown flag --nope"},
 		{[]string{"sessions", "extra"}, `unexpected argument "extra"`},
 		{[]string{"sessions", "--cwd", filepath.Join(e.ws, "missing")}, "--cwd"},
 	}

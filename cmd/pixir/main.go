@@ -109,8 +109,7 @@ func runPrinting(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "pixir: unknown command %q\n\n%s", args[0], usage)
-	return exitUsage
+	return unknownCommand(args[0], stderr)
 }
 
 func runACP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -120,8 +119,9 @@ func runACP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	pf.register(fs)
 	logFile := fs.String("log-file", "", "also write logs to this file")
 	verbose := fs.Bool("verbose", false, "log debug details")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	fs.Usage = usageFunc(fs, "Usage: pixir acp [flags]\n\nServes the Agent Client Protocol (v1) on stdin/stdout, for editors and scripts.\n")
+	if _, code, done := parseFlags(fs, args, false, stdout, stderr); done {
+		return code
 	}
 	logger, closeLog, err := newLogger(stderr, *logFile, *verbose)
 	if err != nil {

@@ -23,13 +23,14 @@ type promptReport struct {
 func runPromptCommand(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("pixir prompt", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = usageFunc(fs, "Usage: pixir prompt [--agent NAME] [--json] [--cwd DIR] [provider flags]\n\nPrints the system prompt a session in the folder gets (or a Subagent running as NAME).\n")
 	var pf providerFlags
 	pf.register(fs)
 	cwd := fs.String("cwd", "", "the workspace (default: the current folder)")
 	agent := fs.String("agent", "", "show the prompt of a Subagent running as this agent instead")
 	asJSON := fs.Bool("json", false, `print {"workspace", "agent", "text", "sources", "repo"}`)
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if _, code, done := parseFlags(fs, args, false, stdout, stderr); done {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "pixir prompt: unexpected argument %q; usage: pixir prompt [--cwd DIR] [--agent NAME] [--json]\n", fs.Arg(0))

@@ -85,32 +85,30 @@ type runCommand struct {
 	mode runtime.Mode
 }
 
-// parseRunCommand parses a run or resume command line; a non-zero code
-// means it was refused (and said why).
-func parseRunCommand(name, usage string, resume bool, args []string, stdout, stderr io.Writer) (runCommand, int) {
+// parseRunCommand parses a run or resume command line; done means the
+// command ends there with code (help was shown, or the line was refused
+// and said why).
+func parseRunCommand(name, usage string, resume bool, args []string, stdout, stderr io.Writer) (c runCommand, code int, done bool) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usage+"\nExit codes: 0 completed, 2 partial, 1 failed, 64 invalid input.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	var c runCommand
+	fs.Usage = usageFunc(fs, usage+"\nExit codes: 0 completed, 2 partial, 1 failed, 64 invalid input.\n")
 	c.o.register(fs, resume)
-	rest, err := parseInterleaved(fs, args)
-	if err != nil {
-		return c, exitUsage
+	rest, code, done := parseFlags(fs, args, true, stdout, stderr)
+	if done {
+		return c, code, true
 	}
+	var err error
 	c.rest, c.out = rest, newRunOutput(stdout, stderr, c.o.asJSON)
 	if c.mode, err = parseMode(c.o.mode); err != nil {
-		return c, c.out.usage(err)
+		return c, c.out.usage(err), true
 	}
-	return c, exitOK
+	return c, exitOK, false
 }
 
 // runRun is `pixir run "prompt"` and `pixir run --workflow FILE`.
 func runRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c, code := parseRunCommand("pixir run", "Usage: pixir run [flags] \"prompt\"\n       pixir run [flags] --workflow FILE|TEMPLATE [--set name=value]…\n", false, args, stdout, stderr)
-	if code != exitOK {
+	c, code, done := parseRunCommand("pixir run", "Usage: pixir run [flags] \"prompt\"\n       pixir run [flags] --workflow FILE|TEMPLATE [--set name=value]…\n", false, args, stdout, stderr)
+	if done {
 		return code
 	}
 	switch {
@@ -131,8 +129,8 @@ func runRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // runResume is `pixir resume ID "prompt"` and `pixir resume ID --workflow
 // FILE [--resume-from WORKFLOW_ID]`.
 func runResume(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c, code := parseRunCommand("pixir resume", "Usage: pixir resume [flags] SESSION_ID \"prompt\"\n       pixir resume [flags] SESSION_ID --workflow FILE|TEMPLATE [--set name=value]… [--resume-from WORKFLOW_ID]\n", true, args, stdout, stderr)
-	if code != exitOK {
+	c, code, done := parseRunCommand("pixir resume", "Usage: pixir resume [flags] SESSION_ID \"prompt\"\n       pixir resume [flags] SESSION_ID --workflow FILE|TEMPLATE [--set name=value]… [--resume-from WORKFLOW_ID]\n", true, args, stdout, stderr)
+	if done {
 		return code
 	}
 	switch {

@@ -58,7 +58,7 @@ func smokeFlags(name string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, smokeUsage+"\nFlags of "+name+":\n")
+		fmt.Fprint(fs.Output(), smokeUsage+"\nFlags of "+name+":\n")
 		fs.PrintDefaults()
 	}
 	return fs
@@ -71,8 +71,8 @@ func runSmokeWorkflows(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	keep := fs.Bool("keep", false, "keep the scratch workspace and say where it is")
 	verbose := fs.Bool("verbose", false, "log debug details on stderr")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if _, code, done := parseFlags(fs, args, false, stdout, stderr); done {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "pixir smoke workflows: unexpected argument %q\n\n", fs.Arg(0))
@@ -120,8 +120,8 @@ func runSmokeWorkflowsReal(args []string, stdout, stderr io.Writer) int {
 	timeoutMS := fs.Int64("timeout-ms", 0, "each step's timeout_ms (default 120000)")
 	cwd := fs.String("cwd", "", "the folder whose .pixir/smoke/workflows-real/ keeps the evidence (default: the current one)")
 	verbose := fs.Bool("verbose", false, "log debug details on stderr")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if _, code, done := parseFlags(fs, args, false, stdout, stderr); done {
+		return code
 	}
 	usageErr := func(err error) int {
 		if *asJSON {

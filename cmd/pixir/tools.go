@@ -34,10 +34,11 @@ type catalogueEntry struct {
 func runTools(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("pixir tools", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = usageFunc(fs, "Usage: pixir tools [--json] [--mcp]\n\nLists the built-in tools as the model sees them.\n")
 	asJSON := fs.Bool("json", false, "print the catalogue as JSON: [{name, description, posture, parameters, server}]")
 	withMCP := fs.Bool("mcp", false, "also start the MCP servers of config.toml ([mcp_servers]) in the current directory and list their tools")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if _, code, done := parseFlags(fs, args, false, stdout, stderr); done {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "pixir tools: unexpected argument %q; usage: pixir tools [--json] [--mcp]\n", fs.Arg(0))

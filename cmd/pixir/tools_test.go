@@ -95,7 +95,7 @@ func TestToolsUsage(t *testing.T) {
 
 	_, stderr, code = pixirTools(t, "--yaml")
 	require.Equal(t, exitUsage, code)
-	require.Contains(t, stderr, "flag provided but not defined: -yaml")
+	require.Contains(t, stderr, "unknown flag --yaml")
 }
 
 func TestSummary(t *testing.T) {

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// commands are the command names pixir accepts, for "did you mean".
+var commands = []string{"acp", "demo", "tools", "agents", "doctor", "prompt", "run", "resume", "sessions", "inspect", "smoke", "version", "help"}
+
+// parseFlags parses a command's flags the way every pixir command does:
+// -h and --help print the command's usage on stdout and exit 0; a flag that
+// is not defined, or a bad value, is one line on stderr that names the
+// command, suggests the nearest flag, and says how to see them all (exit
+// 64). With interleaved, flags may also follow the positional arguments
+// (pixir run "fix it" --json). done reports that the command must end with
+// code.
+func parseFlags(fs *flag.FlagSet, args []string, interleaved bool, stdout, stderr io.Writer) (rest []string, code int, done bool) {
+	usage := fs.Usage
+	fs.SetOutput(io.Discard) // the flag package's own messages are replaced below
+	fs.Usage = func() {}
+	var err error
+	if interleaved {
+		rest, err = parseInterleaved(fs, args)
+	} else {
+		err = fs.Parse(args)
+		rest = fs.Args()
+	}
+	fs.Usage = usage
+	switch {
+	case err == nil:
+		fs.SetOutput(stderr)
+		return rest, exitOK, false
+	case errors.Is(err, flag.ErrHelp):
+		fs.SetOutput(stdout)
+		fs.Usage()
+		return nil, exitOK, true
+	}
+	fmt.Fprintf(stderr, "%s: %s\nRun \"%s -h\" for its flags.\n", fs.Name(), flagProblem(fs, err), fs.Name())
+	return nil, exitUsage, true
+}
+
+// flagProblem rewrites the flag package's error for a person: "unknown
+// flag --jsn; did you mean --json?".
+func flagProblem(fs *flag.FlagSet, err error) string {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
+		name = strings.TrimLeft(name, "-")
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		if near := nearest(name, names); near != "" {
+			return fmt.Sprintf("unknown flag --%s; did you mean --%s?", name, near)
+		}
+		return fmt.Sprintf("unknown flag --%s", name)
+	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: "); ok {
+		return fmt.Sprintf("flag --%s needs a value", strings.TrimLeft(name, "-"))
+	}
+	return msg
+}
+
+// unknownCommand is the message for a command pixir does not have.
+func unknownCommand(name string, stderr io.Writer) int {
+	fmt.Fprintf(stderr, "pixir: unknown command %q", name)
+	if near := nearest(name, commands); near != "" {
+		fmt.Fprintf(stderr, "; did you mean %q?", near)
+	} else if strings.HasPrefix(name, "-") {
+		fmt.Fprint(stderr, "; flags go after the command, e.g. pixir run --json \"prompt\"")
+	}
+	fmt.Fprint(stderr, "\nRun \"pixir -h\" for the commands.\n")
+	return exitUsage
+}
+
+// nearest is the candidate closest to s by edit distance, when it is close
+// enough to be a typo (at most a third of its length, and at most 2), or
+// the only candidate s is the start of.
+func nearest(s string, candidates []string) string {
+	best, bestDist := "", 0
+	for _, c := range candidates {
+		d := editDistance(strings.ToLower(s), c)
+		if best == "" || d < bestDist {
+			best, bestDist = c, d
+		}
+	}
+	if best != "" && bestDist <= min(2, max(1, len(s)/3)) {
+		return best
+	}
+	var starts []string
+	for _, c := range candidates {
+		if len(s) >= 2 && strings.HasPrefix(c, s) {
+			starts = append(starts, c)
+		}
+	}
+	if len(starts) == 1 {
+		return starts[0]
+	}
+	return ""
+}
+
+// editDistance is the optimal string alignment distance of a and b:
+// insertions, deletions, substitutions and swaps of neighbours each cost 1.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev2 := make([]int, len(rb)+1)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = slices.Min([]int{prev[j] + 1, cur[j-1] + 1, prev[j-1] + cost})
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(rb)]
+}
+
+// usageFunc is a FlagSet's usage: the text, then its flags, written where
+// the FlagSet writes (stdout for -h, stderr otherwise).
+func usageFunc(fs *flag.FlagSet, text string) func() {
+	return func() {
+		fmt.Fprint(fs.Output(), text)
+		if !strings.HasSuffix(text, "\n") {
+			fmt.Fprintln(fs.Output())
+		}
+		fmt.Fprint(fs.Output(), "\nFlags:\n")
+		fs.PrintDefaults()
+	}
+}
