@@ -8,7 +8,7 @@ GOLANGCI_LINT   := $(TOOLS)/golangci-lint
 GOLANGCI_VERSION:= v2.15.0
 BENCHTIME       ?= 50x
 
-.PHONY: all build demo check test gotest lint fuzz conformance bench tools schemas clean
+.PHONY: all build install uninstall demo check test gotest lint fuzz conformance bench tools schemas clean
 
 all: build
 
@@ -19,6 +19,18 @@ all: build
 BUILDFLAGS      := -ldflags="-s -w"
 build:
 	CGO_ENABLED=0 $(GO) build $(BUILDFLAGS) -o $(BIN) ./cmd/pixir
+
+# Install the binary of make build where a user's PATH finds it: ~/.local/bin
+# by default (no root needed); PREFIX=/usr/local (with sudo) for all users.
+PREFIX          ?= $(HOME)/.local
+BINDIR          ?= $(PREFIX)/bin
+install: build
+	mkdir -p $(DESTDIR)$(BINDIR)
+	install -m 0755 $(BIN) $(DESTDIR)$(BINDIR)/pixir
+	@case ":$$PATH:" in *":$(BINDIR):"*) ;; *) echo "install: $(BINDIR) is not on your PATH; add it, e.g. export PATH=\"$(BINDIR):\$$PATH\"";; esac
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/pixir
 
 # Build and run a short scripted session through a real ACP client (offline).
 demo: build
