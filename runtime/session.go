@@ -463,7 +463,11 @@ func readMeta(workspace, id string) (Meta, error) {
 	return m, nil
 }
 
-func newSessionID() string { return uuid.Must(uuid.NewV7()).String() }
+// newSessionID is random from its first character (UUIDv4), so a few of
+// them tell sessions apart: a person types a short start of it (pixir
+// resume, pixir inspect). Sessions made with time-ordered ids (UUIDv7)
+// before keep them; nothing orders sessions by id.
+func newSessionID() string { return uuid.NewString() }
 
 // ValidSessionID reports whether id can name a session: ids are file
 // names, so only letters, digits, '-' and '_'.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -20,6 +21,12 @@ type cliCase struct {
 	name  string
 	setup func(e *runEnv) // files in the workspace, earlier commands
 	args  []string
+	// argsOf, when set, makes the command line from what setup left (a
+	// session's id, say).
+	argsOf func(e *runEnv) []string
+	// lastLines keeps only stderr's lines that start with "pixir:": the
+	// live lines of parallel steps come in no fixed order.
+	lastLines bool
 }
 
 // TestCLIOutputGolden runs each case through the built binary, in a fresh
@@ -40,7 +47,19 @@ func TestCLIOutputGolden(t *testing.T) {
 			if c.setup != nil {
 				c.setup(e)
 			}
+			if c.argsOf != nil {
+				c.args = c.argsOf(e)
+			}
 			stdout, stderr, code := e.pixir(c.args...)
+			if c.lastLines {
+				var kept []string
+				for _, l := range strings.SplitAfter(stderr, "\n") {
+					if strings.HasPrefix(l, "pixir:") {
+						kept = append(kept, l)
+					}
+				}
+				stderr = "[live progress lines left out]\n" + strings.Join(kept, "")
+			}
 			got := fmt.Sprintf("$ pixir %s\n--- stdout\n%s--- stderr\n%s--- exit %d\n",
 				strings.Join(quoteArgs(c.args), " "), stdout, stderr, code)
 			checkGolden(t, filepath.Join("testdata", "cli", c.name+".golden"), e.normalize(got))
@@ -63,8 +82,82 @@ func TestEveryCommandHelpExitsZero(t *testing.T) {
 	}
 }
 
-// moreCLICases are the cases of the other findings, added beside them.
-var moreCLICases []cliCase
+// moreCLICases are the cases of the other findings.
+var moreCLICases = []cliCase{
+	// A run ends with its session's short id and the commands that go on.
+	{name: "run_prints_session", args: []string{"run", "hello"}},
+	{name: "resume_by_prefix", setup: func(e *runEnv) { e.mustRun("run", "hello") },
+		argsOf: func(e *runEnv) []string { return []string{"resume", e.sessionIDs()[0][:8], "hello again"} }},
+	{name: "resume_subagent_refused", setup: func(e *runEnv) { e.mustRun("run", "delegate") },
+		argsOf: func(e *runEnv) []string { return []string{"resume", e.subagentIDs()[0][:6], "more"} }},
+	{name: "resume_unknown", args: []string{"resume", "0123abcd", "hi"}},
+	// A partial workflow's next actions are commands to paste.
+	{name: "workflow_partial_next", setup: func(e *runEnv) { e.copyExample("partial.yaml") },
+		args: []string{"run", "--workflow", "partial.yaml"}, lastLines: true},
+}
+
+// TestInspectTakesASubagentIDPrefix: the sa-… id pixir inspect shows
+// under a call is accepted back, whole or as a unique start.
+func TestInspectTakesASubagentIDPrefix(t *testing.T) {
+	e := newRunEnv(t)
+	e.mustRun("run", "delegate")
+	sa := e.subagentIDs()[0]
+	for _, id := range []string{sa, sa[:7]} {
+		stdout, stderr, code := e.pixir("inspect", id)
+		require.Equal(t, exitOK, code, stderr)
+		require.Contains(t, stdout, "/.pixir/subagents/"+sa+"/")
+		require.Contains(t, stdout, "turn 1 [completed]")
+	}
+	_, stderr, code := e.pixir("inspect", "sa-zzz")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, stderr, "no Subagent sa-zzz")
+}
+
+// mustRun runs an earlier command of a case; it must not be refused.
+func (e *runEnv) mustRun(args ...string) {
+	e.t.Helper()
+	_, stderr, code := e.pixir(args...)
+	require.Contains(e.t, []int{exitOK, exitPartial}, code, stderr)
+}
+
+// sessionIDs are the ids of the workspace's sessions, newest first.
+func (e *runEnv) sessionIDs() []string {
+	e.t.Helper()
+	stdout, stderr, code := e.pixir("sessions", "--json")
+	require.Equal(e.t, exitOK, code, stderr)
+	var list []struct {
+		ID string `json:"session_id"`
+	}
+	require.NoError(e.t, json.Unmarshal([]byte(stdout), &list))
+	ids := make([]string, len(list))
+	for i, l := range list {
+		ids[i] = l.ID
+	}
+	require.NotEmpty(e.t, ids)
+	return ids
+}
+
+// subagentIDs are the sa-… ids of the workspace's Subagents.
+func (e *runEnv) subagentIDs() []string {
+	e.t.Helper()
+	entries, err := os.ReadDir(filepath.Join(e.ws, ".pixir", "subagents"))
+	require.NoError(e.t, err)
+	var ids []string
+	for _, d := range entries {
+		if d.IsDir() {
+			ids = append(ids, d.Name())
+		}
+	}
+	require.NotEmpty(e.t, ids)
+	return ids
+}
+
+func (e *runEnv) copyExample(name string) {
+	e.t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "examples", name))
+	require.NoError(e.t, err)
+	e.file(name, string(b))
+}
 
 func quoteArgs(args []string) []string {
 	out := make([]string, len(args))
@@ -79,8 +172,9 @@ func quoteArgs(args []string) []string {
 
 var (
 	uuidRE    = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
-	subIDRE   = regexp.MustCompile(`\bsa-[0-9a-f]{12}\b`)
+	subIDRE   = regexp.MustCompile(`\bsa-[0-9a-f]{3,12}\b`)
 	wfIDRE    = regexp.MustCompile(`\bwf-[0-9a-f]{12}\b`)
+	shortRE   = regexp.MustCompile(`\b[0-9a-f]{6,12}\b`)
 	stampRE   = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)
 	minuteRE  = regexp.MustCompile(`\d{4}-\d\d-\d\d \d\d:\d\d(:\d\d)?`)
 	elapsedRE = regexp.MustCompile(`\b\d+(\.\d+)? ?(ms|µs|s)\b`)
@@ -97,6 +191,7 @@ func (e *runEnv) normalize(s string) string {
 	s = uuidRE.ReplaceAllString(s, "<uuid>")
 	s = subIDRE.ReplaceAllString(s, "sa-<id>")
 	s = wfIDRE.ReplaceAllString(s, "wf-<id>")
+	s = shortRE.ReplaceAllString(s, "<id>") // a shortened session id
 	s = stampRE.ReplaceAllString(s, "<time>")
 	s = minuteRE.ReplaceAllString(s, "<time>")
 	s = elapsedRE.ReplaceAllString(s, "<elapsed>")

@@ -81,11 +81,18 @@ func (o *runOutput) dryRun(d workflows.DryRunOutcome) int {
 }
 
 // workflow prints a workflow's outcome; its status is the exit code.
-func (o *runOutput) workflow(out workflows.Outcome) int {
+// The table's "Next:" list is written for the model (run_workflow's
+// arguments); a person gets the commands that do the same.
+func (o *runOutput) workflow(out workflows.Outcome, next sessionNext) int {
 	if o.json {
 		o.envelope(tools.Result{OK: out.Status == workflows.StatusCompleted, Output: out})
 	} else {
-		fmt.Fprint(o.stdout, out.Output)
+		table, _, _ := strings.Cut(out.Output, "\nNext:\n")
+		fmt.Fprint(o.stdout, table)
+		if !strings.HasSuffix(table, "\n") {
+			fmt.Fprintln(o.stdout)
+		}
+		next.actions(o.stdout, out)
 	}
 	switch out.Status {
 	case workflows.StatusCompleted:
@@ -98,7 +105,7 @@ func (o *runOutput) workflow(out workflows.Outcome) int {
 
 // turn prints a turn's end (its text was streamed); its status is the
 // exit code.
-func (o *runOutput) turn(res runtime.TurnOutcome) int {
+func (o *runOutput) turn(res runtime.TurnOutcome, next sessionNext) int {
 	if o.json {
 		o.envelope(tools.Result{OK: res.Status == runtime.TurnCompleted, Output: res})
 	} else if res.Text != "" && !strings.HasSuffix(res.Text, "\n") {
@@ -110,14 +117,92 @@ func (o *runOutput) turn(res runtime.TurnOutcome) int {
 	if !res.Usage.IsZero() {
 		fmt.Fprintf(o.stderr, "pixir: usage: %s\n", res.Usage)
 	}
+	if res.Status == runtime.TurnPartial {
+		fmt.Fprintf(o.stderr, "pixir: the turn ended %s\n", res.StopReason)
+	}
+	next.print(o.stderr)
 	switch res.Status {
 	case runtime.TurnCompleted:
 		return exitOK
 	case runtime.TurnPartial:
-		fmt.Fprintf(o.stderr, "pixir: the turn ended %s; the session is %s (pixir resume %s \"…\" goes on)\n", res.StopReason, res.SessionID, res.SessionID)
 		return exitPartial
 	}
 	return exitError
+}
+
+// sessionNext is the last line of pixir run and pixir resume: the
+// session's id, shortened to what a person types, and the commands that
+// go on with it, ready to paste.
+type sessionNext struct {
+	short    string // the id's shortest unique start (inspect.ShortID)
+	cwd      string // the --cwd the run was given, repeated in the commands
+	workflow string // the --workflow file, for a retry
+}
+
+func (n sessionNext) print(w io.Writer) {
+	if n.short == "" {
+		return
+	}
+	fmt.Fprintf(w, "pixir: session %s · go on: pixir resume%s %s \"…\" · see what it did: pixir inspect%s %s\n", n.short, n.cwdFlag(), n.short, n.cwdFlag(), n.short)
+}
+
+func (n sessionNext) cwdFlag() string {
+	if n.cwd == "" {
+		return ""
+	}
+	return " --cwd " + shellQuote(n.cwd)
+}
+
+// actions prints a workflow's safe next actions as a person does them:
+// a retry is the pixir resume command to paste.
+func (n sessionNext) actions(w io.Writer, out workflows.Outcome) {
+	if len(out.SafeNextActions) == 0 {
+		return
+	}
+	retry := fmt.Sprintf("pixir resume%s %s --workflow %s --resume-from %s", n.cwdFlag(), n.short, shellQuote(n.workflow), out.WorkflowID)
+	fmt.Fprintln(w, "\nNext:")
+	retried := false
+	for _, a := range out.SafeNextActions {
+		steps := ""
+		if len(a.StepIDs) > 0 {
+			ids := a.StepIDs[:min(len(a.StepIDs), 10)]
+			steps = strings.Join(ids, ", ")
+			if more := len(a.StepIDs) - len(ids); more > 0 {
+				steps += fmt.Sprintf(" … and %d more", more)
+			}
+		}
+		switch a.Action {
+		case "retry_failed_steps":
+			retried = true
+			fmt.Fprintf(w, "- retry %s, reusing the checkpoint_ready steps (fix what made them fail first):\n    %s\n", steps, retry)
+		case "rerun_held_steps":
+			switch {
+			case out.StoppedBy == workflows.StoppedBudget:
+				fmt.Fprintf(w, "- the budget was spent before %s started: raise it ([budget] in config.toml), then run only what is left:\n    %s\n", steps, retry)
+			case retried:
+				fmt.Fprintf(w, "- %s never started: the same command runs them once what they wait for is checkpoint_ready\n", steps)
+			default:
+				fmt.Fprintf(w, "- %s never started; run only what is left:\n    %s\n", steps, retry)
+			}
+		case "ask_user":
+			fmt.Fprintf(w, "- decide about %s: they need a decision (needs_orchestrator) or gave only partial evidence; pixir inspect%s %s shows what they reported\n", steps, n.cwdFlag(), n.short)
+		case "abort":
+			fmt.Fprintln(w, "- or stop here: this partial outcome stands as it is; isolated writers' changes that were not merged stay in their snapshots (pixir inspect shows where)")
+		default:
+			if steps != "" {
+				steps = " [" + steps + "]"
+			}
+			fmt.Fprintf(w, "- %s%s: %s\n", a.Action, steps, a.Reason)
+		}
+	}
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:@,+%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // turnView shows a headless turn: the answer streams to stdout (unless

@@ -20,6 +20,7 @@ import (
 
 	"github.com/pixir-go/pixir/internal/termtext"
 	"github.com/pixir-go/pixir/runtime"
+	"github.com/pixir-go/pixir/runtime/inspect"
 	"github.com/pixir-go/pixir/tools"
 	"github.com/pixir-go/pixir/workflows"
 )
@@ -212,7 +213,7 @@ func runPrompt(o runOptions, mode runtime.Mode, id, prompt string, stdin io.Read
 	sess.SetObserver(nil)
 	res := view.outcome(sess.ID(), stopReason, err)
 	res.Usage = sess.Usage().Sub(before)
-	return out.turn(res)
+	return out.turn(res, sessionNext{short: inspect.ShortID(dir, sess.ID()), cwd: o.cwd})
 }
 
 // openSession starts a session in dir, or reopens session id there, in
@@ -223,6 +224,15 @@ func openSession(rt *runtime.Runtime, id, dir string, mode runtime.Mode, stderr 
 	if id == "" {
 		sess, err = rt.NewSession(dir)
 	} else {
+		// Any unique start of the id will do, as for pixir inspect.
+		found, lerr := inspect.Locate(dir, id)
+		switch {
+		case lerr != nil:
+			return nil, lerr
+		case found.Child:
+			return nil, fmt.Errorf("%w: %s is a Subagent's session, which its parent runs; resume the parent session instead (pixir sessions lists them; pixir inspect %s shows the Subagent)", runtime.ErrSessionNotFound, id, id)
+		}
+		id = found.ID
 		var report runtime.LoadReport
 		sess, report, err = rt.OpenSession(id, dir, nil)
 		switch {
@@ -339,8 +349,10 @@ func runWorkflowFile(o runOptions, mode runtime.Mode, id string, stdin io.Reader
 	if !outcome.Usage.IsZero() {
 		fmt.Fprintf(out.stderr, "pixir: usage: %s\n", outcome.Usage)
 	}
-	fmt.Fprintf(out.stderr, "pixir: session %s (pixir inspect %s)\n", sess.ID(), sess.ID())
-	return out.workflow(outcome)
+	next := sessionNext{short: inspect.ShortID(dir, sess.ID()), cwd: o.cwd, workflow: o.workflow}
+	code := out.workflow(outcome, next)
+	next.print(out.stderr)
+	return code
 }
 
 // instantiateWorkflow is the workflow --workflow names, with the --set

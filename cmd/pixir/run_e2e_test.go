@@ -275,11 +275,10 @@ func TestRunInterruptedWorkflowPrintsThePartialOutcomeAndKeepsTheLog(t *testing.
 	require.Equal(t, "held", steps[2].(map[string]any)["checkpoint_status"])
 
 	// The Log is complete: the children's ends and the workflow's.
-	sid := regexp.MustCompile(`session ([0-9a-f-]{36})`).FindStringSubmatch(stderr.String())
-	require.NotNil(t, sid, stderr.String())
+	require.Regexp(t, `pixir: session [0-9a-f]{8} · `, stderr.String())
 	var kinds []string
 	ended := map[string]string{}
-	for _, ev := range readLog(t, e.ws, sid[1]) {
+	for _, ev := range readLog(t, e.ws, e.sessionIDs()[0]) {
 		var d struct {
 			Kind       string `json:"kind"`
 			Event      string `json:"event"`
@@ -499,7 +498,7 @@ checkpoint_status: failed{{end}}'''
 	retry := first["safe_next_actions"].([]any)[0].(map[string]any)
 	require.Equal(t, "retry_failed_steps", retry["action"])
 	require.Equal(t, wfID, retry["args"].(map[string]any)["resume_from"])
-	sid := regexp.MustCompile(`session ([0-9a-f-]{36})`).FindStringSubmatch(stderr)[1]
+	sid := regexp.MustCompile(`pixir: session ([0-9a-f]{8,}) `).FindStringSubmatch(stderr)[1] // short: any unique start will do
 
 	e.file("go.txt", "go\n")
 	stdout, stderr, code = e.pixir("resume", sid, "--script", script, "--workflow", wf, "--resume-from", wfID, "--json")

@@ -46,7 +46,9 @@ func Workspace(dir string) (string, error) {
 
 // Locate finds the Log of session id in workspace dir: a session of the
 // workspace by its id or a unique prefix of it, or a Subagent's session
-// (under .pixir/subagents/) by its whole id.
+// (under .pixir/subagents/) by its whole session id, or by its Subagent id
+// (sa-…, as pixir inspect and the agent tools show it) or a unique prefix
+// of that.
 func Locate(dir, id string) (Found, error) {
 	root, err := Workspace(dir)
 	if err != nil {
@@ -63,27 +65,115 @@ func Locate(dir, id string) (Found, error) {
 	if isFile(path) {
 		return Found{ID: id, Workspace: root, Log: path}, nil
 	}
-	if matches, _ := filepath.Glob(filepath.Join(root, runtime.StateDir, "subagents", "*", id+".ndjson")); len(matches) > 0 {
+	subagents := filepath.Join(root, runtime.StateDir, "subagents")
+	if matches, _ := filepath.Glob(filepath.Join(subagents, "*", id+".ndjson")); len(matches) > 0 {
 		return Found{ID: id, Workspace: root, Log: matches[0], Child: true}, nil
 	}
-	entries, err := os.ReadDir(sessions)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if strings.HasPrefix(id, "sa-") {
+		return locateSubagent(root, subagents, id, notFound)
+	}
+	ids, err := SessionIDs(root)
+	if err != nil {
 		return Found{}, err
 	}
-	var ids []string
-	for _, e := range entries {
-		if name, ok := strings.CutSuffix(e.Name(), ".ndjson"); ok && strings.HasPrefix(name, id) {
-			ids = append(ids, name)
-		}
-	}
+	ids = slices.DeleteFunc(ids, func(name string) bool { return !strings.HasPrefix(name, id) })
 	switch len(ids) {
 	case 0:
 		return Found{}, notFound("no session " + id)
 	case 1:
 		return Found{ID: ids[0], Workspace: root, Log: filepath.Join(sessions, ids[0]+".ndjson")}, nil
 	}
-	slices.Sort(ids)
 	return Found{}, fmt.Errorf("%w: %s is the start of %d sessions in %s (%s); give more of it", ErrAmbiguous, id, len(ids), sessions, strings.Join(ids, ", "))
+}
+
+// locateSubagent finds a Subagent's session by its sa-… id or a unique
+// prefix of it: its Log is the one beside its snapshot.
+func locateSubagent(root, subagents, id string, notFound func(string) error) (Found, error) {
+	entries, err := os.ReadDir(subagents)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return Found{}, err
+	}
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() && strings.HasPrefix(e.Name(), id) {
+			names = append(names, e.Name())
+		}
+	}
+	switch len(names) {
+	case 0:
+		return Found{}, notFound("no Subagent " + id)
+	case 1:
+	default:
+		return Found{}, fmt.Errorf("%w: %s is the start of %d Subagents in %s (%s); give more of it", ErrAmbiguous, id, len(names), subagents, strings.Join(names, ", "))
+	}
+	logs, _ := filepath.Glob(filepath.Join(subagents, names[0], "*.ndjson"))
+	if len(logs) == 0 {
+		return Found{}, notFound(fmt.Sprintf("Subagent %s has no Log", names[0]))
+	}
+	slices.Sort(logs)
+	child := strings.TrimSuffix(filepath.Base(logs[0]), ".ndjson")
+	return Found{ID: child, Workspace: root, Log: logs[0], Child: true}, nil
+}
+
+// SessionIDs are the ids of the sessions stored in workspace root (not
+// the Subagents'), sorted.
+func SessionIDs(root string) ([]string, error) {
+	entries, err := os.ReadDir(runtime.SessionsDir(root))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	var ids []string
+	for _, e := range entries {
+		if name, ok := strings.CutSuffix(e.Name(), ".ndjson"); ok && !e.IsDir() {
+			ids = append(ids, name)
+		}
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// MinShortID is the fewest characters a shortened session id has.
+const MinShortID = 8
+
+// ShortIDs maps each of ids to its shortest start, at least MinShortID
+// long, that no other of ids shares: what a person types to name it.
+func ShortIDs(ids []string) map[string]string {
+	sorted := slices.Clone(ids)
+	slices.Sort(sorted)
+	sorted = slices.Compact(sorted)
+	short := make(map[string]string, len(sorted))
+	for i, id := range sorted {
+		n := MinShortID
+		for _, other := range []int{i - 1, i + 1} { // only neighbours share the longest starts
+			if other >= 0 && other < len(sorted) {
+				n = max(n, commonPrefix(id, sorted[other])+1)
+			}
+		}
+		short[id] = id[:min(n, len(id))]
+	}
+	return short
+}
+
+func commonPrefix(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+// ShortID is the shortened form of session id among the sessions of
+// workspace dir (the id itself when they cannot be read).
+func ShortID(dir, id string) string {
+	root, err := Workspace(dir)
+	if err != nil {
+		return id
+	}
+	ids, err := SessionIDs(root)
+	if err != nil {
+		return id
+	}
+	return ShortIDs(append(ids, id))[id]
 }
 
 func isFile(path string) bool {

@@ -406,6 +406,11 @@ func RenderList(w io.Writer, list []Listed, loc *time.Location) error {
 		loc = time.UTC
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	ids := make([]string, len(list))
+	for i, l := range list {
+		ids[i] = l.ID
+	}
+	short := ShortIDs(ids) // what to type: pixir resume and inspect take any unique start
 	fmt.Fprintln(tw, "ID\tUPDATED\tMODE\tTURNS\tTITLE")
 	for _, l := range list {
 		updated, turns, mode := "-", "?", string(l.Mode)
@@ -422,7 +427,7 @@ func RenderList(w io.Writer, list []Listed, loc *time.Location) error {
 		if title == "" {
 			title = "(untitled)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", l.ID, updated, mode, turns, title)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", short[l.ID], updated, mode, turns, title)
 	}
 	return tw.Flush()
 }

@@ -141,3 +141,22 @@ func spent(o *workflows.StepOutcome, tokens int64) *workflows.StepOutcome {
 	o.Usage = &budget.Usage{InputTokens: tokens, ModelCalls: 1}
 	return o
 }
+
+func TestShortIDsAreUniqueStarts(t *testing.T) {
+	short := ShortIDs([]string{
+		"3f2a9c1e-0000-4000-8000-000000000001",
+		"3f2a9c1e-0000-4000-8000-000000000002", // shares 35 characters with the first
+		"9b0c1d2e-aaaa-4bbb-8ccc-dddddddddddd",
+		"01a20b2b-5239-7587-a0a6-5cbf366fff7b", // time-ordered ids of older sessions
+		"01a20b2b-51a6-7c24-93a1-8f49fabd084a",
+		"abc", // shorter than MinShortID: whole
+	})
+	require.Equal(t, map[string]string{
+		"3f2a9c1e-0000-4000-8000-000000000001": "3f2a9c1e-0000-4000-8000-000000000001",
+		"3f2a9c1e-0000-4000-8000-000000000002": "3f2a9c1e-0000-4000-8000-000000000002",
+		"9b0c1d2e-aaaa-4bbb-8ccc-dddddddddddd": "9b0c1d2e",
+		"01a20b2b-5239-7587-a0a6-5cbf366fff7b": "01a20b2b-52",
+		"01a20b2b-51a6-7c24-93a1-8f49fabd084a": "01a20b2b-51",
+		"abc":                                  "abc",
+	}, short)
+}
