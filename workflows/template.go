@@ -272,6 +272,36 @@ func (t *Template) Signature() string {
 // invalid_args *tools.Failure, each argument problem a line that starts
 // with its JSON Pointer (/issue: …).
 func (t *Template) Instantiate(args map[string]any) (*Workflow, error) {
+	raw, full, err := t.instantiateJSON(args)
+	if err != nil {
+		return nil, err
+	}
+	w, err := Decode(raw)
+	if err != nil {
+		return nil, err
+	}
+	w.Template, w.Args = t.Name, full
+	w.instantiated = true
+	return w, nil
+}
+
+// InstantiateChecked is Instantiate, then Check and the agents' check, with
+// every problem of the result at once (DecodeAndCheck): for a person's
+// file. agents may be nil.
+func (t *Template) InstantiateChecked(args map[string]any, agents Agents) (*Workflow, error) {
+	raw, full, err := t.instantiateJSON(args)
+	if err != nil {
+		return nil, err
+	}
+	return decodeAndCheck(raw, agents, func(w *Workflow) {
+		w.Template, w.Args = t.Name, full
+		w.instantiated = true
+	})
+}
+
+// instantiateJSON is the spec with the arguments substituted, and the
+// arguments with their defaults.
+func (t *Template) instantiateJSON(args map[string]any) (json.RawMessage, json.RawMessage, error) {
 	full := make(map[string]any, len(t.Params))
 	maps.Copy(full, args)
 	for _, p := range t.Params {
@@ -282,20 +312,14 @@ func (t *Template) Instantiate(args map[string]any) (*Workflow, error) {
 	}
 	full = normalizeNumbers(full).(map[string]any)
 	if lines := t.schema.ValidateValue(full); len(lines) > 0 {
-		return nil, t.argFailure(lines)
+		return nil, nil, t.argFailure(lines)
 	}
 	s := substitution{args: full}
 	out := s.object(t.spec, nil).(map[string]any)
 	if len(s.problems) > 0 {
-		return nil, t.argFailure(s.problems)
+		return nil, nil, t.argFailure(s.problems)
 	}
-	w, err := Decode(mustJSON(out))
-	if err != nil {
-		return nil, err
-	}
-	w.Template, w.Args = t.Name, mustJSON(full)
-	w.instantiated = true
-	return w, nil
+	return mustJSON(out), mustJSON(full), nil
 }
 
 // argFailure is the invalid_args failure for argument problems.

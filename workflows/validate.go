@@ -31,7 +31,8 @@ type Problem struct {
 	// invalid_pointer no_output_schema invalid_value unbounded_loop
 	// empty_loop loop_overlap loop_not_contiguous fan_out_not_array
 	// nested_fan_out invalid_binding fan_out_self_conflict; merge_without_snapshot;
-	// invalid_verify, invalid_commit; for templates: invalid_argument.
+	// invalid_verify, invalid_commit; for templates: invalid_argument; from
+	// DecodeAndCheck, unknown_field and unknown_agent.
 	Code string `json:"code"`
 	// Index is the step's position in steps; nil for workflow-level problems.
 	Index *int   `json:"index,omitempty"`

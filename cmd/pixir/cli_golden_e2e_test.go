@@ -91,9 +91,35 @@ var moreCLICases = []cliCase{
 	{name: "resume_subagent_refused", setup: func(e *runEnv) { e.mustRun("run", "delegate") },
 		argsOf: func(e *runEnv) []string { return []string{"resume", e.subagentIDs()[0][:6], "more"} }},
 	{name: "resume_unknown", args: []string{"resume", "0123abcd", "hi"}},
+	// A provider that needs a key it does not have: which variable to set,
+	// before anything is made or sent.
+	{name: "run_openai_without_key", setup: noKeys,
+		args: []string{"run", "--provider", "openai", "--model", "gpt-4.1-mini", "hello"}},
+	{name: "run_anthropic_without_key", setup: noKeys,
+		args: []string{"run", "--provider", "anthropic", "hello"}},
+	// Every problem of a workflow file at once, each with its step.
+	{name: "workflow_every_problem", setup: func(e *runEnv) {
+		e.file("bad.yaml", "name: bad\nsteps:\n  - id: a\n    task: do a\n    agent: nosuch\n  - id: b\n    task: do b\n    depends_on: [zz]\n    dependson: [a]\n")
+	}, args: []string{"run", "--workflow", "bad.yaml"}},
+	{name: "workflow_wrong_type_and_unknown_key", setup: func(e *runEnv) {
+		e.file("bad.yaml", "nmae: bad\nsteps:\n  - id: a\n    task: 3\n  - id: b\n    task: do b\n    timeout: 5\n")
+	}, args: []string{"run", "--workflow", "bad.yaml"}},
 	// A partial workflow's next actions are commands to paste.
 	{name: "workflow_partial_next", setup: func(e *runEnv) { e.copyExample("partial.yaml") },
 		args: []string{"run", "--workflow", "partial.yaml"}, lastLines: true},
+}
+
+// TestARefusedWorkflowMakesNoSession: an invalid file, an unknown agent
+// among its problems, leaves nothing in pixir sessions.
+func TestARefusedWorkflowMakesNoSession(t *testing.T) {
+	e := newRunEnv(t)
+	e.file("bad.yaml", "steps:\n  - id: a\n    task: do a\n    agent: nosuch\n")
+	_, stderr, code := e.pixir("run", "--workflow", "bad.yaml")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, stderr, `steps[0] "a": there is no agent named "nosuch"`)
+	_, stderr, code = e.pixir("sessions")
+	require.Equal(t, exitOK, code)
+	require.Contains(t, stderr, "no sessions in")
 }
 
 // TestInspectTakesASubagentIDPrefix: the sa-… id pixir inspect shows
@@ -111,6 +137,44 @@ func TestInspectTakesASubagentIDPrefix(t *testing.T) {
 	_, stderr, code := e.pixir("inspect", "sa-zzz")
 	require.Equal(t, exitUsage, code)
 	require.Contains(t, stderr, "no Subagent sa-zzz")
+}
+
+func noKeys(e *runEnv) {
+	e.env = append(e.env, "OPENAI_API_KEY=", "ANTHROPIC_API_KEY=", "OPENAI_BASE_URL=", "ANTHROPIC_BASE_URL=")
+}
+
+// TestRunRefusedForAMissingKeyMakesNoSession: nothing is left behind by a
+// run that could not start.
+func TestRunRefusedForAMissingKeyMakesNoSession(t *testing.T) {
+	for _, args := range [][]string{
+		{"run", "--provider", "anthropic", "hello"},
+		{"run", "--provider", "openai", "--model", "m", "hello"},
+		{"run", "--provider", "anthropic", "--workflow", "partial.yaml"},
+	} {
+		e := newRunEnv(t)
+		noKeys(e)
+		e.copyExample("partial.yaml")
+		_, stderr, code := e.pixir(args...)
+		require.Equal(t, exitUsage, code, stderr)
+		require.Contains(t, stderr, "_API_KEY is not set; export ")
+		require.NoDirExists(t, filepath.Join(e.ws, ".pixir", "sessions"), "%v", args)
+	}
+}
+
+// TestDoctorAgreesWithRun: an openai setup without a model fails the doctor,
+// as pixir run refuses it, whether or not its server answers.
+func TestDoctorAgreesWithRun(t *testing.T) {
+	e := newRunEnv(t)
+	noKeys(e)
+	stdout, _, code := e.pixir("doctor", "--provider", "openai", "--base-url", "http://127.0.0.1:1/v1")
+	require.Equal(t, exitError, code, stdout)
+	require.Contains(t, stdout, "FAIL  model      no model is configured: pixir run and pixir acp refuse to start without one")
+	_, stderr, code := e.pixir("run", "--provider", "openai", "--base-url", "http://127.0.0.1:1/v1", "hello")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, stderr, "the openai provider needs a model")
+	stdout, _, code = e.pixir("doctor", "--provider", "openai", "--model", "m")
+	require.Equal(t, exitError, code, stdout)
+	require.Contains(t, stdout, "FAIL  API key    OPENAI_API_KEY is not set")
 }
 
 // mustRun runs an earlier command of a case; it must not be refused.

@@ -114,11 +114,16 @@ func runOf(t *testing.T, out workflows.Outcome, run string) workflows.StepOutcom
 	return workflows.StepOutcome{}
 }
 
-func sessionOf(t *testing.T, stderr string) string {
+func sessionOf(t *testing.T, ws, stderr string) string {
 	t.Helper()
-	sid := regexp.MustCompile(`session ([0-9a-f-]{36})`).FindStringSubmatch(stderr)
+	// The run's last line names it by a unique start of its id, which
+	// pixir resume and inspect take.
+	sid := regexp.MustCompile(`pixir: session ([0-9a-f-]{8,}) `).FindStringSubmatch(stderr)
 	require.NotNil(t, sid, stderr)
-	return sid[1]
+	logs, err := filepath.Glob(filepath.Join(ws, ".pixir", "sessions", sid[1]+"*.ndjson"))
+	require.NoError(t, err)
+	require.Len(t, logs, 1, "%s is the start of one session's id", sid[1])
+	return strings.TrimSuffix(filepath.Base(logs[0]), ".ndjson")
 }
 
 func TestReviewLoopsThroughTheBinary(t *testing.T) {
@@ -177,7 +182,7 @@ func TestReviewLoopsThroughTheBinary(t *testing.T) {
 			// The live view's lines, and the Log rebuilds the outcome.
 			require.Contains(t, stderr, "loop plan: iteration 2 of 3 started")
 			require.Contains(t, stderr, "step review#2 checkpoint_ready")
-			events := readLog(t, e.ws, sessionOf(t, stderr))
+			events := readLog(t, e.ws, sessionOf(t, e.ws, stderr))
 			rebuilt := workflows.Rebuild(workflowEvents(t, events))
 			require.Len(t, rebuilt, 1)
 			want, _ := json.Marshal(out)
@@ -364,7 +369,7 @@ loops:
 	require.Contains(t, out.Output, "- escalation: satisfied at iteration 2 of 2")
 
 	// pixir inspect tells the same story from the Log.
-	text, errOut, code := e.pixir("inspect", sessionOf(t, stderr))
+	text, errOut, code := e.pixir("inspect", sessionOf(t, e.ws, stderr))
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, text, "loop escalation: satisfied at iteration 2 of 2")
 	require.Contains(t, text, "step make#1 default")

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/pixir-go/pixir/runtime/provider/doctor"
@@ -83,7 +84,17 @@ func diagnose(ctx context.Context, pf providerFlags) *doctor.Report {
 		return r
 	}
 	if ch, ok := provider.(checker); ok {
-		r.Add(ch.Check(ctx, c.Model)...)
+		checks := ch.Check(ctx, c.Model)
+		if err := c.modelProblem(); err != nil {
+			// pixir run and pixir acp refuse this setup whatever the
+			// server says: so does the doctor.
+			checks = slices.DeleteFunc(checks, func(ch doctor.Check) bool { return ch.Name == "model" && ch.Status != doctor.Fail })
+			if !slices.ContainsFunc(checks, func(ch doctor.Check) bool { return ch.Name == "model" }) {
+				checks = append(checks, doctor.Check{Name: "model", Status: doctor.Fail, Detail: "no model is configured: pixir run and pixir acp refuse to start without one",
+					Fix: "set --model, PIXIR_MODEL or model in config.toml"})
+			}
+		}
+		r.Add(checks...)
 		if cl, ok := provider.(interface{ CloseIdleConnections() }); ok {
 			cl.CloseIdleConnections()
 		}

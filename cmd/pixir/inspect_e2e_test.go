@@ -187,7 +187,7 @@ func TestInspectAndSessionsOfARealSession(t *testing.T) {
 		lines := strings.Split(strings.TrimSpace(stdout), "\n")
 		require.Len(t, lines, 2)
 		require.Regexp(t, `^ID\s+UPDATED\s+MODE\s+TURNS\s+TITLE$`, lines[0])
-		require.Regexp(t, `^`+sid+`\s+\d{4}-\d\d-\d\d \d\d:\d\d\s+auto\s+3\s+create a file$`, lines[1])
+		require.Regexp(t, `^`+sid[:8]+`\s+\d{4}-\d\d-\d\d \d\d:\d\d\s+auto\s+3\s+create a file$`, lines[1])
 	})
 }
 

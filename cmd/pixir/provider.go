@@ -139,6 +139,39 @@ func (c providerChoice) policy() httpstream.Policy {
 	return p
 }
 
+// modelProblem is what makes pixir run and pixir acp refuse a provider
+// setup before starting (exit 64); pixir doctor fails on the same.
+func (c providerChoice) modelProblem() error {
+	if c.Name == openai.ProviderName && c.Model == "" {
+		return fmt.Errorf("the openai provider needs a model: set --model, PIXIR_MODEL or model in config.toml (pixir doctor lists the models the server at %s serves)", c.Settings.BaseURL)
+	}
+	return nil
+}
+
+// keyProblem says which variable to set when the provider's server needs
+// an API key and none is set: Anthropic's API, and OpenAI's own.
+func (c providerChoice) keyProblem() error {
+	switch {
+	case c.APIKey != "":
+	case c.Name == anthropic.ProviderName:
+		return fmt.Errorf("the anthropic provider needs an API key and %s is not set; export %s=sk-ant-… (from console.anthropic.com)", c.KeyEnv, c.KeyEnv)
+	case c.Name == openai.ProviderName && openai.NeedsKey(c.Settings.BaseURL):
+		return fmt.Errorf("the OpenAI API at %s needs an API key and %s is not set; export %s=sk-…, or point --base-url at a server that needs none (a local Ollama: http://localhost:11434/v1)", c.Settings.BaseURL, c.KeyEnv, c.KeyEnv)
+	}
+	return nil
+}
+
+// requireKey refuses a headless run whose provider needs a key it does
+// not have, before a session is made: no Log of a run that could not
+// start.
+func requireKey(pf providerFlags) error {
+	_, _, c, err := loadChoice(pf)
+	if err != nil {
+		return nil // newRuntime says what is wrong with the configuration
+	}
+	return c.keyProblem()
+}
+
 // buildProvider makes the chosen provider.
 func buildProvider(c providerChoice, logger *slog.Logger) (provider.Provider, error) {
 	hint := "--base-url, " + map[string]string{openai.ProviderName: "OPENAI_BASE_URL", anthropic.ProviderName: "ANTHROPIC_BASE_URL"}[c.Name] + " or base_url in config.toml"
@@ -188,13 +221,14 @@ func newRuntime(pf providerFlags, logger *slog.Logger) (*runtime.Runtime, error)
 	if err != nil {
 		return nil, err
 	}
-	if c.Name == openai.ProviderName && c.Model == "" {
-		return nil, fmt.Errorf("the openai provider needs a model: set --model, PIXIR_MODEL or model in config.toml (pixir doctor lists the models the server at %s serves)", c.Settings.BaseURL)
+	if err := c.modelProblem(); err != nil {
+		return nil, err
 	}
-	if c.Name == anthropic.ProviderName && c.APIKey == "" {
-		// Not fatal: the editor shows the provider's error in the chat,
-		// where the user looks, at the first prompt.
-		logger.Warn("the anthropic provider needs an API key; every prompt will fail until it is set", "env", c.KeyEnv)
+	if err := c.keyProblem(); err != nil {
+		// Not fatal for pixir acp: the editor shows the provider's error
+		// in the chat, where the user looks, at the first prompt. pixir
+		// run checks it before making a session (requireKey).
+		logger.Warn(err.Error(), "env", c.KeyEnv)
 	}
 	provider, err := buildProvider(c, logger)
 	if err != nil {

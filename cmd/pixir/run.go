@@ -194,6 +194,9 @@ func runPrompt(o runOptions, mode runtime.Mode, id, prompt string, stdin io.Read
 	if err != nil {
 		return out.usage(err)
 	}
+	if err := requireKey(o.pf); err != nil {
+		return out.usage(err)
+	}
 	rt, err := newRuntime(o.pf, runLogger(out.stderr, o.verbose))
 	if err != nil {
 		return out.usage(err)
@@ -268,15 +271,19 @@ func runWorkflowFile(o runOptions, mode runtime.Mode, id string, stdin io.Reader
 	if err != nil {
 		return out.usage(err)
 	}
-	w, err := instantiateWorkflow(o.workflow, dir, o.sets)
+	rt, err := newRuntime(o.pf, runLogger(out.stderr, o.verbose))
+	if err != nil {
+		return out.usage(err)
+	}
+	defer rt.Close()
+	// Every problem of the file at once, unknown agents among them, before
+	// a session is made.
+	w, err := instantiateWorkflow(o.workflow, dir, o.sets, rt.AgentChecker(dir))
 	if err != nil {
 		return out.failure(err)
 	}
 	if o.resumeFrom != "" {
 		w.ResumeFrom = o.resumeFrom
-	}
-	if err := workflows.Check(w); err != nil {
-		return out.failure(err)
 	}
 	dryRun := o.dryRun || w.DryRun
 	if !dryRun && w.ResumeFrom != "" && id == "" {
@@ -286,11 +293,11 @@ func runWorkflowFile(o runOptions, mode runtime.Mode, id string, stdin io.Reader
 		return out.refuse(&tools.Failure{Kind: tools.ErrPermissionDenied,
 			Message: "a workflow starts Subagents, which read_only mode does not allow; use --dry-run to plan it, or --mode auto or ask"})
 	}
-	rt, err := newRuntime(o.pf, runLogger(out.stderr, o.verbose))
-	if err != nil {
-		return out.usage(err)
+	if !dryRun {
+		if err := requireKey(o.pf); err != nil {
+			return out.usage(err)
+		}
 	}
-	defer rt.Close()
 	if dryRun {
 		// Nothing starts and nothing is written: agents are resolved as
 		// the runtime would, and no session is made.
@@ -359,7 +366,10 @@ func runWorkflowFile(o runOptions, mode runtime.Mode, id string, stdin io.Reader
 // arguments: a file if one is there, else a template found by name from
 // the project dir (pixir workflows lists them). A file is a template too
 // (one without params takes no --set).
-func instantiateWorkflow(ref, dir string, sets setFlags) (*workflows.Workflow, error) {
+//
+// The workflow is checked with every problem at once (agents too, when
+// given), before anything is made.
+func instantiateWorkflow(ref, dir string, sets setFlags, agents workflows.Agents) (*workflows.Workflow, error) {
 	var tpl *workflows.Template
 	if fi, statErr := os.Stat(ref); statErr == nil && !fi.IsDir() || !workflows.IsTemplateName(ref) {
 		t, err := workflows.ReadTemplateFile(ref)
@@ -395,11 +405,32 @@ func instantiateWorkflow(ref, dir string, sets setFlags) (*workflows.Workflow, e
 		}
 		args[name] = v
 	}
-	w, err := tpl.Instantiate(args)
+	w, err := tpl.InstantiateChecked(args, agents)
 	if f, ok := errors.AsType[*tools.Failure](err); ok && strings.Contains(f.Message, "do not match its parameters") {
 		f.Message += "\n(give the parameters with --set name=value; pixir workflows lists them)"
+		return nil, f
 	}
-	return w, err
+	if err != nil {
+		return nil, inFile(ref, err)
+	}
+	return w, nil
+}
+
+// inFile names the file (or template) an invalid spec came from, one
+// problem a line.
+func inFile(ref string, err error) error {
+	f := tools.AsFailure(err)
+	if f.Kind != tools.ErrInvalidArgs {
+		return err
+	}
+	lines := strings.Split(f.Message, "\n")
+	g := *f
+	if len(lines) == 1 {
+		g.Message = ref + ": " + f.Message
+	} else {
+		g.Message = fmt.Sprintf("%s has %d problems:\n  %s", ref, len(lines), strings.Join(lines, "\n  "))
+	}
+	return &g
 }
 
 // setFlags are the --set name=value flags, in order.

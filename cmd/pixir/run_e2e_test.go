@@ -24,6 +24,7 @@ import (
 type runEnv struct {
 	t        *testing.T
 	home, ws string
+	env      []string // more variables for every command
 }
 
 func newRunEnv(t *testing.T) *runEnv {
@@ -38,6 +39,7 @@ func (e *runEnv) command(args ...string) *exec.Cmd {
 	cmd := exec.Command(pixirBin, args...)
 	cmd.Dir = e.ws
 	cmd.Env = append(os.Environ(), "PIXIR_HOME="+e.home, "PIXIR_PROVIDER=", "PIXIR_SCRIPT=", "PIXIR_MODEL=")
+	cmd.Env = append(cmd.Env, e.env...)
 	return cmd
 }
 
@@ -138,7 +140,7 @@ func TestRunPromptExitCodesAndJSON(t *testing.T) {
 	require.Equal(t, sid, validEnvelope(t, stdout, "pixir_run_output.json")["output"].(map[string]any)["session_id"])
 	_, stderr, code = e.pixir("resume", "no-such-session", "hi")
 	require.Equal(t, exitUsage, code)
-	require.Contains(t, stderr, "pixir sessions lists the sessions")
+	require.Contains(t, stderr, "`pixir sessions --cwd "+e.ws+"` lists the sessions there")
 
 	// Invalid input is 64, with the envelope under --json.
 	for _, args := range [][]string{

@@ -89,6 +89,10 @@ func (p *Provider) subject(model string) httpstream.Subject {
 	return httpstream.Subject{Server: server, KeyEnv: p.cfg.KeyEnv, HasKey: p.cfg.APIKey != "", BaseURLHint: p.cfg.BaseURLHint, Model: model}
 }
 
+// NeedsKey reports whether the server at base refuses requests without an
+// API key: OpenAI's own API does; local servers usually do not.
+func NeedsKey(base string) bool { return isOpenAI(base) }
+
 func isOpenAI(base string) bool {
 	u, err := url.Parse(base)
 	return err == nil && u.Hostname() == "api.openai.com"
@@ -115,6 +119,11 @@ func (p *Provider) Generate(ctx context.Context, req provider.ModelRequest, sink
 	subj := p.subject(req.Model)
 	if req.Model == "" {
 		return nil, &httpstream.Error{Kind: httpstream.KindConfig, Message: "no model is configured for the openai provider; set --model, PIXIR_MODEL or model in config.toml"}
+	}
+	if p.cfg.APIKey == "" && isOpenAI(p.base) {
+		// Said here, not by a 401 from a round trip.
+		return nil, &httpstream.Error{Kind: httpstream.KindConfig,
+			Message: fmt.Sprintf("the OpenAI API needs an API key and %s is not set; export %s=sk-…, or point --base-url at a server that needs none", p.cfg.KeyEnv, p.cfg.KeyEnv)}
 	}
 	body, err := json.Marshal(p.request(req))
 	if err != nil {
