@@ -26,9 +26,9 @@ func TestDecodeAndCheckReportsEveryProblemInFileOrder(t *testing.T) {
 		want       []string
 	}{
 		{"unknown keys, a bad dependency, an unknown agent",
-			`{"nmae":"x","steps":[{"id":"a","task":"t","agent":"nosuch"},{"id":"b","task":"t","depends_on":["zz"],"dependson":["a"]}]}`,
+			`{"nam":"x","steps":[{"id":"a","task":"t","agent":"nosuch"},{"id":"b","task":"t","depends_on":["zz"],"dependson":["a"]}]}`,
 			[]string{
-				`unknown key "nmae" in the workflow; did you mean "name"?`,
+				`unknown key "nam" in the workflow; did you mean "name"?`,
 				`steps[0] "a": there is no agent named nosuch`,
 				`steps[1] "b": unknown key "dependson"; did you mean "depends_on"?`,
 				`steps[1] "b": depends_on "zz" is not a step id; known ids: a, b`,

@@ -71,7 +71,7 @@ func TestCLIOutputGolden(t *testing.T) {
 // on stdout and exit 0, for every command.
 func TestEveryCommandHelpExitsZero(t *testing.T) {
 	e := newRunEnv(t)
-	for _, cmd := range append([][]string{{}}, [][]string{{"acp"}, {"demo"}, {"tools"}, {"agents"}, {"doctor"}, {"prompt"},
+	for _, cmd := range append([][]string{{}}, [][]string{{"acp"}, {"demo"}, {"tools"}, {"workflows"}, {"agents"}, {"doctor"}, {"prompt"},
 		{"run"}, {"resume"}, {"sessions"}, {"inspect"}, {"smoke"}, {"smoke", "workflows"}, {"smoke", "workflows-real"}}...) {
 		for _, h := range []string{"-h", "--help"} {
 			stdout, stderr, code := e.pixir(append(append([]string{}, cmd...), h)...)
@@ -102,7 +102,7 @@ var moreCLICases = []cliCase{
 		e.file("bad.yaml", "name: bad\nsteps:\n  - id: a\n    task: do a\n    agent: nosuch\n  - id: b\n    task: do b\n    depends_on: [zz]\n    dependson: [a]\n")
 	}, args: []string{"run", "--workflow", "bad.yaml"}},
 	{name: "workflow_wrong_type_and_unknown_key", setup: func(e *runEnv) {
-		e.file("bad.yaml", "nmae: bad\nsteps:\n  - id: a\n    task: 3\n  - id: b\n    task: do b\n    timeout: 5\n")
+		e.file("bad.yaml", "nam: bad\nsteps:\n  - id: a\n    task: 3\n  - id: b\n    task: do b\n    timeout: 5\n")
 	}, args: []string{"run", "--workflow", "bad.yaml"}},
 	// A partial workflow's next actions are commands to paste.
 	{name: "workflow_partial_next", setup: func(e *runEnv) { e.copyExample("partial.yaml") },

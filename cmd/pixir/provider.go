@@ -165,11 +165,10 @@ func (c providerChoice) keyProblem() error {
 // not have, before a session is made: no Log of a run that could not
 // start.
 func requireKey(pf providerFlags) error {
-	_, _, c, err := loadChoice(pf)
-	if err != nil {
-		return nil // newRuntime says what is wrong with the configuration
+	if _, _, c, err := loadChoice(pf); err == nil {
+		return c.keyProblem()
 	}
-	return c.keyProblem()
+	return nil // newRuntime says what is wrong with the configuration
 }
 
 // buildProvider makes the chosen provider.

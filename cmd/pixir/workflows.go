@@ -38,10 +38,11 @@ type templatesReport struct {
 func runWorkflows(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("pixir workflows", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = usageFunc(fs, "Usage: pixir workflows [--json] [--cwd DIR]\n\nLists the workflow templates (built in, the project's, the user's, skills') with their parameters.\n")
 	asJSON := fs.Bool("json", false, `print {"templates":[…],"warnings":[…],"errors":[…]}`)
 	cwd := fs.String("cwd", "", "the project folder whose .pixir/workflows and skills are read (default: the current folder)")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if _, code, done := parseFlags(fs, args, false, stdout, stderr); done {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "pixir workflows: unexpected argument %q; usage: pixir workflows [--json] [--cwd DIR]\n", fs.Arg(0))
