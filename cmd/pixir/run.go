@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -374,6 +375,9 @@ func instantiateWorkflow(ref, dir string, sets setFlags, agents workflows.Agents
 	if fi, statErr := os.Stat(ref); statErr == nil && !fi.IsDir() || !workflows.IsTemplateName(ref) {
 		t, err := workflows.ReadTemplateFile(ref)
 		if err != nil {
+			if all := everyProblem(ref, agents); all != nil {
+				return nil, all
+			}
 			if f, ok := errors.AsType[*tools.Failure](err); ok {
 				return nil, &tools.Failure{Kind: f.Kind, Message: ref + ": " + f.Message, Details: f.Details}
 			}
@@ -414,6 +418,28 @@ func instantiateWorkflow(ref, dir string, sets setFlags, agents workflows.Agents
 		return nil, inFile(ref, err)
 	}
 	return w, nil
+}
+
+// everyProblem is the report of every problem of a plain workflow file (one
+// without params) that did not read, when it can be made: reading a
+// template stops at its first decoding problem.
+func everyProblem(path string, agents workflows.Agents) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	raw, err := workflows.DecodeFile(path, b)
+	if err != nil {
+		return nil
+	}
+	var keys map[string]json.RawMessage
+	if json.Unmarshal(raw, &keys) != nil || keys["params"] != nil {
+		return nil
+	}
+	if _, err := workflows.DecodeAndCheck(raw, agents); err != nil && tools.AsFailure(err).Kind == tools.ErrInvalidArgs {
+		return inFile(path, err)
+	}
+	return nil
 }
 
 // inFile names the file (or template) an invalid spec came from, one
