@@ -424,17 +424,15 @@ func instantiateWorkflow(ref, dir string, sets setFlags, agents workflows.Agents
 // without params) that did not read, when it can be made: reading a
 // template stops at its first decoding problem.
 func everyProblem(path string, agents workflows.Agents) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
-	raw, err := workflows.DecodeFile(path, b)
-	if err != nil {
-		return nil
+	var raw json.RawMessage
+	b, readErr := os.ReadFile(path)
+	if readErr == nil {
+		raw, readErr = workflows.DecodeFile(path, b)
 	}
 	var keys map[string]json.RawMessage
-	if json.Unmarshal(raw, &keys) != nil || keys["params"] != nil {
-		return nil
+	plain := readErr == nil && json.Unmarshal(raw, &keys) == nil && keys["params"] == nil
+	if !plain {
+		return nil // the template reader's message says it
 	}
 	if _, err := workflows.DecodeAndCheck(raw, agents); err != nil && tools.AsFailure(err).Kind == tools.ErrInvalidArgs {
 		return inFile(path, err)
