@@ -111,7 +111,7 @@ func TestThePracticeRunsEndToEndToACommit(t *testing.T) {
 	require.Equal(t, "ok   tests/test_add.sh\nok   tests/test_mul.sh", runTests(t, e.ws), "the committed work passes its tests")
 
 	// The Log rebuilds the outcome, commit included.
-	events := readLog(t, e.ws, sessionOf(t, stderr.String()))
+	events := readLog(t, e.ws, sessionOf(t, e.ws, stderr.String()))
 	rebuilt := workflows.Rebuild(workflowEvents(t, events))
 	require.Len(t, rebuilt, 1)
 	want, _ := json.Marshal(out)
