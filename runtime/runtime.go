@@ -184,16 +184,21 @@ func (r *Runtime) SystemPrompt(dir, agent string) (prompt.Prompt, error) {
 	return r.buildPrompt(ws.Root(), ws.Root(), child), nil
 }
 
-// buildPrompt builds a session's system prompt. The catalogue of agents
-// and workflow templates, bounded by prompt.MaxCatalogue, is to be filled
-// here.
+// buildPrompt builds a session's system prompt, with the catalogue of
+// the agents and workflow templates it may use (none for a child that
+// cannot spawn).
 func (r *Runtime) buildPrompt(workspace, project string, child *prompt.Child) prompt.Prompt {
+	var catalogue string
+	if child == nil || child.Depth < child.MaxDepth {
+		catalogue = r.catalogue(project)
+	}
 	return prompt.Build(prompt.Input{
 		Options:   r.cfg.Prompt,
 		Workspace: workspace,
 		Project:   project,
 		Home:      r.cfg.Home,
 		Now:       time.Now(),
+		Catalogue: catalogue,
 		Child:     child,
 	})
 }

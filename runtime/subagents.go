@@ -44,7 +44,10 @@ const (
 
 // AgentSpec is what a Subagent runs as.
 type AgentSpec struct {
-	Name                  string
+	Name string
+	// Description says when to use it: the parent model reads it in the
+	// catalogue of its system prompt.
+	Description           string
 	DeveloperInstructions string
 	// Model, when set, is the model the child uses instead of its parent's;
 	// a spawn is refused when it is not among the configured models.

@@ -47,7 +47,7 @@ func (c catalog) Agent(name string) (runtime.AgentSpec, bool) {
 	if !ok {
 		return runtime.AgentSpec{}, false
 	}
-	return runtime.AgentSpec{Name: a.Name, DeveloperInstructions: a.DeveloperInstructions, Model: a.Model,
+	return runtime.AgentSpec{Name: a.Name, Description: a.Description, DeveloperInstructions: a.DeveloperInstructions, Model: a.Model,
 		ReasoningEffort: a.ModelReasoningEffort, ReadOnly: a.ReadOnly(), DenyNetwork: a.DenyNetwork(), Source: a.Source,
 		MCPServers: a.AllowedMCPServers,
 		Profile:    runtime.AgentProfile{Tools: a.Profile.Tools, WriteSet: a.Profile.WriteSet, Shell: a.Profile.Shell, Commands: a.Profile.Commands}}, true

@@ -6,8 +6,8 @@
 //     or the text configured to replace it;
 //  2. the environment: the workspace, whether it is a git repository and
 //     on which branch, the platform and the date;
-//  3. the catalogue of agents and workflow templates (reserved: see
-//     Input.Catalogue);
+//  3. the catalogue of the agents and workflow templates the session may
+//     use (Input.Catalogue, made by the runtime);
 //  4. the instruction files of the user and the project (AGENTS.md);
 //  5. for a Subagent, what it is and its agent's developer instructions.
 //
@@ -74,10 +74,9 @@ type Input struct {
 	Home string
 	// Now dates the prompt.
 	Now time.Time
-	// Catalogue is reserved for the bounded catalogue of the agents and
-	// workflow templates the session may use, one line each; it is shown
+	// Catalogue is the catalogue of the agents and workflow templates the
+	// session may use, one line each (bounded by its maker); it is shown
 	// under its own heading after the environment, cut to MaxCatalogue.
-	// Nothing fills it yet.
 	Catalogue string
 	// Child describes a Subagent; nil for a user's session.
 	Child *Child
