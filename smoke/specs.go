@@ -48,7 +48,7 @@ var invalidSpecs = []invalidSpec{
 	{"validate_invalid_pattern", "invalid_pattern", "a path pattern that leaves the workspace is refused",
 		`{"steps":[{"id":"a","task":"[ready] t","write_set":["../outside/**"]}]}`},
 	{"validate_invalid_output_schema", "invalid_output_schema", "an output_schema Pixir cannot check is refused",
-		`{"steps":[{"id":"a","task":"[ready] t","output_schema":{"type":"object","oneOf":[{"required":["x"]}]}}]}`},
+		`{"steps":[{"id":"a","task":"[ready] t","output_schema":{"type":"object","if":{"required":["x"]}}}]}`},
 }
 
 // wantCycle is the path the cycle of validate_cycle must be reported

@@ -101,6 +101,28 @@ var extraSchemas = []string{
 	`false`,
 }
 
+// userSchemas use what a user's schema may beyond the tools' subset
+// (CompileSchema): $ref and $defs (recursive, beside siblings), $schema,
+// a root $id, allOf, anyOf, oneOf and not, with format as an annotation.
+var userSchemas = []string{
+	`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","required":["verdict"],
+		"properties":{"verdict":{"enum":["ACCEPTABLE","NEEDS WORK","BLOCK"]},
+			"findings":{"type":"array","items":{"$ref":"#/$defs/finding"}}},
+		"$defs":{"finding":{"type":"object","required":["kind"],"additionalProperties":false,
+			"properties":{"kind":{"enum":["code","test","plan"]},"file":{"type":"string","pattern":"^src/","format":"uri-reference"}}}}}`,
+	`{"properties":{
+		"id":{"oneOf":[{"type":"integer"},{"type":"string","minLength":2},{"type":"number","minimum":10}]},
+		"tag":{"anyOf":[{"type":"string","pattern":"^#"},{"type":"null"},{"const":7}]},
+		"n":{"allOf":[{"type":"number"},{"minimum":1},{"multipleOf":2}]},
+		"s":{"not":{"enum":["x","y"]}},
+		"b":{"not":true},
+		"a":{"anyOf":[{"type":"string"},{"type":"integer"}]},
+		"o":{"oneOf":[false,{"type":"object","required":["k"]},{"type":"object","maxProperties":1}]}}}`,
+	`{"$id":"https://pixir.test/tree.json","type":"object","required":["v"],"additionalProperties":false,
+		"properties":{"v":{"type":"integer"},"kids":{"type":"array","items":{"$ref":"#"}},"leaf":{"$ref":"#/definitions/leaf","minimum":3}},
+		"definitions":{"leaf":{"type":"integer","maximum":5}}}`,
+}
+
 // oracleCase is one schema compiled both ways.
 type oracleCase struct {
 	name   string
@@ -130,6 +152,18 @@ var oracleCases = sync.OnceValue(func() []oracleCase {
 	}
 	for i, s := range extraSchemas {
 		cases = append(cases, newOracleCase("extra"+strconv.Itoa(i), s))
+	}
+	for i, s := range userSchemas {
+		name := "user" + strconv.Itoa(i)
+		ours, err := CompileSchema(name, []byte(s))
+		if err != nil {
+			panic(err)
+		}
+		oracle, err := compileOracle(name, []byte(s))
+		if err != nil {
+			panic(err)
+		}
+		cases = append(cases, oracleCase{name, ours.v, oracle})
 	}
 	for _, tt := range keywordTests {
 		cases = append(cases, newOracleCase(tt.name, tt.schema))
@@ -279,6 +313,15 @@ var oracleCorpus = []string{
 	`[101,3,3]`, `[1.25,"bbbb",{"a":"b"}]`, `["a","b","c","a"]`, `[[],{},[],null]`,
 	`"ABCDE"`, `"Ärger"`, `"abcba"`, `0.20`, `0.21`, `0.3000001`, `3e2`, `-9223372036854775809`,
 	`9223372036854775809`, `1.25`, `2`, `1e-30`,
+
+	// user schemas.
+	`{"verdict":"ACCEPTABLE"}`, `{"verdict":"BLOCK","findings":[{"kind":"code","file":"src/a.go"},{"kind":"plan"}]}`,
+	`{"verdict":"MAYBE","findings":[{"kind":"code","file":"a"},{"x":1},"f"]}`, `{"findings":{}}`,
+	`{"id":1,"tag":null,"n":4,"s":"z","a":"x","o":{"k":1,"j":2}}`, `{"id":"ab","tag":"#t","n":2.0,"a":3}`,
+	`{"id":12,"tag":"a","n":3,"s":"x","b":1,"a":1.5,"o":{"k":1}}`, `{"id":[],"tag":7.0,"n":"4","s":"y","a":null,"o":{"a":1,"b":2}}`,
+	`{"id":"a","tag":8,"n":-2,"o":[]}`,
+	`{"v":1,"kids":[{"v":2,"kids":[]},{"v":3,"leaf":4}]}`, `{"v":"a","kids":[{"kids":[{"v":1,"x":2}]}],"leaf":2}`,
+	`{"v":1,"leaf":6}`, `{"v":1,"leaf":"x","kids":[{"v":1,"leaf":2.5}]}`,
 }
 
 func TestValidatorAgreesWithSanthosh(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"math"
 	"math/big"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -145,6 +146,13 @@ type schemaNode struct {
 	// anyOf, which is weaker, so never wrongly refuses).
 	allOf  []*schemaNode
 	anyOfs [][]*schemaNode
+
+	// Only in user schemas (CompileSchema): $ref (checked as one more
+	// allOf schema, as 2020-12 does beside its siblings), anyOf and oneOf
+	// reported as the oracle does (every alternative's problems), and not.
+	userAnyOfs [][]*schemaNode
+	oneOfs     [][]*schemaNode
+	not        *schemaNode
 }
 
 func (n *schemaNode) numeric() bool {
@@ -181,7 +189,20 @@ type schemaCompiler struct {
 	// named in ignored, never an error.
 	lenient bool
 	ignored map[string]bool
+	// user compiles the wider set of a schema a user wrote (userKeywords):
+	// root is the whole document, refs the nodes of the local $refs
+	// compiled or to compile (pending), by pointer.
+	user    bool
+	root    any
+	refs    map[string]*schemaNode
+	pending []string
 }
+
+// userKeywords are what a schema a user writes (an output_schema, a
+// template's parameters) may use beyond the assertions: local references
+// and their definitions, the 2020-12 dialect and a root $id, and the
+// boolean applicators.
+var userKeywords = []string{"$ref", "$defs", "definitions", "$schema", "$id", "allOf", "anyOf", "oneOf", "not"}
 
 func (c *schemaCompiler) ignore(kw string) {
 	if c.ignored == nil {
@@ -240,14 +261,24 @@ func (c *schemaCompiler) compile(doc any, loc []string) (*schemaNode, error) {
 			c.combinator(n, kw, obj[kw], append(slices.Clip(loc), kw))
 			continue
 		}
+		if c.user && slices.Contains(userKeywords, kw) {
+			if err := c.userKeyword(n, kw, obj[kw], loc); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if !slices.Contains(assertions, kw) {
 			if c.lenient {
 				c.ignore(kw)
 				continue
 			}
+			known := strings.Join(assertions, ", ")
+			if c.user {
+				known += ", " + strings.Join(userKeywords, ", ")
+			}
 			return nil, c.errorf(loc, "keyword %q is not supported by Pixir's schema validator (tools/validate.go); "+
 				"it knows only %s, and the annotations %s",
-				kw, strings.Join(assertions, ", "), strings.Join(annotations, ", "))
+				kw, known, strings.Join(annotations, ", "))
 		}
 		if c.lenient && (kw == "items" || kw == "additionalProperties") && !isSchema(obj[kw]) {
 			c.ignore(kw) // a draft-07 tuple of items, say
@@ -454,11 +485,22 @@ type Schema struct{ v *argValidator }
 // CompileSchema compiles schema; subject names it in errors (for example
 // `steps[2] "review" output_schema`).
 func CompileSchema(subject string, schema []byte) (*Schema, error) {
-	v, err := compileNamed(subject, schema)
+	doc, err := parseJSON(schema)
+	if err != nil {
+		return nil, fmt.Errorf("%s is not JSON: %w", subject, err)
+	}
+	c := schemaCompiler{subject: subject, user: true, root: doc, refs: map[string]*schemaNode{}}
+	root, err := c.compile(doc, nil)
 	if err != nil {
 		return nil, err
 	}
-	return &Schema{v: v}, nil
+	if err := c.resolveRefs(); err != nil {
+		return nil, err
+	}
+	if err := c.checkRefCycles(root); err != nil {
+		return nil, err
+	}
+	return &Schema{v: &argValidator{root: root}}, nil
 }
 
 // CompileLenientSchema compiles a schema Pixir did not write, of any draft,
@@ -561,6 +603,32 @@ func (n *schemaNode) validate(v any, loc []string, ps *[]problem) {
 	}
 	for _, alternatives := range n.anyOfs {
 		n.validateAnyOf(alternatives, v, loc, ps, add)
+	}
+	for _, alternatives := range n.userAnyOfs {
+		var all []problem
+		matched := false
+		for _, alt := range alternatives {
+			var own []problem
+			alt.validate(v, loc, &own)
+			if len(own) == 0 {
+				matched = true
+				break
+			}
+			all = append(all, own...)
+		}
+		if !matched {
+			*ps = append(*ps, all...)
+		}
+	}
+	for _, alternatives := range n.oneOfs {
+		validateOneOf(alternatives, v, loc, ps, add)
+	}
+	if n.not != nil {
+		var own []problem
+		n.not.validate(v, loc, &own)
+		if len(own) == 0 {
+			add("'not' failed")
+		}
 	}
 
 	switch v := v.(type) {
@@ -926,4 +994,199 @@ func parseJSON(b []byte) (any, error) {
 		return nil, errTrailingData
 	}
 	return v, nil
+}
+
+// validateOneOf accepts v when exactly one alternative does. When none
+// does, it reports every alternative's problems; when two do, the first
+// two that matched, as the oracle words it.
+func validateOneOf(alternatives []*schemaNode, v any, loc []string, ps *[]problem, add func(string, ...any)) {
+	var all []problem
+	matched := -1
+	for i, alt := range alternatives {
+		var own []problem
+		alt.validate(v, loc, &own)
+		switch {
+		case len(own) > 0:
+			if matched < 0 {
+				all = append(all, own...)
+			}
+		case matched < 0:
+			matched = i
+		default:
+			add("'oneOf' failed, subschemas %d, %d matched", matched, i)
+			return
+		}
+	}
+	if matched < 0 {
+		*ps = append(*ps, all...)
+	}
+}
+
+// dialect2020 is the $schema a user schema may name: the one it is read as.
+const dialect2020 = "https://json-schema.org/draft/2020-12/schema"
+
+// userKeyword compiles one of userKeywords into n.
+func (c *schemaCompiler) userKeyword(n *schemaNode, kw string, v any, loc []string) error {
+	kloc := append(slices.Clip(loc), kw)
+	switch kw {
+	case "$schema":
+		if s, _ := v.(string); strings.TrimSuffix(s, "#") != dialect2020 {
+			return c.errorf(kloc, "$schema %s is not supported: Pixir reads a schema as JSON Schema 2020-12 (%s); name that or leave $schema out", display(v), dialect2020)
+		}
+	case "$id":
+		if len(loc) > 0 {
+			return c.errorf(kloc, "$id is supported only at the root of the schema (embedded resources are not); use $defs and $ref \"#/$defs/name\" instead")
+		}
+		if _, ok := v.(string); !ok {
+			return c.errorf(kloc, "$id must be a string")
+		}
+	case "$defs", "definitions":
+		defs, ok := v.(map[string]any)
+		if !ok {
+			return c.errorf(kloc, "%s must be an object of schemas", kw)
+		}
+		// Each definition is compiled, used or not, so that a mistake in
+		// one is found now.
+		for _, name := range slices.Sorted(maps.Keys(defs)) {
+			c.ref(pointer(append(slices.Clip(kloc), name)))
+		}
+	case "$ref":
+		s, ok := v.(string)
+		if !ok {
+			return c.errorf(kloc, "$ref must be a string")
+		}
+		if !strings.HasPrefix(s, "#") {
+			return c.errorf(kloc, "$ref %s is not supported: only references inside the schema are (\"#/$defs/name\", \"#\")", display(s))
+		}
+		target, err := url.PathUnescape(s[1:])
+		if err != nil || (target != "" && !strings.HasPrefix(target, "/")) {
+			return c.errorf(kloc, "$ref %s is not a JSON Pointer into the schema (\"#/$defs/name\"); anchors are not supported", display(s))
+		}
+		if target == "" {
+			target = "/"
+		}
+		n.allOf = append(n.allOf, c.ref(target))
+	case "allOf", "anyOf", "oneOf":
+		arr, ok := v.([]any)
+		if !ok || len(arr) == 0 {
+			return c.errorf(kloc, "%s must be a non-empty array of schemas", kw)
+		}
+		subs := make([]*schemaNode, len(arr))
+		for i, sub := range arr {
+			var err error
+			if subs[i], err = c.compile(sub, append(slices.Clip(kloc), strconv.Itoa(i))); err != nil {
+				return err
+			}
+		}
+		switch kw {
+		case "allOf":
+			n.allOf = append(n.allOf, subs...)
+		case "anyOf":
+			n.userAnyOfs = append(n.userAnyOfs, subs)
+		default:
+			n.oneOfs = append(n.oneOfs, subs)
+		}
+	case "not":
+		sub, err := c.compile(v, kloc)
+		if err != nil {
+			return err
+		}
+		n.not = sub
+	}
+	return nil
+}
+
+// ref is the node of the schema at pointer p ("/" for the root, else
+// "/$defs/a"), compiled after the document (resolveRefs): a reference may
+// come before its target, or be recursive.
+func (c *schemaCompiler) ref(p string) *schemaNode {
+	if n, ok := c.refs[p]; ok {
+		return n
+	}
+	n := &schemaNode{}
+	c.refs[p] = n
+	c.pending = append(c.pending, p)
+	return n
+}
+
+// resolveRefs compiles the targets of the references, into the nodes
+// handed out for them.
+func (c *schemaCompiler) resolveRefs() error {
+	for len(c.pending) > 0 {
+		p := c.pending[0]
+		c.pending = c.pending[1:]
+		var tokens []string
+		if p != "/" {
+			for _, t := range strings.Split(p[1:], "/") {
+				tokens = append(tokens, strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~"))
+			}
+		}
+		doc := c.root
+		for _, t := range tokens {
+			switch x := doc.(type) {
+			case map[string]any:
+				doc = x[t]
+			case []any:
+				i, err := strconv.Atoi(t)
+				if err != nil || i < 0 || i >= len(x) {
+					doc = nil
+				} else {
+					doc = x[i]
+				}
+			default:
+				doc = nil
+			}
+			if doc == nil {
+				return c.errorf(nil, "$ref \"#%s\" points at nothing in the schema", p)
+			}
+		}
+		compiled, err := c.compile(doc, tokens)
+		if err != nil {
+			return err
+		}
+		*c.refs[p] = *compiled
+	}
+	return nil
+}
+
+// checkRefCycles refuses a schema whose references loop without going
+// into a property or an item ({"$ref": "#"}): checking a value against it
+// would never end.
+func (c *schemaCompiler) checkRefCycles(root *schemaNode) error {
+	const (
+		visiting = 1
+		done     = 2
+	)
+	state := map[*schemaNode]int{}
+	var visit func(n *schemaNode) bool
+	visit = func(n *schemaNode) bool {
+		switch state[n] {
+		case visiting:
+			return false
+		case done:
+			return true
+		}
+		state[n] = visiting
+		inPlace := slices.Clone(n.allOf)
+		for _, alts := range append(slices.Clone(n.userAnyOfs), n.oneOfs...) {
+			inPlace = append(inPlace, alts...)
+		}
+		if n.not != nil {
+			inPlace = append(inPlace, n.not)
+		}
+		for _, sub := range inPlace {
+			if !visit(sub) {
+				return false
+			}
+		}
+		state[n] = done
+		return true
+	}
+	nodes := append([]*schemaNode{root}, slices.Collect(maps.Values(c.refs))...)
+	for _, n := range nodes {
+		if !visit(n) {
+			return c.errorf(nil, "its $refs refer to each other in a loop without going into a property or an item; a value could never be checked against it")
+		}
+	}
+	return nil
 }

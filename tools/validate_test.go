@@ -211,6 +211,54 @@ func TestCompileSchemaForTypedOutputs(t *testing.T) {
 	}, s.Validate([]byte(`{"files":["a.go"],"n":0,"x":true}`)))
 	require.Equal(t, []string{"/: not valid JSON: unexpected EOF"}, s.Validate([]byte(`{`)))
 
-	_, err = CompileSchema(`steps[0] "a" output_schema`, []byte(`{"anyOf":[{"type":"string"}]}`))
-	require.ErrorContains(t, err, `steps[0] "a" output_schema does not compile: at /, keyword "anyOf" is not supported`)
+	_, err = CompileSchema(`steps[0] "a" output_schema`, []byte(`{"if":{"type":"string"}}`))
+	require.ErrorContains(t, err, `steps[0] "a" output_schema does not compile: at /, keyword "if" is not supported`)
+	require.ErrorContains(t, err, "$ref, $defs, definitions, $schema, $id, allOf, anyOf, oneOf, not")
+}
+
+// The keywords users write in payload schemas and template parameters:
+// each line as the oracle says it (oracle_test.go fuzzes the rest).
+func TestUserSchemasTakeRefsAndCombinators(t *testing.T) {
+	s, err := CompileSchema("payload", []byte(`{
+		"$schema": "https://json-schema.org/draft/2020-12/schema",
+		"type": "object", "required": ["verdict"],
+		"properties": {
+			"verdict": {"$ref": "#/$defs/verdict"},
+			"findings": {"type": "array", "items": {"$ref": "#/$defs/finding"}},
+			"owner": {"oneOf": [{"type": "string", "format": "email"}, {"type": "integer"}, {"type": "number", "minimum": 100}]},
+			"note": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+			"tags": {"allOf": [{"type": "array"}, {"maxItems": 2}], "not": {"const": []}}
+		},
+		"$defs": {
+			"verdict": {"enum": ["ACCEPTABLE", "NEEDS WORK", "BLOCK"]},
+			"finding": {"type": "object", "required": ["kind"], "properties": {"kind": {"const": "code"}, "more": {"$ref": "#/$defs/finding"}}}
+		}}`))
+	require.NoError(t, err)
+	require.Empty(t, s.Validate([]byte(`{"verdict":"BLOCK","findings":[{"kind":"code","more":{"kind":"code"}}],"owner":"a@b","note":null,"tags":["x"]}`)))
+	require.Equal(t, []string{
+		"/findings/0/more/kind: value must be 'code'",
+		"/note: got number, want null",
+		"/note: got number, want string",
+		"/owner: 'oneOf' failed, subschemas 1, 2 matched",
+		"/tags: 'not' failed",
+		"/verdict: value must be one of 'ACCEPTABLE', 'NEEDS WORK', 'BLOCK'",
+	}, s.Validate([]byte(`{"verdict":"OK","findings":[{"kind":"code","more":{"kind":"test"}}],"owner":200,"note":1,"tags":[]}`)))
+
+	for _, tt := range []struct{ schema, want string }{
+		{`{"$ref":"https://example.com/s.json"}`, `at /$ref, $ref 'https://example.com/s.json' is not supported: only references inside the schema are`},
+		{`{"$ref":"#anchor"}`, "is not a JSON Pointer into the schema"},
+		{`{"$ref":"#/$defs/nope"}`, `at /, $ref "#/$defs/nope" points at nothing in the schema`},
+		{`{"$ref":"#"}`, "its $refs refer to each other in a loop"},
+		{`{"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"allOf":[{"$ref":"#/$defs/a"}]}}}`, "its $refs refer to each other in a loop"},
+		{`{"$schema":"http://json-schema.org/draft-07/schema#"}`, "Pixir reads a schema as JSON Schema 2020-12"},
+		{`{"properties":{"a":{"$id":"x"}}}`, "at /properties/a/$id, $id is supported only at the root"},
+		{`{"oneOf":[]}`, "at /oneOf, oneOf must be a non-empty array of schemas"},
+		{`{"$defs":{"a":{"if":true}}}`, `at /$defs/a, keyword "if" is not supported`},
+	} {
+		_, err := CompileSchema("payload", []byte(tt.schema))
+		require.ErrorContains(t, err, tt.want, tt.schema)
+	}
+	// A recursive schema that descends is fine.
+	_, err = CompileSchema("tree", []byte(`{"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#"}}}}`))
+	require.NoError(t, err)
 }

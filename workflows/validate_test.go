@@ -188,7 +188,8 @@ func TestValidateOutputSchemas(t *testing.T) {
 	for _, tt := range []struct{ schema, want string }{
 		{`[1]`, "output_schema must be a JSON object (a JSON Schema), got array"},
 		{`{"type":"array","items":{"type":"string"}}`, "output_schema must describe an object"},
-		{`{"type":"object","properties":{"a":{"anyOf":[{"type":"string"}]}}}`, `output_schema does not compile: at /properties/a, keyword "anyOf" is not supported`},
+		{`{"type":"object","properties":{"a":{"if":{"type":"string"}}}}`, `output_schema does not compile: at /properties/a, keyword "if" is not supported`},
+		{`{"type":"object","properties":{"a":{"$ref":"https://example.com/a.json"}}}`, `$ref 'https://example.com/a.json' is not supported: only references inside the schema are`},
 		{`{"type":"object","properties":{"a":{"pattern":"("}}}`, "output_schema does not compile: at /properties/a/pattern"},
 	} {
 		f := parseFailure(t, `{"steps":[{"id":"a","task":"x","output_schema":`+tt.schema+`}]}`)
@@ -196,5 +197,10 @@ func TestValidateOutputSchemas(t *testing.T) {
 		require.Equal(t, "invalid_output_schema", f.Details.(ValidationDetails).Problems[0].Code)
 	}
 	_, err := Parse([]byte(`{"steps":[{"id":"a","task":"x","output_schema":{"type":"object","required":["n"],"properties":{"n":{"type":"integer"}}}}]}`))
+	require.NoError(t, err)
+	// What users write: $defs and $ref, oneOf, const, format.
+	_, err = Parse([]byte(`{"steps":[{"id":"a","task":"x","output_schema":{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object",
+		"properties":{"verdict":{"$ref":"#/$defs/verdict"},"by":{"oneOf":[{"type":"string","format":"email"},{"const":"bot"}]}},
+		"$defs":{"verdict":{"enum":["ACCEPTABLE","NEEDS WORK","BLOCK"]}}}}]}`))
 	require.NoError(t, err)
 }
