@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/pixir-go/pixir/tools"
 )
@@ -81,19 +80,27 @@ type Template struct {
 // SourceBuiltin is the Source of a template built into Pixir.
 const SourceBuiltin = "built-in"
 
-// ParamNamePattern is the rule for parameter names.
-var paramName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`) })
+// reference finds ${…} in strings: the fan-out's bindingPattern, whose
+// inner text (group 1) is trimmed before it is read as a name.
+func reference() *regexp.Regexp { return bindingPattern() }
 
-// reference finds ${…} in strings; refName the inner text of a reference
-// to a parameter (lowercase), as opposed to a fan-out binding or a
-// variable of someone else (${HOME}), which stay as they are.
-var (
-	reference = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{\s*([^}]*?)\s*\}`) })
-	refName   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_]*$`) })
-)
+// isRefName says whether the inner text of a ${…} names a parameter: a
+// lowercase letter, then lowercase letters, digits or _ (64 at most for a
+// declared one). Anything else (${HOME}, ${item.x}) is not a parameter's.
+func isRefName(s string, maxLen int) bool {
+	if s == "" || len(s) > maxLen || s[0] < 'a' || s[0] > 'z' {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if c := s[i]; (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
+			return false
+		}
+	}
+	return true
+}
 
-// reservedParams are the names of the fan-out bindings.
-var reservedParams = []string{"item", "index"}
+// isReserved says whether name is a fan-out binding's (item, index).
+func isReserved(name string) bool { return name == "item" || name == "index" }
 
 // ParseTemplate reads a workflow file's JSON (DecodeFile) as the template
 // name from source. The spec's structure is checked as far as it can be
@@ -177,7 +184,7 @@ func parseParams(raw json.RawMessage) ([]Param, error) {
 
 func parseParam(name string, schema json.RawMessage) (Param, error) {
 	p := Param{Name: name, Schema: schema}
-	if !paramName().MatchString(name) || slices.Contains(reservedParams, name) {
+	if !isRefName(name, 64) || isReserved(name) {
 		return p, fmt.Errorf("params: %q is not a parameter name: a lowercase letter, then lowercase letters, digits or _ (item and index are the fan-out's)", name)
 	}
 	v, err := decodeValue(schema)
@@ -370,13 +377,13 @@ func (t *Template) checkReferences() []string {
 			}
 		case string:
 			for _, m := range reference().FindAllStringSubmatch(x, -1) {
-				name := m[1]
+				name := strings.TrimSpace(m[1])
 				switch {
 				case declared[name]:
 					if placeOf(loc) == placeNone {
 						problems = append(problems, fmt.Sprintf("%s uses %s, but parameters are substituted only in name, task, read_set, write_set, when, until, verify (run, means) and commit (message, exclude): they never change a workflow's structure", dotted(loc), m[0]))
 					}
-				case slices.Contains(reservedParams, name) || !refName().MatchString(name):
+				case isReserved(name) || !isRefName(name, len(name)):
 					// a fan-out binding (checked with the workflow) or
 					// someone else's variable: it stays as it is
 				default:
@@ -533,7 +540,7 @@ func (s *substitution) whole(str string) (string, bool) {
 	if m == nil || m[0] != 0 || m[1] != len(str) {
 		return "", false
 	}
-	name := str[m[2]:m[3]]
+	name := strings.TrimSpace(str[m[2]:m[3]])
 	_, ok := s.args[name]
 	return name, ok
 }
@@ -569,7 +576,7 @@ func (s *substitution) text(str string, loc []string, task bool) string {
 		t := textOf(v)
 		if task {
 			for _, m := range reference().FindAllStringSubmatch(t, -1) {
-				if itemBinding().MatchString(m[1]) || badBinding().MatchString(m[1]) {
+				if inner := strings.TrimSpace(m[1]); itemBinding().MatchString(inner) || badBinding().MatchString(inner) {
 					s.problemf(name, "holds %s, which the workflow would read as a fan-out binding in %s; a value cannot carry bindings", m[0], dotted(loc))
 					return "", false
 				}
@@ -690,7 +697,7 @@ func placeholders(spec map[string]any, declared map[string]bool) map[string]any 
 			return out
 		case string:
 			m := reference().FindStringSubmatchIndex(x)
-			if m == nil || m[0] != 0 || m[1] != len(x) || !declared[x[m[2]:m[3]]] {
+			if m == nil || m[0] != 0 || m[1] != len(x) || !declared[strings.TrimSpace(x[m[2]:m[3]])] {
 				return x
 			}
 			switch placeOf(loc) {

@@ -202,8 +202,8 @@ func builtinTemplates() []*Template {
 	return out
 }
 
-// templateExts are the extensions of workflow files.
-var templateExts = []string{".yaml", ".yml", ".json"}
+// isTemplateExt says whether ext (lowercase) is a workflow file's.
+func isTemplateExt(ext string) bool { return ext == ".yaml" || ext == ".yml" || ext == ".json" }
 
 // templateName is a file's template name: its name without the extension.
 func templateName(file string) string {
@@ -236,7 +236,7 @@ func templateFiles(root string) ([]string, []TemplateWarning, error) {
 		switch {
 		case e.IsDir():
 			warns = append(warns, TemplateWarning{File: file, Message: "ignored: workflow folders are not searched recursively"})
-		case !slices.Contains(templateExts, strings.ToLower(filepath.Ext(name))):
+		case !isTemplateExt(strings.ToLower(filepath.Ext(name))):
 			warns = append(warns, TemplateWarning{File: file, Message: "ignored: not a workflow file (.yaml, .yml or .json)"})
 		default:
 			files = append(files, file)

@@ -102,7 +102,11 @@ func TestTheGuidanceIsReplacedFromConfig(t *testing.T) {
 	require.True(t, strings.HasPrefix(system, "You are a terse assistant for this team.\n\n# Environment\n"), system)
 	require.NotContains(t, system, "You are Pixir")
 	require.Contains(t, system, "limited to 1024 bytes (max_instructions in config.toml)]")
-	require.Less(t, len(system), 2<<10)
+	// Bounded: the guidance and the instructions as configured, beside the
+	// catalogue of agents and templates (bounded on its own).
+	before, rest, _ := strings.Cut(system, "\n# Agents and workflow templates\n")
+	_, after, _ := strings.Cut(rest, "\n# ")
+	require.Less(t, len(before)+len(after), 2<<10)
 
 	// A file that is not there stops pixir with a message naming the key.
 	require.NoError(t, os.WriteFile(filepath.Join(r.home, "config.toml"), []byte(
