@@ -2,6 +2,7 @@ package tools
 
 import (
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -101,6 +102,13 @@ func mustSchemaOf(name string) []byte {
 			return tool.Schema()
 		}
 	}
+	if rest, ok := strings.CutPrefix(name, "user"); ok {
+		i, err := strconv.Atoi(rest)
+		if err != nil {
+			panic(name)
+		}
+		return []byte(userSchemas[i])
+	}
 	i, err := strconv.Atoi(name[len("extra"):])
 	if err != nil {
 		panic(name)
@@ -137,6 +145,9 @@ func TestLenientSchemaNeverRefusesValidArguments(t *testing.T) {
 // Within the subset, a lenient schema is the strict one: same lines.
 func TestLenientSchemaIsStrictWithinTheSubset(t *testing.T) {
 	for _, c := range oracleCases()[:namedCases()] {
+		if strings.HasPrefix(c.name, "user") {
+			continue // beyond the subset: $ref, oneOf and not are not all checked leniently
+		}
 		lenient, ignored, err := CompileLenientSchema(mustSchemaOf(c.name))
 		require.NoError(t, err)
 		require.Empty(t, ignored, c.name)
