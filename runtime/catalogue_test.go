@@ -25,12 +25,14 @@ func catalogueTemplate(t *testing.T, name, desc string) *workflows.Template {
 }
 
 func TestTheCatalogueNamesAgentsAndTemplates(t *testing.T) {
-	survey, err := workflows.LoadTemplates("", "")
+	builtins, err := workflows.LoadTemplates("", "")
 	require.NoError(t, err)
+	survey, ok := builtins.Get("survey")
+	require.True(t, ok)
 	text := catalogueText([]AgentSpec{
 		{Name: "explorer", Description: "Reads.\nMore lines are left out.", ReadOnly: true},
 		{Name: "make", Description: "Implements one task spec."},
-	}, append([]*workflows.Template{catalogueTemplate(t, "review", "Review one issue.")}, survey.All()...))
+	}, []*workflows.Template{catalogueTemplate(t, "review", "Review one issue."), survey})
 	require.Equal(t, `Agents (spawn_agent's agent, or a workflow step's agent):
 - explorer (read-only): Reads.
 - make: Implements one task spec.

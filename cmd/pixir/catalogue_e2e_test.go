@@ -49,12 +49,14 @@ func TestTheCatalogueOfAgentsAndTemplatesReachesTheModel(t *testing.T) {
 	_, catalogue, ok := strings.Cut(system, "# Agents and workflow templates\n\n")
 	require.True(t, ok, system)
 	for _, want := range []string{
-		"Agents (spawn_agent's agent, or a workflow step's agent):\n- default: General-purpose child worker",
+		"Agents (spawn_agent's agent, or a workflow step's agent):\n- check (read-only): Read-only reviewer",
+		"\n- default: General-purpose child worker",
 		"\n- explorer (read-only): Read-heavy evidence gatherer",
 		"\n- triager (read-only): Looks around.\n",
 		"\n- worker: Execution-focused worker",
 		"Workflow templates (run_workflow {\"template\": NAME, \"args\": {…}}; a ? marks a parameter with a default):\n" +
-			"- review(issue: string, report?: string): Review one issue, then write the report.\n" +
+			"- practice(issue: string, test_command?: string): The multi-agent practice",
+		"\n- review(issue: string, report?: string): Review one issue, then write the report.\n" +
 			"- survey(question: string, report?: string): Two read-only explorers answer a question",
 		"\n- triage(): Triage.\n",
 	} {
