@@ -22,15 +22,19 @@ const largeEvent = 1 << 20
 // It returns the length of the line; on a failure, part of it may have
 // been written (the Log cuts it back).
 func writeEventLine(f *os.File, ev *Event) (int, error) {
-	head := appendEventHead(make([]byte, 0, 160), ev)
+	data := ev.Data
+	if len(data) == 0 {
+		data = json.RawMessage("null")
+	}
+	size := 160
+	if ev.pieces == nil && len(data) < largeEvent {
+		size += len(data) + 2 // the whole line in one buffer, never grown
+	}
+	head := appendEventHead(make([]byte, 0, size), ev)
 	if ev.pieces != nil {
 		all := make([][]byte, 0, len(ev.pieces)+2)
 		all = append(append(append(all, head), ev.pieces...), []byte("}\n"))
 		return piecesLen(all), writePieces(f, all...)
-	}
-	data := ev.Data
-	if len(data) == 0 {
-		data = json.RawMessage("null")
 	}
 	if len(data) >= largeEvent {
 		return len(head) + len(data) + 2, writePieces(f, head, data, []byte("}\n"))

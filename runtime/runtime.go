@@ -87,6 +87,10 @@ type Runtime struct {
 	pricedOnce sync.Once
 	hasPrices  bool
 
+	// childLogs makes children's Logs one at a time: they are made in
+	// one folder, where concurrent makes contend in the kernel.
+	childLogs sync.Mutex
+
 	mu       sync.Mutex
 	sessions map[string]*Session
 	// opening holds a channel per session being opened, closed when the
@@ -137,7 +141,15 @@ func (r *Runtime) newChildSession(dir, logDir string, parent *Session, depth int
 		}
 	}
 	id := newSessionID()
+	r.childLogs.Lock()
+	if shared {
+		// A shared child's folder is new (an isolated one holds its
+		// snapshot already): make it in one call, not after a failed open
+		// and a walk up (CreateLog still does when this fails).
+		_ = os.Mkdir(logDir, 0o755)
+	}
 	log, err := CreateLog(filepath.Join(logDir, id+".ndjson"))
+	r.childLogs.Unlock()
 	if err != nil {
 		if !shared {
 			ws.Close()

@@ -99,6 +99,12 @@ type Session struct {
 	// caches hold.
 	promptOnce sync.Once
 	prompt     string
+	// childPrompts are the system prompts of this session's children
+	// that share its workspace, by what makes them differ
+	// (childPromptKey): a workflow's thousand children in one workspace
+	// read the project's files once, not each. (An isolated child's
+	// prompt names its own snapshot: nothing to share.)
+	childPrompts map[childPromptKey]string
 	// effort is the reasoning effort its model calls ask for; a user's
 	// session takes the runtime's.
 	effort string
@@ -549,4 +555,33 @@ func titleFrom(text string) string {
 		t = string(r[:most-1]) + "…"
 	}
 	return t
+}
+
+// childPromptKey is what makes the system prompts of a session's children
+// differ.
+type childPromptKey struct {
+	workspace, project string
+	child              prompt.Child
+}
+
+// childPrompt is the system prompt of a child of s working in workspace,
+// built once for all the children that share it. Like a session's own
+// prompt, it holds for the parent's life: the same project files, read
+// once.
+func (s *Session) childPrompt(workspace, project string, child prompt.Child) string {
+	k := childPromptKey{workspace: workspace, project: project, child: child}
+	s.mu.Lock()
+	text, ok := s.childPrompts[k]
+	s.mu.Unlock()
+	if ok {
+		return text
+	}
+	text = s.rt.buildPrompt(workspace, project, &child).Text
+	s.mu.Lock()
+	if s.childPrompts == nil {
+		s.childPrompts = map[childPromptKey]string{}
+	}
+	s.childPrompts[k] = text
+	s.mu.Unlock()
+	return text
 }

@@ -294,6 +294,27 @@ type spawnParent struct {
 	workspace string
 	depth     int
 	mode      Mode
+	// agents, when set, is the catalogue loaded once for many spawns
+	// (a workflow run's steps); nil loads it for each.
+	agents *catalogOnce
+}
+
+// catalogOnce is an agent catalogue loaded at its first use and kept: a
+// workflow run's check and its thousands of steps see the same agents,
+// read once.
+type catalogOnce struct {
+	once sync.Once
+	cat  AgentCatalog
+	err  error
+}
+
+// catalog is the agent catalogue of parent's workspace.
+func (p spawnParent) catalog(load func(workspace string) (AgentCatalog, error)) (AgentCatalog, error) {
+	if p.agents == nil {
+		return load(p.workspace)
+	}
+	p.agents.once.Do(func() { p.agents.cat, p.agents.err = load(p.workspace) })
+	return p.agents.cat, p.agents.err
 }
 
 // resolve is the one agent lookup: it picks the agent a child of parent
@@ -314,7 +335,7 @@ func (m *Manager) resolve(parent spawnParent, req tools.SpawnRequest) (AgentSpec
 	}
 	spec := AgentSpec{Name: "default"}
 	if c.Agents != nil {
-		cat, err := c.Agents(parent.workspace)
+		cat, err := parent.catalog(c.Agents)
 		if err != nil {
 			return AgentSpec{}, "", 0, failure(tools.ErrInvalidArgs, "the agent definitions of this workspace do not load: %v", err)
 		}

@@ -23,12 +23,20 @@ type binding struct {
 	ask        Asker
 	// files, when set, are the editor's: merges write text through them.
 	files tools.Files
+	// agents, when set, is the agent catalogue all its spawns share (a
+	// workflow run's).
+	agents *catalogOnce
+}
+
+// spawner is this binding's session as Manager.resolve sees it.
+func (b binding) spawner() spawnParent {
+	return spawnParent{workspace: b.parent.workspace.Root(), depth: b.parent.depth, mode: b.parent.Mode(), agents: b.agents}
 }
 
 // resolve picks the agent and checks the limits a spawn from this
 // binding's session must respect, and the MCP servers it names.
 func (b binding) resolve(req tools.SpawnRequest) (AgentSpec, string, int, error) {
-	spec, mode, depth, err := b.m.resolve(spawnParent{workspace: b.parent.workspace.Root(), depth: b.parent.depth, mode: b.parent.Mode()}, req)
+	spec, mode, depth, err := b.m.resolve(b.spawner(), req)
 	if err == nil && req.MCPServers != nil {
 		err = b.parent.checkMCPNames(req.MCPServers)
 	}

@@ -25,10 +25,13 @@ func (s *Session) WorkflowPorts(ask Asker) workflows.Ports {
 
 // workflowPorts are the workflow ports of this binding's session and tool
 // call: what run_workflow is bound to for one call.
+// Its check and its steps share one agent catalogue, read at the check: a
+// run's steps run the agents it checked, and a thousand steps do not read
+// the agent files a thousand times.
 func (b binding) workflowPorts() workflows.Ports {
+	b.agents = &catalogOnce{}
 	return workflows.Ports{
-		Agents: agentCheck{m: b.m, parent: spawnParent{workspace: b.parent.workspace.Root(), depth: b.parent.depth, mode: b.parent.Mode()},
-			mcpServers: b.parent.MCPServers},
+		Agents:    agentCheck{m: b.m, parent: b.spawner(), mcpServers: b.parent.MCPServers},
 		Children:  stepChildren{b},
 		Evidence:  sessionEvidence{b.parent},
 		Committer: gitCommitter{root: b.parent.workspace.Root(), mode: b.parent.Mode},

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -391,6 +392,33 @@ func TestAgentLookupIsOneForToolsWorkflowsAndDryRuns(t *testing.T) {
 		require.Equal(t, tt.want, viaPorts, tt.agent)
 		require.Equal(t, tt.want, viaDryRun, tt.agent)
 	}
+}
+
+// A workflow run reads the agent catalogue once, at its check: its steps
+// run the agents it checked, and a thousand steps do not read the agent
+// files a thousand times. Another run, and a spawn by the agent tools,
+// read it again.
+func TestAWorkflowRunReadsItsAgentsOnce(t *testing.T) {
+	var loads atomic.Int32
+	cat := catalogOf{"default": {Name: "default"}, "worker": {Name: "worker"}}
+	f := newManagerFixture(t, SubagentConfig{Agents: func(string) (AgentCatalog, error) {
+		loads.Add(1)
+		return cat, nil
+	}})
+	w := &workflows.Workflow{Name: "once", Steps: []workflows.Step{
+		{ID: "a", Agent: "worker", Task: "quick"}, {ID: "b", Task: "quick"},
+		{ID: "c", Agent: "worker", Task: "quick", DependsOn: []string{"a", "b"}},
+	}}
+	for run := int32(1); run <= 2; run++ {
+		p, err := workflows.Prepare(w, f.b.workflowPorts())
+		require.NoError(t, err)
+		out := p.Run(context.Background(), workflows.RunOptions{WorkflowID: fmt.Sprintf("wf-%d", run)})
+		require.Equal(t, workflows.StatusCompleted, out.Status, out.Output)
+		require.Equal(t, run, loads.Load(), "run %d", run)
+	}
+	v := f.spawn(t, "quick")
+	f.wait(t, v.ID)
+	require.Equal(t, int32(3), loads.Load(), "a spawn by the agent tools reads the agents it is given now")
 }
 
 func TestWorkflowEventsAndPlanReachTheParent(t *testing.T) {

@@ -581,6 +581,10 @@ func (s *Session) reasoningEffort() string {
 // once.
 func (s *Session) systemPrompt() string {
 	s.promptOnce.Do(func() {
+		if s.parent != nil && s.child != nil && s.sharesWorkspace {
+			s.prompt = s.parent.childPrompt(s.workspace.Root(), s.projectRoot(), *s.child)
+			return
+		}
 		s.prompt = s.rt.buildPrompt(s.workspace.Root(), s.projectRoot(), s.child).Text
 	})
 	return s.prompt

@@ -4,14 +4,17 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -325,4 +328,158 @@ func sessionIDOf(b *testing.B, reply string) string {
 	}
 	rest := reply[i+len(key):]
 	return rest[:strings.IndexByte(rest, '"')]
+}
+
+// BenchmarkRunWorkflowVsLogs is `pixir run --workflow` of 1,000 steps
+// (PIXIR_BENCH_STEPS for more: a random DAG of read-only steps, 8 at a
+// time) headless on a scripted provider that answers at once, against the
+// yardstick: a program that only writes the same Logs (the parent's and
+// every child's, the same lines, one write each, every file created in its
+// directory), run after it in the same iteration. The ratios of wall time
+// and of CPU time (pixir's process against the yardstick's writing) are
+// what Pixir costs beyond its evidence (target ≤ 2).
+func BenchmarkRunWorkflowVsLogs(b *testing.B) {
+	n := 1000
+	if v, err := strconv.Atoi(os.Getenv("PIXIR_BENCH_STEPS")); err == nil && v > 0 {
+		n = v
+	}
+	dir := b.TempDir()
+	spec, script := filepath.Join(dir, "wf.json"), filepath.Join(dir, "instant.toml")
+	if err := os.WriteFile(spec, benchWorkflow(n), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(script, []byte("[[rule]]\nname = \"any\"\nmatch = '.'\n  [[rule.reply]]\n  text = 'Done.'\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	var wall, cpu pairs
+	var runMS []time.Duration
+	for i := range b.N {
+		ws := filepath.Join(dir, fmt.Sprintf("ws%d", i))
+		if err := os.MkdirAll(ws, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		cmd := exec.Command(pixirBin, "run", "--script", script, "--workflow", spec)
+		cmd.Dir = ws
+		cmd.Env = append(os.Environ(), "PIXIR_HOME="+filepath.Join(dir, "home"), "PIXIR_PROVIDER=", "PIXIR_SCRIPT=")
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		start := time.Now()
+		out, err := cmd.Output()
+		d := time.Since(start)
+		if err != nil || !strings.Contains(string(out), "COMPLETED") {
+			b.Fatalf("pixir run: %v\n%.500s\n%.2000s", err, out, stderr.String())
+		}
+		wall.pixir, cpu.pixir = append(wall.pixir, d), append(cpu.pixir, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
+		runMS = append(runMS, d)
+
+		b.StopTimer()
+		logs := readBenchLogs(b, filepath.Join(ws, ".pixir"))
+		if len(logs) != n+1 {
+			b.Fatalf("%d Logs, want %d", len(logs), n+1)
+		}
+		into := filepath.Join(dir, fmt.Sprintf("yard%d", i))
+		runtime.GC()
+		b.StartTimer()
+		start, used := time.Now(), processCPU()
+		writeBenchLogs(b, into, logs)
+		wall.minimal, cpu.minimal = append(wall.minimal, time.Since(start)), append(cpu.minimal, processCPU()-used)
+	}
+	b.StopTimer()
+	b.ReportMetric(medianRatio(wall), "wall-ratio")
+	b.ReportMetric(medianRatio(cpu), "cpu-ratio")
+	b.ReportMetric(median(runMS), "run-ms")
+	b.ReportMetric(median(cpu.pixir), "run-cpu-ms")
+	b.ReportMetric(median(wall.minimal), "logs-ms")
+	b.ReportMetric(0, "ns/op")
+}
+
+// benchWorkflow is the JSON spec of a random DAG of n read-only steps,
+// each depending on up to three earlier ones, 8 at a time.
+func benchWorkflow(n int) []byte {
+	r := rand.New(rand.NewPCG(1, 1))
+	var s strings.Builder
+	s.WriteString(`{"name":"bench","max_concurrency":8,"steps":[`)
+	for i := range n {
+		if i > 0 {
+			s.WriteByte(',')
+		}
+		fmt.Fprintf(&s, `{"id":"s%d","task":"Do part %d of the work."`, i, i)
+		var deps []string
+		for range r.IntN(4) {
+			if i > 0 {
+				deps = append(deps, fmt.Sprintf(`"s%d"`, r.IntN(i)))
+			}
+		}
+		if len(deps) > 0 {
+			fmt.Fprintf(&s, `,"depends_on":[%s]`, strings.Join(deps, ","))
+		}
+		s.WriteByte('}')
+	}
+	s.WriteString(`]}`)
+	return []byte(s.String())
+}
+
+// benchLog is a Log as the yardstick writes it again.
+type benchLog struct {
+	rel   string
+	lines [][]byte
+}
+
+// readBenchLogs reads every Log (.ndjson) beneath dir.
+func readBenchLogs(b *testing.B, dir string) []benchLog {
+	var out []benchLog
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".ndjson") {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		l := benchLog{rel: rel}
+		for line := range strings.SplitAfterSeq(string(data), "\n") {
+			if line != "" {
+				l.lines = append(l.lines, []byte(line))
+			}
+		}
+		out = append(out, l)
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return out
+}
+
+// writeBenchLogs is the yardstick: the least a program does to leave the
+// same Logs.
+func writeBenchLogs(b *testing.B, dir string, logs []benchLog) {
+	for _, l := range logs {
+		p := filepath.Join(dir, l.rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, line := range l.lines {
+			if _, err := f.Write(line); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// processCPU is the CPU time this process used so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
