@@ -54,8 +54,12 @@ type runner struct {
 	schemas  []*tools.Schema // each step's compiled output_schema, once it ran
 	schemaOf map[string]*tools.Schema
 
-	decidedOrder []*stepRun          // runs in the order they were decided
-	byAgent      map[string]*stepRun // a started child's run
+	// carriers are the decided isolated runs whose snapshots hold
+	// changes, in the order they were decided: all that a later run's
+	// snapshot may inherit, so a start looks at them, not at every
+	// decided run.
+	carriers []*stepRun
+	byAgent  map[string]*stepRun // a started child's run
 	// conditions are the when decisions of runs that went ahead, by run
 	// label, for their outcomes.
 	conditions map[string][]ConditionSeen
@@ -278,8 +282,8 @@ func (r *runner) schema(s int) *tools.Schema {
 // its own ancestors' changes, but its change list names only its own
 // work, so every ancestor counts).
 func (r *runner) inheritance(run *stepRun) []Inherited {
-	if r.s.isolatedChanges == 0 {
-		return nil
+	if len(r.carriers) == 0 {
+		return nil // nothing to inherit: no walk
 	}
 	seen := map[*stepRun]bool{}
 	var stack []*stepRun
@@ -320,9 +324,9 @@ func (r *runner) inheritance(run *stepRun) []Inherited {
 		visit(x)
 	}
 	var out []Inherited
-	for _, d := range r.decidedOrder {
+	for _, d := range r.carriers {
 		o := d.outcome
-		if !seen[d] || o.WorkspaceMode != Isolated || o.Changes == nil || o.Workspace == "" || o.Changes.Empty() {
+		if !seen[d] {
 			continue
 		}
 		if o.Merge != nil && o.Merge.Status == tools.MergeMerged {
@@ -333,11 +337,11 @@ func (r *runner) inheritance(run *stepRun) []Inherited {
 	return out
 }
 
-// noteChanges counts a decided isolated run with changes (inheritance).
+// noteChanges keeps a decided isolated run with changes among the
+// carriers (inheritance).
 func (r *runner) noteChanges(run *stepRun) {
-	if o := run.outcome; o.WorkspaceMode == Isolated && o.Changes != nil && o.Workspace != "" &&
-		len(o.Changes.Added)+len(o.Changes.Changed)+len(o.Changes.Deleted) > 0 {
-		r.s.isolatedChanges++
+	if o := run.outcome; o.WorkspaceMode == Isolated && o.Changes != nil && o.Workspace != "" && !o.Changes.Empty() {
+		r.carriers = append(r.carriers, run)
 	}
 }
 
@@ -401,7 +405,6 @@ func (r *runner) decided(run *stepRun, out StepOutcome) {
 	}
 	r.finished(run)
 	r.markRan(run.frame)
-	r.decidedOrder = append(r.decidedOrder, run)
 	r.noteChanges(run)
 	r.record(WorkflowEvent{Kind: EventCheckpointDecided, StepID: out.StepID, Run: run.label, Outcome: &out})
 	r.runDecided(run)
@@ -566,15 +569,15 @@ func (r *runner) showPlan() {
 	all := make([]planItem, 0, len(r.s.runs)+len(r.s.loops))
 	for s := range r.w.Steps {
 		for _, lr := range loopsByFirst[s] {
-			all = append(all, planItem{entry: loopEntry(r.loopNow(lr)), class: planRunning})
+			all = append(all, planItem{loop: r.loopNow(lr), class: planRunning})
 		}
 		st := &r.w.Steps[s]
 		if len(byStep[s]) == 0 {
-			all = append(all, planItem{entry: planEntry(st.ID, st.Task, false, nil), class: planToDo})
+			all = append(all, planItem{label: st.ID, task: st.Task, class: planToDo})
 			continue
 		}
 		for _, run := range byStep[s] {
-			all = append(all, planItem{entry: planEntry(run.label, run.spec.Task, run.state == runRunning, run.outcome), class: planClass(run),
+			all = append(all, planItem{label: run.label, task: run.spec.Task, running: run.state == runRunning, out: run.outcome, class: planClass(run),
 				ready: run.outcome != nil && run.outcome.CheckpointStatus == CheckpointReady})
 		}
 	}
@@ -586,11 +589,23 @@ func (r *runner) showPlan() {
 	r.evidence.ShowPlan(entries)
 }
 
-// planItem is a plan entry and how much it needs to be seen.
+// planItem is a plan entry, made only when it is shown (a plan of
+// 10,000 runs shows 100 of them, up to ten times a second), and how much
+// it needs to be seen.
 type planItem struct {
-	entry tools.PlanEntry
-	class int
-	ready bool
+	label, task string
+	running     bool
+	out         *StepOutcome
+	loop        *LoopOutcome // a loop's entry, when set
+	class       int
+	ready       bool
+}
+
+func (it *planItem) entry() tools.PlanEntry {
+	if it.loop != nil {
+		return loopEntry(it.loop)
+	}
+	return planEntry(it.label, it.task, it.running, it.out)
 }
 
 // Plan classes, first shown first.
@@ -620,8 +635,8 @@ func planClass(run *stepRun) int {
 func planPick(all []planItem) []tools.PlanEntry {
 	entries := make([]tools.PlanEntry, 0, min(len(all), maxPlanEntries))
 	if len(all) <= maxPlanEntries {
-		for _, it := range all {
-			entries = append(entries, it.entry)
+		for i := range all {
+			entries = append(entries, all[i].entry())
 		}
 		return entries
 	}
@@ -636,10 +651,11 @@ func planPick(all []planItem) []tools.PlanEntry {
 		room -= take[c]
 	}
 	var rest planRest
-	for _, it := range all {
+	for i := range all {
+		it := &all[i]
 		if take[it.class] > 0 {
 			take[it.class]--
-			entries = append(entries, it.entry)
+			entries = append(entries, it.entry())
 			continue
 		}
 		rest.steps++

@@ -145,9 +145,6 @@ type sched struct {
 	heads           profileHeap
 	parked          map[*stepRun][]profileID
 	runningProfiles []runningProfile
-	// isolatedChanges counts decided isolated runs with changes: until
-	// one exists, no run inherits anything and the walk is skipped.
-	isolatedChanges int
 	decisions       int // runs decided so far
 }
 
@@ -597,7 +594,6 @@ func (r *runner) startOrReuse(run *stepRun) {
 		r.describeRun(&out, run)
 		run.outcome = &out
 		r.markRan(run.frame)
-		r.decidedOrder = append(r.decidedOrder, run)
 		r.noteChanges(run)
 		r.record(WorkflowEvent{Kind: EventCheckpointDecided, StepID: out.StepID, Run: run.label, Outcome: &out})
 		r.runDecided(run)

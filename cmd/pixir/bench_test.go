@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -330,25 +331,38 @@ func sessionIDOf(b *testing.B, reply string) string {
 	return rest[:strings.IndexByte(rest, '"')]
 }
 
-// BenchmarkRunWorkflowVsLogs is `pixir run --workflow` of 1,000 steps
-// (PIXIR_BENCH_STEPS for more: a random DAG of read-only steps, 8 at a
-// time) headless on a scripted provider that answers at once, against the
-// yardstick: a program that only writes the same Logs (the parent's and
-// every child's, the same lines, one write each, every file created in its
-// directory), run after it in the same iteration. The ratios of wall time
-// and of CPU time (pixir's process against the yardstick's writing) are
-// what Pixir costs beyond its evidence (target ≤ 2).
+// BenchmarkRunWorkflowVsLogs is `pixir run --workflow` of 1,000 step runs
+// (PIXIR_BENCH_STEPS for more) headless on a scripted provider that
+// answers at once, against the yardstick: a program that only writes the
+// same Logs (the parent's and every child's, the same lines, one write
+// each, every file created in its directory), run after it in the same
+// iteration. The ratios of wall time and of CPU time (pixir's process
+// against the yardstick's writing) are what Pixir costs beyond its
+// evidence (target ≤ 2). Two shapes: a random DAG of read-only steps, and
+// the same number of runs made by control flow (a fan-out over half of
+// them, loops iterating ten times for the other half).
 func BenchmarkRunWorkflowVsLogs(b *testing.B) {
 	n := 1000
 	if v, err := strconv.Atoi(os.Getenv("PIXIR_BENCH_STEPS")); err == nil && v > 0 {
 		n = v
 	}
+	b.Run("dag", func(b *testing.B) { benchRunVsLogs(b, benchWorkflow(n), instantScript, n) })
+	flow, script, runs := benchControlFlow(n)
+	b.Run("controlflow", func(b *testing.B) { benchRunVsLogs(b, flow, script, runs) })
+}
+
+// instantScript answers every model call at once.
+const instantScript = "[[rule]]\nname = \"any\"\nmatch = '.'\n  [[rule.reply]]\n  text = 'Done.'\n"
+
+// benchRunVsLogs runs the workflow spec of runs step runs on script, and
+// the yardstick after it, in each iteration.
+func benchRunVsLogs(b *testing.B, workflow []byte, script string, runs int) {
 	dir := b.TempDir()
-	spec, script := filepath.Join(dir, "wf.json"), filepath.Join(dir, "instant.toml")
-	if err := os.WriteFile(spec, benchWorkflow(n), 0o644); err != nil {
+	spec, scriptFile := filepath.Join(dir, "wf.json"), filepath.Join(dir, "instant.toml")
+	if err := os.WriteFile(spec, workflow, 0o644); err != nil {
 		b.Fatal(err)
 	}
-	if err := os.WriteFile(script, []byte("[[rule]]\nname = \"any\"\nmatch = '.'\n  [[rule.reply]]\n  text = 'Done.'\n"), 0o644); err != nil {
+	if err := os.WriteFile(scriptFile, []byte(script), 0o644); err != nil {
 		b.Fatal(err)
 	}
 	var wall, cpu pairs
@@ -358,7 +372,7 @@ func BenchmarkRunWorkflowVsLogs(b *testing.B) {
 		if err := os.MkdirAll(ws, 0o755); err != nil {
 			b.Fatal(err)
 		}
-		cmd := exec.Command(pixirBin, "run", "--script", script, "--workflow", spec)
+		cmd := exec.Command(pixirBin, "run", "--script", scriptFile, "--workflow", spec)
 		cmd.Dir = ws
 		cmd.Env = append(os.Environ(), "PIXIR_HOME="+filepath.Join(dir, "home"), "PIXIR_PROVIDER=", "PIXIR_SCRIPT=")
 		var stderr strings.Builder
@@ -374,8 +388,8 @@ func BenchmarkRunWorkflowVsLogs(b *testing.B) {
 
 		b.StopTimer()
 		logs := readBenchLogs(b, filepath.Join(ws, ".pixir"))
-		if len(logs) != n+1 {
-			b.Fatalf("%d Logs, want %d", len(logs), n+1)
+		if len(logs) != runs+1 {
+			b.Fatalf("%d Logs, want %d", len(logs), runs+1)
 		}
 		into := filepath.Join(dir, fmt.Sprintf("yard%d", i))
 		runtime.GC()
@@ -390,6 +404,7 @@ func BenchmarkRunWorkflowVsLogs(b *testing.B) {
 	b.ReportMetric(median(runMS), "run-ms")
 	b.ReportMetric(median(cpu.pixir), "run-cpu-ms")
 	b.ReportMetric(median(wall.minimal), "logs-ms")
+	b.ReportMetric(median(cpu.minimal), "logs-cpu-ms")
 	b.ReportMetric(0, "ns/op")
 }
 
@@ -417,6 +432,66 @@ func benchWorkflow(n int) []byte {
 	}
 	s.WriteString(`]}`)
 	return []byte(s.String())
+}
+
+// benchControlFlow is the JSON spec of about n read-only step runs made
+// by control flow, its script and its number of runs: a step lists n/2
+// items (at most 1,000, the cap of a fan-out) and a step fans out over
+// them; loops of ten independent steps iterate ten times, never satisfied
+// (their first step's verdict is never ACCEPTABLE), for the rest.
+func benchControlFlow(n int) (spec []byte, script string, runs int) {
+	items := min(n/2, 1000)
+	const perLoop, iterations = 10, 10
+	loops := max((n-items)/(perLoop*iterations), 1)
+	steps := []map[string]any{
+		{"id": "split", "task": "[split] List the parts.", "output_schema": map[string]any{"type": "object", "required": []string{"tasks"},
+			"properties": map[string]any{"tasks": map[string]any{"type": "array", "items": map[string]any{"type": "string"}}}}},
+		{"id": "part", "depends_on": []string{"split"}, "for_each": map[string]any{"step": "split", "path": "/tasks", "max_items": items},
+			"task": "Do part ${index}: ${item}."},
+	}
+	var loopSpecs []map[string]any
+	for l := range loops {
+		var ids []string
+		for s := range perLoop {
+			st := map[string]any{"id": fmt.Sprintf("l%ds%d", l, s), "task": fmt.Sprintf("[loop] Review part %d of area %d.", s, l)}
+			if s == 0 {
+				st["output_schema"] = map[string]any{"type": "object", "required": []string{"verdict"},
+					"properties": map[string]any{"verdict": map[string]any{"type": "string"}}}
+			}
+			steps, ids = append(steps, st), append(ids, st["id"].(string))
+		}
+		loopSpecs = append(loopSpecs, map[string]any{"id": fmt.Sprintf("loop%d", l), "steps": ids, "max_iterations": iterations,
+			"until": map[string]any{"step": ids[0], "path": "/verdict", "equals": "ACCEPTABLE"}, "on_exhausted": "proceed"})
+	}
+	spec, _ = json.Marshal(map[string]any{"name": "bench-flow", "max_concurrency": 8, "steps": steps, "loops": loopSpecs})
+	tasks := make([]string, items)
+	for i := range tasks {
+		tasks[i] = fmt.Sprintf("t%d", i+1)
+	}
+	listed, _ := json.Marshal(map[string]any{"status": "checkpoint_ready", "summary": "listed", "payload": map[string]any{"tasks": tasks}})
+	reviewed, _ := json.Marshal(map[string]any{"status": "checkpoint_ready", "summary": "needs work", "payload": map[string]any{"verdict": "NEEDS WORK"}})
+	script = `
+[[rule]]
+name = "the split"
+match = '\A\[split\]'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "report_checkpoint"
+  arguments_json = '` + string(listed) + `'
+  [[rule.reply]]
+  text = "listed"
+
+[[rule]]
+name = "the reviewer"
+match = '\A\[loop\] Review part 0 '
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "report_checkpoint"
+  arguments_json = '` + string(reviewed) + `'
+  [[rule.reply]]
+  text = "reviewed"
+` + instantScript
+	return spec, script, 1 + items + loops*perLoop*iterations
 }
 
 // benchLog is a Log as the yardstick writes it again.

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/pixir-go/pixir/budget"
+	"github.com/pixir-go/pixir/internal/jsonraw"
 	"github.com/pixir-go/pixir/internal/termtext"
 	"github.com/pixir-go/pixir/runtime"
 	"github.com/pixir-go/pixir/tools"
@@ -523,22 +524,22 @@ func (v *workflowView) observe(ev runtime.Event) {
 	defer v.mu.Unlock()
 	switch ev.Type {
 	case runtime.EventSubagent:
-		var d runtime.SubagentEventData
-		if json.Unmarshal(ev.Data, &d) != nil {
+		d, ok := readSubagentEvent(ev.Data)
+		if !ok {
 			return
 		}
-		r := v.row(d.Name, "")
+		r := v.row(d.name, "")
 		if r == nil {
 			return
 		}
-		v.children[d.SubagentID] = r.id
-		switch d.Event {
+		v.children[d.subagentID] = r.id
+		switch tools.SubagentEvent(d.event) {
 		case tools.SubagentEventQueued:
 			r.state = rowQueued
-			v.line("step %s queued (%s, subagent %s)", r.id, r.agent, d.SubagentID)
+			v.line("step %s queued (%s, subagent %s)", r.id, r.agent, d.subagentID)
 		case tools.SubagentEventStarted:
-			r.state, r.started, r.activity = rowRunning, v.now(), "started in the "+d.WorkspaceMode+" workspace"
-			v.line("step %s running (%s, %s workspace)", r.id, r.agent, d.WorkspaceMode)
+			r.state, r.started, r.activity = rowRunning, v.now(), "started in the "+d.workspaceMode+" workspace"
+			v.line("step %s running (%s, %s workspace)", r.id, r.agent, d.workspaceMode)
 		}
 	case runtime.EventStatus:
 		var d runtime.SubagentProgressData
@@ -555,6 +556,40 @@ func (v *workflowView) observe(ev runtime.Event) {
 			v.workflowEvent(d)
 		}
 	}
+}
+
+// subagentFields are the members of a subagent_event the view reads.
+type subagentFields struct{ event, subagentID, name, workspaceMode string }
+
+// readSubagentEvent reads them without decoding the rest (the task, the
+// summary, the usage): the view sees three of these events for each step
+// of runs of thousands, and decoding each whole cost more than all else
+// it does.
+func readSubagentEvent(data []byte) (subagentFields, bool) {
+	_, members, err := jsonraw.Scan(data)
+	if err != nil || members == nil {
+		return subagentFields{}, false
+	}
+	var f subagentFields
+	for _, m := range members {
+		var to *string
+		switch m.Key {
+		case "event":
+			to = &f.event
+		case "subagent_id":
+			to = &f.subagentID
+		case "name":
+			to = &f.name
+		case "workspace_mode":
+			to = &f.workspaceMode
+		default:
+			continue
+		}
+		if json.Unmarshal(m.Value, to) != nil {
+			return subagentFields{}, false
+		}
+	}
+	return f, true
 }
 
 func (v *workflowView) workflowEvent(d workflows.WorkflowEvent) {
