@@ -55,8 +55,10 @@ func NewServer(rt *runtime.Runtime, opt Options) *Server {
 // Serve speaks ACP over r and w until r ends; the returned connection's
 // Done channel closes once every reply has been written.
 func (s *Server) Serve(r io.Reader, w io.Writer, closeInput func() error) *rpc.Conn {
-	s.conn = rpc.Serve(r, w, closeInput, s, rpc.Options{Logger: s.log, MaxLineBytes: s.maxLine})
-	return s.conn
+	// The connection is set before the first message is read: a request
+	// handled at once (an early session/load) presents through it.
+	return rpc.Serve(r, w, closeInput, s, rpc.Options{Logger: s.log, MaxLineBytes: s.maxLine,
+		OnConn: func(c *rpc.Conn) { s.conn = c }})
 }
 
 // HandleRequest implements rpc.Handler.

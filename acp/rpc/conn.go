@@ -45,6 +45,10 @@ type Options struct {
 	// MaxLineBytes is the largest message accepted; zero means
 	// MaxLineBytes. Tests lower it to exercise the limit cheaply.
 	MaxLineBytes int
+	// OnConn, if set, is given the connection before its first message is
+	// read, so a handler that calls back through it (notifications, requests
+	// to the peer) never sees it missing.
+	OnConn func(*Conn)
 }
 
 // Conn is one JSON-RPC connection.
@@ -67,6 +71,9 @@ type Conn struct {
 	// own calls can arrive after that.
 	inputDone chan struct{}
 	done      chan struct{}
+	// started is closed once engine is set: the engine's read loop may hand
+	// over the first message before NewConn has returned.
+	started chan struct{}
 
 	notes     chan *inbound
 	notesDone chan struct{}
@@ -85,6 +92,7 @@ func Serve(r io.Reader, w io.Writer, closeInput func() error, h Handler, opt Opt
 		inflight:  map[string]context.CancelFunc{},
 		inputDone: make(chan struct{}),
 		done:      make(chan struct{}),
+		started:   make(chan struct{}),
 		notes:     make(chan *inbound, 1024),
 		notesDone: make(chan struct{}),
 	}
@@ -102,9 +110,13 @@ func Serve(r io.Reader, w io.Writer, closeInput func() error, h Handler, opt Opt
 	c.stream.beforeResponse = c.notesWG.Wait
 	c.stream.onInvalid = func(reason string) { c.log.Warn("answered invalid input", "reason", reason) }
 
+	if opt.OnConn != nil {
+		opt.OnConn(c)
+	}
 	go c.runNotifications()
 	c.engine = jsonrpc2.NewConn(c.ctx, c.stream, dispatcher{c},
 		jsonrpc2.SetLogger(slogPrinter{c.log}))
+	close(c.started)
 	go func() {
 		<-c.engine.DisconnectNotify()
 		c.cancel()
@@ -123,6 +135,7 @@ func (c *Conn) Close() error { return c.engine.Close() }
 type dispatcher struct{ c *Conn }
 
 func (d dispatcher) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	<-d.c.started // a handler may call the peer through c.engine
 	d.c.dispatch(ctx, conn, req)
 }
 

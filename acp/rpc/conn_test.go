@@ -221,6 +221,31 @@ func TestCallFromInsideARequestDoesNotDeadlock(t *testing.T) {
 	require.Equal(t, "peer said yes", reply["result"])
 }
 
+// A request already waiting when the connection starts may call the peer at
+// once: the handler has the connection (OnConn) and the connection its
+// engine before the first message is handed over.
+func TestARequestWaitingAtStartCanCallThePeer(t *testing.T) {
+	inR, inW, err := os.Pipe()
+	require.NoError(t, err)
+	outR, outW, err := os.Pipe()
+	require.NoError(t, err)
+	_, err = inW.WriteString(`{"jsonrpc":"2.0","id":1,"method":"ask"}` + "\n")
+	require.NoError(t, err)
+	h := &testHandler{noted: make(chan struct{})}
+	c := Serve(inR, outW, inR.Close, h, Options{OnConn: func(c *Conn) { h.conn = c }})
+	p := &pipes{t: t, toConn: inW, lines: bufio.NewReaderSize(outR, 1<<20), conn: c, h: h}
+	t.Cleanup(func() {
+		_ = inW.Close()
+		<-c.Done()
+		_ = outW.Close()
+		_ = outR.Close()
+	})
+	q := p.next()
+	require.Equal(t, "question", q["method"])
+	p.send(`{"jsonrpc":"2.0","id":` + jsonNumber(q["id"]) + `,"result":"yes"}`)
+	require.Equal(t, "peer said yes", p.next()["result"])
+}
+
 func TestCancelledCallSendsCancelRequest(t *testing.T) {
 	p := serveOverPipes(t, Options{})
 	p.send(`{"jsonrpc":"2.0","id":1,"method":"ask"}`)
