@@ -48,7 +48,7 @@ match = '.'
 	wfID := first["workflow_id"].(string)
 	require.Equal(t, wfID, next["args"].(map[string]any)["resume_from"])
 	require.Contains(t, stderr, "pixir: usage: ", "pixir run says what it spent")
-	sid := regexp.MustCompile(`session ([0-9a-f-]{36})`).FindStringSubmatch(stderr)[1]
+	sid := regexp.MustCompile(`pixir: session ([0-9a-f-]{8,}) `).FindStringSubmatch(stderr)[1]
 
 	// Raised, and resumed: survey is reused, plan and write run.
 	e.file("wf.json", strings.Replace(spec, `"tokens":1`, `"tokens":1000000`, 1))

@@ -381,7 +381,7 @@ func TestWorkflowMergeConflictNeedsTheOrchestrator(t *testing.T) {
 	// The live view and pixir inspect say it too.
 	require.Contains(t, stderr, "step fix needs_orchestrator")
 	require.Contains(t, stderr, "conflicted (1 files; 1 merged)")
-	sid := regexp.MustCompile(`session ([0-9a-f-]{36})`).FindStringSubmatch(stderr)[1]
+	sid := regexp.MustCompile(`pixir: session ([0-9a-f-]{8,}) `).FindStringSubmatch(stderr)[1]
 	stdout, stderr, code = e.pixir("inspect", sid)
 	require.Equal(t, exitOK, code, stderr)
 	require.Contains(t, stdout, "merge: conflicted (1 files; 1 merged)")
