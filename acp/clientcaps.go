@@ -29,11 +29,24 @@ func (c clientFiles) Open(ctx context.Context, path string) (io.ReadCloser, erro
 	if !c.read {
 		return c.local.Open(ctx, path)
 	}
+	return c.readText(ctx, map[string]any{"sessionId": c.sessionID, "path": path}, path)
+}
+
+// OpenLines implements tools.LineRanges: the editor is asked for the lines
+// read needs, not for a whole file that may be more than one message can
+// carry.
+func (c clientFiles) OpenLines(ctx context.Context, path string, line, limit int) (io.ReadCloser, error) {
+	if !c.read {
+		return c.local.Open(ctx, path) // read counts the lines itself
+	}
+	return c.readText(ctx, map[string]any{"sessionId": c.sessionID, "path": path, "line": line, "limit": limit}, path)
+}
+
+func (c clientFiles) readText(ctx context.Context, params map[string]any, path string) (io.ReadCloser, error) {
 	var resp struct {
 		Content string `json:"content"`
 	}
-	err := c.s.conn.Call(ctx, "fs/read_text_file", map[string]any{"sessionId": c.sessionID, "path": path}, &resp)
-	if err != nil {
+	if err := c.s.conn.Call(ctx, "fs/read_text_file", params, &resp); err != nil {
 		return nil, clientError("fs/read_text_file", path, err)
 	}
 	return io.NopCloser(strings.NewReader(resp.Content)), nil
@@ -51,17 +64,43 @@ func (c clientFiles) WriteFile(ctx context.Context, path string, data []byte) er
 }
 
 // clientError makes an editor's refusal readable, and "not found" match
-// fs.ErrNotExist so tools treat it like a missing local file.
+// fs.ErrNotExist so tools treat it like a missing local file. Editors say
+// "not found" in different places: the code (-32002), the message, or the
+// data (acp-factory answers a missing file with -32603 and "ENOENT" in
+// data). An editor's refusal to write is the user's or the editor's
+// decision, reported as a permission refusal, never as Pixir's fault.
 func clientError(method, path string, err error) error {
-	var wire *rpc.Error
-	if errors.As(err, &wire) {
-		msg := strings.ToLower(wire.Message)
-		if wire.Code == rpc.CodeResourceNotFound || strings.Contains(msg, "not found") || strings.Contains(msg, "no such file") {
-			return fmt.Errorf("the editor has no file %s: %s: %w", path, wire.Message, fs.ErrNotExist)
-		}
-		return fmt.Errorf("the editor refused %s for %s: %s (code %d)", method, path, wire.Message, wire.Code)
+	if errors.Is(err, rpc.ErrAnswerTooLarge) {
+		return &tools.Failure{Kind: tools.ErrInvalidArgs, Message: fmt.Sprintf(
+			"the editor's answer to %s for %s was larger than one message may be (%v); read a range of lines with offset and limit", method, path, err)}
 	}
-	return fmt.Errorf("%s for %s: %w", method, path, err)
+	var wire *rpc.Error
+	if !errors.As(err, &wire) {
+		return fmt.Errorf("%s for %s: %w", method, path, err)
+	}
+	if method == "fs/write_text_file" {
+		return &tools.Failure{Kind: tools.ErrPermissionDenied, Message: fmt.Sprintf(
+			"the editor did not write %s: %s (code %d); do not retry unchanged, ask the user what to do", path, wire.Message, wire.Code)}
+	}
+	if missingFile(wire) {
+		return fmt.Errorf("the editor has no file %s: %s: %w", path, wire.Message, fs.ErrNotExist)
+	}
+	return fmt.Errorf("the editor refused %s for %s: %s (code %d)", method, path, wire.Message, wire.Code)
+}
+
+// missingFile reports whether an editor's error says the file does not
+// exist.
+func missingFile(e *rpc.Error) bool {
+	if e.Code == rpc.CodeResourceNotFound {
+		return true
+	}
+	for _, text := range []string{e.Message, string(e.Data)} {
+		t := strings.ToLower(text)
+		if strings.Contains(t, "not found") || strings.Contains(t, "no such file") || strings.Contains(t, "enoent") {
+			return true
+		}
+	}
+	return false
 }
 
 // clientTerminals runs commands in terminals the editor creates

@@ -336,9 +336,12 @@ func (p *presenter) toolEnd(d runtime.ToolResultData) ToolCall {
 		u.Locations = locations(p.root, d.Locations)
 		return u
 	}
-	for _, diff := range d.Diffs {
-		newText := diff.NewText
-		u.Content = append(u.Content, ToolCallContent{Type: "diff", Path: absPath(p.root, diff.Path), OldText: diff.OldText, NewText: &newText})
+	if len(d.Diffs) > 0 {
+		inputs := make([]diffInput, len(d.Diffs))
+		for i, diff := range d.Diffs {
+			inputs[i] = diffInput(diff)
+		}
+		u.Content = diffContents(p.root, inputs)
 	}
 	if len(d.Diffs) == 0 {
 		if text := displayOutput(d.Result.Output); text != "" {
@@ -520,9 +523,13 @@ func capRaw(raw json.RawMessage) json.RawMessage {
 }
 
 // sessionInfo tells the client the session's title and update time after a
-// turn.
+// turn that changed the title (the first one names the session); the same
+// update after every turn would only repeat it.
 func (p *presenter) sessionInfo() {
 	m := p.sess.Meta()
+	if !p.s.titleChanged(p.sessionID, m.Title) {
+		return
+	}
 	p.send(SessionInfoUpdate{SessionUpdate: "session_info_update", Title: m.Title, UpdatedAt: m.UpdatedAt.UTC().Format(time.RFC3339)})
 }
 

@@ -42,6 +42,96 @@ type Server struct {
 	// notices for a client without session.notices until the next turn.
 	turns          map[string]bool
 	pendingNotices map[string][]string
+	// titles are the session titles this client was told.
+	titles map[string]string
+	// prompts are the session/prompt requests not answered yet, by
+	// session.
+	prompts map[string]*promptRun
+}
+
+// promptRun is a session/prompt request from its start until its reply is
+// written.
+type promptRun struct {
+	replied chan struct{}
+	// cancelled is set when the client sent session/cancel for it, ended
+	// when its turn is over and its reply is being written.
+	cancelled, ended bool
+}
+
+// startPrompt makes p the session's prompt in flight. A prompt sent while
+// a cancelled one has not been answered yet (clients send session/cancel
+// and the next prompt at once) waits for that answer, so that no update of
+// the new turn comes before it; any other prompt in flight makes this one
+// busy. The returned funcs mark the end of its turn, and, run once the
+// reply is written, its end.
+func (s *Server) startPrompt(ctx context.Context, id string) (turnEnded, replied func(), err error) {
+	for {
+		s.mu.Lock()
+		prev := s.prompts[id]
+		if prev == nil {
+			run := &promptRun{replied: make(chan struct{})}
+			if s.prompts == nil {
+				s.prompts = map[string]*promptRun{}
+			}
+			s.prompts[id] = run
+			s.mu.Unlock()
+			turnEnded = func() {
+				s.mu.Lock()
+				run.ended = true
+				s.mu.Unlock()
+			}
+			replied = func() {
+				s.mu.Lock()
+				delete(s.prompts, id)
+				s.mu.Unlock()
+				close(run.replied)
+			}
+			return turnEnded, replied, nil
+		}
+		wait := prev.cancelled || prev.ended
+		s.mu.Unlock()
+		if !wait {
+			return nil, nil, rpc.Errorf(rpc.CodeInvalidRequest, "%v", runtime.ErrBusy)
+		}
+		select {
+		case <-prev.replied:
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+	}
+}
+
+// promptCancelled reports whether the client cancelled the session's
+// prompt in flight.
+func (s *Server) promptCancelled(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	run := s.prompts[id]
+	return run != nil && run.cancelled
+}
+
+// cancelPrompt marks the session's prompt in flight, if any, cancelled.
+func (s *Server) cancelPrompt(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if run := s.prompts[id]; run != nil {
+		run.cancelled = true
+	}
+}
+
+// titleChanged reports whether title is news to the client for session
+// id, and notes that it is told now.
+func (s *Server) titleChanged(id, title string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if told, ok := s.titles[id]; ok && told == title {
+		return false
+	}
+	if s.titles == nil {
+		s.titles = map[string]string{}
+	}
+	s.titles[id] = title
+	return true
 }
 
 // NewServer makes a Server for rt.
@@ -105,6 +195,7 @@ func (s *Server) HandleNotification(_ context.Context, method string, params jso
 		return
 	}
 	if sess, err := s.rt.Session(p.SessionID); err == nil {
+		s.cancelPrompt(p.SessionID)
 		sess.CancelAsync()
 	}
 }
@@ -322,6 +413,12 @@ func (s *Server) prompt(ctx context.Context, p *PromptRequest) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	turnEnded, replied, err := s.startPrompt(ctx, sess.ID())
+	if err != nil {
+		return nil, err
+	}
+	rpc.AfterReply(ctx, replied)
+	defer turnEnded()
 	text, quoted := modelText(p.Prompt)
 	prompt := runtime.Prompt{Text: text, TextJSON: quoted, Content: promptContent(p)}
 	pr := s.presenter(ctx, sess)
@@ -470,9 +567,20 @@ func (a *permissionAsker) AskPermission(ctx context.Context, req runtime.Permiss
 		ToolCallID: req.ToolCallID, Title: req.Title, Kind: string(req.Kind), Status: "pending",
 		RawInput: rawInput(req.Arguments), Locations: locations(a.sess.Workspace().Root(), req.Locations),
 	}
+	if req.Command != "" {
+		command := textBlock("```sh\n" + req.Command + "\n```")
+		call.Content = append(call.Content, ToolCallContent{Type: "content", Content: &command})
+	}
+	if len(req.Diffs) > 0 {
+		inputs := make([]diffInput, len(req.Diffs))
+		for i, d := range req.Diffs {
+			inputs[i] = diffInput(d)
+		}
+		call.Content = append(call.Content, diffContents(a.sess.Workspace().Root(), inputs)...)
+	}
 	if req.Note != "" {
 		note := textBlock(req.Note)
-		call.Content = []ToolCallContent{{Type: "content", Content: &note}}
+		call.Content = append(call.Content, ToolCallContent{Type: "content", Content: &note})
 	}
 	// What the call would change (a merge's files), shown as the edits
 	// of a tool call are, so the user sees the change before allowing it.
@@ -496,6 +604,9 @@ func (a *permissionAsker) AskPermission(ctx context.Context, req runtime.Permiss
 		},
 	}
 	var resp RequestPermissionResponse
+	// After session/cancel the client answers "cancelled" itself; a
+	// $/cancel_request would cross its answer.
+	ctx = rpc.WithCancelNotice(ctx, func() bool { return !a.s.promptCancelled(a.sess.ID()) })
 	if err := a.s.conn.Call(ctx, MethodRequestPermission, params, &resp); err != nil {
 		return runtime.PermissionCancelled, err
 	}

@@ -65,6 +65,28 @@ export function makeSandbox(prefix = "pixir-conf-") {
   };
 }
 
+/** An editor's fs/read_text_file: the file's text, or `limit` lines of it from `line` (1-based). */
+export async function readFileLines(params) {
+  const fs = await import("node:fs/promises");
+  let text = await fs.readFile(params.path, "utf8");
+  if (params.line != null || params.limit != null) {
+    const lines = text.split("\n");
+    const start = Math.max(0, (params.line ?? 1) - 1);
+    const end = params.limit != null ? start + params.limit : lines.length;
+    text = lines.slice(start, end).join("\n") + (end < lines.length ? "\n" : "");
+  }
+  return { content: text };
+}
+
+/** An editor's fs/write_text_file (it makes missing directories, as editors do). */
+export async function writeFile(params) {
+  const fs = await import("node:fs/promises");
+  const { dirname } = await import("node:path");
+  await fs.mkdir(dirname(params.path), { recursive: true });
+  await fs.writeFile(params.path, params.content);
+  return {};
+}
+
 /** Default permission policy: pick the `allow_once` option. */
 export function selectKind(kind) {
   return (params) => {
@@ -127,7 +149,10 @@ export class AgentProcess {
   #connection; // promise from connectWith
   #stdoutBuf = "";
 
-  constructor({ scriptPath, sandbox, permission, extraArgs = [], env = {} }) {
+  /** fs/read_text_file and fs/write_text_file as seen by the agent: {method, params, response|error}. */
+  fsCalls = [];
+
+  constructor({ scriptPath, sandbox, permission, extraArgs = [], env = {}, readTextFile, writeTextFile }) {
     const bin = pixirBin();
     this.sandbox = sandbox;
     if (permission) this.permission = permission;
@@ -204,21 +229,10 @@ export class AgentProcess {
         rec.response = await this.permission(params);
         return rec.response;
       })
-      .onRequest(acp.methods.client.fs.readTextFile, async ({ params }) => {
-        const fs = await import("node:fs/promises");
-        let text = await fs.readFile(params.path, "utf8");
-        if (params.line != null || params.limit != null) {
-          const lines = text.split("\n");
-          const start = Math.max(0, (params.line ?? 1) - 1);
-          text = lines.slice(start, params.limit != null ? start + params.limit : undefined).join("\n");
-        }
-        return { content: text };
-      })
-      .onRequest(acp.methods.client.fs.writeTextFile, async ({ params }) => {
-        const fs = await import("node:fs/promises");
-        await fs.writeFile(params.path, params.content);
-        return {};
-      });
+      .onRequest(acp.methods.client.fs.readTextFile, ({ params }) => this.#recordFs("fs/read_text_file", params, readTextFile ?? readFileLines))
+      .onRequest(acp.methods.client.fs.writeTextFile, ({ params }) =>
+        this.#recordFs("fs/write_text_file", params, writeTextFile ?? writeFile),
+      );
 
     this.#connection = app
       .connectWith(stream, async (ctx) => {
@@ -230,6 +244,18 @@ export class AgentProcess {
         this.connectionError = err;
         this.#connected.reject(err);
       });
+  }
+
+  async #recordFs(method, params, handler) {
+    const rec = { method, params };
+    this.fsCalls.push(rec);
+    try {
+      rec.response = await handler(params);
+      return rec.response;
+    } catch (e) {
+      rec.error = e;
+      throw e;
+    }
   }
 
   #record(dir, msg) {

@@ -47,6 +47,8 @@ type historyFold struct {
 	// each Subagent spent, as its last event says.
 	usage    budget.Usage
 	children map[string]budget.Usage
+	// callIDs are the ids of every tool call the model made.
+	callIDs map[string]bool
 }
 
 // spent is what the session spent, its Subagents included.
@@ -84,6 +86,10 @@ func (f *historyFold) add(ev Event) {
 		f.history = append(f.history, provider.Message{Role: provider.RoleAssistant, Text: text, ToolCalls: calls})
 		for _, tc := range calls {
 			f.pending = append(f.pending, openCall{call: tc})
+			if f.callIDs == nil {
+				f.callIDs = map[string]bool{}
+			}
+			f.callIDs[tc.ID] = true
 		}
 	case EventSubagentSummaries:
 		var text string

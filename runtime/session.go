@@ -141,8 +141,14 @@ type Session struct {
 	allowAlways   map[string]bool
 	turnCancel    context.CancelFunc // non-nil while a turn runs
 	turnDone      chan struct{}
-	closed        bool
-	released      bool // files closed by release
+	// turnCancelled is set once the running turn was told to stop: a
+	// prompt then waits for it to end instead of being refused.
+	turnCancelled bool
+	// callIDs are the tool call ids of the session so far: a provider may
+	// reuse its ids in later turns, and the session's must be unique.
+	callIDs  map[string]bool
+	closed   bool
+	released bool // files closed by release
 	// sharesWorkspace is set on a Subagent in its parent's workspace: the
 	// parent owns that workspace's handle.
 	sharesWorkspace bool
@@ -285,6 +291,7 @@ func (s *Session) Events() ([]Event, LoadReport, error) {
 func (s *Session) Cancel() {
 	s.mu.Lock()
 	cancel, done := s.turnCancel, s.turnDone
+	s.turnCancelled = cancel != nil
 	s.mu.Unlock()
 	if cancel != nil {
 		cancel()
@@ -297,6 +304,7 @@ func (s *Session) Cancel() {
 func (s *Session) CancelAsync() {
 	s.mu.Lock()
 	cancel := s.turnCancel
+	s.turnCancelled = cancel != nil
 	s.mu.Unlock()
 	if cancel != nil {
 		cancel()

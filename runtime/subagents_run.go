@@ -304,6 +304,7 @@ type childAsker struct{ sa *subagent }
 
 func (c childAsker) AskPermission(ctx context.Context, req PermissionRequest) (PermissionOutcome, error) {
 	if req.SubagentID == "" {
+		req.ChildSessionID = req.SessionID
 		req.SessionID, req.SubagentID = c.sa.parent.ID(), c.sa.id
 		who := c.sa.agent
 		if c.sa.name != "" { // a workflow step: the user knows it by its id

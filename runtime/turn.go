@@ -36,9 +36,14 @@ type PermissionRequest struct {
 	Locations  []tools.Location
 	// Note is what the person asked should also know (tools.Presentation).
 	Note string
-	// Diffs, when set, are the changes the call would make, for the
-	// client to show in the question (a merge's files).
-	Diffs []tools.Diff
+	// Command is the shell command the call would run; Diffs what it
+	// would change (its dry run; a merge's files): what the person is
+	// asked to allow.
+	Command string
+	Diffs   []tools.Diff
+	// ChildSessionID is set when a Subagent asks: its own session, where
+	// ToolCallID is its call (SessionID is then its parent's).
+	ChildSessionID string
 }
 
 // PermissionOutcome is the answer to a PermissionRequest.
@@ -93,6 +98,18 @@ type TurnOptions struct {
 // and the next turn first records those calls as interrupted.
 func (s *Session) Prompt(ctx context.Context, p Prompt, opt TurnOptions) (StopReason, error) {
 	s.mu.Lock()
+	for s.turnCancel != nil && s.turnCancelled && !s.closed {
+		// A prompt sent right after a cancel (clients send both at once)
+		// runs once the cancelled turn has ended.
+		ended := s.turnDone
+		s.mu.Unlock()
+		select {
+		case <-ended:
+		case <-ctx.Done():
+			return StopCancelled, nil
+		}
+		s.mu.Lock()
+	}
 	if s.closed {
 		s.mu.Unlock()
 		return "", ErrSessionClosed
@@ -103,7 +120,7 @@ func (s *Session) Prompt(ctx context.Context, p Prompt, opt TurnOptions) (StopRe
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	s.turnCancel, s.turnDone = cancel, done
+	s.turnCancel, s.turnDone, s.turnCancelled = cancel, done, false
 	if s.meta.Title == "" {
 		s.meta.Title = titleFrom(p.Text)
 	}
@@ -330,6 +347,7 @@ func (t *turn) generate(specs []provider.ToolSpec) (*provider.ModelResponse, *st
 
 func (t *turn) recordResponse(resp *provider.ModelResponse, partial bool) error {
 	s := t.s
+	s.uniqueCallIDs(resp.ToolCalls)
 	if resp.Reasoning != "" {
 		if err := t.emit(EventReasoning, ReasoningData{Text: resp.Reasoning}); err != nil {
 			return err
@@ -402,9 +420,9 @@ func (t *turn) runTool(tc provider.ToolCall) error {
 			return err
 		}
 		if dry {
-			result = tool.DryRun(t.ctx, t.env(tc), tc.Arguments)
+			result = tool.DryRun(t.ctx, t.env(tc, true), tc.Arguments)
 		} else {
-			result = tool.Run(t.ctx, t.env(tc), tc.Arguments)
+			result = tool.Run(t.ctx, t.env(tc, true), tc.Arguments)
 		}
 	}
 	return t.recordResult(tc, result, time.Since(start))
@@ -446,22 +464,28 @@ func (t *turn) binding(tc provider.ToolCall) binding {
 	return binding{m: t.s.rt.subagents, parent: t.s, toolCallID: tc.ID, ask: t.opt.Ask, files: t.opt.Files}
 }
 
-// env is what a tool call runs against.
-func (t *turn) env(tc provider.ToolCall) tools.Env {
+// env is what a tool call runs against; with notice, it carries the
+// session's sandbox notice the first time one is due (a preview for a
+// permission question leaves it for the call itself).
+func (t *turn) env(tc provider.ToolCall, notice bool) tools.Env {
 	files := t.opt.Files
 	if files == nil {
 		files = t.s.workspace.Files()
 	}
 	policy := t.s.commandPolicy()
-	return tools.Env{
+	env := tools.Env{
 		SessionID: t.s.ID(), ToolCallID: tc.ID, Workspace: t.s.workspace,
 		Files: files, Terminals: t.opt.Terminals, Subagents: t.binding(tc),
-		Sandbox: t.s.rt.cfg.Sandbox, Commands: policy, SandboxNotice: t.s.sandboxNotice(policy),
+		Sandbox: t.s.rt.cfg.Sandbox, Commands: policy,
 		Progress: func(message string) {
 			// Ephemeral: shown, not kept; a failure to show it is no fault.
 			_ = t.emit(EventStatus, ToolProgressData{ToolCallID: tc.ID, Status: "in_progress", Activity: message})
 		},
 	}
+	if notice {
+		env.SandboxNotice = t.s.sandboxNotice(policy)
+	}
+	return env
 }
 
 func (t *turn) recordResult(tc provider.ToolCall, result tools.Result, elapsed time.Duration) error {
@@ -534,12 +558,12 @@ func (t *turn) authorize(tc provider.ToolCall, tool tools.Tool, pres tools.Prese
 		}
 		req := PermissionRequest{
 			SessionID: s.ID(), ToolCallID: tc.ID, Tool: tc.Name, Title: pres.Title,
-			Kind: pres.Kind, Arguments: tc.Arguments, Locations: pres.Locations, Note: pres.Note,
+			Kind: pres.Kind, Arguments: tc.Arguments, Locations: pres.Locations, Note: pres.Note, Command: pres.Command,
 		}
-		if _, ok := tool.(tools.DiffPreviewed); ok {
+		if _, ok := tool.(tools.DiffPreviewed); ok || pres.Kind == tools.KindEdit {
 			// Shown in the question: what the call would change, from its
 			// dry run, which changes nothing.
-			if preview := tool.DryRun(t.ctx, t.env(tc), tc.Arguments); len(preview.Diffs) > 0 {
+			if preview := tool.DryRun(t.ctx, t.env(tc, false), tc.Arguments); len(preview.Diffs) > 0 {
 				req.Diffs = preview.Diffs
 			}
 		}
@@ -641,4 +665,28 @@ func (s *Session) rememberAllow(tool string) {
 		s.allowAlways = map[string]bool{}
 	}
 	s.allowAlways[tool] = true
+}
+
+// uniqueCallIDs renames, in place, the calls whose id the session already
+// used: ACP says a tool call id is unique within its session, and some
+// providers number their calls afresh each turn. The renamed id is what
+// History, the Log and the client all see, so the model's next request
+// pairs each result with its call.
+func (s *Session) uniqueCallIDs(calls []provider.ToolCall) {
+	if len(calls) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.callIDs == nil {
+		s.callIDs = map[string]bool{}
+	}
+	for i := range calls {
+		id := calls[i].ID
+		for n := 2; s.callIDs[id]; n++ {
+			id = fmt.Sprintf("%s-%d", calls[i].ID, n)
+		}
+		calls[i].ID = id
+		s.callIDs[id] = true
+	}
 }

@@ -79,7 +79,7 @@ func describeBash(a BashArgs) Presentation {
 	if more {
 		first += " …"
 	}
-	return Presentation{Title: "Run " + shorten(first, titleRunes)}
+	return Presentation{Title: "Run " + shorten(first, titleRunes), Command: cmd}
 }
 
 // shorten cuts s to at most n runes, marking the cut with an ellipsis.

@@ -218,7 +218,9 @@ func TestBashDescribe(t *testing.T) {
 	for _, tt := range tests {
 		args, err := json.Marshal(BashArgs{Command: tt.command})
 		require.NoError(t, err)
-		require.Equal(t, Presentation{Title: tt.title, Kind: KindExecute}, BashTool().Describe(args))
+		// The title shows the first line; Command, for a permission
+		// question, the whole command.
+		require.Equal(t, Presentation{Title: tt.title, Kind: KindExecute, Command: strings.TrimSpace(tt.command)}, BashTool().Describe(args))
 	}
 }
 

@@ -21,6 +21,15 @@ type Files interface {
 	WriteFile(ctx context.Context, path string, data []byte) error
 }
 
+// LineRanges is a Files that can open a range of a file's lines without
+// reading the rest: the editor's fs/read_text_file takes a first line and
+// a number of lines, and a whole file can be more than one message may
+// carry. read uses it when Files has it.
+type LineRanges interface {
+	// OpenLines opens at most limit lines of the file from line (1-based).
+	OpenLines(ctx context.Context, path string, line, limit int) (io.ReadCloser, error)
+}
+
 // Errors a Files implementation wraps so tools can explain them with the
 // path the model used.
 var (

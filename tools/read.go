@@ -33,7 +33,15 @@ type ReadOutput struct {
 	EndLine    int    `json:"end_line"`
 	TotalLines int    `json:"total_lines"`
 	Content    string `json:"content"`
+	// More is set when lines follow EndLine and TotalLines is not known
+	// (0): the editor served only the lines asked for.
+	More bool `json:"more,omitempty"`
 }
+
+// rangeLines is how many lines a read without a limit asks the editor
+// for: far more than fit in readLimit unless the lines are very short,
+// and never a whole file too large for one message.
+const rangeLines = 10000
 
 // ReadTool reads a text file, or a range of its lines.
 func ReadTool() Tool {
@@ -79,7 +87,19 @@ func runRead(ctx context.Context, env Env, a ReadArgs, dryRun bool) Result {
 	if f != nil {
 		return Failed(f)
 	}
-	file, err := fsys.Open(ctx, t.abs)
+	ranges, byRange := fsys.(LineRanges)
+	var file io.ReadCloser
+	var err error
+	if byRange {
+		limit := a.Limit
+		if limit <= 0 {
+			limit = rangeLines
+		}
+		// One line more than asked for says whether more follow.
+		file, err = ranges.OpenLines(ctx, t.abs, max(a.Offset, 1), limit+1)
+	} else {
+		file, err = fsys.Open(ctx, t.abs)
+	}
 	if err != nil {
 		return Failed(openFailure(err, t.rel, "check the path, or find the file with glob"))
 	}
@@ -87,7 +107,12 @@ func runRead(ctx context.Context, env Env, a ReadArgs, dryRun bool) Result {
 	if dryRun {
 		return Preview("would read %s%s", t.rel, lineRange(a.Offset, a.Limit))
 	}
-	out, f := readLines(ctx, file, t, a.Offset, a.Limit)
+	var out ReadOutput
+	if byRange {
+		out, f = readRange(ctx, file, t, a.Offset, a.Limit)
+	} else {
+		out, f = readLines(ctx, file, t, a.Offset, a.Limit)
+	}
 	if f != nil {
 		return Failed(f)
 	}
@@ -150,6 +175,35 @@ func readLines(ctx context.Context, file io.Reader, t target, offset, limit int)
 	out.Content = string(kept)
 	if selected > len(kept) {
 		out.Content = truncated(out.Content, selected)
+	}
+	return out, nil
+}
+
+// readRange reads lines the editor served from offset: at most limit (or
+// rangeLines) of them, and one more when more follow. Their numbers start
+// at offset; the file's length is known only when it ended before.
+func readRange(ctx context.Context, file io.Reader, t target, offset, limit int) (ReadOutput, *Failure) {
+	start := max(offset, 1)
+	want := limit
+	if want <= 0 {
+		want = rangeLines
+	}
+	out, f := readLines(ctx, file, t, 1, want)
+	if f != nil {
+		return out, f
+	}
+	served := out.TotalLines
+	if served == 0 && start > 1 {
+		return ReadOutput{}, &Failure{Kind: ErrInvalidArgs, Message: fmt.Sprintf(
+			"offset %d is past the end of %s; read from an earlier offset", offset, t.rel)}
+	}
+	if out.EndLine > 0 {
+		out.StartLine, out.EndLine = start, out.EndLine+start-1
+	}
+	if served > want {
+		out.TotalLines, out.More = 0, true
+	} else {
+		out.TotalLines = start - 1 + served
 	}
 	return out, nil
 }

@@ -1,8 +1,10 @@
 package tools
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,16 +37,16 @@ func TestRead(t *testing.T) {
 		args string
 		want ReadOutput
 	}{
-		{"whole file", `{"path":"src/main.go"}`, ReadOutput{"src/main.go", 1, 4, 4, "l1\nl2\nl3\nl4\n"}},
-		{"range", `{"path":"src/main.go","offset":2,"limit":2}`, ReadOutput{"src/main.go", 2, 3, 4, "l2\nl3\n"}},
-		{"offset only", `{"path":"src/main.go","offset":3}`, ReadOutput{"src/main.go", 3, 4, 4, "l3\nl4\n"}},
-		{"limit only", `{"path":"src/main.go","limit":1}`, ReadOutput{"src/main.go", 1, 1, 4, "l1\n"}},
-		{"limit past the end", `{"path":"src/main.go","offset":4,"limit":10}`, ReadOutput{"src/main.go", 4, 4, 4, "l4\n"}},
-		{"absolute path shown relative", fmt.Sprintf(`{"path":%q}`, abs), ReadOutput{"src/main.go", 1, 4, 4, "l1\nl2\nl3\nl4\n"}},
-		{"unclean path", `{"path":"./src/../src/main.go","limit":1}`, ReadOutput{"src/main.go", 1, 1, 4, "l1\n"}},
-		{"no final newline", `{"path":"no-newline.go"}`, ReadOutput{"no-newline.go", 1, 2, 2, "a\nb"}},
-		{"empty file", `{"path":"empty.txt"}`, ReadOutput{"empty.txt", 0, 0, 0, ""}},
-		{"empty file from line 1", `{"path":"empty.txt","offset":1}`, ReadOutput{"empty.txt", 0, 0, 0, ""}},
+		{"whole file", `{"path":"src/main.go"}`, ReadOutput{"src/main.go", 1, 4, 4, "l1\nl2\nl3\nl4\n", false}},
+		{"range", `{"path":"src/main.go","offset":2,"limit":2}`, ReadOutput{"src/main.go", 2, 3, 4, "l2\nl3\n", false}},
+		{"offset only", `{"path":"src/main.go","offset":3}`, ReadOutput{"src/main.go", 3, 4, 4, "l3\nl4\n", false}},
+		{"limit only", `{"path":"src/main.go","limit":1}`, ReadOutput{"src/main.go", 1, 1, 4, "l1\n", false}},
+		{"limit past the end", `{"path":"src/main.go","offset":4,"limit":10}`, ReadOutput{"src/main.go", 4, 4, 4, "l4\n", false}},
+		{"absolute path shown relative", fmt.Sprintf(`{"path":%q}`, abs), ReadOutput{"src/main.go", 1, 4, 4, "l1\nl2\nl3\nl4\n", false}},
+		{"unclean path", `{"path":"./src/../src/main.go","limit":1}`, ReadOutput{"src/main.go", 1, 1, 4, "l1\n", false}},
+		{"no final newline", `{"path":"no-newline.go"}`, ReadOutput{"no-newline.go", 1, 2, 2, "a\nb", false}},
+		{"empty file", `{"path":"empty.txt"}`, ReadOutput{"empty.txt", 0, 0, 0, "", false}},
+		{"empty file from line 1", `{"path":"empty.txt","offset":1}`, ReadOutput{"empty.txt", 0, 0, 0, "", false}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -53,6 +55,65 @@ func TestRead(t *testing.T) {
 			require.Equal(t, filepath.Join(root, tt.want.Path), res.Locations[0].Path)
 		})
 	}
+}
+
+// editorLines serves a file's lines as an editor's fs/read_text_file does
+// with line and limit, and counts what it was asked.
+type editorLines struct {
+	Files
+	asked []string
+}
+
+func (e *editorLines) OpenLines(ctx context.Context, path string, line, limit int) (io.ReadCloser, error) {
+	e.asked = append(e.asked, fmt.Sprintf("%d+%d", line, limit))
+	r, err := e.Open(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(r)
+	r.Close()
+	if err != nil {
+		return nil, err
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	from := min(line-1, len(lines))
+	to := min(from+limit, len(lines))
+	return io.NopCloser(strings.NewReader(strings.Join(lines[from:to], ""))), nil
+}
+
+// Through an editor that serves ranges, read asks for the lines it needs
+// (one more, to know whether more follow), never the whole file.
+func TestReadThroughLineRanges(t *testing.T) {
+	env, root := newEnv(t)
+	writeFiles(t, root, map[string]string{"src/main.go": "l1\nl2\nl3\nl4\n", "empty.txt": ""})
+	ed := &editorLines{Files: env.Files}
+	env.Files = ed
+	tests := []struct {
+		name  string
+		args  string
+		asked string
+		want  ReadOutput
+	}{
+		{"whole file", `{"path":"src/main.go"}`, "1+10001", ReadOutput{"src/main.go", 1, 4, 4, "l1\nl2\nl3\nl4\n", false}},
+		{"range, more follow", `{"path":"src/main.go","offset":2,"limit":2}`, "2+3", ReadOutput{"src/main.go", 2, 3, 0, "l2\nl3\n", true}},
+		{"range to the end", `{"path":"src/main.go","offset":3,"limit":2}`, "3+3", ReadOutput{"src/main.go", 3, 4, 4, "l3\nl4\n", false}},
+		{"limit only", `{"path":"src/main.go","limit":1}`, "1+2", ReadOutput{"src/main.go", 1, 1, 0, "l1\n", true}},
+		{"empty file", `{"path":"empty.txt"}`, "1+10001", ReadOutput{"empty.txt", 0, 0, 0, "", false}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ed.asked = nil
+			res := run(t, ReadTool(), env, tt.args)
+			require.Equal(t, tt.want, requireOK[ReadOutput](t, res))
+			require.Equal(t, []string{tt.asked}, ed.asked)
+		})
+	}
+	res := run(t, ReadTool(), env, `{"path":"src/main.go","offset":9}`)
+	require.False(t, res.OK)
+	require.Equal(t, "offset 9 is past the end of src/main.go; read from an earlier offset", res.Error.Message)
 }
 
 func TestReadFailures(t *testing.T) {

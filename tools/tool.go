@@ -105,6 +105,9 @@ type Presentation struct {
 	// Note is what a person asked to allow the call should also know: for
 	// an MCP tool, that Pixir's workspace confinement does not bind it.
 	Note string
+	// Command is the shell command the call runs, whole, for a person
+	// asked to allow it (the title shows only its first line).
+	Command string
 }
 
 // Diff is a whole-file change an edit made, shown as a diff by editors.

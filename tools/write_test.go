@@ -1,7 +1,10 @@
 package tools
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -96,4 +99,28 @@ func TestWriteDescribe(t *testing.T) {
 	require.Equal(t, Presentation{Title: "Write a/b.txt", Kind: KindEdit, Locations: []Location{{Path: "a/b.txt"}}},
 		WriteTool().Describe(json.RawMessage(`{"path":"a//b.txt"}`)))
 	require.Equal(t, Presentation{Title: "write", Kind: KindEdit}, WriteTool().Describe(json.RawMessage(`{"content":"x"}`)))
+}
+
+// unreadable is a Files whose reads fail the way an editor's can (an error
+// that says nothing of a missing file), and whose writes go through.
+type unreadable struct{ Files }
+
+func (unreadable) Open(context.Context, string) (io.ReadCloser, error) {
+	return nil, errors.New("the editor refused fs/read_text_file (code -32603)")
+}
+
+// A write replaces the whole file: when the text before cannot be read,
+// the write goes on, without a diff.
+func TestWriteWhenTheOldTextCannotBeRead(t *testing.T) {
+	env, root := newEnv(t)
+	writeFiles(t, root, map[string]string{"old.txt": "before\n"})
+	env.Files = unreadable{env.Files}
+	for _, name := range []string{"old.txt", "new.txt"} {
+		res := run(t, WriteTool(), env, `{"path":"`+name+`","content":"after\n"}`)
+		require.Equal(t, WriteOutput{name, 6, false}, requireOK[WriteOutput](t, res))
+		require.Empty(t, res.Diffs)
+		got, err := os.ReadFile(filepath.Join(root, name))
+		require.NoError(t, err)
+		require.Equal(t, "after\n", string(got))
+	}
 }

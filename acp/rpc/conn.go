@@ -78,6 +78,14 @@ type Conn struct {
 	notes     chan *inbound
 	notesDone chan struct{}
 	notesWG   sync.WaitGroup
+	// notesQueued counts the notifications queued (read loop only);
+	// notesHandled those handled, and notesChanged is closed, and
+	// replaced, at each (both under mu). A request waits for the
+	// notifications that came before it: a session/cancel then a prompt
+	// sent at once must find the cancel done.
+	notesQueued  uint64
+	notesHandled uint64
+	notesChanged chan struct{}
 
 	nextID atomic.Uint64
 }
@@ -86,15 +94,16 @@ type Conn struct {
 // when the connection closes so a blocked read returns.
 func Serve(r io.Reader, w io.Writer, closeInput func() error, h Handler, opt Options) *Conn {
 	c := &Conn{
-		h:         h,
-		log:       opt.Logger,
-		drain:     opt.DrainTimeout,
-		inflight:  map[string]context.CancelFunc{},
-		inputDone: make(chan struct{}),
-		done:      make(chan struct{}),
-		started:   make(chan struct{}),
-		notes:     make(chan *inbound, 1024),
-		notesDone: make(chan struct{}),
+		h:            h,
+		log:          opt.Logger,
+		drain:        opt.DrainTimeout,
+		inflight:     map[string]context.CancelFunc{},
+		inputDone:    make(chan struct{}),
+		done:         make(chan struct{}),
+		started:      make(chan struct{}),
+		notes:        make(chan *inbound, 1024),
+		notesDone:    make(chan struct{}),
+		notesChanged: make(chan struct{}),
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -156,6 +165,7 @@ func (c *Conn) dispatch(_ context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Reque
 		c.notesWG.Add(1)
 		select {
 		case c.notes <- msg:
+			c.notesQueued++
 		case <-c.ctx.Done():
 			c.notesWG.Done()
 		}
@@ -167,10 +177,10 @@ func (c *Conn) dispatch(_ context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Reque
 	c.inflight[key] = cancel
 	c.handlers.Add(1)
 	c.mu.Unlock()
-	go c.serveRequest(ctx, cancel, msg)
+	go c.serveRequest(ctx, cancel, msg, c.notesQueued)
 }
 
-func (c *Conn) serveRequest(ctx context.Context, cancel context.CancelFunc, msg *inbound) {
+func (c *Conn) serveRequest(ctx context.Context, cancel context.CancelFunc, msg *inbound, notesBefore uint64) {
 	defer c.handlers.Done()
 	id, method := msg.id, msg.method
 	defer func() {
@@ -179,6 +189,10 @@ func (c *Conn) serveRequest(ctx context.Context, cancel context.CancelFunc, msg 
 		c.mu.Unlock()
 		cancel()
 	}()
+	c.awaitNotes(ctx, notesBefore)
+	hooks := &afterReply{}
+	defer hooks.run()
+	ctx = context.WithValue(ctx, afterReplyKey{}, hooks)
 	result, err := c.call(ctx, method, msg.params)
 	var raw []byte
 	if err == nil {
@@ -196,6 +210,38 @@ func (c *Conn) serveRequest(ctx context.Context, cancel context.CancelFunc, msg 
 		c.log.Error("request failed", "method", method, "err", err)
 	}
 	c.replyNotSent(method, c.stream.writeError(id, wire))
+}
+
+type afterReplyKey struct{}
+
+// afterReply holds what runs once a request's reply is written.
+type afterReply struct {
+	mu  sync.Mutex
+	fns []func()
+}
+
+func (h *afterReply) run() {
+	h.mu.Lock()
+	fns := h.fns
+	h.fns = nil
+	h.mu.Unlock()
+	for _, f := range fns {
+		f()
+	}
+}
+
+// AfterReply runs f once the reply to the request whose handler has ctx is
+// written (or could not be): what must follow the reply, such as updates
+// of a session the client learns of from it. Outside a request, f runs at
+// once.
+func AfterReply(ctx context.Context, f func()) {
+	if h, ok := ctx.Value(afterReplyKey{}).(*afterReply); ok {
+		h.mu.Lock()
+		h.fns = append(h.fns, f)
+		h.mu.Unlock()
+		return
+	}
+	f()
 }
 
 func (c *Conn) replyNotSent(method string, err error) {
@@ -229,7 +275,29 @@ func (c *Conn) runNotifications() {
 				}()
 				c.h.HandleNotification(c.ctx, n.method, n.params)
 			}()
+			c.mu.Lock()
+			c.notesHandled++
+			close(c.notesChanged)
+			c.notesChanged = make(chan struct{})
+			c.mu.Unlock()
 		case <-c.ctx.Done():
+			return
+		}
+	}
+}
+
+// awaitNotes waits until n notifications have been handled, or ctx ends.
+func (c *Conn) awaitNotes(ctx context.Context, n uint64) {
+	for {
+		c.mu.Lock()
+		handled, changed := c.notesHandled, c.notesChanged
+		c.mu.Unlock()
+		if handled >= n {
+			return
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
 			return
 		}
 	}
@@ -358,17 +426,45 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 		}
 		return nil
 	case ctx.Err() != nil:
-		_ = c.engine.Notify(context.Background(), "$/cancel_request", map[string]any{"requestId": id})
+		// An answer that came as ctx ended (the peer answered a permission
+		// request, then cancelled the turn) needs no cancelling.
+		if !c.stream.wasAnswered(key) && cancelNoticeWanted(ctx) {
+			_ = c.engine.Notify(context.Background(), "$/cancel_request", map[string]any{"requestId": id})
+		}
 		return ctx.Err()
 	case waitCtx.Err() != nil:
 		return ErrPeerGone
 	}
 	var wire *jsonrpc2.Error
 	if errors.As(err, &wire) {
+		if c.stream.answerTooLarge(key) {
+			return fmt.Errorf("%w: %s", ErrAnswerTooLarge, wire.Message)
+		}
 		return &Error{Code: wire.Code, Message: wire.Message, Data: rawData(wire.Data)}
 	}
 	return err
 }
+
+type cancelNoticeKey struct{}
+
+// WithCancelNotice returns a context for Call that decides, when it ends,
+// whether the peer is sent $/cancel_request: wanted is asked then. An ACP
+// client answers its pending permission requests itself after
+// session/cancel, so those need none.
+func WithCancelNotice(ctx context.Context, wanted func() bool) context.Context {
+	return context.WithValue(ctx, cancelNoticeKey{}, wanted)
+}
+
+func cancelNoticeWanted(ctx context.Context) bool {
+	if wanted, ok := ctx.Value(cancelNoticeKey{}).(func() bool); ok {
+		return wanted()
+	}
+	return true
+}
+
+// ErrAnswerTooLarge is returned by Call when the peer's answer was longer
+// than the largest message the connection accepts: it was dropped unread.
+var ErrAnswerTooLarge = errors.New("the answer was too large to accept")
 
 func rawData(d *json.RawMessage) json.RawMessage {
 	if d == nil {

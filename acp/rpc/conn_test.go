@@ -46,6 +46,10 @@ func (h *testHandler) HandleRequest(ctx context.Context, method string, params j
 		h.held <- params
 		<-h.release
 		return "released", nil
+	case "notes":
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return len(h.notes), nil
 	case "ask":
 		// Calls the peer from inside a request, as session/prompt does with
 		// session/request_permission.
@@ -324,7 +328,8 @@ func TestOversizedLineIsRefusedAndTheConnectionGoesOn(t *testing.T) {
 		_, err := p.toConn.WriteString(big)
 		done <- err
 	}()
-	msg := requireError(t, p.next(), nil, CodeInvalidRequest)
+	// Its id is in its first bytes: the error names it.
+	msg := requireError(t, p.next(), float64(1), CodeInvalidRequest)
 	require.Equal(t, "message exceeds 65536 bytes", msg)
 	require.NoError(t, <-done)
 	p.send(`{"jsonrpc":"2.0","id":2,"method":"echo","params":"ok"}`)
@@ -343,4 +348,68 @@ func TestTheDefaultLineLimitIs64MiB(t *testing.T) {
 func jsonNumber(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// An answer to one of our calls that is over the line limit fails that
+// call at once, wherever its id is (encoders write it first or last):
+// nothing waits for an answer that was dropped.
+func TestOversizedAnswerFailsTheCall(t *testing.T) {
+	const limit = 64 << 10
+	big := strings.Repeat("a", 3*limit)
+	for _, tt := range []struct {
+		name   string
+		answer func(id string) string
+	}{
+		{"id first", func(id string) string { return `{"jsonrpc":"2.0","id":` + id + `,"result":{"content":"` + big + `"}}` }},
+		{"id last", func(id string) string { return `{"jsonrpc":"2.0","result":{"content":"` + big + `"},"id":` + id + `}` }},
+		{"id last, spaced", func(id string) string { return `{ "result" : "` + big + `" , "jsonrpc" : "2.0" , "id" : ` + id + ` }` }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := serveOverPipes(t, Options{MaxLineBytes: limit})
+			p.send(`{"jsonrpc":"2.0","id":"q","method":"ask"}`)
+			q := p.next()
+			require.Equal(t, "question", q["method"])
+			done := make(chan error, 1)
+			go func() {
+				_, err := p.toConn.WriteString(tt.answer(jsonNumber(q["id"])) + "\n")
+				done <- err
+			}()
+			msg := requireError(t, p.next(), "q", CodeInternalError)
+			require.Contains(t, msg, "too large")
+			require.NoError(t, <-done)
+			p.send(`{"jsonrpc":"2.0","id":2,"method":"echo","params":"ok"}`)
+			require.Equal(t, "ok", p.next()["result"])
+		})
+	}
+}
+
+// A request is handled after the notifications sent before it: a client
+// that cancels a turn and prompts again at once finds the cancel done.
+func TestRequestsWaitForTheNotificationsBeforeThem(t *testing.T) {
+	p := serveOverPipes(t, Options{})
+	for i := range 100 {
+		for range 10 {
+			p.send(`{"jsonrpc":"2.0","method":"note"}`)
+		}
+		p.send(`{"jsonrpc":"2.0","id":1,"method":"notes"}`)
+		require.Equal(t, float64(10*(i+1)), p.next()["result"])
+	}
+}
+
+// The peer answered our call and then cancelled the request that made it
+// (a permission answered, then the turn cancelled): the answer needs no
+// $/cancel_request.
+func TestAnsweredCallIsNotCancelled(t *testing.T) {
+	p := serveOverPipes(t, Options{})
+	for i := range 30 {
+		id := jsonNumber(i + 1)
+		p.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"ask"}`)
+		q := p.next()
+		require.Equal(t, "question", q["method"])
+		p.send(`{"jsonrpc":"2.0","id":` + jsonNumber(q["id"]) + `,"result":"yes"}` + "\n" +
+			`{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":` + id + `}}`)
+		reply := p.next()
+		require.NotEqual(t, "$/cancel_request", reply["method"], "an answered call was cancelled: %v", reply)
+		require.Equal(t, float64(i+1), reply["id"])
+	}
 }

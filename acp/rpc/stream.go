@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"runtime/debug"
 	"strconv"
@@ -61,6 +60,14 @@ type lineStream struct {
 
 	// onInvalid is told about every line answered by the stream itself.
 	onInvalid func(reason string)
+
+	// oversize are the ends of the last line over maxLine (read loop only).
+	oversize oversizedEnds
+	// answered are our calls the peer answered, by the id's text, kept
+	// until the call returns; tooLarge those whose answer was over
+	// maxLine.
+	answered map[string]bool
+	tooLarge map[string]bool
 }
 
 // inbound is a request or notification from the peer. Its params are a
@@ -78,6 +85,7 @@ func newLineStream(r io.Reader, w io.Writer, closer func() error, maxLine int) *
 	return &lineStream{
 		in: bufio.NewReaderSize(r, 64<<10), maxLine: maxLine, out: w, closer: closer,
 		parked: map[uint64]*inbound{}, awaited: map[string]bool{}, results: map[string]json.RawMessage{},
+		answered: map[string]bool{}, tooLarge: map[string]bool{},
 	}
 }
 
@@ -88,7 +96,11 @@ func (s *lineStream) ReadObject(v any) error {
 	for {
 		line, err := s.readLine()
 		if errors.Is(err, errLineTooLong) {
-			s.replyError(nil, CodeInvalidRequest, fmt.Sprintf("message exceeds %d bytes", s.maxLine))
+			if standIn, ok := s.oversized(); ok {
+				if err := json.Unmarshal(standIn, v); err == nil {
+					return nil
+				}
+			}
 			continue
 		}
 		if err != nil && len(line) == 0 {
@@ -116,26 +128,36 @@ func (s *lineStream) ReadObject(v any) error {
 
 var errLineTooLong = errors.New("line too long")
 
+// oversizedKeep is how much of each end of an oversized line is kept: enough
+// to find the message's id and method, which encoders write first or last.
+const oversizedKeep = 4 << 10
+
 // readLine reads up to and excluding the next newline. A line over maxLine
-// is drained and reported as errLineTooLong. A long line is gathered in
+// is drained and reported as errLineTooLong; its first and last
+// oversizedKeep bytes are kept in s.oversize. A long line is gathered in
 // pieces and joined once, into a buffer of its exact size.
 func (s *lineStream) readLine() ([]byte, error) {
 	var pieces [][]byte
 	size := 0
 	tooLong := false
+	var ends oversizedEnds
 	for {
 		chunk, err := s.in.ReadSlice('\n')
 		if err == nil {
 			chunk = chunk[:len(chunk)-1] // the newline
 		}
+		if size == 0 {
+			ends.head = bytes.Clone(chunk[:min(len(chunk), oversizedKeep)])
+		}
+		ends.keepTail(chunk)
 		if !tooLong {
 			if size+len(chunk) > s.maxLine {
 				tooLong, pieces = true, nil
 			} else if errors.Is(err, bufio.ErrBufferFull) || len(pieces) > 0 {
 				pieces = append(pieces, bytes.Clone(chunk))
 			}
-			size += len(chunk)
 		}
+		size += len(chunk)
 		switch {
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
@@ -143,6 +165,8 @@ func (s *lineStream) readLine() ([]byte, error) {
 			if err != nil && !errors.Is(err, io.EOF) {
 				return nil, err
 			}
+			ends.size = size
+			s.oversize = ends
 			return nil, errLineTooLong
 		case len(pieces) == 0: // the whole line was in the buffer
 			return bytes.Clone(chunk), err
@@ -292,18 +316,37 @@ func (s *lineStream) take(req *jsonrpc2.Request) *inbound {
 func (s *lineStream) responseStandIn(id, result, errObj json.RawMessage) []byte {
 	b := []byte(`{"jsonrpc":"2.0","id":`)
 	b = append(b, echoID(id)...)
+	key := string(echoID(id))
+	s.mu.Lock()
+	if s.awaited[key] {
+		s.answered[key] = true
+		if errObj == nil {
+			s.results[key] = result
+		}
+	}
+	s.mu.Unlock()
 	if errObj != nil {
 		b = append(b, `,"error":`...)
 		b = append(b, errObj...)
 		return append(b, '}')
 	}
-	key := string(echoID(id))
-	s.mu.Lock()
-	if s.awaited[key] {
-		s.results[key] = result
-	}
-	s.mu.Unlock()
 	return append(b, `,"result":null}`...)
+}
+
+// wasAnswered reports whether the peer answered our call id, even if the
+// caller has not seen the answer yet.
+func (s *lineStream) wasAnswered(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.answered[id]
+}
+
+// answerTooLarge reports whether the answer to our call id was refused for
+// its size.
+func (s *lineStream) answerTooLarge(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tooLarge[id]
 }
 
 // await marks id as a call of ours whose result is to be parked.
@@ -320,6 +363,8 @@ func (s *lineStream) result(id string) json.RawMessage {
 	r := s.results[id]
 	delete(s.results, id)
 	delete(s.awaited, id)
+	delete(s.answered, id)
+	delete(s.tooLarge, id)
 	return r
 }
 
