@@ -672,18 +672,15 @@ func TestCancelWithdrawsAPendingPermissionRequest(t *testing.T) {
 	for req = a.next(); req.Method != "session/request_permission"; req = a.next() {
 	}
 	a.sendJSON(map[string]any{"jsonrpc": "2.0", "method": "session/cancel", "params": map[string]any{"sessionId": sid}})
-	// Pixir withdraws its question, then answers the prompt cancelled, and
-	// the tool call ends failed (it never ran).
+	// Pixir stops waiting for its question without a $/cancel_request
+	// (after session/cancel ACP has the client answer it "cancelled"
+	// itself: a withdrawal would cross that answer), answers the prompt
+	// cancelled, and the tool call ends failed (it never ran).
 	m, before := a.reply("3")
 	require.Equal(t, "cancelled", stopReason(t, m))
-	withdrawn := false
 	for _, b := range before {
-		if b.Method == "$/cancel_request" {
-			require.JSONEq(t, string(req.ID), string(mustField(t, b.Params, "requestId")))
-			withdrawn = true
-		}
+		require.NotEqual(t, "$/cancel_request", b.Method, "no withdrawal crosses the client's own cancelled answer")
 	}
-	require.True(t, withdrawn, "the pending permission request must be cancelled")
 	var last map[string]any
 	for _, u := range updates(t, before) {
 		if u["sessionUpdate"] == "tool_call_update" {
@@ -693,7 +690,7 @@ func TestCancelWithdrawsAPendingPermissionRequest(t *testing.T) {
 	require.Equal(t, "failed", last["status"])
 	_, err := os.Stat(filepath.Join(e.ws, "a.txt"))
 	require.True(t, os.IsNotExist(err), "the write must not have happened")
-	// A late answer to the withdrawn request is harmless.
+	// The client's answer, after the prompt's, is harmless.
 	a.sendJSON(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": map[string]any{"outcome": map[string]any{"outcome": "cancelled"}}})
 	m, _ = a.call(4, "session/prompt", promptParams(sid, "hello"))
 	require.Equal(t, "end_turn", stopReason(t, m))

@@ -143,7 +143,7 @@ func TestInspectAndSessionsOfARealSession(t *testing.T) {
 			"├─ write call_1_1 [ok]",
 			"allowed by mode auto",
 			"turn 2 [completed]",
-			"spawn_agent call_1_1 [ok]",
+			"spawn_agent call_1_1-2 [ok]", // the script's call_1_1 again, made unique in the session
 			"└─ subagent sa-",
 			"default [completed]",
 			"turn 3 [completed]",
