@@ -32,10 +32,15 @@ type presenter struct {
 	// replaying is set while presenting the Log on session/load: terminals
 	// of past calls are gone by then, so their output is shown as text.
 	replaying bool
+	// native is set when the client shows Subagents as sessions of their
+	// own, plans when it keeps plans by id (children.go); child when this
+	// presents a Subagent's own session.
+	native, plans, child bool
 }
 
 func (s *Server) presenter(ctx context.Context, sess *runtime.Session) *presenter {
-	return &presenter{s: s, ctx: ctx, sess: sess, sessionID: sess.ID(), root: sess.Workspace().Root()}
+	return &presenter{s: s, ctx: ctx, sess: sess, sessionID: sess.ID(), root: sess.Workspace().Root(),
+		native: s.nativeChildren(), plans: s.plansByID()}
 }
 
 func (p *presenter) send(update any) {
@@ -70,6 +75,8 @@ func (p *presenter) live(ev runtime.Event) {
 				Content: []ToolCallContent{{Type: "content", Content: &block}}})
 		case d.ToolCallID != "":
 			p.send(ToolCall{SessionUpdate: "tool_call_update", ToolCallID: d.ToolCallID, Status: d.Status})
+		case d.SubagentID != "" && p.native:
+			// The child's own updates show what it does.
 		case d.SubagentID != "":
 			block := textBlock(d.Activity)
 			p.send(ToolCall{SessionUpdate: "tool_call_update", ToolCallID: subagentCallID(d.SubagentID),
@@ -78,7 +85,7 @@ func (p *presenter) live(ev runtime.Event) {
 	case runtime.EventPlan:
 		var d runtime.PlanData
 		if p.decode(ev, &d) {
-			p.send(planUpdate(d.Entries))
+			p.sendPlan(d)
 		}
 	case runtime.EventUsage:
 		var d runtime.UsageData
@@ -174,7 +181,11 @@ func (p *presenter) common(ev runtime.Event) {
 		}
 	case runtime.EventSubagent:
 		var d runtime.SubagentEventData
-		if p.decode(ev, &d) {
+		switch {
+		case !p.decode(ev, &d):
+		case p.native:
+			p.subagentNative(d, ev.Seq)
+		default:
 			if u, ok := subagentUpdate(d); ok {
 				p.send(u)
 			}
@@ -477,6 +488,25 @@ func displayOutput(out any) string {
 		text = tools.Truncate(text, displayLimit)
 	}
 	return text
+}
+
+// sendPlan shows a plan: by its id to a client that keeps plans by id
+// (an empty plan removes it), as the session's one plan otherwise.
+func (p *presenter) sendPlan(d runtime.PlanData) {
+	u := planUpdate(d.Entries)
+	if !p.plans {
+		p.send(u)
+		return
+	}
+	id := d.PlanID
+	if id == "" {
+		id = runtime.AgentPlanID
+	}
+	if len(d.Entries) == 0 {
+		p.send(PlanRemoved{SessionUpdate: "plan_removed", PlanID: id})
+		return
+	}
+	p.send(PlanUpdate{SessionUpdate: "plan_update", Plan: PlanItemsUpdate{Type: "items", PlanID: id, Entries: u.Entries}})
 }
 
 // planUpdate is the ACP plan update: the whole plan each time, bounded

@@ -47,6 +47,9 @@ type Server struct {
 	// prompts are the session/prompt requests not answered yet, by
 	// session.
 	prompts map[string]*promptRun
+	// children are the Subagents' sessions this client was told of, by
+	// their id (children.go).
+	children map[string]*childSession
 }
 
 // promptRun is a session/prompt request from its start until its reply is
@@ -168,6 +171,13 @@ func (s *Server) HandleRequest(ctx context.Context, method string, params json.R
 		return handle(params, s.listSessions)
 	case MethodSessionClose:
 		return handle(params, s.closeSession)
+	case MethodSessionDelete:
+		return handle(params, s.deleteSession)
+	case MethodSessionFork:
+		// Fields of session/new: sessionId names the source.
+		return handle(params, s.forkSession)
+	case MethodLogout:
+		return s.logout()
 	case MethodSessionPrompt:
 		p, err := decodePrompt(params)
 		if err != nil {
@@ -197,6 +207,15 @@ func (s *Server) HandleNotification(_ context.Context, method string, params jso
 	if sess, err := s.rt.Session(p.SessionID); err == nil {
 		s.cancelPrompt(p.SessionID)
 		sess.CancelAsync()
+		return
+	}
+	// A child's session (announced with capabilities.cancel): that child
+	// only; its siblings and parent go on.
+	s.mu.Lock()
+	_, child := s.children[p.SessionID]
+	s.mu.Unlock()
+	if child {
+		s.rt.CancelSubagent(p.SessionID)
 	}
 }
 
@@ -214,7 +233,12 @@ func handle[T any, PT interface {
 func (s *Server) initialize(p *InitializeRequest) (any, error) {
 	s.mu.Lock()
 	s.client = p.ClientCapabilities
+	unstable := present(p.ClientCapabilities.Subagents) || present(p.ClientCapabilities.Plan)
 	s.mu.Unlock()
+	sessionCaps := SessionCapabilities{List: &Marker{}, Resume: &Marker{}, Close: &Marker{}, Delete: &Marker{}}
+	if unstable {
+		sessionCaps.Fork = &Marker{}
+	}
 	if p.ClientInfo != nil {
 		s.log.Info("client connected", "client", p.ClientInfo.Name, "version", p.ClientInfo.Version, "protocolVersion", *p.ProtocolVersion)
 	}
@@ -226,10 +250,8 @@ func (s *Server) initialize(p *InitializeRequest) (any, error) {
 			LoadSession:        true,
 			PromptCapabilities: PromptCapabilities{EmbeddedContext: true},
 			// stdio MCP servers are the baseline; http ones connect too.
-			MCPCapabilities: MCPCapabilities{HTTP: true},
-			SessionCapabilities: SessionCapabilities{
-				List: &Marker{}, Resume: &Marker{}, Close: &Marker{},
-			},
+			MCPCapabilities:     MCPCapabilities{HTTP: true},
+			SessionCapabilities: sessionCaps,
 		},
 		AuthMethods: []AuthMethod{},
 		AgentInfo:   Implementation{Name: "pixir", Title: "Pixir", Version: s.version},
@@ -240,6 +262,15 @@ func (s *Server) authenticate(p *AuthenticateRequest) (any, error) {
 	// No method is advertised: the offline provider needs none, and hosted
 	// providers read their keys from the environment.
 	return nil, invalid("methodId", "%q is not an authentication method of Pixir (it advertises none)", p.MethodID)
+}
+
+// logout answers a client that signs the user out: Pixir has no sign-in
+// (it advertises no authentication method, and no auth.logout), so there is
+// nothing to forget; the answer says so rather than "method not found".
+func (s *Server) logout() (any, error) {
+	return map[string]any{"_meta": map[string]any{"pixir": map[string]any{
+		"note": "Pixir has no sign-in to end: it advertises no authentication methods; hosted providers read their API keys from the environment, which logout does not change",
+	}}}, nil
 }
 
 func (s *Server) newSession(p *NewSessionRequest) (any, error) {
@@ -285,7 +316,8 @@ func (s *Server) loadSession(ctx context.Context, p *LoadSessionRequest) (any, e
 	// client sees the first updates at once, however long the session.
 	// Presenting runs beside the reading (replayer), so on a machine with
 	// two cores a load costs little more than reading the Log.
-	pr := &presenter{s: s, ctx: ctx, sessionID: p.SessionID, root: root, replaying: true, batch: s.conn.Batch()}
+	pr := &presenter{s: s, ctx: ctx, sessionID: p.SessionID, root: root, replaying: true, batch: s.conn.Batch(),
+		native: s.nativeChildren(), plans: s.plansByID()}
 	rp := startReplayer(pr)
 	sess, report, err := s.rt.OpenSession(p.SessionID, p.Cwd, rp.add, runtime.WithMCPServers(servers))
 	rp.finish()
@@ -301,6 +333,10 @@ func (s *Server) loadSession(ctx context.Context, p *LoadSessionRequest) (any, e
 	// Children still running when their process ended are shown as what
 	// they are now: detached, not complete.
 	for _, d := range sess.DetachedSubagents() {
+		if pr.native {
+			pr.detachedNative(d)
+			continue
+		}
 		pr.send(ToolCall{SessionUpdate: "tool_call_update", ToolCallID: subagentCallID(d.SubagentID), Status: "failed",
 			Content: []ToolCallContent{{Type: "content", Content: &ContentBlock{Type: "text", Text: "detached: " + d.Error.Message}}}})
 	}
@@ -356,6 +392,9 @@ func (s *Server) reportDamage(ctx context.Context, sess *runtime.Session, report
 // sent as session/update notifications when they happen.
 func (s *Server) watch(sess *runtime.Session) {
 	sess.SetObserver(s.presenter(context.Background(), sess).live)
+	if s.nativeChildren() {
+		sess.SetDescendantObserver(s.descendantEvent)
+	}
 }
 
 // listPageSize bounds one page of session/list.
@@ -395,6 +434,41 @@ func (s *Server) closeSession(p *SessionRequest) (any, error) {
 	}
 	s.mu.Lock()
 	delete(s.pendingNotices, p.SessionID) // no turn will show them now
+	s.mu.Unlock()
+	return struct{}{}, nil
+}
+
+// forkSession makes a new session whose history is the source's up to
+// now (session/fork).
+func (s *Server) forkSession(p *ForkSessionRequest) (any, error) {
+	servers, err := mcpServers(p.MCPServers)
+	if err != nil {
+		return nil, err
+	}
+	sess, _, err := s.rt.ForkSession(p.SessionID, p.Cwd, runtime.WithMCPServers(servers))
+	if err != nil {
+		return nil, s.setupError(err)
+	}
+	s.watch(sess)
+	return NewSessionResponse{SessionID: sess.ID(), Modes: modeState(sess), ConfigOptions: s.configOptions(sess)}, nil
+}
+
+// deleteSession removes a stored session (its Log, metadata and its
+// Subagents' folders), refusing one that is running.
+func (s *Server) deleteSession(p *SessionRequest) (any, error) {
+	err := s.rt.DeleteSession(p.SessionID)
+	switch {
+	case err == nil:
+	case errors.Is(err, runtime.ErrSessionNotFound):
+		return nil, &rpc.Error{Code: rpc.CodeResourceNotFound, Message: err.Error()}
+	case errors.Is(err, runtime.ErrSessionRunning), errors.Is(err, runtime.ErrSessionInUse):
+		return nil, &rpc.Error{Code: rpc.CodeInvalidRequest, Message: err.Error()}
+	default:
+		return nil, err
+	}
+	s.mu.Lock()
+	delete(s.titles, p.SessionID)
+	delete(s.pendingNotices, p.SessionID)
 	s.mu.Unlock()
 	return struct{}{}, nil
 }
@@ -563,9 +637,18 @@ type permissionAsker struct {
 }
 
 func (a *permissionAsker) AskPermission(ctx context.Context, req runtime.PermissionRequest) (runtime.PermissionOutcome, error) {
+	root := a.sess.Workspace().Root()
+	native := req.ChildSessionID != "" && a.s.nativeChildren()
+	if native {
+		a.s.mu.Lock()
+		if c := a.s.children[req.ChildSessionID]; c != nil {
+			root = c.cwd // an isolated child works in its snapshot
+		}
+		a.s.mu.Unlock()
+	}
 	call := ToolCall{
 		ToolCallID: req.ToolCallID, Title: req.Title, Kind: string(req.Kind), Status: "pending",
-		RawInput: rawInput(req.Arguments), Locations: locations(a.sess.Workspace().Root(), req.Locations),
+		RawInput: rawInput(req.Arguments), Locations: locations(root, req.Locations),
 	}
 	if req.Command != "" {
 		command := textBlock("```sh\n" + req.Command + "\n```")
@@ -576,19 +659,21 @@ func (a *permissionAsker) AskPermission(ctx context.Context, req runtime.Permiss
 		for i, d := range req.Diffs {
 			inputs[i] = diffInput(d)
 		}
-		call.Content = append(call.Content, diffContents(a.sess.Workspace().Root(), inputs)...)
+		call.Content = append(call.Content, diffContents(root, inputs)...)
 	}
 	if req.Note != "" {
 		note := textBlock(req.Note)
 		call.Content = append(call.Content, ToolCallContent{Type: "content", Content: &note})
 	}
-	// What the call would change (a merge's files), shown as the edits
-	// of a tool call are, so the user sees the change before allowing it.
-	for _, d := range req.Diffs {
-		newText := d.NewText
-		call.Content = append(call.Content, ToolCallContent{Type: "diff", Path: absPath(a.sess.Workspace().Root(), d.Path), OldText: d.OldText, NewText: &newText})
-	}
-	if req.SubagentID != "" {
+	if native {
+		// The child's own session asks, about its own tool call; its
+		// parent's session shows it waiting on the user meanwhile.
+		a.s.notify(ctx, req.SessionID, SubagentUpdate{SessionUpdate: "subagent_update", SessionID: req.ChildSessionID,
+			State: &SubagentState{State: "requires_action"}})
+		defer a.s.notify(context.WithoutCancel(ctx), req.SessionID, SubagentUpdate{SessionUpdate: "subagent_update", SessionID: req.ChildSessionID,
+			State: &SubagentState{State: "running"}})
+		req.SessionID = req.ChildSessionID
+	} else if req.SubagentID != "" {
 		// A child's own tool calls are not shown to the client; its tool
 		// call in the parent's session is what the question is about.
 		call.ToolCallID = subagentCallID(req.SubagentID)

@@ -24,6 +24,9 @@ const (
 	MethodSessionCancel    = "session/cancel"
 	MethodSessionSetMode   = "session/set_mode"
 	MethodSessionSetConfig = "session/set_config_option"
+	MethodSessionDelete    = "session/delete"
+	MethodSessionFork      = "session/fork"
+	MethodLogout           = "logout"
 
 	MethodSessionUpdate     = "session/update"
 	MethodRequestPermission = "session/request_permission"
@@ -46,6 +49,18 @@ type ClientCapabilities struct {
 	FS       FileSystemCapabilities    `json:"fs"`
 	Terminal bool                      `json:"terminal"`
 	Session  SessionClientCapabilities `json:"session"`
+	// Subagents, when present ({}), says the client shows Subagents as
+	// sessions of their own (subagent_update, session_message); Plan,
+	// that it keeps plans by id (plan_update, plan_removed). Both are in
+	// the SDK 2.4.0's schema.unstable.json.
+	Subagents json.RawMessage `json:"subagents,omitempty"`
+	Plan      json.RawMessage `json:"plan,omitempty"`
+}
+
+// present reports whether an optional capability was sent as an object
+// (omitted and null both mean not advertised).
+func present(raw json.RawMessage) bool {
+	return len(raw) > 0 && string(raw) != "null"
 }
 
 // SessionClientCapabilities are what a client can show of a session beyond
@@ -116,6 +131,10 @@ type SessionCapabilities struct {
 	List   *Marker `json:"list,omitempty"`
 	Resume *Marker `json:"resume,omitempty"`
 	Close  *Marker `json:"close,omitempty"`
+	Delete *Marker `json:"delete,omitempty"`
+	// Fork is unstable in the SDK 2.4.0's schema: advertised to a client
+	// that opted in to unstable features (subagents or plan).
+	Fork *Marker `json:"fork,omitempty"`
 }
 
 type AuthMethod struct {
@@ -159,6 +178,17 @@ func (r *LoadSessionRequest) validate() error {
 		return missing("sessionId")
 	}
 	return checkCwd(r.Cwd, r.MCPServers, true)
+}
+
+// ForkSessionRequest names the session to fork and the new one's cwd;
+// mcpServers is optional.
+type ForkSessionRequest LoadSessionRequest
+
+func (r *ForkSessionRequest) validate() error {
+	if r.SessionID == "" {
+		return missing("sessionId")
+	}
+	return checkCwd(r.Cwd, r.MCPServers, false)
 }
 
 // ResumeSessionRequest has the same fields as load; mcpServers is optional.
@@ -493,4 +523,75 @@ type CompactionSummaryChunk struct {
 	SessionUpdate string       `json:"sessionUpdate"`
 	CompactionID  string       `json:"compactionId"`
 	Content       ContentBlock `json:"content"`
+}
+
+// SubagentUpdate announces a child session on its parent's session (the
+// first update for an unknown sessionId), and patches it later: omitted
+// fields keep their value.
+type SubagentUpdate struct {
+	SessionUpdate string                `json:"sessionUpdate"` // "subagent_update"
+	SessionID     string                `json:"sessionId"`
+	Title         string                `json:"title,omitempty"`
+	Description   string                `json:"description,omitempty"`
+	Capabilities  *SubagentCapabilities `json:"capabilities,omitempty"`
+	State         *SubagentState        `json:"state,omitempty"`
+	Cwd           string                `json:"cwd,omitempty"`
+	Meta          map[string]any        `json:"_meta,omitempty"`
+}
+
+// SubagentCapabilities are what the client may do to a child.
+type SubagentCapabilities struct {
+	Cancel *Marker `json:"cancel,omitempty"`
+}
+
+// SubagentState is a child's state snapshot: running, idle (with a stop
+// reason, usage and, for "error", the failure), requires_action or
+// unknown.
+type SubagentState struct {
+	State      string         `json:"state"`
+	StopReason string         `json:"stopReason,omitempty"`
+	Usage      *Usage         `json:"usage,omitempty"`
+	Error      *ErrorObject   `json:"error,omitempty"`
+	Meta       map[string]any `json:"_meta,omitempty"`
+}
+
+// Usage is token usage of completed work.
+type Usage struct {
+	TotalTokens  int64 `json:"totalTokens"`
+	InputTokens  int64 `json:"inputTokens"`
+	OutputTokens int64 `json:"outputTokens"`
+}
+
+// ErrorObject is a JSON-RPC error object inside an update.
+type ErrorObject struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+// SessionMessage is a message between sessions (send_input), as an upsert
+// in the enclosing session's transcript.
+type SessionMessage struct {
+	SessionUpdate      string         `json:"sessionUpdate"` // "session_message"
+	MessageID          string         `json:"messageId"`
+	SenderSessionID    string         `json:"senderSessionId,omitempty"`
+	RecipientSessionID string         `json:"recipientSessionId,omitempty"`
+	Content            []ContentBlock `json:"content,omitempty"`
+}
+
+// PlanUpdate is a whole plan identified by its id (an upsert);
+// PlanRemoved drops one.
+type PlanUpdate struct {
+	SessionUpdate string          `json:"sessionUpdate"` // "plan_update"
+	Plan          PlanItemsUpdate `json:"plan"`
+}
+
+type PlanItemsUpdate struct {
+	Type    string      `json:"type"` // "items"
+	PlanID  string      `json:"planId"`
+	Entries []PlanEntry `json:"entries"`
+}
+
+type PlanRemoved struct {
+	SessionUpdate string `json:"sessionUpdate"` // "plan_removed"
+	PlanID        string `json:"planId"`
 }

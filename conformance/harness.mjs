@@ -10,9 +10,12 @@ import { join } from "node:path";
 import { Readable, Writable } from "node:stream";
 import assert from "node:assert/strict";
 import * as acp from "@agentclientprotocol/sdk";
+// The same client with the unstable types (subagent sessions, plan
+// operations, fork), for connections that advertise them.
+import * as acpUnstable from "@agentclientprotocol/sdk/unstable";
 import { validateAgentMessage, formatProblems, truncate } from "./schema.mjs";
 
-export { acp };
+export { acp, acpUnstable };
 
 // These bounds only turn a hang into a failure with diagnostics; they are not
 // timing targets (those live in Go benchmarks). They are generous because the
@@ -152,7 +155,11 @@ export class AgentProcess {
   /** fs/read_text_file and fs/write_text_file as seen by the agent: {method, params, response|error}. */
   fsCalls = [];
 
-  constructor({ scriptPath, sandbox, permission, extraArgs = [], env = {}, readTextFile, writeTextFile }) {
+  constructor({ scriptPath, sandbox, permission, extraArgs = [], env = {}, readTextFile, writeTextFile, unstable = false }) {
+    // unstable: the client is the SDK's unstable one, and every agent
+    // message is judged by schema.unstable.json.
+    this.unstable = unstable;
+    const sdk = unstable ? acpUnstable : acp;
     const bin = pixirBin();
     this.sandbox = sandbox;
     if (permission) this.permission = permission;
@@ -203,7 +210,7 @@ export class AgentProcess {
       },
     });
     const stdout = Readable.toWeb(this.child.stdout).pipeThrough(rawTap);
-    const wire = acp.ndJsonStream(Writable.toWeb(this.child.stdin), stdout);
+    const wire = sdk.ndJsonStream(Writable.toWeb(this.child.stdin), stdout);
 
     const tap = (dir) =>
       new TransformStream({
@@ -216,21 +223,21 @@ export class AgentProcess {
     out.readable.pipeTo(wire.writable).catch(() => {});
     const stream = { readable: wire.readable.pipeThrough(tap("agent")), writable: out.writable };
 
-    const app = acp
+    const app = sdk
       .client({ name: "pixir-conformance" })
-      .onNotification(acp.methods.client.session.update, ({ params }) => {
+      .onNotification(sdk.methods.client.session.update, ({ params }) => {
         const list = this.updatesBySession.get(params.sessionId) ?? [];
         list.push(params.update);
         this.updatesBySession.set(params.sessionId, list);
       })
-      .onRequest(acp.methods.client.session.requestPermission, async ({ params, requestId }) => {
+      .onRequest(sdk.methods.client.session.requestPermission, async ({ params, requestId }) => {
         const rec = { seq: this.#seqOfAgentRequest(requestId), params, response: undefined };
         this.permissionRequests.push(rec);
         rec.response = await this.permission(params);
         return rec.response;
       })
-      .onRequest(acp.methods.client.fs.readTextFile, ({ params }) => this.#recordFs("fs/read_text_file", params, readTextFile ?? readFileLines))
-      .onRequest(acp.methods.client.fs.writeTextFile, ({ params }) =>
+      .onRequest(sdk.methods.client.fs.readTextFile, ({ params }) => this.#recordFs("fs/read_text_file", params, readTextFile ?? readFileLines))
+      .onRequest(sdk.methods.client.fs.writeTextFile, ({ params }) =>
         this.#recordFs("fs/write_text_file", params, writeTextFile ?? writeFile),
       );
 
@@ -265,7 +272,7 @@ export class AgentProcess {
       if (msg && typeof msg === "object" && "method" in msg && "id" in msg) this.#clientRequestMethods.set(msg.id, msg.method);
       return;
     }
-    const problems = validateAgentMessage(msg, (id) => this.#clientRequestMethods.get(id));
+    const problems = validateAgentMessage(msg, (id) => this.#clientRequestMethods.get(id), { unstable: this.unstable });
     if (problems.length) this.violations.push({ msg, problems });
   }
 

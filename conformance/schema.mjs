@@ -14,8 +14,12 @@ const require = createRequire(import.meta.url);
 /** Absolute path of the schema inside the installed SDK package. */
 export const SCHEMA_PATH = require.resolve("@agentclientprotocol/sdk/schema/v1/schema.json");
 
+/** The stable schema plus the unstable types (subagent sessions, plan operations, fork). */
+export const UNSTABLE_SCHEMA_PATH = require.resolve("@agentclientprotocol/sdk/schema/v1/schema.unstable.json");
+
 /** The schema has no `$id`; we give it one so `<id>#/$defs/X` refs resolve. */
 export const SCHEMA_ID = "https://agentclientprotocol.com/schema/v1/schema.json";
+const UNSTABLE_SCHEMA_ID = "https://agentclientprotocol.com/schema/v1/schema.unstable.json";
 
 // Responses the agent sends, keyed by the method of the client request they answer.
 export const RESPONSE_DEFS = {
@@ -32,6 +36,9 @@ export const RESPONSE_DEFS = {
   "session/set_mode": "SetSessionModeResponse",
   "session/set_config_option": "SetSessionConfigOptionResponse",
 };
+
+// Responses only the unstable schema has.
+const UNSTABLE_RESPONSE_DEFS = { ...RESPONSE_DEFS, "session/fork": "ForkSessionResponse" };
 
 // Requests the agent may send to the client (params shape).
 export const AGENT_REQUEST_DEFS = {
@@ -66,13 +73,18 @@ const NUMBER_FORMATS = {
   double: { type: "number", validate: (n) => Number.isFinite(n) },
 };
 
-let cached;
+const cached = new Map();
 
-/** Returns the shared Ajv instance with the whole ACP schema added once. */
-export function schemaValidator() {
-  if (cached) return cached;
-  const schema = JSON.parse(readFileSync(SCHEMA_PATH, "utf8"));
-  schema.$id = SCHEMA_ID;
+/**
+ * Returns the shared Ajv instance with the whole ACP schema added once: the
+ * stable schema.json, or with `unstable` schema.unstable.json (what a client
+ * that advertises unstable capabilities, such as subagents or plan, accepts).
+ */
+export function schemaValidator(unstable = false) {
+  if (cached.has(unstable)) return cached.get(unstable);
+  const schema = JSON.parse(readFileSync(unstable ? UNSTABLE_SCHEMA_PATH : SCHEMA_PATH, "utf8"));
+  const id = unstable ? UNSTABLE_SCHEMA_ID : SCHEMA_ID;
+  schema.$id = id;
   const ajv = new Ajv2020({ strict: false, allErrors: true, discriminator: true });
   addFormats(ajv);
   for (const [name, fmt] of Object.entries(NUMBER_FORMATS)) ajv.addFormat(name, fmt);
@@ -81,7 +93,7 @@ export function schemaValidator() {
   const get = (def) => {
     let fn = fns.get(def);
     if (!fn) {
-      fn = ajv.getSchema(`${SCHEMA_ID}#/$defs/${def}`);
+      fn = ajv.getSchema(`${id}#/$defs/${def}`);
       if (!fn) throw new Error(`schema has no $defs/${def}`);
       fns.set(def, fn);
     }
@@ -92,8 +104,9 @@ export function schemaValidator() {
     const fn = get(def);
     return fn(value) ? [] : [...fn.errors];
   };
-  cached = { ajv, schema, check, get };
-  return cached;
+  const v = { ajv, schema, check, get };
+  cached.set(unstable, v);
+  return v;
 }
 
 const isObj = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
@@ -104,10 +117,11 @@ const isId = (v) => typeof v === "string" || Number.isInteger(v) || v === null;
  *
  * @param msg the parsed JSON message
  * @param methodForId (id) => method of the client request with that id, or undefined
+ * @param o.unstable validate against schema.unstable.json instead of schema.json
  * @returns a list of problems: [{ def, message, errors }]; empty when conformant.
  */
-export function validateAgentMessage(msg, methodForId) {
-  const { check } = schemaValidator();
+export function validateAgentMessage(msg, methodForId, { unstable = false } = {}) {
+  const { check } = schemaValidator(unstable);
   const problems = [];
   const bad = (def, message, errors = []) => problems.push({ def, message, errors });
 
@@ -173,7 +187,7 @@ export function validateAgentMessage(msg, methodForId) {
     bad("envelope", `response to unknown request id ${JSON.stringify(msg.id)}`);
     return problems;
   }
-  const def = RESPONSE_DEFS[method];
+  const def = (unstable ? UNSTABLE_RESPONSE_DEFS : RESPONSE_DEFS)[method];
   if (def) {
     const errs = check(def, msg.result);
     if (errs.length) bad(def, `result for ${method} does not match $defs/${def}`, errs);

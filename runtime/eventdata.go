@@ -76,10 +76,18 @@ type DiffData struct {
 	NewText string  `json:"new_text"`
 }
 
-// PlanData is the whole current plan (ephemeral plan events).
+// PlanData is the whole current plan (ephemeral plan events) of one of a
+// session's plans: the model's own (AgentPlanID) or a workflow run's
+// ("workflow-" and the id of the call that runs it). Several can be shown
+// at once to a client that keeps plans by id.
 type PlanData struct {
+	PlanID  string            `json:"plan_id,omitempty"`
 	Entries []tools.PlanEntry `json:"entries"`
 }
+
+// AgentPlanID is the id of the plan a session's model keeps (the plan
+// tool).
+const AgentPlanID = "plan"
 
 // StatusData is the ephemeral progress of a tool call.
 type StatusData struct {

@@ -158,7 +158,7 @@ func TestMCPChildrenShareAndNarrowTheServers(t *testing.T) {
 		return slices.DeleteFunc(specNames(specs), func(n string) bool { return !strings.HasPrefix(n, mcp.ToolPrefix) })
 	}
 	child := func(allow []string) *Session {
-		c, err := rt.newChildSession(t.TempDir(), t.TempDir(), parent, 1, ModeAuto, "m", AgentSpec{Name: "default"}, parent.accounts)
+		c, err := rt.newChildSession("", t.TempDir(), t.TempDir(), parent, 1, ModeAuto, "m", AgentSpec{Name: "default"}, parent.accounts)
 		require.NoError(t, err)
 		t.Cleanup(c.release)
 		c.inheritMCP(parent, allow, nil)
@@ -173,7 +173,7 @@ func TestMCPChildrenShareAndNarrowTheServers(t *testing.T) {
 	require.Equal(t, []string{"mcp__beta__echo", "mcp__beta__note"}, mcpTools(beta))
 	require.Equal(t, []string{"beta"}, beta.MCPServers())
 	// A grandchild cannot widen what its parent was given.
-	grand, err := rt.newChildSession(t.TempDir(), t.TempDir(), beta, 2, ModeAuto, "m", AgentSpec{Name: "default"}, beta.accounts)
+	grand, err := rt.newChildSession("", t.TempDir(), t.TempDir(), beta, 2, ModeAuto, "m", AgentSpec{Name: "default"}, beta.accounts)
 	require.NoError(t, err)
 	t.Cleanup(grand.release)
 	grand.inheritMCP(beta, []string{"alpha", "beta"}, nil)
@@ -304,7 +304,7 @@ func TestMCPToolsFollowTheProfile(t *testing.T) {
 	parent.waitMCP(context.Background())
 	offered := func(spec AgentSpec, mode Mode) []string {
 		sa := &subagent{depth: 1, spec: spec}
-		c, err := rt.newChildSession(t.TempDir(), t.TempDir(), parent, 1, mode, "m", spec, parent.accounts)
+		c, err := rt.newChildSession("", t.TempDir(), t.TempDir(), parent, 1, mode, "m", spec, parent.accounts)
 		require.NoError(t, err)
 		t.Cleanup(c.release)
 		keep := rt.subagents.offered(sa, mode)

@@ -126,12 +126,13 @@ func New(cfg Config) *Runtime {
 	return rt
 }
 
-// newChildSession makes the session of a Subagent working in dir, with its
+// newChildSession makes the session of a Subagent, id (a new one when
+// empty), working in dir, with its
 // Log in logDir (outside a snapshot, so the Log outlives it). It is owned by
 // the Subagents Manager, not listed among the user's sessions.
 // agent is what the child runs as, its ReasoningEffort already resolved.
 // accounts are what its model calls count against.
-func (r *Runtime) newChildSession(dir, logDir string, parent *Session, depth int, mode Mode, model string, agent AgentSpec, accounts budget.Accounts) (*Session, error) {
+func (r *Runtime) newChildSession(id, dir, logDir string, parent *Session, depth int, mode Mode, model string, agent AgentSpec, accounts budget.Accounts) (*Session, error) {
 	shared := dir == parent.workspace.Root()
 	ws := parent.workspace
 	if !shared {
@@ -140,7 +141,9 @@ func (r *Runtime) newChildSession(dir, logDir string, parent *Session, depth int
 			return nil, err
 		}
 	}
-	id := newSessionID()
+	if id == "" {
+		id = newSessionID()
+	}
 	r.childLogs.Lock()
 	if shared {
 		// A shared child's folder is new (an isolated one holds its

@@ -120,6 +120,9 @@ type Session struct {
 	mu       sync.Mutex
 	meta     Meta
 	observer Observer // sees events that happen outside a turn
+	// descendants sees the events of the sessions descending from this
+	// one (SetDescendantObserver).
+	descendants Observer
 	// context and window are the tokens of the last model call and the
 	// model's context size, for the usage shown to the user.
 	context int64
@@ -320,12 +323,39 @@ func (s *Session) SetObserver(obs Observer) {
 	s.mu.Unlock()
 }
 
+// SetDescendantObserver sets who sees every event of this session's
+// descendants (its Subagents' sessions, theirs, and so on), each under its
+// own session id: a client that shows children as sessions of their own.
+func (s *Session) SetDescendantObserver(obs Observer) {
+	s.mu.Lock()
+	s.descendants = obs
+	s.mu.Unlock()
+}
+
+// descendantObserver is the descendant observer of the user's session this
+// session descends from, or nil.
+func (s *Session) descendantObserver() Observer {
+	for p := s.parent; p != nil; p = p.parent {
+		p.mu.Lock()
+		obs := p.descendants
+		p.mu.Unlock()
+		if obs != nil {
+			return obs
+		}
+	}
+	return nil
+}
+
 // emitBackground records an event from outside the turn loop and shows it
-// to the session's observer.
+// to the session's observer (a Subagent's session: its ancestors'
+// descendant observer).
 func (s *Session) emitBackground(typ EventType, data any) error {
 	s.mu.Lock()
 	obs := s.observer
 	s.mu.Unlock()
+	if obs == nil && s.parent != nil {
+		obs = s.descendantObserver()
+	}
 	err := s.emit(obs, typ, data)
 	if errors.Is(err, ErrLogWrite) && obs != nil {
 		// The Log is full: the event is not recorded, but whoever watches

@@ -218,6 +218,9 @@ type subagent struct {
 	// agent's.
 	limit   writeLimit
 	inherit []workflows.Inherited // ancestors' changes for the snapshot
+	// forkContext: the child's session starts with its parent's History
+	// (spawn_agent's fork_context).
+	forkContext bool
 	// mcpServers narrows the parent's MCP servers the child may use (its
 	// agent's and its step's allow lists); nil allows them all.
 	mcpServers []string
@@ -237,7 +240,7 @@ type subagent struct {
 	done         chan struct{} // closed when the current run ends
 	cancel       context.CancelFunc
 	closing      bool
-	childSession string // known from the Log for a restored child
+	childSession string // its session's id: chosen at the spawn, or known from the Log for a restored child
 	childLog     string // the path of the child's Log
 	restored     bool   // rebuilt from the Log: no session of this process
 	stopping     bool   // a queued child being cancelled
@@ -573,4 +576,33 @@ func (m *Manager) shutdown() {
 		m.stop(sa, false)
 	}
 	m.wg.Wait()
+}
+
+// CancelSubagent stops the current work of the Subagent whose own session
+// is sessionID (and its descendants'), as a client's session/cancel on that
+// child asks: its siblings and its parent go on, and the parent's model
+// sees the child cancelled. It reports whether sessionID is a Subagent's
+// session of this process; the stop itself goes on in the background.
+func (r *Runtime) CancelSubagent(sessionID string) bool {
+	m := r.subagents
+	m.mu.Lock()
+	var sa *subagent
+	for _, c := range m.byID {
+		if c.childSession == sessionID && !c.restored {
+			sa = c
+			break
+		}
+	}
+	if sa == nil || m.closed { // shutdown stops it anyway
+		m.mu.Unlock()
+		return sa != nil
+	}
+	m.wg.Add(1) // under the lock: shutdown waits for it
+	m.mu.Unlock()
+	go func() {
+		defer m.wg.Done()
+		m.cancelChildren(sessionID)
+		m.stop(sa, false)
+	}()
+	return true
 }

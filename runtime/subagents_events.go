@@ -64,6 +64,7 @@ func (m *Manager) eventLocked(sa *subagent, event tools.SubagentEvent, input str
 		Agent: sa.agent, Name: sa.name, Task: sa.task, Depth: sa.depth, Status: status, Workspace: sa.workspace,
 		WorkspaceMode: sa.mode, Input: input, ElapsedMS: m.elapsedLocked(sa),
 	}
+	d.ChildSessionID = sa.childSession
 	if sa.child != nil {
 		d.ChildSessionID, d.ChildLog = sa.child.ID(), sa.childLog
 	}
@@ -134,7 +135,7 @@ func (m *Manager) detached(parentID string) []SubagentEventData {
 	var out []SubagentEventData
 	for _, sa := range m.children[parentID] {
 		if sa.status == tools.SubagentDetached {
-			out = append(out, SubagentEventData{SubagentID: sa.id, Agent: sa.agent, Task: sa.task, Status: sa.status, Error: sa.failure, ParentToolCallID: sa.parentToolCallID})
+			out = append(out, SubagentEventData{SubagentID: sa.id, ChildSessionID: sa.childSession, Agent: sa.agent, Task: sa.task, Status: sa.status, Error: sa.failure, ParentToolCallID: sa.parentToolCallID})
 		}
 	}
 	return out

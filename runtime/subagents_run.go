@@ -79,7 +79,14 @@ func (m *Manager) run(ctx context.Context, sa *subagent, event tools.SubagentEve
 	if sa.ask != nil {
 		ask = childAsker{sa: sa}
 	}
-	opts := TurnOptions{Observe: tracker.observe, Ask: ask}
+	// A client that shows children as sessions of their own sees the
+	// child's events as they happen, under the child's session id.
+	opts := TurnOptions{Observe: func(ev Event) {
+		tracker.observe(ev)
+		if show := child.descendantObserver(); show != nil {
+			show(ev)
+		}
+	}, Ask: ask}
 	if sa.limit.limits() {
 		opts.Files = writeSetFiles{Files: child.workspace.Files(), root: child.workspace.Root(), limit: sa.limit}
 	}
@@ -192,7 +199,7 @@ func (m *Manager) prepare(ctx context.Context, sa *subagent) (*Session, error) {
 	if sa.run != nil {
 		accounts = append(accounts, sa.run)
 	}
-	child, err := m.rt.newChildSession(sa.workspace, m.home(sa), sa.parent, sa.depth, mode, model, agent, append(accounts, sa.parent.accounts...))
+	child, err := m.rt.newChildSession(sa.childSession, sa.workspace, m.home(sa), sa.parent, sa.depth, mode, model, agent, append(accounts, sa.parent.accounts...))
 	if err != nil {
 		return nil, err
 	}
@@ -201,6 +208,12 @@ func (m *Manager) prepare(ctx context.Context, sa *subagent) (*Session, error) {
 	if parent := sa.parent.keep; parent != nil {
 		own := offered // a child is offered nothing its parent was not
 		offered = func(t tools.Tool) bool { return own(t) && parent(t) }
+	}
+	if sa.forkContext {
+		if err := child.startFrom(sa.parent.forkedHistory()); err != nil {
+			child.release()
+			return nil, err
+		}
 	}
 	child.keep, child.writes = offered, sa.limit
 	child.offerTools(offered, sa.extra)

@@ -323,7 +323,7 @@ func TestCloseAQueuedChild(t *testing.T) {
 
 func TestDepthIsEnforced(t *testing.T) {
 	f := newManagerFixture(t, SubagentConfig{MaxDepth: 1})
-	child, err := f.rt.newChildSession(t.TempDir(), t.TempDir(), f.parent, 1, ModeAuto, "m", AgentSpec{Name: "default"}, f.parent.accounts)
+	child, err := f.rt.newChildSession("", t.TempDir(), t.TempDir(), f.parent, 1, ModeAuto, "m", AgentSpec{Name: "default"}, f.parent.accounts)
 	require.NoError(t, err)
 	defer child.close()
 	_, err = binding{m: f.rt.subagents, parent: child}.Spawn(context.Background(), tools.SpawnRequest{Task: "x"})

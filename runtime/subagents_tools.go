@@ -87,6 +87,10 @@ func (b binding) spawn(req tools.SpawnRequest, opt stepOptions) (tools.SubagentV
 		inherit: opt.inherit, mcpServers: narrowed(spec.MCPServers, req.MCPServers),
 		limit:   newWriteLimit(opt.writeSet, opt.mayWrite, spec).within(b.parent.writes),
 		account: m.rt.subagentAccount(id), run: opt.run, seen: opt.name != "",
+		// Known from the start, so that a client shown children as sessions
+		// of their own can be told of it while it is queued.
+		childSession: newSessionID(),
+		forkContext:  req.ForkContext,
 	}
 	if mode == WorkspaceShared {
 		sa.workspace = b.parent.workspace.Root()

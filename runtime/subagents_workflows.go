@@ -33,7 +33,7 @@ func (b binding) workflowPorts() workflows.Ports {
 	return workflows.Ports{
 		Agents:    agentCheck{m: b.m, parent: b.spawner(), mcpServers: b.parent.MCPServers},
 		Children:  stepChildren{b},
-		Evidence:  sessionEvidence{b.parent},
+		Evidence:  sessionEvidence{s: b.parent, planID: workflowPlanID(b.toolCallID)},
 		Committer: gitCommitter{root: b.parent.workspace.Root(), mode: b.parent.Mode},
 		Budgets:   b.m.rt.WorkflowBudgets(),
 		Templates: WorkspaceTemplates(b.parent.workspace.Root()),
@@ -128,8 +128,22 @@ func (c stepChildren) Stop(id string) {
 	<-done
 }
 
-// sessionEvidence is workflows.Evidence: the parent session's Log and plan.
-type sessionEvidence struct{ s *Session }
+// workflowPlanID is the id of the plan of the workflow run by a tool call
+// (none: pixir run --workflow).
+func workflowPlanID(toolCallID string) string {
+	if toolCallID == "" {
+		return "workflow"
+	}
+	return "workflow-" + toolCallID
+}
+
+// sessionEvidence is workflows.Evidence: the parent session's Log and the
+// run's plan, planID ("workflow-" and the id of the call that runs it, so
+// two runs of one session keep two plans).
+type sessionEvidence struct {
+	s      *Session
+	planID string
+}
 
 // Record takes the path of subagent events, so the Log and live observers
 // both see workflow events.
@@ -141,7 +155,7 @@ func (e sessionEvidence) ShowPlan(entries []tools.PlanEntry) {
 	if entries == nil {
 		entries = []tools.PlanEntry{} // an empty plan clears the one shown
 	}
-	if err := e.s.emitBackground(EventPlan, PlanData{Entries: entries}); err != nil {
+	if err := e.s.emitBackground(EventPlan, PlanData{PlanID: e.planID, Entries: entries}); err != nil {
 		e.s.rt.log.Warn("showing a workflow plan", "session", e.s.ID(), "err", err)
 	}
 }

@@ -501,7 +501,7 @@ func (t *turn) recordResult(tc provider.ToolCall, result tools.Result, elapsed t
 		return err
 	}
 	if result.Plan != nil {
-		if err := t.emit(EventPlan, PlanData{Entries: result.Plan}); err != nil {
+		if err := t.emit(EventPlan, PlanData{PlanID: AgentPlanID, Entries: result.Plan}); err != nil {
 			return err
 		}
 	}

@@ -11,10 +11,11 @@ var spawnAgentDescription string
 
 // SpawnAgentArgs are the arguments of spawn_agent.
 type SpawnAgentArgs struct {
-	Task          string `json:"task" jsonschema:"minLength=1" jsonschema_description:"The child's whole assignment: what to do, what to report back. It sees nothing else of this conversation."`
+	Task          string `json:"task" jsonschema:"minLength=1" jsonschema_description:"The child's whole assignment: what to do, what to report back. It sees nothing else of this conversation, unless fork_context is true."`
 	Agent         string `json:"agent,omitempty" jsonschema_description:"Which agent to run: default, worker, explorer, or a custom agent's name. Default: default."`
 	WorkspaceMode string `json:"workspace_mode,omitempty" jsonschema:"enum=isolated,enum=shared" jsonschema_description:"isolated (the default for a child that may write): the child works on a snapshot of the workspace and reports the files it changed; shared (the default for a read-only child): it works in this workspace itself."`
 	TimeoutMS     int    `json:"timeout_ms,omitempty" jsonschema:"minimum=1000,maximum=3600000" jsonschema_description:"The child's time limit in milliseconds. Default from the configuration (120000)."`
+	ForkContext   bool   `json:"fork_context,omitempty" jsonschema_description:"true: the child starts from a fork of this conversation (what you have seen so far, before this call), then the task; it needs less explaining and starts warm. Default false: it sees only the task."`
 }
 
 // SpawnAgentTool starts a child worker.
@@ -32,7 +33,8 @@ func SpawnAgentTool() Tool {
 			if f != nil {
 				return Failed(f)
 			}
-			req := SpawnRequest{Agent: a.Agent, Task: a.Task, WorkspaceMode: a.WorkspaceMode, Timeout: time.Duration(a.TimeoutMS) * time.Millisecond}
+			req := SpawnRequest{Agent: a.Agent, Task: a.Task, WorkspaceMode: a.WorkspaceMode, Timeout: time.Duration(a.TimeoutMS) * time.Millisecond,
+				ForkContext: a.ForkContext}
 			if dryRun {
 				v, err := sa.Preview(req)
 				if err != nil {

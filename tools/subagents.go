@@ -34,6 +34,9 @@ type SpawnRequest struct {
 	// may use to these names (a workflow step's allowed_mcp_servers); each
 	// must be one of the parent's.
 	MCPServers []string
+	// ForkContext starts the child from a fork of its parent's
+	// conversation so far, not from the task alone.
+	ForkContext bool
 }
 
 // WaitRequest waits for children: the ids given, or every child of the

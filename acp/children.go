@@ -1,0 +1,165 @@
+// Subagents as sessions of their own, for a client that advertised
+// clientCapabilities.subagents (schema.unstable.json of the SDK 2.4.0):
+// each child is announced on its parent's session with subagent_update,
+// its state follows its lifecycle, and its own updates go under its own
+// session id. Without the capability, a child is a synthetic tool call of
+// its parent (subagentUpdate), as before.
+
+package acp
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/pixir-go/pixir/budget"
+	"github.com/pixir-go/pixir/runtime"
+	"github.com/pixir-go/pixir/tools"
+)
+
+// childSession is what this connection was told of a child's session.
+type childSession struct {
+	parentID string
+	cwd      string
+	pr       *presenter // presents the child's own events
+}
+
+// nativeChildren reports whether the client shows Subagents as sessions.
+func (s *Server) nativeChildren() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return present(s.client.Subagents)
+}
+
+// plansByID reports whether the client keeps plans by id.
+func (s *Server) plansByID() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return present(s.client.Plan)
+}
+
+// announce notes that the client is told of child, and reports whether
+// it was new to it: "The first update for an unknown sessionId announces
+// the child and MUST be sent before any live child traffic".
+func (s *Server) announce(child, parent, cwd string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, known := s.children[child]; known {
+		return false
+	}
+	if s.children == nil {
+		s.children = map[string]*childSession{}
+	}
+	s.children[child] = &childSession{parentID: parent, cwd: cwd}
+	return true
+}
+
+// descendantEvent presents an event of a Subagent's session under that
+// session's id (the runtime's descendant observer of a watched session).
+func (s *Server) descendantEvent(ev runtime.Event) {
+	s.mu.Lock()
+	c := s.children[ev.SessionID]
+	if c == nil { // not announced (a client that was not told): not shown
+		s.mu.Unlock()
+		return
+	}
+	if c.pr == nil {
+		c.pr = &presenter{s: s, ctx: context.Background(), sessionID: ev.SessionID, root: c.cwd, child: true,
+			native: true, plans: present(s.client.Plan)}
+	}
+	pr := c.pr
+	s.mu.Unlock()
+	pr.live(ev)
+}
+
+// subagentNative presents a subagent_event of this presenter's session as
+// what happened to the child session: announced, queued input, running,
+// idle. seq is the event's place in the Log, for the ids of messages.
+func (p *presenter) subagentNative(d runtime.SubagentEventData, seq int64) {
+	if d.ChildSessionID == "" {
+		return // a Log older than child ids at the spawn: its child has none yet
+	}
+	meta := map[string]any{"subagentId": d.SubagentID, "agent": d.Agent, "status": d.Status, "workspaceMode": d.WorkspaceMode}
+	if d.Name != "" {
+		meta["stepId"] = d.Name
+	}
+	if d.ParentToolCallID != "" {
+		meta["parentToolCallId"] = d.ParentToolCallID
+	}
+	u := SubagentUpdate{SessionUpdate: "subagent_update", SessionID: d.ChildSessionID, Meta: map[string]any{"pixir": meta}}
+	announced := p.s.announce(d.ChildSessionID, p.sessionID, d.Workspace)
+	if announced {
+		u.Title = d.Agent + ": " + titleOf(d.Task)
+		if d.Name != "" { // a workflow step
+			u.Title = d.Name + " (" + d.Agent + "): " + titleOf(d.Task)
+		}
+		u.Description = tools.Truncate(d.Task, displayLimit)
+		u.Cwd = d.Workspace
+		u.Capabilities = &SubagentCapabilities{Cancel: &Marker{}}
+	}
+	switch d.Event {
+	case tools.SubagentEventQueued:
+		if d.Input != "" {
+			// send_input: a message from the parent to the child.
+			if announced {
+				p.send(u)
+			}
+			p.send(SessionMessage{SessionUpdate: "session_message", MessageID: fmt.Sprintf("%s-input-%d", d.SubagentID, seq),
+				SenderSessionID: p.sessionID, RecipientSessionID: d.ChildSessionID,
+				Content: []ContentBlock{textBlock(tools.Truncate(d.Input, displayLimit))}})
+			return
+		}
+		p.send(u) // queued: announced without a state
+		if announced && d.ParentToolCallID != "" && d.Name == "" {
+			// The spawn_agent call links to the child it started.
+			p.send(ToolCall{SessionUpdate: "tool_call_update", ToolCallID: d.ParentToolCallID,
+				Meta: map[string]any{"pixir": map[string]any{"subagentSessionId": d.ChildSessionID}}})
+		}
+		return
+	case tools.SubagentEventStarted, tools.SubagentEventInput:
+		u.State = &SubagentState{State: "running"}
+		p.send(u)
+		if !p.replaying && d.Input != "" {
+			// The child's prompt, in its own transcript.
+			p.s.notify(p.ctx, d.ChildSessionID, ContentChunk{SessionUpdate: "user_message_chunk", Content: textBlock(d.Input)})
+		}
+		return
+	case tools.SubagentEventFinished:
+		u.State = &SubagentState{State: "idle", StopReason: "end_turn", Usage: usageOf(d.Usage)}
+	case tools.SubagentEventCancelled:
+		u.State = &SubagentState{State: "idle", StopReason: "cancelled", Usage: usageOf(d.Usage)}
+	case tools.SubagentEventFailed, tools.SubagentEventTimedOut:
+		// The closest stop reason; Pixir's own status is in _meta.
+		u.State = &SubagentState{State: "idle", StopReason: "error", Usage: usageOf(d.Usage),
+			Meta: map[string]any{"pixir": map[string]any{"status": d.Status}}}
+		if d.Error != nil {
+			u.State.Error = &ErrorObject{Code: -32603, Message: fmt.Sprintf("%s: %s", d.Error.Kind, d.Error.Message)}
+		}
+	case tools.SubagentEventClosed:
+		// Its work had ended (or was just stopped): its state stays.
+	default:
+		return
+	}
+	p.send(u)
+}
+
+// detachedNative shows a child restored from the Log whose run did not
+// end while its process lived: its activity is not known.
+func (p *presenter) detachedNative(d runtime.SubagentEventData) {
+	p.s.mu.Lock()
+	_, known := p.s.children[d.ChildSessionID]
+	p.s.mu.Unlock()
+	if !known {
+		return // never announced (a Log older than child ids at the spawn)
+	}
+	u := SubagentUpdate{SessionUpdate: "subagent_update", SessionID: d.ChildSessionID,
+		State: &SubagentState{State: "unknown", Meta: map[string]any{"pixir": map[string]any{"status": d.Status, "detail": d.Error.Message}}}}
+	p.send(u)
+}
+
+// usageOf is a child's usage as ACP counts it, or nil when none is known.
+func usageOf(u *budget.Usage) *Usage {
+	if u == nil {
+		return nil
+	}
+	return &Usage{TotalTokens: u.InputTokens + u.OutputTokens, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens}
+}
