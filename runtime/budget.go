@@ -163,6 +163,13 @@ func (s *Session) charge(call budget.Usage, window int) {
 	}
 	d := UsageData{Used: root.context, Window: root.window}
 	root.mu.Unlock()
+	if s != root && s.descendantObserver() != nil {
+		// A client that shows the child as a session of its own sees its
+		// context and spend too.
+		if err := s.emitBackground(EventUsage, UsageData{Used: call.Tokens(), Window: window, Total: s.Usage()}); err != nil {
+			s.rt.log.Warn("showing a subagent's usage", "session", s.ID(), "err", err)
+		}
+	}
 	if s != root && call.Currency == "" {
 		return // the root's context and cost are as they were
 	}

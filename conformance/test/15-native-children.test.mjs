@@ -100,6 +100,9 @@ test("native children: announced before their traffic, own updates under their s
       assert.deepEqual(states, ["running", "idle"], `${childId}: running then idle`);
       const idle = lastState(a, sessionId, childId);
       assert.equal(idle.stopReason, "end_turn");
+      // Usage: on its idle state, and its context as its own usage_update.
+      assert.ok(idle.usage.totalTokens > 0 && idle.usage.totalTokens === idle.usage.inputTokens + idle.usage.outputTokens, JSON.stringify(idle));
+      assert.ok(own.some((u) => u.update.sessionUpdate === "usage_update"), "the child's usage_update under its own session id");
 
       // The spawning call links to its child.
       const link = t.updates.find((u) => u.sessionUpdate === "tool_call_update" && u._meta?.pixir?.subagentSessionId === childId);

@@ -3,7 +3,9 @@
 // session whose history is the source's up to the fork; and spawn_agent with
 // fork_context starts a child from its parent's conversation, which the
 // child's first model request carries (a fake OpenAI server that speaks the
-// Chat Completions SSE wire format records it).
+// Chat Completions SSE wire format records it). Also, with the same fake
+// server steering a parent through send_input: the follow-up is a
+// session_message from parent to child, and the child runs again.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -128,6 +130,73 @@ test("spawn_agent fork_context: the child's first model request carries its pare
       assert.ok(said.includes(`user: remember: ${CODEWORD}`), `the child sees the parent's conversation: ${JSON.stringify(said)}`);
       assert.ok(said.includes("assistant: noted"), "and the parent's answers");
       assert.ok(!child.messages.some((m) => (m.tool_calls ?? []).some((c) => c.id === "call_spawn")), "not the unanswered spawn call itself");
+    });
+  } finally {
+    server.closeAllConnections?.();
+    await new Promise((r) => server.close(r));
+  }
+});
+
+// --- send_input as a session_message (native children) --------------------
+
+/** The parent spawns a child, waits, sends it a follow-up, waits again; the child answers each. */
+function conversation(body) {
+  const last = body.messages.at(-1);
+  const said = text(last);
+  if (last.role === "tool") {
+    const out = JSON.parse(last.content);
+    switch (last.tool_call_id) {
+      case "call_spawn":
+        return callReply("call_wait1", "wait_agent", { timeout_ms: 60000 });
+      case "call_wait1":
+        return callReply("call_input", "send_input", { id: out.output.agents[0].id, message: "and now the follow-up" });
+      case "call_input":
+        return callReply("call_wait2", "wait_agent", { timeout_ms: 60000 });
+      default:
+        return textReply("all done");
+    }
+  }
+  if (said.includes("talk to a child")) return callReply("call_spawn", "spawn_agent", { task: "first task", workspace_mode: "shared" });
+  if (said.includes("and now the follow-up")) return textReply("follow-up done");
+  if (said.includes("first task")) return textReply("first done");
+  return textReply("?");
+}
+
+test("native children: send_input is a session_message from parent to child, and the child runs again", { timeout: TEST_TIMEOUT_MS }, async () => {
+  const server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (d) => (body += d));
+    req.on("end", () => conversation(JSON.parse(body))(res));
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  try {
+    await withFixture(async (f) => {
+      const a = await f.start(SCRIPT, {
+        init: false,
+        unstable: true,
+        extraArgs: ["--provider", "openai", "--base-url", `http://127.0.0.1:${server.address().port}/v1`, "--model", "m"],
+        env: { PIXIR_PROVIDER: "", PIXIR_MODEL: "", PIXIR_PROFILE: "", OPENAI_BASE_URL: "", OPENAI_API_KEY: "sk-conformance" },
+      });
+      await a.initialize({ clientCapabilities: UNSTABLE_CAPS });
+      const { sessionId } = await a.newSession(f.sandbox.workspace);
+      const t = await a.turn(sessionId, "talk to a child");
+      assert.equal(chunkText(t.updates), "all done");
+
+      const sub = t.updates.filter((u) => u.sessionUpdate === "subagent_update");
+      const childId = sub[0].sessionId;
+      const messages = t.updates.filter((u) => u.sessionUpdate === "session_message");
+      assert.equal(messages.length, 1, JSON.stringify(messages));
+      assert.equal(messages[0].senderSessionId, sessionId);
+      assert.equal(messages[0].recipientSessionId, childId);
+      assert.equal(messages[0].content[0].text, "and now the follow-up");
+      assert.deepEqual(
+        sub.filter((u) => u.state).map((u) => u.state.state),
+        ["running", "idle", "running", "idle"],
+        "the child runs again on its input",
+      );
+      const own = a.updates(childId);
+      assert.equal(chunkText(own), "first donefollow-up done");
+      assert.equal(chunkText(own, "user_message_chunk"), "first taskand now the follow-up");
     });
   } finally {
     server.closeAllConnections?.();
