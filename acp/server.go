@@ -162,7 +162,7 @@ func (s *Server) HandleRequest(ctx context.Context, method string, params json.R
 	case MethodAuthenticate:
 		return handle(params, s.authenticate)
 	case MethodSessionNew:
-		return handle(params, s.newSession)
+		return handle(params, func(p *NewSessionRequest) (any, error) { return s.newSession(ctx, p) })
 	case MethodSessionLoad:
 		return handle(params, func(p *LoadSessionRequest) (any, error) { return s.loadSession(ctx, p) })
 	case MethodSessionResume:
@@ -175,7 +175,7 @@ func (s *Server) HandleRequest(ctx context.Context, method string, params json.R
 		return handle(params, s.deleteSession)
 	case MethodSessionFork:
 		// Fields of session/new: sessionId names the source.
-		return handle(params, s.forkSession)
+		return handle(params, func(p *ForkSessionRequest) (any, error) { return s.forkSession(ctx, p) })
 	case MethodLogout:
 		return s.logout()
 	case MethodSessionPrompt:
@@ -273,7 +273,7 @@ func (s *Server) logout() (any, error) {
 	}}}, nil
 }
 
-func (s *Server) newSession(p *NewSessionRequest) (any, error) {
+func (s *Server) newSession(ctx context.Context, p *NewSessionRequest) (any, error) {
 	servers, err := mcpServers(p.MCPServers)
 	if err != nil {
 		return nil, err
@@ -283,6 +283,7 @@ func (s *Server) newSession(p *NewSessionRequest) (any, error) {
 		return nil, s.setupError(err)
 	}
 	s.watch(sess)
+	s.setupNotices(ctx, sess)
 	return NewSessionResponse{SessionID: sess.ID(), Modes: modeState(sess), ConfigOptions: s.configOptions(sess)}, nil
 }
 
@@ -341,6 +342,7 @@ func (s *Server) loadSession(ctx context.Context, p *LoadSessionRequest) (any, e
 			Content: []ToolCallContent{{Type: "content", Content: &ContentBlock{Type: "text", Text: "detached: " + d.Error.Message}}}})
 	}
 	s.watch(sess)
+	s.setupNotices(ctx, sess)
 	return SessionSetupResponse{Modes: modeState(sess), ConfigOptions: s.configOptions(sess)}, nil
 }
 
@@ -359,6 +361,7 @@ func (s *Server) resumeSession(ctx context.Context, p *ResumeSessionRequest) (an
 	}
 	s.reportDamage(ctx, sess, report)
 	s.watch(sess)
+	s.setupNotices(ctx, sess)
 	return SessionSetupResponse{Modes: modeState(sess), ConfigOptions: s.configOptions(sess)}, nil
 }
 
@@ -395,6 +398,25 @@ func (s *Server) watch(sess *runtime.Session) {
 	if s.nativeChildren() {
 		sess.SetDescendantObserver(s.descendantEvent)
 	}
+}
+
+// setupNotices shows a client that advertises session.notices what it
+// should know of a session it just opened (runtime SetupNotices: agent
+// file warnings, no kernel sandbox, a setting that fell back), once the
+// request's answer has told it the session. Other clients see these where
+// they always did (pixir agents, a command's output, the logs).
+func (s *Server) setupNotices(ctx context.Context, sess *runtime.Session) {
+	s.mu.Lock()
+	notices := len(s.client.Session.Notices) > 0
+	s.mu.Unlock()
+	if !notices {
+		return
+	}
+	rpc.AfterReply(ctx, func() {
+		for _, d := range sess.SetupNotices() {
+			s.notify(context.Background(), sess.ID(), Notice{SessionUpdate: "notice", Severity: d.Severity, Title: d.Title, Description: d.Detail})
+		}
+	})
 }
 
 // listPageSize bounds one page of session/list.
@@ -440,7 +462,7 @@ func (s *Server) closeSession(p *SessionRequest) (any, error) {
 
 // forkSession makes a new session whose history is the source's up to
 // now (session/fork).
-func (s *Server) forkSession(p *ForkSessionRequest) (any, error) {
+func (s *Server) forkSession(ctx context.Context, p *ForkSessionRequest) (any, error) {
 	servers, err := mcpServers(p.MCPServers)
 	if err != nil {
 		return nil, err
@@ -450,6 +472,7 @@ func (s *Server) forkSession(p *ForkSessionRequest) (any, error) {
 		return nil, s.setupError(err)
 	}
 	s.watch(sess)
+	s.setupNotices(ctx, sess)
 	return NewSessionResponse{SessionID: sess.ID(), Modes: modeState(sess), ConfigOptions: s.configOptions(sess)}, nil
 }
 

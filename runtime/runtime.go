@@ -370,10 +370,17 @@ func (r *Runtime) openSession(id, dir string, visit func(Event)) (*Session, Load
 		r.log.Warn("session metadata missing; rebuilding it", "session", id, "err", err)
 		meta = Meta{ID: id, Workspace: ws.Root(), Mode: ModeAuto, Model: r.cfg.Model, CreatedAt: time.Now().UTC()}
 	}
+	var fallbacks []fallback
 	if !r.knowsModel(meta.Model) {
+		if meta.Model != "" {
+			fallbacks = append(fallbacks, fallback{title: fmt.Sprintf("Model %q is not configured; the session uses %q", meta.Model, r.cfg.Model),
+				detail: "The session was last run with a model this configuration does not list (model or models in config.toml); pick another with the model option."})
+		}
 		meta.Model = r.cfg.Model
 	}
 	if _, err := ParseMode(string(meta.Mode)); err != nil {
+		fallbacks = append(fallbacks, fallback{title: fmt.Sprintf("Mode %q is unknown; the session is in auto mode", meta.Mode),
+			detail: "Its stored metadata names a mode Pixir does not have; pick one with the mode option."})
 		meta.Mode = ModeAuto
 	}
 	if meta.Title == "" {
@@ -381,7 +388,7 @@ func (r *Runtime) openSession(id, dir string, visit func(Event)) (*Session, Load
 	}
 	s := &Session{rt: r, workspace: ws, log: log, meta: meta, depth: meta.Depth, history: fold.history, histBytes: historyBytes(fold.history),
 		interrupted: fold.unanswered(), restoreEvents: fold.subagents, accounts: budget.Accounts{r.sessionAccount()},
-		callIDs: fold.callIDs}
+		callIDs: fold.callIDs, fallbacks: fallbacks}
 	// What it spent before counts against its budget still.
 	s.accounts[0].Start(fold.spent())
 	// A crash left calls without results: answer them now, so the next

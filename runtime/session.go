@@ -123,6 +123,9 @@ type Session struct {
 	// descendants sees the events of the sessions descending from this
 	// one (SetDescendantObserver).
 	descendants Observer
+	// fallbacks are the settings of the stored session that fell back to
+	// defaults when it was opened (SetupNotices).
+	fallbacks []fallback
 	// context and window are the tokens of the last model call and the
 	// model's context size, for the usage shown to the user.
 	context int64

@@ -54,3 +54,13 @@ func (c catalog) Agent(name string) (runtime.AgentSpec, bool) {
 }
 
 func (c catalog) Names() []string { return c.reg.Names() }
+
+// Warnings are what `pixir agents` warns about the agent files, for the
+// notices of a session opened in the editor.
+func (c catalog) Warnings() []string {
+	var out []string
+	for _, w := range c.reg.Warnings() {
+		out = append(out, w.String())
+	}
+	return out
+}

@@ -262,7 +262,7 @@ test("mcp: a server that crashes mid-session is reported, its tools withdrawn, a
     assert.equal(chunkText(first.updates), "echo: Echo: hello from pixir");
 
     process.kill(Number(readFileSync(pidFile, "utf8").trim()), "SIGKILL");
-    const notice = await a.waitFor(() => a.updates(sessionId).find((u) => u.sessionUpdate === "notice"), "a notice", 30_000);
+    const notice = await a.waitFor(() => a.updates(sessionId).find((u) => u.sessionUpdate === "notice" && /^MCP server/.test(u.title)), "a notice", 30_000);
     assert.equal(notice.severity, "error");
     assert.match(notice.title, /^MCP server "everything" stopped \(it exited: signal: killed\); its \d+ tools are withdrawn$/);
 

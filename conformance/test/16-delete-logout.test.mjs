@@ -2,13 +2,15 @@
 // advertised, removes the session's Log, metadata and its Subagents'
 // folders (an isolated child's snapshot), and the session is gone from
 // session/list; a running session is refused until it stops. logout is
-// answered (Pixir has no sign-in) instead of "method not found".
+// answered (Pixir has no sign-in) instead of "method not found". Notices:
+// a client that advertises session.notices is told what it could not see
+// otherwise when it opens a session (here, an agent file that is ignored).
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { withFixture, acp, TEST_TIMEOUT_MS } from "../harness.mjs";
+import { withFixture, acp, chunkText, TEST_TIMEOUT_MS } from "../harness.mjs";
 
 const SCRIPT = `
 [[rule]]
@@ -96,4 +98,26 @@ test("logout: answered, not 'method not found': Pixir has no sign-in", { timeout
     const a = await f.start(SCRIPT);
     const r = await a.request(acp.methods.agent.logout, {});
     assert.match(r._meta.pixir.note, /no sign-in/);
+  }));
+
+test("notices: agent file warnings are a notice to a client with session.notices, after session/new; nothing to one without", { timeout: TEST_TIMEOUT_MS }, () =>
+  withFixture(async (f) => {
+    const agents = join(f.sandbox.workspace, ".pixir", "agents");
+    mkdirSync(agents, { recursive: true });
+    writeFileSync(join(agents, "reviewer.md"), "not an agent file\n");
+
+    const a = await f.start(SCRIPT, { init: false });
+    await a.initialize({ clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false, session: { notices: {} } } });
+    const { sessionId } = await a.newSession(f.sandbox.workspace);
+    const notice = await a.waitFor(() => a.updates(sessionId).find((u) => u.sessionUpdate === "notice" && /agent files/.test(u.title)), "the agent files notice");
+    assert.equal(notice.severity, "warning");
+    assert.match(notice.description, /reviewer\.md: ignored: not a \.toml file/);
+    const seq = a.wireUpdates(sessionId).find((u) => u.update.sessionUpdate === "notice" && /agent files/.test(u.update.title))?.seq;
+    assert.ok(seq > a.responseSeq("session/new"), "sent once session/new has answered");
+
+    const b = await f.start(SCRIPT);
+    const other = await b.newSession(f.sandbox.workspace);
+    const t = await b.turn(other.sessionId, "hello");
+    assert.ok(!b.updates(other.sessionId).some((u) => u.sessionUpdate === "notice"), "no notice to a client that did not ask for them");
+    assert.doesNotMatch(chunkText(t.updates), /agent files/, "nor text in its conversation");
   }));
