@@ -151,8 +151,12 @@ func (p *presenter) detachedNative(d runtime.SubagentEventData) {
 	if !known {
 		return // never announced (a Log older than child ids at the spawn)
 	}
+	meta := map[string]any{"status": d.Status}
+	if d.Error != nil {
+		meta["detail"] = d.Error.Message
+	}
 	u := SubagentUpdate{SessionUpdate: "subagent_update", SessionID: d.ChildSessionID,
-		State: &SubagentState{State: "unknown", Meta: map[string]any{"pixir": map[string]any{"status": d.Status, "detail": d.Error.Message}}}}
+		State: &SubagentState{State: "unknown", Meta: map[string]any{"pixir": meta}}}
 	p.send(u)
 }
 
