@@ -113,6 +113,9 @@ func (s *Session) forkedHistory() []provider.Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h := slices.Clone(s.history)
+	if h == nil {
+		h = []provider.Message{} // a fork of nothing is still a fork
+	}
 	for i := len(h) - 1; i >= 0; i-- {
 		if h[i].Role == provider.RoleAssistant && len(h[i].ToolCalls) > 0 {
 			answered := 0

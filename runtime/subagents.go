@@ -20,6 +20,7 @@ import (
 
 	"github.com/pixir-go/pixir/budget"
 	"github.com/pixir-go/pixir/runtime/merge"
+	"github.com/pixir-go/pixir/runtime/provider"
 	"github.com/pixir-go/pixir/tools"
 	"github.com/pixir-go/pixir/workflows"
 )
@@ -218,9 +219,9 @@ type subagent struct {
 	// agent's.
 	limit   writeLimit
 	inherit []workflows.Inherited // ancestors' changes for the snapshot
-	// forkContext: the child's session starts with its parent's History
-	// (spawn_agent's fork_context).
-	forkContext bool
+	// forkHistory, for spawn_agent's fork_context, is the parent's
+	// History the child's session starts with.
+	forkHistory []provider.Message
 	// mcpServers narrows the parent's MCP servers the child may use (its
 	// agent's and its step's allow lists); nil allows them all.
 	mcpServers []string

@@ -209,8 +209,8 @@ func (m *Manager) prepare(ctx context.Context, sa *subagent) (*Session, error) {
 		own := offered // a child is offered nothing its parent was not
 		offered = func(t tools.Tool) bool { return own(t) && parent(t) }
 	}
-	if sa.forkContext {
-		if err := child.startFrom(sa.parent.forkedHistory()); err != nil {
+	if sa.forkHistory != nil {
+		if err := child.startFrom(sa.forkHistory); err != nil {
 			child.release()
 			return nil, err
 		}

@@ -90,7 +90,11 @@ func (b binding) spawn(req tools.SpawnRequest, opt stepOptions) (tools.SubagentV
 		// Known from the start, so that a client shown children as sessions
 		// of their own can be told of it while it is queued.
 		childSession: newSessionID(),
-		forkContext:  req.ForkContext,
+	}
+	if req.ForkContext {
+		// Taken now, while the call that spawns it has no result: the
+		// child starts from what the parent had seen before it.
+		sa.forkHistory = b.parent.forkedHistory()
 	}
 	if mode == WorkspaceShared {
 		sa.workspace = b.parent.workspace.Root()

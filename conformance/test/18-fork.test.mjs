@@ -124,12 +124,14 @@ test("spawn_agent fork_context: the child's first model request carries its pare
       const t = await a.turn(sessionId, "delegate with context");
       assert.equal(chunkText(t.updates), "the child is done");
 
-      const child = requests.find((r) => text(r.messages.at(-1)).includes("say the codeword"));
+      // The child's request ends with its task as a user message (the
+      // parent's next one ends with the spawn's result, which quotes it).
+      const child = requests.find((r) => r.messages.at(-1).role === "user" && text(r.messages.at(-1)).includes("say the codeword"));
       assert.ok(child, "the child called the model");
       const said = child.messages.map((m) => `${m.role}: ${text(m)}`);
       assert.ok(said.includes(`user: remember: ${CODEWORD}`), `the child sees the parent's conversation: ${JSON.stringify(said)}`);
       assert.ok(said.includes("assistant: noted"), "and the parent's answers");
-      assert.ok(!child.messages.some((m) => (m.tool_calls ?? []).some((c) => c.id === "call_spawn")), "not the unanswered spawn call itself");
+      assert.ok(!child.messages.some((m) => (m.tool_calls ?? []).some((c) => c.id === "call_spawn")), `not the unanswered spawn call itself: ${JSON.stringify(child.messages.slice(1).map((m) => [m.role, text(m).slice(0, 60), (m.tool_calls ?? []).map((c) => c.id), m.tool_call_id]))}`);
     });
   } finally {
     server.closeAllConnections?.();
