@@ -141,7 +141,7 @@ type sched struct {
 	// first run's key, except those parked on the running run that blocks
 	// them (until it ends, nothing can unblock them).
 	index           *conflictIndex
-	queues          []runQueue
+	queues          []minHeap[*stepRun]
 	heads           profileHeap
 	parked          map[*stepRun][]profileID
 	runningProfiles []runningProfile
@@ -619,7 +619,7 @@ func (r *runner) makeRunnable(run *stepRun) {
 	q := s.index.profile(run.spec)
 	run.profile = q
 	for int(q) >= len(s.queues) {
-		s.queues = append(s.queues, runQueue{key: s.runKey})
+		s.queues = append(s.queues, minHeap[*stepRun]{key: s.runKey})
 	}
 	queue := &s.queues[q]
 	queue.push(run)
@@ -777,62 +777,6 @@ func (r *runner) waitingRuns() []*stepRun {
 	s.heads.clear()
 	slices.SortFunc(out, func(a, b *stepRun) int { return s.runKey(a) - s.runKey(b) })
 	return out
-}
-
-// runQueue is a min-heap of runs by key.
-type runQueue struct {
-	key   func(*stepRun) int
-	items []*stepRun
-}
-
-func (h *runQueue) len() int           { return len(h.items) }
-func (h *runQueue) front() *stepRun    { return h.items[0] }
-func (h *runQueue) less(a, b int) bool { return h.key(h.items[a]) < h.key(h.items[b]) }
-
-func (h *runQueue) push(run *stepRun) {
-	h.items = append(h.items, run)
-	for k := len(h.items) - 1; k > 0; {
-		parent := (k - 1) / 2
-		if !h.less(k, parent) {
-			break
-		}
-		h.items[k], h.items[parent] = h.items[parent], h.items[k]
-		k = parent
-	}
-}
-
-func (h *runQueue) pop() *stepRun {
-	top := h.items[0]
-	last := len(h.items) - 1
-	h.items[0] = h.items[last]
-	h.items[last] = nil
-	h.items = h.items[:last]
-	for k := 0; ; {
-		l, r, m := 2*k+1, 2*k+2, k
-		if l < last && h.less(l, m) {
-			m = l
-		}
-		if r < last && h.less(r, m) {
-			m = r
-		}
-		if m == k {
-			break
-		}
-		h.items[k], h.items[m] = h.items[m], h.items[k]
-		k = m
-	}
-	return top
-}
-
-// dropWhile pops the front while drop says so and reports whether it
-// popped any.
-func (h *runQueue) dropWhile(drop func(*stepRun) bool) bool {
-	dropped := false
-	for len(h.items) > 0 && drop(h.items[0]) {
-		h.pop()
-		dropped = true
-	}
-	return dropped
 }
 
 // startLoop starts the first iteration of inner loop l in frame f.

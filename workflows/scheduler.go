@@ -56,7 +56,7 @@ type scheduler struct {
 	profile []profileID // each step's
 	// queues holds each profile's runnable steps, by rank; a step that
 	// left the pending state (reused) is dropped when it reaches the front.
-	queues []rankHeap
+	queues []minHeap[int]
 	// heads holds the profiles with runnable steps, by the rank of their
 	// first; nothing else is runnable.
 	heads profileHeap
@@ -114,9 +114,9 @@ func newScheduler(w *Workflow, patterns *overlapCache) *scheduler {
 	for i := range w.Steps {
 		s.profile[i] = s.index.profile(&w.Steps[i])
 	}
-	s.queues = make([]rankHeap, s.index.profiles())
+	s.queues = make([]minHeap[int], s.index.profiles())
 	for q := range s.queues {
-		s.queues[q].rank = s.rank
+		s.queues[q].key = func(i int) int { return s.rank[i] }
 	}
 	for i := range w.Steps {
 		s.unmet[i] = len(s.deps[i])
@@ -346,62 +346,6 @@ func (s *scheduler) notReadyDeps(i int) []string {
 		}
 	}
 	return out
-}
-
-// rankHeap is a min-heap of step indices by rank.
-type rankHeap struct {
-	rank  []int
-	items []int
-}
-
-func (h *rankHeap) len() int   { return len(h.items) }
-func (h *rankHeap) front() int { return h.items[0] }
-
-func (h *rankHeap) less(a, b int) bool { return h.rank[h.items[a]] < h.rank[h.items[b]] }
-
-func (h *rankHeap) push(i int) {
-	h.items = append(h.items, i)
-	for k := len(h.items) - 1; k > 0; {
-		parent := (k - 1) / 2
-		if !h.less(k, parent) {
-			break
-		}
-		h.items[k], h.items[parent] = h.items[parent], h.items[k]
-		k = parent
-	}
-}
-
-func (h *rankHeap) pop() int {
-	top := h.items[0]
-	last := len(h.items) - 1
-	h.items[0] = h.items[last]
-	h.items = h.items[:last]
-	for k := 0; ; {
-		l, r, m := 2*k+1, 2*k+2, k
-		if l < last && h.less(l, m) {
-			m = l
-		}
-		if r < last && h.less(r, m) {
-			m = r
-		}
-		if m == k {
-			break
-		}
-		h.items[k], h.items[m] = h.items[m], h.items[k]
-		k = m
-	}
-	return top
-}
-
-// dropWhile pops the front while drop says so and reports whether it
-// popped any.
-func (h *rankHeap) dropWhile(drop func(i int) bool) bool {
-	dropped := false
-	for len(h.items) > 0 && drop(h.items[0]) {
-		h.pop()
-		dropped = true
-	}
-	return dropped
 }
 
 // profileHeap is a min-heap of profiles by rank (their first runnable
