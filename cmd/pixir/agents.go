@@ -1,9 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -40,35 +37,27 @@ type agentsReport struct {
 	Errors   []*agents.FileError `json:"errors"`
 }
 
+// agentsCommand is `pixir agents`.
+var agentsCommand = catalogueCommand{
+	name:     "agents",
+	about:    "Lists the agents a subagent can run as, each with its source, and the problems of agent files.",
+	jsonHelp: `print {"agents":[…],"warnings":[…],"errors":[…]}`,
+	cwdHelp:  "the project folder whose .pixir/agents and .codex/agents are read (default: the current folder)",
+	noHome:   "~/.pixir/agents and ~/.codex/agents are not read",
+}
+
 // runAgents lists the agents a Subagent can run as in a project: the
 // custom ones from TOML files and the built-ins, each with its source,
 // then the warnings and errors. It exits 1 when some agent file is broken,
 // after printing everything else.
 func runAgents(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("pixir agents", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = usageFunc(fs, "Usage: pixir agents [--json] [--cwd DIR]\n\nLists the agents a subagent can run as, each with its source, and the problems of agent files.\n")
-	asJSON := fs.Bool("json", false, `print {"agents":[…],"warnings":[…],"errors":[…]}`)
-	cwd := fs.String("cwd", "", "the project folder whose .pixir/agents and .codex/agents are read (default: the current folder)")
-	if _, code, done := parseFlags(fs, args, false, stdout, stderr); done {
+	run, code, done := agentsCommand.parse(args, stdout, stderr)
+	if done {
 		return code
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "pixir agents: unexpected argument %q; usage: pixir agents [--json] [--cwd DIR]\n", fs.Arg(0))
-		return exitUsage
-	}
-	project, err := projectDir(*cwd)
-	if err != nil {
-		fmt.Fprintln(stderr, "pixir agents:", err)
-		return exitUsage
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		fmt.Fprintf(stderr, "pixir agents: warning: %v; ~/.pixir/agents and ~/.codex/agents are not read\n", err)
-		home = ""
-	}
+	project, home := run.project, run.home
 	reg, loadErr := agents.Load(project, home)
-	report := agentsReport{Warnings: reg.Warnings(), Errors: fileErrors(loadErr)}
+	report := agentsReport{Warnings: reg.Warnings(), Errors: fileProblems(loadErr, func(m string) *agents.FileError { return &agents.FileError{Message: m} })}
 	if report.Warnings == nil {
 		report.Warnings = []agents.Warning{}
 	}
@@ -89,23 +78,11 @@ func runAgents(args []string, stdout, stderr io.Writer) int {
 			ReadOnly: a.ReadOnly(), Network: network, Profile: a.Profile, Summary: a.Summary(), Source: a.Source,
 		})
 	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(report)
-	} else {
-		err = writeAgentsTable(stdout, report, project, home)
+	return agentsCommand.finish(run, report, func() error {
+		err := writeAgentsTable(stdout, report, project, home)
 		writeAgentProblems(stderr, report)
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "pixir:", err)
-		return exitError
-	}
-	if loadErr != nil {
-		return exitError
-	}
-	return exitOK
+		return err
+	}, loadErr, stdout, stderr)
 }
 
 // configuredModels are the models a session may use under the
@@ -140,27 +117,6 @@ func projectDir(dir string) (string, error) {
 		return "", fmt.Errorf("--cwd %s: not a folder", dir)
 	}
 	return abs, nil
-}
-
-// fileErrors lists the problems in a Load error, in order.
-func fileErrors(err error) []*agents.FileError {
-	out := []*agents.FileError{}
-	if err == nil {
-		return out
-	}
-	errs := []error{err}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	}
-	for _, e := range errs {
-		var fe *agents.FileError
-		if errors.As(e, &fe) {
-			out = append(out, fe)
-		} else {
-			out = append(out, &agents.FileError{Message: e.Error()})
-		}
-	}
-	return out
 }
 
 func writeAgentsTable(w io.Writer, r agentsReport, project, home string) error {

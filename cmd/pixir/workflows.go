@@ -1,12 +1,8 @@
 package main
 
 import (
-	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -31,35 +27,27 @@ type templatesReport struct {
 	Errors    []*workflows.TemplateFileError `json:"errors"`
 }
 
+// workflowsCommand is `pixir workflows`.
+var workflowsCommand = catalogueCommand{
+	name:     "workflows",
+	about:    "Lists the workflow templates (built in, the project's, the user's, skills') with their parameters.",
+	jsonHelp: `print {"templates":[…],"warnings":[…],"errors":[…]}`,
+	cwdHelp:  "the project folder whose .pixir/workflows and skills are read (default: the current folder)",
+	noHome:   "~/.pixir/workflows and the user's skills are not read",
+}
+
 // runWorkflows lists the workflow templates of a project: the project's,
 // its skills', the user's and the built-ins, each with its parameters and
 // source, then the warnings and errors. It exits 1 when a template file is
 // broken, after printing everything else.
 func runWorkflows(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("pixir workflows", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = usageFunc(fs, "Usage: pixir workflows [--json] [--cwd DIR]\n\nLists the workflow templates (built in, the project's, the user's, skills') with their parameters.\n")
-	asJSON := fs.Bool("json", false, `print {"templates":[…],"warnings":[…],"errors":[…]}`)
-	cwd := fs.String("cwd", "", "the project folder whose .pixir/workflows and skills are read (default: the current folder)")
-	if _, code, done := parseFlags(fs, args, false, stdout, stderr); done {
+	run, code, done := workflowsCommand.parse(args, stdout, stderr)
+	if done {
 		return code
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "pixir workflows: unexpected argument %q; usage: pixir workflows [--json] [--cwd DIR]\n", fs.Arg(0))
-		return exitUsage
-	}
-	project, err := projectDir(*cwd)
-	if err != nil {
-		fmt.Fprintln(stderr, "pixir workflows:", err)
-		return exitUsage
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		fmt.Fprintf(stderr, "pixir workflows: warning: %v; ~/.pixir/workflows and the user's skills are not read\n", err)
-		home = ""
-	}
+	project, home := run.project, run.home
 	reg, loadErr := workflows.LoadTemplates(project, home)
-	report := templatesReport{Templates: []templateEntry{}, Warnings: reg.Warnings(), Errors: templateErrors(loadErr)}
+	report := templatesReport{Templates: []templateEntry{}, Warnings: reg.Warnings(), Errors: fileProblems(loadErr, func(m string) *workflows.TemplateFileError { return &workflows.TemplateFileError{Message: m} })}
 	if report.Warnings == nil {
 		report.Warnings = []workflows.TemplateWarning{}
 	}
@@ -71,13 +59,8 @@ func runWorkflows(args []string, stdout, stderr io.Writer) int {
 		report.Templates = append(report.Templates, templateEntry{Name: t.Name, Description: t.Description, Params: params,
 			Usage: templateUsage(t), Source: shortPath(t.Source, project, home)})
 	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(report)
-	} else {
-		err = writeTemplates(stdout, report)
+	return workflowsCommand.finish(run, report, func() error {
+		err := writeTemplates(stdout, report)
 		for _, w := range report.Warnings {
 			fmt.Fprintf(stderr, "pixir workflows: warning: %s\n", w)
 		}
@@ -87,15 +70,8 @@ func runWorkflows(args []string, stdout, stderr io.Writer) int {
 		if n := len(report.Errors); n > 0 {
 			fmt.Fprintf(stderr, "pixir workflows: %d broken template %s left out until fixed\n", n, map[bool]string{true: "file is", false: "files are"}[n == 1])
 		}
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "pixir:", err)
-		return exitError
-	}
-	if loadErr != nil {
-		return exitError
-	}
-	return exitOK
+		return err
+	}, loadErr, stdout, stderr)
 }
 
 // templateUsage is the command line that runs t.
@@ -132,24 +108,4 @@ func writeTemplates(w io.Writer, r templatesReport) error {
 		}
 	}
 	return tw.Flush()
-}
-
-// templateErrors lists the problems in a LoadTemplates error, in order.
-func templateErrors(err error) []*workflows.TemplateFileError {
-	out := []*workflows.TemplateFileError{}
-	if err == nil {
-		return out
-	}
-	errs := []error{err}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	}
-	for _, e := range errs {
-		if fe, ok := errors.AsType[*workflows.TemplateFileError](e); ok {
-			out = append(out, fe)
-		} else {
-			out = append(out, &workflows.TemplateFileError{Message: e.Error()})
-		}
-	}
-	return out
 }
