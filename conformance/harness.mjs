@@ -645,3 +645,33 @@ function appendToError(err, text) {
   if (typeof err.stack === "string" && err.stack.includes(oldMessage)) err.stack = err.stack.replace(oldMessage, () => err.message);
   return err;
 }
+
+/**
+ * A scripted-provider script in which the prompt "fan out" spawns one
+ * shared-workspace child per task ("child one", …), waits for them all, and
+ * ends with `done`; each child answers "finished <its task>".
+ */
+export function fanOutScript(tasks, { opening, done }) {
+  const spawns = tasks
+    .map((task) => `  [[rule.reply.tool_calls]]
+  name = "spawn_agent"
+  arguments = { task = ${tomlStr(task)}, workspace_mode = "shared" }
+`)
+    .join("");
+  return `
+[[rule]]
+match = "^fan out$"
+  [[rule.reply]]
+  text = ${tomlStr(opening)}
+${spawns}  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "wait_agent"
+  arguments = { timeout_ms = 15000 }
+  [[rule.reply]]
+  text = ${tomlStr(done)}
+[[rule]]
+match = "^child"
+  [[rule.reply]]
+  text = "finished {{.User}}"
+`;
+}

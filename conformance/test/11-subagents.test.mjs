@@ -4,33 +4,9 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { withFixture, toolCalls, finalToolState, toolContentText, TEST_TIMEOUT_MS } from "../harness.mjs";
+import { withFixture, toolCalls, finalToolState, toolContentText, TEST_TIMEOUT_MS, fanOutScript } from "../harness.mjs";
 
-const SCRIPT = `
-[[rule]]
-match = "^fan out$"
-  [[rule.reply]]
-  text = "Spawning three children."
-  [[rule.reply.tool_calls]]
-  name = "spawn_agent"
-  arguments = { task = "child one", workspace_mode = "shared" }
-  [[rule.reply.tool_calls]]
-  name = "spawn_agent"
-  arguments = { task = "child two", workspace_mode = "shared" }
-  [[rule.reply.tool_calls]]
-  name = "spawn_agent"
-  arguments = { task = "child three", workspace_mode = "shared" }
-  [[rule.reply]]
-  [[rule.reply.tool_calls]]
-  name = "wait_agent"
-  arguments = { timeout_ms = 15000 }
-  [[rule.reply]]
-  text = "All three are done."
-[[rule]]
-match = "^child"
-  [[rule.reply]]
-  text = "finished {{.User}}"
-`;
+const SCRIPT = fanOutScript(["child one", "child two", "child three"], { opening: "Spawning three children.", done: "All three are done." });
 
 test("subagents: three children, each its own tool call with progress and a terminal update", { timeout: TEST_TIMEOUT_MS * 2 }, () =>
   withFixture(async (f) => {

@@ -13,7 +13,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { withFixture, toolCalls, chunkText, acpUnstable, TEST_TIMEOUT_MS } from "../harness.mjs";
+import { withFixture, toolCalls, chunkText, acpUnstable, TEST_TIMEOUT_MS, fanOutScript } from "../harness.mjs";
 
 const NATIVE_CAPS = {
   fs: { readTextFile: false, writeTextFile: false },
@@ -42,28 +42,7 @@ function lastState(a, parentId, childId) {
   return states.at(-1)?.state;
 }
 
-const FAN_OUT = `
-[[rule]]
-match = "^fan out$"
-  [[rule.reply]]
-  text = "Spawning two children."
-  [[rule.reply.tool_calls]]
-  name = "spawn_agent"
-  arguments = { task = "child one", workspace_mode = "shared" }
-  [[rule.reply.tool_calls]]
-  name = "spawn_agent"
-  arguments = { task = "child two", workspace_mode = "shared" }
-  [[rule.reply]]
-  [[rule.reply.tool_calls]]
-  name = "wait_agent"
-  arguments = { timeout_ms = 15000 }
-  [[rule.reply]]
-  text = "Both are done."
-[[rule]]
-match = "^child"
-  [[rule.reply]]
-  text = "finished {{.User}}"
-`;
+const FAN_OUT = fanOutScript(["child one", "child two"], { opening: "Spawning two children.", done: "Both are done." });
 
 test("native children: announced before their traffic, own updates under their session id, running then idle", { timeout: TEST_TIMEOUT_MS * 2 }, () =>
   withFixture(async (f) => {
