@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/pixir-go/pixir/acp/client"
@@ -55,12 +57,22 @@ func demo(stdout, stderr io.Writer, keep bool) error {
 		return err
 	}
 
-	r := client.NewRenderer(stdout)
-	start := func() (*client.Client, error) {
+	// Without --keep the scratch folder is gone when the demo ends, so
+	// paths inside it print relative to the workspace: nothing printed
+	// points at a file that no longer exists.
+	out := stdout
+	if !keep {
+		out = &relativePaths{w: stdout, r: strings.NewReplacer(workspace+string(filepath.Separator), "", workspace, ".")}
+	}
+	r := client.NewRenderer(out)
+	agentCommand := func() *exec.Cmd {
 		cmd := exec.Command(self, "acp")
 		cmd.Env = append(os.Environ(), "PIXIR_HOME="+home, "PIXIR_PROVIDER=scripted", "PIXIR_SCRIPT=")
 		cmd.Stderr = stderr
-		return client.Start(cmd, client.Handlers{
+		return cmd
+	}
+	start := func() (*client.Client, error) {
+		return client.Start(agentCommand(), client.Handlers{
 			Update: r.Update,
 			Permission: func(_ context.Context, params json.RawMessage) (any, error) {
 				r.Println("  ? permission asked — the demo answers: allow once")
@@ -83,7 +95,11 @@ func demo(stdout, stderr io.Writer, keep bool) error {
 	if err := c.Call(ctx, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}}, &init); err != nil {
 		return fmt.Errorf("initialize: %w", err)
 	}
-	r.Println(fmt.Sprintf("── connected to %s %s over ACP (protocol %d); workspace %s", init.AgentInfo.Name, init.AgentInfo.Version, init.ProtocolVersion, workspace))
+	where := "a scratch workspace (deleted at the end; pixir demo --keep keeps it)"
+	if keep {
+		where = "the workspace " + workspace
+	}
+	r.Println(fmt.Sprintf("── connected to %s %s over ACP (protocol %d) in %s", init.AgentInfo.Name, init.AgentInfo.Version, init.ProtocolVersion, where))
 	var sess struct {
 		SessionID string `json:"sessionId"`
 	}
@@ -131,8 +147,11 @@ func demo(stdout, stderr io.Writer, keep bool) error {
 		return fmt.Errorf("agent exit: %w", err)
 	}
 
-	r.Println("\n── a new pixir process loads the session from its Log and replays it:")
-	c2, err := start()
+	r.Println("\n── a new pixir process loads the session from its Log and replays it to the editor")
+	// The replay is the whole session again; the demo counts it rather
+	// than print it twice.
+	var replayed replayCount
+	c2, err := client.Start(agentCommand(), client.Handlers{Update: replayed.update})
 	if err != nil {
 		return err
 	}
@@ -143,6 +162,60 @@ func demo(stdout, stderr io.Writer, keep bool) error {
 	if err := c2.Call(ctx, "session/load", map[string]any{"sessionId": sess.SessionID, "cwd": workspace, "mcpServers": []any{}}, nil); err != nil {
 		return fmt.Errorf("session/load: %w", err)
 	}
-	r.Println(fmt.Sprintf("\n── replay done; the Log is %s", filepath.Join(workspace, ".pixir", "sessions", sess.SessionID+".ndjson")))
+	r.Println("── replayed: " + replayed.String())
+	logPath := filepath.Join(".pixir", "sessions", sess.SessionID+".ndjson")
+	if keep {
+		r.Println("── the session's Log: " + filepath.Join(workspace, logPath))
+	} else {
+		r.Println("── the session's Log was " + logPath + " in the scratch workspace, now deleted; pixir demo --keep keeps both")
+	}
 	return c2.Close()
+}
+
+// relativePaths rewrites the scratch workspace's paths in what the demo
+// prints.
+type relativePaths struct {
+	w io.Writer
+	r *strings.Replacer
+}
+
+func (p *relativePaths) Write(b []byte) (int, error) {
+	if _, err := io.WriteString(p.w, p.r.Replace(string(b))); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+// replayCount sums up a session/load's replay.
+type replayCount struct {
+	mu             sync.Mutex
+	prompts, calls int
+	last           string
+}
+
+func (c *replayCount) update(params json.RawMessage) {
+	var n struct {
+		Update struct {
+			SessionUpdate string `json:"sessionUpdate"`
+		} `json:"update"`
+	}
+	if json.Unmarshal(params, &n) != nil {
+		return
+	}
+	k := n.Update.SessionUpdate
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if k == "user_message_chunk" && k != c.last {
+		c.prompts++
+	}
+	if k == "tool_call" {
+		c.calls++
+	}
+	c.last = k
+}
+
+func (c *replayCount) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return fmt.Sprintf("%d prompts with their answers and %d tool calls, from the Log alone", c.prompts, c.calls)
 }
