@@ -1,5 +1,5 @@
 // Package mcp makes the tools of MCP (Model Context Protocol) servers
-// Pixir tools, with the official Go SDK's client: it starts stdio servers
+// Pixir tools, with a client of its own (client.go): it starts stdio servers
 // and connects to http (streamable) ones, lists their tools, checks
 // arguments against their input schemas before each call, and turns their
 // results into tool results. A Set is the servers of one session; it is

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"strings"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/pixir-go/pixir/tools"
 )
 
@@ -32,7 +30,7 @@ type CallOutput struct {
 // convert turns a tool's result into a Pixir result: the model reads the
 // CallOutput; the user sees the blocks. A result the server marks isError
 // is {ok:false, output}: the tool ran and failed, in its own words.
-func convert(res *sdk.CallToolResult) tools.Result {
+func convert(res *callResult) tools.Result {
 	var text []string
 	var blocks []tools.Block
 	for _, c := range res.Content {
@@ -69,15 +67,13 @@ func convert(res *sdk.CallToolResult) tools.Result {
 
 // convertContent is the model's line and the user's block for one piece of
 // content.
-func convertContent(c sdk.Content) (string, *tools.Block) {
-	switch c := c.(type) {
-	case *sdk.TextContent:
+func convertContent(c content) (string, *tools.Block) {
+	switch c.Type {
+	case "text":
 		return c.Text, &tools.Block{Type: "text", Text: tools.Truncate(c.Text, textLimit)}
-	case *sdk.ImageContent:
-		return media("image", c.MIMEType, c.Data)
-	case *sdk.AudioContent:
-		return media("audio", c.MIMEType, c.Data)
-	case *sdk.ResourceLink:
+	case "image", "audio":
+		return media(c.Type, c.MIMEType, c.Data)
+	case "resource_link":
 		line := fmt.Sprintf("[resource link %q: %s", c.Name, c.URI)
 		if c.MIMEType != "" {
 			line += " (" + c.MIMEType + ")"
@@ -87,7 +83,7 @@ func convertContent(c sdk.Content) (string, *tools.Block) {
 		}
 		return line + "]", &tools.Block{Type: "resource_link", URI: c.URI, Name: c.Name, Title: c.Title,
 			Description: c.Description, MimeType: c.MIMEType, Size: c.Size}
-	case *sdk.EmbeddedResource:
+	case "resource":
 		r := c.Resource
 		if r == nil {
 			return "", nil
@@ -102,7 +98,7 @@ func convertContent(c sdk.Content) (string, *tools.Block) {
 		}
 		return line, &tools.Block{Type: "resource", URI: r.URI, MimeType: r.MIMEType, Blob: base64.StdEncoding.EncodeToString(r.Blob)}
 	}
-	return fmt.Sprintf("[content of type %T that Pixir does not show]", c), nil
+	return fmt.Sprintf("[content of type %q that Pixir does not show]", c.Type), nil
 }
 
 func media(kind, mime string, data []byte) (string, *tools.Block) {

@@ -5,11 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"slices"
 	"sync"
-
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/pixir-go/pixir/tools"
 )
@@ -216,8 +213,8 @@ type server struct {
 	tools   []*tool
 	counted bool // counted out of Set.starting
 
-	session *sdk.ClientSession // set once connected; owned by run
-	proc    *process           // stdio servers
+	session *client  // set once connected; owned by run
+	proc    *process // stdio servers
 
 	// progress routes the server's progress notifications to the calls
 	// that asked for them, by progress token.
@@ -247,7 +244,7 @@ func (srv *server) untrack(token string) {
 
 // onProgress passes a progress notification to its call, dropping it when
 // the call is not reading (progress is a hint, never a wait).
-func (srv *server) onProgress(p *sdk.ProgressNotificationParams) {
+func (srv *server) onProgress(p progressParams) {
 	token, _ := p.ProgressToken.(string)
 	srv.progressMu.Lock()
 	ch := srv.progress[token]
@@ -280,7 +277,7 @@ func (srv *server) run(ctx context.Context) {
 	cancel()
 	if err != nil && ctx.Err() != nil { // closed while starting: no news
 		if srv.session != nil {
-			_ = srv.session.Close()
+			srv.session.Close()
 		} else if srv.proc != nil {
 			srv.proc.stop()
 		}
@@ -291,7 +288,7 @@ func (srv *server) run(ctx context.Context) {
 	if err != nil {
 		detail := srv.failure(ctx, err)
 		if srv.session != nil {
-			_ = srv.session.Close()
+			srv.session.Close()
 		} else if srv.proc != nil {
 			srv.proc.stop()
 		}
@@ -303,11 +300,11 @@ func (srv *server) run(ctx context.Context) {
 
 	closed := make(chan struct{})
 	go func() { // ends when the connection does: run closes it on the way out
-		_ = srv.session.Wait()
+		srv.session.Wait()
 		close(closed)
 	}()
 	defer func() {
-		_ = srv.session.Close()
+		srv.session.Close()
 		<-closed
 	}()
 	for {
@@ -325,36 +322,26 @@ func (srv *server) run(ctx context.Context) {
 }
 
 func (srv *server) connect(ctx context.Context, log *slog.Logger) error {
-	client := sdk.NewClient(&sdk.Implementation{Name: "pixir", Version: srv.set.opt.Version}, &sdk.ClientOptions{
-		// No roots: a server works where its own configuration says, not
-		// where Pixir's workspace is (server-filesystem, given roots,
-		// would drop the directories its command line names).
-		Capabilities: &sdk.ClientCapabilities{},
-		ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
-			srv.onProgress(req.Params)
-		},
-		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
-			select {
-			case srv.refresh <- struct{}{}:
-			default: // one refresh is already due
-			}
-		},
-		Logger: log,
-	})
+	changed := func() {
+		select {
+		case srv.refresh <- struct{}{}:
+		default: // one refresh is already due
+		}
+	}
 	switch srv.cfg.Transport() {
 	case "http":
-		t := &sdk.StreamableClientTransport{Endpoint: srv.cfg.URL, MaxRetries: -1}
-		if len(srv.cfg.Headers) > 0 {
-			t.HTTPClient = &http.Client{Transport: headerTransport{headers: srv.cfg.Headers, next: http.DefaultTransport}}
-		}
-		cs, err := client.Connect(ctx, t, nil)
+		cs, err := connect(ctx, newHTTPStream(srv.cfg.URL, srv.cfg.Headers), srv.set.opt.Version, log, srv.onProgress, changed)
 		if err != nil {
 			return fmt.Errorf("connecting to %s: %w", srv.cfg.URL, err)
 		}
 		srv.session = cs
 	default:
-		cs, p, err := connectStdio(ctx, client, srv.cfg, srv.set.opt.Dir, log)
+		p, err := startProcess(srv.cfg, srv.set.opt.Dir, log)
+		if err != nil {
+			return err
+		}
 		srv.proc = p
+		cs, err := connect(ctx, p.stream(), srv.set.opt.Version, log, srv.onProgress, changed)
 		if err != nil {
 			return err
 		}
@@ -365,12 +352,9 @@ func (srv *server) connect(ctx context.Context, log *slog.Logger) error {
 
 // list fetches every page of the server's tools and publishes them.
 func (srv *server) list(ctx context.Context) error {
-	var remote []*sdk.Tool
-	for t, err := range srv.session.Tools(ctx, nil) {
-		if err != nil {
-			return fmt.Errorf("listing its tools: %w", err)
-		}
-		remote = append(remote, t)
+	remote, err := srv.session.listTools(ctx)
+	if err != nil {
+		return fmt.Errorf("listing its tools: %w", err)
 	}
 	s := srv.set
 	s.mu.Lock()
@@ -398,7 +382,7 @@ func (srv *server) relist(ctx context.Context, log *slog.Logger) {
 
 // adapt makes Pixir tools of the server's tools; set.mu is held. Names
 // clash with no other server's: each carries its server's name.
-func (srv *server) adapt(remote []*sdk.Tool) []*tool {
+func (srv *server) adapt(remote []*remoteTool) []*tool {
 	names := make([]string, len(remote))
 	for i, t := range remote {
 		names[i] = t.Name
@@ -516,20 +500,6 @@ func (srv *server) died(log *slog.Logger) {
 	srv.set.notify(Notice{Server: srv.cfg.Name, Severity: SeverityError,
 		Title:  fmt.Sprintf("MCP server %q stopped (%s); its %d tools are withdrawn", srv.cfg.Name, reason, n),
 		Detail: detail})
-}
-
-// headerTransport adds a server's configured headers to every request.
-type headerTransport struct {
-	headers []Header
-	next    http.RoundTripper
-}
-
-func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	for _, hd := range h.headers {
-		r.Header.Set(hd.Name, hd.Value)
-	}
-	return h.next.RoundTrip(r)
 }
 
 // gone reports whether a stdio server's process has ended.

@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -13,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/sourcegraph/jsonrpc2"
 )
 
 // How long a stdio server has to exit after its stdin closes, and then
@@ -195,39 +194,28 @@ func (p *process) waitExit(d time.Duration) bool {
 	}
 }
 
-// transport speaks MCP over the process's pipes.
-func (p *process) transport() sdk.Transport {
-	return &sdk.IOTransport{Reader: stdoutReader{p}, Writer: stdinWriter{p}}
+// stdioStream speaks MCP over the process's pipes: one JSON-RPC message
+// a line. Closing it stops the process.
+type stdioStream struct {
+	jsonrpc2.ObjectStream
 }
 
-// stdoutReader is the process's stdout; closing it is left to stop, which
-// the SDK reaches by closing the writer.
-type stdoutReader struct{ p *process }
+func (p *process) stream() stdioStream {
+	return stdioStream{jsonrpc2.NewPlainObjectStream(pipes{p})}
+}
 
-func (r stdoutReader) Read(b []byte) (int, error) { return r.p.stdout.Read(b) }
-func (stdoutReader) Close() error                 { return nil }
+func (stdioStream) callEnded(uint64)        {}
+func (stdioStream) callFailed(uint64) error { return nil }
+func (stdioStream) negotiated(string)       {}
 
-// stdinWriter is the process's stdin; closing it stops the process.
-type stdinWriter struct{ p *process }
+// pipes are the process's stdout and stdin; closing them stops the process.
+type pipes struct{ p *process }
 
-func (w stdinWriter) Write(b []byte) (int, error) { return w.p.stdin.Write(b) }
-func (w stdinWriter) Close() error {
-	w.p.stop()
+func (c pipes) Read(b []byte) (int, error)  { return c.p.stdout.Read(b) }
+func (c pipes) Write(b []byte) (int, error) { return c.p.stdin.Write(b) }
+func (c pipes) Close() error {
+	c.p.stop()
 	return nil
 }
 
-var _ io.ReadCloser = stdoutReader{}
-
-// connectStdio starts the server and connects the client to it.
-func connectStdio(ctx context.Context, c *sdk.Client, cfg ServerConfig, dir string, log *slog.Logger) (*sdk.ClientSession, *process, error) {
-	p, err := startProcess(cfg, dir, log)
-	if err != nil {
-		return nil, nil, err
-	}
-	cs, err := c.Connect(ctx, p.transport(), nil)
-	if err != nil {
-		p.stop()
-		return nil, p, err
-	}
-	return cs, p, nil
-}
+var _ io.ReadWriteCloser = pipes{}

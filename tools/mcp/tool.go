@@ -11,8 +11,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/pixir-go/pixir/tools"
 )
@@ -29,7 +28,7 @@ var rootCombinators = []string{"$schema", "anyOf", "oneOf", "allOf", "not", "if"
 type tool struct {
 	srv      *server
 	name     string
-	remote   *sdk.Tool
+	remote   *remoteTool
 	readOnly bool
 
 	schemaOnce sync.Once
@@ -37,7 +36,7 @@ type tool struct {
 	input      *tools.Schema   // what arguments are checked against
 }
 
-func newTool(srv *server, name string, remote *sdk.Tool) *tool {
+func newTool(srv *server, name string, remote *remoteTool) *tool {
 	return &tool{srv: srv, name: name, remote: remote, readOnly: remote.Annotations != nil && remote.Annotations.ReadOnlyHint}
 }
 
@@ -90,13 +89,14 @@ func (t *tool) Schema() json.RawMessage {
 // costs nothing until the model is told of them.
 func (t *tool) compile() {
 	t.schemaOnce.Do(func() {
-		raw, err := json.Marshal(t.remote.InputSchema)
-		if err != nil || string(raw) == "null" {
+		raw := []byte(t.remote.InputSchema)
+		if len(raw) == 0 || string(raw) == "null" {
 			raw = []byte(`{"type":"object"}`)
 		}
 		// Lenient: a server's schema may use any keyword of any draft, and
 		// the server checks its arguments itself, so this check must never
 		// refuse what the schema accepts (tools/validate.go).
+		var err error
 		t.input, _, err = tools.CompileLenientSchema(raw)
 		if err != nil {
 			t.input, _, _ = tools.CompileLenientSchema([]byte(`true`))
@@ -181,15 +181,15 @@ func (t *tool) Run(ctx context.Context, env tools.Env, args json.RawMessage) too
 	case errors.Is(context.Cause(cctx), errToolTimeout):
 		return tools.Fail(tools.ErrTimeout, "the MCP tool %q did not answer within %s and was cancelled on its server; "+
 			"try smaller work, or raise tool_timeout for the server %q in config.toml", t.remote.Name, timeout, t.srv.cfg.Name)
-	case errors.Is(err, sdk.ErrConnectionClosed), errors.Is(err, io.EOF), t.srv.gone():
+	case errors.Is(err, jsonrpc2.ErrClosed), errors.Is(err, io.EOF), t.srv.gone():
 		return tools.Fail(tools.ErrInternal, "the MCP server %q stopped during the call; its tools are withdrawn, so do not retry", t.srv.cfg.Name)
 	}
-	var werr *jsonrpc.Error
+	var werr *jsonrpc2.Error
 	if errors.As(err, &werr) {
 		switch werr.Code {
-		case jsonrpc.CodeInvalidParams:
+		case jsonrpc2.CodeInvalidParams:
 			return tools.Fail(tools.ErrInvalidArgs, "the MCP server %q refused the arguments: %s", t.srv.cfg.Name, werr.Message)
-		case jsonrpc.CodeMethodNotFound:
+		case jsonrpc2.CodeMethodNotFound:
 			return tools.Fail(tools.ErrUnknownTool, "the MCP server %q does not know the tool %q: %s", t.srv.cfg.Name, t.remote.Name, werr.Message)
 		}
 		return tools.Fail(tools.ErrInternal, "the MCP server %q answered with an error (code %d): %s", t.srv.cfg.Name, werr.Code, werr.Message)
@@ -199,22 +199,20 @@ func (t *tool) Run(ctx context.Context, env tools.Env, args json.RawMessage) too
 
 // call makes the call and, while it runs, passes the server's progress to
 // env.Progress on this goroutine.
-func (t *tool) call(ctx context.Context, env tools.Env, raw json.RawMessage) (*sdk.CallToolResult, error) {
-	params := &sdk.CallToolParams{Name: t.remote.Name, Arguments: raw}
+func (t *tool) call(ctx context.Context, env tools.Env, raw json.RawMessage) (*callResult, error) {
 	if env.Progress == nil {
-		return t.srv.session.CallTool(ctx, params)
+		return t.srv.session.callTool(ctx, t.remote.Name, raw, "")
 	}
 	progress := make(chan string, 8)
 	token := t.srv.track(progress)
 	defer t.srv.untrack(token)
-	params.SetProgressToken(token)
 	type answer struct {
-		res *sdk.CallToolResult
+		res *callResult
 		err error
 	}
 	done := make(chan answer, 1)
 	go func() { // ends when the call does: ctx bounds it
-		res, err := t.srv.session.CallTool(ctx, params)
+		res, err := t.srv.session.callTool(ctx, t.remote.Name, raw, token)
 		done <- answer{res, err}
 	}()
 	for {

@@ -1,0 +1,313 @@
+package mcp
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// MCP's streamable http transport, as a JSON-RPC object stream: every
+// message the client writes is POSTed to the endpoint; the answer comes
+// back as the POST's JSON body or as server-sent events on it, and what
+// the server sends on its own comes on a GET stream opened after
+// initialization. The engine reads all of them from one queue.
+
+// Headers of the transport.
+const (
+	sessionIDHeader       = "Mcp-Session-Id"
+	protocolVersionHeader = "Mcp-Protocol-Version"
+)
+
+// closeGrace bounds the DELETE that ends the server's session.
+const closeGrace = 2 * time.Second
+
+type httpStream struct {
+	url     string
+	headers []Header
+	client  *http.Client
+
+	ctx    context.Context // ends every request and reader at Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // POSTs of calls, and stream readers
+
+	incoming  chan []byte
+	closeOnce sync.Once
+
+	mu        sync.Mutex
+	sessionID string
+	version   string
+	calls     map[uint64]context.CancelFunc // POSTs of calls still open
+	failed    map[uint64]error              // calls the transport could not deliver
+	closed    bool
+}
+
+func newHTTPStream(url string, headers []Header) *httpStream {
+	ctx, cancel := context.WithCancel(context.Background())
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	return &httpStream{url: url, headers: headers, client: &http.Client{Transport: transport},
+		ctx: ctx, cancel: cancel, incoming: make(chan []byte, 16),
+		calls: map[uint64]context.CancelFunc{}, failed: map[uint64]error{}}
+}
+
+// envelope is what the stream reads of a message to route it.
+type envelope struct {
+	ID     *json.RawMessage `json:"id"`
+	Method string           `json:"method"`
+}
+
+func (s *httpStream) WriteObject(obj any) error {
+	body, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	var env envelope
+	if err := json.Unmarshal(body, &env); err != nil {
+		return err
+	}
+	if env.ID == nil || env.Method == "" {
+		// A notification or a reply: the server accepts it at once.
+		resp, err := s.post(s.ctx, body)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		if resp.StatusCode >= 300 {
+			return fmt.Errorf("sending %q: the server answered %s", env.Method, resp.Status)
+		}
+		return nil
+	}
+	// A call: its answer may take as long as the tool, so it is read in
+	// the background (the engine holds its send lock while writing).
+	id, _ := strconv.ParseUint(string(*env.ID), 10, 64)
+	ctx, cancel := context.WithCancel(s.ctx)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		cancel()
+		return errors.New("the connection is closed")
+	}
+	s.calls[id] = cancel
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() { // ends with the answer, or when the call ends or the stream closes
+		defer s.wg.Done()
+		defer cancel()
+		if err := s.roundTrip(ctx, env.Method, body); err != nil && ctx.Err() == nil {
+			s.fail(id, *env.ID, err)
+		}
+	}()
+	return nil
+}
+
+// roundTrip POSTs a call and queues what comes back.
+func (s *httpStream) roundTrip(ctx context.Context, method string, body []byte) error {
+	resp, err := s.post(ctx, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 2<<10))
+		return fmt.Errorf("sending %q: the server answered %s: %s", method, resp.Status, strings.TrimSpace(string(msg)))
+	}
+	if id := resp.Header.Get(sessionIDHeader); id != "" {
+		s.mu.Lock()
+		if s.sessionID == "" {
+			s.sessionID = id
+		}
+		s.mu.Unlock()
+	}
+	switch mediaType(resp) {
+	case "application/json":
+		msg, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return fmt.Errorf("reading the answer to %q: %w", method, err)
+		}
+		s.queue(ctx, msg)
+		return nil
+	case "text/event-stream":
+		return s.readEvents(ctx, resp.Body)
+	}
+	return fmt.Errorf("the answer to %q has the content type %q, neither JSON nor an event stream", method, resp.Header.Get("Content-Type"))
+}
+
+func (s *httpStream) post(ctx context.Context, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	s.setHeaders(req)
+	return s.client.Do(req)
+}
+
+func (s *httpStream) setHeaders(req *http.Request) {
+	for _, h := range s.headers {
+		req.Header.Set(h.Name, h.Value)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sessionID != "" {
+		req.Header.Set(sessionIDHeader, s.sessionID)
+	}
+	if s.version != "" {
+		req.Header.Set(protocolVersionHeader, s.version)
+	}
+}
+
+// readEvents queues the data of every message event of a server-sent
+// event stream until it ends.
+func (s *httpStream) readEvents(ctx context.Context, body io.Reader) error {
+	r := bufio.NewReaderSize(body, 64<<10)
+	var data []byte
+	event := ""
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(line) > 0 {
+			line = bytes.TrimRight(line, "\r\n")
+			switch {
+			case len(line) == 0: // the end of an event
+				if len(data) > 0 && (event == "" || event == "message") {
+					s.queue(ctx, data)
+				}
+				data, event = nil, ""
+			case bytes.HasPrefix(line, []byte("data:")):
+				if data != nil {
+					data = append(data, '\n')
+				}
+				data = append(data, bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" "))...)
+			case bytes.HasPrefix(line, []byte("event:")):
+				event = strings.TrimSpace(string(line[len("event:"):]))
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func (s *httpStream) queue(ctx context.Context, msg []byte) {
+	select {
+	case s.incoming <- msg:
+	case <-ctx.Done():
+	}
+}
+
+// fail answers a call the transport could not deliver, so that its caller
+// hears of it; callFailed then has the error.
+func (s *httpStream) fail(id uint64, rawID json.RawMessage, err error) {
+	s.mu.Lock()
+	s.failed[id] = err
+	s.mu.Unlock()
+	msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": rawID,
+		"error": map[string]any{"code": codeTransport, "message": err.Error()}})
+	s.queue(s.ctx, msg)
+}
+
+func (s *httpStream) callFailed(id uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	err := s.failed[id]
+	delete(s.failed, id)
+	return err
+}
+
+// callEnded stops reading the answer of a call its caller no longer waits
+// for.
+func (s *httpStream) callEnded(id uint64) {
+	s.mu.Lock()
+	cancel := s.calls[id]
+	delete(s.calls, id)
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// negotiated records the protocol version, sent with every later request,
+// and opens the stream on which the server sends on its own (a server
+// without one answers 405).
+func (s *httpStream) negotiated(version string) {
+	s.mu.Lock()
+	s.version = version
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() { // ends when the server ends the stream or the stream closes
+		defer s.wg.Done()
+		req, err := http.NewRequestWithContext(s.ctx, http.MethodGet, s.url, nil)
+		if err != nil {
+			return
+		}
+		req.Header.Set("Accept", "text/event-stream")
+		s.setHeaders(req)
+		resp, err := s.client.Do(req)
+		if err != nil {
+			return
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || mediaType(resp) != "text/event-stream" {
+			return
+		}
+		_ = s.readEvents(s.ctx, resp.Body)
+		// The server ended it: it is gone, or it ended the session. The
+		// connection ends with it (so the server's tools are withdrawn);
+		// resuming would need event ids that Pixir does not keep.
+		s.cancel()
+	}()
+}
+
+func (s *httpStream) ReadObject(v any) error {
+	select {
+	case msg := <-s.incoming:
+		return json.Unmarshal(msg, v)
+	case <-s.ctx.Done():
+		return io.EOF
+	}
+}
+
+// Close ends the server's session (DELETE, as the transport asks) and
+// every request still open.
+func (s *httpStream) Close() error {
+	s.closeOnce.Do(s.close)
+	return nil
+}
+
+func (s *httpStream) close() {
+	s.mu.Lock()
+	s.closed = true
+	sessionID := s.sessionID
+	s.mu.Unlock()
+	if sessionID != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), closeGrace)
+		if req, err := http.NewRequestWithContext(ctx, http.MethodDelete, s.url, nil); err == nil {
+			s.setHeaders(req)
+			if resp, err := s.client.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}
+		cancel()
+	}
+	s.cancel()
+	s.wg.Wait()
+	s.client.CloseIdleConnections()
+}
+
+func mediaType(resp *http.Response) string {
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	return mt
+}
