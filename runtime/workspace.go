@@ -231,14 +231,14 @@ const stateIgnore = `# Written by Pixir: its Logs, snapshots and merge journals 
 func EnsureStateDir(root string) error {
 	dir := filepath.Join(root, StateDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("making Pixir's state folder: %w", err)
+		return &StateDirError{Dir: dir, Err: err}
 	}
 	f, err := os.OpenFile(filepath.Join(dir, ".gitignore"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, fs.ErrExist) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("writing %s/.gitignore: %w", StateDir, err)
+		return &StateDirError{Dir: dir, Err: err}
 	}
 	_, err = f.WriteString(stateIgnore)
 	if cerr := f.Close(); err == nil {
@@ -246,3 +246,30 @@ func EnsureStateDir(root string) error {
 	}
 	return err
 }
+
+// StateDirError is a workspace whose state folder Pixir cannot make or
+// write: it says which folder, why, and what the user can do, since a
+// session cannot start there.
+type StateDirError struct {
+	Dir string // <workspace>/.pixir
+	Err error
+}
+
+func (e *StateDirError) Error() string {
+	root := filepath.Dir(e.Dir)
+	reason, fix := e.Err.Error(), "work in a folder you can write"
+	switch {
+	case errors.Is(e.Err, syscall.ENOTDIR) || errors.Is(e.Err, syscall.EEXIST):
+		reason = "a file named " + StateDir + " is in the way"
+		fix = "rename or remove that file, or work in another folder"
+	case errors.Is(e.Err, syscall.EROFS):
+		reason = "the file system is read-only"
+		fix = "work in a folder on a writable file system"
+	case errors.Is(e.Err, fs.ErrPermission):
+		reason = "permission denied"
+		fix = "make " + root + " writable for you, or work in a folder you can write"
+	}
+	return fmt.Sprintf("cannot create %s, where Pixir keeps this workspace's session Logs: %s; %s (pixir run --cwd DIR, or open another folder in the editor)", e.Dir, reason, fix)
+}
+
+func (e *StateDirError) Unwrap() error { return e.Err }

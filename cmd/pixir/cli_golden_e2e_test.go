@@ -104,6 +104,8 @@ var moreCLICases = []cliCase{
 	{name: "workflow_wrong_type_and_unknown_key", setup: func(e *runEnv) {
 		e.file("bad.yaml", "nam: bad\nsteps:\n  - id: a\n    task: 3\n  - id: b\n    task: do b\n    timeout: 5\n")
 	}, args: []string{"run", "--workflow", "bad.yaml"}},
+	// A folder where .pixir/ cannot be made: which folder, why, what to do.
+	{name: "run_state_folder_blocked", setup: func(e *runEnv) { e.file(".pixir", "") }, args: []string{"run", "hello"}},
 	// A partial workflow's next actions are commands to paste.
 	{name: "workflow_partial_next", setup: func(e *runEnv) { e.copyExample("partial.yaml") },
 		args: []string{"run", "--workflow", "partial.yaml"}, lastLines: true},

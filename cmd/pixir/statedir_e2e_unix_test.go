@@ -1,0 +1,89 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestRunInAnUnwritableFolderSaysWhatToDo runs pixir run where .pixir/
+// cannot be created for want of permission. Root bypasses permissions, so
+// as root the binary runs as the user nobody (65534); where that is not
+// allowed either, the test is skipped (run_state_folder_blocked still
+// covers the message, with a file where the folder should be).
+func TestRunInAnUnwritableFolderSaysWhatToDo(t *testing.T) {
+	base, err := os.MkdirTemp("", "pixir-unwritable-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(base) })
+	require.NoError(t, os.Chmod(base, 0o755))
+	ws, home := filepath.Join(base, "ws"), filepath.Join(base, "home")
+	require.NoError(t, os.Mkdir(ws, 0o755))
+	require.NoError(t, os.Mkdir(home, 0o777))
+	require.NoError(t, os.Chmod(home, 0o777))
+	require.NoError(t, os.Chmod(ws, 0o555))
+	t.Cleanup(func() { _ = os.Chmod(ws, 0o755) })
+
+	bin := pixirBin
+	var cred *syscall.Credential
+	if os.Geteuid() == 0 {
+		// nobody must reach the binary: the test build's folder is private.
+		bin = filepath.Join(base, "pixir")
+		copyFile(t, pixirBin, bin)
+		cred = &syscall.Credential{Uid: 65534, Gid: 65534}
+	}
+	cmd := exec.Command(bin, "run", "hello")
+	cmd.Dir = ws
+	cmd.Env = append(os.Environ(), "PIXIR_HOME="+home, "HOME="+home, "PIXIR_PROVIDER=", "PIXIR_SCRIPT=", "PIXIR_MODEL=")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		if cred != nil && err != nil {
+			t.Skipf("running as root, and cannot start the binary as nobody to meet a permission check: %v", err)
+		}
+		t.Fatalf("pixir run in a read-only folder: want an exit code, got %v; stdout: %s", err, stdout.String())
+	}
+	got := strings.ReplaceAll("$ pixir run hello\n--- stdout\n"+stdout.String()+"--- stderr\n"+stderr.String()+fmt.Sprintf("--- exit %d\n", exit.ExitCode()), ws, "$WS")
+	checkGolden(t, filepath.Join("testdata", "cli", "run_state_folder_unwritable.golden"), got)
+	_, err = os.Stat(filepath.Join(ws, ".pixir"))
+	require.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// TestACPSessionInABlockedFolderSaysWhatToDo: an editor that opens a
+// session where .pixir/ cannot be made gets the same explanation in the
+// error of session/new.
+func TestACPSessionInABlockedFolderSaysWhatToDo(t *testing.T) {
+	e := newEnv(t, "")
+	require.NoError(t, os.WriteFile(filepath.Join(e.ws, ".pixir"), nil, 0o644))
+	a := e.start()
+	a.initialize()
+	m, _ := a.call(2, "session/new", map[string]any{"cwd": e.ws, "mcpServers": []any{}})
+	require.NotNil(t, m.Error, "session/new in a blocked folder")
+	require.Equal(t, -32602, m.Error.Code)
+	require.Contains(t, m.Error.Message, "cannot create "+filepath.Join(e.ws, ".pixir")+", where Pixir keeps this workspace's session Logs: a file named .pixir is in the way; rename or remove that file, or work in another folder")
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	in, err := os.Open(from)
+	require.NoError(t, err)
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o755)
+	require.NoError(t, err)
+	_, err = io.Copy(out, in)
+	require.NoError(t, err)
+	require.NoError(t, out.Close())
+}
