@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -405,7 +406,7 @@ func BenchmarkScheduleLooped1000(b *testing.B) {
 			var worst, sum float64
 			var runs int
 			var cpuSpent time.Duration
-			var yardSum float64
+			var yardSum, knownSum, knownWorst float64
 			seed := uint64(0)
 			b.ReportAllocs()
 			for b.Loop() {
@@ -442,229 +443,38 @@ func BenchmarkScheduleLooped1000(b *testing.B) {
 				pre := precedence(made)
 				bound := runsLowerBound(made.s.runs, pre, dur, c)
 				ratio := float64(makespan) / bound
-				// The yardstick: list scheduling that knows every run the
-				// workflow will make and its place in the graph, but not
-				// how long it takes (the runtime cannot know that either):
-				// the longest chain of runs after each run first.
-				chain := unitTails(made.s.runs, pre, dur)
-				yard := listSchedule(made.s.runs, pre, dur, c, func(v *stepRun) float64 { return float64(chain[v]) })
-				yardSum += float64(yard) / bound
+				// Two yardsticks, each a schedule of the same runs: the
+				// best of list schedules that know every run the workflow
+				// will make but not how long it takes (as the runtime),
+				// and the best schedule found knowing the durations too:
+				// the optimum lies between it and the bound.
+				blind := blindYardstick(made, pre, dur, c)
+				known, err := bestKnownSchedule(made.s.runs, pre, dur, c)
+				if err != nil {
+					b.Fatalf("seed %d: %v", seed, err)
+				}
+				for _, m := range []int64{makespan, blind, known} {
+					if float64(m) < bound-1e-6 {
+						b.Fatalf("seed %d: a schedule of %d beats the lower bound %.1f: the bound is wrong", seed, m, bound)
+					}
+				}
+				yardSum += float64(blind) / bound
+				knownSum += float64(known) / bound
+				knownWorst = max(knownWorst, float64(known)/bound)
 				worst, sum = max(worst, ratio), sum+ratio
 				runs += len(out.Steps)
+				// The yardsticks' garbage is not the next Run's to collect.
+				runtime.GC()
 				b.StartTimer()
 			}
 			b.ReportMetric(worst, "worst-makespan/bound")
 			b.ReportMetric(sum/float64(seed), "mean-makespan/bound")
 			b.ReportMetric(yardSum/float64(seed), "mean-yardstick/bound")
+			b.ReportMetric(knownSum/float64(seed), "mean-known-durations/bound")
+			b.ReportMetric(knownWorst, "worst-known-durations/bound")
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(runs)/1000, "µs/run")
 			b.ReportMetric(float64(cpuSpent.Nanoseconds())/float64(runs)/1000, "cpu-µs/run")
 			b.ReportMetric(float64(runs)/float64(seed), "runs/workflow")
 		})
 	}
-}
-
-// precedence is what the runner made each run wait for: its inputs, the
-// members its member waited for, and for a run in a loop the members its
-// loop waited for and every earlier iteration (a loop's iterations run in
-// sequence). Any run of the same workflow with the same reports makes the
-// same runs with the same precedence, whatever the concurrency.
-func precedence(r *runner) map[*stepRun][]*stepRun {
-	g := r.s.g
-	var deep func(f *frame, out []*stepRun) []*stepRun
-	deep = func(f *frame, out []*stepRun) []*stepRun {
-		out = append(out, f.runs...)
-		for _, in := range f.inner {
-			out = deep(in, out)
-		}
-		return out
-	}
-	ofMember := func(f *frame, local int) []*stepRun {
-		m := &f.members[local]
-		if m.loop == nil {
-			return m.runs
-		}
-		var out []*stepRun
-		for _, lf := range m.loop.frames {
-			out = deep(lf, out)
-		}
-		return out
-	}
-	pre := map[*stepRun][]*stepRun{}
-	for _, v := range r.s.runs {
-		ps := slices.Clone(v.inputs)
-		f := v.frame
-		for _, dl := range g.scopes[f.scope].deps[g.localOf(v.step)] {
-			ps = append(ps, ofMember(f, dl)...)
-		}
-		for a := f; a.loop != nil; a = a.loop.parent {
-			if a.prev != nil {
-				ps = deep(a.prev, ps)
-			}
-			pf := a.loop.parent
-			for _, dl := range g.scopes[pf.scope].deps[a.loop.local] {
-				ps = append(ps, ofMember(pf, dl)...)
-			}
-		}
-		// A run held at once (a dependency not ready) is made before its
-		// other dependencies end: it waited only for what was decided
-		// when it was made (a bound may leave out constraints, never add
-		// one).
-		pre[v] = slices.DeleteFunc(ps, func(p *stepRun) bool { return p.decidedAt == 0 || p.decidedAt > v.madeAt })
-	}
-	return pre
-}
-
-// runsLowerBound is a lower bound on the makespan of any schedule of the
-// runs on c slots that keeps their precedence, with these durations: the
-// critical path; the total work over c; and for every run v, the work of
-// all it waits for (directly or not) over c plus the longest path from v
-// to the end, and the longest path to v plus the work of v and all that
-// waits for it over c. The last two see the loops: while a loop's
-// iterations run one after another, only the work that is neither before
-// nor after them can fill the other slots.
-func runsLowerBound(runs []*stepRun, pre map[*stepRun][]*stepRun, dur map[*stepRun]int64, c int) float64 {
-	n := len(runs)
-	idx := make(map[*stepRun]int, n)
-	for i, v := range runs {
-		idx[v] = i
-	}
-	// Runs are made after everything they wait for: creation order is a
-	// topological order.
-	order := slices.Clone(runs)
-	slices.SortFunc(order, func(a, b *stepRun) int { return a.seq - b.seq })
-	succ := make([][]int, n)
-	predIdx := make([][]int, n)
-	for _, v := range order {
-		for _, p := range pre[v] {
-			predIdx[idx[v]] = append(predIdx[idx[v]], idx[p])
-			succ[idx[p]] = append(succ[idx[p]], idx[v])
-		}
-	}
-	head, tail := make([]int64, n), make([]int64, n)
-	for _, v := range order {
-		i := idx[v]
-		for _, p := range predIdx[i] {
-			head[i] = max(head[i], head[p]+dur[runs[p]])
-		}
-	}
-	var total int64
-	bound := 0.0
-	for k := len(order) - 1; k >= 0; k-- {
-		i := idx[order[k]]
-		var t int64
-		for _, s := range succ[i] {
-			t = max(t, tail[s])
-		}
-		tail[i] = t + dur[runs[i]]
-		total += dur[runs[i]]
-		bound = max(bound, float64(head[i]+tail[i]))
-	}
-	bound = max(bound, float64(total)/float64(c))
-	words := (n + 63) / 64
-	anc := make([][]uint64, n)
-	for _, v := range order {
-		i := idx[v]
-		anc[i] = make([]uint64, words)
-		for _, p := range predIdx[i] {
-			anc[i][p/64] |= 1 << (p % 64)
-			for w := range words {
-				anc[i][w] |= anc[p][w]
-			}
-		}
-	}
-	descWork := make([]int64, n) // work of the run and all that waits for it
-	for i := range n {
-		var before int64
-		for j := range n {
-			if anc[i][j/64]&(1<<(j%64)) != 0 {
-				before += dur[runs[j]]
-				descWork[j] += dur[runs[i]]
-			}
-		}
-		bound = max(bound, float64(before)/float64(c)+float64(tail[i]))
-	}
-	for i := range n {
-		bound = max(bound, float64(head[i])+float64(descWork[i]+dur[runs[i]])/float64(c))
-	}
-	return bound
-}
-
-// listSchedule is greedy list scheduling of the runs on c slots, offline,
-// with the given priority (higher first): the yardstick of a scheduler
-// that knows what the real one cannot.
-func listSchedule(runs []*stepRun, pre map[*stepRun][]*stepRun, dur map[*stepRun]int64, c int, prio func(*stepRun) float64) int64 {
-	left := map[*stepRun]int{}
-	succ := map[*stepRun][]*stepRun{}
-	for _, v := range runs {
-		left[v] = len(pre[v])
-		for _, p := range pre[v] {
-			succ[p] = append(succ[p], v)
-		}
-	}
-	var ready []*stepRun
-	for _, v := range runs {
-		if left[v] == 0 {
-			ready = append(ready, v)
-		}
-	}
-	type ev struct {
-		t int64
-		v *stepRun
-	}
-	var running []ev
-	now, done := int64(0), 0
-	for done < len(runs) {
-		slices.SortStableFunc(ready, func(a, b *stepRun) int {
-			pa, pb := prio(a), prio(b)
-			switch {
-			case pa > pb:
-				return -1
-			case pa < pb:
-				return 1
-			}
-			return a.seq - b.seq
-		})
-		for len(ready) > 0 && (len(running) < c || dur[ready[0]] == 0) {
-			v := ready[0]
-			ready = ready[1:]
-			running = append(running, ev{now + dur[v], v})
-		}
-		slices.SortFunc(running, func(a, b ev) int { return int(a.t - b.t) })
-		e := running[0]
-		running = running[1:]
-		now = e.t
-		done++
-		for _, s := range succ[e.v] {
-			left[s]--
-			if left[s] == 0 {
-				ready = append(ready, s)
-			}
-		}
-	}
-	return now
-}
-
-// unitTails is, for each run that ran, the number of runs on the longest
-// chain from it to the end.
-func unitTails(runs []*stepRun, pre map[*stepRun][]*stepRun, dur map[*stepRun]int64) map[*stepRun]int64 {
-	succ := map[*stepRun][]*stepRun{}
-	for _, v := range runs {
-		for _, p := range pre[v] {
-			succ[p] = append(succ[p], v)
-		}
-	}
-	order := slices.Clone(runs)
-	slices.SortFunc(order, func(a, b *stepRun) int { return b.seq - a.seq })
-	tail := map[*stepRun]int64{}
-	for _, v := range order {
-		var m int64
-		for _, s := range succ[v] {
-			m = max(m, tail[s])
-		}
-		if dur[v] > 0 {
-			m++
-		}
-		tail[v] = m
-	}
-	return tail
 }
