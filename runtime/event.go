@@ -74,4 +74,14 @@ type Event struct {
 
 	// pieces is the data to write when Data is nil (see above).
 	pieces [][]byte
+	// value is the data the event was emitted with (see Value).
+	value any
 }
+
+// Value is the data the event was emitted with, as its emitter made it
+// (a SubagentEventData, a workflows.WorkflowEvent, …), for an observer
+// that would otherwise decode Data again: pixir run's view sees five
+// events for each step of runs of thousands. It is nil for an event read
+// from a Log, and good only during the observer's call: what it points to
+// may change afterwards (Data does not).
+func (e Event) Value() any { return e.value }

@@ -26,7 +26,10 @@ func writeEventLine(f *os.File, ev *Event) (int, error) {
 	if len(data) == 0 {
 		data = json.RawMessage("null")
 	}
-	size := 160
+	// The head: two ids, seq, ts and type are up to about 190 bytes (a
+	// smaller guess grew the buffer, a copy of the whole line, on every
+	// event).
+	size := 256
 	if ev.pieces == nil && len(data) < largeEvent {
 		size += len(data) + 2 // the whole line in one buffer, never grown
 	}

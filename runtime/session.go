@@ -539,7 +539,7 @@ func (s *Session) emit(obs Observer, typ EventType, data any) error {
 	if err != nil {
 		return fmt.Errorf("encoding %s event: %w", typ, err)
 	}
-	ev := Event{SessionID: s.ID(), TS: time.Now().UTC(), Type: typ, Data: raw, pieces: pieces}
+	ev := Event{SessionID: s.ID(), TS: time.Now().UTC(), Type: typ, Data: raw, pieces: pieces, value: data}
 	if typ.Canonical() {
 		if err := s.log.Append(&ev); err != nil {
 			return err

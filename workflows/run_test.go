@@ -250,6 +250,31 @@ func TestRunIsDeterministic(t *testing.T) {
 	}
 }
 
+// TestNoPlanChangesNothingButThePlan: a run nobody shows a plan for
+// (pixir run) builds none, and its events, order and outcome are those of
+// a run that shows one.
+func TestNoPlanChangesNothingButThePlan(t *testing.T) {
+	raw, err := json.Marshal(randomWorkflow(60, 7))
+	require.NoError(t, err)
+	plan := func(step string) childPlan { return childPlan{dur: int64(len(step)*7%13 + 1)} }
+	runs := map[bool]*simRuntime{}
+	outs := map[bool]string{}
+	for _, noPlan := range []bool{false, true} {
+		w, err := Parse(raw)
+		require.NoError(t, err)
+		sim := newSim(plan)
+		out := simRun(t, context.Background(), sim, w, RunOptions{WorkflowID: "wf-p", Now: fixedClock(), waiting: sim.waiting, NoPlan: noPlan})
+		got, err := json.Marshal(out)
+		require.NoError(t, err)
+		runs[noPlan], outs[noPlan] = sim, string(got)
+	}
+	require.NotEmpty(t, runs[false].plans)
+	require.Empty(t, runs[true].plans)
+	require.Equal(t, runs[false].order, runs[true].order)
+	require.Equal(t, runs[false].events, runs[true].events)
+	require.Equal(t, outs[false], outs[true])
+}
+
 func TestRunAgreesWithTheDryRunWhenDurationsAreEqual(t *testing.T) {
 	for seed := range uint64(20) {
 		w := randomWorkflow(40, seed)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 
 	"github.com/pixir-go/pixir/acp"
 	"github.com/pixir-go/pixir/internal/termtext"
@@ -55,7 +56,33 @@ Run "pixir <command> -h" for a command's flags.
 `
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	stop := startCPUProfile(os.Getenv("PIXIR_CPUPROFILE"), os.Stderr)
+	code := run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// startCPUProfile writes a CPU profile of the whole process to path when
+// it is set (PIXIR_CPUPROFILE, for finding where a run's time goes: the
+// benchmarks pass it through), and returns what ends it.
+func startCPUProfile(path string, stderr io.Writer) (stop func()) {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintln(stderr, "pixir: PIXIR_CPUPROFILE:", err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fmt.Fprintln(stderr, "pixir: PIXIR_CPUPROFILE:", err)
+		f.Close()
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {

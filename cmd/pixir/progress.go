@@ -524,7 +524,7 @@ func (v *workflowView) observe(ev runtime.Event) {
 	defer v.mu.Unlock()
 	switch ev.Type {
 	case runtime.EventSubagent:
-		d, ok := readSubagentEvent(ev.Data)
+		d, ok := subagentEventOf(ev)
 		if !ok {
 			return
 		}
@@ -542,8 +542,11 @@ func (v *workflowView) observe(ev runtime.Event) {
 			v.line("step %s running (%s, %s workspace)", r.id, r.agent, d.workspaceMode)
 		}
 	case runtime.EventStatus:
-		var d runtime.SubagentProgressData
-		if json.Unmarshal(ev.Data, &d) != nil || d.SubagentID == "" {
+		d, ok := ev.Value().(runtime.SubagentProgressData)
+		if !ok && json.Unmarshal(ev.Data, &d) != nil {
+			return
+		}
+		if d.SubagentID == "" {
 			return
 		}
 		if r := v.byID[v.children[d.SubagentID]]; r != nil && r.state == rowRunning {
@@ -551,11 +554,25 @@ func (v *workflowView) observe(ev runtime.Event) {
 			v.line("step %s: %s", r.id, r.activity)
 		}
 	case runtime.EventWorkflow:
+		if d, ok := ev.Value().(workflows.WorkflowEvent); ok {
+			v.workflowEvent(d)
+			return
+		}
 		var d workflows.WorkflowEvent
 		if json.Unmarshal(ev.Data, &d) == nil {
 			v.workflowEvent(d)
 		}
 	}
+}
+
+// subagentEventOf reads the members of a subagent_event the view needs:
+// from the data it was emitted with when the event has it, or else from
+// its JSON.
+func subagentEventOf(ev runtime.Event) (subagentFields, bool) {
+	if d, ok := ev.Value().(runtime.SubagentEventData); ok {
+		return subagentFields{event: string(d.Event), subagentID: d.SubagentID, name: d.Name, workspaceMode: d.WorkspaceMode}, true
+	}
+	return readSubagentEvent(ev.Data)
 }
 
 // subagentFields are the members of a subagent_event the view reads.

@@ -345,7 +345,8 @@ func runWorkflowFile(o runOptions, mode runtime.Mode, id string, stdin io.Reader
 
 	sess.SetObserver(view.observe)
 	view.start()
-	outcome := p.Run(ctx, workflows.RunOptions{WorkflowID: workflows.NewWorkflowID()})
+	// The view draws its rows from the events; it never reads a plan.
+	outcome := p.Run(ctx, workflows.RunOptions{WorkflowID: workflows.NewWorkflowID(), NoPlan: true})
 	view.finish()
 	sess.SetObserver(nil)
 	if err := sess.SetTitle(title); err != nil { // and its update time

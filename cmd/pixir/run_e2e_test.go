@@ -17,6 +17,9 @@ import (
 	"github.com/creack/pty"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pixir-go/pixir/runtime"
+	"github.com/pixir-go/pixir/workflows"
 )
 
 // runEnv is a workspace and a PIXIR_HOME for headless runs on the
@@ -531,4 +534,76 @@ func toWaves(v any) [][]string {
 		out = append(out, ids)
 	}
 	return out
+}
+
+// TestCPUProfileWhenAsked: PIXIR_CPUPROFILE makes any command write a CPU
+// profile of its whole process (what go tool pprof reads: gzip), and a
+// path that cannot be made is said and costs the command nothing.
+func TestCPUProfileWhenAsked(t *testing.T) {
+	e := newRunEnv(t)
+	spec := e.file("wf.json", `{"name":"p","steps":[{"id":"a","task":"Say hi."},{"id":"b","task":"Say bye.","depends_on":["a"]}]}`)
+	prof := filepath.Join(t.TempDir(), "run.prof")
+	e.env = []string{"PIXIR_CPUPROFILE=" + prof}
+	out, _, code := e.pixir("run", "--workflow", spec)
+	require.Equal(t, 0, code, out)
+	b, err := os.ReadFile(prof)
+	require.NoError(t, err)
+	require.Greater(t, len(b), 2)
+	require.Equal(t, []byte{0x1f, 0x8b}, b[:2], "a pprof profile is gzip")
+
+	e.env = []string{"PIXIR_CPUPROFILE=" + filepath.Join(t.TempDir(), "no", "such", "dir", "run.prof")}
+	out, errOut, code := e.pixir("version")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "pixir ")
+	require.Contains(t, errOut, "pixir: PIXIR_CPUPROFILE:")
+}
+
+// TestWorkflowViewReadsTheLogAsItReadsLiveEvents: the live view reads the
+// data events were emitted with, not their JSON; fed the parent's Log
+// instead (JSON only), it writes the same lines, but for the children's
+// activity, which is live only.
+func TestWorkflowViewReadsTheLogAsItReadsLiveEvents(t *testing.T) {
+	e := newRunEnv(t)
+	spec := `{"name":"v","max_concurrency":3,"steps":[
+		{"id":"a","task":"Say hi."},
+		{"id":"b","task":"Say bye.","depends_on":["a"]},
+		{"id":"c","task":"Do part 3.","depends_on":["a"]},
+		{"id":"d","task":"Do part 4.","depends_on":["b","c"]}]}`
+	path := e.file("wf.json", spec)
+	_, live, code := e.pixir("run", "--workflow", path)
+	require.Equal(t, 0, code, live)
+
+	logs, err := filepath.Glob(filepath.Join(e.ws, ".pixir", "sessions", "*.ndjson"))
+	require.NoError(t, err)
+	require.Len(t, logs, 1)
+	events, _, err := runtime.ReadLog(logs[0])
+	require.NoError(t, err)
+	w, err := workflows.Decode([]byte(spec))
+	require.NoError(t, err)
+	var replayed bytes.Buffer
+	view := newWorkflowView(&replayed, false, w)
+	view.start()
+	for _, ev := range events {
+		view.observe(ev)
+	}
+	view.finish()
+
+	activity := regexp.MustCompile(`^step [^ ]+: `)
+	lines := func(s string, dropActivity bool) []string {
+		var out []string
+		for _, l := range strings.Split(s, "\n") {
+			_, rest, ok := strings.Cut(l, " ") // the time
+			if !ok || !strings.HasPrefix(rest, "step ") && !strings.HasPrefix(rest, "workflow ") && !strings.HasPrefix(rest, "loop ") {
+				continue
+			}
+			if dropActivity && activity.MatchString(rest) {
+				continue
+			}
+			out = append(out, rest)
+		}
+		return out
+	}
+	want := lines(live, true)
+	require.Len(t, want, 2+4*3, "started, finished, and each step queued, running and decided:\n%s", live)
+	require.Equal(t, want, lines(replayed.String(), false))
 }
