@@ -69,6 +69,35 @@ func mergesDir(workspace string) string {
 // merge).
 var testHookApplied func(n int)
 
+// HoldEnv is a test hook through the binary: PIXIR_TEST_MERGE_HOLD=<n>
+// makes every apply (not a recovery) stop once n of its operations are
+// applied, print "merge held after n operations" on stderr and wait there
+// to be killed, so that a test kills pixir (kill -9) in the middle of a
+// merge at a point it awaits instead of after a guessed sleep.
+const HoldEnv = "PIXIR_TEST_MERGE_HOLD"
+
+// heldLine is what a held apply prints.
+const heldLine = "merge held after %d operations"
+
+// hookFromEnv is the hook HoldEnv asks for, or nil.
+func hookFromEnv() func(n int) {
+	after, err := strconv.Atoi(os.Getenv(HoldEnv))
+	if err != nil || after <= 0 {
+		return nil
+	}
+	var once sync.Once
+	return func(n int) {
+		if n < after {
+			return
+		}
+		// Every worker stops here: none applies more once n are.
+		once.Do(func() { fmt.Fprintf(os.Stderr, heldLine+"\n", after) })
+		for {
+			time.Sleep(time.Hour)
+		}
+	}
+}
+
 // apply stages the operations, commits the journal and applies it; moved
 // are the paths found changed since the plan (left alone).
 func apply(ctx context.Context, workspace string, ops []*op, files tools.Files) (string, map[string]bool, error) {
@@ -120,7 +149,11 @@ func apply(ctx context.Context, workspace string, ops []*op, files tools.Files) 
 		return "", nil, err
 	}
 	// Committed: from here on the merge is finished, now or by Recover.
-	moved, err := run(ctx, workspace, dir, j, files)
+	hook := testHookApplied
+	if hook == nil {
+		hook = hookFromEnv()
+	}
+	moved, err := run(ctx, workspace, dir, j, files, hook)
 	if err != nil {
 		return id, moved, err
 	}
@@ -176,7 +209,7 @@ func writeJournal(dir string, j journal) error {
 // run applies a committed journal's operations in order. Each is
 // idempotent: a path already in its After state is done; one no longer
 // in its Before state is left alone and reported moved.
-func run(ctx context.Context, workspace, dir string, j journal, files tools.Files) (map[string]bool, error) {
+func run(ctx context.Context, workspace, dir string, j journal, files tools.Files, hook func(applied int)) (map[string]bool, error) {
 	// Folders first, one at a time: parallel MkdirAll of nested folders
 	// race each other.
 	made := map[string]bool{}
@@ -212,8 +245,8 @@ func run(ctx context.Context, workspace, dir string, j journal, files tools.File
 		if err := runOp(ctx, target, dir, jo, files); err != nil {
 			return fmt.Errorf("merging %s: %w", jo.Path, err)
 		}
-		if done := applied.Add(1); testHookApplied != nil {
-			testHookApplied(int(done))
+		if done := applied.Add(1); hook != nil {
+			hook(int(done))
 		}
 		return nil
 	})
@@ -356,7 +389,7 @@ func Recover(workspace string) ([]string, error) {
 			errs = append(errs, fmt.Errorf("the unfinished merge %s cannot be read (%w); it is left in %s", id, err, dir))
 			continue
 		}
-		if _, err := run(context.Background(), workspace, dir, j, nil); err != nil {
+		if _, err := run(context.Background(), workspace, dir, j, nil, nil); err != nil {
 			errs = append(errs, fmt.Errorf("finishing the merge %s: %w", id, err))
 			continue
 		}

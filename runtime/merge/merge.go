@@ -174,43 +174,75 @@ func (p *planner) conflict(path, kind, msg string, hunks ...tools.ConflictHunk) 
 	p.conflicts = append(p.conflicts, tools.MergeConflict{Path: path, Kind: kind, Message: msg, Hunks: hunks})
 }
 
-// plan decides every changed path.
+// plan decides every changed path. Reading each path's three versions is
+// most of a plan's time and independent per path, so a few workers read
+// them; the decisions are then made one path at a time, in order.
 func (p *planner) plan(ctx context.Context, ch snapshot.Changes) error {
 	paths := slices.Concat(ch.Added, ch.Changed, ch.Deleted, ch.Mode)
 	slices.Sort(paths)
-	for _, path := range slices.Compact(paths) {
+	paths = slices.Compact(paths)
+	read := make([]versions, len(paths))
+	err := parallel(ctx, len(paths), func(i int) error {
+		v, err := p.read(paths[i])
+		if err != nil {
+			return fmt.Errorf("merging %s: %w", paths[i], err)
+		}
+		read[i] = v
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i, path := range paths {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := p.path(ctx, path); err != nil {
+		if err := p.path(ctx, path, read[i]); err != nil {
 			return fmt.Errorf("merging %s: %w", path, err)
 		}
 	}
 	return nil
 }
 
-func (p *planner) path(ctx context.Context, path string) error {
+// versions are one path's three versions, as read for the plan.
+type versions struct {
+	// outside: the child may not change the path (nothing was read).
+	outside            bool
+	base, ours, theirs side
+}
+
+// read reads a path's three versions.
+func (p *planner) read(path string) (versions, error) {
 	rel := filepath.FromSlash(path)
 	if !filepath.IsLocal(rel) {
-		return fmt.Errorf("%q is not a path inside the workspace", path)
+		return versions{}, fmt.Errorf("%q is not a path inside the workspace", path)
 	}
 	if p.req.Allow != nil && !p.req.Allow(path) {
-		p.conflict(path, tools.ConflictOutsideWriteSet, "the child changed a file outside its write set; it is never merged")
-		return nil
+		return versions{outside: true}, nil
 	}
 	base, err := baseSide(p.bases, path)
 	if err != nil {
-		return err
+		return versions{}, err
 	}
 	theirs, err := readSide(filepath.Join(p.m.Root, rel))
 	if err != nil {
-		return err
+		return versions{}, err
 	}
-	target := filepath.Join(p.req.Workspace, rel)
-	ours, err := p.oursSide(target, path, base)
+	ours, err := p.oursSide(filepath.Join(p.req.Workspace, rel), path, base)
 	if err != nil {
-		return err
+		return versions{}, err
 	}
+	return versions{base: base, ours: ours, theirs: theirs}, nil
+}
+
+// path decides one path from its versions.
+func (p *planner) path(ctx context.Context, path string, v versions) error {
+	if v.outside {
+		p.conflict(path, tools.ConflictOutsideWriteSet, "the child changed a file outside its write set; it is never merged")
+		return nil
+	}
+	base, ours, theirs := v.base, v.ours, v.theirs
+	target := filepath.Join(p.req.Workspace, filepath.FromSlash(path))
 	if theirs.kind == file {
 		if e, ok := p.m.Lookup(path); ok && e.Conflict != "" && (e.Conflict == theirs.sum || theirs.text() && hasMarkers(theirs.data)) {
 			p.conflict(path, tools.ConflictUnresolved, "the child's file still holds the conflict markers of an earlier merge; resolve them in the child's snapshot, then merge again")

@@ -183,9 +183,10 @@ func (m *Manifest) Base(path string) (*Base, error) {
 }
 
 // BaseReader reads a manifest's base, keeping each pack it opens open
-// until Close.
+// until Close. Its Base may be called from several goroutines.
 type BaseReader struct {
 	m     *Manifest
+	mu    sync.Mutex // guards packs
 	packs map[int]*os.File
 }
 
@@ -194,6 +195,8 @@ func (m *Manifest) BaseReader() *BaseReader { return &BaseReader{m: m, packs: ma
 
 // Close closes the packs.
 func (r *BaseReader) Close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	for _, f := range r.packs {
 		f.Close()
 	}
@@ -218,13 +221,9 @@ func (r *BaseReader) Base(path string) (*Base, error) {
 	if m.BaseDir == "" {
 		return b, nil
 	}
-	f := r.packs[e.BasePack]
-	if f == nil {
-		var err error
-		if f, err = os.Open(filepath.Join(m.BaseDir, packName(e.BasePack))); err != nil {
-			return nil, fmt.Errorf("reading the base of %s: %w", path, err)
-		}
-		r.packs[e.BasePack] = f
+	f, err := r.pack(e.BasePack)
+	if err != nil {
+		return nil, fmt.Errorf("reading the base of %s: %w", path, err)
 	}
 	b.Content = make([]byte, e.Size)
 	if _, err := f.ReadAt(b.Content, e.BaseOff); err != nil {
@@ -237,6 +236,22 @@ func (r *BaseReader) Base(path string) (*Base, error) {
 	}
 	b.Kept = true
 	return b, nil
+}
+
+// pack is base pack n, opened on first use (ReadAt on it is safe from
+// several goroutines).
+func (r *BaseReader) pack(n int) (*os.File, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if f := r.packs[n]; f != nil {
+		return f, nil
+	}
+	f, err := os.Open(filepath.Join(r.m.BaseDir, packName(n)))
+	if err != nil {
+		return nil, err
+	}
+	r.packs[n] = f
+	return f, nil
 }
 
 // SetBase makes data (with mode) the base of path, as a regular file:
