@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -162,4 +163,42 @@ func TestGitViewOfALinkedWorktree(t *testing.T) {
 	require.Equal(t, gitIn(t, wt, "rev-parse", "HEAD"), m.Git.Parent)
 	require.Empty(t, gitIn(t, m.Root, "status", "--porcelain"))
 	require.Equal(t, "side", gitIn(t, m.Root, "show", "HEAD:side.txt"))
+}
+
+// The base commit Take writes itself is the object git commit-tree makes
+// of the same tree, parent, people, time and message, in both object
+// formats, and git reads it back whole.
+func TestWriteCommitIsWhatGitCommitTreeWrites(t *testing.T) {
+	needGit(t)
+	for _, format := range []string{"sha1", "sha256"} {
+		t.Run(format, func(t *testing.T) {
+			ws := t.TempDir()
+			gitIn(t, ws, "init", "-q", "--object-format="+format)
+			writeFile(t, ws, "a.txt", "a\n")
+			gitIn(t, ws, "add", "-A")
+			gitIn(t, ws, "commit", "-q", "-m", "first")
+			head := gitIn(t, ws, "rev-parse", "HEAD")
+			tree := gitIn(t, ws, "rev-parse", "HEAD^{tree}")
+			when := time.Unix(1_790_000_000, 0)
+			msg := "Pixir snapshot: a message"
+			for _, parent := range []string{head, ""} {
+				got, err := writeCommit(filepath.Join(ws, ".git"), format, tree, parent, when, msg)
+				require.NoError(t, err)
+				args := []string{"commit-tree", tree, "-m", msg}
+				if parent != "" {
+					args = append(args, "-p", parent)
+				}
+				cmd := exec.Command("git", args...)
+				cmd.Dir = ws
+				cmd.Env = append(gitEnv(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
+					"GIT_AUTHOR_NAME=Pixir", "GIT_AUTHOR_EMAIL=pixir@localhost", "GIT_AUTHOR_DATE=1790000000 +0000",
+					"GIT_COMMITTER_NAME=Pixir", "GIT_COMMITTER_EMAIL=pixir@localhost", "GIT_COMMITTER_DATE=1790000000 +0000")
+				out, err := cmd.CombinedOutput()
+				require.NoError(t, err, "%s", out)
+				require.Equal(t, strings.TrimSpace(string(out)), got)
+				require.Equal(t, "commit", gitIn(t, ws, "cat-file", "-t", got))
+			}
+			gitIn(t, ws, "fsck", "--strict", "--no-dangling")
+		})
+	}
 }
