@@ -37,7 +37,9 @@ import (
 //   - a base commit whose parent is the parent's HEAD and whose tree is the
 //     copy as taken: `git add -A` hashes only what differs from the
 //     parent's index (uncommitted and untracked files), into the child's own
-//     store.
+//     store, and is the one git process; the trees of that index (those
+//     its cache of trees does not name and no store has) and the commit
+//     are written in process (gitindex.go).
 //     It runs while the files are copied, on the parent's work tree (which
 //     it only reads; the index and objects it writes are the child's), so
 //     its cost hides behind the copy's. Take's exclusions are the child
