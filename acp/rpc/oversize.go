@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"sync"
 )
 
 // oversizedEnds are the first and last bytes of a line over the limit: the
@@ -70,11 +71,11 @@ func (s *lineStream) oversized() ([]byte, bool) {
 func (e oversizedEnds) identify() (id json.RawMessage, isRequest bool) {
 	id, isRequest = scanHead(e.head)
 	if id == nil {
-		if m := tailID.FindSubmatch(e.tail); m != nil {
+		if m := tailID().FindSubmatch(e.tail); m != nil {
 			id = m[1]
 		}
 	}
-	if !isRequest && tailMethod.Match(e.tail) {
+	if !isRequest && tailMethod().Match(e.tail) {
 		isRequest = true
 	}
 	if id != nil && (!isValidID(id) || string(id) == "null") {
@@ -89,9 +90,14 @@ func (e oversizedEnds) identify() (id json.RawMessage, isRequest bool) {
 // A top-level member at the very end of a line: no JSON string can hold an
 // unescaped quote, so `,"id":` never matches inside one, and the single
 // closing brace after it means the object it ends is the message itself.
+// Compiled on first use: only an oversized line needs them.
 var (
-	tailID     = regexp.MustCompile(`[{,]\s*"id"\s*:\s*(-?[0-9][0-9.eE+-]*|"[^"\\]*")\s*}\s*$`)
-	tailMethod = regexp.MustCompile(`[{,]\s*"method"\s*:\s*"[^"\\]*"\s*(,\s*"[a-z]+"\s*:\s*(-?[0-9][0-9.eE+-]*|"[^"\\]*"|null)\s*)*}\s*$`)
+	tailID = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`[{,]\s*"id"\s*:\s*(-?[0-9][0-9.eE+-]*|"[^"\\]*")\s*}\s*$`)
+	})
+	tailMethod = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`[{,]\s*"method"\s*:\s*"[^"\\]*"\s*(,\s*"[a-z]+"\s*:\s*(-?[0-9][0-9.eE+-]*|"[^"\\]*"|null)\s*)*}\s*$`)
+	})
 )
 
 // scanHead reads the members of the object that head starts, as far as

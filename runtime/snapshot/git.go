@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -189,7 +190,7 @@ func makeGitView(ctx context.Context, gitBin, src, dst, gitDir, common string) (
 		}
 	}
 	exclude, _ := os.ReadFile(filepath.Join(common, "info", "exclude"))
-	exclude = append(exclude, excludeRules...)
+	exclude = append(exclude, excludeRules()...)
 	if err := os.WriteFile(filepath.Join(child, "info", "exclude"), exclude, 0o644); err != nil {
 		return nil, err
 	}
@@ -359,8 +360,9 @@ func parentHead(gitDir, common string) (head, format string, err error) {
 
 // excludeRules are Take's exclusions as git ignore rules, for the child
 // repository's info/exclude: what the copy leaves out is neither hashed
-// into its base nor shown as untracked.
-var excludeRules = func() []byte {
+// into its base nor shown as untracked. Made on first use: most starts of
+// pixir take no snapshot.
+var excludeRules = sync.OnceValue(func() []byte {
 	b := []byte("\n# Left out of Pixir snapshots:\n/" + StateDir + "/\n")
 	for _, names := range []map[string]bool{vcsNames, depDirs} {
 		var sorted []string
@@ -375,7 +377,7 @@ var excludeRules = func() []byte {
 		}
 	}
 	return b
-}()
+})
 
 // copyKeepingTime copies a small file with its modification time.
 func copyKeepingTime(src, dst string) error {

@@ -104,22 +104,25 @@ type fileToolCall struct {
 
 // keysByTable lists the keys each table of a script allows and what each
 // holds; it feeds the hints of load errors.
-var keysByTable = map[string][][2]string{
-	"": {{"rule", "array of tables [[rule]]"}},
-	"rule": {
-		{"name", "string"}, {"match", "string (Go regexp)"},
-		{"reply", "array of tables [[rule.reply]]"},
-	},
-	"rule.reply": {
-		{"text", "string (template)"}, {"reasoning", "string (template)"},
-		{"delay_ms", "integer"}, {"chunk_delay_ms", "integer"},
-		{"error", "string"}, {"hang", "boolean"},
-		{"tool_calls", "array of tables [[rule.reply.tool_calls]]"},
-	},
-	"rule.reply.tool_calls": {
-		{"name", "string"}, {"arguments", "table"}, {"arguments_json", "string (raw JSON)"},
-	},
-}
+// Made on first use: only a script with a mistake needs it.
+var keysByTable = sync.OnceValue(func() map[string][][2]string {
+	return map[string][][2]string{
+		"": {{"rule", "array of tables [[rule]]"}},
+		"rule": {
+			{"name", "string"}, {"match", "string (Go regexp)"},
+			{"reply", "array of tables [[rule.reply]]"},
+		},
+		"rule.reply": {
+			{"text", "string (template)"}, {"reasoning", "string (template)"},
+			{"delay_ms", "integer"}, {"chunk_delay_ms", "integer"},
+			{"error", "string"}, {"hang", "boolean"},
+			{"tool_calls", "array of tables [[rule.reply.tool_calls]]"},
+		},
+		"rule.reply.tool_calls": {
+			{"name", "string"}, {"arguments", "table"}, {"arguments_json", "string (raw JSON)"},
+		},
+	}
+})
 
 // LoadError is one problem found while loading a script. Line and Column
 // are 1-based and 0 when unknown.
@@ -197,7 +200,7 @@ func unknownKey(key toml.Key) string {
 	}
 	table := strings.Join(key[:len(key)-1], ".")
 	msg := fmt.Sprintf("unknown key %q", strings.Join(key, "."))
-	if allowed, ok := keysByTable[table]; ok {
+	if allowed, ok := keysByTable()[table]; ok {
 		names := make([]string, len(allowed))
 		for i, k := range allowed {
 			names[i] = k[0]
@@ -226,7 +229,7 @@ func decodeMessage(de *toml.DecodeError) string {
 	if m := mismatchRE().FindStringSubmatch(msg); m != nil {
 		want := m[2]
 		table := strings.Join(key[:len(key)-1], ".")
-		for _, k := range keysByTable[table] {
+		for _, k := range keysByTable()[table] {
 			if k[0] == key[len(key)-1] {
 				want = k[1]
 			}
@@ -328,7 +331,7 @@ func (v *validator) template(at position, label, src string) *template.Template 
 	if src == "" {
 		return nil
 	}
-	t, err := template.New(label).Option("missingkey=error").Funcs(funcs).Parse(src)
+	t, err := template.New(label).Option("missingkey=error").Funcs(funcs()).Parse(src)
 	if err == nil {
 		err = checkFields(t)
 	}

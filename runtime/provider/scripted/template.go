@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"text/template"
 	"text/template/parse"
 	"unicode/utf8"
@@ -20,20 +21,30 @@ type data struct {
 	Tools      string // the names of the tools the request offers, space-separated
 }
 
-var dataFields = map[string]bool{"User": true, "ToolResult": true, "ToolName": true, "Call": true, "Model": true, "Tools": true}
+// isDataField reports whether name is a field of the data a template sees.
+func isDataField(name string) bool {
+	switch name {
+	case "User", "ToolResult", "ToolName", "Call", "Model", "Tools":
+		return true
+	}
+	return false
+}
 
 // funcs are the template functions a script may use besides the built-in
 // ones of text/template. The string argument comes last so they read well in
-// pipelines: {{.ToolResult | output | lines 5}}.
-var funcs = template.FuncMap{
-	"truncate": truncate,
-	"lines":    firstLines,
-	"oneline":  oneline,
-	"trim":     strings.TrimSpace,
-	"ok":       resultOK,
-	"output":   resultOutput,
-	"field":    field,
-}
+// pipelines: {{.ToolResult | output | lines 5}}. Made on first use: a start
+// of pixir parses no template.
+var funcs = sync.OnceValue(func() template.FuncMap {
+	return template.FuncMap{
+		"truncate": truncate,
+		"lines":    firstLines,
+		"oneline":  oneline,
+		"trim":     strings.TrimSpace,
+		"ok":       resultOK,
+		"output":   resultOutput,
+		"field":    field,
+	}
+})
 
 // truncate keeps the first n characters of s, marking a cut with "…".
 func truncate(n int, s string) string {
@@ -208,11 +219,11 @@ func checkNode(n parse.Node, dotIsData bool) error {
 	case *parse.TemplateNode:
 		return checkNode(n.Pipe, dotIsData)
 	case *parse.FieldNode:
-		if dotIsData && !dataFields[n.Ident[0]] {
+		if dotIsData && !isDataField(n.Ident[0]) {
 			return unknownField(n.Ident[0])
 		}
 	case *parse.VariableNode:
-		if n.Ident[0] == "$" && len(n.Ident) > 1 && !dataFields[n.Ident[1]] {
+		if n.Ident[0] == "$" && len(n.Ident) > 1 && !isDataField(n.Ident[1]) {
 			return unknownField(n.Ident[1])
 		}
 	case *parse.ChainNode:
