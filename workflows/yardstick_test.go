@@ -300,14 +300,13 @@ func descendantsThatRan(g *runGraph) []int {
 }
 
 // bestKnownSchedule is the shortest schedule found of the runs on c
-// slots by a scheduler that knows every run and its duration: serial
-// schedule generation (each run, in a priority order that keeps the
-// precedence, placed at the earliest moment its predecessors and the
-// slots allow) by the longest path of durations after each run, and by
-// perturbations of it, each improved by forward-backward passes (pack
-// every run as late as it can go in order of its end, then as early as
-// it can in order of its start). It is a reachable makespan: with the
-// bound, it brackets the optimum. It checks every schedule it makes.
+// slots by a scheduler that knows every run and its duration: by the
+// longest path of durations after each run, and by 11 perturbations of
+// it, each made by serial schedule generation (each run, in an order that
+// keeps the precedence, placed at the earliest moment its predecessors and
+// the slots allow) and by greedy list scheduling, each improved by
+// forward-backward passes. It is a reachable makespan: with the bound, it
+// brackets the optimum. It checks every schedule it makes.
 func bestKnownSchedule(runs []*stepRun, pre map[*stepRun][]*stepRun, dur map[*stepRun]int64, c int) (int64, error) {
 	g := newRunGraph(runs, pre, dur)
 	n := len(g.runs)
@@ -328,36 +327,90 @@ func bestKnownSchedule(runs []*stepRun, pre map[*stepRun][]*stepRun, dur map[*st
 		for i, v := range g.runs {
 			key[i] = float64(path[v]) * (1 + spread*(rng.Float64()-0.5))
 		}
-		start := serialSchedule(topoByKey(g.preds, g.succs, key), g.preds, g.dur, c, horizon)
-		if err := checkSchedule(g, start, c); err != nil {
-			return 0, err
-		}
-		best = min(best, makespanOf(start, g.dur))
-		for range 6 {
-			order := make([]int, n)
-			for i := range order {
-				order[i] = i
-			}
-			// Backward: the latest end first, on the graph turned round.
-			// (Ties in creation order, turned round: a run that takes no
-			// time may end when its successor starts.)
-			slices.SortFunc(order, func(a, b int) int {
-				return cmp.Or(cmp.Compare(start[b]+g.dur[b], start[a]+g.dur[a]), b-a)
-			})
-			back := serialSchedule(order, g.succs, g.dur, c, horizon)
-			end := makespanOf(back, g.dur)
-			// Forward: the earliest start (in the backward schedule) first.
-			slices.SortFunc(order, func(a, b int) int {
-				return cmp.Or(cmp.Compare(end-back[a]-g.dur[a], end-back[b]-g.dur[b]), a-b)
-			})
-			start = serialSchedule(order, g.preds, g.dur, c, horizon)
+		for _, start := range [][]int64{serialSchedule(topoByKey(g.preds, g.succs, key), g.preds, g.dur, c, horizon), parallelSchedule(g, c, key)} {
 			if err := checkSchedule(g, start, c); err != nil {
 				return 0, err
 			}
 			best = min(best, makespanOf(start, g.dur))
+			improved, err := forwardBackward(g, start, c, horizon)
+			if err != nil {
+				return 0, err
+			}
+			best = min(best, improved)
 		}
 	}
 	return best, nil
+}
+
+// forwardBackward improves a schedule by 6 forward-backward passes (pack
+// every run as late as it can go in order of its end, then as early as it
+// can in order of its start) and returns the shortest makespan it saw.
+func forwardBackward(g *runGraph, start []int64, c int, horizon int64) (int64, error) {
+	n := len(g.runs)
+	best := makespanOf(start, g.dur)
+	for range 6 {
+		order := make([]int, n)
+		for i := range order {
+			order[i] = i
+		}
+		// Backward: the latest end first, on the graph turned round.
+		// (Ties in creation order, turned round: a run that takes no
+		// time may end when its successor starts.)
+		slices.SortFunc(order, func(a, b int) int {
+			return cmp.Or(cmp.Compare(start[b]+g.dur[b], start[a]+g.dur[a]), b-a)
+		})
+		back := serialSchedule(order, g.succs, g.dur, c, horizon)
+		end := makespanOf(back, g.dur)
+		// Forward: the earliest start (in the backward schedule) first.
+		slices.SortFunc(order, func(a, b int) int {
+			return cmp.Or(cmp.Compare(end-back[a]-g.dur[a], end-back[b]-g.dur[b]), a-b)
+		})
+		start = serialSchedule(order, g.preds, g.dur, c, horizon)
+		if err := checkSchedule(g, start, c); err != nil {
+			return 0, err
+		}
+		best = min(best, makespanOf(start, g.dur))
+	}
+	return best, nil
+}
+
+// parallelSchedule is greedy list scheduling of the graph on c slots: at
+// each moment, start the waiting runs with the highest keys while slots
+// are free (a run that takes no time needs none).
+func parallelSchedule(g *runGraph, c int, key []float64) []int64 {
+	n := len(g.runs)
+	left := make([]int, n)
+	ready := &minHeap[int]{key: func(i int) int { return -int(key[i] * 1024) }}
+	for i := range n {
+		if left[i] = len(g.preds[i]); left[i] == 0 {
+			ready.push(i)
+		}
+	}
+	start := make([]int64, n)
+	ends := &minHeap[int]{key: func(i int) int { return int(start[i] + g.dur[i]) }}
+	now, busy := int64(0), 0
+	for done := 0; done < n; {
+		for ready.len() > 0 && (busy < c || g.dur[ready.front()] == 0) {
+			i := ready.pop()
+			start[i] = now
+			if g.dur[i] > 0 {
+				busy++
+			}
+			ends.push(i)
+		}
+		i := ends.pop()
+		now = start[i] + g.dur[i]
+		if g.dur[i] > 0 {
+			busy--
+		}
+		done++
+		for _, s := range g.succs[i] {
+			if left[s]--; left[s] == 0 {
+				ready.push(s)
+			}
+		}
+	}
+	return start
 }
 
 // topoByKey is a topological order of the graph that takes, among the
