@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -319,4 +320,42 @@ func TestMCPToolsFollowTheProfile(t *testing.T) {
 		offered(AgentSpec{Profile: AgentProfile{Tools: []string{"mcp__beta__echo"}}}, ModeAuto))
 	ro := offered(AgentSpec{Profile: AgentProfile{Tools: []string{"mcp__alpha__*"}}}, ModeReadOnly)
 	require.Equal(t, []string{"mcp__alpha__echo"}, ro, "read_only: the read-only tool, not the mutation")
+}
+
+// A child is offered the runtime's tools its keep lets through, in their
+// order, then its extra tools; an extra named like a runtime tool (even
+// one its keep drops) or like an earlier extra is dropped.
+func TestOfferToolsKeepsOrderAndDropsNamesakes(t *testing.T) {
+	var runs, dryRuns atomic.Int32
+	named := func(name string) tools.Tool {
+		return tools.Define(tools.Spec[changeArgs]{Name: name, Description: name + " tool", Posture: tools.PostureRead,
+			Schema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`),
+			Run:    func(context.Context, tools.Env, changeArgs, bool) tools.Result { runs.Add(1); return tools.OK("") }})
+	}
+	rt := New(Config{Home: t.TempDir(), Provider: &fakeProvider{}, Model: "m", Tools: append(tools.Builtins(), changeTool(&runs, &dryRuns))})
+	t.Cleanup(rt.Close)
+	parent, err := rt.NewSession(t.TempDir())
+	require.NoError(t, err)
+	c, err := rt.newChildSession("", t.TempDir(), t.TempDir(), parent, 1, ModeAuto, "m", AgentSpec{Name: "default"}, parent.accounts)
+	require.NoError(t, err)
+	t.Cleanup(c.release)
+	keep := func(t tools.Tool) bool { return t.Name() == "grep" || t.Name() == "read" }
+	c.offerTools(keep, []tools.Tool{named("report_checkpoint"), named("change"), named("extra"), named("report_checkpoint")})
+	reg, specs := c.toolbox()
+	require.Equal(t, []string{"read", "grep", "report_checkpoint", "extra"}, specNames(specs))
+	var names []string
+	for _, tool := range reg.All() {
+		names = append(names, tool.Name())
+	}
+	require.Equal(t, specNames(specs), names)
+	require.Equal(t, "extra tool", specs[3].Description)
+	require.JSONEq(t, `{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`, string(specs[3].Parameters))
+	require.Equal(t, rt.toolSpecs()[slices.IndexFunc(rt.toolSpecs(), func(s provider.ToolSpec) bool { return s.Name == "grep" })], specs[1])
+
+	all, err := rt.newChildSession("", t.TempDir(), t.TempDir(), parent, 1, ModeAuto, "m", AgentSpec{Name: "default"}, parent.accounts)
+	require.NoError(t, err)
+	t.Cleanup(all.release)
+	all.offerTools(nil, []tools.Tool{named("extra")})
+	_, specs = all.toolbox()
+	require.Equal(t, append(specNames(rt.toolSpecs()), "extra"), specNames(specs))
 }

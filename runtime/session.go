@@ -191,29 +191,26 @@ func (s *Session) offerTools(keep func(tools.Tool) bool, extra []tools.Tool) {
 	if keep == nil && len(extra) == 0 {
 		return
 	}
-	all := s.rt.tools.All()
-	specs := slices.Clone(s.rt.toolSpecs())
-	seen := map[string]bool{}
-	for _, t := range all {
-		seen[t.Name()] = true
-	}
-	if keep != nil {
-		all, specs = all[:0], specs[:0]
-		for i, t := range s.rt.tools.All() {
-			if keep(t) {
-				all = append(all, t)
-				specs = append(specs, s.rt.toolSpecs()[i])
-			}
+	// Every child of a workflow comes through here: one walk of the
+	// runtime's tools, their specs made once (rt.toolSpecs), and the
+	// extras' names checked against the runtime's (which a keep may drop).
+	base, baseSpecs := s.rt.tools.Tools(), s.rt.toolSpecs()
+	all := make([]tools.Tool, 0, len(base)+len(extra))
+	specs := make([]provider.ToolSpec, 0, len(base)+len(extra))
+	for i, t := range base {
+		if keep == nil || keep(t) {
+			all, specs = append(all, t), append(specs, baseSpecs[i])
 		}
 	}
-	for _, t := range extra {
-		if seen[t.Name()] {
-			s.rt.log.Warn("an extra tool is named like another; dropped", "session", s.ID(), "tool", t.Name())
+	for i, t := range extra {
+		name := t.Name()
+		_, builtin := s.rt.tools.Get(name)
+		if builtin || slices.ContainsFunc(extra[:i], func(o tools.Tool) bool { return o.Name() == name }) {
+			s.rt.log.Warn("an extra tool is named like another; dropped", "session", s.ID(), "tool", name)
 			continue
 		}
-		seen[t.Name()] = true
 		all = append(all, t)
-		specs = append(specs, provider.ToolSpec{Name: t.Name(), Description: t.Description(), Parameters: t.Schema()})
+		specs = append(specs, provider.ToolSpec{Name: name, Description: t.Description(), Parameters: t.Schema()})
 	}
 	s.toolset, s.specs = tools.NewRegistry(all...), specs
 }

@@ -37,6 +37,10 @@ func (r *Registry) All() []Tool {
 	return append([]Tool(nil), r.order...)
 }
 
+// Tools is the tools in registration order, not copied: the caller must
+// not change the slice.
+func (r *Registry) Tools() []Tool { return r.order }
+
 // Unknown is the result of a call to a tool the registry does not have. It
 // lists the tools that do exist, since the model has usually misspelled one
 // or remembered one from another agent.
