@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/pixir-go/pixir/workflows"
@@ -38,10 +41,52 @@ func (c gitCommitter) Commit(ctx context.Context, req workflows.CommitRequest) (
 		rep.Reason = fmt.Sprintf("the workspace is not in a git repository (%v: %s)", err, firstLineOf(out))
 		return rep, nil
 	}
-	paths := append([]string{"--"}, req.Paths...)
+	// A path neither in the workspace nor tracked has nothing to commit
+	// (a deletion committed already): git add would refuse it.
+	tracked, err := git(append([]string{"ls-files", "-z", "--"}, req.Paths...)...)
+	if err != nil {
+		rep.Reason = fmt.Sprintf("git ls-files refused (%v): %s", err, tracked)
+		return rep, nil
+	}
+	paths := []string{"--"}
+	for _, p := range req.Paths {
+		if _, err := os.Lstat(filepath.Join(c.root, filepath.FromSlash(p))); err == nil || slices.Contains(strings.Split(tracked, "\x00"), p) {
+			paths = append(paths, p)
+		}
+	}
+	if len(paths) == 1 {
+		rep.Reason = "the run's files are as the repository's HEAD has them (committed already): nothing to commit"
+		return rep, nil
+	}
 	if out, err := git(append([]string{"add", "--all"}, paths...)...); err != nil {
 		rep.Reason = fmt.Sprintf("git add refused (%v): %s", err, out)
 		return rep, nil
+	}
+	// Only the paths whose content differs from HEAD's are committed and
+	// reported: a resumed run names the work of the runs it reuses, and a
+	// completed run it resumes has committed some of it already.
+	if _, err := git("rev-parse", "--verify", "--quiet", "HEAD"); err == nil {
+		out, err := git(append([]string{"diff", "--cached", "--name-only", "--relative", "--no-renames", "-z", "HEAD"}, paths...)...)
+		if err != nil {
+			rep.Reason = fmt.Sprintf("git diff refused (%v): %s", err, out)
+			return rep, nil
+		}
+		changed := strings.Split(strings.TrimRight(out, "\x00"), "\x00")
+		if out == "" {
+			changed = nil
+		}
+		kept := rep.Files[:0:0]
+		for _, p := range paths[1:] {
+			if slices.Contains(changed, p) {
+				kept = append(kept, p)
+			}
+		}
+		if rep.Files = kept; len(kept) == 0 {
+			rep.Files = req.Paths
+			rep.Reason = "the run's files are as the repository's HEAD has them (committed already): nothing to commit"
+			return rep, nil
+		}
+		paths = append([]string{"--"}, kept...)
 	}
 	// --only (implied by the paths): only these paths' contents, whatever
 	// else the index holds.

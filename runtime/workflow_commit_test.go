@@ -63,6 +63,21 @@ func TestGitCommitterCommitsOnlyItsPaths(t *testing.T) {
 	require.Equal(t, []string{"D\tws/gone.txt", "M\tws/kept.txt", "A\tws/new[1].txt"}, strings.Split(git("show", "--name-status", "--format=", "HEAD"), "\n"))
 	require.Equal(t, "M  ws/other.txt\n?? ws/notes.txt", git("status", "--porcelain", "--", "."), "the user's change stays staged, the untracked file untracked")
 
+	// Committed already (a resumed run names its reused runs' work): only
+	// what differs from HEAD is committed and reported; nothing, when
+	// nothing does.
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "kept.txt"), []byte("v3\n"), 0o644))
+	rep, err = c.Commit(context.Background(), workflows.CommitRequest{Message: "again", Paths: []string{"gone.txt", "kept.txt", "new[1].txt"}})
+	require.NoError(t, err)
+	require.Equal(t, workflows.Committed, rep.Status, rep.Reason)
+	require.Equal(t, []string{"kept.txt"}, rep.Files)
+	require.Equal(t, "M\tws/kept.txt", git("show", "--name-status", "--format=", "HEAD"))
+	rep, err = c.Commit(context.Background(), workflows.CommitRequest{Message: "once more", Paths: []string{"kept.txt", "new[1].txt"}})
+	require.NoError(t, err)
+	require.Equal(t, workflows.NotCommitted, rep.Status)
+	require.Equal(t, "the run's files are as the repository's HEAD has them (committed already): nothing to commit", rep.Reason)
+	require.Equal(t, "again", git("log", "-1", "--format=%s"))
+
 	mode = ModeReadOnly
 	rep, err = c.Commit(context.Background(), workflows.CommitRequest{Message: "x", Paths: []string{"notes.txt"}})
 	require.NoError(t, err)

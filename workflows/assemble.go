@@ -79,8 +79,12 @@ func assemble(w *Workflow, id string, steps []StepOutcome, loops []LoopOutcome, 
 			loopHolds = true
 			continue
 		}
-		out.KnownLimitations = append(out.KnownLimitations, fmt.Sprintf("loop %s ended %s after %d of %d iterations; its dependents proceeded with %d unresolved blocker(s)",
-			l.Run, l.State, l.Iterations, l.MaxIterations, len(l.Blockers)))
+		limitation := fmt.Sprintf("loop %s ended %s after %d of %d iterations; its dependents proceeded with %d unresolved blocker(s)",
+			l.Run, l.State, l.Iterations, l.MaxIterations, len(l.Blockers))
+		if len(l.Blockers) > 0 {
+			limitation += ": " + strings.Join(l.Blockers, "; ")
+		}
+		out.KnownLimitations = append(out.KnownLimitations, limitation)
 	}
 	// The pairs at merge risk are counted, and the first named
 	// (mergeRisks): a list of every pair grows with the square of the

@@ -116,7 +116,11 @@ func (r *runner) commitWork(out *Outcome) *CommitReport {
 
 // committable are the files a run brought into the workspace, sorted:
 // merged by its isolated writers, changed by its ready shared writers;
-// never .pixir/, nor what spec excludes.
+// never .pixir/, nor what spec excludes. A resumed run (resume_from)
+// brings in the work of the steps it reuses too: that work is in the
+// workspace, made by this workflow, and the run it was reused from did
+// not commit it (only a completed run commits; what a completed run
+// committed is unchanged since, and git leaves it out).
 func committable(spec *CommitSpec, merged map[string][]string, steps []StepOutcome) []string {
 	seen := map[string]bool{}
 	for p := range merged {
@@ -124,7 +128,12 @@ func committable(spec *CommitSpec, merged map[string][]string, steps []StepOutco
 	}
 	for i := range steps {
 		s := &steps[i]
-		if s.WorkspaceMode != Shared || s.Posture != Writer || s.CheckpointStatus != CheckpointReady || s.Changes == nil || s.ReusedFrom != "" {
+		if s.ReusedFrom != "" && s.Merge != nil && s.CheckpointStatus == CheckpointReady {
+			for _, p := range mergedPaths(s.Merge.Applied) {
+				seen[p] = true
+			}
+		}
+		if s.WorkspaceMode != Shared || s.Posture != Writer || s.CheckpointStatus != CheckpointReady || s.Changes == nil {
 			continue
 		}
 		for _, p := range slices.Concat(s.Changes.Added, s.Changes.Changed, s.Changes.Deleted) {

@@ -66,6 +66,44 @@ func TestARunCommitsOnlyItsWork(t *testing.T) {
 	}
 }
 
+// A resumed run commits what the whole workflow brought in: the work of
+// the steps it reuses from the run it resumes (which, partial, committed
+// nothing) with its own.
+func TestAResumedRunCommitsTheReusedWorkToo(t *testing.T) {
+	const spec = `{"commit": {"message": "feat: add"}, "steps": [
+	  {"id": "code", "task": "t", "write_set": ["src/**"], "workspace_mode": "shared"},
+	  {"id": "look", "task": "t", "depends_on": ["code"]},
+	  {"id": "docs", "task": "t", "write_set": ["docs/**"], "workspace_mode": "shared", "depends_on": ["look"]}]}`
+	lookFails := true
+	sim := newSim(func(step string) childPlan {
+		switch {
+		case step == "code":
+			return childPlan{dur: 5, changes: &tools.FileChanges{Added: []string{"src/b.go"}, Changed: []string{"src/a.go"}}}
+		case step == "docs":
+			return childPlan{dur: 5, changes: &tools.FileChanges{Added: []string{"docs/a.md"}}}
+		case step == "look" && lookFails:
+			return childPlan{dur: 5, status: tools.SubagentFailed}
+		}
+		return childPlan{dur: 5}
+	})
+	fc := &fakeCommitter{}
+	p, err := Prepare(mustParse(t, spec), Ports{Agents: sim, Children: sim, Evidence: sim, Committer: fc})
+	require.NoError(t, err)
+	first := p.Run(context.Background(), RunOptions{WorkflowID: "wf-1", Now: fixedClock(), waiting: sim.waiting})
+	require.Equal(t, StatusPartial, first.Status)
+	require.Empty(t, fc.reqs)
+
+	lookFails = false
+	w := mustParse(t, spec)
+	w.ResumeFrom = "wf-1"
+	p, err = Prepare(w, Ports{Agents: sim, Children: sim, Evidence: sim, Committer: fc})
+	require.NoError(t, err)
+	second := p.Run(context.Background(), RunOptions{WorkflowID: "wf-2", Now: fixedClock(), waiting: sim.waiting})
+	require.Equal(t, StatusCompleted, second.Status, second.Output)
+	require.Equal(t, "wf-1", second.Steps[0].ReusedFrom)
+	require.Equal(t, []CommitRequest{{Message: "feat: add", Paths: []string{"docs/a.md", "src/a.go", "src/b.go"}}}, fc.reqs)
+}
+
 func TestCommitIsValidated(t *testing.T) {
 	_, err := Parse([]byte(`{"commit": {"message": " ", "exclude": ["../x"]}, "steps": [{"id": "a", "task": "t"}]}`))
 	require.Error(t, err)

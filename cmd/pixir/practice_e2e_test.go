@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -24,42 +28,14 @@ import (
 // Pixir), 7 (Implementation Incomplete + escalate test_design → @check →
 // @test → a fresh @make, within 2 cycles), 8 (both ACCEPTABLE → phase 9),
 // 9 (a pre-existing bug filed as a sub-issue via @pm; Done; the summary;
-// a commit). The other rows run on the simulated runtime
-// (workflows/practice_test.go).
+// a commit). The other scenarios below take the same story and change a
+// role's answers (practiceScenario); the other rows run on the simulated
+// runtime (workflows/practice_test.go).
 func TestThePracticeRunsEndToEndToACommit(t *testing.T) {
-	e := newRunEnv(t)
-	demo := filepath.Join("..", "..", "examples", "practice-demo")
-	require.NoError(t, os.CopyFS(e.ws, os.DirFS(filepath.Join(demo, "repo"))))
-	git := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = e.ws
-		cmd.Env = append(os.Environ(), gitIdentity...)
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "git %v: %s", args, out)
-		return strings.TrimSpace(string(out))
-	}
-	git("init", "-q", "-b", "main")
-	git("add", "-A")
-	git("commit", "-q", "-m", "the demo project")
-	base := git("rev-parse", "HEAD")
-	// Something of the user's, not the run's: it stays out of the commit.
-	require.NoError(t, os.WriteFile(filepath.Join(e.ws, "NOTES.txt"), []byte("mine\n"), 0o644))
-
-	script, err := filepath.Abs(filepath.Join(demo, "script.toml"))
-	require.NoError(t, err)
-	cmd := e.command("run", "--workflow", "practice", "--set", "issue=GAL-1", "--set", "test_command=sh tests/run.sh", "--script", script, "--json")
-	cmd.Env = append(cmd.Env, gitIdentity...)
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	require.NoError(t, cmd.Run(), stderr.String())
-	out := runOutcome(t, stdout.String())
+	p := newPracticeRepo(t)
+	out, stderr := p.run(p.scenario(""))
 	require.Equal(t, workflows.StatusCompleted, out.Status, out.Output)
 
-	var runs []string
-	for _, s := range out.Steps {
-		runs = append(runs, s.Run+":"+string(s.CheckpointStatus))
-	}
 	require.Equal(t, []string{
 		"issue:checkpoint_ready",
 		"plan#1.1:checkpoint_ready", "check-plan#1.1:checkpoint_ready", "simplify-plan#1.1:checkpoint_ready",
@@ -70,53 +46,331 @@ func TestThePracticeRunsEndToEndToACommit(t *testing.T) {
 		"make#1.1.2[1]:checkpoint_ready", "diagnose#1.1.2:skipped", "redesign#1.1.2:skipped",
 		"final-check#1.1:checkpoint_ready", "final-simplify#1.1:checkpoint_ready", "test-diagnose#1.1:skipped", "test-redo#1.1:skipped",
 		"commit:checkpoint_ready", "summary:checkpoint_ready",
-	}, runs)
-	var loops []string
-	for _, l := range out.Loops {
-		loops = append(loops, l.Run+": "+workflows.LoopStateText(&l))
-	}
+	}, practiceRuns(out))
 	require.Equal(t, []string{"revisit: satisfied at iteration 1 of 2", "plan-review#1: satisfied at iteration 2 of 3",
-		"split-review#1: satisfied at iteration 1 of 2", "final-review#1: satisfied at iteration 1 of 3", "escalation#1.1: satisfied at iteration 2 of 2"}, loops)
+		"split-review#1: satisfied at iteration 1 of 2", "final-review#1: satisfied at iteration 1 of 3", "escalation#1.1: satisfied at iteration 2 of 2"}, practiceLoops(out))
 
 	// The roles ran as their built-in agents.
 	for run, agent := range map[string]string{"issue": "pm", "check-plan#1.2": "check", "simplify-plan#1.2": "simplify", "write-tests#1[1]": "test", "make#1.1.2[1]": "make", "commit": "pm"} {
 		require.Equal(t, agent, runOf(t, out, run).Agent, run)
 	}
 	// The reviser got the findings; the fresh make got the redesign.
-	require.Contains(t, firstUserText(t, childLog(t, e.ws, runOf(t, out, "plan#1.2"))), "the plan names no test file")
-	require.Contains(t, firstUserText(t, childLog(t, e.ws, runOf(t, out, "make#1.1.2[1]"))), "redesign#1.1.1 (checkpoint_ready")
+	require.Contains(t, p.prompt(out, "plan#1.2"), "the plan names no test file")
+	require.Contains(t, p.prompt(out, "make#1.1.2[1]"), "redesign#1.1.1 (checkpoint_ready")
 	// make is held to its task's files: its write set is calc.sh alone.
-	require.Contains(t, firstUserText(t, childLog(t, e.ws, runOf(t, out, "make#1.1.2[1]"))), "You may write only: calc.sh.")
+	require.Contains(t, p.prompt(out, "make#1.1.2[1]"), "You may write only: calc.sh.")
 	// Pixir verified RED before the implementation and GREEN before closing.
 	require.Contains(t, runOf(t, out, "write-tests#1[1]").Checkpoint.Verification[0], "verified by Pixir: `sh tests/run.sh` exited 1, as required (fail)")
 	require.Contains(t, runOf(t, out, "commit").Checkpoint.Verification[0], "verified by Pixir: `sh tests/run.sh` exited 0, as required (pass)")
 
 	// The artifacts, the TODO status flips and the follow-up.
 	for _, f := range []string{"plan.md", "task-1.md", "summary.md"} {
-		require.FileExists(t, filepath.Join(e.ws, ".workflow", "run-GAL-1", f))
+		require.FileExists(t, filepath.Join(p.e.ws, ".workflow", "run-GAL-1", f))
 	}
-	issue, err := os.ReadFile(filepath.Join(e.ws, "TODO", "GAL-1.md"))
-	require.NoError(t, err)
-	require.Contains(t, string(issue), "status: Done")
-	followUp, err := os.ReadFile(filepath.Join(e.ws, "TODO", "GAL-1-1.md"))
-	require.NoError(t, err)
-	require.Contains(t, string(followUp), "parent: GAL-1\nlabel: bug")
+	require.Contains(t, p.read("TODO/GAL-1.md"), "status: Done")
+	require.Contains(t, p.read("TODO/GAL-1-1.md"), "parent: GAL-1\nlabel: bug")
 
-	// One commit on top of the base, with exactly the intended files.
-	require.Equal(t, base, git("rev-parse", "HEAD~1"))
-	require.Equal(t, &workflows.CommitReport{Status: workflows.Committed, Commit: git("rev-parse", "HEAD"), Message: "GAL-1: implemented by the practice workflow",
-		Files: []string{"TODO/GAL-1-1.md", "TODO/GAL-1.md", "TODO/README.md", "calc.sh", "tests/test_mul.sh"}}, out.Commit)
-	require.Equal(t, "TODO/GAL-1-1.md\nTODO/GAL-1.md\nTODO/README.md\ncalc.sh\ntests/test_mul.sh", git("show", "--name-only", "--format=", "HEAD"))
-	require.Equal(t, "?? NOTES.txt", git("status", "--porcelain"), "the user's file, untouched; .pixir/ and .workflow/ ignored")
-	require.Equal(t, "ok   tests/test_add.sh\nok   tests/test_mul.sh", runTests(t, e.ws), "the committed work passes its tests")
+	p.requireOneCommit(out, "TODO/GAL-1-1.md", "TODO/GAL-1.md", "TODO/README.md", "calc.sh", "tests/test_mul.sh")
+	p.requireRebuilt(out, sessionOf(t, p.e.ws, stderr))
+}
 
-	// The Log rebuilds the outcome, commit included.
-	events := readLog(t, e.ws, sessionOf(t, e.ws, stderr.String()))
-	rebuilt := workflows.Rebuild(workflowEvents(t, events))
-	require.Len(t, rebuilt, 1)
+// Row 8's convergence through the binary: the final review finds the same
+// production-code problem twice, so its loop stops early (converged, at
+// iteration 2 of 3) and the run goes on as the spec says — document the
+// blockers; proceed: the outcome, its table and pixir inspect say
+// converged and carry the blocker as a known limitation, pm is told and
+// files it as a follow-up (row 9), and the commit holds only the run's
+// files.
+func TestThePracticeConvergesAndProceedsWithItsBlocker(t *testing.T) {
+	p := newPracticeRepo(t)
+	const finding = "mul accepts letters"
+	out, stderr := p.run(p.scenario(finalMakeAgain(2) + finalCheckSays(0, finding) + pmFilesFollowUp))
+	require.Equal(t, workflows.StatusCompleted, out.Status, out.Output)
+
+	runs := practiceRuns(out)
+	require.Contains(t, runs, "make#1.2.1[1]:checkpoint_ready", "the production-code finding sent make back")
+	require.Contains(t, runs, "final-check#1.2:checkpoint_ready")
+	require.NotContains(t, strings.Join(runs, " "), "final-check#1.3", "converged: no third review")
+	const state = "final-review#1: converged at iteration 2 of 3 → proceeding with 1 blocker"
+	require.Contains(t, practiceLoops(out), state)
+	require.Contains(t, out.Output, "- "+state+": "+finding)
+	require.Equal(t, []string{"loop final-review#1 (converged): " + finding}, out.SeamObligations)
+	require.Equal(t, []string{"loop final-review#1 ended converged after 2 of 3 iterations; its dependents proceeded with 1 unresolved blocker(s): " + finding}, out.KnownLimitations)
+	// The second make got the finding; pm got the blocker to file.
+	require.Contains(t, p.prompt(out, "make#1.2.1[1]"), finding)
+	require.Contains(t, p.prompt(out, "commit"), "Loop final-review#1 ended "+strings.TrimPrefix(state, "final-review#1: ")+" without meeting its until")
+	require.Contains(t, p.prompt(out, "commit"), "- "+finding)
+	require.Contains(t, p.read("TODO/GAL-1-1.md"), "parent: GAL-1\nlabel: followup")
+
+	inspect, errOut, code := p.e.pixir("inspect", sessionOf(t, p.e.ws, stderr))
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, inspect, "loop "+state+"; blockers: "+finding)
+
+	p.requireOneCommit(out, "TODO/GAL-1-1.md", "TODO/GAL-1.md", "TODO/README.md", "calc.sh", "tests/test_mul.sh")
+	p.requireRebuilt(out, sessionOf(t, p.e.ws, stderr))
+}
+
+// Row 8's exhaustion through the binary: three final reviews, each with a
+// new finding, exhaust the loop; the run proceeds with the last blockers.
+func TestThePracticeExhaustsItsFinalReviewAndProceeds(t *testing.T) {
+	p := newPracticeRepo(t)
+	out, stderr := p.run(p.scenario(finalMakeAgain(2) + finalMakeAgain(3) +
+		finalCheckSays(1, "the first finding") + finalCheckSays(2, "the second finding") + finalCheckSays(3, "the third finding") + pmFilesFollowUp))
+	require.Equal(t, workflows.StatusCompleted, out.Status, out.Output)
+
+	const state = "final-review#1: exhausted after 3 of 3 iterations → proceeding with 1 blocker"
+	require.Contains(t, practiceLoops(out), state)
+	require.Contains(t, practiceRuns(out), "final-check#1.3:checkpoint_ready")
+	require.Equal(t, []string{"loop final-review#1 (exhausted): the third finding"}, out.SeamObligations)
+	require.Contains(t, p.prompt(out, "commit"), "- the third finding")
+	inspect, errOut, code := p.e.pixir("inspect", sessionOf(t, p.e.ws, stderr))
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, inspect, "loop "+state+"; blockers: the third finding")
+	p.requireOneCommit(out, "TODO/GAL-1-1.md", "TODO/GAL-1.md", "TODO/README.md", "calc.sh", "tests/test_mul.sh")
+}
+
+// A practice run killed (kill -9) in its final review and resumed with
+// pixir resume --resume-from: the resumed run reuses every phase that
+// ended, and its commit holds what the whole workflow changed — the
+// implementation and tests of the reused phases too — not only what the
+// resumed part changed.
+func TestAResumedPracticeCommitsTheWholeRunsWork(t *testing.T) {
+	p := newPracticeRepo(t)
+	hung := p.scenario(`
+[[rule]]
+name = "check never finishes the final review"
+match = '\AFinal review of the change for issue \S+ against'
+  [[rule.reply]]
+  hang = true
+`)
+	cmd := p.command(hung)
+	var stdout bytes.Buffer
+	stderr := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = &stdout, stderr
+	require.NoError(t, cmd.Start())
+	stderr.waitFor("step final-check#1.1 running")
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	var exit *exec.ExitError
+	require.True(t, errors.As(cmd.Wait(), &exit))
+	require.Equal(t, p.base, p.git("rev-parse", "HEAD"), "nothing committed before the end")
+
+	// The session id is printed at the end, which never came: the Log is
+	// the one session of the workspace.
+	logs, err := filepath.Glob(filepath.Join(p.e.ws, ".pixir", "sessions", "*.ndjson"))
+	require.NoError(t, err)
+	require.Len(t, logs, 1)
+	sid := strings.TrimSuffix(filepath.Base(logs[0]), ".ndjson")
+	events := workflowEvents(t, readLog(t, p.e.ws, sid))
+	wfID := events[len(events)-1].WorkflowID
+
+	args := append([]string{"resume", sid, "--workflow", "practice", "--resume-from", wfID}, practiceArgs(p.scenario(""))...)
+	resumed := p.e.command(args...)
+	resumed.Env = append(resumed.Env, gitIdentity...)
+	var outBuf, errBuf strings.Builder
+	resumed.Stdout, resumed.Stderr = &outBuf, &errBuf
+	require.NoError(t, resumed.Run(), errBuf.String())
+	out := runOutcome(t, outBuf.String())
+	require.Equal(t, workflows.StatusCompleted, out.Status, out.Output)
+	for _, r := range []string{"issue", "plan#1.2", "write-tests#1[1]", "redesign#1.1.1", "make#1.1.2[1]"} {
+		require.Equal(t, wfID, runOf(t, out, r).ReusedFrom, "%s ended before the kill: reused", r)
+	}
+	require.Empty(t, runOf(t, out, "final-check#1.1").ReusedFrom)
+	require.Empty(t, runOf(t, out, "commit").ReusedFrom)
+
+	p.requireOneCommit(out, "TODO/GAL-1-1.md", "TODO/GAL-1.md", "TODO/README.md", "calc.sh", "tests/test_mul.sh")
+}
+
+// Scenario parts: rules put before the demo's script, so they answer
+// first (the first rule that matches wins).
+
+// finalMakeAgain is make sent back by the final review at iteration n:
+// the implementation is already right; it reports GREEN again.
+func finalMakeAgain(n int) string {
+	return `
+[[rule]]
+name = "make, sent back by the final review"
+match = '(?s)\AImplement task.*This is iteration ` + strconv.Itoa(n) + ` of at most 3 of loop "final-review"'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "bash"
+  arguments = { command = "sh tests/run.sh" }
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "report_checkpoint"
+  arguments_json = '{"status":"checkpoint_ready","summary":"calc.sh unchanged: GREEN","verification":["sh tests/run.sh: ok"]}'
+  [[rule.reply]]
+  text = "GREEN"
+`
+}
+
+// finalCheckSays is check's final review at iteration n (0: every one):
+// NEEDS WORK with a production-code finding.
+func finalCheckSays(n int, finding string) string {
+	match := `\AFinal review of the change for issue \S+ against`
+	if n > 0 {
+		match = `(?s)` + match + `.*This is iteration ` + strconv.Itoa(n) + ` of at most 3 of loop "final-review"`
+	}
+	return `
+[[rule]]
+name = "check, final review: NEEDS WORK"
+match = '` + match + `'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "report_checkpoint"
+  arguments_json = '{"status":"checkpoint_ready","summary":"NEEDS WORK","payload":{"verdict":"NEEDS WORK","route":"production_code","findings":["` + finding + `"]}}'
+  [[rule.reply]]
+  text = "NEEDS WORK"
+`
+}
+
+// pmFilesFollowUp is pm finishing the issue with an unresolved blocker:
+// Done, and the blocker filed as a follow-up sub-issue.
+const pmFilesFollowUp = `
+[[rule]]
+name = "pm finishes the issue and files the blocker"
+match = '\AFinish issue'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "edit"
+  arguments = { path = "TODO/GAL-1.md", old_text = "status: In Progress", new_text = "status: Done" }
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "write"
+  arguments = { path = "TODO/GAL-1-1.md", content = "title: the final review's unresolved blocker\nstatus: Todo\nparent: GAL-1\nlabel: followup\n" }
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "edit"
+  arguments = { path = "TODO/README.md", old_text = "multiplies — In Progress", new_text = "multiplies — Done\n  - [GAL-1-1](GAL-1-1.md) the final review's unresolved blocker — Todo (followup)" }
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "report_checkpoint"
+  arguments_json = '{"status":"checkpoint_ready","summary":"GAL-1 Done; GAL-1-1 filed (followup)","produced":["TODO/GAL-1.md","TODO/GAL-1-1.md","TODO/README.md"]}'
+  [[rule.reply]]
+  text = "GAL-1 is Done."
+`
+
+// practiceRepo is a temporary git repository holding the demo project,
+// committed, with a file of the user's beside it that no run may commit.
+type practiceRepo struct {
+	t    *testing.T
+	e    *runEnv
+	base string // the commit the run starts from
+}
+
+func newPracticeRepo(t *testing.T) *practiceRepo {
+	t.Helper()
+	p := &practiceRepo{t: t, e: newRunEnv(t)}
+	require.NoError(t, os.CopyFS(p.e.ws, os.DirFS(filepath.Join(practiceDemo, "repo"))))
+	p.git("init", "-q", "-b", "main")
+	p.git("add", "-A")
+	p.git("commit", "-q", "-m", "the demo project")
+	p.base = p.git("rev-parse", "HEAD")
+	// Something of the user's, not the run's: it stays out of the commit.
+	require.NoError(t, os.WriteFile(filepath.Join(p.e.ws, "NOTES.txt"), []byte("mine\n"), 0o644))
+	return p
+}
+
+// practiceDemo is the offline practice of examples/.
+var practiceDemo = filepath.Join("..", "..", "examples", "practice-demo")
+
+func (p *practiceRepo) git(args ...string) string {
+	p.t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = p.e.ws
+	cmd.Env = append(os.Environ(), gitIdentity...)
+	out, err := cmd.CombinedOutput()
+	require.NoError(p.t, err, "git %v: %s", args, out)
+	return strings.TrimSpace(string(out))
+}
+
+// scenario is the demo's script with rules of its own before it, in a file
+// outside the repository.
+func (p *practiceRepo) scenario(rules string) string {
+	p.t.Helper()
+	demo, err := os.ReadFile(filepath.Join(practiceDemo, "script.toml"))
+	require.NoError(p.t, err)
+	f, err := os.CreateTemp(filepath.Dir(p.e.ws), "scenario-*.toml")
+	require.NoError(p.t, err)
+	_, err = f.WriteString(rules + "\n" + string(demo))
+	require.NoError(p.t, err)
+	require.NoError(p.t, f.Close())
+	return f.Name()
+}
+
+// practiceArgs are the practice's arguments for the demo, on script.
+func practiceArgs(script string) []string {
+	return []string{"--set", "issue=GAL-1", "--set", "test_command=sh tests/run.sh", "--script", script, "--json"}
+}
+
+// command is pixir run of the practice on script.
+func (p *practiceRepo) command(script string) *exec.Cmd {
+	cmd := p.e.command(append([]string{"run", "--workflow", "practice"}, practiceArgs(script)...)...)
+	cmd.Env = append(cmd.Env, gitIdentity...)
+	return cmd
+}
+
+// run runs the practice on script to its end: its outcome and stderr.
+func (p *practiceRepo) run(script string) (workflows.Outcome, string) {
+	p.t.Helper()
+	cmd := p.command(script)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(p.t, cmd.Run(), stderr.String())
+	return runOutcome(p.t, stdout.String()), stderr.String()
+}
+
+func (p *practiceRepo) read(name string) string {
+	p.t.Helper()
+	b, err := os.ReadFile(filepath.Join(p.e.ws, name))
+	require.NoError(p.t, err)
+	return string(b)
+}
+
+// prompt is the task a run's child was given.
+func (p *practiceRepo) prompt(out workflows.Outcome, run string) string {
+	p.t.Helper()
+	return firstUserText(p.t, childLog(p.t, p.e.ws, runOf(p.t, out, run)))
+}
+
+// requireOneCommit checks that the run made one commit on top of the base
+// with exactly files, left the user's file alone, and that the committed
+// work passes its tests.
+func (p *practiceRepo) requireOneCommit(out workflows.Outcome, files ...string) {
+	p.t.Helper()
+	require.Equal(p.t, p.base, p.git("rev-parse", "HEAD~1"))
+	require.Equal(p.t, &workflows.CommitReport{Status: workflows.Committed, Commit: p.git("rev-parse", "HEAD"), Message: "GAL-1: implemented by the practice workflow",
+		Files: files}, out.Commit)
+	require.Equal(p.t, strings.Join(files, "\n"), p.git("show", "--name-only", "--format=", "HEAD"))
+	require.Equal(p.t, "?? NOTES.txt", p.git("status", "--porcelain"), "the user's file, untouched; .pixir/ and .workflow/ ignored")
+	require.Equal(p.t, "ok   tests/test_add.sh\nok   tests/test_mul.sh", runTests(p.t, p.e.ws), "the committed work passes its tests")
+}
+
+// requireRebuilt checks that the Log rebuilds the outcome, commit included.
+func (p *practiceRepo) requireRebuilt(out workflows.Outcome, sid string) {
+	p.t.Helper()
+	rebuilt := workflows.Rebuild(workflowEvents(p.t, readLog(p.t, p.e.ws, sid)))
+	require.Len(p.t, rebuilt, 1)
 	want, _ := json.Marshal(out)
 	got, _ := json.Marshal(rebuilt[0])
-	require.JSONEq(t, string(want), string(got))
+	require.JSONEq(p.t, string(want), string(got))
+}
+
+// practiceRuns are the outcome's runs with their checkpoint statuses.
+func practiceRuns(out workflows.Outcome) []string {
+	var runs []string
+	for _, s := range out.Steps {
+		runs = append(runs, s.Run+":"+string(s.CheckpointStatus))
+	}
+	return runs
+}
+
+// practiceLoops are the outcome's loop runs and their states.
+func practiceLoops(out workflows.Outcome) []string {
+	var loops []string
+	for _, l := range out.Loops {
+		loops = append(loops, l.Run+": "+workflows.LoopStateText(&l))
+	}
+	return loops
 }
 
 // gitIdentity lets git commit in a test whatever the machine's config.
