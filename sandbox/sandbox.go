@@ -20,6 +20,9 @@ type Sandbox struct {
 	deny []string
 	// base is the environment filtered; nil is os.Environ at each call.
 	base []string
+	// goCache is the Go build cache of confined commands that may not
+	// write their own (WithGoCache); "" for none.
+	goCache string
 }
 
 // New makes a Sandbox. deny names variables commands never get, whatever
@@ -167,6 +170,7 @@ func (s *Sandbox) Run(ctx context.Context, c Command) (Outcome, error) {
 		defer os.RemoveAll(tmp)
 		env = setEnv(env, "TMPDIR="+tmp)
 		p.Writable = append(append([]string{tmp}, p.Writable...), s.extraWritable()...)
+		env, p.Writable = goCacheFor(env, p.Writable, s.goCache)
 	}
 	newCmd := func() *exec.Cmd {
 		cmd := exec.CommandContext(ctx, c.Path, c.Args[1:]...)

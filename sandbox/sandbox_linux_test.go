@@ -269,3 +269,49 @@ func TestPrograms(t *testing.T) {
 	require.Contains(t, files, sh, "a script's interpreter")
 	require.Empty(t, interpreterOf(filepath.Join(dir, "missing")))
 }
+
+// A confined command that may not write its Go build cache gets Pixir's,
+// writable; one that may (listed in [sandbox] writable) keeps its own; an
+// unconfined command and a sandbox without a cache of Pixir's change
+// nothing.
+func TestGoBuildCacheOfConfinedCommands(t *testing.T) {
+	needLandlock(t)
+	home, own := t.TempDir(), filepath.Join(t.TempDir(), "cache", "go-build")
+	users := filepath.Join(home, ".cache", "go-build")
+	require.NoError(t, os.MkdirAll(users, 0o755))
+	base := []string{"PATH=/usr/bin:/bin", "HOME=" + home}
+	const script = `echo "$GOCACHE"; mktemp -p "${GOCACHE:-$HOME/.cache/go-build}" >/dev/null 2>&1 && echo writable || true`
+	for _, tt := range []struct {
+		name string
+		s    *Sandbox
+		p    Policy
+		want string
+	}{
+		{"read-only gets Pixir's", New(Config{}).WithGoCache(own), Policy{Confine: true}, own + "\nwritable\n"},
+		{"a writer beyond its cache too", New(Config{}).WithGoCache(own), Policy{Confine: true, Writable: []string{t.TempDir()}}, own + "\nwritable\n"},
+		{"its own cache, when allowed", New(Config{Writable: []string{users}}).WithGoCache(own), Policy{Confine: true}, "\nwritable\n"},
+		{"GOCACHE beneath a writable path", New(Config{}).WithGoCache(own), Policy{Confine: true, Writable: []string{home}, Env: []string{"GOCACHE=" + users}}, users + "\nwritable\n"},
+		{"unconfined: as it was", New(Config{}).WithGoCache(own), Policy{}, "\nwritable\n"},
+		{"no cache of Pixir's: as it was", New(Config{}), Policy{Confine: true}, "\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, code, _ := sh(t, tt.s.WithBaseEnv(base), tt.p, home, script)
+			require.Equal(t, 0, code, out)
+			require.Equal(t, tt.want, out)
+		})
+	}
+}
+
+func TestGoBuildCacheFromTheEnvironment(t *testing.T) {
+	for env, want := range map[string]string{
+		"GOCACHE=/c/go HOME=/h":         "/c/go",
+		"GOCACHE=off HOME=/h":           "",
+		"GOCACHE=rel HOME=/h":           "",
+		"XDG_CACHE_HOME=/x HOME=/h":     "/x/go-build",
+		"HOME=/h":                       "/h/.cache/go-build",
+		"HOME=/h GOCACHE=/a GOCACHE=/b": "/b",
+		"PATH=/bin":                     "",
+	} {
+		require.Equal(t, want, goBuildCache(strings.Fields(env)), env)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/pixir-go/pixir/runtime"
@@ -255,8 +256,9 @@ func newRuntime(pf providerFlags, logger *slog.Logger) (*runtime.Runtime, error)
 		Workflows:       true,
 		Logger:          logger,
 		Subagents:       subagentConfig(pf.subagentLimits(settings.Agents), logger),
-		// The provider's key never reaches a command, whatever its name.
-		Sandbox:    sandbox.New(settings.Sandbox, c.KeyEnv),
+		// The provider's key never reaches a command, whatever its name;
+		// confined commands build Go in a cache of Pixir's, not the user's.
+		Sandbox:    sandbox.New(settings.Sandbox, c.KeyEnv).WithGoCache(filepath.Join(home, "cache", "go-build")),
 		MCP:        mcpConfig,
 		Version:    version,
 		Budget:     settings.Budget.Config(),
