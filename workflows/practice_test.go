@@ -167,6 +167,11 @@ func TestPracticeRoutingMatrix(t *testing.T) {
 		check: func(t *testing.T, out Outcome, sim *simRuntime) {
 			require.Equal(t, []string{"c"}, out.Loops[1].Blockers)
 			require.Contains(t, out.Output, "- plan-review#1: exhausted after 3 of 3 iterations → proceeding with 1 blocker: c")
+			// Phase 9: pm is told the blocker to file; the summary documents it.
+			for _, run := range []string{"commit", "summary"} {
+				require.Contains(t, sim.prompts[run], "Loop plan-review#1 ended exhausted after 3 of 3 iterations → proceeding with 1 blocker without meeting its until", run)
+				require.Contains(t, sim.prompts[run], "\n- c\n", run)
+			}
 		},
 	}, {
 		row:     "5.5: @check NEEDS WORK on the split → task specs edited, reviewed again (max 2)",
@@ -291,6 +296,7 @@ func TestPracticeRoutingMatrix(t *testing.T) {
 		loops: happy, status: StatusCompleted,
 		check: func(t *testing.T, out Outcome, sim *simRuntime) {
 			require.Contains(t, sim.prompts["commit"], "inline the helper")
+			require.Contains(t, sim.prompts["summary"], "inline the helper", "recorded in the summary's advisory notes")
 		},
 	}, {
 		row: "8: the same finding twice → convergence; stop the loop (and proceed with it)",
