@@ -114,6 +114,15 @@ func TestPracticeRoutingMatrix(t *testing.T) {
 		loops:  []string{"revisit: held 1", "plan-review#1: held 1", "split-review#1: held 1", "final-review#1: held 1", "escalation#1.1: held 1"},
 		status: StatusFailed,
 	}, {
+		row:     "2: @pm reports the issue not found, yet ready → refused (found must be true); the run stops",
+		reports: practiceReports{"issue": `{"status":"checkpoint_ready","summary":"no such issue","payload":{"found":false}}`},
+		ran:     []string{"issue"}, notRan: []string{"plan#1.1"},
+		loops:  []string{"revisit: held 1", "plan-review#1: held 1", "split-review#1: held 1", "final-review#1: held 1", "escalation#1.1: held 1"},
+		status: StatusFailed,
+		check: func(t *testing.T, out Outcome, sim *simRuntime) {
+			require.Contains(t, runOf(out, "issue").Error.Message, "/found")
+		},
+	}, {
 		row: "4: both reviewers ACCEPTABLE → proceed to phase 5", reports: practiceReports{},
 		ran:    []string{"plan#1.1", "check-plan#1.1", "simplify-plan#1.1", "split#1.1", "write-tests#1[1]", "write-tests#1[2]", "make#1.1.1[1]", "make#1.1.1[2]", "final-check#1.1", "commit"},
 		notRan: []string{"plan#1.2", "diagnose#1.1.1", "test-review#1"},
