@@ -355,3 +355,43 @@ func BenchmarkSnapshotWithGitVsCpA(b *testing.B) {
 	b.ReportMetric(t/c, "take/cp-a")
 	b.Logf("rounds %d; take ms %v; cp -a ms %v", len(takes), takes, cps)
 }
+
+// BenchmarkGitView measures a child repository alone (what Take runs
+// beside the copy): made for the tree of BenchmarkSnapshotWithGitVsCpA,
+// into an empty folder each time; cpu-ms is the CPU time it took, this
+// process's and its git processes' (steadier than wall time on a busy
+// machine).
+func BenchmarkGitView(b *testing.B) {
+	if testing.Short() {
+		b.Skip("generates a repository of 3,000 commits")
+	}
+	needGit(b)
+	root := b.TempDir()
+	src := genRepo(b, root)
+	syscall.Sync()
+	cpu := func() time.Duration {
+		var self, children syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+		_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children)
+		total := time.Duration(0)
+		for _, ru := range []syscall.Rusage{self, children} {
+			total += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		}
+		return total
+	}
+	start := cpu()
+	i := 0
+	defer func() {
+		b.ReportMetric(float64((cpu()-start).Microseconds())/1000/float64(max(i, 1)), "cpu-ms/op")
+	}()
+	for b.Loop() {
+		dst := filepath.Join(root, fmt.Sprintf("view%d", i))
+		i++
+		if err := os.MkdirAll(dst, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if gitView(context.Background(), src, dst) == nil {
+			b.Fatal("no git view")
+		}
+	}
+}
