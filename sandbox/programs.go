@@ -3,7 +3,9 @@ package sandbox
 import (
 	"bufio"
 	"bytes"
-	"debug/elf"
+	"encoding/binary"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -110,19 +112,69 @@ func interpreterOf(p string) string {
 		}
 		return fields[0]
 	}
-	if !bytes.Equal(head, []byte(elf.ELFMAG)) {
+	if !bytes.Equal(head, []byte("\x7fELF")) {
 		return ""
 	}
-	ef, err := elf.NewFile(f)
-	if err != nil {
+	return elfInterpreter(f)
+}
+
+// ELF's program header type of the loader's path.
+const ptInterp = 3
+
+// elfInterpreter reads the PT_INTERP segment of an ELF file: the header's
+// class and byte order, its program headers, and the path the one of type
+// PT_INTERP holds. Read by hand: debug/elf would link debug/dwarf and a
+// zstd decoder, whose package init every start of pixir would pay.
+func elfInterpreter(f io.ReaderAt) string {
+	ident := make([]byte, 64) // the 64-bit header's size; the 32-bit one is smaller
+	if n, _ := f.ReadAt(ident, 0); n < 52 {
 		return ""
 	}
-	for _, prog := range ef.Progs {
-		if prog.Type != elf.PT_INTERP {
+	var order binary.ByteOrder
+	switch ident[5] { // EI_DATA
+	case 1:
+		order = binary.LittleEndian
+	case 2:
+		order = binary.BigEndian
+	default:
+		return ""
+	}
+	var phoff uint64
+	var phentsize, phnum uint16
+	is64 := false
+	switch ident[4] { // EI_CLASS
+	case 1:
+		phoff = uint64(order.Uint32(ident[0x1c:]))
+		phentsize, phnum = order.Uint16(ident[0x2a:]), order.Uint16(ident[0x2c:])
+	case 2:
+		is64 = true
+		phoff = order.Uint64(ident[0x20:])
+		phentsize, phnum = order.Uint16(ident[0x36:]), order.Uint16(ident[0x38:])
+	default:
+		return ""
+	}
+	if (is64 && phentsize < 56) || (!is64 && phentsize < 32) {
+		return ""
+	}
+	ph := make([]byte, phentsize)
+	for i := range uint64(phnum) {
+		if _, err := f.ReadAt(ph, int64(phoff+i*uint64(phentsize))); err != nil {
+			return ""
+		}
+		if order.Uint32(ph) != ptInterp {
 			continue
 		}
-		b := make([]byte, prog.Filesz)
-		if _, err := prog.ReadAt(b, 0); err != nil {
+		var off, size uint64
+		if is64 {
+			off, size = order.Uint64(ph[8:]), order.Uint64(ph[32:])
+		} else {
+			off, size = uint64(order.Uint32(ph[4:])), uint64(order.Uint32(ph[16:]))
+		}
+		if size == 0 || size > 4096 || off > math.MaxInt64 {
+			return ""
+		}
+		b := make([]byte, size)
+		if _, err := f.ReadAt(b, int64(off)); err != nil {
 			return ""
 		}
 		return string(bytes.TrimRight(b, "\x00"))
