@@ -291,53 +291,53 @@ func LoadSettings(home string) (Settings, error) {
 	var s Settings
 	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {
-		// Checked first: a strict-mode error also unwraps to a DecodeError.
-		var sm *toml.StrictMissingError
-		if errors.As(err, &sm) && len(sm.Errors) > 0 {
-			line, col := sm.Errors[0].Position()
-			return Settings{}, fmt.Errorf("%s:%d:%d: unknown key %q", path, line, col, strings.Join(sm.Errors[0].Key(), "."))
-		}
-		var de *toml.DecodeError
-		if errors.As(err, &de) {
-			line, col := de.Position()
-			return Settings{}, fmt.Errorf("%s:%d:%d: %s", path, line, col, de.Error())
-		}
-		return Settings{}, fmt.Errorf("%s: %w", path, err)
+		return Settings{}, settingsDecodeError(path, data, err)
 	}
 	s.Path = path
-	if s.MaxTurnRequests < 0 {
-		return Settings{}, fmt.Errorf("%s: max_turn_requests must be positive, got %d", path, s.MaxTurnRequests)
-	}
-	for key, v := range map[string]int{"max_threads": s.Agents.MaxThreads, "max_depth": s.Agents.MaxDepth, "timeout_ms": s.Agents.TimeoutMS,
-		"max_subagents": s.Agents.MaxSubagents, "wait_timeout_ms": s.Agents.WaitTimeoutMS} {
-		if v < 0 {
-			return Settings{}, fmt.Errorf("%s: [agents] %s must be positive, got %d", path, key, v)
-		}
-	}
-	if err := s.validateCost(); err != nil {
-		return Settings{}, fmt.Errorf("%s: %w", path, err)
-	}
-	if err := s.Sandbox.Validate(); err != nil {
-		return Settings{}, fmt.Errorf("%s: %w", path, err)
-	}
-	tables := map[string]ProviderSettings{"": s.ProviderSettings}
-	for name, p := range s.Profiles {
-		tables["profiles."+name+"."] = p
-	}
-	for prefix, p := range tables {
-		if err := p.validate(); err != nil {
-			return Settings{}, fmt.Errorf("%s: %s%w", path, prefix, err)
-		}
+	if err := s.validate(); err != nil {
+		return Settings{}, placeSettingsError(path, locateSettingsKeys(data), err)
 	}
 	if s.Profile != "" {
 		if _, _, err := s.WithProfile(s.Profile); err != nil {
+			if p, ok := locateSettingsKeys(data)["profile"]; ok {
+				return Settings{}, fmt.Errorf("%s:%d:%d: %w", path, p.line, p.col, err)
+			}
 			return Settings{}, err
 		}
 	}
-	if err := s.validateMCP(); err != nil {
-		return Settings{}, fmt.Errorf("%s: %w", path, err)
-	}
 	return s, nil
+}
+
+// validate checks the values of a decoded config.toml; each error starts
+// with the key it is about, which LoadSettings turns into a position.
+func (s Settings) validate() error {
+	if s.MaxTurnRequests < 0 {
+		return fmt.Errorf("max_turn_requests must be positive, got %d", s.MaxTurnRequests)
+	}
+	for _, kv := range []struct {
+		key string
+		v   int
+	}{{"max_threads", s.Agents.MaxThreads}, {"max_depth", s.Agents.MaxDepth}, {"timeout_ms", s.Agents.TimeoutMS},
+		{"max_subagents", s.Agents.MaxSubagents}, {"wait_timeout_ms", s.Agents.WaitTimeoutMS}} {
+		if kv.v < 0 {
+			return fmt.Errorf("[agents] %s must be positive, got %d", kv.key, kv.v)
+		}
+	}
+	if err := s.validateCost(); err != nil {
+		return err
+	}
+	if err := s.Sandbox.Validate(); err != nil {
+		return err
+	}
+	if err := s.ProviderSettings.validate(); err != nil {
+		return err
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.Profiles)) {
+		if err := s.Profiles[name].validate(); err != nil {
+			return fmt.Errorf("profiles.%s.%w", name, err)
+		}
+	}
+	return s.validateMCP()
 }
 
 func (p ProviderSettings) validate() error {

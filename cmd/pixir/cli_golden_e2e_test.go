@@ -106,9 +106,25 @@ var moreCLICases = []cliCase{
 	}, args: []string{"run", "--workflow", "bad.yaml"}},
 	// A folder where .pixir/ cannot be made: which folder, why, what to do.
 	{name: "run_state_folder_blocked", setup: func(e *runEnv) { e.file(".pixir", "") }, args: []string{"run", "hello"}},
+	// config.toml's problems: the file, line and column, the key, what it
+	// must hold.
+	{name: "config_syntax_error", setup: withConfig("model =\n"), args: []string{"run", "hello"}},
+	{name: "config_wrong_type", setup: withConfig("[agents]\nmax_threads = \"six\"\n"), args: []string{"run", "hello"}},
+	{name: "config_duration_as_number", setup: withConfig("idle_timeout = 90\n"), args: []string{"run", "hello"}},
+	{name: "config_unknown_key", setup: withConfig("[profiles.local]\nmodle = \"qwen\"\nmax_token = 5\n"), args: []string{"run", "hello"}},
+	{name: "config_bad_value", setup: withConfig("[compaction]\nthreshold = 0.8\n\n[budget]\nwarn_at = 80\n"), args: []string{"run", "hello"}},
+	{name: "config_unknown_profile", setup: withConfig("provider = \"scripted\"\nprofile = \"locl\"\n\n[profiles.local]\nmodel = \"m\"\n"), args: []string{"run", "hello"}},
 	// A partial workflow's next actions are commands to paste.
 	{name: "workflow_partial_next", setup: func(e *runEnv) { e.copyExample("partial.yaml") },
 		args: []string{"run", "--workflow", "partial.yaml"}, lastLines: true},
+}
+
+// withConfig writes PIXIR_HOME/config.toml.
+func withConfig(text string) func(e *runEnv) {
+	return func(e *runEnv) {
+		require.NoError(e.t, os.MkdirAll(e.home, 0o755))
+		require.NoError(e.t, os.WriteFile(filepath.Join(e.home, "config.toml"), []byte(text), 0o644))
+	}
 }
 
 // TestARefusedWorkflowMakesNoSession: an invalid file, an unknown agent

@@ -1,0 +1,275 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/pelletier/go-toml/v2"
+	"github.com/pelletier/go-toml/v2/unstable"
+
+	"github.com/pixir-go/pixir/internal/suggest"
+)
+
+// config.toml's problems in the user's terms: each names the file, the
+// line and column, the key, and what is expected there.
+
+// keyPos is a 1-based line and column in config.toml, and the kind of
+// value written there (for a key = value).
+type keyPos struct {
+	line, col int
+	value     unstable.Kind
+}
+
+// locateSettingsKeys maps each key of config.toml ("agents.max_threads",
+// "profiles.local.model") and each table header ("agents") to where it is
+// written. Best effort: it runs on a file that decoded, or to place an
+// error.
+func locateSettingsKeys(data []byte) map[string]keyPos {
+	ps := map[string]keyPos{}
+	var p unstable.Parser
+	p.Reset(data)
+	table := ""
+	for p.NextExpression() {
+		e := p.Expression()
+		var parts []string
+		var first *unstable.Node
+		for it := e.Key(); it.Next(); {
+			k := it.Node()
+			if first == nil {
+				first = k
+			}
+			parts = append(parts, string(k.Data))
+		}
+		if first == nil {
+			continue
+		}
+		sh := p.Shape(first.Raw)
+		key := strings.Join(parts, ".")
+		switch e.Kind {
+		case unstable.Table, unstable.ArrayTable:
+			table = key
+		case unstable.KeyValue:
+			if table != "" {
+				key = table + "." + key
+			}
+		default:
+			continue
+		}
+		if _, seen := ps[key]; !seen {
+			kp := keyPos{line: sh.Start.Line, col: sh.Start.Column}
+			if e.Kind == unstable.KeyValue {
+				kp.value = e.Value().Kind
+			}
+			ps[key] = kp
+		}
+	}
+	return ps
+}
+
+// settingsDecodeError turns go-toml's error into one per problem, with
+// the key and what it must hold.
+func settingsDecodeError(path string, data []byte, err error) error {
+	// Checked first: a strict-mode error also unwraps to a DecodeError.
+	var sm *toml.StrictMissingError
+	if errors.As(err, &sm) && len(sm.Errors) > 0 {
+		errs := make([]error, 0, len(sm.Errors))
+		for i := range sm.Errors {
+			de := &sm.Errors[i]
+			line, col := de.Position()
+			errs = append(errs, fmt.Errorf("%s:%d:%d: %s", path, line, col, unknownSettingsKey(de.Key())))
+		}
+		return errors.Join(errs...)
+	}
+	var de *toml.DecodeError
+	if errors.As(err, &de) {
+		line, col := de.Position()
+		msg := strings.TrimPrefix(de.Error(), "toml: ")
+		key := de.Key()
+		if m := mismatchRE().FindStringSubmatch(msg); m != nil && len(key) > 0 {
+			return fmt.Errorf("%s:%d:%d: %s: got a TOML %s, want %s", path, line, col, strings.Join(key, "."), m[1], settingsWant(key, m[2]))
+		}
+		if len(key) > 0 {
+			return fmt.Errorf("%s:%d:%d: %s: %s", path, line, col, strings.Join(key, "."), msg)
+		}
+		return fmt.Errorf("%s:%d:%d: not valid TOML: %s", path, line, col, msg)
+	}
+	keys := locateSettingsKeys(data)
+	// go-toml gives a value a text unmarshaler refused (a duration written
+	// as a number) without its place: find the key of that type whose
+	// value is not a string.
+	for _, key := range slices.Sorted(maps.Keys(keys)) {
+		p := keys[key]
+		t, ok := settingsType(strings.Split(key, "."))
+		if ok && p.value != unstable.String && p.value != unstable.Invalid && (t == reflect.TypeFor[Duration]() || t == reflect.TypeFor[ByteSize]()) {
+			return fmt.Errorf("%s:%d:%d: %s: got a TOML %s, want %s", path, p.line, p.col, key, strings.ToLower(p.value.String()), settingsWant(strings.Split(key, "."), ""))
+		}
+	}
+	return fmt.Errorf("%s: %w", path, err)
+}
+
+// mismatchRE is compiled at its first use, not at every start of pixir.
+var mismatchRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^cannot decode TOML (.+?) into (?:struct field \S+ of type )?(\S+)$`)
+})
+
+func unknownSettingsKey(key []string) string {
+	if len(key) == 0 {
+		return "unknown key"
+	}
+	msg := fmt.Sprintf("unknown key %q", strings.Join(key, "."))
+	table, name := key[:len(key)-1], key[len(key)-1]
+	allowed := settingsTableKeys(table)
+	if len(allowed) == 0 {
+		return msg
+	}
+	where := "at the top level"
+	if len(table) > 0 {
+		where = "in [" + strings.Join(table, ".") + "]"
+	}
+	if near := suggest.Nearest(name, allowed); near != "" {
+		return fmt.Sprintf("%s; did you mean %q?", msg, near)
+	}
+	return fmt.Sprintf("%s; allowed %s: %s", msg, where, strings.Join(allowed, ", "))
+}
+
+// settingsType is the Go type a key path of config.toml decodes into.
+func settingsType(path []string) (reflect.Type, bool) {
+	t := reflect.TypeFor[Settings]()
+	for _, seg := range path {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		switch t.Kind() {
+		case reflect.Map:
+			t = t.Elem() // seg names an entry: a profile, a model, a server
+		case reflect.Struct:
+			f, ok := tomlField(t, seg)
+			if !ok {
+				return nil, false
+			}
+			t = f.Type
+		default:
+			return nil, false
+		}
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t, true
+}
+
+// tomlField finds the field of struct t that key decodes into, through
+// embedded structs.
+func tomlField(t reflect.Type, key string) (reflect.StructField, bool) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+		if f.Anonymous && name == "" {
+			if g, ok := tomlField(f.Type, key); ok {
+				return g, true
+			}
+			continue
+		}
+		if name == key {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+// settingsTableKeys are the keys a table of config.toml allows.
+func settingsTableKeys(table []string) []string {
+	t, ok := settingsType(table)
+	if !ok || t.Kind() != reflect.Struct {
+		return nil
+	}
+	var keys []string
+	var walk func(reflect.Type)
+	walk = func(t reflect.Type) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+			switch {
+			case f.Anonymous && name == "":
+				walk(f.Type)
+			case name != "" && name != "-" && f.IsExported():
+				keys = append(keys, name)
+			}
+		}
+	}
+	walk(t)
+	return keys
+}
+
+// settingsWant says what a key holds, in TOML's terms.
+func settingsWant(key []string, goType string) string {
+	t, ok := settingsType(key)
+	if !ok {
+		return goType
+	}
+	switch t {
+	case reflect.TypeFor[Duration]():
+		return `a duration such as "2m30s"`
+	case reflect.TypeFor[ByteSize]():
+		return `a size such as "64KiB"`
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		return "an integer"
+	case reflect.Float64, reflect.Float32:
+		return "a number"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.String {
+			return "an array of strings"
+		}
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "a table"
+	}
+	return goType
+}
+
+// keyOfMessageRE reads the key a validation message starts with:
+// "[agents] max_threads must …", "[model_info.\"m\"] context_window …",
+// "profiles.local.max_tokens must …", "max_turn_requests must …".
+var keyOfMessageRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:\[([^\]]+)\]:? )?([a-z_]+(?:\.[A-Za-z0-9_-]+)*)?`)
+})
+
+// placeSettingsError prefixes a validation error with the file and the
+// line and column of the key it is about (of its table when the key is not
+// written, as for a missing one).
+func placeSettingsError(path string, keys map[string]keyPos, err error) error {
+	m := keyOfMessageRE().FindStringSubmatch(err.Error())
+	var table string
+	if m != nil && m[1] != "" {
+		table = strings.NewReplacer(`"`, "", "'", "").Replace(m[1])
+	}
+	candidates := []string{}
+	if m != nil && m[2] != "" {
+		if table != "" {
+			candidates = append(candidates, table+"."+m[2])
+		} else {
+			candidates = append(candidates, m[2])
+		}
+	}
+	if table != "" {
+		candidates = append(candidates, table)
+	}
+	for _, c := range candidates {
+		if p, ok := keys[c]; ok {
+			return fmt.Errorf("%s:%d:%d: %w", path, p.line, p.col, err)
+		}
+	}
+	return fmt.Errorf("%s: %w", path, err)
+}
