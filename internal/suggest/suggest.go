@@ -59,4 +59,3 @@ func EditDistance(a, b string) int {
 	}
 	return prev[len(rb)]
 }
-
