@@ -58,7 +58,12 @@ type TemplateFileError struct {
 	err     error  // the cause, when it is a *tools.Failure with details
 }
 
-func (e *TemplateFileError) Error() string { return e.File + ": " + e.Message }
+func (e *TemplateFileError) Error() string {
+	if se, ok := errors.AsType[*SyntaxError](e.err); ok && se.Line > 0 {
+		return fmt.Sprintf("%s:%d: not valid YAML: %s", e.File, se.Line, se.Msg)
+	}
+	return e.File + ": " + e.Message
+}
 
 // Unwrap is the cause: an invalid spec's *tools.Failure.
 func (e *TemplateFileError) Unwrap() error { return e.err }
@@ -269,7 +274,7 @@ func ReadTemplateFile(file string) (*Template, error) {
 	}
 	raw, err := DecodeFile(file, b)
 	if err != nil {
-		return nil, &TemplateFileError{File: file, Message: err.Error()}
+		return nil, &TemplateFileError{File: file, Message: err.Error(), err: err}
 	}
 	t, err := ParseTemplate(templateName(file), file, raw)
 	if err != nil {
@@ -293,7 +298,7 @@ func DecodeFile(name string, b []byte) (json.RawMessage, error) {
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("neither JSON nor valid YAML: %w", err)
+		return nil, yamlSyntaxError(err)
 	}
 	var buf bytes.Buffer
 	if err := yamlToJSON(&buf, &doc); err != nil {

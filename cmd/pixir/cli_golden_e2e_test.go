@@ -114,6 +114,12 @@ var moreCLICases = []cliCase{
 	{name: "config_unknown_key", setup: withConfig("[profiles.local]\nmodle = \"qwen\"\nmax_token = 5\n"), args: []string{"run", "hello"}},
 	{name: "config_bad_value", setup: withConfig("[compaction]\nthreshold = 0.8\n\n[budget]\nwarn_at = 80\n"), args: []string{"run", "hello"}},
 	{name: "config_unknown_profile", setup: withConfig("provider = \"scripted\"\nprofile = \"locl\"\n\n[profiles.local]\nmodel = \"m\"\n"), args: []string{"run", "hello"}},
+	{name: "workflow_yaml_syntax", setup: func(e *runEnv) {
+		e.file("bad.yaml", "name: bad\nsteps:\n  - id: a\n    task: [unclosed\n")
+	}, args: []string{"run", "--workflow", "bad.yaml"}},
+	{name: "workflow_bad_value", setup: func(e *runEnv) {
+		e.file("bad.yaml", "name: bad\nsteps:\n  - id: a\n    task: do a\n    timeout_ms: -5\n")
+	}, args: []string{"run", "--workflow", "bad.yaml"}},
 	// A partial workflow's next actions are commands to paste.
 	{name: "workflow_partial_next", setup: func(e *runEnv) { e.copyExample("partial.yaml") },
 		args: []string{"run", "--workflow", "partial.yaml"}, lastLines: true},

@@ -147,14 +147,14 @@ func TestConfigErrorsNameTheLine(t *testing.T) {
 	tests := []struct{ name, config, want string }{
 		{"typo in a profile", "[profiles.local]\nprovider = \"openai\"\nmodle = \"x\"\n", `config.toml:3:1: unknown key "profiles.local.modle"`},
 		{"typo at the top level", "provider = \"scripted\"\nmodle = \"x\"\n", `config.toml:2:1: unknown key "modle"`},
-		{"a duration without a unit", "[profiles.a]\nidle_timeout = \"90\"\n", `config.toml:2:16: toml: want a duration with a unit, such as "90s" or "2m", got 90`},
-		{"a size without a number", "max_answer_size = \"MiB\"\n", `config.toml:1:19: toml: want a size with a unit, such as "8MiB", "512KiB" or "100000B", got MiB`},
-		{"a size without a unit", "[profiles.a]\nmax_answer_size = \"65536\"\n", `config.toml:2:19: toml: want a size with a unit`},
+		{"a duration without a unit", "[profiles.a]\nidle_timeout = \"90\"\n", `config.toml:2:16: profiles.a.idle_timeout: want a duration with a unit, such as "90s" or "2m", got 90`},
+		{"a size without a number", "max_answer_size = \"MiB\"\n", `config.toml:1:19: max_answer_size: want a size with a unit, such as "8MiB", "512KiB" or "100000B", got MiB`},
+		{"a size without a unit", "[profiles.a]\nmax_answer_size = \"65536\"\n", `config.toml:2:19: profiles.a.max_answer_size: want a size with a unit`},
 		{"a size of zero", "max_answer_size = \"0MiB\"\n", "a size must be positive, got 0MiB"},
 		{"an unknown reasoning effort", "[profiles.a]\nmodel_reasoning_effort = \"max\"\n",
-			`config.toml: profiles.a.model_reasoning_effort "max" is not one of none, minimal, low, medium, high, xhigh`},
-		{"a negative context window", "[profiles.a]\ncontext_window = -1\n", "config.toml: profiles.a.context_window must be positive, got -1"},
-		{"the default profile is missing", "profile = \"nope\"\n[profiles.a]\n", `unknown profile "nope": `},
+			`config.toml:2:1: profiles.a.model_reasoning_effort "max" is not one of none, minimal, low, medium, high, xhigh`},
+		{"a negative context window", "[profiles.a]\ncontext_window = -1\n", "config.toml:2:1: profiles.a.context_window must be positive, got -1"},
+		{"the default profile is missing", "profile = \"nope\"\n[profiles.a]\n", `config.toml:1:1: unknown profile "nope": `},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

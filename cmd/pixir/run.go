@@ -449,13 +449,42 @@ func inFile(ref string, err error) error {
 		return err
 	}
 	lines := strings.Split(f.Message, "\n")
+	places := problemPlaces(ref, f, len(lines))
 	g := *f
 	if len(lines) == 1 {
-		g.Message = ref + ": " + f.Message
+		g.Message = places[0] + ": " + f.Message
 	} else {
+		for i, l := range lines {
+			if places[i] != ref {
+				lines[i] = places[i] + ": " + l
+			}
+		}
 		g.Message = fmt.Sprintf("%s has %d problems:\n  %s", ref, len(lines), strings.Join(lines, "\n  "))
 	}
 	return &g
+}
+
+// problemPlaces is, for each of the n lines of an invalid spec's message,
+// ref:line:col where the file holds its problem, or ref.
+func problemPlaces(ref string, f *tools.Failure, n int) []string {
+	places := make([]string, n)
+	for i := range places {
+		places[i] = ref
+	}
+	d, ok := f.Details.(workflows.ValidationDetails)
+	if !ok {
+		return places
+	}
+	b, err := os.ReadFile(ref)
+	if err != nil {
+		return places // a template found by name
+	}
+	for i, p := range d.Problems[:min(n, len(d.Problems))] {
+		if line, col, ok := workflows.ProblemPosition(b, p); ok {
+			places[i] = fmt.Sprintf("%s:%d:%d", ref, line, col)
+		}
+	}
+	return places
 }
 
 // setFlags are the --set name=value flags, in order.
