@@ -221,15 +221,89 @@ type turnView struct {
 	failed   int
 	titles   map[string]string
 	turnFail *tools.Failure
+	running  int // tool calls without a result
+
+	// On a terminal (and without --json), a line on stderr says the
+	// model is being waited for while it is silent, with the seconds
+	// since it was asked; it is cleared when anything else is written.
+	waiting      bool
+	waitingSince time.Time
+	shown        bool // the waiting line is on the terminal
+	stopTicker   chan struct{}
+	tickerDone   chan struct{}
 }
 
 func newTurnView(out *runOutput) *turnView {
-	return &turnView{out: out, titles: map[string]string{}, stamp: !isTerminal(out.stderr)}
+	v := &turnView{out: out, titles: map[string]string{}, stamp: !isTerminal(out.stderr)}
+	if !out.json && !v.stamp {
+		v.stopTicker, v.tickerDone = make(chan struct{}), make(chan struct{})
+		go v.tick()
+	}
+	return v
+}
+
+// tick redraws the waiting line every second until outcome.
+func (v *turnView) tick() {
+	defer close(v.tickerDone)
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-v.stopTicker:
+			return
+		case <-t.C:
+			v.mu.Lock()
+			v.drawWaiting()
+			v.mu.Unlock()
+		}
+	}
+}
+
+// modelAsked starts the waiting line: the model was just asked.
+func (v *turnView) modelAsked() {
+	if v.stopTicker != nil {
+		v.waiting, v.waitingSince = true, time.Now()
+	}
+}
+
+func (v *turnView) drawWaiting() {
+	if !v.waiting || v.midLine {
+		return
+	}
+	// Its own control sequences: stderr's writer makes those of models and
+	// tools inert.
+	fmt.Fprintf(termtext.Raw(v.out.stderr), "\r\033[K  … waiting for the model · %d s", int(time.Since(v.waitingSince).Seconds()))
+	v.shown = true
+}
+
+// clearWaiting takes the waiting line off the terminal.
+func (v *turnView) clearWaiting() {
+	if v.shown {
+		fmt.Fprint(termtext.Raw(v.out.stderr), "\r\033[K")
+		v.shown = false
+	}
 }
 
 func (v *turnView) observe(ev runtime.Event) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	// The waiting line is cleared before anything is written and drawn
+	// again after, while the model is still silent.
+	v.clearWaiting()
+	defer v.drawWaiting()
+	switch ev.Type {
+	case runtime.EventUserMessage:
+		v.modelAsked()
+	case runtime.EventToolCall:
+		v.running++
+		v.waiting = false
+	case runtime.EventToolResult:
+		if v.running = max(0, v.running-1); v.running == 0 {
+			v.modelAsked() // the results go back to the model
+		}
+	case runtime.EventTextDelta, runtime.EventReasoningDelta, runtime.EventAssistantMessage, runtime.EventTurnFailed:
+		v.waiting = false
+	}
 	switch ev.Type {
 	case runtime.EventTextDelta:
 		var d runtime.TextDeltaData
@@ -336,8 +410,14 @@ func (v *turnView) note(format string, args ...any) {
 
 // outcome is the turn's result once Prompt returned.
 func (v *turnView) outcome(sessionID string, stop runtime.StopReason, err error) runtime.TurnOutcome {
+	if v.stopTicker != nil {
+		close(v.stopTicker)
+		<-v.tickerDone
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	v.waiting = false
+	v.clearWaiting()
 	res := runtime.TurnOutcome{SessionID: sessionID, StopReason: stop, Text: v.text.String(),
 		ToolCalls: v.calls, FailedToolCalls: v.failed, Error: v.turnFail}
 	switch {
