@@ -487,9 +487,10 @@ type workflowView struct {
 	wf    *workflows.Workflow
 
 	mu       sync.Mutex
-	rows     []*stepRow
-	byID     map[string]*stepRow // by run label
-	agents   map[string]string   // step id -> agent
+	steps    []string              // step ids in declaration order
+	runs     map[string][]*stepRow // a step's rows, its runs in the order they showed up
+	byID     map[string]*stepRow   // by run label
+	agents   map[string]string     // step id -> agent
 	loops    []*loopRow
 	byLoop   map[string]*loopRow
 	children map[string]string // subagent id -> run label
@@ -502,8 +503,8 @@ type workflowView struct {
 }
 
 func newWorkflowView(w io.Writer, tty bool, wf *workflows.Workflow) *workflowView {
-	v := &workflowView{w: w, tty: tty, name: wf.Name, now: time.Now, wf: wf, byID: map[string]*stepRow{}, agents: map[string]string{},
-		byLoop: map[string]*loopRow{}, children: map[string]string{}}
+	v := &workflowView{w: w, tty: tty, name: wf.Name, now: time.Now, wf: wf, runs: map[string][]*stepRow{}, byID: map[string]*stepRow{},
+		agents: map[string]string{}, byLoop: map[string]*loopRow{}, children: map[string]string{}}
 	for _, st := range wf.Steps {
 		agent := st.Agent
 		if agent == "" {
@@ -514,7 +515,8 @@ func newWorkflowView(w io.Writer, tty bool, wf *workflows.Workflow) *workflowVie
 		if len(st.DependsOn) > 0 {
 			r.activity = "waits for " + strings.Join(st.DependsOn, ", ")
 		}
-		v.rows = append(v.rows, r)
+		v.steps = append(v.steps, st.ID)
+		v.runs[st.ID] = []*stepRow{r}
 		v.byID[st.ID] = r
 	}
 	return v
@@ -530,13 +532,7 @@ func (v *workflowView) row(run, step string) *stepRow {
 	if step == "" {
 		step = stepOfRun(run)
 	}
-	last := -1
-	for i, r := range v.rows {
-		if r.step == step {
-			last = i
-		}
-	}
-	if last < 0 {
+	if v.runs[step] == nil {
 		return nil
 	}
 	if first := v.byID[step]; first != nil && first.id == step && first.state == rowPending && run != step {
@@ -547,9 +543,22 @@ func (v *workflowView) row(run, step string) *stepRow {
 		return first
 	}
 	r := &stepRow{id: run, step: step, agent: v.agents[step], state: rowPending}
-	v.rows = append(v.rows[:last+1], append([]*stepRow{r}, v.rows[last+1:]...)...)
+	v.runs[step] = append(v.runs[step], r) // below the step's last row
 	v.byID[run] = r
 	return r
+}
+
+// eachRow calls f with every row, in the order they are shown: steps in
+// their declaration order, each step's runs in the order they showed up.
+// (The rows are kept by step: a run of a fan-out or a loop used to be
+// inserted in the middle of one list, a copy of it for each of thousands
+// of runs.)
+func (v *workflowView) eachRow(f func(*stepRow)) {
+	for _, step := range v.steps {
+		for _, r := range v.runs[step] {
+			f(r)
+		}
+	}
 }
 
 // stepOfRun is the step of a run's label: check-plan#2 → check-plan,
@@ -696,7 +705,7 @@ func (v *workflowView) workflowEvent(d workflows.WorkflowEvent) {
 	}
 	switch d.Kind {
 	case workflows.EventWorkflowStarted:
-		v.line("workflow %s started: %d steps", d.WorkflowID, len(v.rows))
+		v.line("workflow %s started: %d steps", d.WorkflowID, len(v.steps))
 	case workflows.EventStepScheduled:
 		v.row(run, d.StepID)
 		v.children[d.SubagentID] = run
@@ -823,14 +832,14 @@ func (v *workflowView) draw() {
 		fmt.Fprintf(&b, "\x1b[%dF\x1b[J", v.drawn) // up to the frame's first line, clear below
 	}
 	ready, runs := 0, 0
-	for _, r := range v.rows {
+	v.eachRow(func(r *stepRow) {
 		if r.state == rowReady {
 			ready++
 		}
 		if r.state != rowSkipped {
 			runs++
 		}
-	}
+	})
 	title := "Workflow"
 	if v.name != "" {
 		title += " " + v.name
@@ -847,7 +856,7 @@ func (v *workflowView) draw() {
 		}
 		lines = append(lines, fmt.Sprintf("  %s loop %s: %s", mark, l.run, l.text))
 	}
-	for _, r := range v.rows {
+	v.eachRow(func(r *stepRow) {
 		mark := "·"
 		switch r.state {
 		case rowRunning, rowQueued:
@@ -870,7 +879,7 @@ func (v *workflowView) draw() {
 			elapsed = seconds(v.now().Sub(r.started).Milliseconds())
 		}
 		lines = append(lines, fmt.Sprintf("  %s %-14s %-10s %7s  %-18s %s", mark, r.id, r.agent, elapsed, r.state, r.activity))
-	}
+	})
 	for _, l := range lines {
 		l = termtext.Inert(l) // step ids, agent names and activities are not Pixir's own text
 		if r := []rune(l); len(r) >= width {

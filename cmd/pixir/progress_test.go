@@ -2,12 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixir-go/pixir/runtime"
 	"github.com/pixir-go/pixir/tools"
+	"github.com/pixir-go/pixir/workflows"
 )
 
 // The view reads a subagent_event's four members as a whole decode would,
@@ -39,4 +41,22 @@ func TestReadSubagentEventAgreesWithAWholeDecode(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A run's row goes below its step's last row: a step's placeholder
+// becomes its first run's, and rows stay in the steps' order whatever
+// order their runs show up in.
+func TestViewRowsStayGroupedByStep(t *testing.T) {
+	w := &workflows.Workflow{Steps: []workflows.Step{{ID: "a"}, {ID: "b"}, {ID: "c"}}}
+	v := newWorkflowView(io.Discard, false, w)
+	for _, run := range []string{"b[1]", "a", "a#2", "b[2]", "a#3", "b[3]"} {
+		r := v.row(run, "")
+		require.NotNil(t, r)
+		r.state = rowReady // decided: the next run gets a row of its own
+	}
+	require.Nil(t, v.row("nope#2", ""), "a run of no step has no row")
+	var ids []string
+	v.eachRow(func(r *stepRow) { ids = append(ids, r.id) })
+	require.Equal(t, []string{"a", "a#2", "a#3", "b[1]", "b[2]", "b[3]", "c"}, ids)
+	require.Same(t, v.row("b[2]", ""), v.byID["b[2]"])
 }
