@@ -71,6 +71,11 @@ func (p *scriptedProvider) Generate(ctx context.Context, req provider.ModelReque
 	}
 	rep := &r.replies[min(d.Call, len(r.replies))-1]
 
+	if rep.together != nil {
+		if err := rep.together.wait(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if err := sleep(ctx, rep.delay); err != nil {
 		return nil, err
 	}

@@ -68,6 +68,9 @@ type reply struct {
 	err        string
 	hang       bool
 	calls      []toolCall
+	// together, when set, holds this reply until that many calls of it are
+	// waiting at once (see meeting).
+	together *meeting
 }
 
 type toolCall struct {
@@ -93,6 +96,7 @@ type fileReply struct {
 	ChunkDelayMS int64          `toml:"chunk_delay_ms"`
 	Error        string         `toml:"error"`
 	Hang         bool           `toml:"hang"`
+	Together     int            `toml:"together"`
 	ToolCalls    []fileToolCall `toml:"tool_calls"`
 }
 
@@ -115,7 +119,7 @@ var keysByTable = sync.OnceValue(func() map[string][][2]string {
 		"rule.reply": {
 			{"text", "string (template)"}, {"reasoning", "string (template)"},
 			{"delay_ms", "integer"}, {"chunk_delay_ms", "integer"},
-			{"error", "string"}, {"hang", "boolean"},
+			{"error", "string"}, {"hang", "boolean"}, {"together", "integer"},
 			{"tool_calls", "array of tables [[rule.reply.tool_calls]]"},
 		},
 		"rule.reply.tool_calls": {
@@ -287,6 +291,12 @@ func (v *validator) reply(i, j int, ruleLabel string, fp fileReply) reply {
 	}
 	if fp.ChunkDelayMS < 0 {
 		v.add(keyAt("chunk_delay_ms"), "%s: chunk_delay_ms must not be negative", p.label)
+	}
+	switch {
+	case fp.Together < 0 || fp.Together == 1:
+		v.add(keyAt("together"), "%s: together must be at least 2 (how many calls of this reply meet before any goes on), or left out", p.label)
+	case fp.Together > 1:
+		p.together = newMeeting(fp.Together)
 	}
 	hasContent := fp.Text != "" || len(fp.ToolCalls) > 0
 	switch {

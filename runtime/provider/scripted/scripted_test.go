@@ -677,3 +677,48 @@ match = "("
 	require.True(t, errors.As(err, &joined))
 	require.Len(t, joined.Unwrap(), 3)
 }
+
+// TestTogetherMeetsBeforeAnyGoesOn: with together = 2 the first call waits,
+// however long, until a second call of the same reply comes; then both
+// answer. A call left alone ends with its request.
+func TestTogetherMeetsBeforeAnyGoesOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := mustParse(t, "[[rule]]\n[[rule.reply]]\ntogether = 2\ntext = 'met'\n")
+		first := make(chan result, 1)
+		go func() { first <- generate(context.Background(), s, "m", user("a")) }()
+		time.Sleep(time.Hour) // a fake hour: the first is still waiting
+		synctest.Wait()
+		require.Empty(t, first, "the first call answered alone")
+		second := generate(context.Background(), s, "m", user("b"))
+		require.NoError(t, second.err)
+		require.Equal(t, "met", second.resp.Text)
+		r := <-first
+		require.NoError(t, r.err)
+		require.Equal(t, "met", r.resp.Text)
+
+		// The next group starts empty: a lone call waits until cancelled.
+		ctx, cancel := context.WithCancel(context.Background())
+		alone := make(chan result, 1)
+		go func() { alone <- generate(ctx, s, "m", user("c")) }()
+		synctest.Wait()
+		require.Empty(t, alone)
+		cancel()
+		require.ErrorIs(t, (<-alone).err, context.Canceled)
+		// It left the group: one more call still waits for a partner.
+		ctx2, cancel2 := context.WithCancel(context.Background())
+		defer cancel2()
+		lone := make(chan result, 1)
+		go func() { lone <- generate(ctx2, s, "m", user("d")) }()
+		synctest.Wait()
+		require.Empty(t, lone, "a cancelled caller still counted in the group")
+		cancel2()
+		<-lone
+	})
+}
+
+func TestTogetherMustBeAGroup(t *testing.T) {
+	for _, n := range []string{"1", "-2"} {
+		_, err := Parse("t.toml", []byte("[[rule]]\n[[rule.reply]]\ntogether = "+n+"\ntext = 'x'\n"))
+		require.ErrorContains(t, err, "together must be at least 2", n)
+	}
+}
