@@ -41,7 +41,7 @@ type WorkflowEvent struct {
 	// its id).
 	StepID string `json:"step_id,omitempty"`
 	Run    string `json:"run,omitempty"`
-	// step_scheduled: the dispatch round it started in, and its child.
+	// step_scheduled: its wave (dependency level, as in the dry run), and its child.
 	Wave       int    `json:"wave,omitempty"`
 	SubagentID string `json:"subagent_id,omitempty"`
 	// step_held: why, and the dependencies it waited for.

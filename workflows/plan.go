@@ -178,19 +178,27 @@ type PlannedLoop struct {
 	OnExhausted   ExhaustionPolicy `json:"on_exhausted"`
 }
 
-// Serialization records that a step (Conflict.Step) was runnable, its
-// dependencies done, at Wave but did not start then: because it conflicts
-// with a step that started in that wave (With: the first such step), or
-// because every max_concurrency slot was taken (Rule RuleMaxConcurrency,
-// With empty). Each step held back is recorded once, at the wave it became
-// runnable.
+// Serialization records that a step (Conflict.Step) of wave Wave, its
+// dependencies done, would not start with them: it runs after a step it
+// conflicts with (With, of wave WithWave: the first such step), or waits
+// for a slot because every max_concurrency one was taken (Rule
+// RuleMaxConcurrency, With empty). A wave is a dependency level; being
+// held back does not move a step to a later wave. Each step held back is
+// recorded once.
 type Serialization struct {
 	Wave int `json:"wave"`
+	// WithWave is the wave of With, the step it runs after (0 when it
+	// waits for a slot).
+	WithWave int `json:"with_wave,omitempty"`
 	Conflict
+	// tick is when, every step taking the same time, it became ready
+	// (for the tests of the scheduler).
+	tick int
 }
 
-// DryRun is what run_workflow's dry run returns: the waves the scheduler
-// would run if every step took the same time, and why it ordered them so.
+// DryRun is what run_workflow's dry run returns: the waves (dependency
+// levels: a step's wave is 1 + the largest wave of what it waits for, as
+// in a run) and which steps the scheduler holds back behind others.
 //
 // Its size is bounded whatever the workflow: Serialized and MergeRisks name
 // the first maxListed (Summary and MergeRiskCount count them all), and the
@@ -222,6 +230,10 @@ type DryRun struct {
 	Incomplete string `json:"incomplete,omitempty"`
 	// Truncated is set when a list above leaves something out.
 	Truncated *Truncation `json:"truncated,omitempty"`
+
+	// order is what the scheduler starts together when every step takes
+	// the same time, tick by tick: how the tests see its choices.
+	order [][]string
 }
 
 // PlanSummary counts a dry run's plan.
@@ -292,7 +304,8 @@ func waves(ctx context.Context, w *Workflow) (DryRun, error) {
 		MaxConcurrency: w.MaxConcurrency, FailurePolicy: w.FailurePolicy,
 		Waves: [][]string{}, Serialized: []Serialization{},
 	}
-	wave := make([]int, n) // 0: not started
+	wave := g.levels(n)
+	started := make([]bool, n)
 	var ready []int        // the steps that became runnable for this wave
 	for i := range w.Steps {
 		if s.unmet[i] == 0 {
@@ -302,18 +315,19 @@ func waves(ctx context.Context, w *Workflow) (DryRun, error) {
 	blockedAt := make([]int, s.index.profiles()) // the last wave a profile was blocked in
 	blockedBy := make([]int, s.index.profiles())
 	var held []int
-	for started := 0; started < n; {
+	for tick, placedSteps := 0, 0; placedSteps < n; {
 		if err := ctx.Err(); err != nil {
 			return DryRun{}, err
 		}
 		if work := s.examined + overlapSearchCost*patterns.searches; work > maxPlanWork {
-			out.Incomplete = fmt.Sprintf("planning stopped after wave %d: the steps' read and write sets conflict in too many distinct ways "+
-				"to plan them all in bounded time; the waves listed are exact, and the %d steps not yet placed (wave 0) would run after them",
-				len(out.Waves), n-started)
-			out.Summary.UnplacedSteps = n - started
+			out.Incomplete = fmt.Sprintf("the search for held-back steps stopped after %d of %d steps: their read and write sets conflict in too many distinct ways "+
+				"to order them all in bounded time; the waves are exact, but the %d steps not yet reached may be held back behind others of their wave",
+				placedSteps, n, n-placedSteps)
+			out.Summary.UnplacedSteps = n - placedSteps
 			break
 		}
-		t := len(out.Waves) + 1
+		tick++
+		t := tick
 		now := s.next()
 		if len(now) == 0 {
 			// Unreachable for a checked (acyclic) workflow: some step with
@@ -324,12 +338,12 @@ func waves(ctx context.Context, w *Workflow) (DryRun, error) {
 			blockedAt[b.id], blockedBy[b.id] = t, b.by
 		}
 		for _, i := range now {
-			wave[i] = t
+			started[i] = true
 		}
-		// The steps that became runnable for this wave and did not start.
+		// The steps that became runnable for this tick and did not start.
 		held = held[:0]
 		for _, i := range ready {
-			if wave[i] == 0 {
+			if !started[i] {
 				held = append(held, i)
 			}
 		}
@@ -337,22 +351,30 @@ func waves(ctx context.Context, w *Workflow) (DryRun, error) {
 		if room := maxListed - len(out.Serialized); room > 0 && len(held) > 0 {
 			slices.SortFunc(held, func(a, b int) int { return s.rank[a] - s.rank[b] }) // the order next looked at them
 			for _, i := range held[:min(room, len(held))] {
-				out.Serialized = append(out.Serialized, s.heldBack(i, t, blockedAt, blockedBy))
+				out.Serialized = append(out.Serialized, s.heldBack(i, t, blockedAt, blockedBy, wave))
 			}
 		}
-		// A wave is a set: list it in declaration order, which people read.
+		// The scheduler's order with equal durations, for the tests of
+		// the scheduler; listed in declaration order.
 		names := make([]string, len(now))
-		sorted := slices.Sorted(slices.Values(now))
-		for k, i := range sorted {
+		for k, i := range slices.Sorted(slices.Values(now)) {
 			names[k] = w.Steps[i].ID
 		}
-		out.Waves = append(out.Waves, names)
-		started += len(now)
+		out.order = append(out.order, names)
+		placedSteps += len(now)
 		// Every step of the wave ends before the next one.
 		for _, i := range now {
 			s.finish(i, true)
 		}
 		ready = s.takeBecame()
+	}
+	// A wave is a dependency level, listed in declaration order, which
+	// people read.
+	for i := range w.Steps {
+		for len(out.Waves) < wave[i] {
+			out.Waves = append(out.Waves, []string{})
+		}
+		out.Waves[wave[i]-1] = append(out.Waves[wave[i]-1], w.Steps[i].ID)
 	}
 	out.Summary.Steps, out.Summary.Waves = n, len(out.Waves)
 	out.Loops = []PlannedLoop{}
@@ -406,8 +428,9 @@ func waves(ctx context.Context, w *Workflow) (DryRun, error) {
 	return out, nil
 }
 
-// heldBack says why step i, runnable for wave t, did not start in it.
-func (s *scheduler) heldBack(i, t int, blockedAt, blockedBy []int) Serialization {
+// heldBack says why step i, runnable at tick t of the simulation, did not
+// start then; the Serialization is placed at i's wave.
+func (s *scheduler) heldBack(i, t int, blockedAt, blockedBy, wave []int) Serialization {
 	st := &s.w.Steps[i]
 	q := s.profile[i]
 	by, blocked := blockedBy[q], blockedAt[q] == t
@@ -420,10 +443,10 @@ func (s *scheduler) heldBack(i, t int, blockedAt, blockedBy []int) Serialization
 	}
 	if blocked {
 		if c, ok := conflicts(s.index.patterns.overlap, st, &s.w.Steps[by]); ok {
-			return Serialization{Wave: t, Conflict: c}
+			return Serialization{Wave: wave[i], WithWave: wave[by], Conflict: c, tick: t}
 		}
 	}
-	return Serialization{Wave: t, Conflict: Conflict{
+	return Serialization{Wave: wave[i], tick: t, Conflict: Conflict{
 		Step: st.ID, Rule: RuleMaxConcurrency,
 		Reason: fmt.Sprintf("%s was ready but all %d slots of max_concurrency were taken", st.ID, s.w.MaxConcurrency),
 	}}
@@ -540,4 +563,43 @@ func nonNil(xs []string) []string {
 		return []string{}
 	}
 	return xs
+}
+
+// levels is each step's wave: its dependency level. A member of a scope
+// (the workflow, a loop's body) waits for the members it depends on and
+// for what its scope waited for; a step's wave is one more than the
+// largest wave of those, a loop ends at the largest wave of its steps.
+// The real run numbers its runs the same way (runsched.go), so the
+// dry run's waves are the first iteration's and instance's of a run.
+func (g *graph) levels(n int) []int {
+	wave := make([]int, n)
+	var walk func(sc, base int) int
+	walk = func(sc, base int) int {
+		scope := &g.scopes[sc]
+		end := make([]int, len(scope.members)) // 0: not yet walked
+		var endOf func(k int) int
+		endOf = func(k int) int {
+			if end[k] > 0 {
+				return end[k]
+			}
+			b := base
+			for _, d := range scope.deps[k] {
+				b = max(b, endOf(d))
+			}
+			if m := scope.members[k]; isLoop(m) {
+				end[k] = max(b, walk(g.scopeOf(loopOfMember(m)), b))
+			} else {
+				wave[m] = b + 1
+				end[k] = b + 1
+			}
+			return end[k]
+		}
+		last := base
+		for k := range scope.members {
+			last = max(last, endOf(k))
+		}
+		return last
+	}
+	walk(0, 0)
+	return wave
 }

@@ -85,40 +85,41 @@ func TestWavesShapes(t *testing.T) {
 	cases := []struct {
 		name       string
 		spec       string
-		waves      [][]string
-		serialized []string // "step<-with:rule@wave"
+		waves      [][]string // dependency levels
+		order      [][]string // what the scheduler starts together, every step taking the same time
+		serialized []string   // "step<-with:rule@wave"
 		risks      int
 	}{
 		{"diamond",
 			`{"steps":[{"id":"a","task":"t"},{"id":"b","task":"t","depends_on":["a"]},
 			{"id":"c","task":"t","depends_on":["a"]},{"id":"d","task":"t","depends_on":["b","c"]}]}`,
-			[][]string{{"a"}, {"b", "c"}, {"d"}}, nil, 0},
+			[][]string{{"a"}, {"b", "c"}, {"d"}}, [][]string{{"a"}, {"b", "c"}, {"d"}}, nil, 0},
 		{"parallel fan-out of readers",
 			`{"steps":[{"id":"r1","task":"t"},{"id":"r2","task":"t"},{"id":"r3","task":"t"},{"id":"r4","task":"t"},
 			{"id":"sum","task":"t","depends_on":["r1","r2","r3","r4"]}]}`,
-			[][]string{{"r1", "r2", "r3", "r4"}, {"sum"}}, nil, 0},
+			[][]string{{"r1", "r2", "r3", "r4"}, {"sum"}}, [][]string{{"r1", "r2", "r3", "r4"}, {"sum"}}, nil, 0},
 		{"serialized writer pair",
 			`{"steps":[{"id":"w1","task":"t","write_set":["src/**"]},{"id":"w2","task":"t","write_set":["src/a.go"]},
 			{"id":"r","task":"t","read_set":["src/**"]}]}`,
-			[][]string{{"w1", "r"}, {"w2"}},
+			[][]string{{"w1", "w2", "r"}}, [][]string{{"w1", "r"}, {"w2"}},
 			[]string{"w2<-w1:write_sets_overlap@1"}, 1},
 		{"shared writer holds overlapping readers back",
 			`{"steps":[{"id":"w","task":"t","write_set":["src/**"],"workspace_mode":"shared"},
 			{"id":"r1","task":"t","read_set":["src/x.go"]},{"id":"r2","task":"t","read_set":["docs/**"]}]}`,
-			[][]string{{"w", "r2"}, {"r1"}},
+			[][]string{{"w", "r1", "r2"}}, [][]string{{"w", "r2"}, {"r1"}},
 			[]string{"r1<-w:shared_writer_read_overlap@1"}, 0},
 		{"max_concurrency 1",
 			`{"max_concurrency":1,"steps":[{"id":"a","task":"t"},{"id":"b","task":"t"},{"id":"c","task":"t","depends_on":["a"]}]}`,
-			[][]string{{"a"}, {"b"}, {"c"}},
+			[][]string{{"a", "b"}, {"c"}}, [][]string{{"a"}, {"b"}, {"c"}},
 			[]string{"b<-:max_concurrency@1", "c<-:max_concurrency@2"}, 0},
 		{"max_concurrency 2 keeps declaration order",
 			`{"max_concurrency":2,"steps":[{"id":"a","task":"t"},{"id":"b","task":"t"},{"id":"c","task":"t"},{"id":"d","task":"t","depends_on":["a"]}]}`,
-			[][]string{{"a", "b"}, {"c", "d"}},
+			[][]string{{"a", "b", "c"}, {"d"}}, [][]string{{"a", "b"}, {"c", "d"}},
 			[]string{"c<-:max_concurrency@1"}, 0},
 		{"a step held back is recorded once, at the wave it became ready for, with the first step it conflicts with",
 			`{"steps":[{"id":"w1","task":"t","permission_mode":"writer"},{"id":"w2","task":"t","permission_mode":"writer"},
 			{"id":"w3","task":"t","permission_mode":"writer"}]}`,
-			[][]string{{"w1"}, {"w2"}, {"w3"}},
+			[][]string{{"w1", "w2", "w3"}}, [][]string{{"w1"}, {"w2"}, {"w3"}},
 			[]string{"w2<-w1:write_sets_overlap@1", "w3<-w1:write_sets_overlap@1"}, 3},
 	}
 	for _, c := range cases {
@@ -126,6 +127,7 @@ func TestWavesShapes(t *testing.T) {
 			d, err := Waves(mustParse(t, c.spec))
 			require.NoError(t, err)
 			require.Equal(t, c.waves, d.Waves)
+			require.Equal(t, c.order, d.order)
 			var ser []string
 			for _, s := range d.Serialized {
 				ser = append(ser, fmt.Sprintf("%s<-%s:%s@%d", s.Step, s.With, s.Rule, s.Wave))
@@ -181,7 +183,9 @@ func TestWavesDeterministic(t *testing.T) {
 	// the readers only fin): w1 starts; w2 overlaps w1's writes; w3 writes
 	// docs/** in the shared workspace, which w1 and w2 (no read set:
 	// everything) read; then r1 and r2 fill the wave's other two slots.
-	require.Equal(t, [][]string{{"plan"}, {"r1", "r2", "w1"}, {"w2"}, {"w3"}, {"rev"}, {"fin"}}, first.Waves)
+	require.Equal(t, [][]string{{"plan"}, {"r1", "r2", "w1"}, {"w2"}, {"w3"}, {"rev"}, {"fin"}}, first.order)
+	// The waves are dependency levels: the writers held back stay in wave 2.
+	require.Equal(t, [][]string{{"plan"}, {"r1", "r2", "w1", "w2", "w3"}, {"rev"}, {"fin"}}, first.Waves)
 	var ser []string
 	for _, s := range first.Serialized {
 		ser = append(ser, fmt.Sprintf("%s<-%s:%s@%d", s.Step, s.With, s.Rule, s.Wave))
@@ -191,9 +195,10 @@ func TestWavesDeterministic(t *testing.T) {
 }
 
 // TestWavesInvariants checks, over seeded random graphs, what every plan
-// must satisfy: each step in exactly one wave, after all its dependencies,
-// no wave over max_concurrency, no two conflicting steps in one wave, and
-// the same plan on every run.
+// must satisfy: each step in exactly one tick of the scheduler's order,
+// after all its dependencies, no tick over max_concurrency, no two
+// conflicting steps in one tick; each step's wave one more than its
+// dependencies' largest; and the same plan on every run.
 func TestWavesInvariants(t *testing.T) {
 	for seed := range uint64(20) {
 		w := randomWorkflow(150, seed)
@@ -204,8 +209,21 @@ func TestWavesInvariants(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, d, again)
 
-		waveOf := map[string]int{}
+		level := map[string]int{}
 		for k, ids := range d.Waves {
+			for _, id := range ids {
+				level[id] = k + 1
+			}
+		}
+		for _, s := range w.Steps {
+			want := 1
+			for _, dep := range s.DependsOn {
+				want = max(want, level[dep]+1)
+			}
+			require.Equal(t, want, level[s.ID], "the wave of %s is its dependency level", s.ID)
+		}
+		waveOf := map[string]int{}
+		for k, ids := range d.order {
 			require.LessOrEqual(t, len(ids), w.MaxConcurrency)
 			for _, id := range ids {
 				_, dup := waveOf[id]
@@ -223,7 +241,7 @@ func TestWavesInvariants(t *testing.T) {
 				require.Less(t, waveOf[dep], waveOf[s.ID], "%s runs before its dependency %s", s.ID, dep)
 			}
 		}
-		for _, ids := range d.Waves {
+		for _, ids := range d.order {
 			for x := range ids {
 				for y := x + 1; y < len(ids); y++ {
 					c, bad := Conflicts(byID[ids[x]], byID[ids[y]])

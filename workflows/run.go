@@ -68,7 +68,6 @@ type runner struct {
 	// conditions are the when decisions of runs that went ahead, by run
 	// label, for their outcomes.
 	conditions map[string][]ConditionSeen
-	round      int
 	started    time.Time
 	planShown  time.Time
 	lastPlan   []tools.PlanEntry
@@ -98,7 +97,7 @@ func run(ctx context.Context, p *Prepared, opt RunOptions) Outcome {
 	}
 	r.record(WorkflowEvent{Kind: EventWorkflowStarted, Workflow: w})
 	r.s.heads.rank = r.s.headKey
-	r.s.root = r.newFrame(0, nil, 0, nil, nil)
+	r.s.root = r.newFrame(0, nil, 0, nil, nil, 0)
 	r.drain()
 	r.dispatch(ctx)
 	r.showPlan()
@@ -185,7 +184,6 @@ func (r *runner) dispatch(ctx context.Context) {
 		if len(start) == 0 {
 			return
 		}
-		r.round++
 		failedToStart := false
 		for _, run := range start {
 			if !r.startRun(ctx, run) {
@@ -241,7 +239,6 @@ func (r *runner) startRun(ctx context.Context, run *stepRun) bool {
 	if st.PermissionMode == Writer {
 		req.WriteSet, req.MayWrite = st.WriteSet, writeSetMatcher(st.WriteSet)
 	}
-	run.wave = r.round
 	view, err := r.children.Start(ctx, req)
 	if err != nil {
 		f := tools.AsFailure(err)
@@ -250,7 +247,7 @@ func (r *runner) startRun(ctx context.Context, run *stepRun) bool {
 			return false
 		}
 		out := StepOutcome{
-			StepID: r.w.Steps[run.step].ID, Agent: agentOrDefault(st.Agent), Wave: r.round, Posture: st.PermissionMode,
+			StepID: r.w.Steps[run.step].ID, Agent: agentOrDefault(st.Agent), Wave: run.wave, Posture: st.PermissionMode,
 			WorkspaceMode: st.WorkspaceMode, DependsOn: nonNil(st.DependsOn),
 			SubagentStatus: tools.SubagentNotStarted, CheckpointStatus: CheckpointFailed,
 			Summary: "the step's child could not be started: " + f.Message, Error: f,
@@ -260,7 +257,7 @@ func (r *runner) startRun(ctx context.Context, run *stepRun) bool {
 	}
 	run.agentID = view.ID
 	r.byAgent[view.ID] = run
-	r.record(WorkflowEvent{Kind: EventStepScheduled, StepID: r.w.Steps[run.step].ID, Run: run.label, Wave: r.round, SubagentID: view.ID})
+	r.record(WorkflowEvent{Kind: EventStepScheduled, StepID: r.w.Steps[run.step].ID, Run: run.label, Wave: run.wave, SubagentID: view.ID})
 	return true
 }
 

@@ -293,7 +293,10 @@ func TestRunAgreesWithTheDryRunWhenDurationsAreEqual(t *testing.T) {
 		for _, wave := range got {
 			slices.SortFunc(wave, func(a, b string) int { return index(w, a) - index(w, b) })
 		}
-		require.Equal(t, plan.Waves, got, "seed %d", seed)
+		require.Equal(t, plan.order, got, "seed %d", seed)
+		for i := range out.Steps {
+			require.Equal(t, plan.Steps[i].Wave, out.Steps[i].Wave, "seed %d: the wave of %s", seed, out.Steps[i].StepID)
+		}
 	}
 }
 
@@ -447,7 +450,8 @@ func TestCriticalPathFirst(t *testing.T) {
 		{"id":"x","task":"t"},{"id":"y","task":"t"},
 		{"id":"head","task":"t"},{"id":"tail","task":"t","depends_on":["head"]}]}`))
 	require.NoError(t, err)
-	require.Equal(t, [][]string{{"head"}, {"x"}, {"y"}, {"tail"}}, plan.Waves)
+	require.Equal(t, [][]string{{"head"}, {"x"}, {"y"}, {"tail"}}, plan.order)
+	require.Equal(t, [][]string{{"x", "y", "head"}, {"tail"}}, plan.Waves, "a wave is a dependency level, whatever the slots")
 }
 
 func TestWritersAreHeldToTheirWriteSet(t *testing.T) {

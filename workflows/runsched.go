@@ -80,6 +80,11 @@ type memberState struct {
 	runs    []*stepRun // a step's runs: one, or a fan-out's instances
 	pending int        // its runs not yet decided
 	loop    *loopRun   // an inner loop's run
+	// base is the largest wave of what the member waited for (the
+	// members it depends on, the iteration it is in); end the largest wave
+	// of its runs (a loop's: of all its iterations). A step's runs are
+	// wave base+1: a wave is a dependency level, as in the dry run.
+	base, end int
 }
 
 // frame is the workflow, or one iteration of a loop.
@@ -97,6 +102,9 @@ type frame struct {
 	fresh     bool       // a run in it (at any depth) is fresh
 	ran       bool       // a run in it (at any depth) ran or was reused
 	begun     bool       // its iteration_started was recorded
+	// base is the largest wave the iteration waited for (its loop's
+	// dependencies, the previous iteration); end the largest wave in it.
+	base, end int
 }
 
 // loopRun is one run of a loop: its iterations in one frame of its
@@ -150,10 +158,10 @@ type sched struct {
 
 // newFrame makes a frame of scope sc and queues the gates of its members
 // that wait for nothing.
-func (r *runner) newFrame(sc int, lr *loopRun, iter int, prev *frame, outer *frame) *frame {
+func (r *runner) newFrame(sc int, lr *loopRun, iter int, prev *frame, outer *frame, base int) *frame {
 	s := &r.s
 	scope := &s.g.scopes[sc]
-	f := &frame{scope: sc, loop: lr, iter: iter, prev: prev, members: make([]memberState, len(scope.members)), undecided: len(scope.members)}
+	f := &frame{scope: sc, loop: lr, iter: iter, prev: prev, members: make([]memberState, len(scope.members)), undecided: len(scope.members), base: base, end: base}
 	if outer != nil {
 		f.iters = append(slices.Clone(outer.iters), iter)
 		outer.inner = append(outer.inner, f)
@@ -165,6 +173,22 @@ func (r *runner) newFrame(sc int, lr *loopRun, iter int, prev *frame, outer *fra
 		}
 	}
 	return f
+}
+
+// raiseEnd records that member local of f reaches wave w: its end, its
+// frame's, and those of the loops holding the frame.
+func (r *runner) raiseEnd(f *frame, local, w int) {
+	for {
+		m := &f.members[local]
+		if m.end >= w && f.end >= w {
+			return
+		}
+		m.end, f.end = max(m.end, w), max(f.end, w)
+		if f.loop == nil {
+			return
+		}
+		f, local = f.loop.parent, f.loop.local
+	}
 }
 
 // drain gates every member that is due, and whatever that makes due in
@@ -179,7 +203,16 @@ func (r *runner) drain() {
 			continue
 		}
 		m.gated = true
+		m.base = it.f.base
+		for _, k := range s.g.scopes[it.f.scope].deps[it.local] {
+			m.base = max(m.base, it.f.members[k].end)
+		}
 		member := s.g.scopes[it.f.scope].members[it.local]
+		if !isLoop(member) {
+			// Skipped or held, a step still counts as a level, as the dry
+			// run counts every conditional step as if it ran.
+			r.raiseEnd(it.f, it.local, m.base+1)
+		}
 		if isLoop(member) {
 			r.startLoop(it.f, it.local, loopOfMember(member))
 		} else {
@@ -442,7 +475,8 @@ func joinInts(xs []int) string {
 
 // newRun makes a run of step s in frame f.
 func (r *runner) newRun(f *frame, local, s, item int, itemVal any, spec *Step, views []depView) *stepRun {
-	run := &stepRun{seq: len(r.s.runs), step: s, frame: f, item: item, itemVal: itemVal, label: r.runLabel(s, f, item), spec: spec, madeAt: r.s.decisions}
+	run := &stepRun{seq: len(r.s.runs), step: s, frame: f, item: item, itemVal: itemVal, label: r.runLabel(s, f, item), spec: spec, madeAt: r.s.decisions,
+		wave: f.members[local].base + 1}
 	for _, v := range views {
 		run.inputs = append(run.inputs, v.runs...)
 	}
@@ -807,7 +841,11 @@ func (r *runner) startIteration(lr *loopRun, record bool) {
 	if record {
 		r.record(WorkflowEvent{Kind: EventIterationStarted, Loop: r.w.Loops[lr.loop].ID, Run: lr.label, Iteration: iter})
 	}
-	f := r.newFrame(r.s.g.scopeOf(lr.loop), lr, iter, prev, lr.parent)
+	base := lr.parent.members[lr.local].base
+	if prev != nil {
+		base = max(base, prev.end)
+	}
+	f := r.newFrame(r.s.g.scopeOf(lr.loop), lr, iter, prev, lr.parent, base)
 	f.begun = record
 	lr.frames = append(lr.frames, f)
 }

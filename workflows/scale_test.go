@@ -135,11 +135,11 @@ func TestPlannerAgreesWithNaive(t *testing.T) {
 		require.NoError(t, Check(w))
 		d, err := Waves(w)
 		require.NoError(t, err)
-		require.Equal(t, naiveWaves(w), d.Waves, "seed %d", seed)
+		require.Equal(t, naiveWaves(w), d.order, "seed %d", seed)
 
-		readyFor := map[string]int{} // the wave each step became runnable for
+		readyFor := map[string]int{} // the tick each step became runnable for
 		waveOf := map[string]int{}
-		for k, ids := range d.Waves {
+		for k, ids := range d.order {
 			for _, id := range ids {
 				waveOf[id] = k + 1
 			}
@@ -156,9 +156,9 @@ func TestPlannerAgreesWithNaive(t *testing.T) {
 		}
 		require.Equal(t, held, d.Summary.SerializedSteps, "seed %d", seed)
 		for _, s := range d.Serialized {
-			require.Equal(t, readyFor[s.Step], s.Wave, "a step is recorded at the wave it became ready for")
+			require.Equal(t, readyFor[s.Step], s.tick, "a step is recorded at the tick it became ready for")
 			if s.Rule != RuleMaxConcurrency {
-				require.Equal(t, s.Wave, waveOf[s.With], "held back by a step of that wave")
+				require.Equal(t, s.tick, waveOf[s.With], "held back by a step started at that tick")
 			}
 		}
 
@@ -226,13 +226,14 @@ func TestDryRunIsBounded(t *testing.T) {
 	out, err := p.DryRun(context.Background())
 	require.NoError(t, err)
 
-	require.Equal(t, PlanSummary{Steps: 300, Waves: 300, SerializedSteps: 299}, out.Summary)
+	require.Equal(t, PlanSummary{Steps: 300, Waves: 1, SerializedSteps: 299}, out.Summary, "one wave: no step depends on another")
 	require.Equal(t, RiskCount{Pairs: 300 * 299 / 2}, out.MergeRiskCount)
 	require.Len(t, out.MergeRisks, maxListed)
 	require.Len(t, out.Serialized, maxListed)
 	require.Len(t, out.Steps, maxListedSteps)
-	require.Len(t, out.Waves, maxListedSteps)
-	require.Equal(t, &Truncation{Waves: 100, Steps: 100, Serialized: 299 - maxListed, MergeRisks: 44850 - maxListed, Note: dryRunNote}, out.Truncated)
+	require.Len(t, out.Waves, 1)
+	require.Len(t, out.Waves[0], maxListedSteps)
+	require.Equal(t, &Truncation{Waves: 1, Steps: 100, Serialized: 299 - maxListed, MergeRisks: 44850 - maxListed, Note: dryRunNote}, out.Truncated)
 	// The first pairs, in declaration order.
 	require.Equal(t, []string{"w0", "w1"}, out.MergeRisks[0].Steps)
 	require.Equal(t, []string{"w0", "w50"}, out.MergeRisks[maxListed-1].Steps)
@@ -241,7 +242,7 @@ func TestDryRunIsBounded(t *testing.T) {
 	require.NoError(t, err)
 	require.Less(t, len(b), 128<<10, "the whole result the model reads")
 	require.Less(t, len(out.Output), 32<<10, "the text")
-	for _, marker := range []string{"… and 270 more waves", "| … | | | | | 240 more steps |", "- … and 279 more\n", "Merge risks (44850 pairs of writers):", "- … and 44830 more pairs"} {
+	for _, marker := range []string{"Wave 1: w0, w1, ", "- within wave 1, w1 runs after w0: ", "| … | | | | | 240 more steps |", "- … and 279 more\n", "Merge risks (44850 pairs of writers):", "- … and 44830 more pairs"} {
 		require.Contains(t, out.Output, marker)
 	}
 }
@@ -418,8 +419,9 @@ func TestBigRunIsBounded(t *testing.T) {
 
 // TestDryRunWorkIsBounded: writers of distinct sets that all overlap under
 // the conservative rules ("**/f1.go" could be a directory holding f2.go)
-// cost the square of their number to plan. Past its work budget a dry run
-// stops, exact up to the last wave it placed, and says so.
+// cost the square of their number to order. Past its work budget a dry run
+// stops looking for the steps held back, and says so; its waves, which
+// are dependency levels, stay exact.
 func TestDryRunWorkIsBounded(t *testing.T) {
 	defer func(n int) { maxPlanWork = n }(maxPlanWork)
 	maxPlanWork = 5000
@@ -431,13 +433,15 @@ func TestDryRunWorkIsBounded(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, d.Incomplete)
 	placed := 0
-	for k, wave := range d.Waves {
-		require.Equal(t, []string{fmt.Sprintf("s%d", k)}, wave, "the waves it placed are exact: one writer at a time")
+	for k, tick := range d.order {
+		require.Equal(t, []string{fmt.Sprintf("s%d", k)}, tick, "the order it found is exact: one writer at a time")
 		placed++
 	}
 	require.Equal(t, 300-placed, d.Summary.UnplacedSteps)
 	require.Positive(t, d.Summary.UnplacedSteps)
-	require.Equal(t, 0, d.Steps[299].Wave)
-	require.Contains(t, RenderPlan(&d), fmt.Sprintf("Incomplete: planning stopped after wave %d", placed))
+	require.Len(t, d.Waves, 1, "no step depends on another")
+	require.Len(t, d.Waves[0], 300)
+	require.Equal(t, 1, d.Steps[299].Wave)
+	require.Contains(t, RenderPlan(&d), fmt.Sprintf("Incomplete: the search for held-back steps stopped after %d of 300 steps", placed))
 	require.Equal(t, RiskCount{Pairs: 300 * 299 / 2}, d.MergeRiskCount, "two patterns that both start and end with ** are told apart at once")
 }

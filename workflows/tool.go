@@ -85,7 +85,7 @@ func RenderPlan(p *DryRun) string {
 		control = control || s.When != "" || s.ForEach != "" || s.Join != ""
 	}
 	if control {
-		fmt.Fprintf(&b, "At most %d step runs (every loop to its max_iterations, every fan-out to its max_items); the waves are those of the first iteration, each fan-out one run, every conditional step as if it ran.\n", p.MaxRuns)
+		fmt.Fprintf(&b, "At most %d step runs (every loop to its max_iterations, every fan-out to its max_items); the waves are dependency levels of the first iteration (a later one goes on from its last wave), each fan-out one run, every conditional step as if it ran.\n", p.MaxRuns)
 	}
 	shown := 0
 	for i, wave := range p.Waves {
@@ -149,10 +149,10 @@ func RenderPlan(p *DryRun) string {
 		}
 	}
 	if sum.SerializedSteps > 0 {
-		fmt.Fprintf(&b, "\nSerialized (%d %s held back at the wave they became ready for):\n", sum.SerializedSteps, plural(sum.SerializedSteps, "step", "steps"))
+		fmt.Fprintf(&b, "\nSerialized (%d %s held back behind another, in the same wave):\n", sum.SerializedSteps, plural(sum.SerializedSteps, "step", "steps"))
 		listed := p.Serialized[:min(len(p.Serialized), maxRenderedLines)]
 		for _, s := range listed {
-			fmt.Fprintf(&b, "- wave %d: %s\n", s.Wave, s.Reason)
+			fmt.Fprintf(&b, "- %s: %s\n", s.order(), s.Reason)
 		}
 		if more := sum.SerializedSteps - len(listed); more > 0 {
 			fmt.Fprintf(&b, "- … and %d more\n", more)
@@ -169,6 +169,18 @@ func RenderPlan(p *DryRun) string {
 		}
 	}
 	return b.String()
+}
+
+// order says what a held-back step waits for: "within wave 2, index runs
+// after summary", naming the other step's wave when it is another.
+func (s Serialization) order() string {
+	switch {
+	case s.With == "":
+		return fmt.Sprintf("within wave %d, %s waits for a free slot", s.Wave, s.Step)
+	case s.WithWave != s.Wave:
+		return fmt.Sprintf("in wave %d, %s runs after %s (wave %d)", s.Wave, s.Step, s.With, s.WithWave)
+	}
+	return fmt.Sprintf("within wave %d, %s runs after %s", s.Wave, s.Step, s.With)
 }
 
 // riskPairs says how many pairs of writers are at merge risk.
