@@ -240,10 +240,11 @@ type DryRun struct {
 type PlanSummary struct {
 	Steps int `json:"steps"`
 	Waves int `json:"waves"`
-	// SerializedSteps counts the steps held back at the wave they became
-	// runnable for (Serialized names the first).
+	// SerializedSteps counts the steps held back behind another of
+	// their wave, or for a slot (Serialized names the first).
 	SerializedSteps int `json:"serialized_steps"`
-	// UnplacedSteps counts the steps an incomplete plan did not place.
+	// UnplacedSteps counts the steps an incomplete plan did not reach in
+	// its search for held-back steps (their waves are exact).
 	UnplacedSteps int `json:"unplaced_steps,omitempty"`
 }
 

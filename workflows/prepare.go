@@ -71,7 +71,7 @@ type DryRunOutcome struct {
 }
 
 // DryRun plans the workflow, starting nothing and writing nothing: the
-// waves the scheduler would run if every step took the same time, its
+// waves (dependency levels, as a run numbers them), the steps held back, its
 // lists bounded (DryRun), and its worst case against its budget. It stops
 // when ctx ends, with a cancelled *tools.Failure.
 func (p *Prepared) DryRun(ctx context.Context) (DryRunOutcome, error) {
