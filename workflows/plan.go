@@ -307,7 +307,7 @@ func waves(ctx context.Context, w *Workflow) (DryRun, error) {
 	}
 	wave := g.levels(n)
 	started := make([]bool, n)
-	var ready []int        // the steps that became runnable for this wave
+	var ready []int // the steps that became runnable at this tick
 	for i := range w.Steps {
 		if s.unmet[i] == 0 {
 			ready = append(ready, i)

@@ -79,9 +79,12 @@ func (p *Prepared) DryRun(ctx context.Context) (DryRunOutcome, error) {
 	if err != nil {
 		return DryRunOutcome{}, &tools.Failure{Kind: tools.ErrCancelled, Message: "the dry run was cancelled before its plan was complete: " + err.Error()}
 	}
+	// The text is bounded by its own limits; rendered from the whole plan,
+	// it counts what a wave cut short leaves out.
+	text := RenderPlan(&plan)
 	plan = plan.bounded()
 	est := p.estimateBudget(plan.MaxRuns)
-	return DryRunOutcome{Output: RenderPlan(&plan) + renderBudget(est), Mode: "dry_run", DryRun: plan, Budget: est}, nil
+	return DryRunOutcome{Output: text + renderBudget(est), Mode: "dry_run", DryRun: plan, Budget: est}, nil
 }
 
 // Run runs the workflow through ports.Children and ports.Evidence (both
