@@ -252,6 +252,43 @@ func TestWavesInvariants(t *testing.T) {
 	}
 }
 
+// TestDryRunTextCutsLongChains: a chain of 40 steps is 40 waves; the text
+// lists the first maxRenderedWaves and counts the rest.
+func TestDryRunTextCutsLongChains(t *testing.T) {
+	w := &Workflow{}
+	for i := range 40 {
+		st := Step{ID: fmt.Sprintf("s%d", i), Task: "t"}
+		if i > 0 {
+			st.DependsOn = []string{fmt.Sprintf("s%d", i-1)}
+		}
+		w.Steps = append(w.Steps, st)
+	}
+	d, err := Waves(w)
+	require.NoError(t, err)
+	require.Equal(t, 40, d.Summary.Waves)
+	require.Equal(t, 40, d.Steps[39].Wave)
+	text := RenderPlan(&d)
+	require.Contains(t, text, "Dry run: 40 steps in 40 waves")
+	require.Contains(t, text, fmt.Sprintf("\nWave %d: s%d\n… and %d more waves", maxRenderedWaves, maxRenderedWaves-1, 40-maxRenderedWaves))
+}
+
+// TestSerializedWithinAWave: the dry run's text says who waits within a
+// wave, naming the other step's wave when it is another.
+func TestSerializedWithinAWave(t *testing.T) {
+	d, err := Waves(mustParse(t, `{"steps":[{"id":"a","task":"t","write_set":["src/**"]},{"id":"b","task":"t","write_set":["src/**"]},
+		{"id":"c","task":"t","depends_on":["x"],"write_set":["src/x.go"]},{"id":"x","task":"t"},{"id":"slow","task":"t"},
+		{"id":"d","task":"t","depends_on":["slow"]}],"max_concurrency":2}`))
+	require.NoError(t, err)
+	require.Equal(t, [][]string{{"a", "b", "x", "slow"}, {"c", "d"}}, d.Waves)
+	text := RenderPlan(&d)
+	// x and slow have dependents, so they take the two slots first; c,
+	// wave 2, starts at the tick a does and writes inside a's set.
+	require.Contains(t, text, "Serialized (3 steps held back; each keeps its wave and waits for another step or a slot):\n"+
+		"- within wave 1, a waits for a free slot: a was ready but all 2 slots of max_concurrency were taken\n"+
+		"- within wave 1, b waits for a free slot: ")
+	require.Contains(t, text, "- in wave 2, c runs after a (wave 1): both write: ")
+}
+
 func TestSerializedJSON(t *testing.T) {
 	d, err := Waves(mustParse(t, `{"max_concurrency":1,"steps":[{"id":"a","task":"t"},{"id":"b","task":"t"}]}`))
 	require.NoError(t, err)

@@ -149,7 +149,7 @@ func RenderPlan(p *DryRun) string {
 		}
 	}
 	if sum.SerializedSteps > 0 {
-		fmt.Fprintf(&b, "\nSerialized (%d %s held back behind another, in the same wave):\n", sum.SerializedSteps, plural(sum.SerializedSteps, "step", "steps"))
+		fmt.Fprintf(&b, "\nSerialized (%d %s held back; each keeps its wave and waits for another step or a slot):\n", sum.SerializedSteps, plural(sum.SerializedSteps, "step", "steps"))
 		listed := p.Serialized[:min(len(p.Serialized), maxRenderedLines)]
 		for _, s := range listed {
 			fmt.Fprintf(&b, "- %s: %s\n", s.order(), s.Reason)

@@ -145,7 +145,7 @@ func TestDryRunSaysWhoRunsAfterWhomWithinAWave(t *testing.T) {
 	for _, want := range []string{
 		"Dry run: 4 steps in 2 waves",
 		"Wave 1: survey, notes\nWave 2: summary, index\n",
-		"Serialized (1 step held back behind another, in the same wave):\n- within wave 2, index runs after summary: ",
+		"Serialized (1 step held back; each keeps its wave and waits for another step or a slot):\n- within wave 2, index runs after summary: ",
 	} {
 		require.Contains(t, stdout, want)
 	}
