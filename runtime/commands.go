@@ -116,11 +116,15 @@ func writeRoots(workspace string, patterns []string) []string {
 // with it.
 func (s *Session) commandPolicy() sandbox.Policy {
 	readOnly := s.Mode() == ModeReadOnly
+	project := s.project
+	if project == "" {
+		project = s.workspace.Root()
+	}
 	c := s.commands
 	if c == nil {
-		return sandbox.Policy{Confine: readOnly}
+		return sandbox.Policy{Confine: readOnly, Project: project}
 	}
-	p := sandbox.Policy{Confine: true, DenyNetwork: c.denyNetwork, Env: c.env, Execute: c.execute}
+	p := sandbox.Policy{Confine: true, DenyNetwork: c.denyNetwork, Env: c.env, Execute: c.execute, Project: project}
 	if !readOnly && !c.readOnly {
 		p.Protected = c.protected
 		p.Writable = c.writable

@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +21,9 @@ import (
 // A cache listed in [sandbox] writable is used as it is. The module cache
 // (GOMODCACHE) is only read by builds of modules whose dependencies are
 // downloaded; a download needs the network, which a reviewer has not.
+// Each project (the user's workspace a command works for, Policy.Project)
+// has a cache of its own beneath Pixir's: a child of one project must not
+// plant compiled packages that another project's builds would link.
 
 // WithGoCache returns a copy of s whose confined commands use dir as Go's
 // build cache when they may not write their own ("" turns it off).
@@ -26,6 +31,17 @@ func (s *Sandbox) WithGoCache(dir string) *Sandbox {
 	c := *s.orDefault()
 	c.goCache = dir
 	return &c
+}
+
+// ProjectGoCache is the Go build cache of project's confined commands
+// beneath dir, Pixir's (WithGoCache): one folder per project, named by a
+// hash of its path. dir itself when either is "".
+func ProjectGoCache(dir, project string) string {
+	if dir == "" || project == "" {
+		return dir
+	}
+	sum := sha256.Sum256([]byte(filepath.Clean(project)))
+	return filepath.Join(dir, hex.EncodeToString(sum[:8]))
 }
 
 // goBuildCache is the Go build cache a command with env would use: GOCACHE,

@@ -35,6 +35,10 @@ type Policy struct {
 	// a program it wrote or copied. What an allowed program does itself is
 	// not restricted (see Programs).
 	Execute []string
+	// Project is the user's workspace the command works for (a Subagent's
+	// too, whatever folder it runs in): confined commands of one project
+	// share a Go build cache, never another project's (ProjectGoCache).
+	Project string
 }
 
 // Restricts reports whether the policy asks the kernel for anything.

@@ -170,7 +170,7 @@ func (s *Sandbox) Run(ctx context.Context, c Command) (Outcome, error) {
 		defer os.RemoveAll(tmp)
 		env = setEnv(env, "TMPDIR="+tmp)
 		p.Writable = append(append([]string{tmp}, p.Writable...), s.extraWritable()...)
-		env, p.Writable = goCacheFor(env, p.Writable, s.goCache)
+		env, p.Writable = goCacheFor(env, p.Writable, ProjectGoCache(s.goCache, p.Project))
 	}
 	newCmd := func() *exec.Cmd {
 		cmd := exec.CommandContext(ctx, c.Path, c.Args[1:]...)

@@ -293,6 +293,7 @@ func TestGoBuildCacheOfConfinedCommands(t *testing.T) {
 		{"GOCACHE beneath a writable path", New(Config{}).WithGoCache(own), Policy{Confine: true, Writable: []string{home}, Env: []string{"GOCACHE=" + users}}, users + "\nwritable\n"},
 		{"unconfined: as it was", New(Config{}).WithGoCache(own), Policy{}, "\nwritable\n"},
 		{"no cache of Pixir's: as it was", New(Config{}), Policy{Confine: true}, "\n"},
+		{"a project's own", New(Config{}).WithGoCache(own), Policy{Confine: true, Project: "/work/a"}, ProjectGoCache(own, "/work/a") + "\nwritable\n"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			out, code, _ := sh(t, tt.s.WithBaseEnv(base), tt.p, home, script)
@@ -300,6 +301,16 @@ func TestGoBuildCacheOfConfinedCommands(t *testing.T) {
 			require.Equal(t, tt.want, out)
 		})
 	}
+}
+
+func TestEachProjectHasItsOwnGoBuildCache(t *testing.T) {
+	own := "/h/.pixir/cache/go-build"
+	a, b := ProjectGoCache(own, "/work/a"), ProjectGoCache(own, "/work/b")
+	require.NotEqual(t, a, b)
+	require.Equal(t, own, filepath.Dir(a))
+	require.Equal(t, a, ProjectGoCache(own, "/work/a/"), "one project, however its path is written")
+	require.Equal(t, own, ProjectGoCache(own, ""))
+	require.Empty(t, ProjectGoCache("", "/work/a"))
 }
 
 func TestGoBuildCacheFromTheEnvironment(t *testing.T) {

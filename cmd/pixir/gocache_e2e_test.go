@@ -9,13 +9,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/pixir-go/pixir/sandbox"
 	"github.com/pixir-go/pixir/workflows"
 )
 
 // A read-only reviewer's verify command may be `go test`: Pixir runs it
 // under the reviewer's sandbox, which may write neither the workspace nor
 // the user's Go build cache, so the command builds in Pixir's own cache
-// ($PIXIR_HOME/cache/go-build), and reads the module cache for a
+// ($PIXIR_HOME/cache/go-build/<project>), and reads the module cache for a
 // dependency. Without it, go test fails with "permission denied" on
 // ~/.cache/go-build before any test runs.
 func TestAReadOnlyReviewersVerifyRunsGoTest(t *testing.T) {
@@ -35,8 +36,11 @@ func TestAReadOnlyReviewersVerifyRunsGoTest(t *testing.T) {
 	// machine). The test points it at this machine's cache instead, which
 	// its own go test filled: the sandbox still allows only Pixir's cache
 	// path, the user's GOCACHE stays read-only to the command.
-	require.NoError(t, os.MkdirAll(filepath.Join(e.home, "cache"), 0o755))
-	require.NoError(t, os.Symlink(goEnv("GOCACHE"), filepath.Join(e.home, "cache", "go-build")))
+	ws, err := filepath.EvalSymlinks(e.ws) // the project as Pixir names it
+	require.NoError(t, err)
+	projectCache := sandbox.ProjectGoCache(filepath.Join(e.home, "cache", "go-build"), ws)
+	require.NoError(t, os.MkdirAll(filepath.Dir(projectCache), 0o755))
+	require.NoError(t, os.Symlink(goEnv("GOCACHE"), projectCache))
 	e.env = append(e.env, "GOPROXY=off", "GOFLAGS=-mod=readonly")
 
 	sum, err := os.ReadFile(filepath.Join("..", "..", "go.sum"))
