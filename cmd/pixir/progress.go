@@ -229,6 +229,7 @@ type turnView struct {
 	waiting      bool
 	waitingSince time.Time
 	shown        bool // the waiting line is on the terminal
+	paused       int  // questions on the screen: no waiting line
 	stopTicker   chan struct{}
 	tickerDone   chan struct{}
 }
@@ -267,13 +268,29 @@ func (v *turnView) modelAsked() {
 }
 
 func (v *turnView) drawWaiting() {
-	if !v.waiting || v.midLine {
+	if !v.waiting || v.midLine || v.paused > 0 {
 		return
 	}
 	// Its own control sequences: stderr's writer makes those of models and
 	// tools inert.
 	fmt.Fprintf(termtext.Raw(v.out.stderr), "\r\033[K  … waiting for the model · %d s", int(time.Since(v.waitingSince).Seconds()))
 	v.shown = true
+}
+
+// pause takes the waiting line off the terminal and keeps it off until
+// the returned function is called: a question asked there (a Subagent's
+// permission, while the parent waits for its model) must not be drawn
+// over.
+func (v *turnView) pause() (resume func()) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.clearWaiting()
+	v.paused++
+	return func() {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		v.paused--
+	}
 }
 
 // clearWaiting takes the waiting line off the terminal.

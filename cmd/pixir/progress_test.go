@@ -3,7 +3,9 @@ package main
 import (
 	"encoding/json"
 	"io"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -59,4 +61,26 @@ func TestViewRowsStayGroupedByStep(t *testing.T) {
 	v.eachRow(func(r *stepRow) { ids = append(ids, r.id) })
 	require.Equal(t, []string{"a", "a#2", "a#3", "b[1]", "b[2]", "b[3]", "c"}, ids)
 	require.Same(t, v.row("b[2]", ""), v.byID["b[2]"])
+}
+
+// TestAQuestionIsNotDrawnOver: while a question is on the terminal (a
+// Subagent asks while the parent waits for its model) the waiting line is
+// off it and stays off; it comes back once the question is answered.
+func TestAQuestionIsNotDrawnOver(t *testing.T) {
+	var stderr strings.Builder
+	v := &turnView{out: newRunOutput(io.Discard, &stderr, false), titles: map[string]string{}}
+	v.waiting, v.waitingSince = true, time.Now()
+	v.drawWaiting()
+	require.Contains(t, stderr.String(), "waiting for the model")
+
+	stderr.Reset()
+	resume := v.pause()
+	require.Equal(t, "\r\033[K", stderr.String(), "the waiting line is taken off before the question")
+	stderr.Reset()
+	v.drawWaiting() // a tick while the question waits
+	require.Empty(t, stderr.String(), "drawn over the question")
+
+	resume()
+	v.drawWaiting()
+	require.Contains(t, stderr.String(), "waiting for the model")
 }

@@ -213,7 +213,9 @@ func runPrompt(o runOptions, mode runtime.Mode, id, prompt string, stdin io.Read
 	view := newTurnView(out)
 	sess.SetObserver(view.observe)
 	before := sess.Usage()
-	stopReason, err := sess.Prompt(ctx, runtime.Prompt{Text: prompt}, runtime.TurnOptions{Observe: view.observe, Ask: newTerminalAsker(stdin, out.stderr)})
+	asker := newTerminalAsker(stdin, out.stderr)
+	asker.pause = view.pause // a question must not be drawn over
+	stopReason, err := sess.Prompt(ctx, runtime.Prompt{Text: prompt}, runtime.TurnOptions{Observe: view.observe, Ask: asker})
 	sess.SetObserver(nil)
 	res := view.outcome(sess.ID(), stopReason, err)
 	res.Usage = sess.Usage().Sub(before)
