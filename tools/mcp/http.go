@@ -75,8 +75,13 @@ func (s *httpStream) WriteObject(obj any) error {
 		return err
 	}
 	if env.ID == nil || env.Method == "" {
-		// A notification or a reply: the server accepts it at once.
-		resp, err := s.post(s.ctx, body)
+		// A notification or a reply: the server accepts it at once. The
+		// engine holds its send lock while this runs, and ignores contexts,
+		// so a server that does not accept it in time fails the send
+		// instead of holding every other call and cancel behind it.
+		ctx, cancel := context.WithTimeout(s.ctx, cancelGrace)
+		defer cancel()
+		resp, err := s.post(ctx, body)
 		if err != nil {
 			return err
 		}
@@ -103,15 +108,17 @@ func (s *httpStream) WriteObject(obj any) error {
 	go func() { // ends with the answer, or when the call ends or the stream closes
 		defer s.wg.Done()
 		defer cancel()
-		if err := s.roundTrip(ctx, env.Method, body); err != nil && ctx.Err() == nil {
+		if err := s.roundTrip(ctx, env.Method, *env.ID, body); err != nil && ctx.Err() == nil {
 			s.fail(id, *env.ID, err)
 		}
 	}()
 	return nil
 }
 
-// roundTrip POSTs a call and queues what comes back.
-func (s *httpStream) roundTrip(ctx context.Context, method string, body []byte) error {
+// roundTrip POSTs a call and queues what comes back. An event stream that
+// ends without the call's answer is an error: nothing else would ever
+// answer it, and its caller would wait until its timeout.
+func (s *httpStream) roundTrip(ctx context.Context, method string, id json.RawMessage, body []byte) error {
 	resp, err := s.post(ctx, body)
 	if err != nil {
 		return err
@@ -137,7 +144,11 @@ func (s *httpStream) roundTrip(ctx context.Context, method string, body []byte) 
 		s.queue(ctx, msg)
 		return nil
 	case "text/event-stream":
-		return s.readEvents(ctx, resp.Body)
+		answered, err := s.readEvents(ctx, resp.Body, id)
+		if err == nil && !answered {
+			err = fmt.Errorf("the server ended the stream of its answer to %q before answering", method)
+		}
+		return err
 	}
 	return fmt.Errorf("the answer to %q has the content type %q, neither JSON nor an event stream", method, resp.Header.Get("Content-Type"))
 }
@@ -168,8 +179,9 @@ func (s *httpStream) setHeaders(req *http.Request) {
 }
 
 // readEvents queues the data of every message event of a server-sent
-// event stream until it ends.
-func (s *httpStream) readEvents(ctx context.Context, body io.Reader) error {
+// event stream until it ends; answered says whether one of them was the
+// answer to the call with id (nil: the GET stream, which answers none).
+func (s *httpStream) readEvents(ctx context.Context, body io.Reader, id json.RawMessage) (answered bool, err error) {
 	r := bufio.NewReaderSize(body, 64<<10)
 	var data []byte
 	event := ""
@@ -180,6 +192,7 @@ func (s *httpStream) readEvents(ctx context.Context, body io.Reader) error {
 			switch {
 			case len(line) == 0: // the end of an event
 				if len(data) > 0 && (event == "" || event == "message") {
+					answered = answered || answers(data, id)
 					s.queue(ctx, data)
 				}
 				data, event = nil, ""
@@ -193,12 +206,23 @@ func (s *httpStream) readEvents(ctx context.Context, body io.Reader) error {
 			}
 		}
 		if err == io.EOF {
-			return nil
+			return answered, nil
 		}
 		if err != nil {
-			return err
+			return answered, err
 		}
 	}
+}
+
+// answers reports whether msg is the answer (a result or an error) to the
+// call with id.
+func answers(msg []byte, id json.RawMessage) bool {
+	if id == nil {
+		return false
+	}
+	var env envelope
+	return json.Unmarshal(msg, &env) == nil && env.ID != nil && env.Method == "" &&
+		bytes.Equal(bytes.TrimSpace(*env.ID), bytes.TrimSpace(id))
 }
 
 func (s *httpStream) queue(ctx context.Context, msg []byte) {
@@ -263,7 +287,7 @@ func (s *httpStream) negotiated(version string) {
 		if resp.StatusCode != http.StatusOK || mediaType(resp) != "text/event-stream" {
 			return
 		}
-		_ = s.readEvents(s.ctx, resp.Body)
+		_, _ = s.readEvents(s.ctx, resp.Body, nil)
 		// The server ended it: it is gone, or it ended the session. The
 		// connection ends with it (so the server's tools are withdrawn);
 		// resuming would need event ids that Pixir does not keep.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net/http"
 	"strings"
 	"syscall"
 	"testing"
@@ -264,6 +265,52 @@ func TestCancelReachesTheServer(t *testing.T) {
 	res := <-done
 	require.Equal(t, tools.ErrCancelled, res.Error.Kind)
 	require.Equal(t, "cancelled slow", hs.next(t), "notifications/cancelled reached the server")
+}
+
+// TestAStreamThatEndsUnansweredFailsTheCall: a server that ends the
+// event stream of a call's answer without answering (it is shutting down,
+// or expects a reconnect Pixir does not make) fails the call at once; it
+// does not leave it waiting for its timeout.
+func TestAStreamThatEndsUnansweredFailsTheCall(t *testing.T) {
+	hs := newHTTPServerWith(t, func(w http.ResponseWriter, _ *http.Request, method, tool string, _ http.Handler) bool {
+		if method != "tools/call" || tool != "slow" {
+			return false
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		return true // the stream ends here, with no event
+	})
+	s := startReady(t, []ServerConfig{{Name: "web", URL: hs.URL, ToolTimeout: time.Hour}}, newRecorder().options(t))
+	res := call(t, byName(t, s, "mcp__web__slow"), `{}`)
+	require.NotNil(t, res.Error)
+	require.NotEqual(t, tools.ErrTimeout, res.Error.Kind, "it waited for its timeout")
+	require.Contains(t, res.Error.Message, "ended the stream of its answer")
+}
+
+// TestAServerThatNeverTakesTheCancelDoesNotHoldTheCall: the cancel of a
+// call is a notification the server must accept; one that never does
+// (busy with that very call) costs the caller a bounded wait, not its
+// call for ever.
+func TestAServerThatNeverTakesTheCancelDoesNotHoldTheCall(t *testing.T) {
+	hs := newHTTPServerWith(t, func(w http.ResponseWriter, r *http.Request, method, _ string, next http.Handler) bool {
+		if method != "notifications/cancelled" {
+			return false
+		}
+		<-r.Context().Done() // not accepted while the client waits: it gives up
+		// Only then does the server take it, so that its slow tool ends.
+		next.ServeHTTP(w, r.Clone(context.Background()))
+		return true
+	})
+	s := startReady(t, []ServerConfig{{Name: "web", URL: hs.URL}}, newRecorder().options(t))
+	slow := byName(t, s, "mcp__web__slow")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan tools.Result)
+	go func() { done <- slow.Run(ctx, tools.Env{}, json.RawMessage(`{}`)) }()
+	require.Equal(t, "call slow", hs.next(t))
+	cancel()
+	res := <-done
+	require.Equal(t, tools.ErrCancelled, res.Error.Kind)
+	require.Equal(t, "cancelled slow", hs.next(t), "the server took the cancel once the client had given up")
 }
 
 func TestToolTimeout(t *testing.T) {

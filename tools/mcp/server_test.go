@@ -1,9 +1,11 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -161,7 +163,13 @@ type httpServer struct {
 	header http.Header
 }
 
-func newHTTPServer(t *testing.T) *httpServer {
+func newHTTPServer(t *testing.T) *httpServer { return newHTTPServerWith(t, nil) }
+
+// newHTTPServerWith is newHTTPServer with a hook in front of the SDK's
+// handler: for a POST whose JSON-RPC method (and tool name, for a
+// tools/call) intercept returns true, the hook has answered (itself, or
+// through next, the SDK's handler, with a request of its choice).
+func newHTTPServerWith(t *testing.T, intercept func(w http.ResponseWriter, r *http.Request, method, tool string, next http.Handler) bool) *httpServer {
 	hs := &httpServer{events: make(chan string, 64)}
 	ts := newTestServer(func(e string) { hs.events <- e })
 	handler := sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
@@ -172,7 +180,27 @@ func newHTTPServer(t *testing.T) *httpServer {
 		hs.mu.Unlock()
 		return ts.srv
 	}, nil)
-	hs.Server = httptest.NewServer(handler)
+	front := http.Handler(handler)
+	if intercept != nil {
+		front = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost {
+				body, _ := io.ReadAll(r.Body)
+				var msg struct {
+					Method string `json:"method"`
+					Params struct {
+						Name string `json:"name"`
+					} `json:"params"`
+				}
+				_ = json.Unmarshal(body, &msg)
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				if intercept(w, r, msg.Method, msg.Params.Name, handler) {
+					return
+				}
+			}
+			handler.ServeHTTP(w, r)
+		})
+	}
+	hs.Server = httptest.NewServer(front)
 	t.Cleanup(hs.Close)
 	return hs
 }
