@@ -114,10 +114,14 @@ func readIndex(b []byte, hashLen int) ([]indexEntry, map[string]string, error) {
 		if off+8+size > len(body) {
 			return nil, nil, errors.New("the index ends inside an extension")
 		}
-		switch sig {
-		case "link", "sdir": // a split index keeps entries elsewhere; a sparse one folders
+		switch {
+		case sig[0] >= 'a' && sig[0] <= 'z':
+			// Git's rule: an extension named in lower case changes what the
+			// entries mean (link: a split index keeps entries elsewhere;
+			// sdir: a sparse one has folders), and a reader that does not
+			// know it must not go on.
 			return nil, nil, errIndexNotRead
-		case "TREE":
+		case sig == "TREE":
 			if rest, err := readCacheTree(body[off+8:off+8+size], "", true, hashLen, cached); err != nil || len(rest) > 0 {
 				clear(cached) // not understood: every tree is written
 			}

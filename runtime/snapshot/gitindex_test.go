@@ -80,6 +80,21 @@ func TestWriteIndexTreesIsGitWriteTree(t *testing.T) {
 			gitIn(t, ws, "add", "-N", "later.txt")
 			_, err = writeIndexTrees(gitDir, format)
 			require.ErrorIs(t, err, errIndexNotRead)
+
+			// An extension named in lower case changes what the entries
+			// mean; one this reader does not know stops it (git's rule).
+			gitIn(t, ws, "rm", "-q", "--cached", "later.txt")
+			index, err := os.ReadFile(filepath.Join(gitDir, "index"))
+			require.NoError(t, err)
+			_, _, err = readIndex(index, hashLen)
+			require.NoError(t, err)
+			at := len(index) - hashLen
+			unknown := append(append(append([]byte{}, index[:at]...), 'z', 'z', 'z', 'z', 0, 0, 0, 0), index[at:]...)
+			_, _, err = readIndex(unknown, hashLen)
+			require.ErrorIs(t, err, errIndexNotRead)
+			optional := append(append(append([]byte{}, index[:at]...), 'Z', 'Z', 'Z', 'Z', 0, 0, 0, 0), index[at:]...)
+			_, _, err = readIndex(optional, hashLen)
+			require.NoError(t, err, "an extension in upper case is optional")
 		})
 	}
 }
