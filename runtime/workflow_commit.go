@@ -29,13 +29,17 @@ func (c gitCommitter) Commit(ctx context.Context, req workflows.CommitRequest) (
 		rep.Reason = "the session is read_only: nothing is committed"
 		return rep, nil
 	}
+	// git's output as it wrote it (paths of -z output may begin or end
+	// with spaces); on failure, what it said, for the reason.
 	git := func(args ...string) (string, error) {
 		cmd := exec.CommandContext(ctx, "git", append([]string{"--literal-pathspecs"}, args...)...)
 		cmd.Dir = c.root
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		err := cmd.Run()
-		return strings.TrimSpace(out.String()), err
+		var out, said bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &said
+		if err := cmd.Run(); err != nil {
+			return strings.TrimSpace(said.String() + out.String()), err
+		}
+		return out.String(), nil
 	}
 	if out, err := git("rev-parse", "--show-toplevel"); err != nil {
 		rep.Reason = fmt.Sprintf("the workspace is not in a git repository (%v: %s)", err, firstLineOf(out))
@@ -99,7 +103,7 @@ func (c gitCommitter) Commit(ctx context.Context, req workflows.CommitRequest) (
 		rep.Reason = fmt.Sprintf("the commit was made, but its hash could not be read (%v): %s", err, hash)
 		return rep, nil
 	}
-	rep.Status, rep.Commit = workflows.Committed, hash
+	rep.Status, rep.Commit = workflows.Committed, strings.TrimSpace(hash)
 	return rep, nil
 }
 

@@ -78,6 +78,13 @@ func TestGitCommitterCommitsOnlyItsPaths(t *testing.T) {
 	require.Equal(t, "the run's files are as the repository's HEAD has them (committed already): nothing to commit", rep.Reason)
 	require.Equal(t, "again", git("log", "-1", "--format=%s"))
 
+	// A path that begins with a space is a path like any other.
+	require.NoError(t, os.WriteFile(filepath.Join(ws, " lead.txt"), []byte("x\n"), 0o644))
+	rep, err = c.Commit(context.Background(), workflows.CommitRequest{Message: "spaced", Paths: []string{" lead.txt"}})
+	require.NoError(t, err)
+	require.Equal(t, workflows.Committed, rep.Status, rep.Reason)
+	require.Equal(t, []string{" lead.txt"}, rep.Files)
+
 	mode = ModeReadOnly
 	rep, err = c.Commit(context.Background(), workflows.CommitRequest{Message: "x", Paths: []string{"notes.txt"}})
 	require.NoError(t, err)
