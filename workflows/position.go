@@ -27,7 +27,15 @@ func (e *SyntaxError) Error() string {
 // yamlSyntaxError is the parser's error in the file's terms.
 func yamlSyntaxError(err error) error {
 	if pe, ok := errors.AsType[*yaml.ParserError](err); ok {
-		return &SyntaxError{Line: pe.Line, Msg: pe.Message}
+		line := pe.Line
+		// The parser's own errors ("did not find expected …", as opposed to
+		// the scanner's) carry a 0-based line: that of the block or flow
+		// collection being parsed, or of the token it stopped at. One more
+		// names that line as an editor numbers it.
+		if strings.HasPrefix(pe.Message, "did not find expected") {
+			line++
+		}
+		return &SyntaxError{Line: line, Msg: pe.Message}
 	}
 	return &SyntaxError{Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
 }

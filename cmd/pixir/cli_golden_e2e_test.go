@@ -117,6 +117,10 @@ var moreCLICases = []cliCase{
 	{name: "workflow_yaml_syntax", setup: func(e *runEnv) {
 		e.file("bad.yaml", "name: bad\nsteps:\n  - id: a\n    task: [unclosed\n")
 	}, args: []string{"run", "--workflow", "bad.yaml"}},
+	// A list item indented wrong: the line of the list it breaks.
+	{name: "workflow_yaml_indent", setup: func(e *runEnv) {
+		e.file("bad.yaml", "name: bad\nsteps:\n  - id: a\n   task: do a\n")
+	}, args: []string{"run", "--workflow", "bad.yaml"}},
 	{name: "workflow_bad_value", setup: func(e *runEnv) {
 		e.file("bad.yaml", "name: bad\nsteps:\n  - id: a\n    task: do a\n    timeout_ms: -5\n")
 	}, args: []string{"run", "--workflow", "bad.yaml"}},
