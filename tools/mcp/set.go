@@ -469,10 +469,11 @@ func (srv *server) failure(ctx context.Context, err error) string {
 // fail records a server that did not start, and tells the user.
 func (srv *server) fail(detail string) {
 	srv.setState(StateFailed, errors.New(detail), true)
-	srv.set.opt.Logger.Warn("MCP server did not start", "server", srv.cfg.Name, "err", detail)
 	srv.set.notify(Notice{Server: srv.cfg.Name, Severity: SeverityError,
 		Title:  fmt.Sprintf("MCP server %q did not start; its tools are not available", srv.cfg.Name),
 		Detail: detail})
+	// After the notice, as in died: the log line means it is recorded.
+	srv.set.opt.Logger.Warn("MCP server did not start", "server", srv.cfg.Name, "err", detail)
 	srv.started() // after the notice: Ready promises it has been told
 }
 
@@ -496,10 +497,12 @@ func (srv *server) died(log *slog.Logger) {
 		}
 	}
 	n := srv.setState(StateStopped, errors.New(reason), true)
-	log.Warn("MCP server stopped", "reason", reason)
+	// The session records the notice before the log says so: whoever
+	// reads the log line and prompts next finds the notice in that turn.
 	srv.set.notify(Notice{Server: srv.cfg.Name, Severity: SeverityError,
 		Title:  fmt.Sprintf("MCP server %q stopped (%s); its %d tools are withdrawn", srv.cfg.Name, reason, n),
 		Detail: detail})
+	log.Warn("MCP server stopped", "reason", reason)
 }
 
 // gone reports whether a stdio server's process has ended.
