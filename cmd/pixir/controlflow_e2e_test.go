@@ -464,23 +464,7 @@ match = '^cf looped$'
   arguments_json = '''`+string(args)+`'''
   [[rule.reply]]
   text = 'The workflow ended {{field "output.status" .ToolResult}}.'
-
-[[rule]]
-name = "the split"
-match = '\A\[split\]'
-  [[rule.reply]]
-  [[rule.reply.tool_calls]]
-  name = "report_checkpoint"
-  arguments_json = '{"status":"checkpoint_ready","summary":"two tasks","payload":{"tasks":[{"id":"t1"},{"id":"t2"}]}}'
-  [[rule.reply]]
-  text = "split"
-
-[[rule]]
-name = "the others"
-match = '\A\[(draft|work|fix)\]'
-  [[rule.reply]]
-  text = "done"
-`+reviewer("1", "NEEDS WORK", "name the owner")+reviewer("2", "ACCEPTABLE"))
+`+loopScript+reviewer("1", "NEEDS WORK", "name the owner")+reviewer("2", "ACCEPTABLE"))
 	a := e.start()
 	a.initialize()
 	sid := a.newSession()

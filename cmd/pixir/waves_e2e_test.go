@@ -8,9 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// demoPlanWorkflow is the demo's "plan a workflow" graph: summary and
-// index both write Markdown, so one runs after the other, but both are
-// wave 2: a wave is a dependency level, not a dispatch round.
 // loopScript answers loopedACPWorkflow's children but its reviewer: the
 // split gives two tasks, the others just answer.
 const loopScript = `
@@ -31,6 +28,9 @@ match = '\A\[(draft|work|fix)\]'
   text = "done"
 `
 
+// demoPlanWorkflow is the demo's "plan a workflow" graph: summary and
+// index both write Markdown, so one runs after the other, but both are
+// wave 2: a wave is a dependency level, not a dispatch round.
 const demoPlanWorkflow = `{"name": "survey and summarize", "steps": [
   {"id": "survey", "agent": "explorer", "task": "List the files of the workspace and say what the project is."},
   {"id": "notes", "agent": "explorer", "task": "Read hello.txt if it exists and summarize it."},
