@@ -254,9 +254,16 @@ func TestResults(t *testing.T) {
 
 func TestCancelReachesTheServer(t *testing.T) {
 	hs := newHTTPServer(t)
+	cancelSlowCall(t, hs)
+	require.Equal(t, "cancelled slow", hs.next(t), "notifications/cancelled reached the server")
+}
+
+// cancelSlowCall starts hs's slow tool, cancels it once the server has it
+// and checks the caller hears "cancelled".
+func cancelSlowCall(t *testing.T, hs *httpServer) {
+	t.Helper()
 	s := startReady(t, []ServerConfig{{Name: "web", URL: hs.URL}}, newRecorder().options(t))
 	slow := byName(t, s, "mcp__web__slow")
-
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan tools.Result)
 	go func() { done <- slow.Run(ctx, tools.Env{}, json.RawMessage(`{}`)) }()
@@ -264,7 +271,6 @@ func TestCancelReachesTheServer(t *testing.T) {
 	cancel()
 	res := <-done
 	require.Equal(t, tools.ErrCancelled, res.Error.Kind)
-	require.Equal(t, "cancelled slow", hs.next(t), "notifications/cancelled reached the server")
 }
 
 // TestAStreamThatEndsUnansweredFailsTheCall: a server that ends the
@@ -301,15 +307,7 @@ func TestAServerThatNeverTakesTheCancelDoesNotHoldTheCall(t *testing.T) {
 		next.ServeHTTP(w, r.Clone(context.Background()))
 		return true
 	})
-	s := startReady(t, []ServerConfig{{Name: "web", URL: hs.URL}}, newRecorder().options(t))
-	slow := byName(t, s, "mcp__web__slow")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan tools.Result)
-	go func() { done <- slow.Run(ctx, tools.Env{}, json.RawMessage(`{}`)) }()
-	require.Equal(t, "call slow", hs.next(t))
-	cancel()
-	res := <-done
-	require.Equal(t, tools.ErrCancelled, res.Error.Kind)
+	cancelSlowCall(t, hs)
 	require.Equal(t, "cancelled slow", hs.next(t), "the server took the cancel once the client had given up")
 }
 
