@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pixir-go/pixir/internal/suggest"
 	"github.com/pixir-go/pixir/tools"
 )
 
@@ -187,51 +188,9 @@ func jsonKeys(t reflect.Type) []string {
 // nearKey is "; did you mean X?" when a known key is a likely typo of k
 // (or the only key k starts), otherwise the list of known keys.
 func nearKey(k string, known []string, has string) string {
-	best, bestDist := "", 3
-	for _, c := range known {
-		if d := levenshtein(strings.ToLower(k), c); d < bestDist && d <= max(1, len(k)/3) {
-			best, bestDist = c, d
-		}
-	}
-	if best == "" {
-		var starts []string
-		for _, c := range known {
-			if len(k) >= 3 && strings.HasPrefix(c, k) {
-				starts = append(starts, c)
-			}
-		}
-		if len(starts) == 1 {
-			best = starts[0]
-		}
-	}
+	best := suggest.Nearest(k, known)
 	if best == "" {
 		return fmt.Sprintf(" (%s %s)", has, strings.Join(known, ", "))
 	}
 	return fmt.Sprintf("; did you mean %q?", best)
-}
-
-// levenshtein is the edit distance of a and b, a swap of neighbours
-// counting as one edit (optimal string alignment).
-func levenshtein(a, b string) int {
-	prev2 := make([]int, len(b)+1)
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev = prev, cur
-	}
-	return prev[len(b)]
 }
