@@ -15,10 +15,10 @@ import (
 )
 
 // benchWorkspace makes a workspace of n text files of about 4 KB in 20
-// folders and a child's snapshot of it in which every file changed; with
-// ours, the workspace changed each file too, in another place (every
-// merge is then three-way).
-func benchWorkspace(b *testing.B, root string, n int, ours bool) (string, *snapshot.Manifest) {
+// folders and a child's snapshot of it in which every file changed; the
+// workspace changed both percent of them too, in another place (each of
+// those merges is three-way).
+func benchWorkspace(b *testing.B, root string, n, both int) (string, *snapshot.Manifest) {
 	b.Helper()
 	ws := filepath.Join(root, "ws")
 	body := strings.Repeat("a line of text in a source file, long enough to be typical\n", 70)
@@ -41,7 +41,7 @@ func benchWorkspace(b *testing.B, root string, n int, ours bool) (string, *snaps
 		if err := os.WriteFile(filepath.Join(m.Root, rel), []byte("first line (child)\n"+body+"last line\n"), 0o644); err != nil {
 			b.Fatal(err)
 		}
-		if ours {
+		if i%100 < both {
 			if err := os.WriteFile(filepath.Join(ws, rel), []byte("first line\n"+body+"last line (workspace)\n"), 0o644); err != nil {
 				b.Fatal(err)
 			}
@@ -84,22 +84,34 @@ func copyFiles(b *testing.B, src, dst string) {
 
 // BenchmarkMergeVsCopy merges a child's 1,000 changed files and, in the
 // same round, copies those 1,000 files with Go; medians of each and the
-// ratios (target ≤ 2). The workspace did not change any of them: 0 % of
-// the files were changed on both sides, so every file is a fast-forward
-// through the whole journaled apply (plan, stage, journal, renames, the
-// child's base moved on). The yardstick the target is against copies the
-// files over a tree that has them (what copying the child's files into
-// the workspace does: each old file's blocks are freed, as the merge's
-// rename frees them); copy-new-ms copies them into an empty folder.
-func BenchmarkMergeVsCopy(b *testing.B) { benchMerge(b, 1000, false) }
+// ratios (target ≤ 2). In the first, the workspace did not change any of
+// them: 0 % of the files were changed on both sides, so every file is a
+// fast-forward through the whole journaled apply (plan, stage, journal,
+// renames, the child's base moved on); in the second, 10 % were (each a
+// three-way merge of two changes far apart). The yardstick the target is
+// against copies the files over a tree that has them (what copying the
+// child's files into the workspace does: each old file's blocks are
+// freed, as the merge's rename frees them); copy-new-ms copies them into
+// an empty folder.
+func BenchmarkMergeVsCopy(b *testing.B) {
+	b.Run("both=0%", func(b *testing.B) { benchMerge(b, 1000, 0) })
+	b.Run("both=10%", func(b *testing.B) { benchMerge(b, 1000, 10) })
+}
 
-// BenchmarkMergeThreeWay is the same with every file changed on both
-// sides (100 % of 200 files: each is one git merge-file), for the cost
-// per three-way file.
-func BenchmarkMergeThreeWay(b *testing.B) { benchMerge(b, 200, true) }
+// BenchmarkMergeThreeWay is the same with 200 files, every one changed on
+// both sides, for the cost per three-way file: merged in process, and by
+// one git merge-file each (as every such file was before).
+func BenchmarkMergeThreeWay(b *testing.B) {
+	b.Run("in-process", func(b *testing.B) { benchMerge(b, 200, 100) })
+	b.Run("git-merge-file", func(b *testing.B) {
+		mergeInProcess = false
+		defer func() { mergeInProcess = true }()
+		benchMerge(b, 200, 100)
+	})
+}
 
-func benchMerge(b *testing.B, n int, ours bool) {
-	if _, err := os.Stat("/usr/bin/git"); ours && err != nil {
+func benchMerge(b *testing.B, n, both int) {
+	if _, err := os.Stat("/usr/bin/git"); both > 0 && err != nil {
 		b.Skip("no git")
 	}
 	var merges, overs, copies []float64
@@ -110,7 +122,7 @@ func benchMerge(b *testing.B, n int, ours bool) {
 		}
 		b.StopTimer()
 		root := b.TempDir()
-		ws, m := benchWorkspace(b, root, n, ours)
+		ws, m := benchWorkspace(b, root, n, both)
 		over := filepath.Join(root, "over")
 		copyFiles(b, ws, over) // the tree the yardstick overwrites
 		syscall.Sync()

@@ -14,7 +14,10 @@
 //   - A text file both sides changed is merged hunk by hunk by the real
 //     `git merge-file` (the workspace need not be a git repository): git's
 //     merge is what people know, and a hand-written one would be the place
-//     bugs hide. Hunks both sides changed differently are a conflict.
+//     bugs hide. Hunks both sides changed differently are a conflict. The
+//     common case where each side changed one run of lines, far apart, is
+//     merged in process without starting git (mergeApart): its result is
+//     provably the bytes git writes, and a fuzz test holds it to that.
 //   - Conflicts, reported per file (and per hunk for content): the same
 //     hunk changed on both sides; deleted on one side and changed on the
 //     other; added on both sides with different contents; both sides

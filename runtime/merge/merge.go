@@ -325,7 +325,13 @@ func (p *planner) both(ctx context.Context, target, path string, base, ours, the
 		p.conflict(path, tools.ConflictMode, fmt.Sprintf("the child set permission bits %o, and the workspace %o (they were %o)", theirs.mode, ours.mode, base.mode))
 		return nil
 	}
-	res, err := mergeText(ctx, p.tmp, ours.data, base.data, theirs.data, p.label())
+	var res threeWay
+	var err error
+	if merged, ok := mergeApart(ours.data, base.data, theirs.data); ok && mergeInProcess {
+		res.merged = merged // what git would write, without starting it
+	} else {
+		res, err = mergeText(ctx, p.tmp, ours.data, base.data, theirs.data, p.label())
+	}
 	if errors.Is(err, errNoGit) {
 		p.conflict(path, tools.ConflictUnavailable, "both sides changed the file, and "+err.Error()+"; install git, or merge it by hand")
 		return nil

@@ -134,6 +134,23 @@ func TestMergeThreeWay(t *testing.T) {
 	require.Equal(t, replace(replace(text, "two", "two (child, again)"), "nine", "nine (workspace)"), read(t, f.ws, "a.txt"))
 }
 
+// A file whose changes are not one run per side far apart (mergeApart
+// declines it) is merged by git as before.
+func TestMergeThreeWayOfSeveralRunsGoesToGit(t *testing.T) {
+	needGit(t)
+	f := newFixture(t, map[string]string{"a.txt": text})
+	child := replace(text, "five", "five (child)")
+	ours := replace(replace(text, "one", "one (workspace)"), "ten", "ten (workspace)")
+	_, claimed := mergeApart([]byte(ours), []byte(text), []byte(child))
+	require.False(t, claimed)
+	f.child("a.txt", child)
+	f.ours("a.txt", ours)
+	rep := f.merge()
+	require.Equal(t, tools.MergeMerged, rep.Status, "%+v", rep.Conflicts)
+	require.Equal(t, []string{"a.txt"}, rep.Applied.Merged)
+	require.Equal(t, replace(ours, "five", "five (child)"), read(t, f.ws, "a.txt"))
+}
+
 func TestMergeConflictThenResolve(t *testing.T) {
 	needGit(t)
 	f := newFixture(t, map[string]string{"a.txt": text, "b.txt": "b\n"})
