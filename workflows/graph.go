@@ -29,7 +29,16 @@ type graph struct {
 	when      [][]cond // each step's conditions (all must hold)
 	tolerated [][]bool // per step, per dependency (as deps): its not-ready status is tested
 	fan       []*fanOut
-	until     [][]cond // each loop's until
+	// paired, per step, per dependency (as deps): the dependency is a
+	// fan-out over the same items that the step's condition tests, so each
+	// instance is gated on, and tests, the dependency's instance of its
+	// own item (write-tests[2] → test-review[2]).
+	paired [][]bool
+	// perInstance: the step is a fan-out whose condition tests a fan-out
+	// over the same items; it is decided per instance, each against the
+	// paired instance's checkpoint.
+	perInstance []bool
+	until       [][]cond // each loop's until
 }
 
 // loopNode is one loop of the tree.
@@ -275,6 +284,18 @@ func compileGraph(w *Workflow) *graph {
 			g.fan[s] = &fanOut{source: g.index[f.Step], path: tokens, maxItems: f.MaxItems}
 		}
 	}
+	g.paired = make([][]bool, n)
+	g.perInstance = make([]bool, n)
+	for s := range w.Steps {
+		g.paired[s] = make([]bool, len(g.deps[s]))
+		g.perInstance[s] = g.fan[s] != nil && g.testsPaired(s, g.when[s])
+		if w.Steps[s].Join == JoinAny {
+			continue // a join of alternatives waits for the steps as wholes
+		}
+		for k, d := range g.deps[s] {
+			g.paired[s][k] = g.pairs(s, d) && names(g.when[s], d)
+		}
+	}
 	g.until = make([][]cond, len(w.Loops))
 	for l := range w.Loops {
 		g.until[l] = g.compileConds(w.Loops[l].Until)
@@ -305,6 +326,51 @@ func (g *graph) commonScope(a, b int) int {
 		la, lb = g.loops[la].parent, g.loops[lb].parent
 	}
 	return g.scopeOf(la)
+}
+
+// pairs reports whether steps s and d fan out over the same items, so
+// that s's instance of an item pairs with d's instance of the same item.
+func (g *graph) pairs(s, d int) bool {
+	a, b := g.fan[s], g.fan[d]
+	return a != nil && b != nil && s != d && a.source == b.source && slices.Equal(a.path, b.path)
+}
+
+// testsPaired reports whether conds test a fan-out that pairs with step s.
+func (g *graph) testsPaired(s int, conds []cond) bool {
+	for k := range conds {
+		if c := &conds[k]; (c.op == "leaf" && g.pairs(s, c.step)) || g.testsPaired(s, c.subs) {
+			return true
+		}
+	}
+	return false
+}
+
+// pairedNames are the ids of the fan-outs that step s's condition tests
+// and that pair with it, in the order the condition names them.
+func (g *graph) pairedNames(w *Workflow, s int) []string {
+	var out []string
+	var walk func(conds []cond)
+	walk = func(conds []cond) {
+		for k := range conds {
+			c := &conds[k]
+			if id := w.Steps[c.step].ID; c.op == "leaf" && g.pairs(s, c.step) && !slices.Contains(out, id) {
+				out = append(out, id)
+			}
+			walk(c.subs)
+		}
+	}
+	walk(g.when[s])
+	return out
+}
+
+// names reports whether conds test step d anywhere.
+func names(conds []cond, d int) bool {
+	for k := range conds {
+		if c := &conds[k]; (c.op == "leaf" && c.step == d) || names(c.subs, d) {
+			return true
+		}
+	}
+	return false
 }
 
 // cond is a compiled Condition.

@@ -402,6 +402,9 @@ func waves(ctx context.Context, w *Workflow) (DryRun, error) {
 			DependsOn: nonNil(st.DependsOn), ReadSet: nonNil(st.ReadSet), WriteSet: []string{},
 			When: conditionsText(st.When), MaxRuns: 1, Merge: w.MergePolicyOf(st),
 		}
+		if g.perInstance[i] {
+			ps.When += " (each instance against the same item's " + strings.Join(g.pairedNames(w, i), ", ") + ")"
+		}
 		if st.PermissionMode == Writer {
 			ps.WriteSet = st.WriteSet // as written: a fan-out's bindings stay visible
 		}

@@ -301,13 +301,13 @@ func TestDryRunShowsTheControlFlow(t *testing.T) {
 	d, err := Waves(mustParse(t, practiceSpec(t)))
 	require.NoError(t, err)
 	// issue, commit and summary once; revisit 2 × (plan-review 3 × 3 +
-	// split-review 2 × 2 + write-tests 8 + test-review + test-fix +
+	// split-review 2 × 2 + write-tests, test-review and test-fix 8 each +
 	// final-review 3 × (escalation 2 × (make 8 + diagnose + redesign) + 4
 	// reviews and fixes)).
-	require.Equal(t, 3+2*(9+4+8+1+1+3*(2*(8+1+1)+4)), d.MaxRuns)
+	require.Equal(t, 3+2*(9+4+8+8+8+3*(2*(8+1+1)+4)), d.MaxRuns)
 	require.Len(t, d.Loops, 5)
 	require.Equal(t, PlannedLoop{ID: "escalation", Steps: []string{"make", "diagnose", "redesign"}, Within: "final-review", MaxIterations: 2,
-		Until: "make is checkpoint_ready", OnExhausted: Hold}, d.Loops[3])
+		Until: "(make is checkpoint_ready or not write-tests is checkpoint_ready)", OnExhausted: Hold}, d.Loops[3])
 	var make PlannedStep
 	for _, s := range d.Steps {
 		if s.ID == "make" {
@@ -322,7 +322,9 @@ func TestDryRunShowsTheControlFlow(t *testing.T) {
 	require.Equal(t, [][]string{{"issue"}, {"plan"}, {"check-plan", "simplify-plan"}, {"split"}, {"check-split"}, {"write-tests"},
 		{"test-review"}, {"test-fix"}, {"make"}, {"diagnose"}, {"redesign"}, {"final-check", "final-simplify"}, {"test-diagnose"}, {"test-redo"}, {"commit"}, {"summary"}}, d.Waves)
 	text := RenderPlan(&d)
-	require.Contains(t, text, "At most 193 step runs")
+	require.Contains(t, text, "At most 221 step runs")
+	// A condition decided per instance says so.
+	require.Contains(t, text, "| test-review | read_only | shared | write-tests | – | – | revisit | write-tests /escalate_to_check = true (each instance against the same item's write-tests) | split /tasks (max 8) | 16 |")
 	require.Contains(t, text, "- plan-review [plan, check-plan, simplify-plan]: at most 3 iterations, within loop revisit; until check-plan /verdict = \"ACCEPTABLE\" and simplify-plan /verdict = \"ACCEPTABLE\"; stops early when check-plan /findings repeats; unresolved: proceed")
 	require.Contains(t, text, "| diagnose | read_only | shared | make | – | – | escalation | make status in [partial, failed, needs_orchestrator] | – | 12 |")
 }

@@ -33,6 +33,12 @@ import (
 // it" (no orchestrator step here: make's next iteration gets the finding),
 // and 9 "pre-existing bug / NOT_TESTABLE note / advisory / all commits
 // done" (commit's pm files them from the checkpoints it receives).
+//
+// Row 6's escalation is per task: test-review and test-fix fan out over
+// the split's tasks like write-tests and make, so their conditions are
+// decided per instance against the same task's instance (paired
+// instances): one task's escalation reviews and fixes that task's tests
+// while the other task goes straight on.
 
 // practiceReports are the roles' reports by run label: the first key that
 // is a prefix of the label (longest first) wins; runs not named report a
@@ -47,6 +53,8 @@ func verdict(v, route string, findings ...string) string {
 const (
 	twoTasks = `{"status":"checkpoint_ready","summary":"two tasks","payload":{"tasks":[` +
 		`{"id":"t1","files":["src/a.go"],"tests":["src/a_test.go"]},{"id":"t2","files":["src/b.go"],"tests":["src/b_test.go"]}]}}`
+	testsReady   = `{"status":"checkpoint_ready","summary":"TESTS_READY","payload":{"result":"TESTS_READY"}}`
+	escalated    = `{"status":"checkpoint_ready","summary":"TESTS_READY, escalated","payload":{"result":"TESTS_READY","escalate_to_check":true,"notes":"the fixture may hide the race"}}`
 	notReady     = `{"status":"partial","summary":"could not reach GREEN"}`
 	testDesign   = `{"status":"checkpoint_ready","summary":"the test is at fault","payload":{"test_design_error":true}}`
 	notTestFault = `{"status":"checkpoint_ready","summary":"the code is at fault","payload":{"test_design_error":false,"notes":"check the loop bound"}}`
@@ -74,6 +82,8 @@ func (p practiceReports) plan(label string) childPlan {
 		report = twoTasks
 	case "diagnose", "test-diagnose":
 		report = testDesign
+	case "write-tests":
+		report = testsReady
 	}
 	return childPlan{dur: 1, report: report}
 }
@@ -127,7 +137,7 @@ func TestPracticeRoutingMatrix(t *testing.T) {
 		ran:    []string{"plan#1.1", "check-plan#1.1", "simplify-plan#1.1", "split#1.1", "write-tests#1[1]", "write-tests#1[2]", "make#1.1.1[1]", "make#1.1.1[2]", "final-check#1.1", "commit"},
 		notRan: []string{"plan#1.2", "diagnose#1.1.1", "test-review#1"},
 		loops:  happy, status: StatusCompleted,
-		skipped: []string{"test-review#1", "test-fix#1", "diagnose#1.1.1", "redesign#1.1.1", "test-diagnose#1.1", "test-redo#1.1"},
+		skipped: []string{"test-review#1[1]", "test-review#1[2]", "test-fix#1[1]", "test-fix#1[2]", "diagnose#1.1.1", "redesign#1.1.1", "test-diagnose#1.1", "test-redo#1.1"},
 	}, {
 		row:     "4: either reviewer NEEDS WORK → plan.md edited in place, reviewed again",
 		reports: practiceReports{"simplify-plan#1.1": verdict("NEEDS WORK", "none", "drop the cache layer")},
@@ -204,31 +214,50 @@ func TestPracticeRoutingMatrix(t *testing.T) {
 	}, {
 		row:     "6: TESTS_READY, no escalation → phase 7",
 		reports: practiceReports{},
-		ran:     []string{"write-tests#1[1]", "make#1.1.1[1]"}, notRan: []string{"test-review#1"},
+		ran:     []string{"write-tests#1[1]", "make#1.1.1[1]"}, notRan: []string{"test-review#1[1]", "test-review#1[2]"},
 		loops: happy, status: StatusCompleted,
 	}, {
-		row:     "6: TESTS_READY + escalate_to_check, or NOT_TESTABLE → @check light review, @test fixes, forward",
-		reports: practiceReports{"write-tests#1[2]": notReady, "test-review#1": verdict("NEEDS WORK", "test_design", "assert the error, not the log")},
-		ran:     []string{"test-review#1", "test-fix#1", "make#1.1.1[1]", "make#1.1.1[2]"},
-		// write-tests stays partial: the workflow is not complete, though
-		// the task went forward.
-		loops: happy, status: StatusPartial,
+		row:     "6: TESTS_READY + escalate_to_check: true → @check light review → @test fixes → forward (per task)",
+		reports: practiceReports{"write-tests#1[2]": escalated, "test-review#1[2]": verdict("NEEDS WORK", "test_design", "assert the error, not the log")},
+		ran:     []string{"test-review#1[2]", "test-fix#1[2]", "make#1.1.1[1]", "make#1.1.1[2]", "commit"},
+		notRan:  []string{"test-review#1[1]", "test-fix#1[1]"},
+		loops:   happy, status: StatusCompleted,
 		check: func(t *testing.T, out Outcome, sim *simRuntime) {
-			require.Equal(t, []string{"write-tests#1[2]"}, out.PartialSteps)
-			require.Contains(t, sim.prompts["make#1.1.1[1]"], "test-fix#1 (checkpoint_ready")
+			// Task 2's review was decided on task 2's tests, and the
+			// decision is evidence with the value it saw.
+			seen := runOf(out, "test-review#1[2]").Conditions
+			require.Len(t, seen, 1)
+			require.Equal(t, "write-tests#1[2]", seen[0].Run)
+			require.JSONEq(t, "true", string(seen[0].Value))
+			require.Contains(t, runOf(out, "test-review#1[1]").Summary, "skipped: its condition was false")
+			require.Contains(t, sim.prompts["test-review#1[2]"], "the fixture may hide the race")
+			// Each make receives its own task's tests, review and fix.
+			require.Contains(t, sim.prompts["make#1.1.1[2]"], "test-fix#1[2] (checkpoint_ready")
+			require.Contains(t, sim.prompts["make#1.1.1[2]"], "assert the error, not the log")
+			require.NotContains(t, sim.prompts["make#1.1.1[1]"], "test-fix#1[2]")
+			require.Equal(t, CheckpointSkipped, runOf(out, "test-fix#1[1]").CheckpointStatus)
 		},
 	}, {
-		row: "6: BLOCKED, or NOT_TESTABLE needing a seam → needs the orchestrator; the task does not go on",
+		row:     "6: TESTS_READY + escalate_to_check: true, the light review ACCEPTABLE → no fix, forward",
+		reports: practiceReports{"write-tests#1[1]": escalated},
+		ran:     []string{"test-review#1[1]", "make#1.1.1[1]", "commit"},
+		notRan:  []string{"test-fix#1[1]", "test-review#1[2]"},
+		loops:   happy, status: StatusCompleted,
+	}, {
+		row: "6: BLOCKED → needs the orchestrator; that task does not go on, the plan is revisited",
 		reports: practiceReports{
 			"write-tests#1[1]": `{"status":"needs_orchestrator","summary":"BLOCKED: the task spec contradicts the plan"}`,
 			"write-tests#2[1]": `{"status":"needs_orchestrator","summary":"BLOCKED: the task spec contradicts the plan"}`,
 		},
-		notRan: []string{"test-review#1", "make#1.1.1[1]", "make#2.1.1[1]"},
-		loops: []string{"revisit: exhausted 2", "plan-review#1: satisfied 1", "split-review#1: satisfied 1", "final-review#1: skipped 1", "escalation#1.1: skipped 1",
-			"plan-review#2: satisfied 1", "split-review#2: satisfied 1", "final-review#2: skipped 1", "escalation#2.1: skipped 1"},
+		ran:    []string{"make#1.1.1[2]", "plan#2.1"},
+		notRan: []string{"test-review#1[1]", "make#1.1.1[1]", "make#2.1.1[1]", "final-check#1.1", "make#1.1.2[2]"},
+		loops: []string{"revisit: exhausted 2", "plan-review#1: satisfied 1", "split-review#1: satisfied 1", "final-review#1: satisfied 1", "escalation#1.1: satisfied 1",
+			"plan-review#2: satisfied 1", "split-review#2: satisfied 1", "final-review#2: satisfied 1", "escalation#2.1: satisfied 1"},
 		status: StatusPartial,
 		check: func(t *testing.T, out Outcome, sim *simRuntime) {
 			require.Contains(t, out.SeamObligations, "write-tests#2[1]: BLOCKED: the task spec contradicts the plan")
+			require.Equal(t, CheckpointHeld, runOf(out, "make#2.1.1[1]").CheckpointStatus)
+			require.Equal(t, []string{"write-tests#2[1]"}, runOf(out, "make#2.1.1[1]").BlockedBy)
 			require.Equal(t, CheckpointHeld, runOf(out, "commit").CheckpointStatus)
 		},
 	}, {

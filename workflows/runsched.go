@@ -375,6 +375,10 @@ func aggregate(runs []*stepRun) (CheckpointStatus, string) {
 		return CheckpointReady, label
 	case all(CheckpointSkipped):
 		return CheckpointSkipped, label
+	case readyOrSkipped(runs):
+		// A fan-out decided per instance (its condition tests a paired
+		// fan-out): the instances meant to run are ready.
+		return CheckpointReady, label
 	}
 	for _, want := range []CheckpointStatus{CheckpointFailed, CheckpointNeedsOrchestrator, CheckpointPartial, CheckpointHeld} {
 		for _, r := range runs {
@@ -384,6 +388,32 @@ func aggregate(runs []*stepRun) (CheckpointStatus, string) {
 		}
 	}
 	return "", label // some still running
+}
+
+// readyOrSkipped reports whether every run is decided ready or skipped.
+func readyOrSkipped(runs []*stepRun) bool {
+	for _, r := range runs {
+		if r.outcome == nil || (r.outcome.CheckpointStatus != CheckpointReady && r.outcome.CheckpointStatus != CheckpointSkipped) {
+			return false
+		}
+	}
+	return true
+}
+
+// instanceView is a fan-out dependency as one instance of a paired
+// fan-out sees it: just its instance of the same item, when v's runs are
+// the instances of its items (not one run deciding the whole step, nor
+// behind a loop that held it).
+func instanceView(v depView, item int) (depView, bool) {
+	if v.loop != nil || item >= len(v.runs) || v.runs[item].item != item || v.runs[item].items != len(v.runs) {
+		return v, false
+	}
+	run := v.runs[item]
+	out := depView{step: v.step, runs: []*stepRun{run}, decided: v.decided, label: run.label}
+	if run.outcome != nil {
+		out.status = run.outcome.CheckpointStatus
+	}
+	return out, true
 }
 
 // gateStep decides step s in frame f: held, skipped, or its runs made.
@@ -396,6 +426,11 @@ func (r *runner) gateStep(f *frame, local, s int) {
 	for k, d := range g.deps[s] {
 		v := r.view(d, f)
 		views[k] = v
+		if g.paired[s][k] {
+			if _, ok := instanceView(v, 0); ok {
+				continue // each instance is gated on its own (fanOut)
+			}
+		}
 		switch {
 		case v.decided && v.status == CheckpointReady:
 			anyReady = true
@@ -433,8 +468,8 @@ func (r *runner) gateStep(f *frame, local, s int) {
 		r.makeSkipped(f, local, s, fmt.Sprintf("skipped: %s, which it needs, was skipped", strings.Join(skipped, ", ")), nil, views)
 		return
 	}
-	if len(g.when[s]) > 0 {
-		ok, seen := r.evalAll(g.when[s], f)
+	if len(g.when[s]) > 0 && !g.perInstance[s] {
+		ok, seen := r.evalAll(g.when[s], f, nil)
 		label := r.runLabel(s, f, -1)
 		r.record(WorkflowEvent{Kind: EventConditionDecided, StepID: st.ID, Run: label, Condition: "when", Result: &ok, Seen: seen})
 		if !ok {
@@ -505,8 +540,12 @@ func parentFrame(f *frame) *frame {
 
 // makeHeld decides step s held in frame f, with one run.
 func (r *runner) makeHeld(f *frame, local, s int, reason string, blockedBy []string) {
-	spec := &r.w.Steps[s]
-	run := r.newRun(f, local, s, -1, nil, spec, nil)
+	r.decideHeld(r.newRun(f, local, s, -1, nil, &r.w.Steps[s], nil), reason, blockedBy)
+}
+
+// decideHeld decides a made run held, blocked by blockedBy.
+func (r *runner) decideHeld(run *stepRun, reason string, blockedBy []string) {
+	spec := &r.w.Steps[run.step]
 	run.state = runHeld
 	out := heldOutcome(spec, reason, blockedBy)
 	r.describeRun(&out, run)
@@ -517,8 +556,12 @@ func (r *runner) makeHeld(f *frame, local, s int, reason string, blockedBy []str
 
 // makeSkipped decides step s skipped in frame f, with one run.
 func (r *runner) makeSkipped(f *frame, local, s int, reason string, seen []ConditionSeen, views []depView) {
-	spec := &r.w.Steps[s]
-	run := r.newRun(f, local, s, -1, nil, spec, views)
+	r.skipRun(r.newRun(f, local, s, -1, nil, &r.w.Steps[s], views), reason, seen)
+}
+
+// skipRun decides a made run skipped.
+func (r *runner) skipRun(run *stepRun, reason string, seen []ConditionSeen) {
+	spec := &r.w.Steps[run.step]
 	run.state = runSkipped
 	out := skippedOutcome(spec, reason, seen)
 	r.describeRun(&out, run)
@@ -580,21 +623,44 @@ func (r *runner) fanOut(f *frame, local, s int, fan *fanOut, views []depView) {
 		r.makeSkipped(f, local, s, fmt.Sprintf("skipped: the payload of %s holds no items at %s", src.runs[0].label, st.ForEach.Path), nil, views)
 		return
 	}
+	g := r.s.g
+	for k, v := range views {
+		if g.paired[s][k] && len(v.runs) != len(arr) {
+			if _, ok := instanceView(v, 0); ok {
+				fail(fmt.Sprintf("its condition pairs its instances with those of %s, which has %d, and the payload of %s holds %d items at %s", v.label, len(v.runs), src.runs[0].label, len(arr), st.ForEach.Path))
+				return
+			}
+		}
+	}
 	r.record(WorkflowEvent{Kind: EventFanOut, StepID: st.ID, Run: r.runLabel(s, f, -1), Items: len(arr), MaxItems: fan.maxItems})
 	runs := make([]*stepRun, len(arr))
 	errs := make([]error, len(arr))
+	gates := make([]instanceGate, len(arr))
 	for k, item := range arr {
 		spec, err := instantiate(st, k, item)
 		if err != nil {
 			spec = st
 		}
-		runs[k] = r.newRun(f, local, s, k, item, spec, views)
+		iv := views
+		if g.perInstance[s] {
+			iv = r.instanceViews(s, views, k)
+		}
+		runs[k] = r.newRun(f, local, s, k, item, spec, iv)
 		runs[k].items, errs[k] = len(arr), err
+		if err == nil && g.perInstance[s] {
+			gates[k] = r.gateInstance(runs[k], iv)
+		}
 	}
 	// Every instance is made before any is decided, so the step is not
 	// decided before it has all its runs.
 	for k, run := range runs {
-		if errs[k] == nil {
+		switch {
+		case errs[k] != nil:
+		case gates[k].held:
+			r.decideHeld(run, HeldDependency, gates[k].blocked)
+		case gates[k].skip != "":
+			r.skipRun(run, gates[k].skip, gates[k].seen)
+		default:
 			r.startOrReuse(run)
 		}
 	}
@@ -616,6 +682,71 @@ func (r *runner) fanOut(f *frame, local, s int, fan *fanOut, views []depView) {
 		r.failFast(run)
 	}
 }
+
+// instanceViews are step s's dependency views as its instance of item k
+// sees them: each paired fan-out reduced to its instance of item k.
+func (r *runner) instanceViews(s int, views []depView, k int) []depView {
+	out := slices.Clone(views)
+	for j := range out {
+		if r.s.g.paired[s][j] {
+			out[j], _ = instanceView(out[j], k)
+		}
+	}
+	return out
+}
+
+// instanceGate is what gating decided for one instance of a fan-out
+// decided per instance: held (a paired instance it needs is not ready),
+// skipped (with why), or neither (it runs).
+type instanceGate struct {
+	held    bool
+	blocked []string
+	skip    string
+	seen    []ConditionSeen
+}
+
+// gateInstance gates one instance of a fan-out decided per instance: on
+// the paired instances of its dependencies, then on its condition, each
+// leaf that tests a paired fan-out looking at the instance of the same
+// item. The condition's decision is recorded for the instance.
+func (r *runner) gateInstance(run *stepRun, views []depView) instanceGate {
+	g := r.s.g
+	s := run.step
+	var out instanceGate
+	var skipped []string
+	for k, v := range views {
+		if !g.paired[s][k] || len(v.runs) != 1 || v.runs[0].item != run.item {
+			continue // gated as a whole (gateStep)
+		}
+		switch {
+		case v.status == CheckpointReady, g.tolerated[s][k]:
+		case v.status == CheckpointSkipped:
+			skipped = append(skipped, v.label)
+		default:
+			out.blocked = append(out.blocked, v.label)
+		}
+	}
+	switch {
+	case len(out.blocked) > 0:
+		out.held = true
+		return out
+	case len(skipped) > 0:
+		out.skip = fmt.Sprintf("skipped: %s, which it needs, was skipped", strings.Join(skipped, ", "))
+		return out
+	}
+	ok, seen := r.evalAll(g.when[s], run.frame, &pairing{step: s, item: run.item})
+	r.record(WorkflowEvent{Kind: EventConditionDecided, StepID: r.w.Steps[s].ID, Run: run.label, Condition: "when", Result: &ok, Seen: seen})
+	if !ok {
+		out.skip, out.seen = "skipped: its condition was false: "+seenText(seen), seen
+		return out
+	}
+	r.conditions[run.label] = seen
+	return out
+}
+
+// pairing is the instance a condition is decided for: step's instance of
+// item (0-based).
+type pairing struct{ step, item int }
 
 // startOrReuse reuses a run's checkpoint from the run resumed from when it
 // may (resume_from), or queues it for a slot.
@@ -871,7 +1002,7 @@ func (r *runner) iterationDone(lr *loopRun, f *frame) {
 		}
 	default:
 		if len(g.until[lr.loop]) > 0 {
-			satisfied, untilSeen = r.evalAll(g.until[lr.loop], f)
+			satisfied, untilSeen = r.evalAll(g.until[lr.loop], f, nil)
 			ev.Seen = untilSeen
 		} else {
 			satisfied = r.allRanReady(f)
@@ -1032,23 +1163,23 @@ func (r *runner) payloadOf(run *stepRun) any {
 // evalAll evaluates conditions that must all hold, from frame f, with
 // what each leaf saw. Every leaf is evaluated (no short cut), so the
 // evidence shows every value the decision depended on.
-func (r *runner) evalAll(conds []cond, f *frame) (bool, []ConditionSeen) {
+func (r *runner) evalAll(conds []cond, f *frame, p *pairing) (bool, []ConditionSeen) {
 	var seen []ConditionSeen
 	ok := true
 	for k := range conds {
-		if !r.eval(&conds[k], f, &seen) {
+		if !r.eval(&conds[k], f, p, &seen) {
 			ok = false
 		}
 	}
 	return ok, seen
 }
 
-func (r *runner) eval(c *cond, f *frame, seen *[]ConditionSeen) bool {
+func (r *runner) eval(c *cond, f *frame, p *pairing, seen *[]ConditionSeen) bool {
 	switch c.op {
 	case "all":
 		ok := true
 		for k := range c.subs {
-			if !r.eval(&c.subs[k], f, seen) {
+			if !r.eval(&c.subs[k], f, p, seen) {
 				ok = false
 			}
 		}
@@ -1056,15 +1187,18 @@ func (r *runner) eval(c *cond, f *frame, seen *[]ConditionSeen) bool {
 	case "any":
 		ok := false
 		for k := range c.subs {
-			if r.eval(&c.subs[k], f, seen) {
+			if r.eval(&c.subs[k], f, p, seen) {
 				ok = true
 			}
 		}
 		return ok
 	case "not":
-		return !r.eval(&c.subs[0], f, seen)
+		return !r.eval(&c.subs[0], f, p, seen)
 	}
 	v := r.view(c.step, f)
+	if p != nil && r.s.g.pairs(p.step, c.step) {
+		v, _ = instanceView(v, p.item)
+	}
 	s := ConditionSeen{Condition: c.text, Run: v.label, Status: v.status}
 	ok := false
 	if c.status == nil {

@@ -115,7 +115,7 @@ func (c *controlCheck) loops() {
 			}
 			return "it is neither a step of the loop nor upstream of it"
 		}
-		c.conditions(lp.Until, "until", allowed, func(code, field, value, format string, args ...any) {
+		c.conditions(lp.Until, "until", allowed, nil, func(code, field, value, format string, args ...any) {
 			c.loopProblem(l, code, field, value, format, args...)
 		})
 		if cv := lp.Converge; cv != nil {
@@ -310,16 +310,18 @@ func (c *controlCheck) upstreamOfLoop(u, l int, inLoop func(int) bool) bool {
 type problemAt func(code, field, value, format string, args ...any)
 
 // conditions checks a list of conditions; allowed says why a step may not
-// be tested there ("" when it may).
-func (c *controlCheck) conditions(cs Conditions, field string, allowed func(s int) string, report problemAt) {
+// be tested there ("" when it may); paired says whether a fan-out's
+// payload may be tested there because the condition is decided per
+// instance against the paired instance (nil where it never is).
+func (c *controlCheck) conditions(cs Conditions, field string, allowed func(s int) string, paired func(s int) bool, report problemAt) {
 	for k := range cs {
-		c.condition(&cs[k], fmt.Sprintf("%s[%d]", field, k), allowed, report)
+		c.condition(&cs[k], fmt.Sprintf("%s[%d]", field, k), allowed, paired, report)
 	}
 }
 
 var validStatuses = []CheckpointStatus{CheckpointReady, CheckpointPartial, CheckpointFailed, CheckpointNeedsOrchestrator, CheckpointHeld, CheckpointSkipped}
 
-func (c *controlCheck) condition(cd *Condition, field string, allowed func(s int) string, report problemAt) {
+func (c *controlCheck) condition(cd *Condition, field string, allowed func(s int) string, paired func(s int) bool, report problemAt) {
 	combinators := 0
 	for _, has := range []bool{len(cd.All) > 0 || cd.All != nil, len(cd.Any) > 0 || cd.Any != nil, cd.Not != nil} {
 		if has {
@@ -337,14 +339,14 @@ func (c *controlCheck) condition(cd *Condition, field string, allowed func(s int
 			if len(cd.All) == 0 {
 				report("invalid_condition", field+".all", "", "%s.all is empty", field)
 			}
-			c.conditions(cd.All, field+".all", allowed, report)
+			c.conditions(cd.All, field+".all", allowed, paired, report)
 		case cd.Any != nil:
 			if len(cd.Any) == 0 {
 				report("invalid_condition", field+".any", "", "%s.any is empty", field)
 			}
-			c.conditions(cd.Any, field+".any", allowed, report)
+			c.conditions(cd.Any, field+".any", allowed, paired, report)
 		default:
-			c.condition(cd.Not, field+".not", allowed, report)
+			c.condition(cd.Not, field+".not", allowed, paired, report)
 		}
 		return
 	}
@@ -384,8 +386,8 @@ func (c *controlCheck) condition(cd *Condition, field string, allowed func(s int
 	case cd.In != nil && len(cd.In) == 0:
 		report("invalid_condition", field+".in", "", "%s.in is empty; it could never hold", field)
 	}
-	if c.w.Steps[s].ForEach != nil {
-		report("nested_fan_out", field+".path", cd.Path, "%s tests the payload of %q, a fan-out with one payload per instance; test its status, or the payload of a step after it", field, cd.Step)
+	if c.w.Steps[s].ForEach != nil && (paired == nil || !paired(s)) {
+		report("nested_fan_out", field+".path", cd.Path, "%s tests the payload of %q, a fan-out with one payload per instance; test its status, or the payload of a step after it, or fan this step out over the same items (for_each: {step: %s, path: %s}) so that each instance tests its own", field, cd.Step, c.w.Steps[s].ForEach.Step, c.w.Steps[s].ForEach.Path)
 		return
 	}
 	node, ok := c.pointer(s, cd.Path, field+".path", report)
@@ -439,6 +441,17 @@ func (c *controlCheck) pointer(s int, path, field string, report problemAt) (map
 		return nil, false
 	}
 	return node, true
+}
+
+// sameItems reports whether two fan-outs are over the same items (the
+// same step and path): their instances pair up, item by item.
+func sameItems(a, b *ForEach) bool {
+	if a == nil || b == nil || a.Step != b.Step {
+		return false
+	}
+	pa, errA := parsePointer(a.Path)
+	pb, errB := parsePointer(b.Path)
+	return errA == nil && errB == nil && slices.Equal(pa, pb)
 }
 
 // bindingPattern finds ${…} in a fan-out step's text; itemBinding is the
@@ -500,7 +513,7 @@ func (c *controlCheck) step(i int) {
 			return "it is not upstream of this step"
 		}
 		return ""
-	}, report)
+	}, func(s int) bool { return sameItems(st.ForEach, w.Steps[s].ForEach) }, report)
 
 	found, bad := bindings(st)
 	for _, b := range bad {

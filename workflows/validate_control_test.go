@@ -56,10 +56,16 @@ func TestThePracticeIsAValidWorkflow(t *testing.T) {
 	require.Equal(t, "revisit", loopOf("write-tests"))
 	require.Equal(t, -1, g.loopOf[g.index["commit"]])
 	// diagnose's condition on make's failure makes it a failure branch;
-	// make tests the status of all but split.
+	// make needs its tests ready and tolerates a skipped review and fix,
+	// each its own task's: it pairs with the three fan-outs over the
+	// split's tasks, not with the split.
 	require.Equal(t, []bool{true}, g.tolerated[g.index["diagnose"]])
 	require.Equal(t, []bool{false}, g.tolerated[g.index["redesign"]])
-	require.Equal(t, []bool{false, true, true, true}, g.tolerated[g.index["make"]])
+	require.Equal(t, []bool{false, false, true, true}, g.tolerated[g.index["make"]])
+	require.Equal(t, []bool{false, true, true, true}, g.paired[g.index["make"]])
+	require.True(t, g.perInstance[g.index["make"]])
+	require.True(t, g.perInstance[g.index["test-review"]])
+	require.False(t, g.perInstance[g.index["write-tests"]], "write-tests tests check-split, which is no fan-out")
 	require.NotNil(t, g.fan[g.index["make"]])
 	members := func(sc int) []string {
 		var names []string
@@ -158,6 +164,17 @@ func TestValidateControlFlowProblems(t *testing.T) {
 			`steps[3] "solo": task has ${index.x}; the bindings are ${item}, ${item.field} (fields joined by .) and ${index}`,
 			`steps[3] "solo": task binds ${item.title}, but the step has no for_each; add for_each: {step, path} or remove the binding`,
 			`steps[4] "again": for_each.step "make" is itself a fan-out (one payload per instance); fan out over the step that makes the list`,
+		},
+	}, {
+		name: "a payload test on a fan-out from a step that does not fan out over the same items",
+		spec: `{"steps":[{"id":"split","task":"x","output_schema":` + tasks + `},
+			{"id":"review","task":"${item.title}","depends_on":["split"],"for_each":{"step":"split","path":"/tasks"},"output_schema":` + verdict + `},
+			{"id":"paired","task":"fix ${item.title}","depends_on":["review"],"for_each":{"step":"split","path":"/tasks"},"when":{"step":"review","path":"/verdict","equals":"BLOCK"}},
+			{"id":"whole","task":"x","depends_on":["review"],"when":{"step":"review","path":"/verdict","equals":"BLOCK"}}],
+			"loops":[{"id":"l","steps":["review","paired"],"max_iterations":2,"until":{"step":"review","path":"/verdict","equals":"ACCEPTABLE"}}]}`,
+		codes: []string{"nested_fan_out", "nested_fan_out"},
+		lines: []string{
+			`steps[3] "whole": when[0] tests the payload of "review", a fan-out with one payload per instance; test its status, or the payload of a step after it, or fan this step out over the same items (for_each: {step: split, path: /tasks}) so that each instance tests its own`,
 		},
 	}}
 	for _, c := range cases {

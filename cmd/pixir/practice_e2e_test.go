@@ -41,7 +41,7 @@ func TestThePracticeRunsEndToEndToACommit(t *testing.T) {
 		"plan#1.1:checkpoint_ready", "check-plan#1.1:checkpoint_ready", "simplify-plan#1.1:checkpoint_ready",
 		"plan#1.2:checkpoint_ready", "check-plan#1.2:checkpoint_ready", "simplify-plan#1.2:checkpoint_ready",
 		"split#1.1:checkpoint_ready", "check-split#1.1:checkpoint_ready",
-		"write-tests#1[1]:checkpoint_ready", "test-review#1:skipped", "test-fix#1:skipped",
+		"write-tests#1[1]:checkpoint_ready", "test-review#1[1]:skipped", "test-fix#1[1]:skipped",
 		"make#1.1.1[1]:partial", "diagnose#1.1.1:checkpoint_ready", "redesign#1.1.1:checkpoint_ready",
 		"make#1.1.2[1]:checkpoint_ready", "diagnose#1.1.2:skipped", "redesign#1.1.2:skipped",
 		"final-check#1.1:checkpoint_ready", "final-simplify#1.1:checkpoint_ready", "test-diagnose#1.1:skipped", "test-redo#1.1:skipped",
@@ -73,6 +73,91 @@ func TestThePracticeRunsEndToEndToACommit(t *testing.T) {
 	p.requireOneCommit(out, "TODO/GAL-1-1.md", "TODO/GAL-1.md", "TODO/README.md", "calc.sh", "tests/test_mul.sh")
 	p.requireRebuilt(out, sessionOf(t, p.e.ws, stderr))
 }
+
+// Row 6, TESTS_READY + escalate_to_check: true, through the binary: test
+// asks for a light review of its tests; check finds a problem (NEEDS
+// WORK); test fixes them (RED again, verified by Pixir); then make goes
+// on as in the demo, and the run reaches its commit. The review and the
+// fix are task 1's own instances, decided on write-tests[1]'s payload,
+// and the decision is evidence in the Log with the value it saw.
+func TestThePracticeEscalatesATasksTestsAndStillCommits(t *testing.T) {
+	p := newPracticeRepo(t)
+	out, stderr := p.run(p.scenario(testEscalates))
+	require.Equal(t, workflows.StatusCompleted, out.Status, out.Output)
+
+	runs := practiceRuns(out)
+	for _, r := range []string{"write-tests#1[1]:checkpoint_ready", "test-review#1[1]:checkpoint_ready", "test-fix#1[1]:checkpoint_ready",
+		"make#1.1.2[1]:checkpoint_ready", "commit:checkpoint_ready", "summary:checkpoint_ready"} {
+		require.Contains(t, runs, r, out.Output)
+	}
+	require.Equal(t, "check", runOf(t, out, "test-review#1[1]").Agent)
+	require.Equal(t, "test", runOf(t, out, "test-fix#1[1]").Agent)
+	seen := runOf(t, out, "test-review#1[1]").Conditions
+	require.Len(t, seen, 1)
+	require.Equal(t, "write-tests#1[1]", seen[0].Run)
+	require.JSONEq(t, "true", string(seen[0].Value))
+	// The review saw why test escalated; the fix saw the review; make saw
+	// both; the fix is verified RED by Pixir.
+	require.Contains(t, p.prompt(out, "test-review#1[1]"), "the expectation of mul 3 4 may be wrong")
+	require.Contains(t, p.prompt(out, "test-fix#1[1]"), "assert through calc.sh")
+	require.Contains(t, p.prompt(out, "make#1.1.1[1]"), "test-fix#1[1] (checkpoint_ready")
+	require.Contains(t, runOf(t, out, "test-fix#1[1]").Checkpoint.Verification[0], "verified by Pixir: `sh tests/run.sh` exited 1, as required (fail)")
+
+	// The Log holds the per-instance decision.
+	var decided []workflows.WorkflowEvent
+	for _, ev := range workflowEvents(t, readLog(t, p.e.ws, sessionOf(t, p.e.ws, stderr))) {
+		if ev.Kind == workflows.EventConditionDecided && strings.HasPrefix(ev.Run, "test-review#1[") {
+			decided = append(decided, ev)
+		}
+	}
+	require.Len(t, decided, 1)
+	require.True(t, *decided[0].Result)
+
+	p.requireOneCommit(out, "TODO/GAL-1-1.md", "TODO/GAL-1.md", "TODO/README.md", "calc.sh", "tests/test_mul.sh")
+	p.requireRebuilt(out, sessionOf(t, p.e.ws, stderr))
+}
+
+// testEscalates is test writing task 1's tests and asking for a light
+// review, check's review (NEEDS WORK) and test's fix.
+const testEscalates = `
+[[rule]]
+name = "test writes the failing test and escalates it"
+match = '\AWrite the failing tests of task'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "write"
+  arguments = { path = "tests/test_mul.sh", content = "[ \"$(sh -c '. ./calc.sh; mul 3 4')\" = 13 ] || { echo \"mul 3 4: want 13\"; exit 1; }\n" }
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "report_checkpoint"
+  arguments_json = '{"status":"checkpoint_ready","summary":"RED; escalated","produced":["tests/test_mul.sh"],"payload":{"result":"TESTS_READY","escalate_to_check":true,"notes":"the expectation of mul 3 4 may be wrong"}}'
+  [[rule.reply]]
+  text = "RED, escalated"
+
+[[rule]]
+name = "check reviews the escalated tests"
+match = '\ALight review of the tests of task'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "report_checkpoint"
+  arguments_json = '{"status":"checkpoint_ready","summary":"NEEDS WORK","payload":{"verdict":"NEEDS WORK","route":"test_design","findings":["assert through calc.sh as the other tests do"]}}'
+  [[rule.reply]]
+  text = "NEEDS WORK"
+
+[[rule]]
+name = "test fixes the tests"
+match = '\AFix the tests of task'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "write"
+  arguments = { path = "tests/test_mul.sh", content = ". ./calc.sh\n[ \"$(mul 3 4)\" = 13 ] || { echo \"mul 3 4: got $(mul 3 4), want 13\"; exit 1; }\n" }
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "report_checkpoint"
+  arguments_json = '{"status":"checkpoint_ready","summary":"fixed; still RED","produced":["tests/test_mul.sh"]}'
+  [[rule.reply]]
+  text = "fixed"
+`
 
 // Row 8's convergence through the binary: the final review finds the same
 // production-code problem twice, so its loop stops early (converged, at
