@@ -399,84 +399,133 @@ func mustAtoi(s string) int {
 // concurrency). It reports the worst and mean makespan over that bound
 // (target ≤ 1.05), and all of Run per step run, in wall time and in the
 // process's CPU time (target < 50 µs), beside BenchmarkSchedule1000's.
+//
+// Each workflow runs twice: blind (no step has an estimate: the scheduler
+// counts every step as one) and with honest estimates (estimate: each
+// step's first run's duration times a factor drawn in [0.7, 1.3], seeded),
+// which the scheduler completes with what each run took (estimate.go).
 func BenchmarkScheduleLooped1000(b *testing.B) {
 	for _, c := range []int{6, 16, 64} {
-		b.Run(fmt.Sprintf("concurrency=%d", c), func(b *testing.B) {
-			const n = 1000
-			var worst, sum float64
-			var runs int
-			var cpuSpent time.Duration
-			var yardSum, knownSum, knownWorst, overKnown float64
-			seed := uint64(0)
-			b.ReportAllocs()
-			for b.Loop() {
-				seed++
-				play := func(label string) childPlan {
-					p := propertyChild(seed)(label)
-					h := fnv.New64a()
-					fmt.Fprintf(h, "d%d/%s", seed, label)
-					p.dur = 1 + int64(h.Sum64()%100)
-					return p
-				}
-				b.StopTimer()
-				sim := newSim(play)
-				p, err := Prepare(loopedWorkflow(n, seed, c), sim.ports())
-				if err != nil {
-					b.Fatal(err)
-				}
-				var made *runner
-				cpu := cpuTime()
-				b.StartTimer()
-				out := p.Run(context.Background(), RunOptions{WorkflowID: "wf-bench", waiting: sim.waiting, finished: func(r *runner) { made = r }})
-				b.StopTimer()
-				cpuSpent += cpuTime() - cpu
-				var makespan int64
-				for _, t := range sim.ends {
-					makespan = max(makespan, t)
-				}
-				dur := map[*stepRun]int64{}
-				for _, v := range made.s.runs {
-					if v.agentID != "" {
-						dur[v] = sim.ends[v.label] - sim.starts[v.label]
-					}
-				}
-				pre := precedence(made)
-				bound := runsLowerBound(made.s.runs, pre, dur, c)
-				ratio := float64(makespan) / bound
-				// Two yardsticks, each a schedule of the same runs: the
-				// best of list schedules that know every run the workflow
-				// will make but not how long it takes (as the runtime),
-				// and the best schedule found knowing the durations too:
-				// the optimum lies between it and the bound.
-				blind := blindYardstick(made, pre, dur, c)
-				known, err := bestKnownSchedule(made.s.runs, pre, dur, c)
-				if err != nil {
-					b.Fatalf("seed %d: %v", seed, err)
-				}
-				for _, m := range []int64{makespan, blind, known} {
-					if float64(m) < bound-1e-6 {
-						b.Fatalf("seed %d: a schedule of %d beats the lower bound %.1f: the bound is wrong", seed, m, bound)
-					}
-				}
-				yardSum += float64(blind) / bound
-				knownSum += float64(known) / bound
-				knownWorst = max(knownWorst, float64(known)/bound)
-				overKnown += float64(makespan) / float64(known)
-				worst, sum = max(worst, ratio), sum+ratio
-				runs += len(out.Steps)
-				// The yardsticks' garbage is not the next Run's to collect.
-				runtime.GC()
-				b.StartTimer()
-			}
-			b.ReportMetric(worst, "worst-makespan/bound")
-			b.ReportMetric(sum/float64(seed), "mean-makespan/bound")
-			b.ReportMetric(yardSum/float64(seed), "mean-yardstick/bound")
-			b.ReportMetric(knownSum/float64(seed), "mean-known-durations/bound")
-			b.ReportMetric(knownWorst, "worst-known-durations/bound")
-			b.ReportMetric(overKnown/float64(seed), "mean-makespan/known-durations")
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(runs)/1000, "µs/run")
-			b.ReportMetric(float64(cpuSpent.Nanoseconds())/float64(runs)/1000, "cpu-µs/run")
-			b.ReportMetric(float64(runs)/float64(seed), "runs/workflow")
-		})
+		for _, estimates := range []string{"none", "noisy"} {
+			b.Run(fmt.Sprintf("concurrency=%d/estimates=%s", c, estimates), func(b *testing.B) {
+				benchLooped(b, c, estimates == "noisy")
+			})
+		}
 	}
+}
+
+// looped1000Duration is the duration of a run of BenchmarkScheduleLooped1000's
+// workflow seed, a function of its label.
+func looped1000Duration(seed uint64, label string) int64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "d%d/%s", seed, label)
+	return 1 + int64(h.Sum64()%100)
+}
+
+// estimateFirstRuns gives every step of w an estimate: the duration of its
+// first run (its loops' first iterations, a fan-out's first instance)
+// times a factor in [0.7, 1.3] drawn from a generator seeded with seed.
+func estimateFirstRuns(w *Workflow, seed uint64) {
+	index := map[string]int{}
+	for i := range w.Steps {
+		index[w.Steps[i].ID] = i
+	}
+	parent, loopOf := nestLoops(w.Loops, index, len(w.Steps), func(int, string, string, ...any) {})
+	r := rand.New(rand.NewPCG(seed, 0xe57))
+	for i := range w.Steps {
+		s := &w.Steps[i]
+		label := s.ID
+		var iters []string
+		for q := loopOf[i]; q >= 0; q = parent[q] {
+			iters = append(iters, "1")
+		}
+		if len(iters) > 0 {
+			label += "#" + strings.Join(iters, ".")
+		}
+		if s.ForEach != nil {
+			label += "[1]"
+		}
+		est := float64(looped1000Duration(seed, label)) * (0.7 + 0.6*r.Float64())
+		s.Estimate = fmt.Sprintf("%dms", max(1, int64(est+0.5)))
+	}
+}
+
+func benchLooped(b *testing.B, c int, estimates bool) {
+	const n = 1000
+	var worst, sum float64
+	var runs int
+	var cpuSpent time.Duration
+	var yardSum, knownSum, knownWorst, overKnown float64
+	seed := uint64(0)
+	b.ReportAllocs()
+	for b.Loop() {
+		seed++
+		play := func(label string) childPlan {
+			p := propertyChild(seed)(label)
+			p.dur = looped1000Duration(seed, label)
+			return p
+		}
+		b.StopTimer()
+		sim := newSim(play)
+		w := loopedWorkflow(n, seed, c)
+		if estimates {
+			estimateFirstRuns(w, seed)
+		}
+		p, err := Prepare(w, sim.ports())
+		if err != nil {
+			b.Fatal(err)
+		}
+		var made *runner
+		cpu := cpuTime()
+		b.StartTimer()
+		out := p.Run(context.Background(), RunOptions{WorkflowID: "wf-bench", waiting: sim.waiting, finished: func(r *runner) { made = r }})
+		b.StopTimer()
+		cpuSpent += cpuTime() - cpu
+		var makespan int64
+		for _, t := range sim.ends {
+			makespan = max(makespan, t)
+		}
+		dur := map[*stepRun]int64{}
+		for _, v := range made.s.runs {
+			if v.agentID != "" {
+				dur[v] = sim.ends[v.label] - sim.starts[v.label]
+			}
+		}
+		pre := precedence(made)
+		bound := runsLowerBound(made.s.runs, pre, dur, c)
+		ratio := float64(makespan) / bound
+		// Two yardsticks, each a schedule of the same runs: the
+		// best of list schedules that know every run the workflow
+		// will make but not how long it takes (as the runtime),
+		// and the best schedule found knowing the durations too:
+		// the optimum lies between it and the bound.
+		blind := blindYardstick(made, pre, dur, c)
+		known, err := bestKnownSchedule(made.s.runs, pre, dur, c)
+		if err != nil {
+			b.Fatalf("seed %d: %v", seed, err)
+		}
+		for _, m := range []int64{makespan, blind, known} {
+			if float64(m) < bound-1e-6 {
+				b.Fatalf("seed %d: a schedule of %d beats the lower bound %.1f: the bound is wrong", seed, m, bound)
+			}
+		}
+		yardSum += float64(blind) / bound
+		knownSum += float64(known) / bound
+		knownWorst = max(knownWorst, float64(known)/bound)
+		overKnown += float64(makespan) / float64(known)
+		worst, sum = max(worst, ratio), sum+ratio
+		runs += len(out.Steps)
+		// The yardsticks' garbage is not the next Run's to collect.
+		runtime.GC()
+		b.StartTimer()
+	}
+	b.ReportMetric(worst, "worst-makespan/bound")
+	b.ReportMetric(sum/float64(seed), "mean-makespan/bound")
+	b.ReportMetric(yardSum/float64(seed), "mean-yardstick/bound")
+	b.ReportMetric(knownSum/float64(seed), "mean-known-durations/bound")
+	b.ReportMetric(knownWorst, "worst-known-durations/bound")
+	b.ReportMetric(overKnown/float64(seed), "mean-makespan/known-durations")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(runs)/1000, "µs/run")
+	b.ReportMetric(float64(cpuSpent.Nanoseconds())/float64(runs)/1000, "cpu-µs/run")
+	b.ReportMetric(float64(runs)/float64(seed), "runs/workflow")
 }

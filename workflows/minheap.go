@@ -1,16 +1,21 @@
 package workflows
 
-// minHeap is a min-heap of items by an int key: the queue of runnable steps
+// minHeap is a min-heap of items by a key: the queue of runnable steps
 // of one conflict profile, in the one-pass scheduler (step indices by rank)
 // and in the control-flow runner (step runs by key).
 type minHeap[T any] struct {
-	key   func(T) int
+	key   func(T) priority
 	items []T
 }
 
+// priority is a heap key: the smaller first, hi before lo.
+type priority struct{ hi, lo int }
+
+func (p priority) before(o priority) bool { return p.hi < o.hi || (p.hi == o.hi && p.lo < o.lo) }
+
 func (h *minHeap[T]) len() int           { return len(h.items) }
 func (h *minHeap[T]) front() T           { return h.items[0] }
-func (h *minHeap[T]) less(a, b int) bool { return h.key(h.items[a]) < h.key(h.items[b]) }
+func (h *minHeap[T]) less(a, b int) bool { return h.key(h.items[a]).before(h.key(h.items[b])) }
 
 func (h *minHeap[T]) push(item T) {
 	h.items = append(h.items, item)

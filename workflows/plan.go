@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -485,79 +486,18 @@ func (d DryRun) bounded() DryRun {
 // long tail does not start last), then declaration order. A step in a
 // loop counts as many times as its loops may run it (each iteration runs
 // the body again), and a loop's steps have behind them everything that
-// waits for the loop's end. It is a pure function of the graph, so the
-// dry run and the run agree.
+// waits for the loop's end. A chain is measured in steps, or with
+// estimates (estimate.go) in expected time. It is a pure function of the
+// spec, so the dry run and the run agree.
 func priorityOrder(w *Workflow) []int {
 	n := len(w.Steps)
-	index := make(map[string]int, n)
-	for i := range w.Steps {
-		index[w.Steps[i].ID] = i
-	}
-	dependents := make([][]int, n)
-	for i := range w.Steps {
-		for _, d := range w.Steps[i].DependsOn {
-			dependents[index[d]] = append(dependents[index[d]], i)
-		}
-	}
-	// weight: how many times a step may run along a chain; in: whether a
-	// step is in a loop (at any depth); after: the longest chain that
-	// waits for a loop's end.
-	weight := make([]int, n)
-	for i := range weight {
-		weight[i] = 1
-	}
-	parent, loopOf := nestLoops(w.Loops, index, n, func(int, string, string, ...any) {})
-	inLoop := func(s, l int) bool {
-		for q := loopOf[s]; q >= 0; q = parent[q] {
-			if q == l {
-				return true
-			}
-		}
-		return false
-	}
-	members := make([][]int, len(w.Loops))
-	for s := range n {
-		for q := loopOf[s]; q >= 0; q = parent[q] {
-			weight[s] *= max(1, w.Loops[q].MaxIterations)
-			members[q] = append(members[q], s)
-		}
-	}
-	height := make([]int, n) // weighted steps on the longest chain from i down
-	after := make([]int, len(w.Loops))
-	afterDone := make([]bool, len(w.Loops))
-	var measure func(i int) int
-	measureAfter := func(l int) int {
-		if !afterDone[l] {
-			afterDone[l] = true
-			for _, s := range members[l] {
-				for _, d := range dependents[s] {
-					if !inLoop(d, l) {
-						after[l] = max(after[l], measure(d))
-					}
-				}
-			}
-		}
-		return after[l]
-	}
-	measure = func(i int) int {
-		if height[i] == 0 {
-			h := 0
-			for _, d := range dependents[i] {
-				h = max(h, measure(d))
-			}
-			for q := loopOf[i]; q >= 0; q = parent[q] {
-				h = max(h, measureAfter(q))
-			}
-			height[i] = h + weight[i]
-		}
-		return height[i]
-	}
+	height := make([]int64, n)
+	newHeightPlan(w).eval(staticWeights(w), height, make([]int64, len(w.Loops)))
 	order := make([]int, n)
 	for i := range order {
-		measure(i)
 		order[i] = i
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return height[b] - height[a] })
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(height[b], height[a]) })
 	return order
 }
 

@@ -133,12 +133,20 @@ func TestRandomLoopedGraphs(t *testing.T) {
 		if _, err := Parse(raw); err != nil {
 			t.Fatalf("seed %d: the generator made an invalid workflow: %v\n%s", seed, err, spec)
 		}
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			out, sim := runSim(t, spec, propertyChild(seed))
-			checkLoopBounds(t, mustParse(t, spec), out)
-			checkDecidedBeforeStarted(t, sim.events)
-			rebuiltEquals(t, sim, out)
-		})
+		// The same workflow with estimates on some steps: they order
+		// the runs, and change none of the rules.
+		withEstimates(w, rand.New(rand.NewPCG(seed, 8)))
+		raw, err = json.Marshal(w)
+		require.NoError(t, err)
+		estimated := string(raw)
+		for name, spec := range map[string]string{"": spec, "/estimates": estimated} {
+			t.Run(fmt.Sprint(seed)+name, func(t *testing.T) {
+				out, sim := runSim(t, spec, propertyChild(seed))
+				checkLoopBounds(t, mustParse(t, spec), out)
+				checkDecidedBeforeStarted(t, sim.events)
+				rebuiltEquals(t, sim, out)
+			})
+		}
 	}
 }
 
@@ -206,9 +214,14 @@ func checkDecidedBeforeStarted(t *testing.T, events []WorkflowEvent) {
 }
 
 func TestTheSameCheckpointsMakeTheSameDecisions(t *testing.T) {
-	for seed := uint64(100); seed < 104; seed++ {
+	for seed := uint64(100); seed < 106; seed++ {
 		r := rand.New(rand.NewPCG(seed, 7))
-		raw, err := json.Marshal(randomLoopedWorkflow(r, 18))
+		w := randomLoopedWorkflow(r, 18)
+		if seed >= 104 {
+			// With estimates, which the runs' durations complete.
+			withEstimates(w, rand.New(rand.NewPCG(seed, 8)))
+		}
+		raw, err := json.Marshal(w)
 		require.NoError(t, err)
 		var first string
 		for range 100 {

@@ -91,7 +91,7 @@ func run(ctx context.Context, p *Prepared, opt RunOptions) Outcome {
 	r := &runner{
 		ctx: ctx, children: p.ports.Children, evidence: p.ports.Evidence, merger: p.ports.Merger, committer: p.ports.Committer, mergedBy: map[string][]string{},
 		account: p.runAccount(opt.WorkflowID), w: w, opt: opt, prior: p.reuse,
-		s:       sched{g: w.graph(), index: newConflictIndex(newOverlapCache()), parked: map[*stepRun][]profileID{}},
+		s:       sched{g: w.graph(), index: newConflictIndex(newOverlapCache()), parked: map[*stepRun][]profileID{}, estimates: newRunEstimates(w)},
 		schemas: make([]*tools.Schema, n), schemaOf: map[string]*tools.Schema{}, byAgent: map[string]*stepRun{}, conditions: map[string][]ConditionSeen{},
 		ends: make(chan tools.SubagentView, max(1, w.MaxConcurrency)), started: opt.Now(),
 	}
@@ -411,6 +411,10 @@ func (r *runner) decided(run *stepRun, out StepOutcome) {
 	r.finished(run)
 	r.markRan(run.frame)
 	r.noteChanges(run)
+	if e := r.s.estimates; e != nil && run.agentID != "" {
+		// What the run took, as its checkpoint_decided event records it.
+		e.observe(run.step, out.ElapsedMS)
+	}
 	r.record(WorkflowEvent{Kind: EventCheckpointDecided, StepID: out.StepID, Run: run.label, Outcome: &out})
 	r.runDecided(run)
 	r.drain()

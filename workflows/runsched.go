@@ -70,6 +70,7 @@ type stepRun struct {
 	// when it was decided: what it can have waited for.
 	madeAt, decidedAt int
 	profile           profileID // its conflict profile, once it waits
+	key               priority  // its place among the waiting runs (runKey)
 }
 
 // memberState is one member of a frame.
@@ -154,6 +155,9 @@ type sched struct {
 	parked          map[*stepRun][]profileID
 	runningProfiles []runningProfile
 	decisions       int // runs decided so far
+	// estimates, for a workflow with any, measure chains in expected time
+	// (estimate.go); nil otherwise.
+	estimates *runEstimates
 }
 
 // newFrame makes a frame of scope sc and queues the gates of its members
@@ -773,8 +777,18 @@ func (r *runner) startOrReuse(run *stepRun) {
 }
 
 // runKey places a waiting run in priority order: its step's rank (the
-// longest chain of dependents first), then the order runs were made.
-func (s *sched) runKey(run *stepRun) int { return s.g.rank[run.step]<<32 | run.seq }
+// longest chain of dependents first), then the order runs were made. With
+// estimates, the expected time still ahead of its step comes first, as
+// measured when the run is made (keys never change in the queues).
+func (s *sched) runKey(run *stepRun) priority {
+	key := priority{lo: s.g.rank[run.step]<<32 | run.seq}
+	if s.estimates != nil {
+		key.hi = -int(s.estimates.heightOf(run.step))
+	}
+	return key
+}
+
+func runKeyOf(run *stepRun) priority { return run.key }
 
 // makeRunnable queues a waiting run with the waiting runs of its conflict
 // profile (profiles.go). A profile with waiting runs is either in heads or
@@ -782,9 +796,9 @@ func (s *sched) runKey(run *stepRun) int { return s.g.rank[run.step]<<32 | run.s
 func (r *runner) makeRunnable(run *stepRun) {
 	s := &r.s
 	q := s.index.profile(run.spec)
-	run.profile = q
+	run.profile, run.key = q, s.runKey(run)
 	for int(q) >= len(s.queues) {
-		s.queues = append(s.queues, minHeap[*stepRun]{key: s.runKey})
+		s.queues = append(s.queues, minHeap[*stepRun]{key: runKeyOf})
 	}
 	queue := &s.queues[q]
 	queue.push(run)
@@ -797,7 +811,7 @@ func (r *runner) makeRunnable(run *stepRun) {
 }
 
 // headKey is the key of a profile's first waiting run.
-func (s *sched) headKey(q profileID) int { return s.runKey(s.queues[q].front()) }
+func (s *sched) headKey(q profileID) priority { return s.queues[q].front().key }
 
 // markRan notes that a run of frame f (and of every frame holding it) ran
 // or was reused.
@@ -940,7 +954,12 @@ func (r *runner) waitingRuns() []*stepRun {
 		}
 	}
 	s.heads.clear()
-	slices.SortFunc(out, func(a, b *stepRun) int { return s.runKey(a) - s.runKey(b) })
+	slices.SortFunc(out, func(a, b *stepRun) int {
+		if a.key.before(b.key) {
+			return -1
+		}
+		return 1 // keys differ: seq is in every one
+	})
 	return out
 }
 

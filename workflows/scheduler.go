@@ -116,7 +116,7 @@ func newScheduler(w *Workflow, patterns *overlapCache) *scheduler {
 	}
 	s.queues = make([]minHeap[int], s.index.profiles())
 	for q := range s.queues {
-		s.queues[q].key = func(i int) int { return s.rank[i] }
+		s.queues[q].key = func(i int) priority { return priority{lo: s.rank[i]} }
 	}
 	for i := range w.Steps {
 		s.unmet[i] = len(s.deps[i])
@@ -181,7 +181,7 @@ func (s *scheduler) makeRunnable(i int) {
 }
 
 // headRank is the rank of a profile's first runnable step.
-func (s *scheduler) headRank(q profileID) int { return s.rank[s.queues[q].front()] }
+func (s *scheduler) headRank(q profileID) priority { return priority{lo: s.rank[s.queues[q].front()]} }
 
 // next marks and returns the steps to start now, in priority order.
 func (s *scheduler) next() []int {
@@ -352,19 +352,19 @@ func (s *scheduler) notReadyDeps(i int) []string {
 // step's, remembered in the entry), which knows where each profile is so
 // that a change of its rank moves it (fix).
 type profileHeap struct {
-	rank  func(profileID) int
+	rank  func(profileID) priority
 	items []headEntry
 	at    []int32 // position in items by profile; -1 when absent
 }
 
 type headEntry struct {
-	rank int
+	rank priority
 	id   profileID
 }
 
 func (h *profileHeap) len() int           { return len(h.items) }
 func (h *profileHeap) top() profileID     { return h.items[0].id }
-func (h *profileHeap) less(a, b int) bool { return h.items[a].rank < h.items[b].rank }
+func (h *profileHeap) less(a, b int) bool { return h.items[a].rank.before(h.items[b].rank) }
 
 func (h *profileHeap) has(q profileID) bool { return int(q) < len(h.at) && h.at[q] >= 0 }
 

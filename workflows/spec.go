@@ -111,6 +111,10 @@ type Step struct {
 	// checkpoint_ready, whose results the report needs (verify.go).
 	Verify []Verify    `json:"verify,omitempty" jsonschema_description:"What a valid checkpoint means beyond its payload: commands Pixir runs itself in the child's workspace when it reports checkpoint_ready, each of which must exit as expected ({run, expect: pass|fail, means}); otherwise the report is refused with the output and the step is not checkpoint_ready until a report passes."`
 	Merge  MergePolicy `json:"merge,omitempty" jsonschema:"enum=on_ready,enum=manual,enum=never" jsonschema_description:"For an isolated writer: when its changes land in the workspace. on_ready: as soon as it is checkpoint_ready, before its dependents start; manual: they stay in its snapshot until merge_agent; never: only its dependents see them. Default: the workflow's merge."`
+	// Estimate is how long the step is expected to take (a Go duration:
+	// 90s, 10m, 1h30m): a priority input of the scheduler, never a limit
+	// (estimate.go).
+	Estimate string `json:"estimate,omitempty" jsonschema_description:"How long the step is expected to take, e.g. 90s, 10m, 1h30m: the scheduler starts the steps with the longest estimated time still ahead of them first. Never a limit (timeout_ms is). Default: the median of the workflow's other estimates; in a workflow without any, every step counts the same."`
 }
 
 // UnmarshalJSON rejects unknown keys, so a misspelt field is an error the

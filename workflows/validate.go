@@ -26,7 +26,7 @@ type Problem struct {
 	// Code is one of: malformed_spec empty_workflow missing_id unsafe_id
 	// duplicate_id missing_task task_prompt_mismatch unknown_dependency
 	// self_dependency cycle invalid_pattern read_only_write_set
-	// invalid_output_schema invalid_enum invalid_number, and for the
+	// invalid_output_schema invalid_enum invalid_number invalid_duration, and for the
 	// control flow: unknown_step not_upstream not_in_loop invalid_condition
 	// invalid_pointer no_output_schema invalid_value unbounded_loop
 	// empty_loop loop_overlap loop_not_contiguous fan_out_not_array
@@ -205,6 +205,11 @@ func (v *validator) step(i int, s *Step, ids map[string]int) {
 		}
 	}
 	v.verify(i, s)
+	if s.Estimate != "" {
+		if _, err := parseEstimate(s.Estimate); err != nil {
+			v.stepProblem(i, s, "invalid_duration", "estimate", s.Estimate, "estimate %q: %v; write a duration such as 90s, 10m or 1h30m (or drop it)", s.Estimate, err)
+		}
+	}
 	if s.TimeoutMS < 0 {
 		v.stepProblem(i, s, "invalid_number", "timeout_ms", fmt.Sprint(s.TimeoutMS), "timeout_ms %d must be at least 1 (omit it for %d)", s.TimeoutMS, DefaultStepTimeoutMS)
 	}

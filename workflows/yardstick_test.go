@@ -380,14 +380,14 @@ func forwardBackward(g *runGraph, start []int64, c int, horizon int64) (int64, e
 func parallelSchedule(g *runGraph, c int, key []float64) []int64 {
 	n := len(g.runs)
 	left := make([]int, n)
-	ready := &minHeap[int]{key: func(i int) int { return -int(key[i] * 1024) }}
+	ready := &minHeap[int]{key: func(i int) priority { return priority{hi: -int(key[i] * 1024)} }}
 	for i := range n {
 		if left[i] = len(g.preds[i]); left[i] == 0 {
 			ready.push(i)
 		}
 	}
 	start := make([]int64, n)
-	ends := &minHeap[int]{key: func(i int) int { return int(start[i] + g.dur[i]) }}
+	ends := &minHeap[int]{key: func(i int) priority { return priority{hi: int(start[i] + g.dur[i])} }}
 	now, busy := int64(0), 0
 	for done := 0; done < n; {
 		for ready.len() > 0 && (busy < c || g.dur[ready.front()] == 0) {
@@ -418,7 +418,7 @@ func parallelSchedule(g *runGraph, c int, key []float64) []int64 {
 func topoByKey(preds, succs [][]int, key []float64) []int {
 	n := len(preds)
 	left := make([]int, n)
-	h := &minHeap[int]{key: func(i int) int { return -int(key[i] * 1024) }}
+	h := &minHeap[int]{key: func(i int) priority { return priority{hi: -int(key[i] * 1024)} }}
 	for i := range n {
 		if left[i] = len(preds[i]); left[i] == 0 {
 			h.push(i)
