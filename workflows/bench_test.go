@@ -401,31 +401,51 @@ func mustAtoi(s string) int {
 // process's CPU time (target < 50 µs), beside BenchmarkSchedule1000's.
 //
 // Each workflow runs twice: blind (no step has an estimate: the scheduler
-// counts every step as one) and with honest estimates (estimate: each
-// step's first run's duration times a factor drawn in [0.7, 1.3], seeded),
+// counts every step as one) and with honest estimates (estimate: what a
+// step's run typically takes times a factor drawn in [0.7, 1.3], seeded),
 // which the scheduler completes with what each run took (estimate.go).
+// And under two models of durations: runs=independent (each run's
+// duration its own, as above: a loop's second iteration or a fan-out's
+// second instance is no more like the first than any other run; a step's
+// typical duration is its first run's), and runs=alike (a step's runs
+// take its own duration, 1 to 100 units, times a factor in [0.9, 1.1] of
+// their own: what estimates and the runs' own durations presume).
 func BenchmarkScheduleLooped1000(b *testing.B) {
 	for _, c := range []int{6, 16, 64} {
-		for _, estimates := range []string{"none", "noisy"} {
-			b.Run(fmt.Sprintf("concurrency=%d/estimates=%s", c, estimates), func(b *testing.B) {
-				benchLooped(b, c, estimates == "noisy")
-			})
+		for _, model := range []string{"independent", "alike"} {
+			for _, estimates := range []string{"none", "noisy"} {
+				b.Run(fmt.Sprintf("concurrency=%d/runs=%s/estimates=%s", c, model, estimates), func(b *testing.B) {
+					benchLooped(b, c, model == "alike", estimates == "noisy")
+				})
+			}
 		}
 	}
 }
 
 // looped1000Duration is the duration of a run of BenchmarkScheduleLooped1000's
-// workflow seed, a function of its label.
-func looped1000Duration(seed uint64, label string) int64 {
+// workflow seed, a function of its label; alike, about its step's.
+func looped1000Duration(seed uint64, label string, alike bool) int64 {
 	h := fnv.New64a()
-	fmt.Fprintf(h, "d%d/%s", seed, label)
-	return 1 + int64(h.Sum64()%100)
+	if !alike {
+		fmt.Fprintf(h, "d%d/%s", seed, label)
+		return 1 + int64(h.Sum64()%100)
+	}
+	step := label
+	if i := strings.IndexAny(step, "#["); i >= 0 {
+		step = step[:i]
+	}
+	fmt.Fprintf(h, "d%d/%s", seed, step)
+	base := float64(1 + h.Sum64()%100)
+	h.Reset()
+	fmt.Fprintf(h, "v%d/%s", seed, label)
+	return max(1, int64(base*(0.9+0.2*float64(h.Sum64()%1001)/1000)+0.5))
 }
 
 // estimateFirstRuns gives every step of w an estimate: the duration of its
-// first run (its loops' first iterations, a fan-out's first instance)
-// times a factor in [0.7, 1.3] drawn from a generator seeded with seed.
-func estimateFirstRuns(w *Workflow, seed uint64) {
+// first run (its loops' first iterations, a fan-out's first instance), or
+// alike its step's, times a factor in [0.7, 1.3] drawn from a generator
+// seeded with seed.
+func estimateFirstRuns(w *Workflow, seed uint64, alike bool) {
 	index := map[string]int{}
 	for i := range w.Steps {
 		index[w.Steps[i].ID] = i
@@ -434,23 +454,27 @@ func estimateFirstRuns(w *Workflow, seed uint64) {
 	r := rand.New(rand.NewPCG(seed, 0xe57))
 	for i := range w.Steps {
 		s := &w.Steps[i]
-		label := s.ID
-		var iters []string
-		for q := loopOf[i]; q >= 0; q = parent[q] {
-			iters = append(iters, "1")
+		typical := looped1000Duration(seed, s.ID, false) // alike: the step's own
+		if !alike {
+			label := s.ID
+			var iters []string
+			for q := loopOf[i]; q >= 0; q = parent[q] {
+				iters = append(iters, "1")
+			}
+			if len(iters) > 0 {
+				label += "#" + strings.Join(iters, ".")
+			}
+			if s.ForEach != nil {
+				label += "[1]"
+			}
+			typical = looped1000Duration(seed, label, false)
 		}
-		if len(iters) > 0 {
-			label += "#" + strings.Join(iters, ".")
-		}
-		if s.ForEach != nil {
-			label += "[1]"
-		}
-		est := float64(looped1000Duration(seed, label)) * (0.7 + 0.6*r.Float64())
+		est := float64(typical) * (0.7 + 0.6*r.Float64())
 		s.Estimate = fmt.Sprintf("%dms", max(1, int64(est+0.5)))
 	}
 }
 
-func benchLooped(b *testing.B, c int, estimates bool) {
+func benchLooped(b *testing.B, c int, alike, estimates bool) {
 	const n = 1000
 	var worst, sum float64
 	var runs int
@@ -462,14 +486,14 @@ func benchLooped(b *testing.B, c int, estimates bool) {
 		seed++
 		play := func(label string) childPlan {
 			p := propertyChild(seed)(label)
-			p.dur = looped1000Duration(seed, label)
+			p.dur = looped1000Duration(seed, label, alike)
 			return p
 		}
 		b.StopTimer()
 		sim := newSim(play)
 		w := loopedWorkflow(n, seed, c)
 		if estimates {
-			estimateFirstRuns(w, seed)
+			estimateFirstRuns(w, seed, alike)
 		}
 		p, err := Prepare(w, sim.ports())
 		if err != nil {
