@@ -32,6 +32,9 @@ func copyFile(ctx context.Context, src, dst string, buf []byte, h *sum, tryClone
 		r.irregular = kind(typeOf(st.Mode))
 		return r, nil
 	}
+	if h.blob != nil {
+		h.blob.start(st.Size, st.Mtim.Nano(), st.Ctim.Nano(), st.Ino)
+	}
 	perm := st.Mode & 0o7777
 	out, err := open(dst, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, perm)
 	if err != nil {

@@ -30,30 +30,32 @@ import (
 //   - a fresh .git whose objects/info/alternates names the parent's object
 //     store, so every commit and blob of the parent is readable and none is
 //     copied (git never writes into an alternate);
-//   - the parent's index, copied with its modification time (git's racy
-//     check stays right), in a repository configured to compare only the
-//     size and the whole seconds of the modification time, which the copy
-//     preserves (core.checkStat=minimal, core.trustctime=false): the files
-//     the parent's index knows are not read again;
-//   - a base commit whose parent is the parent's HEAD and whose tree is the
-//     copy as taken: `git add -A` hashes only what differs from the
-//     parent's index (uncommitted and untracked files), into the child's own
-//     store, and is the one git process; the trees of that index (those
-//     its cache of trees does not name and no store has) and the commit
-//     are written in process (gitindex.go).
-//     It runs while the files are copied, on the parent's work tree (which
-//     it only reads; the index and objects it writes are the child's), so
-//     its cost hides behind the copy's. Take's exclusions are the child
-//     repository's info/exclude, so what the copy leaves out is not hashed
-//     either. A file the parent changes during the Take may differ between
-//     the copy and the base commit: git status in the child then shows it.
+//   - an index of the copy as taken, made by Take itself while it copies
+//     (gitstage.go): the files the parent's index vouches for keep their
+//     blob ids unread, the others are hashed as they are copied and only
+//     the blobs no store has are written; git's own rules decide what is
+//     ignored (git check-ignore, one process, only when the tree has
+//     untracked files). The index has the copy's sizes and modification
+//     times, in a repository configured to compare only those
+//     (core.checkStat=minimal, core.trustctime=false): a git status in the
+//     child reads no file. What the stage does not cover (gitstage.go
+//     says what) is left to `git add -A`, run on the parent's work tree
+//     from a copy of the parent's index (only what differs from it is
+//     hashed, into the child's own store), beside the copy when known
+//     before it, after it otherwise;
+//   - a base commit whose parent is the parent's HEAD and whose tree is
+//     that index's: the trees (those the parent's cache of trees does not
+//     name and no store has) and the commit are written in process
+//     (gitindex.go). Take's exclusions are the child repository's
+//     info/exclude, so what the copy leaves out is not shown as
+//     untracked.
 //
 // The child is on the branch pixir/snapshot at that commit: git status and
 // git diff show its own changes and nothing else, git log shows the
 // parent's history, and a reset, a stash or a commit stays in the copy.
 // Ignored files are copied but stay ignored (the parent's info/exclude is
-// copied too). The parent's repository is read, never written, and no
-// git command runs there: its HEAD, refs and config are read as files.
+// copied too). The parent's repository is read, never written: its HEAD,
+// refs, config and index are read as files.
 
 // GitView is the repository a snapshot got.
 type GitView struct {
@@ -166,47 +168,8 @@ func makeGitView(ctx context.Context, gitBin, src, dst, gitDir, common string) (
 		return nil, err
 	}
 	child := filepath.Join(dst, ".git")
-	for _, d := range []string{"objects/info", "objects/pack", "refs/heads/pixir", "refs/tags", "info"} {
-		if err := os.MkdirAll(filepath.Join(child, d), 0o755); err != nil {
-			return nil, err
-		}
-	}
-	version, ext := "0", ""
-	if format != "sha1" {
-		version, ext = "1", "[extensions]\n\tobjectformat = "+format+"\n"
-	}
-	config := "[core]\n\trepositoryformatversion = " + version + "\n\tfilemode = true\n\tbare = false\n" +
-		"\tlogallrefupdates = true\n\tcheckStat = minimal\n\ttrustctime = false\n\tfsmonitor = false\n" +
-		"[gc]\n\tauto = 0\n" + ext
-	files := map[string]string{
-		"config":                  config,
-		"HEAD":                    "ref: refs/heads/" + snapshotBranch + "\n",
-		"description":             "A Pixir subagent's snapshot: its own repository, sharing its parent's objects.\n",
-		"objects/info/alternates": filepath.Join(common, "objects") + "\n",
-	}
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(child, filepath.FromSlash(name)), []byte(content), 0o644); err != nil {
-			return nil, err
-		}
-	}
-	exclude, _ := os.ReadFile(filepath.Join(common, "info", "exclude"))
-	exclude = append(exclude, excludeRules()...)
-	if err := os.WriteFile(filepath.Join(child, "info", "exclude"), exclude, 0o644); err != nil {
+	if err := newChildRepo(child, gitDir, common, format, head != ""); err != nil {
 		return nil, err
-	}
-	// The parent's index, so known files are not hashed again; a split
-	// index needs its shared part beside it. Without one (a fresh
-	// repository), git add makes it.
-	if head != "" {
-		if err := copyKeepingTime(filepath.Join(gitDir, "index"), filepath.Join(child, "index")); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, err
-		}
-		shared, _ := filepath.Glob(filepath.Join(gitDir, "sharedindex.*"))
-		for _, s := range shared {
-			if err := copyKeepingTime(s, filepath.Join(child, filepath.Base(s))); err != nil {
-				return nil, err
-			}
-		}
 	}
 
 	// One git process stages the work tree as it is (only what differs
@@ -228,6 +191,12 @@ func makeGitView(ctx context.Context, gitBin, src, dst, gitDir, common string) (
 	if err != nil {
 		return nil, err
 	}
+	return commitBase(child, format, tree, head)
+}
+
+// commitBase writes the base commit of tree on head and points the
+// snapshot branch at it.
+func commitBase(child, format, tree, head string) (*GitView, error) {
 	base, err := writeCommit(child, format, tree, head, time.Now(),
 		"Pixir snapshot: the workspace as this subagent got it (uncommitted and untracked files included)")
 	if err != nil {
@@ -237,6 +206,56 @@ func makeGitView(ctx context.Context, gitBin, src, dst, gitDir, common string) (
 		return nil, err
 	}
 	return &GitView{Parent: head, Base: base, Branch: snapshotBranch}, nil
+}
+
+// newChildRepo makes the child's repository in child (its .git): config,
+// HEAD on the snapshot branch, alternates to the parent's objects and the
+// exclude rules; withIndex copies the parent's index too (for git add to
+// start from).
+func newChildRepo(child, gitDir, common, format string, withIndex bool) error {
+	for _, d := range []string{"objects/info", "objects/pack", "refs/heads/pixir", "refs/tags", "info"} {
+		if err := os.MkdirAll(filepath.Join(child, d), 0o755); err != nil {
+			return err
+		}
+	}
+	version, ext := "0", ""
+	if format != "sha1" {
+		version, ext = "1", "[extensions]\n\tobjectformat = "+format+"\n"
+	}
+	config := "[core]\n\trepositoryformatversion = " + version + "\n\tfilemode = true\n\tbare = false\n" +
+		"\tlogallrefupdates = true\n\tcheckStat = minimal\n\ttrustctime = false\n\tfsmonitor = false\n" +
+		"[gc]\n\tauto = 0\n" + ext
+	files := map[string]string{
+		"config":                  config,
+		"HEAD":                    "ref: refs/heads/" + snapshotBranch + "\n",
+		"description":             "A Pixir subagent's snapshot: its own repository, sharing its parent's objects.\n",
+		"objects/info/alternates": filepath.Join(common, "objects") + "\n",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(child, filepath.FromSlash(name)), []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	exclude, _ := os.ReadFile(filepath.Join(common, "info", "exclude"))
+	exclude = append(exclude, excludeRules()...)
+	if err := os.WriteFile(filepath.Join(child, "info", "exclude"), exclude, 0o644); err != nil {
+		return err
+	}
+	// The parent's index, so known files are not hashed again; a split
+	// index needs its shared part beside it. Without one (a fresh
+	// repository), git add makes it.
+	if withIndex {
+		if err := copyKeepingTime(filepath.Join(gitDir, "index"), filepath.Join(child, "index")); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		shared, _ := filepath.Glob(filepath.Join(gitDir, "sharedindex.*"))
+		for _, s := range shared {
+			if err := copyKeepingTime(s, filepath.Join(child, filepath.Base(s))); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // writeCommit writes the base commit into the child's object store as a

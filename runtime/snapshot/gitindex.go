@@ -28,7 +28,27 @@ type indexEntry struct {
 	path string
 	mode uint32
 	oid  []byte
+	// stat is the entry's stat data as the index keeps it: ctime (s, ns),
+	// mtime (s, ns), dev, ino, mode, uid, gid, size, each 32 bits.
+	stat [10]uint32
+	// kept: git add -A keeps the entry whatever the work tree has
+	// (assume-unchanged or skip-worktree).
+	kept bool
 }
+
+// The stat fields of an index entry, by position.
+const (
+	statCtimeS = iota
+	statCtimeN
+	statMtimeS
+	statMtimeN
+	statDev
+	statIno
+	statMode
+	statUID
+	statGID
+	statSize
+)
 
 // writeIndexTrees writes the trees of gitDir's index (versions 2 and 3,
 // not split, not sparse, every entry merged and none only intended to be
@@ -82,14 +102,20 @@ func readIndex(b []byte, hashLen int) ([]indexEntry, map[string]string, error) {
 		mode := binary.BigEndian.Uint32(body[off+24:])
 		oid := body[off+40 : off+40+hashLen]
 		flags := binary.BigEndian.Uint16(body[fixed-2:])
+		// Assume unchanged: git add keeps what the index says.
+		kept := flags&0x8000 != 0
 		nameAt := fixed
 		if flags&0x4000 != 0 { // extended flags (version 3)
 			if nameAt+2 > len(body) {
 				return nil, nil, errors.New("the index ends inside an entry")
 			}
-			if binary.BigEndian.Uint16(body[nameAt:])&0x2000 != 0 { // intent to add
+			extended := binary.BigEndian.Uint16(body[nameAt:])
+			if extended&0x2000 != 0 { // intent to add
 				return nil, nil, errIndexNotRead
 			}
+			// Skip-worktree: a sparse checkout's file, not in the work
+			// tree, which git add -A keeps.
+			kept = kept || extended&0x4000 != 0
 			nameAt += 2
 		}
 		if flags&0x3000 != 0 { // a stage: an unmerged path
@@ -103,7 +129,11 @@ func readIndex(b []byte, hashLen int) ([]indexEntry, map[string]string, error) {
 		if mode&0o170000 == 0o040000 { // a sparse index's folder
 			return nil, nil, errIndexNotRead
 		}
-		entries = append(entries, indexEntry{path: name, mode: mode, oid: oid})
+		e := indexEntry{path: name, mode: mode, oid: oid, kept: kept}
+		for i := range e.stat {
+			e.stat[i] = binary.BigEndian.Uint32(body[off+4*i:])
+		}
+		entries = append(entries, e)
 		// Entries are padded with 1 to 8 NULs to a multiple of 8 bytes.
 		off += (nameAt - off + end + 8) &^ 7
 	}

@@ -21,6 +21,14 @@ const modeBits = fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
 // testWorkers, when set by a benchmark, is the number of copy workers.
 var testWorkers int
 
+// testStageOff, when set by a test, makes the child's index with git add
+// -A (the way the stage is compared with); testStaged, when set, is told
+// whether the stage made it (nil) or why git add did.
+var (
+	testStageOff bool
+	testStaged   func(error)
+)
+
 // testHookFile, when set by a test, runs before each file is copied.
 var testHookFile func(rel string) error
 
@@ -203,9 +211,26 @@ func TakeWith(ctx context.Context, src, dst string, opt Options) (*Manifest, err
 	var wg sync.WaitGroup
 	var view *GitView
 	if opt.Git {
-		// Beside the copy: it reads the source, and writes only dst/.git,
-		// which the copy never makes (.git is excluded).
-		wg.Go(func() { view = gitView(cctx, srcAbs, dstAbs) })
+		// The child's index is staged by the copy itself (gitstage.go);
+		// what that does not cover, git add -A does beside the copy: it
+		// reads the source, and writes only dst/.git, which the copy never
+		// makes (.git is excluded).
+		stage, byGit := prepareStage(srcAbs, dstAbs)
+		if testStageOff && stage != nil {
+			stage.close()
+			_ = os.RemoveAll(stage.child)
+			stage, byGit = nil, true
+		}
+		if testStaged != nil && byGit {
+			testStaged(errStageByGit)
+		}
+		switch {
+		case byGit:
+			wg.Go(func() { view = gitView(cctx, srcAbs, dstAbs) })
+		case stage != nil:
+			c.git = stage
+			defer stage.close()
+		}
 	}
 	for i := range workers {
 		wg.Go(func() {
@@ -268,6 +293,17 @@ func TakeWith(ctx context.Context, src, dst string, opt Options) (*Manifest, err
 	if opt.BaseDir != "" {
 		m.BaseDir, m.Packs = opt.BaseDir, workers
 	}
+	if c.git != nil {
+		view, err = c.git.finish(ctx, m.Entries)
+		if testStaged != nil {
+			testStaged(err)
+		}
+		if err != nil {
+			// What the stage did not cover, git add -A does.
+			_ = os.RemoveAll(filepath.Join(dstAbs, ".git"))
+			view = gitView(ctx, srcAbs, dstAbs)
+		}
+	}
 	m.Git = view
 	if m.BaseDir != "" {
 		if err := m.Save(); err != nil {
@@ -292,6 +328,7 @@ type copier struct {
 	dirs     []dirAttr     // made folders, parents first; walker only
 	links    []Entry       // walker only
 	umask    uint32        // the process's, or 0o7777 when unknown (always chmod)
+	git      *gitStage     // the child's repository staged as the copy goes (nil: none)
 	noClone  atomic.Bool
 	cloned   atomic.Int64
 	mu       sync.Mutex
@@ -346,6 +383,9 @@ func (c *copier) walk(rel string, entries []os.DirEntry) error {
 		r := filepath.Join(rel, e.Name())
 		sp := filepath.Join(c.src, r)
 		if sp == c.dst || Excluded(r, e.IsDir()) {
+			if c.git != nil && rel != "" && e.Name() == ".git" {
+				c.git.nested = append(c.git.nested, filepath.ToSlash(rel))
+			}
 			continue
 		}
 		t := e.Type()
@@ -378,10 +418,16 @@ func (c *copier) walk(rel string, entries []os.DirEntry) error {
 				return err
 			}
 		case t&fs.ModeSymlink != 0:
+			if c.git != nil {
+				c.git.seen(c.ctx, r, e.Name())
+			}
 			if err := c.link(r); err != nil {
 				return err
 			}
 		case t.IsRegular():
+			if c.git != nil {
+				c.git.seen(c.ctx, r, e.Name())
+			}
 			if batch == nil {
 				batch = make([]string, 0, min(batchSize, len(entries)))
 			}
@@ -435,6 +481,9 @@ func (c *copier) link(rel string) error {
 	if err := os.Symlink(target, dp); err != nil {
 		return err
 	}
+	if c.git != nil {
+		c.git.link(rel, target)
+	}
 	// A link's own time is cosmetic; a filesystem that cannot set it is no
 	// reason to fail.
 	_ = lchtimes(dp, info.ModTime())
@@ -449,6 +498,9 @@ func (c *copier) link(rel string) error {
 func (c *copier) work(out *[]Entry, p *pack) error {
 	buf := make([]byte, bufSize)
 	h := new(sum)
+	if c.git != nil {
+		h.blob = c.git.newHasher()
+	}
 	for {
 		select {
 		case <-c.ctx.Done():
@@ -506,6 +558,9 @@ func (e *errSource) Unwrap() error { return e.err }
 // time; with a pack, a text file's content is kept there as its base.
 func (c *copier) file(rel string, buf []byte, h *sum, p *pack) (*Entry, error) {
 	h.reset()
+	if h.blob != nil {
+		h.blob.begin(rel)
+	}
 	var k *keeper
 	if p != nil {
 		k = &keeper{p: p}
@@ -535,6 +590,9 @@ func (c *copier) file(rel string, buf []byte, h *sum, p *pack) (*Entry, error) {
 	}
 	if r.cloned {
 		c.cloned.Add(1)
+	}
+	if h.blob != nil {
+		h.blob.done()
 	}
 	return &Entry{Path: filepath.ToSlash(rel), Size: r.size, Mode: r.mode, MTime: r.mtime, Sum: h.String(),
 		BasePack: r.basePack, BaseOff: r.baseOff, SrcIno: r.srcIno, SrcCtime: r.srcCtime}, nil

@@ -23,13 +23,21 @@ const SumAlgorithm = "crc32c+crc32"
 var castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
 
 // sum is the running fingerprint of one file.
-type sum struct{ c, i uint32 }
+// A copy worker's sum also carries its git blob hasher when Take stages a
+// child's repository (gitstage.go).
+type sum struct {
+	c, i uint32
+	blob *blobHasher
+}
 
-func (s *sum) reset() { *s = sum{} }
+func (s *sum) reset() { *s = sum{blob: s.blob} }
 
 func (s *sum) write(p []byte) {
 	s.c = crc32.Update(s.c, castagnoli(), p)
 	s.i = crc32.Update(s.i, crc32.IEEETable, p)
+	if s.blob != nil {
+		s.blob.write(p)
+	}
 }
 
 func (s *sum) String() string {
