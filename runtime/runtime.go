@@ -443,6 +443,7 @@ func (r *Runtime) Close() {
 	for _, s := range live {
 		s.stop()
 	}
+	merge.Wait() // the versions finished merges replaced are freed
 }
 
 // ListSessions lists stored sessions, newest first: of workspace dir, or of

@@ -47,9 +47,15 @@
 // already has its after state is done, one whose path still has its before
 // state is done now, and one whose path has anything else (someone changed
 // it since) is left alone. A merge that died before its journal was written
-// changed nothing and its staging is removed. Merges of one workspace are
-// serialised by a lock file; nothing is fsynced, so the guarantee is
-// against a process dying (kill -9), not against the machine losing power.
+// changed nothing and its staging is removed. A file a merge replaces or
+// deletes keeps a second name in the merge's folder until the merge is
+// done, and that folder is removed in the background after Merge returns
+// (Wait waits for it; Runtime.Close calls it): on a disk that frees blocks
+// synchronously (ext4 with discard), freeing the old versions was most of
+// a merge's time, and nobody needs to wait for it. Merges of one
+// workspace are serialised by a lock file; nothing is fsynced, so the
+// guarantee is against a process dying (kill -9), not against the machine
+// losing power.
 //
 // # Through the editor
 //

@@ -57,6 +57,9 @@ const (
 	journalFile = "journal.json"
 	lockFile    = "lock"
 	stageDir    = "stage"
+	asideDir    = "old"
+	// freedPrefix names a finished merge's folder while reap removes it.
+	freedPrefix = "freed-"
 )
 
 // mergesDir is where a workspace's merges are journaled.
@@ -153,11 +156,22 @@ func apply(ctx context.Context, workspace string, ops []*op, files tools.Files) 
 	if hook == nil {
 		hook = hookFromEnv()
 	}
-	moved, err := run(ctx, workspace, dir, j, files, hook)
+	moved, err := run(ctx, workspace, dir, j, files, hook, filepath.Join(dir, asideDir))
 	if err != nil {
 		return id, moved, err
 	}
-	return id, moved, os.RemoveAll(dir)
+	// Done: without its journal the folder is nothing but the old
+	// versions, which are freed in the background (see reap), under
+	// another name.
+	if err := os.Remove(filepath.Join(dir, journalFile)); err != nil {
+		return id, moved, err
+	}
+	freed := filepath.Join(mergesDir(workspace), freedPrefix+id)
+	if os.Rename(dir, freed) != nil {
+		freed = dir
+	}
+	reap(freed)
+	return id, moved, nil
 }
 
 // stage writes an operation's new content where the journal will find it.
@@ -208,8 +222,11 @@ func writeJournal(dir string, j journal) error {
 
 // run applies a committed journal's operations in order. Each is
 // idempotent: a path already in its After state is done; one no longer
-// in its Before state is left alone and reported moved.
-func run(ctx context.Context, workspace, dir string, j journal, files tools.Files, hook func(applied int)) (map[string]bool, error) {
+// in its Before state is left alone and reported moved. With aside, the
+// version a write replaces or a deletion removes is kept there (a link to
+// it, or the file moved), so that freeing its blocks is not part of the
+// merge's time.
+func run(ctx context.Context, workspace, dir string, j journal, files tools.Files, hook func(applied int), aside string) (map[string]bool, error) {
 	// Folders first, one at a time: parallel MkdirAll of nested folders
 	// race each other.
 	made := map[string]bool{}
@@ -219,6 +236,11 @@ func run(ctx context.Context, workspace, dir string, j journal, files tools.File
 			if err := mkdirs(d); err != nil {
 				return nil, fmt.Errorf("merging %s: %w", jo.Path, err)
 			}
+		}
+	}
+	if aside != "" {
+		if err := os.Mkdir(aside, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			aside = "" // the old versions are freed as they are replaced
 		}
 	}
 	var mu sync.Mutex
@@ -242,7 +264,11 @@ func run(ctx context.Context, workspace, dir string, j journal, files tools.File
 				return nil
 			}
 		}
-		if err := runOp(ctx, target, dir, jo, files); err != nil {
+		keep := ""
+		if aside != "" {
+			keep = filepath.Join(aside, strconv.Itoa(n))
+		}
+		if err := runOp(ctx, target, dir, jo, files, keep); err != nil {
 			return fmt.Errorf("merging %s: %w", jo.Path, err)
 		}
 		if done := applied.Add(1); hook != nil {
@@ -310,10 +336,14 @@ func unchanged(target string, jo journalOp) bool {
 	return err == nil && jo.BeforeStat != "" && statOf(fi) == jo.BeforeStat
 }
 
-// runOp applies one operation.
-func runOp(ctx context.Context, target, dir string, jo journalOp, files tools.Files) error {
+// runOp applies one operation. With keep, the version it replaces or
+// removes stays there (see run); when that cannot be, it is freed at once.
+func runOp(ctx context.Context, target, dir string, jo journalOp, files tools.Files, keep string) error {
 	switch jo.Op {
 	case opDelete:
+		if keep != "" && os.Rename(target, keep) == nil {
+			return nil
+		}
 		err := os.Remove(target)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
@@ -337,6 +367,12 @@ func runOp(ctx context.Context, target, dir string, jo journalOp, files tools.Fi
 		}
 		return nil
 	}
+	if keep != "" && jo.Before != "" {
+		// A second name for the old file: the rename below then drops
+		// one of two, and frees nothing. (A link that cannot be made
+		// costs only that.)
+		_ = os.Link(target, keep)
+	}
 	return os.Rename(staged, target)
 }
 
@@ -354,7 +390,7 @@ func Recover(workspace string) ([]string, error) {
 	}
 	var pending []string
 	for _, e := range entries {
-		if e.IsDir() {
+		if e.IsDir() && !reaping(filepath.Join(mergesDir(workspace), e.Name())) {
 			pending = append(pending, e.Name())
 		}
 	}
@@ -389,7 +425,7 @@ func Recover(workspace string) ([]string, error) {
 			errs = append(errs, fmt.Errorf("the unfinished merge %s cannot be read (%w); it is left in %s", id, err, dir))
 			continue
 		}
-		if _, err := run(context.Background(), workspace, dir, j, nil, nil); err != nil {
+		if _, err := run(context.Background(), workspace, dir, j, nil, nil, ""); err != nil {
 			errs = append(errs, fmt.Errorf("finishing the merge %s: %w", id, err))
 			continue
 		}

@@ -23,7 +23,17 @@ func TestMain(m *testing.M) {
 		crashChild()
 		return
 	}
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(reapedAfter{m})
+}
+
+// reapedAfter waits for the merges' folders to be removed once the tests
+// ran, before goleak looks for goroutines left.
+type reapedAfter struct{ m *testing.M }
+
+func (r reapedAfter) Run() int {
+	code := r.m.Run()
+	Wait()
+	return code
 }
 
 // fixture is a workspace and one child's snapshot of it.
@@ -356,6 +366,35 @@ func TestMergeLeavesWhatChangedDuringIt(t *testing.T) {
 	require.Equal(t, []string{"a.txt"}, rep.Applied.Updated)
 	require.Equal(t, tools.ConflictMoved, rep.Conflicts[0].Kind)
 	require.Equal(t, "b (edited while the user was asked)\n", read(t, f.ws, "b.txt"))
+}
+
+// The versions a merge replaced or deleted are kept until it is done, and
+// freed after Merge returns; a process that ended before they were leaves
+// a folder without a journal, which the next Recover removes.
+func TestMergeFreesWhatItReplacedAfterwards(t *testing.T) {
+	f := newFixture(t, map[string]string{"a.txt": "a\n", "gone.txt": "gone\n"})
+	f.child("a.txt", "a (child)\n")
+	require.NoError(t, os.Remove(filepath.Join(f.m.Root, "gone.txt")))
+	rep := f.merge()
+	require.Equal(t, []string{"a.txt"}, rep.Applied.Updated)
+	require.Equal(t, []string{"gone.txt"}, rep.Applied.Deleted)
+	require.Equal(t, "a (child)\n", read(t, f.ws, "a.txt"))
+	require.NoFileExists(t, filepath.Join(f.ws, "gone.txt"))
+	Wait()
+	entries, err := os.ReadDir(mergesDir(f.ws))
+	require.NoError(t, err)
+	for _, e := range entries {
+		require.False(t, e.IsDir(), "%s left behind", e.Name())
+	}
+
+	// What a process killed before the old versions were freed leaves.
+	left := filepath.Join(mergesDir(f.ws), freedPrefix+"20260101T000000-dead", asideDir)
+	require.NoError(t, os.MkdirAll(left, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(left, "0"), []byte("a\n"), 0o600))
+	done, err := Recover(f.ws)
+	require.NoError(t, err)
+	require.Empty(t, done)
+	require.NoDirExists(t, filepath.Dir(left))
 }
 
 func TestRecoverRemovesAnUncommittedMerge(t *testing.T) {
