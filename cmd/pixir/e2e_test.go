@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixir-go/pixir/acp/client"
+	"github.com/pixir-go/pixir/runtime/merge"
 )
 
 // These tests drive the built pixir binary over real pipes, as an editor
@@ -36,8 +37,9 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	pixirBin = filepath.Join(dir, "pixir")
-	// Built as make build does: static, without symbol table and DWARF.
-	build := exec.Command("go", "build", "-ldflags=-s -w", "-o", pixirBin, ".")
+	// Built as make build does: static, without symbol table and DWARF;
+	// with the test hooks (merge.HoldEnv) a release build leaves out.
+	build := exec.Command("go", "build", "-ldflags=-s -w", "-tags="+merge.TestHooksTag, "-o", pixirBin, ".")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {

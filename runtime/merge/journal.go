@@ -72,35 +72,6 @@ func mergesDir(workspace string) string {
 // merge).
 var testHookApplied func(n int)
 
-// HoldEnv is a test hook through the binary: PIXIR_TEST_MERGE_HOLD=<n>
-// makes every apply (not a recovery) stop once n of its operations are
-// applied, print "merge held after n operations" on stderr and wait there
-// to be killed, so that a test kills pixir (kill -9) in the middle of a
-// merge at a point it awaits instead of after a guessed sleep.
-const HoldEnv = "PIXIR_TEST_MERGE_HOLD"
-
-// heldLine is what a held apply prints.
-const heldLine = "merge held after %d operations"
-
-// hookFromEnv is the hook HoldEnv asks for, or nil.
-func hookFromEnv() func(n int) {
-	after, err := strconv.Atoi(os.Getenv(HoldEnv))
-	if err != nil || after <= 0 {
-		return nil
-	}
-	var once sync.Once
-	return func(n int) {
-		if n < after {
-			return
-		}
-		// Every worker stops here: none applies more once n are.
-		once.Do(func() { fmt.Fprintf(os.Stderr, heldLine+"\n", after) })
-		for {
-			time.Sleep(time.Hour)
-		}
-	}
-}
-
 // apply stages the operations, commits the journal and applies it; moved
 // are the paths found changed since the plan (left alone).
 func apply(ctx context.Context, workspace string, ops []*op, files tools.Files) (string, map[string]bool, error) {
@@ -154,7 +125,7 @@ func apply(ctx context.Context, workspace string, ops []*op, files tools.Files) 
 	// Committed: from here on the merge is finished, now or by Recover.
 	hook := testHookApplied
 	if hook == nil {
-		hook = hookFromEnv()
+		hook = hookFromEnv(ctx)
 	}
 	moved, err := run(ctx, workspace, dir, j, files, hook, filepath.Join(dir, asideDir))
 	if err != nil {
