@@ -1,11 +1,13 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,14 +42,88 @@ type stream interface {
 }
 
 // client is one connection to an MCP server.
+//
+// Its calls are its own, not the engine's: sourcegraph/jsonrpc2 (v0.2.3,
+// the newest) keeps the waiter of a call until an answer comes, even once
+// the caller gave up, and a server told notifications/cancelled should
+// not answer; each cancelled tools/call stayed in its pending map for the
+// connection's life. The client writes its requests itself (serialised
+// with the engine's writes), takes every answer off the stream before the
+// engine reads it, and forgets a call the moment its caller stops waiting.
+// The engine still reads the stream and serves what the server sends.
 type client struct {
 	conn   *jsonrpc2.Conn
 	stream stream
+	out    *routedStream
 	nextID atomic.Uint64
 	wg     sync.WaitGroup // replies to the server's requests
+	log    *slog.Logger
+
+	mu      sync.Mutex
+	pending map[uint64]chan answer // calls whose callers wait
 
 	onProgress func(progressParams)
 	onChanged  func()
+}
+
+// answer is a server's answer to a call: a result or an error.
+type answer struct {
+	ID     *json.RawMessage `json:"id"`
+	Method string           `json:"method"`
+	Result json.RawMessage  `json:"result"`
+	Error  *jsonrpc2.Error  `json:"error"`
+}
+
+// routedStream is the transport's stream as the engine sees it: answers
+// go to the client's calls, everything else to the engine; every write,
+// the engine's and the client's, goes out whole, one at a time.
+type routedStream struct {
+	stream
+	c       *client
+	writeMu sync.Mutex
+}
+
+func (r *routedStream) WriteObject(obj any) error {
+	r.writeMu.Lock()
+	defer r.writeMu.Unlock()
+	return r.stream.WriteObject(obj)
+}
+
+func (r *routedStream) ReadObject(v any) error {
+	for {
+		var msg json.RawMessage
+		if err := r.stream.ReadObject(&msg); err != nil {
+			return err
+		}
+		var a answer
+		if json.Unmarshal(msg, &a) == nil && a.ID != nil && a.Method == "" {
+			r.c.deliver(a)
+			continue
+		}
+		return json.Unmarshal(msg, v)
+	}
+}
+
+// deliver hands an answer to the call waiting for it; one nobody waits
+// for (a call given up on) is dropped.
+func (c *client) deliver(a answer) {
+	id, err := strconv.ParseUint(string(bytes.TrimSpace(*a.ID)), 10, 64)
+	c.mu.Lock()
+	ch, ok := c.pending[id]
+	delete(c.pending, id)
+	c.mu.Unlock()
+	if err != nil || !ok {
+		c.log.Debug("MCP connection: dropped an answer no call waits for", "id", string(*a.ID))
+		return
+	}
+	ch <- a // buffered: never blocks
+}
+
+// pendingCalls counts the calls whose callers still wait.
+func (c *client) pendingCalls() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.pending)
 }
 
 // implementation names a client or a server.
@@ -128,11 +204,14 @@ type progressParams struct {
 
 // connect opens the connection and runs MCP's initialization on it.
 func connect(ctx context.Context, s stream, version string, log *slog.Logger, onProgress func(progressParams), onChanged func()) (*client, error) {
-	c := &client{stream: s, onProgress: onProgress, onChanged: onChanged}
-	c.conn = jsonrpc2.NewConn(context.Background(), s, handler{c},
+	c := &client{stream: s, log: log, pending: map[uint64]chan answer{}, onProgress: onProgress, onChanged: onChanged}
+	c.out = &routedStream{stream: s, c: c}
+	c.conn = jsonrpc2.NewConn(context.Background(), c.out, handler{c},
 		jsonrpc2.SetLogger(slogPrinter{log}))
 	var res initializeResult
-	err := c.call(ctx, "initialize", initializeParams{
+	// The MCP specification forbids cancelling initialize: when ctx ends
+	// first, the connection is closed instead (below), not told to stop.
+	err := c.do(ctx, "initialize", false, initializeParams{
 		ProtocolVersion: protocolVersion,
 		// No roots: a server works where its own configuration says, not
 		// where Pixir's workspace is (server-filesystem, given roots,
@@ -157,26 +236,64 @@ func connect(ctx context.Context, s stream, version string, log *slog.Logger, on
 // call makes one request and waits for its answer. When ctx ends first,
 // the server is told to stop (notifications/cancelled).
 func (c *client) call(ctx context.Context, method string, params, result any) error {
+	return c.do(ctx, method, true, params, result)
+}
+
+// do makes one request and waits for its answer, until ctx ends (then the
+// server is told to stop when cancellable) or the connection does. The
+// call is forgotten when do returns: an answer that comes later is
+// dropped.
+func (c *client) do(ctx context.Context, method string, cancellable bool, params, result any) error {
 	id := c.nextID.Add(1)
-	w, err := c.conn.DispatchCall(ctx, method, params, jsonrpc2.PickID(jsonrpc2.ID{Num: id}))
-	if err != nil {
+	req := &jsonrpc2.Request{Method: method, ID: jsonrpc2.ID{Num: id}}
+	if err := req.SetParams(params); err != nil {
 		return err
 	}
-	defer c.stream.callEnded(id)
-	err = w.Wait(ctx, result)
-	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-		nctx, cancel := context.WithTimeout(context.Background(), cancelGrace)
-		_ = c.conn.Notify(nctx, "notifications/cancelled", map[string]any{"requestId": id, "reason": context.Cause(ctx).Error()})
-		cancel()
+	ch := make(chan answer, 1)
+	c.mu.Lock()
+	c.pending[id] = ch
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.pending, id)
+		c.mu.Unlock()
+		c.stream.callEnded(id)
+	}()
+	if err := c.out.WriteObject(req); err != nil {
 		return err
 	}
-	var rerr *jsonrpc2.Error
-	if errors.As(err, &rerr) && rerr.Code == codeTransport {
-		if terr := c.stream.callFailed(id); terr != nil {
-			return terr
+	var a answer
+	select {
+	case a = <-ch:
+	case <-c.conn.DisconnectNotify():
+		select {
+		case a = <-ch: // it came just before the end
+		default:
+			return jsonrpc2.ErrClosed
 		}
+	case <-ctx.Done():
+		if cancellable {
+			nctx, cancel := context.WithTimeout(context.Background(), cancelGrace)
+			_ = c.conn.Notify(nctx, "notifications/cancelled", map[string]any{"requestId": id, "reason": context.Cause(ctx).Error()})
+			cancel()
+		}
+		return ctx.Err()
 	}
-	return err
+	if a.Error != nil {
+		if a.Error.Code == codeTransport {
+			if terr := c.stream.callFailed(id); terr != nil {
+				return terr
+			}
+		}
+		return a.Error
+	}
+	if result == nil {
+		return nil
+	}
+	if a.Result == nil {
+		a.Result = json.RawMessage("null")
+	}
+	return json.Unmarshal(a.Result, result)
 }
 
 // listTools fetches every page of the server's tools.

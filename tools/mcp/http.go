@@ -236,8 +236,14 @@ func (s *httpStream) queue(ctx context.Context, msg []byte) {
 // hears of it; callFailed then has the error.
 func (s *httpStream) fail(id uint64, rawID json.RawMessage, err error) {
 	s.mu.Lock()
-	s.failed[id] = err
+	_, waiting := s.calls[id]
+	if waiting {
+		s.failed[id] = err
+	}
 	s.mu.Unlock()
+	if !waiting {
+		return // its caller is gone: nobody would take the error
+	}
 	msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": rawID,
 		"error": map[string]any{"code": codeTransport, "message": err.Error()}})
 	s.queue(s.ctx, msg)
