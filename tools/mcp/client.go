@@ -39,6 +39,9 @@ type stream interface {
 	callEnded(id uint64)
 	callFailed(id uint64) error
 	negotiated(version string)
+	// ended says why the transport ended the connection by itself (nil:
+	// it did not, or has no more to say than that it closed).
+	ended() error
 }
 
 // client is one connection to an MCP server.

@@ -31,10 +31,50 @@ const (
 // closeGrace bounds the DELETE that ends the server's session.
 const closeGrace = 2 * time.Second
 
+// Reopening the stream the server sends on by itself (the GET stream),
+// which a proxy's idle timeout or a server's restart of its streams ends
+// while the session goes on.
+const (
+	// reconnectBase is the wait before reopening it, doubled after each
+	// failed attempt up to reconnectMax; the server's retry field, when it
+	// sends one, takes its place.
+	reconnectBase = 500 * time.Millisecond
+	reconnectMax  = 30 * time.Second
+	// reconnectTries failed attempts in a row, and the server is taken as
+	// gone (as when its session ends).
+	reconnectTries = 6
+	// streamHealthy: a stream that lasted this long, or carried a message,
+	// ended for a reason of its own (an idle timeout), not for a failure.
+	streamHealthy = 10 * time.Second
+)
+
+// clock is time as the stream's reconnecting sees it; tests give their own.
+type clock interface {
+	Now() time.Time
+	// Sleep waits d, or until ctx ends (then it returns ctx's error).
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+func (realClock) Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 type httpStream struct {
 	url     string
 	headers []Header
 	client  *http.Client
+	clock   clock
 
 	ctx    context.Context // ends every request and reader at Close
 	cancel context.CancelFunc
@@ -49,12 +89,13 @@ type httpStream struct {
 	calls     map[uint64]context.CancelFunc // POSTs of calls still open
 	failed    map[uint64]error              // calls the transport could not deliver
 	closed    bool
+	endErr    error // why the stream ended the connection by itself
 }
 
 func newHTTPStream(url string, headers []Header) *httpStream {
 	ctx, cancel := context.WithCancel(context.Background())
 	transport := http.DefaultTransport.(*http.Transport).Clone()
-	return &httpStream{url: url, headers: headers, client: &http.Client{Transport: transport},
+	return &httpStream{url: url, headers: headers, client: &http.Client{Transport: transport}, clock: realClock{},
 		ctx: ctx, cancel: cancel, incoming: make(chan []byte, 16),
 		calls: map[uint64]context.CancelFunc{}, failed: map[uint64]error{}}
 }
@@ -144,7 +185,7 @@ func (s *httpStream) roundTrip(ctx context.Context, method string, id json.RawMe
 		s.queue(ctx, msg)
 		return nil
 	case "text/event-stream":
-		answered, err := s.readEvents(ctx, resp.Body, id)
+		answered, err := s.readEvents(ctx, resp.Body, id, &sseState{})
 		if err == nil && !answered {
 			err = fmt.Errorf("the server ended the stream of its answer to %q before answering", method)
 		}
@@ -178,31 +219,56 @@ func (s *httpStream) setHeaders(req *http.Request) {
 	}
 }
 
+// sseState is what a client keeps of an event stream to reopen it.
+type sseState struct {
+	lastEventID string        // the id of the last event dispatched
+	retry       time.Duration // the server's retry field; 0 if none
+	messages    int           // message events read
+}
+
 // readEvents queues the data of every message event of a server-sent
-// event stream until it ends; answered says whether one of them was the
-// answer to the call with id (nil: the GET stream, which answers none).
-func (s *httpStream) readEvents(ctx context.Context, body io.Reader, id json.RawMessage) (answered bool, err error) {
+// event stream until it ends, noting ids and retry in st; answered says
+// whether one of them was the answer to the call with id (nil: the GET
+// stream, which answers none).
+func (s *httpStream) readEvents(ctx context.Context, body io.Reader, id json.RawMessage, st *sseState) (answered bool, err error) {
 	r := bufio.NewReaderSize(body, 64<<10)
 	var data []byte
 	event := ""
+	var eventID *string // the id field of the event being read, if any
+	field := func(line []byte, name string) ([]byte, bool) {
+		if !bytes.HasPrefix(line, []byte(name+":")) {
+			return nil, false
+		}
+		return bytes.TrimPrefix(line[len(name)+1:], []byte(" ")), true
+	}
 	for {
 		line, err := r.ReadBytes('\n')
 		if len(line) > 0 {
 			line = bytes.TrimRight(line, "\r\n")
-			switch {
-			case len(line) == 0: // the end of an event
+			if len(line) == 0 { // the end of an event
+				if eventID != nil { // set at dispatch: a torn event is not resumed past
+					st.lastEventID = *eventID
+				}
 				if len(data) > 0 && (event == "" || event == "message") {
 					answered = answered || answers(data, id)
+					st.messages++
 					s.queue(ctx, data)
 				}
-				data, event = nil, ""
-			case bytes.HasPrefix(line, []byte("data:")):
+				data, event, eventID = nil, "", nil
+			} else if v, ok := field(line, "data"); ok {
 				if data != nil {
 					data = append(data, '\n')
 				}
-				data = append(data, bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" "))...)
-			case bytes.HasPrefix(line, []byte("event:")):
-				event = strings.TrimSpace(string(line[len("event:"):]))
+				data = append(data, v...)
+			} else if v, ok := field(line, "event"); ok {
+				event = strings.TrimSpace(string(v))
+			} else if v, ok := field(line, "id"); ok && !bytes.ContainsRune(v, 0) {
+				id := string(v)
+				eventID = &id
+			} else if v, ok := field(line, "retry"); ok {
+				if ms, err := strconv.ParseUint(string(v), 10, 31); err == nil {
+					st.retry = time.Duration(ms) * time.Millisecond
+				}
 			}
 		}
 		if err == io.EOF {
@@ -270,35 +336,134 @@ func (s *httpStream) callEnded(id uint64) {
 }
 
 // negotiated records the protocol version, sent with every later request,
-// and opens the stream on which the server sends on its own (a server
-// without one answers 405).
+// and opens the stream on which the server sends on its own.
 func (s *httpStream) negotiated(version string) {
 	s.mu.Lock()
 	s.version = version
 	s.wg.Add(1)
 	s.mu.Unlock()
-	go func() { // ends when the server ends the stream or the stream closes
+	go func() { // ends when the stream closes, or the server is taken as gone
 		defer s.wg.Done()
-		req, err := http.NewRequestWithContext(s.ctx, http.MethodGet, s.url, nil)
-		if err != nil {
-			return
-		}
-		req.Header.Set("Accept", "text/event-stream")
-		s.setHeaders(req)
-		resp, err := s.client.Do(req)
-		if err != nil {
-			return
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK || mediaType(resp) != "text/event-stream" {
-			return
-		}
-		_, _ = s.readEvents(s.ctx, resp.Body, nil)
-		// The server ended it: it is gone, or it ended the session. The
-		// connection ends with it (so the server's tools are withdrawn);
-		// resuming would need event ids that Pixir does not keep.
-		s.cancel()
+		s.listen()
 	}()
+}
+
+// listen keeps the GET stream open for the session's life: when it ends
+// (a proxy's idle timeout, the server's restart of its streams), it is
+// reopened after a wait, resuming after the last event id the server
+// sent, while the session and its tools stay. A server without the
+// stream (405, or anything but an event stream at first) is fine. The
+// connection ends only when the server ends the session (404) or the
+// stream cannot be reopened in reconnectTries attempts in a row.
+func (s *httpStream) listen() {
+	var st sseState
+	var lastErr error
+	failures := 0
+	for first := true; ; first = false {
+		opened := s.clock.Now()
+		resp, err := s.openListen(st.lastEventID)
+		if s.ctx.Err() != nil {
+			if err == nil {
+				resp.Body.Close()
+			}
+			return
+		}
+		switch {
+		case err != nil:
+			failures++
+			lastErr = err
+		case resp.StatusCode == http.StatusNotFound && s.session() != "":
+			resp.Body.Close()
+			s.end(fmt.Errorf("it ended the session: reopening its event stream got %s", resp.Status))
+			return
+		case resp.StatusCode == http.StatusMethodNotAllowed,
+			first && (resp.StatusCode != http.StatusOK || mediaType(resp) != "text/event-stream"):
+			resp.Body.Close()
+			return // the server sends nothing on its own
+		case resp.StatusCode != http.StatusOK || mediaType(resp) != "text/event-stream":
+			resp.Body.Close()
+			failures++
+			lastErr = fmt.Errorf("the server answered %s", resp.Status)
+		default:
+			before := st.messages
+			_, err := s.readEvents(s.ctx, resp.Body, nil, &st)
+			resp.Body.Close()
+			if s.ctx.Err() != nil {
+				return
+			}
+			if st.messages > before || s.clock.Now().Sub(opened) >= streamHealthy {
+				failures = 0
+			} else {
+				failures++
+				lastErr = errors.New("the server ended it at once")
+				if err != nil {
+					lastErr = err
+				}
+			}
+		}
+		if failures > reconnectTries {
+			s.end(fmt.Errorf("its event stream could not be reopened: %d attempts in a row failed, the last with: %w", reconnectTries, lastErr))
+			return
+		}
+		if s.clock.Sleep(s.ctx, reconnectDelay(failures, st.retry)) != nil {
+			return
+		}
+	}
+}
+
+// reconnectDelay is the wait before reopening the GET stream after
+// failures failed attempts in a row: the server's retry (or
+// reconnectBase), doubled for each failure after the first, at most
+// reconnectMax.
+func reconnectDelay(failures int, retry time.Duration) time.Duration {
+	d := reconnectBase
+	if retry > 0 {
+		d = retry
+	}
+	for range max(failures-1, 0) {
+		if d >= reconnectMax {
+			break
+		}
+		d *= 2
+	}
+	return min(d, reconnectMax)
+}
+
+// openListen opens the GET stream, resuming after lastEventID if set.
+func (s *httpStream) openListen(lastEventID string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(s.ctx, http.MethodGet, s.url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	if lastEventID != "" {
+		req.Header.Set("Last-Event-ID", lastEventID)
+	}
+	s.setHeaders(req)
+	return s.client.Do(req)
+}
+
+func (s *httpStream) session() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sessionID
+}
+
+// end ends the connection from the transport's side, saying why.
+func (s *httpStream) end(why error) {
+	s.mu.Lock()
+	if s.endErr == nil {
+		s.endErr = why
+	}
+	s.mu.Unlock()
+	s.cancel()
+}
+
+// ended says why the stream ended the connection by itself, if it did.
+func (s *httpStream) ended() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.endErr
 }
 
 func (s *httpStream) ReadObject(v any) error {

@@ -144,6 +144,11 @@ func newTestServer(events func(string)) *testServer {
 				func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return text("late"), nil })
 			return text("grown")
 		})
+	add(&sdk.Tool{Name: "shrink", Description: "Removes the late tool.", InputSchema: rawSchema(`{"type":"object"}`)},
+		func(context.Context, map[string]any) *sdk.CallToolResult {
+			ts.srv.RemoveTools("late")
+			return text("shrunk")
+		})
 	add(&sdk.Tool{Name: "wide.schema", Description: "A schema beyond Pixir's subset.", Annotations: readOnly,
 		InputSchema: rawSchema(`{"type":"object","required":["id"],"properties":{
 			"id":{"anyOf":[{"type":"string"},{"type":"integer"}]},
@@ -165,11 +170,19 @@ type httpServer struct {
 
 func newHTTPServer(t *testing.T) *httpServer { return newHTTPServerWith(t, nil) }
 
-// newHTTPServerWith is newHTTPServer with a hook in front of the SDK's
-// handler: for a POST whose JSON-RPC method (and tool name, for a
-// tools/call) intercept returns true, the hook has answered (itself, or
-// through next, the SDK's handler, with a request of its choice).
-func newHTTPServerWith(t *testing.T, intercept func(w http.ResponseWriter, r *http.Request, method, tool string, next http.Handler) bool) *httpServer {
+// interceptor is a hook in front of the SDK's handler. It sees every
+// request, with the JSON-RPC method (and tool name, for a tools/call) of
+// a POST; when it returns true it has answered (itself, or through next,
+// the SDK's handler, with a request of its choice).
+type interceptor func(w http.ResponseWriter, r *http.Request, method, tool string, next http.Handler) bool
+
+// newHTTPServerWith is newHTTPServer with an interceptor.
+func newHTTPServerWith(t *testing.T, intercept interceptor) *httpServer {
+	return newHTTPServerOpts(t, intercept, nil)
+}
+
+// newHTTPServerOpts is newHTTPServerWith with the SDK handler's options.
+func newHTTPServerOpts(t *testing.T, intercept interceptor, opts *sdk.StreamableHTTPOptions) *httpServer {
 	hs := &httpServer{events: make(chan string, 64)}
 	ts := newTestServer(func(e string) { hs.events <- e })
 	handler := sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
@@ -179,23 +192,23 @@ func newHTTPServerWith(t *testing.T, intercept func(w http.ResponseWriter, r *ht
 		}
 		hs.mu.Unlock()
 		return ts.srv
-	}, nil)
+	}, opts)
 	front := http.Handler(handler)
 	if intercept != nil {
 		front = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var msg struct {
+				Method string `json:"method"`
+				Params struct {
+					Name string `json:"name"`
+				} `json:"params"`
+			}
 			if r.Method == http.MethodPost {
 				body, _ := io.ReadAll(r.Body)
-				var msg struct {
-					Method string `json:"method"`
-					Params struct {
-						Name string `json:"name"`
-					} `json:"params"`
-				}
 				_ = json.Unmarshal(body, &msg)
 				r.Body = io.NopCloser(bytes.NewReader(body))
-				if intercept(w, r, msg.Method, msg.Params.Name, handler) {
-					return
-				}
+			}
+			if intercept(w, r, msg.Method, msg.Params.Name, handler) {
+				return
 			}
 			handler.ServeHTTP(w, r)
 		})

@@ -25,6 +25,10 @@ type Options struct {
 	Changed func()
 	// Version is Pixir's, told to servers as the client's.
 	Version string
+
+	// clock, when set by a test, is the time http servers' streams wait
+	// by to reconnect.
+	clock clock
 }
 
 // Severities of a Notice (ACP's notice severities).
@@ -330,7 +334,11 @@ func (srv *server) connect(ctx context.Context, log *slog.Logger) error {
 	}
 	switch srv.cfg.Transport() {
 	case "http":
-		cs, err := connect(ctx, newHTTPStream(srv.cfg.URL, srv.cfg.Headers), srv.set.opt.Version, log, srv.onProgress, changed)
+		st := newHTTPStream(srv.cfg.URL, srv.cfg.Headers)
+		if srv.set.opt.clock != nil {
+			st.clock = srv.set.opt.clock
+		}
+		cs, err := connect(ctx, st, srv.set.opt.Version, log, srv.onProgress, changed)
 		if err != nil {
 			return fmt.Errorf("connecting to %s: %w", srv.cfg.URL, err)
 		}
@@ -481,6 +489,9 @@ func (srv *server) fail(detail string) {
 // wanted it: its tools are withdrawn and the user is told.
 func (srv *server) died(log *slog.Logger) {
 	reason := "its connection closed"
+	if err := srv.session.stream.ended(); err != nil {
+		reason = err.Error()
+	}
 	if srv.proc != nil {
 		// Its output ended: it is exiting, or gone. stop reaps it (and
 		// ends one that closed its stdout but lingers).

@@ -207,6 +207,7 @@ func (p *process) stream() stdioStream {
 func (stdioStream) callEnded(uint64)        {}
 func (stdioStream) callFailed(uint64) error { return nil }
 func (stdioStream) negotiated(string)       {}
+func (stdioStream) ended() error            { return nil }
 
 // pipes are the process's stdout and stdin; closing them stops the process.
 type pipes struct{ p *process }
