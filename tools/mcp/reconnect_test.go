@@ -127,7 +127,12 @@ func TestEventStreamIsReopened(t *testing.T) {
 	byName(t, s, "mcp__web__late")
 
 	close(drop)
-	d := <-clock.sleeps
+	var d time.Duration
+	select {
+	case d = <-clock.sleeps:
+	case n := <-rec.notices: // the connection ended with the stream
+		t.Fatalf("a dropped stream stopped the server: %+v", n)
+	}
 	require.Equal(t, reconnectBase, d, "a stream that carried a message ended for no failure")
 	// While it is down, calls go on, and the server's notification waits
 	// in its event store.
