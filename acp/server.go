@@ -278,7 +278,11 @@ func (s *Server) newSession(ctx context.Context, p *NewSessionRequest) (any, err
 	if err != nil {
 		return nil, err
 	}
-	sess, err := s.rt.NewSession(p.Cwd, runtime.WithMCPServers(servers))
+	// The session's metadata file is written once the answer is: the Log,
+	// created before it, is all a crash in between could leave, and it
+	// holds nothing the client saw (runtime.WithStoreAfter).
+	sess, err := s.rt.NewSession(p.Cwd, runtime.WithMCPServers(servers),
+		runtime.WithStoreAfter(func(store func()) { rpc.AfterReply(ctx, store) }))
 	if err != nil {
 		return nil, s.setupError(err)
 	}

@@ -36,6 +36,15 @@ type SessionOption func(*sessionOptions)
 
 type sessionOptions struct {
 	mcpServers []mcp.ServerConfig
+	storeAfter func(store func())
+}
+
+func sessionOptionsOf(opts []SessionOption) sessionOptions {
+	var o sessionOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
 }
 
 // WithMCPServers gives a session MCP servers besides those of the runtime's
@@ -47,10 +56,7 @@ func WithMCPServers(servers []mcp.ServerConfig) SessionOption {
 // mcpServersFor is the configuration's servers with the session's own laid
 // over them by name.
 func (r *Runtime) mcpServersFor(opts []SessionOption) []mcp.ServerConfig {
-	var o sessionOptions
-	for _, opt := range opts {
-		opt(&o)
-	}
+	o := sessionOptionsOf(opts)
 	servers := slices.Clone(r.cfg.MCP.Servers)
 	for _, own := range o.mcpServers {
 		if i := slices.IndexFunc(servers, func(c mcp.ServerConfig) bool { return c.Name == own.Name }); i >= 0 {

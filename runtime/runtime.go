@@ -257,17 +257,43 @@ func (r *Runtime) NewSession(dir string, opts ...SessionOption) (*Session, error
 	s := &Session{rt: r, workspace: ws, log: log, accounts: budget.Accounts{r.sessionAccount()}, meta: Meta{
 		ID: id, Workspace: ws.Root(), Mode: ModeAuto, Model: r.cfg.Model, CreatedAt: now, UpdatedAt: now,
 	}}
-	if err := writeMeta(s.meta); err != nil {
-		log.Close()
-		ws.Close()
-		return nil, fmt.Errorf("writing session metadata: %w", err)
+	if o := sessionOptionsOf(opts); o.storeAfter != nil {
+		o.storeAfter(s.storeStart)
+	} else {
+		if err := writeMeta(s.meta); err != nil {
+			log.Close()
+			ws.Close()
+			return nil, fmt.Errorf("writing session metadata: %w", err)
+		}
+		r.rememberWorkspace(ws.Root())
 	}
-	r.rememberWorkspace(ws.Root())
 	r.mu.Lock()
 	r.sessions[id] = s
 	r.mu.Unlock()
 	s.startMCP(r.mcpServersFor(opts))
 	return s, nil
+}
+
+// WithStoreAfter lets a new session's metadata file and its workspace's
+// line in $PIXIR_HOME/workspaces be written later: NewSession hands their
+// writing to after, which runs it once the caller has answered (ACP's
+// session/new, whose reply an editor waits for before it can prompt).
+// The Log is created, and locked, before NewSession returns. A process
+// that dies before the store runs leaves a session with no turn: its
+// metadata was the defaults (auto mode, the configured model), which
+// OpenSession rebuilds from the Log alone, and ListSessions lists it by
+// its Log.
+func WithStoreAfter(after func(store func())) SessionOption {
+	return func(o *sessionOptions) { o.storeAfter = after }
+}
+
+// storeStart writes what WithStoreAfter put off. A failure is logged, not
+// returned: the reply is sent, and the Log alone is the session.
+func (s *Session) storeStart() {
+	if err := s.saveMetaUnlessClosed(); err != nil {
+		s.rt.log.Warn("writing session metadata; it is rebuilt from the Log when the session is loaded", "session", s.ID(), "err", err)
+	}
+	s.rt.rememberWorkspace(s.workspace.Root())
 }
 
 // Session returns a live session of this process.

@@ -2,9 +2,11 @@ package runtime
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -424,9 +426,7 @@ func (s *Session) reacquire() error {
 // released, and its children's snapshots are left as evidence.
 func (s *Session) stop() {
 	s.Cancel()
-	s.mu.Lock()
-	s.closed = true
-	s.mu.Unlock()
+	s.markClosed()
 	s.closeMCP()
 	s.release()
 }
@@ -434,9 +434,7 @@ func (s *Session) stop() {
 func (s *Session) close() {
 	s.Cancel()
 	s.rt.subagents.closeChildren(s.ID())
-	s.mu.Lock()
-	s.closed = true
-	s.mu.Unlock()
+	s.markClosed()
 	s.closeMCP()
 	s.release()
 }
@@ -457,6 +455,30 @@ func metaPath(workspace, id string) string {
 
 // saveMeta writes the metadata as it is.
 func (s *Session) saveMeta() error { return s.updateMeta(func(*Meta) {}) }
+
+// saveMetaUnlessClosed writes the metadata as it is, unless the session
+// was closed (or deleted) before: close marks it under metaMu, so a
+// delete's removal of the file cannot be undone by this write.
+func (s *Session) saveMetaUnlessClosed() error {
+	s.metaMu.Lock()
+	defer s.metaMu.Unlock()
+	s.mu.Lock()
+	m, closed := s.meta, s.closed
+	s.mu.Unlock()
+	if closed || s.depth > 0 {
+		return nil
+	}
+	return writeMeta(m)
+}
+
+// markClosed says no turn runs and no metadata is saved from now on.
+func (s *Session) markClosed() {
+	s.metaMu.Lock()
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.metaMu.Unlock()
+}
 
 // updateMeta changes the metadata only once the change is saved
 // (atomically: temp file and rename): a failed save leaves the session as
@@ -511,7 +533,20 @@ func readMeta(workspace, id string) (Meta, error) {
 // them tell sessions apart: a person types a short start of it (pixir
 // resume, pixir inspect). Sessions made with time-ordered ids (UUIDv7)
 // before keep them; nothing orders sessions by id.
-func newSessionID() string { return uuid.NewString() }
+//
+// Its bits come from math/rand/v2 (the runtime's ChaCha8, seeded from the
+// operating system at start), not crypto/rand: an id names a file and is
+// no secret (CreateLog's O_EXCL refuses a repeat), and crypto/rand's first
+// read sets up the process's kernel random state, which made session/new
+// pay about 0.5 ms at every start (docs/BENCHMARKS.md, Start-up).
+func newSessionID() string {
+	var u uuid.UUID
+	binary.LittleEndian.PutUint64(u[:8], rand.Uint64())
+	binary.LittleEndian.PutUint64(u[8:], rand.Uint64())
+	u[6] = u[6]&0x0f | 0x40 // version 4
+	u[8] = u[8]&0x3f | 0x80 // the RFC 9562 variant
+	return u.String()
+}
 
 // ValidSessionID reports whether id can name a session: ids are file
 // names, so only letters, digits, '-' and '_'.

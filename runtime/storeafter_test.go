@@ -1,0 +1,104 @@
+package runtime
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// storeLater collects what WithStoreAfter hands over, for the test to run
+// (or never run, as a process that died would).
+type storeLater struct{ stores []func() }
+
+func (l *storeLater) option() SessionOption {
+	return WithStoreAfter(func(store func()) { l.stores = append(l.stores, store) })
+}
+
+func (l *storeLater) run() {
+	for _, f := range l.stores {
+		f()
+	}
+	l.stores = nil
+}
+
+func newStoreRuntime(t *testing.T) (*Runtime, string, string) {
+	t.Helper()
+	home, ws := t.TempDir(), t.TempDir()
+	rt := New(Config{Home: home, Provider: childProvider{}, Model: "m"})
+	t.Cleanup(rt.Close)
+	return rt, home, ws
+}
+
+func TestNewSessionWithStoreAfterWritesMetadataOnlyWhenTheStoreRuns(t *testing.T) {
+	rt, home, ws := newStoreRuntime(t)
+	var later storeLater
+	s, err := rt.NewSession(ws, later.option())
+	require.NoError(t, err)
+	root := s.workspace.Root()
+	require.FileExists(t, logPath(root, s.ID()), "the Log exists before the answer")
+	require.NoFileExists(t, metaPath(root, s.ID()))
+	require.NoFileExists(t, filepath.Join(home, "workspaces"))
+	require.Len(t, later.stores, 1)
+
+	later.run()
+	m, err := readMeta(root, s.ID())
+	require.NoError(t, err)
+	require.Equal(t, s.Meta(), m)
+	require.Contains(t, rt.knownWorkspaces(), root)
+}
+
+func TestStoreAfterAModeChangeKeepsTheChange(t *testing.T) {
+	rt, _, ws := newStoreRuntime(t)
+	var later storeLater
+	s, err := rt.NewSession(ws, later.option())
+	require.NoError(t, err)
+	require.NoError(t, s.SetMode(ModeAsk)) // a client may change it before the store runs
+	later.run()
+	m, err := readMeta(s.workspace.Root(), s.ID())
+	require.NoError(t, err)
+	require.Equal(t, ModeAsk, m.Mode)
+}
+
+func TestStoreAfterDeleteWritesNothing(t *testing.T) {
+	rt, _, ws := newStoreRuntime(t)
+	var later storeLater
+	s, err := rt.NewSession(ws, later.option())
+	require.NoError(t, err)
+	root, id := s.workspace.Root(), s.ID()
+	require.NoError(t, rt.DeleteSession(id))
+	later.run()
+	require.NoFileExists(t, metaPath(root, id), "a deleted session's metadata is not written back")
+	require.NoFileExists(t, logPath(root, id))
+}
+
+// A process that dies between the answer and the store leaves the Log
+// alone: listing shows the session, and loading it gives the metadata it
+// had (auto mode, the configured model) and writes it.
+func TestSessionWhoseStoreNeverRanIsListedAndLoads(t *testing.T) {
+	rt, home, ws := newStoreRuntime(t)
+	var never storeLater
+	s, err := rt.NewSession(ws, never.option())
+	require.NoError(t, err)
+	root, id := s.workspace.Root(), s.ID()
+	s.stop() // as at exit; the store is never run
+
+	rt2 := New(Config{Home: home, Provider: childProvider{}, Model: "m"})
+	t.Cleanup(rt2.Close)
+	metas, err := rt2.ListSessions(ws)
+	require.NoError(t, err)
+	require.Len(t, metas, 1)
+	require.Equal(t, id, metas[0].ID)
+
+	loaded, _, err := rt2.OpenSession(id, ws, nil)
+	require.NoError(t, err)
+	require.Equal(t, ModeAuto, loaded.Meta().Mode)
+	require.Equal(t, "m", loaded.Meta().Model)
+	require.NoError(t, loaded.SetMode(ModeReadOnly))
+	m, err := readMeta(root, id)
+	require.NoError(t, err)
+	require.Equal(t, ModeReadOnly, m.Mode)
+	_, err = os.Stat(logPath(root, id))
+	require.NoError(t, err)
+}
