@@ -477,7 +477,7 @@ func estimateFirstRuns(w *Workflow, seed uint64, alike bool) {
 func benchLooped(b *testing.B, c int, alike, estimates bool) {
 	const n = 1000
 	var worst, sum float64
-	var runs int
+	var runs, passes int
 	var cpuSpent time.Duration
 	var yardSum, knownSum, knownWorst, overKnown float64
 	seed := uint64(0)
@@ -539,6 +539,9 @@ func benchLooped(b *testing.B, c int, alike, estimates bool) {
 		overKnown += float64(makespan) / float64(known)
 		worst, sum = max(worst, ratio), sum+ratio
 		runs += len(out.Steps)
+		if e := made.s.estimates; e != nil {
+			passes += e.passes
+		}
 		// The yardsticks' garbage is not the next Run's to collect.
 		runtime.GC()
 		b.StartTimer()
@@ -552,4 +555,7 @@ func benchLooped(b *testing.B, c int, alike, estimates bool) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(runs)/1000, "µs/run")
 	b.ReportMetric(float64(cpuSpent.Nanoseconds())/float64(runs)/1000, "cpu-µs/run")
 	b.ReportMetric(float64(runs)/float64(seed), "runs/workflow")
+	if estimates {
+		b.ReportMetric(float64(passes)/float64(seed), "height-measures/workflow")
+	}
 }

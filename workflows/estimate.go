@@ -184,6 +184,15 @@ func (p *heightPlan) eval(weight, height, after []int64) {
 // runs took so far in this run, else the median of the declared
 // estimates. The runner keys a run by its step's height measured with
 // them when the run is made.
+//
+// A run's key is fixed when it is made, so what a run took matters only
+// for runs still to be made: those of a loop's later iterations (a step
+// outside every loop runs once, and what waits for it was made already or
+// waits for it), and, through its agent's median, those of steps without
+// an estimate. Heights are measured again (one pass over the steps) at
+// the next run made after such a duration moved by more than an eighth,
+// not at every end: on 10,000 steps a pass at every end would cost more
+// than the rest of the run.
 type runEstimates struct {
 	plan     *heightPlan
 	declared []int64
@@ -192,10 +201,14 @@ type runEstimates struct {
 	sum      []int64  // per step: the durations of its runs so far
 	count    []int64
 	byAgent  map[string][]int64 // sorted
+	// guessing: the agents of steps without an estimate, with the median
+	// their heights were last measured with.
+	guessing map[string]int64
 	weight   []int64
 	height   []int64
 	after    []int64
 	dirty    bool
+	passes   int // the heights' measures so far
 }
 
 // newRunEstimates is nil for a workflow without any estimate: its runs
@@ -210,9 +223,13 @@ func newRunEstimates(w *Workflow) *runEstimates {
 		plan: newHeightPlan(w), declared: declared, fallback: median, agent: make([]string, n),
 		sum: make([]int64, n), count: make([]int64, n), byAgent: map[string][]int64{},
 		weight: make([]int64, n), height: make([]int64, n), after: make([]int64, len(w.Loops)), dirty: true,
+		guessing: map[string]int64{},
 	}
 	for i := range w.Steps {
 		e.agent[i] = agentOrDefault(w.Steps[i].Agent)
+		if declared[i] == 0 {
+			e.guessing[e.agent[i]] = 0
+		}
 	}
 	return e
 }
@@ -222,16 +239,33 @@ func (e *runEstimates) observe(s int, ms int64) {
 	ms = max(1, ms)
 	e.sum[s] += ms
 	e.count[s]++
-	xs := e.byAgent[e.agent[s]]
+	a := e.agent[s]
+	xs := e.byAgent[a]
 	k, _ := slices.BinarySearch(xs, ms)
-	e.byAgent[e.agent[s]] = slices.Insert(xs, k, ms)
-	e.dirty = true
+	xs = slices.Insert(xs, k, ms)
+	e.byAgent[a] = xs
+	if len(e.plan.loops[s]) > 0 && moved(e.sum[s]/e.count[s], e.weight[s]) {
+		e.dirty = true
+	}
+	if used, ok := e.guessing[a]; ok && moved(xs[(len(xs)-1)/2], used) {
+		e.dirty = true
+	}
 }
+
+// moved reports whether now differs from was by more than an eighth.
+func moved(now, was int64) bool { return 8*now < 7*was || 8*now > 9*was }
 
 // heightOf is step s's height under the estimates so far.
 func (e *runEstimates) heightOf(s int) int64 {
 	if e.dirty {
 		e.dirty = false
+		e.passes++
+		for a := range e.guessing {
+			e.guessing[a] = e.fallback
+			if xs := e.byAgent[a]; len(xs) > 0 {
+				e.guessing[a] = xs[(len(xs)-1)/2]
+			}
+		}
 		for i := range e.weight {
 			e.weight[i] = e.expected(i)
 		}

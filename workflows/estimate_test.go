@@ -139,3 +139,39 @@ func withEstimates(w *Workflow, r *rand.Rand) {
 		}
 	}
 }
+
+// TestAnEstimateInAWorkflowFile: YAML's 10m is the string a spec holds;
+// a bare number is refused with the field named.
+func TestAnEstimateInAWorkflowFile(t *testing.T) {
+	raw, err := DecodeFile("w.yaml", []byte("steps:\n  - id: a\n    task: x\n    estimate: 10m\n"))
+	require.NoError(t, err)
+	w, err := Parse(raw)
+	require.NoError(t, err)
+	require.Equal(t, "10m", w.Steps[0].Estimate)
+	est, _ := declaredEstimates(w)
+	require.Equal(t, []int64{600_000}, est)
+
+	raw, err = DecodeFile("w.yaml", []byte("steps:\n  - id: a\n    task: x\n    estimate: 10\n"))
+	require.NoError(t, err)
+	_, err = Parse(raw)
+	require.ErrorContains(t, err, "steps[].estimate: got JSON number, want string")
+}
+
+// BenchmarkEstimatesMeasureAgain is one measure of every step's height
+// of a 1,000-step looped workflow with estimates: what an end costs the
+// runner when a duration moved enough to be measured again (at most once
+// per end; ScheduleLooped1000 reports how many a run makes).
+func BenchmarkEstimatesMeasureAgain(b *testing.B) {
+	w := loopedWorkflow(1000, 1, 6)
+	estimateFirstRuns(w, 1, true)
+	e := newRunEstimates(w)
+	k := 0
+	cpu := cpuTime()
+	for b.Loop() {
+		k = (k + 7) % len(w.Steps)
+		e.observe(k, int64(1+k%100))
+		e.dirty = true
+		e.heightOf(k)
+	}
+	b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N)/1000, "cpu-µs/op")
+}
