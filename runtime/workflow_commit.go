@@ -23,6 +23,48 @@ type gitCommitter struct {
 	mode func() Mode
 }
 
+// Preflight is the practice's phase 1 for any workflow that asks: the
+// files it requires exist, and with a base the workspace is a git work
+// tree (not a bare repository) whose HEAD is on a branch other than the
+// base. Each problem says what is wrong and what to do.
+func (c gitCommitter) Preflight(ctx context.Context, req workflows.PreflightRequest) []string {
+	var problems []string
+	for _, p := range req.Files {
+		if _, err := os.Stat(filepath.Join(c.root, filepath.FromSlash(p))); err != nil {
+			problems = append(problems, fmt.Sprintf("%s does not exist in the workspace (%s); create it, or name an existing one", p, c.root))
+		}
+	}
+	if req.Base == "" {
+		return problems
+	}
+	git := func(args ...string) (string, error) {
+		cmd := exec.CommandContext(ctx, "git", args...)
+		cmd.Dir = c.root
+		var out, said bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &said
+		err := cmd.Run()
+		if err != nil {
+			return strings.TrimSpace(said.String() + out.String()), err
+		}
+		return strings.TrimSpace(out.String()), nil
+	}
+	switch bare, err := git("rev-parse", "--is-bare-repository"); {
+	case err != nil:
+		return append(problems, fmt.Sprintf("the workspace is not in a git repository (%s); run in a git work tree", firstLineOf(bare)))
+	case bare == "true":
+		return append(problems, "the workspace is a bare repository; run in a work tree of it (git worktree add <path> -b <branch>)")
+	}
+	branch, err := git("symbolic-ref", "--quiet", "--short", "HEAD")
+	if err != nil {
+		at, _ := git("rev-parse", "--short", "HEAD")
+		return append(problems, fmt.Sprintf("HEAD is detached (at %s); switch to a branch of its own for the work (git switch -c <branch>)", at))
+	}
+	if branch == req.Base {
+		problems = append(problems, fmt.Sprintf("the workspace is on %s, the base branch; the work needs a branch of its own (git switch -c <branch>)", branch))
+	}
+	return problems
+}
+
 func (c gitCommitter) Commit(ctx context.Context, req workflows.CommitRequest) (workflows.CommitReport, error) {
 	rep := workflows.CommitReport{Status: workflows.NotCommitted, Message: req.Message, Files: req.Paths}
 	if c.mode() == ModeReadOnly {

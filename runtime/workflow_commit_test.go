@@ -98,3 +98,49 @@ func TestGitCommitterCommitsOnlyItsPaths(t *testing.T) {
 	require.Equal(t, workflows.NotCommitted, rep.Status)
 	require.Contains(t, rep.Reason, "the workspace is not in a git repository")
 }
+
+// The practice's sanity checks (phase 1), one case each: the repository
+// and the files a workflow's commit asks for, checked before any step.
+func TestGitCommitterPreflightNamesEachProblem(t *testing.T) {
+	check := func(root string, req workflows.PreflightRequest) []string {
+		return gitCommitter{root: root, mode: func() Mode { return ModeAuto }}.Preflight(context.Background(), req)
+	}
+	_, ws, git := gitRepo(t)
+	req := workflows.PreflightRequest{Base: "main", Files: []string{"kept.txt"}}
+
+	t.Run("branch == base", func(t *testing.T) {
+		require.Equal(t, []string{"the workspace is on main, the base branch; the work needs a branch of its own (git switch -c <branch>)"}, check(ws, req))
+	})
+	t.Run("sound: a branch of its own, the file there", func(t *testing.T) {
+		git("switch", "-q", "-c", "GAL-1")
+		t.Cleanup(func() { git("switch", "-q", "main") })
+		require.Empty(t, check(ws, req))
+	})
+	t.Run("missing TODO file", func(t *testing.T) {
+		git("switch", "-q", "-c", "GAL-2")
+		t.Cleanup(func() { git("switch", "-q", "main") })
+		got := check(ws, workflows.PreflightRequest{Base: "main", Files: []string{"TODO/GAL-2.md"}})
+		require.Len(t, got, 1)
+		require.Contains(t, got[0], "TODO/GAL-2.md does not exist in the workspace")
+	})
+	t.Run("detached HEAD", func(t *testing.T) {
+		git("switch", "-q", "--detach")
+		t.Cleanup(func() { git("switch", "-q", "main") })
+		got := check(ws, req)
+		require.Len(t, got, 1)
+		require.Regexp(t, `^HEAD is detached \(at [0-9a-f]+\); switch to a branch of its own`, got[0])
+	})
+	t.Run("bare repository", func(t *testing.T) {
+		bare := filepath.Join(t.TempDir(), "bare.git")
+		git("clone", "-q", "--bare", filepath.Dir(ws), bare)
+		require.Equal(t, []string{"the workspace is a bare repository; run in a work tree of it (git worktree add <path> -b <branch>)"}, check(bare, workflows.PreflightRequest{Base: "main"}))
+	})
+	t.Run("no repository", func(t *testing.T) {
+		got := check(t.TempDir(), workflows.PreflightRequest{Base: "main"})
+		require.Len(t, got, 1)
+		require.Contains(t, got[0], "the workspace is not in a git repository")
+	})
+	t.Run("files alone need no repository", func(t *testing.T) {
+		require.Empty(t, check(t.TempDir(), workflows.PreflightRequest{}))
+	})
+}

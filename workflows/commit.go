@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 
@@ -25,12 +26,47 @@ import (
 type CommitSpec struct {
 	Message string   `json:"message" jsonschema:"minLength=1" jsonschema_description:"The commit message."`
 	Exclude []string `json:"exclude,omitempty" jsonschema_description:"Path patterns never committed (.pixir/ never is), e.g. .workflow/**."`
+	// Base and Requires are the run's sanity checks (the practice's phase
+	// 1), made by Pixir before any step starts: a run that cannot end in a
+	// sound commit stops with an error before any agent runs.
+	Base     string   `json:"base,omitempty" jsonschema_description:"The branch the work is based on, e.g. main. With it, before any step starts, Pixir checks that the workspace is a git work tree (not a bare repository) whose HEAD is on a branch (not detached) other than base; otherwise the run stops with an error."`
+	Requires []string `json:"requires,omitempty" jsonschema_description:"Workspace files that must exist before any step starts, e.g. TODO/<issue>.md; a missing one stops the run with an error."`
 }
 
 // UnmarshalJSON rejects unknown keys.
 func (c *CommitSpec) UnmarshalJSON(b []byte) error {
 	type plain CommitSpec
-	return strictDecode(b, (*plain)(c), "commit", "message, exclude")
+	return strictDecode(b, (*plain)(c), "commit", "message, exclude, base, requires")
+}
+
+// PreflightRequest is what a run checks before any step starts.
+type PreflightRequest struct {
+	// Base, when set: the workspace must be a git work tree on a branch
+	// other than Base.
+	Base string
+	// Files must exist (workspace-relative, slash-separated).
+	Files []string
+}
+
+// StoppedPreflight begins the StoppedBy of a run whose preflight failed:
+// "preflight_failed: " and the problems found.
+const StoppedPreflight = "preflight_failed"
+
+// preflight makes the spec's sanity checks before any step starts; it
+// returns why the run must not start ("" when it may).
+func (r *runner) preflight() string {
+	spec := r.w.Commit
+	if spec == nil || (spec.Base == "" && len(spec.Requires) == 0) {
+		return ""
+	}
+	if r.committer == nil {
+		return "" // no repository to check, none to commit to (the outcome says so)
+	}
+	problems := r.committer.Preflight(r.ctx, PreflightRequest{Base: spec.Base, Files: spec.Requires})
+	if len(problems) == 0 {
+		return ""
+	}
+	return StoppedPreflight + ": " + strings.Join(problems, "; ")
 }
 
 // Committer commits files of the workspace to its git repository.
@@ -40,6 +76,10 @@ type Committer interface {
 	// not_committed with the reason when it cannot (no repository, a
 	// read_only session, git refused); an error is a fault of the runtime.
 	Commit(ctx context.Context, req CommitRequest) (CommitReport, error)
+	// Preflight checks, before any step starts, what req asks of the
+	// workspace and its repository: each problem a sentence that says
+	// what is wrong and what to do; none when the run may start.
+	Preflight(ctx context.Context, req PreflightRequest) []string
 }
 
 // CommitRequest is one commit.
@@ -79,6 +119,17 @@ func (v *validator) commit(c *CommitSpec) {
 		if why := patternProblem(p); why != "" {
 			v.add(Problem{Code: "invalid_pattern", Field: fmt.Sprintf("commit.exclude[%d]", k), Value: p,
 				Message: fmt.Sprintf("commit.exclude[%d] pattern %q is invalid: %s", k, p, why)})
+		}
+	}
+	if c.Base != "" && (strings.TrimSpace(c.Base) != c.Base || strings.ContainsAny(c.Base, " \t\n\r\x00~^:?*[\\") || strings.HasPrefix(c.Base, "-")) {
+		v.add(Problem{Code: "invalid_commit", Field: "commit.base", Value: c.Base,
+			Message: fmt.Sprintf("commit.base %q is not a branch name; give the branch the work is based on, e.g. main", c.Base)})
+	}
+	for k, p := range c.Requires {
+		clean := path.Clean(p)
+		if p == "" || path.IsAbs(p) || clean == ".." || strings.HasPrefix(clean, "../") || strings.ContainsAny(p, "*?[]{}\\\x00\n") {
+			v.add(Problem{Code: "invalid_commit", Field: fmt.Sprintf("commit.requires[%d]", k), Value: p,
+				Message: fmt.Sprintf("commit.requires[%d] %q is not a file path inside the workspace; give a relative path without wildcards, e.g. TODO/GAL-1.md", k, p)})
 		}
 	}
 }

@@ -10,7 +10,16 @@ import (
 	"github.com/pixir-go/pixir/tools"
 )
 
-type fakeCommitter struct{ reqs []CommitRequest }
+type fakeCommitter struct {
+	reqs      []CommitRequest
+	preflight []PreflightRequest
+	problems  []string
+}
+
+func (f *fakeCommitter) Preflight(_ context.Context, req PreflightRequest) []string {
+	f.preflight = append(f.preflight, req)
+	return f.problems
+}
 
 func (f *fakeCommitter) Commit(_ context.Context, req CommitRequest) (CommitReport, error) {
 	f.reqs = append(f.reqs, req)
@@ -110,5 +119,47 @@ func TestCommitIsValidated(t *testing.T) {
 	require.Contains(t, err.Error(), "commit.message is empty")
 	require.Contains(t, err.Error(), `commit.exclude[0] pattern "../x" is invalid`)
 	_, err = Parse([]byte(`{"commit": {"msg": "x"}, "steps": [{"id": "a", "task": "t"}]}`))
-	require.ErrorContains(t, err, `commit has unknown field "msg" (allowed: message, exclude)`)
+	require.ErrorContains(t, err, `commit has unknown field "msg" (allowed: message, exclude, base, requires)`)
+	_, err = Parse([]byte(`{"commit": {"message": "m", "base": "-x", "requires": ["../TODO/A.md", "/etc/passwd", "TODO/*.md"]}, "steps": [{"id": "a", "task": "t"}]}`))
+	require.ErrorContains(t, err, `commit.base "-x" is not a branch name`)
+	require.ErrorContains(t, err, `commit.requires[0] "../TODO/A.md" is not a file path inside the workspace`)
+	require.ErrorContains(t, err, `commit.requires[1] "/etc/passwd" is not a file path inside the workspace`)
+	require.ErrorContains(t, err, `commit.requires[2] "TODO/*.md" is not a file path inside the workspace`)
+}
+
+// A workflow whose commit names a base or required files is checked
+// before any step starts: the checks' problems stop it failed, every
+// step held naming them, no child started; the Log rebuilds it.
+func TestARunThatFailsItsPreflightStartsNothing(t *testing.T) {
+	const spec = `{"commit": {"message": "m", "base": "main", "requires": ["TODO/GAL-1.md"]}, "steps": [
+	  {"id": "code", "task": "t", "write_set": ["src/**"], "workspace_mode": "shared"},
+	  {"id": "look", "task": "t", "depends_on": ["code"]}]}`
+	for _, tt := range []struct {
+		name     string
+		problems []string
+		status   Status
+	}{
+		{name: "sound", status: StatusCompleted},
+		{name: "not sound", problems: []string{"HEAD is detached (at 0123abc); switch to a branch", "TODO/GAL-1.md does not exist"}, status: StatusFailed},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sim := newSim(func(string) childPlan { return childPlan{dur: 5} })
+			fc := &fakeCommitter{problems: tt.problems}
+			p, err := Prepare(mustParse(t, spec), Ports{Agents: sim, Children: sim, Evidence: sim, Committer: fc})
+			require.NoError(t, err)
+			out := p.Run(context.Background(), RunOptions{WorkflowID: "wf-p", Now: fixedClock(), waiting: sim.waiting})
+			require.Equal(t, []PreflightRequest{{Base: "main", Files: []string{"TODO/GAL-1.md"}}}, fc.preflight)
+			require.Equal(t, tt.status, out.Status, out.Output)
+			rebuiltEquals(t, sim, out)
+			if tt.problems == nil {
+				return
+			}
+			require.Empty(t, sim.order, "no child started")
+			why := "preflight_failed: HEAD is detached (at 0123abc); switch to a branch; TODO/GAL-1.md does not exist"
+			require.Equal(t, why, out.StoppedBy)
+			require.Equal(t, []string{"code", "look"}, out.HeldSteps)
+			require.Contains(t, out.Output, "stopped early: "+why)
+			require.Empty(t, fc.reqs, "nothing committed")
+		})
+	}
 }

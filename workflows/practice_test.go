@@ -118,7 +118,7 @@ func TestPracticeRoutingMatrix(t *testing.T) {
 		status  Status
 		check   func(t *testing.T, out Outcome, sim *simRuntime)
 	}{{
-		row:     "1/2: sanity check fails, or @pm does not find the issue → stop with error",
+		row:     "2: @pm does not find the issue → stop with error (row 1: TestPracticeSanityChecksStopBeforeAnyAgent)",
 		reports: practiceReports{"issue": `{"status":"failed","summary":"TODO/GAL-1.md does not exist"}`},
 		ran:     []string{"issue"}, notRan: []string{"plan#1.1"},
 		loops:  []string{"revisit: held 1", "plan-review#1: held 1", "split-review#1: held 1", "final-review#1: held 1", "escalation#1.1: held 1"},
@@ -398,4 +398,23 @@ func runOf(out Outcome, run string) StepOutcome {
 		}
 	}
 	return StepOutcome{}
+}
+
+// Row 1: the practice's sanity checks are Pixir's, made before any agent
+// runs, from the template's commit (base from its argument, the issue's
+// file): a failed check stops the run failed, nothing started. Each
+// check itself: runtime's TestGitCommitterPreflightNamesEachProblem and
+// cmd/pixir's TestThePracticeStopsBeforeAnyAgentWhenItsSanityChecksFail.
+func TestPracticeSanityChecksStopBeforeAnyAgent(t *testing.T) {
+	sim := newSim(practiceReports{}.plan)
+	fc := &fakeCommitter{problems: []string{"the workspace is on main, the base branch; the work needs a branch of its own (git switch -c <branch>)"}}
+	p, err := Prepare(mustParse(t, practiceSpec(t)), Ports{Agents: sim, Children: sim, Evidence: sim, Committer: fc})
+	require.NoError(t, err)
+	out := p.Run(context.Background(), RunOptions{WorkflowID: "wf-p", Now: fixedClock(), waiting: sim.waiting})
+	require.Equal(t, []PreflightRequest{{Base: "main", Files: []string{"TODO/GAL-1.md"}}}, fc.preflight)
+	require.Equal(t, StatusFailed, out.Status, out.Output)
+	require.Empty(t, sim.order, "no agent ran")
+	require.Equal(t, "preflight_failed: "+fc.problems[0], out.StoppedBy)
+	require.Equal(t, CheckpointHeld, runOf(out, "issue").CheckpointStatus)
+	rebuiltEquals(t, sim, out)
 }

@@ -98,6 +98,10 @@ func run(ctx context.Context, p *Prepared, opt RunOptions) Outcome {
 	r.record(WorkflowEvent{Kind: EventWorkflowStarted, Workflow: w})
 	r.s.heads.rank = r.s.headKey
 	r.s.root = r.newFrame(0, nil, 0, nil, nil, 0)
+	if why := r.preflight(); why != "" {
+		// Nothing starts: every step is held, naming why.
+		r.s.stopped = why
+	}
 	r.drain()
 	r.dispatch(ctx)
 	r.showPlan()

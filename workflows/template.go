@@ -35,7 +35,7 @@ import (
 // data: a step's task (and prompt), its read_set and write_set, its when
 // conditions and a loop's until (path, equals, in, contains), its verify
 // commands (run, means: a command line the user gives), the commit's
-// message and exclude patterns, and the
+// message, exclude patterns, base and required files, and the
 // workflow's name. A reference anywhere else (an id, an agent, depends_on)
 // is an error of the template: parameters never change the structure.
 //
@@ -381,7 +381,7 @@ func (t *Template) checkReferences() []string {
 				switch {
 				case declared[name]:
 					if placeOf(loc) == placeNone {
-						problems = append(problems, fmt.Sprintf("%s uses %s, but parameters are substituted only in name, task, read_set, write_set, when, until, verify (run, means) and commit (message, exclude): they never change a workflow's structure", dotted(loc), m[0]))
+						problems = append(problems, fmt.Sprintf("%s uses %s, but parameters are substituted only in name, task, read_set, write_set, when, until, verify (run, means) and commit (message, exclude, base, requires): they never change a workflow's structure", dotted(loc), m[0]))
 					}
 				case isReserved(name) || !isRefName(name, len(name)):
 					// a fan-out binding (checked with the workflow) or
@@ -454,6 +454,10 @@ func placeOf(loc []string) place {
 		return placeText
 	case n == 3 && loc[0] == "commit" && loc[1] == "exclude":
 		return placePattern
+	case (n == 2 && loc[0] == "commit" && loc[1] == "base") || (n == 3 && loc[0] == "commit" && loc[1] == "requires"):
+		// A branch name and a file path, as text: validation refuses
+		// what is not one (a path out of the workspace, a wildcard).
+		return placeText
 	case n >= 3 && loc[0] == "steps" && loc[2] == "when":
 		return conditionPlace(loc[3:])
 	case n >= 3 && loc[0] == "loops" && loc[2] == "until":

@@ -55,7 +55,7 @@ func TestTheCatalogueOfAgentsAndTemplatesReachesTheModel(t *testing.T) {
 		"\n- triager (read-only): Looks around.\n",
 		"\n- worker: Execution-focused worker",
 		"Workflow templates (run_workflow {\"template\": NAME, \"args\": {…}}; a ? marks a parameter with a default):\n" +
-			"- practice(issue: string, test_command?: string): The multi-agent practice",
+			"- practice(issue: string, test_command?: string, base?: string): The multi-agent practice",
 		"\n- review(issue: string, report?: string): Review one issue, then write the report.\n" +
 			"- survey(question: string, report?: string): Two read-only explorers answer a question",
 		"\n- triage(): Triage.\n",

@@ -117,6 +117,43 @@ func TestThePracticeEscalatesATasksTestsAndStillCommits(t *testing.T) {
 	p.requireRebuilt(out, sessionOf(t, p.e.ws, stderr))
 }
 
+// Row 1 through the binary: Pixir's sanity checks stop the practice with
+// an error before any agent runs — on the base branch, on a detached
+// HEAD, without the issue's file (the bare repository: runtime's
+// TestGitCommitterPreflightNamesEachProblem) — and nothing is committed.
+func TestThePracticeStopsBeforeAnyAgentWhenItsSanityChecksFail(t *testing.T) {
+	for _, tt := range []struct {
+		name, want string
+		setup      func(p *practiceRepo)
+	}{
+		{"branch == base", "the workspace is on main, the base branch", func(p *practiceRepo) { p.git("switch", "-q", "main") }},
+		{"detached HEAD", "HEAD is detached (at ", func(p *practiceRepo) { p.git("switch", "-q", "--detach") }},
+		{"missing TODO/<ID>.md", "TODO/GAL-1.md does not exist in the workspace", func(p *practiceRepo) {
+			require.NoError(t, os.Remove(filepath.Join(p.e.ws, "TODO", "GAL-1.md")))
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newPracticeRepo(t)
+			tt.setup(p)
+			cmd := p.command(p.scenario(""))
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			var exit *exec.ExitError
+			require.True(t, errors.As(err, &exit), "a failed run exits non-zero: %v\n%s", err, stderr.String())
+			out := runOutcome(t, stdout.String())
+			require.Equal(t, workflows.StatusFailed, out.Status, out.Output)
+			require.True(t, strings.HasPrefix(out.StoppedBy, workflows.StoppedPreflight+": "), out.StoppedBy)
+			require.Contains(t, out.StoppedBy, tt.want)
+			require.Contains(t, out.Output, tt.want)
+			for _, s := range out.Steps {
+				require.Empty(t, s.AgentID, "%s: no agent ran", s.Run)
+			}
+			require.Equal(t, p.base, p.git("rev-parse", "HEAD"), "nothing committed")
+		})
+	}
+}
+
 // testEscalates is test writing task 1's tests and asking for a light
 // review, check's review (NEEDS WORK) and test's fix.
 const testEscalates = `
@@ -350,6 +387,7 @@ func newPracticeRepo(t *testing.T) *practiceRepo {
 	p.git("add", "-A")
 	p.git("commit", "-q", "-m", "the demo project")
 	p.base = p.git("rev-parse", "HEAD")
+	p.git("switch", "-q", "-c", "GAL-1") // the work's own branch, off its base (main)
 	// Something of the user's, not the run's: it stays out of the commit.
 	require.NoError(t, os.WriteFile(filepath.Join(p.e.ws, "NOTES.txt"), []byte("mine\n"), 0o644))
 	return p

@@ -21,6 +21,7 @@ export GIT_AUTHOR_NAME GIT_AUTHOR_EMAIL GIT_COMMITTER_NAME GIT_COMMITTER_EMAIL
 git init -q -b main
 git add -A
 git commit -q -m "the demo project"
+git switch -q -c GAL-1   # the work's own branch: the practice refuses to run on its base (main)
 echo "== pixir run --workflow practice --set issue=GAL-1 (offline, scripted roles)"
 run() {
 	PIXIR_HOME="$scratch/home" "$pixir" run --workflow practice --set issue=GAL-1 \
