@@ -100,7 +100,7 @@ func (s *reportSlot) accept(ctx context.Context, env tools.Env, a ReportCheckpoi
 		return tools.Preview("would record the checkpoint of step %s as %s", s.stepID, a.Status)
 	}
 	if ready && len(s.verify) > 0 {
-		evidence, problem := verified(ctx, env, s.verify)
+		evidence, problem := verified(ctx, env, s.verify, payload)
 		if problem != "" {
 			s.mu.Lock()
 			s.rejected = []string{problem}

@@ -207,17 +207,76 @@ func TestVerifyIsValidated(t *testing.T) {
 	  {"id":"a","task":"t","verify":[{"run":" "},{"run":"go test","expect":"red"},{"run":"sh ${item.file}"},{"run":"x","timeout_ms":-1}]},
 	  {"id":"b","task":"t","verify":[{"command":"go test"}]}]}`))
 	require.Error(t, err)
-	require.Contains(t, err.Error(), `a verify command has unknown field "command" (allowed: run, expect, means, timeout_ms)`)
+	require.Contains(t, err.Error(), `a verify command has unknown field "command" (allowed: run, expect, means, timeout_ms, exists, for_each)`)
 	_, err = Parse([]byte(`{"steps":[
 	  {"id":"a","task":"t","verify":[{"run":" "},{"run":"go test","expect":"red"},{"run":"sh ${item.file}"},{"run":"x","timeout_ms":-1}]}]}`))
 	require.Error(t, err)
 	msg := err.Error()
 	for _, want := range []string{
-		`steps[0] "a": verify[0].run is empty`,
+		`steps[0] "a": verify[0].run is empty; give the shell command Pixir runs when the child reports checkpoint_ready (or exists: a file that must exist)`,
 		`steps[0] "a": verify[1].expect "red" is not one of pass, fail`,
 		`steps[0] "a": verify[2].run uses a fan-out binding`,
 		`steps[0] "a": verify[3].timeout_ms -1 must be between 1 and 600000`,
 	} {
 		require.Contains(t, msg, want)
+	}
+}
+
+// A file check (exists) is Pixir's own: a step that reports ready without
+// writing its file is refused; with for_each, one file per item of the
+// step's own payload, bound by ${item.field} and confined to the
+// workspace (rows 3 and 5 of the practice: plan.md, every task-N.md).
+func TestVerifyExistsChecksTheStepsFiles(t *testing.T) {
+	ws := t.TempDir()
+	env := tools.Env{Workspace: rootOnly(ws)}
+	slot := &reportSlot{stepID: "split", verify: []Verify{
+		{Exists: "run/plan.md", Expect: VerifyPass, Means: "the plan is written"},
+		{Exists: "run/task-${item.id}.md", ForEach: "/tasks", Expect: VerifyPass},
+	}}
+	tool := reportCheckpoint(slot)
+	report := func(payload string) tools.Result {
+		return tool.Run(context.Background(), env, []byte(`{"status":"checkpoint_ready","summary":"split","payload":`+payload+`}`))
+	}
+	const two = `{"tasks":[{"id":"1"},{"id":"2"}]}`
+	res := report(two)
+	require.False(t, res.OK)
+	require.Equal(t, "Pixir checked that run/plan.md exists (the plan is written): it does not exist. Write it, then call report_checkpoint again.", res.Error.Message)
+
+	require.NoError(t, os.MkdirAll(filepath.Join(ws, "run"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "run", "plan.md"), []byte("plan\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "run", "task-1.md"), []byte("t1\n"), 0o644))
+	res = report(two)
+	require.False(t, res.OK, "task-2.md was skipped")
+	require.Contains(t, res.Error.Message, "Pixir checked that run/task-2.md exists: it does not exist.")
+	res = report(`{"tasks":"1"}`)
+	require.False(t, res.OK)
+	require.Contains(t, res.Error.Message, "your payload has no array there")
+
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "run", "task-2.md"), []byte("t2\n"), 0o644))
+	res = report(two)
+	require.True(t, res.OK, "%+v", res.Error)
+	out := decide(&Step{ID: "split", Verify: slot.verify}, tools.SubagentView{ID: "sa-1", Status: tools.SubagentCompleted}, slot)
+	require.Equal(t, CheckpointReady, out.CheckpointStatus)
+	require.Equal(t, []string{
+		"verified by Pixir: run/plan.md exists (the plan is written)",
+		"verified by Pixir: run/task-1.md exists",
+		"verified by Pixir: run/task-2.md exists",
+	}, out.Checkpoint.Verification)
+
+	_, err := Parse([]byte(`{"steps":[
+	  {"id":"a","task":"t","output_schema":{"type":"object","properties":{"tasks":{"type":"array"},"n":{"type":"integer"}}},"verify":[
+	    {"exists":"x","run":"true"},{"exists":"../x"},{"exists":"t-${item.id}.md"},{"for_each":"/tasks"},{"exists":"t-${item.id}.md","for_each":"/n"},{"exists":"x","expect":"fail"}]},
+	  {"id":"b","task":"t","verify":[{"exists":"t-${item.id}.md","for_each":"/tasks"}]}]}`))
+	require.Error(t, err)
+	for _, want := range []string{
+		`steps[0] "a": verify[0] has both run and exists`,
+		`steps[0] "a": verify[1].exists "../x" is not a file path inside the workspace`,
+		`steps[0] "a": verify[2].exists binds an item, but there is no for_each`,
+		`steps[0] "a": verify[3].for_each goes with exists`,
+		`steps[0] "a": verify[4].for_each /n is integer in this step's output_schema; point at an array`,
+		`steps[0] "a": verify[5].expect fail does not go with exists`,
+		`steps[1] "b": verify[0].for_each /tasks points into this step's payload, and it has no output_schema`,
+	} {
+		require.Contains(t, err.Error(), want)
 	}
 }

@@ -109,6 +109,18 @@ func (r *runner) childPrompt(run *stepRun, deps []*StepOutcome, inherit []Inheri
 	if len(st.Verify) > 0 {
 		b.WriteString("\nWhen you report checkpoint_ready, Pixir itself runs these commands in your workspace, and refuses the report (with their output) unless each exits as required:\n")
 		for _, c := range st.Verify {
+			if c.Exists != "" {
+				if c.ForEach != "" {
+					fmt.Fprintf(&b, "- for each item of your payload's %s, `%s` must exist (Pixir checks it)", c.ForEach, c.Exists)
+				} else {
+					fmt.Fprintf(&b, "- `%s` must exist (Pixir checks it)", c.Exists)
+				}
+				if c.Means != "" {
+					b.WriteString(": " + c.Means)
+				}
+				b.WriteString("\n")
+				continue
+			}
 			want := "exit 0 (pass)"
 			if c.Expect == VerifyFail {
 				want = "exit non-zero (fail)"

@@ -381,7 +381,7 @@ func (t *Template) checkReferences() []string {
 				switch {
 				case declared[name]:
 					if placeOf(loc) == placeNone {
-						problems = append(problems, fmt.Sprintf("%s uses %s, but parameters are substituted only in name, task, read_set, write_set, when, until, verify (run, means) and commit (message, exclude, base, requires): they never change a workflow's structure", dotted(loc), m[0]))
+						problems = append(problems, fmt.Sprintf("%s uses %s, but parameters are substituted only in name, task, read_set, write_set, when, until, verify (run, means, exists) and commit (message, exclude, base, requires): they never change a workflow's structure", dotted(loc), m[0]))
 					}
 				case isReserved(name) || !isRefName(name, len(name)):
 					// a fan-out binding (checked with the workflow) or
@@ -445,7 +445,7 @@ func placeOf(loc []string) place {
 		return placeText
 	case n == 4 && loc[0] == "steps" && (loc[2] == "read_set" || loc[2] == "write_set"):
 		return placePattern
-	case n == 5 && loc[0] == "steps" && loc[2] == "verify" && (loc[4] == "run" || loc[4] == "means"):
+	case n == 5 && loc[0] == "steps" && loc[2] == "verify" && (loc[4] == "run" || loc[4] == "means" || loc[4] == "exists"):
 		// A verify command is a command line the template's user gives
 		// (--set test_command=…): the value is its text, run in the
 		// child's sandbox like the child's own commands.

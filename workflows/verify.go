@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path"
+	"slices"
 	"strings"
 
 	"github.com/pixir-go/pixir/tools"
@@ -30,6 +33,13 @@ type Verify struct {
 	// Means says what the result shows, for the child and the evidence.
 	Means     string `json:"means,omitempty" jsonschema_description:"What the expected result shows, e.g. the new tests fail before the implementation."`
 	TimeoutMS int64  `json:"timeout_ms,omitempty" jsonschema:"minimum=1,maximum=600000" jsonschema_description:"Its time limit in milliseconds. Default 120000."`
+	// Exists, instead of Run, is a workspace file Pixir checks exists
+	// itself (no shell): a step that skipped writing its file is not
+	// checkpoint_ready. With ForEach, one file per item of an array in
+	// the step's own payload, ${item.field} in Exists naming the item's
+	// field (values are paths confined to the workspace, never commands).
+	Exists  string `json:"exists,omitempty" jsonschema_description:"Instead of run: a workspace file that must exist, checked by Pixir itself, e.g. .workflow/run-GAL-1/plan.md."`
+	ForEach string `json:"for_each,omitempty" jsonschema_description:"With exists: a JSON Pointer to an array in the step's own payload (e.g. /tasks); one file must exist per item, ${item.field} in exists binding the item's field."`
 }
 
 // The results a verify command may expect.
@@ -44,7 +54,7 @@ const maxVerify = 10
 // UnmarshalJSON rejects unknown keys.
 func (v *Verify) UnmarshalJSON(b []byte) error {
 	type plain Verify
-	return strictDecode(b, (*plain)(v), "a verify command", "run, expect, means, timeout_ms")
+	return strictDecode(b, (*plain)(v), "a verify command", "run, expect, means, timeout_ms, exists, for_each")
 }
 
 // verify reports the problems of step s's verify commands.
@@ -54,9 +64,13 @@ func (v *validator) verify(i int, s *Step) {
 	}
 	for k, c := range s.Verify {
 		field := fmt.Sprintf("verify[%d]", k)
+		if c.Exists != "" || c.ForEach != "" {
+			v.verifyExists(i, s, field, c)
+			continue
+		}
 		switch {
 		case strings.TrimSpace(c.Run) == "":
-			v.stepProblem(i, s, "invalid_verify", field+".run", "", "%s.run is empty; give the shell command Pixir runs when the child reports checkpoint_ready", field)
+			v.stepProblem(i, s, "invalid_verify", field+".run", "", "%s.run is empty; give the shell command Pixir runs when the child reports checkpoint_ready (or exists: a file that must exist)", field)
 		case bindingPattern().MatchString(c.Run) && hasItemBinding(c.Run):
 			v.stepProblem(i, s, "invalid_verify", field+".run", c.Run,
 				"%s.run uses a fan-out binding (${item…} or ${index}); a verify command is run by a shell, and an item's values are data that must not become a command: name the files in the task instead", field)
@@ -68,6 +82,79 @@ func (v *validator) verify(i int, s *Step) {
 			v.stepProblem(i, s, "invalid_number", field+".timeout_ms", fmt.Sprint(c.TimeoutMS), "%s.timeout_ms %d must be between 1 and 600000 (omit it for %d)", field, c.TimeoutMS, DefaultStepTimeoutMS)
 		}
 	}
+}
+
+// verifyExists reports the problems of a file check (exists, for_each).
+func (v *validator) verifyExists(i int, s *Step, field string, c Verify) {
+	problem := func(sub, value, format string, args ...any) {
+		v.stepProblem(i, s, "invalid_verify", field+sub, value, format, args...)
+	}
+	switch {
+	case c.Exists == "":
+		problem(".for_each", c.ForEach, "%s.for_each goes with exists; give the file each item needs, e.g. exists: .workflow/task-${item.id}.md", field)
+		return
+	case c.Run != "":
+		problem(".run", c.Run, "%s has both run and exists; a verify entry is a command or a file check, not both", field)
+	case c.Expect == VerifyFail:
+		problem(".expect", c.Expect, "%s.expect fail does not go with exists: the file must exist", field)
+	}
+	clean := path.Clean(c.Exists)
+	if path.IsAbs(c.Exists) || clean == ".." || strings.HasPrefix(clean, "../") || strings.ContainsAny(c.Exists, "\x00\n\r") {
+		problem(".exists", c.Exists, "%s.exists %q is not a file path inside the workspace; give a relative path", field, c.Exists)
+	}
+	if c.ForEach == "" {
+		if hasItemBinding(c.Exists) {
+			problem(".exists", c.Exists, "%s.exists binds an item, but there is no for_each; add for_each: the pointer to the array in this step's payload", field)
+		}
+		return
+	}
+	tokens, err := parsePointer(c.ForEach)
+	if err != nil {
+		problem(".for_each", c.ForEach, "%s.for_each: %v", field, err)
+		return
+	}
+	if len(s.OutputSchema) == 0 {
+		problem(".for_each", c.ForEach, "%s.for_each %s points into this step's payload, and it has no output_schema; declare the array there", field, c.ForEach)
+		return
+	}
+	var schema any
+	_ = json.Unmarshal(s.OutputSchema, &schema)
+	node, why := schemaAt(schema, tokens)
+	if why != "" {
+		problem(".for_each", c.ForEach, "%s.for_each %s cannot be in this step's payload: %s", field, c.ForEach, why)
+		return
+	}
+	if ts := schemaTypes(node); len(ts) > 0 && !slices.Contains(ts, "array") {
+		problem(".for_each", c.ForEach, "%s.for_each %s is %s in this step's output_schema; point at an array", field, c.ForEach, strings.Join(ts, " or "))
+	}
+}
+
+// filesToCheck are the files an exists entry names for payload: one, or
+// one per item of its for_each array.
+func filesToCheck(c Verify, payload json.RawMessage) ([]string, string) {
+	if c.ForEach == "" {
+		return []string{c.Exists}, ""
+	}
+	var decoded any
+	if len(payload) > 0 {
+		decoded, _ = decodeValue(payload)
+	}
+	tokens, _ := parsePointer(c.ForEach)
+	val, ok := lookup(decoded, tokens)
+	items, isArray := val.([]any)
+	if !ok || !isArray {
+		return nil, fmt.Sprintf("Pixir checks the files of verify's for_each %s, and your payload has no array there", c.ForEach)
+	}
+	files := make([]string, 0, len(items))
+	for k, item := range items {
+		var err error
+		f := bindText(c.Exists, k, item, &err)
+		if err != nil {
+			return nil, fmt.Sprintf("Pixir checks %s for item %d of %s: %v", c.Exists, k+1, c.ForEach, err)
+		}
+		files = append(files, f)
+	}
+	return files, ""
 }
 
 // hasItemBinding reports whether text holds a fan-out binding.
@@ -88,8 +175,25 @@ const verifyLimit = 4000
 // in env (the child's workspace and sandbox). It returns the evidence of
 // each (one line, for the bundle's verification) and, when one did not
 // give the expected result, the problem to refuse the report with.
-func verified(ctx context.Context, env tools.Env, cmds []Verify) (evidence []string, problem string) {
+func verified(ctx context.Context, env tools.Env, cmds []Verify, payload json.RawMessage) (evidence []string, problem string) {
 	for _, c := range cmds {
+		means := ""
+		if c.Means != "" {
+			means = " (" + c.Means + ")"
+		}
+		if c.Exists != "" {
+			files, why := filesToCheck(c, payload)
+			if why != "" {
+				return evidence, why + ". Fix your payload, then call report_checkpoint again."
+			}
+			for _, f := range files {
+				if problem := fileExists(env, f); problem != "" {
+					return evidence, fmt.Sprintf("Pixir checked that %s exists%s: %s. Write it, then call report_checkpoint again.", f, means, problem)
+				}
+				evidence = append(evidence, fmt.Sprintf("verified by Pixir: %s exists%s", f, means))
+			}
+			continue
+		}
 		timeout := c.TimeoutMS
 		if timeout == 0 {
 			timeout = DefaultStepTimeoutMS
@@ -104,10 +208,6 @@ func verified(ctx context.Context, env tools.Env, cmds []Verify) (evidence []str
 		if exit != 0 {
 			got = VerifyFail
 		}
-		means := ""
-		if c.Means != "" {
-			means = " (" + c.Means + ")"
-		}
 		if got != c.Expect {
 			return evidence, fmt.Sprintf("Pixir ran the step's verify command `%s`: it exited %d, and this step's checkpoint_ready needs it to %s%s. Fix your work, then call report_checkpoint again. Its output:\n%s",
 				c.Run, exit, c.Expect, means, tail(out))
@@ -115,6 +215,25 @@ func verified(ctx context.Context, env tools.Env, cmds []Verify) (evidence []str
 		evidence = append(evidence, fmt.Sprintf("verified by Pixir: `%s` exited %d, as required (%s)%s", c.Run, exit, c.Expect, means))
 	}
 	return evidence, ""
+}
+
+// fileExists says why a workspace file does not exist ("" when it is a
+// file there).
+func fileExists(env tools.Env, name string) string {
+	if env.Workspace == nil {
+		return "there is no workspace to look in"
+	}
+	abs, err := env.Workspace.Resolve(name)
+	if err != nil {
+		return "it is not inside the workspace (" + err.Error() + ")"
+	}
+	switch fi, err := os.Stat(abs); {
+	case err != nil:
+		return "it does not exist"
+	case fi.IsDir():
+		return "it is a directory, not a file"
+	}
+	return ""
 }
 
 // bashResult is the output and exit status of a bash result; -1 when it

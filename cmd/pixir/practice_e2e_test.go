@@ -154,6 +154,58 @@ func TestThePracticeStopsBeforeAnyAgentWhenItsSanityChecksFail(t *testing.T) {
 	}
 }
 
+// Rows 3 and 5 through the binary: Pixir checks that plan.md, and every
+// task-N.md the split reports, exist when the step reports ready (verify
+// exists); a step that skipped writing its file is refused and is not
+// checkpoint_ready, and the run does not reach its commit.
+func TestThePracticeRefusesAPlanOrSplitThatSkippedItsFile(t *testing.T) {
+	for _, tt := range []struct {
+		name, rule, run, want string
+	}{
+		{"plan.md not written", `
+[[rule]]
+name = "the plan, reported but never written"
+match = '\AWrite the plan for issue'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "report_checkpoint"
+  arguments_json = '{"status":"checkpoint_ready","summary":"plan.md written"}'
+  [[rule.reply]]
+  text = "plan.md written."
+`, "plan#1.1", "Pixir checked that .workflow/run-GAL-1/plan.md exists (the plan is written (row 3)): it does not exist."},
+		{"task-2.md not written", `
+[[rule]]
+name = "the split reports two tasks and writes one"
+match = '\ASplit the reviewed plan'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "write"
+  arguments = { path = ".workflow/run-GAL-1/task-1.md", content = "# Task 1: mul\n" }
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "report_checkpoint"
+  arguments_json = '{"status":"checkpoint_ready","summary":"two tasks","payload":{"tasks":[{"id":"1","files":["calc.sh"],"tests":["tests/test_mul.sh"]},{"id":"2","files":["calc.sh"],"tests":["tests/test_div.sh"]}]}}'
+  [[rule.reply]]
+  text = "split into two tasks"
+`, "split#1.1", "Pixir checked that .workflow/run-GAL-1/task-2.md exists (every task spec is written (row 5)): it does not exist."},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newPracticeRepo(t)
+			cmd := p.command(p.scenario(tt.rule))
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			var exit *exec.ExitError
+			require.True(t, errors.As(cmd.Run(), &exit), stderr.String())
+			out := runOutcome(t, stdout.String())
+			require.NotEqual(t, workflows.StatusCompleted, out.Status, out.Output)
+			got := runOf(t, out, tt.run)
+			require.Equal(t, workflows.CheckpointFailed, got.CheckpointStatus, out.Output)
+			require.Contains(t, got.Error.Message, tt.want)
+			require.Equal(t, p.base, p.git("rev-parse", "HEAD"), "nothing committed")
+		})
+	}
+}
+
 // testEscalates is test writing task 1's tests and asking for a light
 // review, check's review (NEEDS WORK) and test's fix.
 const testEscalates = `
