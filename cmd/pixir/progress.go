@@ -469,6 +469,8 @@ type stepRow struct {
 	id, step, agent, activity string
 	state                     rowState
 	started, ended            time.Time
+	made                      int // the order rows were made in: active rows are shown in it
+	endedAs                   int // the view's count of ends when this row last ended (see recent)
 }
 
 // rowState is what a step's row shows: pending until its child is queued,
@@ -511,24 +513,34 @@ type workflowView struct {
 	loops    []*loopRow
 	byLoop   map[string]*loopRow
 	children map[string]string // subagent id -> run label
-	drawn    int               // lines of the last frame
-	paused   int               // questions on the screen: no drawing
-	frame    int
-	status   workflows.Status
-	stop     chan struct{}
-	done     chan struct{}
+	// What a frame shows of thousands of rows, kept as rows change so a
+	// frame costs the terminal's height, not the number of rows.
+	made   int                   // rows made so far
+	counts map[rowState]int      // rows by state
+	active map[*stepRow]struct{} // queued or running
+	recent []endedRow            // rows in the order they ended, newest last
+	ends   int                   // ends so far
+	// size is the terminal's width and height (0 when unknown).
+	size   func() (width, height int)
+	drawn  int // lines of the last frame
+	paused int // questions on the screen: no drawing
+	frame  int
+	status workflows.Status
+	stop   chan struct{}
+	done   chan struct{}
 }
 
 func newWorkflowView(w io.Writer, tty bool, wf *workflows.Workflow) *workflowView {
 	v := &workflowView{w: w, tty: tty, name: wf.Name, now: time.Now, wf: wf, runs: map[string][]*stepRow{}, byID: map[string]*stepRow{},
-		agents: map[string]string{}, byLoop: map[string]*loopRow{}, children: map[string]string{}}
+		agents: map[string]string{}, byLoop: map[string]*loopRow{}, children: map[string]string{},
+		counts: map[rowState]int{}, active: map[*stepRow]struct{}{}, size: terminalSize(w)}
 	for _, st := range wf.Steps {
 		agent := st.Agent
 		if agent == "" {
 			agent = "default"
 		}
 		v.agents[st.ID] = agent
-		r := &stepRow{id: st.ID, step: st.ID, agent: agent, state: rowPending}
+		r := v.newRow(st.ID, st.ID, agent)
 		if len(st.DependsOn) > 0 {
 			r.activity = "waits for " + strings.Join(st.DependsOn, ", ")
 		}
@@ -537,6 +549,26 @@ func newWorkflowView(w io.Writer, tty bool, wf *workflows.Workflow) *workflowVie
 		v.byID[st.ID] = r
 	}
 	return v
+}
+
+// terminalSize is the size of the terminal w writes to, asked at each
+// frame (it can be resized); 0, 0 when w is not one.
+func terminalSize(w io.Writer) func() (int, int) {
+	return func() (int, int) {
+		if f, ok := w.(*os.File); ok {
+			if width, height, err := term.GetSize(int(f.Fd())); err == nil {
+				return width, height
+			}
+		}
+		return 0, 0
+	}
+}
+
+// newRow makes a pending row.
+func (v *workflowView) newRow(id, step, agent string) *stepRow {
+	v.made++
+	v.counts[rowPending]++
+	return &stepRow{id: id, step: step, agent: agent, state: rowPending, made: v.made}
 }
 
 // row is the row of a run, made when the run first shows up: the step's
@@ -559,7 +591,7 @@ func (v *workflowView) row(run, step string) *stepRow {
 		v.byID[run] = first
 		return first
 	}
-	r := &stepRow{id: run, step: step, agent: v.agents[step], state: rowPending}
+	r := v.newRow(run, step, v.agents[step])
 	v.runs[step] = append(v.runs[step], r) // below the step's last row
 	v.byID[run] = r
 	return r
@@ -641,10 +673,11 @@ func (v *workflowView) observe(ev runtime.Event) {
 		v.children[d.subagentID] = r.id
 		switch tools.SubagentEvent(d.event) {
 		case tools.SubagentEventQueued:
-			r.state = rowQueued
+			v.setState(r, rowQueued)
 			v.line("step %s queued (%s, subagent %s)", r.id, r.agent, d.subagentID)
 		case tools.SubagentEventStarted:
-			r.state, r.started, r.activity = rowRunning, v.now(), "started in the "+d.workspaceMode+" workspace"
+			v.setState(r, rowRunning)
+			r.started, r.activity = v.now(), "started in the "+d.workspaceMode+" workspace"
 			v.line("step %s running (%s, %s workspace)", r.id, r.agent, d.workspaceMode)
 		}
 	case runtime.EventStatus:
@@ -732,7 +765,8 @@ func (v *workflowView) workflowEvent(d workflows.WorkflowEvent) {
 		if r == nil || o == nil {
 			return
 		}
-		r.state, r.ended = rowState(o.CheckpointStatus), v.now()
+		v.setState(r, rowState(o.CheckpointStatus))
+		r.ended = v.now()
 		if r.started.IsZero() {
 			r.started = r.ended
 		}
@@ -752,7 +786,8 @@ func (v *workflowView) workflowEvent(d workflows.WorkflowEvent) {
 		if r == nil {
 			return
 		}
-		r.state, r.activity = rowHeld, d.HeldReason
+		v.setState(r, rowHeld)
+		r.activity = d.HeldReason
 		if len(d.BlockedBy) > 0 {
 			r.activity += " (blocked by " + strings.Join(d.BlockedBy, ", ") + ")"
 		}
@@ -762,7 +797,8 @@ func (v *workflowView) workflowEvent(d workflows.WorkflowEvent) {
 		if r == nil {
 			return
 		}
-		r.state, r.activity = rowSkipped, oneLine(strings.TrimPrefix(d.SkipReason, "skipped: "), 100)
+		v.setState(r, rowSkipped)
+		r.activity = oneLine(strings.TrimPrefix(d.SkipReason, "skipped: "), 100)
 		v.line("step %s skipped: %s", r.id, r.activity)
 	case workflows.EventFanOut:
 		v.line("step %s fans out over %d items (max %d)", run, d.Items, d.MaxItems)
@@ -829,84 +865,6 @@ func (v *workflowView) pause() (resume func()) {
 		v.paused--
 		v.drawn = 0
 	}
-}
-
-// draw replaces the last frame with the current one. Lines are cut to
-// the terminal's width, so none wraps and the cursor arithmetic holds.
-func (v *workflowView) draw() {
-	if v.paused > 0 {
-		return
-	}
-	v.frame++
-	width := 100
-	if f, ok := v.w.(*os.File); ok {
-		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 20 {
-			width = w
-		}
-	}
-	var b strings.Builder
-	if v.drawn > 0 {
-		fmt.Fprintf(&b, "\x1b[%dF\x1b[J", v.drawn) // up to the frame's first line, clear below
-	}
-	ready, runs := 0, 0
-	v.eachRow(func(r *stepRow) {
-		if r.state == rowReady {
-			ready++
-		}
-		if r.state != rowSkipped {
-			runs++
-		}
-	})
-	title := "Workflow"
-	if v.name != "" {
-		title += " " + v.name
-	}
-	head := fmt.Sprintf("%s — %d/%d checkpoint_ready · %s", title, ready, runs, seconds(v.now().Sub(v.begin).Milliseconds()))
-	if v.status != "" {
-		head += " · " + strings.ToUpper(string(v.status))
-	}
-	lines := []string{head}
-	for _, l := range v.loops {
-		mark := "↻"
-		if l.done {
-			mark = "∎"
-		}
-		lines = append(lines, fmt.Sprintf("  %s loop %s: %s", mark, l.run, l.text))
-	}
-	v.eachRow(func(r *stepRow) {
-		mark := "·"
-		switch r.state {
-		case rowRunning, rowQueued:
-			mark = spinner[v.frame%len(spinner)]
-		case rowReady:
-			mark = "✓"
-		case rowHeld:
-			mark = "⏸"
-		case rowSkipped:
-			mark = "↷"
-		case rowPending:
-		default:
-			mark = "✗"
-		}
-		elapsed := "–"
-		switch {
-		case !r.ended.IsZero():
-			elapsed = seconds(r.ended.Sub(r.started).Milliseconds())
-		case !r.started.IsZero():
-			elapsed = seconds(v.now().Sub(r.started).Milliseconds())
-		}
-		lines = append(lines, fmt.Sprintf("  %s %-14s %-10s %7s  %-18s %s", mark, r.id, r.agent, elapsed, r.state, r.activity))
-	})
-	for _, l := range lines {
-		l = termtext.Inert(l) // step ids, agent names and activities are not Pixir's own text
-		if r := []rune(l); len(r) >= width {
-			l = string(r[:width-1])
-		}
-		b.WriteString(l)
-		b.WriteString("\x1b[K\n")
-	}
-	v.drawn = len(lines)
-	fmt.Fprint(v.w, b.String())
 }
 
 // tokensNote is ", 1,234 tokens" for what a child spent, or nothing.

@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -83,4 +85,107 @@ func TestAQuestionIsNotDrawnOver(t *testing.T) {
 	resume()
 	v.drawWaiting()
 	require.Contains(t, stderr.String(), "waiting for the model")
+}
+
+// viewEvent is an event as the Log has it: its data as JSON only.
+func viewEvent(t *testing.T, typ runtime.EventType, data any) runtime.Event {
+	t.Helper()
+	b, err := json.Marshal(data)
+	require.NoError(t, err)
+	return runtime.Event{Type: typ, Data: b}
+}
+
+// TestTheTerminalViewOfAHugeWorkflowIsAWindow: with 10,000 steps and
+// loops, a frame is the terminal's height less one: the counts by status,
+// the loops still running (as many as a third of it holds), the rows that
+// ended last and every running one; the next frame moves up over exactly
+// that many lines. While every row fits, every row is shown.
+func TestTheTerminalViewOfAHugeWorkflowIsAWindow(t *testing.T) {
+	const steps, height = 10000, 30
+	w := &workflows.Workflow{Name: "huge"}
+	for i := range steps {
+		w.Steps = append(w.Steps, workflows.Step{ID: fmt.Sprintf("s%d", i)})
+	}
+	for i := range 40 {
+		w.Loops = append(w.Loops, workflows.Loop{ID: fmt.Sprintf("loop%d", i), MaxIterations: 10})
+	}
+	var screen strings.Builder
+	v := newWorkflowView(&screen, true, w)
+	v.size = func() (int, int) { return 200, height }
+	v.begin = v.now()
+	event := func(kind, step string) {
+		switch kind {
+		case "queued", "started":
+			v.observe(viewEvent(t, runtime.EventSubagent, runtime.SubagentEventData{Event: tools.SubagentEvent(kind), SubagentID: "sa-" + step, Name: step, WorkspaceMode: "shared"}))
+		case "decided":
+			v.observe(viewEvent(t, runtime.EventWorkflow, workflows.WorkflowEvent{Kind: workflows.EventCheckpointDecided, StepID: step,
+				Outcome: &workflows.StepOutcome{StepID: step, CheckpointStatus: workflows.CheckpointReady, SubagentStatus: "completed", Summary: "done " + step}}))
+		}
+	}
+	for i := range 30 { // ten of the loops end
+		v.observe(viewEvent(t, runtime.EventWorkflow, workflows.WorkflowEvent{Kind: workflows.EventIterationStarted, Loop: fmt.Sprintf("loop%d", i), Run: fmt.Sprintf("loop%d", i), Iteration: 1}))
+	}
+	for i := range 10 {
+		v.observe(viewEvent(t, runtime.EventWorkflow, workflows.WorkflowEvent{Kind: workflows.EventLoopFinished, Loop: fmt.Sprintf("loop%d", i), Run: fmt.Sprintf("loop%d", i),
+			LoopOutcome: &workflows.LoopOutcome{Loop: fmt.Sprintf("loop%d", i), Run: fmt.Sprintf("loop%d", i), Iterations: 1, MaxIterations: 10, State: workflows.LoopSatisfied}}))
+	}
+	const done, running = 6000, 8 // s0..s5999 decided, s6000..s6007 running, s6008 queued
+	for i := range done + running {
+		event("queued", w.Steps[i].ID)
+		event("started", w.Steps[i].ID)
+		if i >= running {
+			event("decided", w.Steps[i-running].ID)
+		}
+	}
+	event("queued", "s6008")
+
+	v.draw()
+	first := screen.String()
+	frame := strings.Split(strings.TrimSuffix(first, "\x1b[K\n"), "\x1b[K\n")
+	require.Len(t, frame, height-1, "a frame fills the terminal but for its last line:\n%s", first)
+	require.Contains(t, frame[0], "Workflow huge — 6000/10000 checkpoint_ready")
+	require.Equal(t, "  8 running · 1 queued · 3991 pending · 6000 checkpoint_ready", frame[1])
+	loops := 0
+	for _, l := range frame {
+		if strings.Contains(l, "↻ loop ") {
+			loops++
+		}
+	}
+	require.Equal(t, height/3-2, loops, "the loops still running take a third of the room")
+	require.Contains(t, first, "… 22 more loops (10 finished)")
+	for i := done; i <= done+running; i++ {
+		require.Regexp(t, fmt.Sprintf(`  . s%d +default`, i), first, "every running or queued row is shown")
+	}
+	last := strings.Index(first, "s6008")
+	require.Regexp(t, `✓ s5999 +default .* done s5999`, first, "the newest ended row is shown")
+	require.Less(t, strings.Index(first, "s5999"), strings.Index(first, "s6000"), "ended rows above the running ones")
+	require.Less(t, strings.Index(first, "s6000"), last, "the running ones in the order they came")
+	ended := regexp.MustCompile(`✓ s(\d+) `).FindAllStringSubmatch(first, -1)
+	require.NotEmpty(t, ended)
+	require.Equal(t, fmt.Sprint(done-len(ended)), ended[0][1], "the rows that ended last, oldest first")
+	require.Equal(t, fmt.Sprintf("  … %d more rows", steps-len(ended)-running-1), frame[len(frame)-1])
+
+	screen.Reset()
+	v.draw()
+	require.True(t, strings.HasPrefix(screen.String(), fmt.Sprintf("\x1b[%dF\x1b[J", height-1)), "the next frame replaces this one")
+
+	// A terminal shorter than the running rows: the frame still fits.
+	v.size = func() (int, int) { return 200, 8 }
+	screen.Reset()
+	v.draw()
+	require.Len(t, strings.Split(strings.TrimSuffix(screen.String(), "\x1b[K\n"), "\x1b[K\n"), 7)
+	require.Contains(t, screen.String(), "of them running or queued)")
+
+	// Every row fits: every row, as before, in the steps' order.
+	small := &workflows.Workflow{Name: "small", Steps: []workflows.Step{{ID: "a"}, {ID: "b"}, {ID: "c"}}}
+	screen.Reset()
+	v = newWorkflowView(&screen, true, small)
+	v.size = func() (int, int) { return 200, height }
+	v.observe(viewEvent(t, runtime.EventSubagent, runtime.SubagentEventData{Event: tools.SubagentEventQueued, SubagentID: "sa-b", Name: "b"}))
+	v.draw()
+	frame = strings.Split(strings.TrimSuffix(screen.String(), "\x1b[K\n"), "\x1b[K\n")
+	require.Len(t, frame, 4)
+	require.Regexp(t, `· a `, frame[1])
+	require.Regexp(t, `. b +default .*queued`, frame[2])
+	require.Regexp(t, `· c `, frame[3])
 }
