@@ -45,6 +45,12 @@ func decodeAndCheck(raw json.RawMessage, agents Agents, prepare func(*Workflow))
 	if prepare != nil {
 		prepare(w)
 	}
+	return checkDecoded(w, agents, problems)
+}
+
+// checkDecoded checks a decoded workflow and its agents, problems found
+// while decoding it first.
+func checkDecoded(w *Workflow, agents Agents, problems []Problem) (*Workflow, error) {
 	if err := Check(w); err != nil {
 		problems = append(problems, failureProblems(err)...)
 	}

@@ -340,3 +340,27 @@ func TestTemplateDiscoveryPrecedenceAndWarnings(t *testing.T) {
 	require.ErrorContains(t, err, `there is no workflow template named "broken"`)
 	require.ErrorContains(t, err, "some template files do not load")
 }
+
+// A workflow file without parameters is decoded as a workflow once, by
+// ParseTemplate's check; its first instance is that decoding, and every
+// later one (decoded again from the substituted spec) is equal to it.
+func TestAPlainWorkflowsFirstInstanceIsItsCheckedDecoding(t *testing.T) {
+	raw := json.RawMessage(`{"name":"plain","description":"no params","max_concurrency":2,"steps":[
+		{"id":"split","task":"List ${HOME} parts.","output_schema":{"type":"object","properties":{"tasks":{"type":"array"}}}},
+		{"id":"part","depends_on":["split"],"for_each":{"step":"split","path":"/tasks","max_items":3},"task":"Do ${item} (${index}).","read_set":["src/**"]},
+		{"id":"review","depends_on":["part"],"task":"Review.","when":{"step":"split","path":"/tasks/0","equals":1.50}}],
+		"loops":[]}`)
+	tpl, err := ParseTemplate("plain", "plain.json", raw)
+	require.NoError(t, err)
+	first, err := tpl.InstantiateChecked(nil, nil)
+	require.NoError(t, err)
+	second, err := tpl.InstantiateChecked(map[string]any{}, nil)
+	require.NoError(t, err)
+	require.NotSame(t, first, second, "the first instance is given once")
+	require.Equal(t, second, first)
+	require.Equal(t, "plain", first.Template)
+	require.JSONEq(t, `{}`, string(first.Args))
+
+	_, err = tpl.InstantiateChecked(map[string]any{"x": 1}, nil)
+	require.Error(t, err, "arguments a plain workflow does not take are refused, as before")
+}
