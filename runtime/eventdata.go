@@ -162,6 +162,9 @@ func encodeEventData(data any) (raw json.RawMessage, pieces [][]byte, err error)
 			b = append(b, d.Content...)
 		}
 		return append(b, '}'), nil, nil
+	case SubagentEventData:
+		raw, err := d.appendJSON(make([]byte, 0, 320+len(d.Task)+len(d.Summary)+len(d.Input)))
+		return raw, nil, err
 	case TextDeltaData:
 		return appendTextObject(d.Text), nil, nil
 	case ReasoningData:

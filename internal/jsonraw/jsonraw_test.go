@@ -124,6 +124,19 @@ func FuzzAppendStringAgreesWithEncodingJSON(f *testing.F) {
 	})
 }
 
+// FuzzAppendStringHTMLIsEncodingJSONs: AppendStringHTML writes what
+// json.Marshal writes, byte for byte.
+func FuzzAppendStringHTMLIsEncodingJSONs(f *testing.F) {
+	for _, seed := range []string{"", "plain", "\"\\\n\r\t\b\f\x00\x1f\x7f", "é→😀", "\u2028\u2029", "\xff\xe2\x86", "<&>", "a\xc0\x80b"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		std, err := json.Marshal(s)
+		require.NoError(t, err)
+		require.Equal(t, string(std), string(AppendStringHTML(nil, s)))
+	})
+}
+
 var benchText = func() string {
 	var b strings.Builder
 	for b.Len() < 8<<20 {

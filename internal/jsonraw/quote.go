@@ -19,6 +19,23 @@ var plain = func() (t [256]bool) {
 	return t
 }()
 
+// plainHTML is plain less <, > and &, which encoding/json escapes (its
+// HTML escaping, on by default in json.Marshal).
+var plainHTML = func() (t [256]bool) {
+	t = plain
+	t['<'], t['>'], t['&'] = false, false, false
+	return t
+}()
+
+// AppendStringHTML appends s quoted as json.Marshal quotes it, byte for
+// byte: as AppendString does, and <, > and & as \u003c, \u003e, \u0026.
+// For encoders that must write what json.Marshal writes.
+func AppendStringHTML[S ~string | ~[]byte](dst []byte, s S) []byte {
+	dst = append(dst, '"')
+	dst = appendEscaped(dst, s, &plainHTML)
+	return append(dst, '"')
+}
+
 // AppendString appends s quoted as a JSON string. It escapes what JSON
 // requires, and U+2028 and U+2029 as encoding/json does, replaces invalid
 // UTF-8 with U+FFFD as encoding/json does, and leaves <, > and & as they
@@ -32,6 +49,12 @@ func AppendString[S ~string | ~[]byte](dst []byte, s S) []byte {
 // AppendEscaped appends s escaped as AppendString escapes it, without the
 // quotes: a part of a JSON string written in pieces.
 func AppendEscaped[S ~string | ~[]byte](dst []byte, s S) []byte {
+	return appendEscaped(dst, s, &plain)
+}
+
+// appendEscaped escapes the bytes that are not plain as \u00XX, but for
+// those JSON has a short escape for.
+func appendEscaped[S ~string | ~[]byte](dst []byte, s S, plain *[256]bool) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		for i < len(s) && plain[s[i]] {

@@ -1,0 +1,64 @@
+package runtime
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pixir-go/pixir/budget"
+	"github.com/pixir-go/pixir/tools"
+)
+
+// A subagent_event's data is written byte for byte as json.Marshal writes
+// it: every member set and unset, strings that need escaping (HTML, line
+// separators, invalid UTF-8, controls), and the nested members.
+func TestSubagentEventDataIsEncodedAsEncodingJSONDoes(t *testing.T) {
+	full := SubagentEventData{Event: tools.SubagentEventFinished, ParentID: "p", SubagentID: "sa-1", ChildSessionID: "c", ChildLog: "/w/.pixir/subagents/sa-1/c.ndjson",
+		ParentToolCallID: "call<1>", Agent: "reviewer", Name: "s1#2", Task: "Do <this> & \"that\"\n\u2028\x00\xff", Depth: 2, Status: tools.SubagentCompleted,
+		Workspace: "/w", WorkspaceMode: "isolated", Input: "more", Summary: "done\t", ElapsedMS: 1234,
+		Error:   &tools.Failure{Kind: tools.ErrTimeout, Message: "slow <b>", Details: json.RawMessage(`{ "a" : [1, 2] }`)},
+		Changes: &tools.FileChanges{Added: []string{"a&b"}, Changed: nil, Deleted: []string{}},
+		Usage:   &budget.Usage{InputTokens: 10, OutputTokens: 2, ModelCalls: 1, Currency: "EUR", Unpriced: 1}}
+	for _, tt := range []struct {
+		name string
+		d    SubagentEventData
+	}{
+		{"empty", SubagentEventData{}},
+		{"queued, as a workflow step", SubagentEventData{Event: tools.SubagentEventQueued, ParentID: "p", SubagentID: "sa-1", Agent: "default", Name: "s1", Task: "Do part 1.", Status: tools.SubagentQueued, Workspace: "/w", WorkspaceMode: "shared"}},
+		{"every member", full},
+		{"a usage with a cost", func() SubagentEventData {
+			d := full
+			d.Usage = &budget.Usage{InputTokens: 1, Cost: 0.000001234, Currency: "USD"}
+			return d
+		}()},
+		{"a usage of nothing", func() SubagentEventData { d := full; d.Usage = &budget.Usage{}; return d }()},
+		{"negative numbers", SubagentEventData{Depth: -1, ElapsedMS: -5}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			want, err := json.Marshal(tt.d)
+			require.NoError(t, err)
+			got, pieces, err := encodeEventData(tt.d)
+			require.NoError(t, err)
+			require.Nil(t, pieces)
+			require.Equal(t, string(want), string(got))
+		})
+	}
+}
+
+func FuzzSubagentEventDataIsEncodedAsEncodingJSONDoes(f *testing.F) {
+	f.Add("Do <this> & that", "sa-1", "", "s\u2028\xff", int64(3), int64(0), false)
+	f.Add("", "", "x", "\x00\x1f\"\\", int64(-1), int64(7), true)
+	f.Fuzz(func(t *testing.T, task, id, summary, name string, elapsed, tokens int64, failed bool) {
+		d := SubagentEventData{Event: tools.SubagentEventFinished, SubagentID: id, Task: task, Summary: summary, Name: name, ElapsedMS: elapsed,
+			Usage: &budget.Usage{InputTokens: tokens, Currency: summary}}
+		if failed {
+			d.Error = &tools.Failure{Kind: tools.ErrInternal, Message: task}
+		}
+		want, err := json.Marshal(d)
+		require.NoError(t, err)
+		got, _, err := encodeEventData(d)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(got))
+	})
+}
