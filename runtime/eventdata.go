@@ -163,7 +163,7 @@ func encodeEventData(data any) (raw json.RawMessage, pieces [][]byte, err error)
 		}
 		return append(b, '}'), nil, nil
 	case SubagentEventData:
-		raw, err := d.appendJSON(make([]byte, 0, 320+len(d.Task)+len(d.Summary)+len(d.Input)))
+		raw, err := d.appendJSON(make([]byte, 0, d.sizeHint()))
 		return raw, nil, err
 	case TextDeltaData:
 		return appendTextObject(d.Text), nil, nil

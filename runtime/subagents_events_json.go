@@ -7,6 +7,14 @@ import (
 	"github.com/pixir-go/pixir/internal/jsonraw"
 )
 
+// sizeHint is the length of d's JSON when no string needs escaping and
+// it has no nested member but its usage: its buffer is made once.
+func (d *SubagentEventData) sizeHint() int {
+	const keys = 280 // every key, quote and separator, and the usage's numbers
+	return keys + len(d.Event) + len(d.ParentID) + len(d.SubagentID) + len(d.ChildSessionID) + len(d.ChildLog) + len(d.ParentToolCallID) +
+		len(d.Agent) + len(d.Name) + len(d.Task) + len(d.Status) + len(d.Workspace) + len(d.WorkspaceMode) + len(d.Input) + len(d.Summary)
+}
+
 // appendJSON appends d as json.Marshal writes it, byte for byte (tested
 // against it): a subagent_event is three of the five lines a workflow
 // step adds to its parent's Log, and json.Marshal's reflection was the

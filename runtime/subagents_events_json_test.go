@@ -62,3 +62,26 @@ func FuzzSubagentEventDataIsEncodedAsEncodingJSONDoes(f *testing.F) {
 		require.Equal(t, string(want), string(got))
 	})
 }
+
+// BenchmarkSubagentEventData: a step's finished event, as json.Marshal
+// writes it and as the Log's encoder does.
+func BenchmarkSubagentEventData(b *testing.B) {
+	d := SubagentEventData{Event: tools.SubagentEventFinished, ParentID: "0196a7c1-62b4-7d4e-9a1c-3c1a2f1e0b9d", SubagentID: "sa-247e61bc2948",
+		ChildSessionID: "0196a7c1-62b4-7d4e-9a1c-3c1a2f1e0b9e", ChildLog: "/work/ws/.pixir/subagents/sa-247e61bc2948/0196a7c1-62b4-7d4e-9a1c-3c1a2f1e0b9e.ndjson",
+		Agent: "default", Name: "s692", Task: "Do part 692 of the work.", Depth: 1, Status: tools.SubagentCompleted, Workspace: "/work/ws",
+		WorkspaceMode: "shared", Summary: "Done.", ElapsedMS: 3, Usage: &budget.Usage{InputTokens: 170, OutputTokens: 1, ModelCalls: 1}}
+	b.Run("json.Marshal", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := json.Marshal(d); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encodeEventData", func(b *testing.B) {
+		for b.Loop() {
+			if _, _, err := encodeEventData(d); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
