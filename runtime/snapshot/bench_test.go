@@ -356,11 +356,12 @@ func BenchmarkSnapshotWithGitVsCpA(b *testing.B) {
 	b.Logf("rounds %d; take ms %v; cp -a ms %v", len(takes), takes, cps)
 }
 
-// BenchmarkGitView measures a child repository alone (what Take runs
-// beside the copy): made for the tree of BenchmarkSnapshotWithGitVsCpA,
-// into an empty folder each time; cpu-ms is the CPU time it took, this
-// process's and its git processes' (steadier than wall time on a busy
-// machine).
+// BenchmarkGitView measures what a child's repository adds to a snapshot:
+// Take of the tree of BenchmarkSnapshotWithGitVsCpA with its repository
+// (Options.Git) and without, base kept either way, alternating which goes
+// first; git-cpu-ms is the difference of their median CPU times (this
+// process's and its git processes': steadier than wall time on a busy
+// machine), git-wall-ms that of their median wall times.
 func BenchmarkGitView(b *testing.B) {
 	if testing.Short() {
 		b.Skip("generates a repository of 3,000 commits")
@@ -379,19 +380,37 @@ func BenchmarkGitView(b *testing.B) {
 		}
 		return total
 	}
-	start := cpu()
+	var withCPU, withoutCPU, withWall, withoutWall []float64
 	i := 0
-	defer func() {
-		b.ReportMetric(float64((cpu()-start).Microseconds())/1000/float64(max(i, 1)), "cpu-ms/op")
-	}()
-	for b.Loop() {
-		dst := filepath.Join(root, fmt.Sprintf("view%d", i))
-		i++
-		if err := os.MkdirAll(dst, 0o755); err != nil {
+	take := func(git bool) {
+		dst := filepath.Join(root, fmt.Sprintf("take%d-%v", i, git))
+		c0, w0 := cpu(), time.Now()
+		m, err := TakeWith(context.Background(), src, filepath.Join(dst, "workspace"), Options{BaseDir: filepath.Join(dst, "base"), Git: git})
+		c, w := float64((cpu()-c0).Microseconds())/1000, float64(time.Since(w0).Microseconds())/1000
+		if err != nil {
 			b.Fatal(err)
 		}
-		if gitView(context.Background(), src, dst) == nil {
-			b.Fatal("no git view")
+		if git != (m.Git != nil) {
+			b.Fatalf("git view %v, asked %v", m.Git, git)
+		}
+		if git {
+			withCPU, withWall = append(withCPU, c), append(withWall, w)
+		} else {
+			withoutCPU, withoutWall = append(withoutCPU, c), append(withoutWall, w)
 		}
 	}
+	for b.Loop() {
+		if i%2 == 0 {
+			take(true)
+			take(false)
+		} else {
+			take(false)
+			take(true)
+		}
+		i++
+	}
+	b.ReportMetric(median(withCPU)-median(withoutCPU), "git-cpu-ms")
+	b.ReportMetric(median(withWall)-median(withoutWall), "git-wall-ms")
+	b.ReportMetric(median(withCPU), "take-cpu-ms")
+	b.Logf("cpu ms with git %v, without %v; wall ms with %v, without %v", withCPU, withoutCPU, withWall, withoutWall)
 }

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -299,10 +300,12 @@ func writeObject(gitDir, format, kind string, content []byte) (string, error) {
 	}
 	header := kind + " " + strconv.Itoa(len(content)) + "\x00"
 	var z bytes.Buffer
-	w := zlib.NewWriter(&z)
+	w := getZlib(&z)
 	_, _ = w.Write([]byte(header))
 	_, _ = w.Write(content)
-	if err := w.Close(); err != nil {
+	err = w.Close()
+	zlibs.Put(w)
+	if err != nil {
 		return "", err
 	}
 	dir := filepath.Join(gitDir, "objects", id[:2])
@@ -328,6 +331,21 @@ func writeObject(gitDir, format, kind string, content []byte) (string, error) {
 		return "", err
 	}
 	return id, nil
+}
+
+// zlibs are the compressors of objects: each holds about a megabyte of
+// tables, and allocating one per object made writing a few objects cost
+// tens of milliseconds on a busy machine. Objects are compressed at the
+// fastest level (git reads any).
+var zlibs sync.Pool
+
+func getZlib(w io.Writer) *zlib.Writer {
+	if z, ok := zlibs.Get().(*zlib.Writer); ok {
+		z.Reset(w)
+		return z
+	}
+	z, _ := zlib.NewWriterLevel(w, zlib.BestSpeed)
+	return z
 }
 
 // parentHead reads the commit the parent's HEAD names ("" on a branch

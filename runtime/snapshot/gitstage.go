@@ -3,7 +3,6 @@ package snapshot
 import (
 	"bufio"
 	"bytes"
-	"compress/zlib"
 	"context"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -507,7 +506,8 @@ func writeBlobFile(gitDir, format, path string) ([]byte, error) {
 	}
 	defer os.Remove(tmp.Name()) // after the rename, nothing is there
 	bw := bufio.NewWriterSize(tmp, 64<<10)
-	zw, _ := zlib.NewWriterLevel(bw, zlib.BestSpeed)
+	zw := getZlib(bw)
+	defer zlibs.Put(zw)
 	header := []byte("blob " + strconv.FormatInt(fi.Size(), 10) + "\x00")
 	h.Write(header)
 	_, _ = zw.Write(header)
