@@ -375,13 +375,51 @@ func TestMergeFreesWhatItReplacedAfterwards(t *testing.T) {
 	f := newFixture(t, map[string]string{"a.txt": "a\n", "gone.txt": "gone\n"})
 	f.child("a.txt", "a (child)\n")
 	require.NoError(t, os.Remove(filepath.Join(f.m.Root, "gone.txt")))
+	oldA, err := os.Stat(filepath.Join(f.ws, "a.txt"))
+	require.NoError(t, err)
+	oldGone, err := os.Stat(filepath.Join(f.ws, "gone.txt"))
+	require.NoError(t, err)
+	held := make(chan struct{})
+	release := sync.OnceFunc(func() { close(held) })
+	testHookReap = func() { <-held }
+	t.Cleanup(func() { testHookReap = nil; release() }) // a failed check must not hold the reap for ever
+
 	rep := f.merge()
 	require.Equal(t, []string{"a.txt"}, rep.Applied.Updated)
 	require.Equal(t, []string{"gone.txt"}, rep.Applied.Deleted)
 	require.Equal(t, "a (child)\n", read(t, f.ws, "a.txt"))
 	require.NoFileExists(t, filepath.Join(f.ws, "gone.txt"))
-	Wait()
+
+	// Merge has returned and the freeing has not begun: the replaced and
+	// the deleted versions (the very files, not copies) wait in the
+	// finished merge's folder, which has no journal.
 	entries, err := os.ReadDir(mergesDir(f.ws))
+	require.NoError(t, err)
+	var folders []string
+	for _, e := range entries {
+		if e.IsDir() {
+			folders = append(folders, e.Name())
+		}
+	}
+	require.Len(t, folders, 1)
+	require.True(t, strings.HasPrefix(folders[0], freedPrefix), folders[0])
+	aside := filepath.Join(mergesDir(f.ws), folders[0], asideDir)
+	kept, err := os.ReadDir(aside)
+	require.NoError(t, err)
+	var same int
+	for _, k := range kept {
+		info, err := os.Stat(filepath.Join(aside, k.Name()))
+		require.NoError(t, err)
+		if os.SameFile(info, oldA) || os.SameFile(info, oldGone) {
+			same++
+		}
+	}
+	require.Equal(t, 2, same, "the replaced a.txt and the deleted gone.txt are kept aside until freed")
+	require.NoFileExists(t, filepath.Join(mergesDir(f.ws), folders[0], journalFile))
+
+	release()
+	Wait()
+	entries, err = os.ReadDir(mergesDir(f.ws))
 	require.NoError(t, err)
 	for _, e := range entries {
 		require.False(t, e.IsDir(), "%s left behind", e.Name())

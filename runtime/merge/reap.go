@@ -16,8 +16,13 @@ var reaper struct {
 	dirs map[string]chan struct{} // closed once removed
 }
 
+// testHookReap, when set by a test, runs in the background before a
+// finished merge's folder is removed: the test sees what Merge left.
+var testHookReap func()
+
 // reap removes a finished merge's folder in the background.
 func reap(dir string) {
+	hook := testHookReap
 	done := make(chan struct{})
 	reaper.mu.Lock()
 	if reaper.dirs == nil {
@@ -27,6 +32,9 @@ func reap(dir string) {
 	reaper.mu.Unlock()
 	go func() {
 		defer close(done)
+		if hook != nil {
+			hook()
+		}
 		_ = os.RemoveAll(dir) // what is left, the next Recover removes
 		reaper.mu.Lock()
 		delete(reaper.dirs, dir)
