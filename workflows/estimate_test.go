@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -102,6 +103,36 @@ func TestARunCountsWhatItsStepTookBefore(t *testing.T) {
 		// goes after c (4m) and b (3m). Told nothing, a#2 would count 20m.
 		_, sim := runSim(t, spec, play)
 		require.Equal(t, [][]string{{"a#1"}, {"c"}, {"b"}, {"a#2"}}, sim.byStart())
+	})
+	t.Run("a resumed run counts what its reused runs took", func(t *testing.T) {
+		spec := `{"max_concurrency":1,"steps":[
+			{"id":"a","task":"x","estimate":"10m"},
+			{"id":"b","task":"x","estimate":"3m"},
+			{"id":"c","task":"x","estimate":"4m"}],
+			"loops":[{"id":"l","steps":["a"],"max_iterations":2,"on_exhausted":"proceed"}]}`
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		sim := newSim(func(label string) childPlan {
+			p := childPlan{dur: minutes(1)}
+			switch label {
+			case "a#1":
+				p.report = `{"status":"partial","summary":"not yet"}`
+			case "c":
+				cancel() // the first run is cut once a#1 and c are decided
+			}
+			return p
+		})
+		simRun(t, ctx, sim, mustParse(t, spec), RunOptions{WorkflowID: "wf-1", Now: fixedClock(), waiting: sim.waiting})
+		sim.order, sim.starts = nil, map[string]int64{}
+
+		// Resumed, a#1 and c are reused: a#1 took 1m, so a#2 counts 2m
+		// and goes after b (3m), as in the run that was not cut; told
+		// nothing of a#1, it would count 20m and go first.
+		w := mustParse(t, spec)
+		w.ResumeFrom = "wf-1"
+		out := simRun(t, context.Background(), sim, w, RunOptions{WorkflowID: "wf-2", Now: fixedClock(), waiting: sim.waiting})
+		require.Equal(t, "wf-1", out.Steps[0].ReusedFrom, out.Output)
+		require.Equal(t, [][]string{{"b"}, {"a#2"}}, sim.byStart())
 	})
 	t.Run("an agent's runs", func(t *testing.T) {
 		spec := `{"max_concurrency":1,"steps":[

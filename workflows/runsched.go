@@ -764,6 +764,11 @@ func (r *runner) startOrReuse(run *stepRun) {
 		run.outcome = &out
 		r.markRan(run.frame)
 		r.noteChanges(run)
+		if e := r.s.estimates; e != nil && out.ElapsedMS > 0 {
+			// What it took when it ran, as a run that went on would
+			// have counted it: a resumed run orders the rest alike.
+			e.observe(run.step, out.ElapsedMS)
+		}
 		r.record(WorkflowEvent{Kind: EventCheckpointDecided, StepID: out.StepID, Run: run.label, Outcome: &out})
 		r.runDecided(run)
 		return
