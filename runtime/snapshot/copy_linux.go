@@ -58,6 +58,13 @@ func copyFile(ctx context.Context, src, dst string, buf []byte, h *sum, tryClone
 		return r, &fs.PathError{Op: "copy", Path: src, Err: err}
 	}
 	r.basePack, r.baseOff = k.kept()
+	if h.blob != nil {
+		var after unix.Stat_t
+		if fstat(in, &after) != nil {
+			after.Ctim = unix.Timespec{} // unknown: not vouched
+		}
+		h.blob.copied(after.Ctim.Nano())
+	}
 	// futimens(out, {UTIME_OMIT, mtime}): utimensat with a NULL path.
 	ts := [2]unix.Timespec{{Nsec: unix.UTIME_OMIT}, st.Mtim}
 	if _, _, e := unix.Syscall6(unix.SYS_UTIMENSAT, uintptr(out), 0, uintptr(unsafe.Pointer(&ts[0])), 0, 0, 0); e != 0 {

@@ -201,6 +201,7 @@ type blobHasher struct {
 	h       hash.Hash
 	on      bool
 	size, n int64
+	ctime   int64 // the vouched source's status-change time
 	id      []byte
 	hashed  bool
 }
@@ -226,12 +227,22 @@ func (b *blobHasher) begin(rel string) {
 // parent's index vouches for, or a hash to compute.
 func (b *blobHasher) start(size, mtime, ctime int64, ino uint64) {
 	if i, ok := b.g.byPath[b.rel]; ok && b.g.vouches(&b.g.parent[i], size, mtime, ctime, ino) {
-		b.id = b.g.parent[i].oid
+		b.id, b.ctime = b.g.parent[i].oid, ctime
 		return
 	}
 	b.h.Reset()
 	b.h.Write([]byte("blob " + strconv.FormatInt(size, 10) + "\x00"))
 	b.on, b.size = true, size
+}
+
+// copied takes the source's status-change time once its bytes are
+// copied: a file written while it was copied is no longer what the
+// parent's index vouched for (its copy keeps the old modification time, so
+// the child's git would call it clean), and is hashed after instead.
+func (b *blobHasher) copied(ctime int64) {
+	if !b.on && b.id != nil && ctime != b.ctime {
+		b.id = nil
+	}
 }
 
 func (b *blobHasher) write(p []byte) {

@@ -288,3 +288,22 @@ func TestStagedIndexOnRandomTrees(t *testing.T) {
 		})
 	}
 }
+
+// A file the parent's index vouched for but that was written while it was
+// copied loses the vouch (its copy is hashed after); one left alone keeps
+// it, and a file being hashed is not touched.
+func TestAFileWrittenWhileCopiedIsNotVouchedFor(t *testing.T) {
+	vouched := func() *blobHasher { return &blobHasher{id: []byte{1, 2}, ctime: 5} }
+	b := vouched()
+	b.copied(5)
+	require.Equal(t, []byte{1, 2}, b.id)
+	b = vouched()
+	b.copied(6)
+	require.Nil(t, b.id)
+	b = vouched()
+	b.copied(0) // its status unknown after the copy
+	require.Nil(t, b.id)
+	hashing := &blobHasher{on: true, h: newHash("sha1")}
+	hashing.copied(9)
+	require.True(t, hashing.on)
+}
