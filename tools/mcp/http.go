@@ -329,6 +329,7 @@ func (s *httpStream) callEnded(id uint64) {
 	s.mu.Lock()
 	cancel := s.calls[id]
 	delete(s.calls, id)
+	delete(s.failed, id) // an error nobody took any more
 	s.mu.Unlock()
 	if cancel != nil {
 		cancel()
@@ -372,14 +373,16 @@ func (s *httpStream) listen() {
 		case err != nil:
 			failures++
 			lastErr = err
+		case resp.StatusCode == http.StatusMethodNotAllowed,
+			first && (resp.StatusCode != http.StatusOK || mediaType(resp) != "text/event-stream"):
+			// Right after initialize a 404 is a server that routes only
+			// POST, not a session that ended.
+			resp.Body.Close()
+			return // the server sends nothing on its own
 		case resp.StatusCode == http.StatusNotFound && s.session() != "":
 			resp.Body.Close()
 			s.end(fmt.Errorf("it ended the session: reopening its event stream got %s", resp.Status))
 			return
-		case resp.StatusCode == http.StatusMethodNotAllowed,
-			first && (resp.StatusCode != http.StatusOK || mediaType(resp) != "text/event-stream"):
-			resp.Body.Close()
-			return // the server sends nothing on its own
 		case resp.StatusCode != http.StatusOK || mediaType(resp) != "text/event-stream":
 			resp.Body.Close()
 			failures++

@@ -199,6 +199,29 @@ func TestEventStreamOfAnEndedSession(t *testing.T) {
 	require.Empty(t, all, "its tools are withdrawn")
 }
 
+// TestAServerWhoseFirstEventStreamIs404Runs: a server with sessions that
+// routes only POST answers the first GET 404 ("Cannot GET /mcp"): it has
+// no stream, and runs with its tools, as before streams were reopened.
+func TestAServerWhoseFirstEventStreamIs404Runs(t *testing.T) {
+	gets := make(chan struct{}, 4)
+	hs := newHTTPServerWith(t, func(w http.ResponseWriter, r *http.Request, _, _ string, _ http.Handler) bool {
+		if r.Method != http.MethodGet {
+			return false
+		}
+		gets <- struct{}{}
+		http.Error(w, "Cannot GET /mcp", http.StatusNotFound)
+		return true
+	})
+	rec := newRecorder()
+	opt := rec.options(t)
+	opt.clock = newFakeClock()
+	s := startReady(t, []ServerConfig{{Name: "web", URL: hs.URL}}, opt)
+	<-gets
+	require.Equal(t, StateRunning, s.Status()[0].State)
+	all, _ := s.Tools(nil)
+	require.NotEmpty(t, all)
+}
+
 // TestEventStreamReopeningIsBounded: failed attempts to reopen the stream
 // wait longer each time (from the server's retry, when it gives one), and
 // after reconnectTries in a row the server is reported stopped; a stream
