@@ -257,15 +257,16 @@ func (r *Runtime) NewSession(dir string, opts ...SessionOption) (*Session, error
 	s := &Session{rt: r, workspace: ws, log: log, accounts: budget.Accounts{r.sessionAccount()}, meta: Meta{
 		ID: id, Workspace: ws.Root(), Mode: ModeAuto, Model: r.cfg.Model, CreatedAt: now, UpdatedAt: now,
 	}}
+	// The workspace is indexed first, even when the metadata waits: a
+	// session of a workspace the home has not seen would otherwise be
+	// unlisted, and not deletable, if the process died before the store.
+	r.rememberWorkspace(ws.Root())
 	if o := sessionOptionsOf(opts); o.storeAfter != nil {
 		o.storeAfter(s.storeStart)
-	} else {
-		if err := writeMeta(s.meta); err != nil {
-			log.Close()
-			ws.Close()
-			return nil, fmt.Errorf("writing session metadata: %w", err)
-		}
-		r.rememberWorkspace(ws.Root())
+	} else if err := writeMeta(s.meta); err != nil {
+		log.Close()
+		ws.Close()
+		return nil, fmt.Errorf("writing session metadata: %w", err)
 	}
 	r.mu.Lock()
 	r.sessions[id] = s
@@ -274,9 +275,8 @@ func (r *Runtime) NewSession(dir string, opts ...SessionOption) (*Session, error
 	return s, nil
 }
 
-// WithStoreAfter lets a new session's metadata file and its workspace's
-// line in $PIXIR_HOME/workspaces be written later: NewSession hands their
-// writing to after, which runs it once the caller has answered (ACP's
+// WithStoreAfter lets a new session's metadata file be written later:
+// NewSession hands its writing to after, which runs it once the caller has answered (ACP's
 // session/new, whose reply an editor waits for before it can prompt).
 // The Log is created, and locked, before NewSession returns. A process
 // that dies before the store runs leaves a session with no turn: its
@@ -293,7 +293,6 @@ func (s *Session) storeStart() {
 	if err := s.saveMetaUnlessClosed(); err != nil {
 		s.rt.log.Warn("writing session metadata; it is rebuilt from the Log when the session is loaded", "session", s.ID(), "err", err)
 	}
-	s.rt.rememberWorkspace(s.workspace.Root())
 }
 
 // Session returns a live session of this process.

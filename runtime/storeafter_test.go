@@ -39,7 +39,7 @@ func TestNewSessionWithStoreAfterWritesMetadataOnlyWhenTheStoreRuns(t *testing.T
 	root := s.workspace.Root()
 	require.FileExists(t, logPath(root, s.ID()), "the Log exists before the answer")
 	require.NoFileExists(t, metaPath(root, s.ID()))
-	require.NoFileExists(t, filepath.Join(home, "workspaces"))
+	require.FileExists(t, filepath.Join(home, "workspaces"), "the workspace is indexed before the answer")
 	require.Len(t, later.stores, 1)
 
 	later.run()
@@ -87,6 +87,11 @@ func TestSessionWhoseStoreNeverRanIsListedAndLoads(t *testing.T) {
 	rt2 := New(Config{Home: home, Provider: childProvider{}, Model: "m"})
 	t.Cleanup(rt2.Close)
 	metas, err := rt2.ListSessions(ws)
+	require.NoError(t, err)
+	require.Len(t, metas, 1)
+	require.Equal(t, id, metas[0].ID)
+	// Listed without a workspace too: the home indexed it before the reply.
+	metas, err = rt2.ListSessions("")
 	require.NoError(t, err)
 	require.Len(t, metas, 1)
 	require.Equal(t, id, metas[0].ID)
