@@ -3,6 +3,7 @@ package runtime
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -29,8 +30,21 @@ type gitCommitter struct {
 // base. Each problem says what is wrong and what to do.
 func (c gitCommitter) Preflight(ctx context.Context, req workflows.PreflightRequest) []string {
 	var problems []string
+	root, err := filepath.EvalSymlinks(c.root)
+	if err != nil {
+		root = c.root
+	}
 	for _, p := range req.Files {
-		if _, err := os.Stat(filepath.Join(c.root, filepath.FromSlash(p))); err != nil {
+		// A link out of the workspace (or into Pixir's own folder) is not
+		// the file the workflow requires, as the file tools would see it.
+		real, err := filepath.EvalSymlinks(filepath.Join(root, filepath.FromSlash(p)))
+		if err == nil && (!within(root, real) || within(filepath.Join(root, ".pixir"), real)) {
+			err = errors.New("outside the workspace")
+		}
+		if err == nil {
+			_, err = os.Stat(real)
+		}
+		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s does not exist in the workspace (%s); create it, or name an existing one", p, c.root))
 		}
 	}

@@ -140,6 +140,17 @@ func TestGitCommitterPreflightNamesEachProblem(t *testing.T) {
 		require.Len(t, got, 1)
 		require.Contains(t, got[0], "the workspace is not in a git repository")
 	})
+	t.Run("a required file that links out of the workspace", func(t *testing.T) {
+		root := t.TempDir()
+		outside := filepath.Join(t.TempDir(), "GAL-3.md")
+		require.NoError(t, os.WriteFile(outside, []byte("# GAL-3\n"), 0o644))
+		require.NoError(t, os.MkdirAll(filepath.Join(root, "TODO"), 0o755))
+		require.NoError(t, os.Symlink(outside, filepath.Join(root, "TODO", "GAL-3.md")))
+		require.NoError(t, os.WriteFile(filepath.Join(root, "TODO", "GAL-4.md"), []byte("# GAL-4\n"), 0o644))
+		got := check(root, workflows.PreflightRequest{Files: []string{"TODO/GAL-3.md", "TODO/GAL-4.md"}})
+		require.Len(t, got, 1)
+		require.Contains(t, got[0], "TODO/GAL-3.md does not exist in the workspace")
+	})
 	t.Run("files alone need no repository", func(t *testing.T) {
 		require.Empty(t, check(t.TempDir(), workflows.PreflightRequest{}))
 	})
