@@ -252,6 +252,11 @@ func TestVerifyExistsChecksTheStepsFiles(t *testing.T) {
 	require.False(t, res.OK)
 	require.Contains(t, res.Error.Message, "your payload has no array there")
 
+	// An item value that would turn the check to another file is refused.
+	res = report(`{"tasks":[{"id":"1"},{"id":"x/../../run/plan"}]}`)
+	require.False(t, res.OK)
+	require.Contains(t, res.Error.Message, `which climbs out with ..`)
+
 	require.NoError(t, os.WriteFile(filepath.Join(ws, "run", "task-2.md"), []byte("t2\n"), 0o644))
 	res = report(two)
 	require.True(t, res.OK, "%+v", res.Error)

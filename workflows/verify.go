@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -151,6 +152,11 @@ func filesToCheck(c Verify, payload json.RawMessage) ([]string, string) {
 		f := bindText(c.Exists, k, item, &err)
 		if err != nil {
 			return nil, fmt.Sprintf("Pixir checks %s for item %d of %s: %v", c.Exists, k+1, c.ForEach, err)
+		}
+		if slices.Contains(strings.Split(filepath.ToSlash(f), "/"), "..") {
+			// An item's value must not turn the check to another file
+			// (task-${item.id}.md with id "x/../../plan" is plan.md).
+			return nil, fmt.Sprintf("Pixir checks %s for item %d of %s, and its values make %q, which climbs out with ..; item values name files, not paths", c.Exists, k+1, c.ForEach, f)
 		}
 		files = append(files, f)
 	}
