@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -355,23 +357,19 @@ func TestStreamCancelDuringBackoff(t *testing.T) {
 	wiretest.NoLeaks(t)
 	// A backoff of an hour: one that the deadline did not interrupt would
 	// hang the test until go test's own timeout.
-	// The cancel comes once the server has answered the first request,
-	// not after a wall-clock deadline (a busy machine can take longer
-	// than any deadline to send it).
-	srv := wiretest.New(t)
-	answered := make(chan struct{})
-	srv.Answer(func(n int, _ []byte) wiretest.Reply {
-		if n == 0 {
-			defer close(answered)
-		}
-		return wiretest.Reply{Status: 429, Header: map[string]string{"Retry-After": "3600"}, Body: `{}`}
-	})
+	// The cancel comes once the client says it waits to retry (its log
+	// line, written just before the wait), not after a wall-clock
+	// deadline (a busy machine can take longer than any deadline to send
+	// the request).
+	srv := wiretest.New(t, wiretest.Reply{Status: 429, Header: map[string]string{"Retry-After": "3600"}, Body: `{}`})
 	p := testPolicy()
 	p.MaxRetryAfter = 2 * time.Hour
-	c := newTestClient(t, p)
+	waiting := make(chan struct{})
+	c := NewClient(p, slog.New(onMessage{msg: "model request failed; retrying", seen: sync.OnceFunc(func() { close(waiting) })}))
+	t.Cleanup(c.CloseIdleConnections)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() { <-answered; cancel() }()
+	go func() { <-waiting; cancel() }()
 	err := c.Stream(ctx, post(srv.URL), func(*Stream) error { return nil })
 	require.ErrorIs(t, err, context.Canceled)
 	require.Len(t, srv.Requests(), 1)
@@ -460,3 +458,20 @@ func TestParseErrorBody(t *testing.T) {
 	require.True(t, strings.HasSuffix(msg, "…"))
 	require.LessOrEqual(t, len(msg), 304)
 }
+
+// onMessage is a slog handler that calls seen when a record with msg is
+// logged.
+type onMessage struct {
+	msg  string
+	seen func()
+}
+
+func (h onMessage) Enabled(context.Context, slog.Level) bool { return true }
+func (h onMessage) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		h.seen()
+	}
+	return nil
+}
+func (h onMessage) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h onMessage) WithGroup(string) slog.Handler      { return h }
