@@ -124,6 +124,14 @@ func runTranscript(t *testing.T, scriptTOML []byte, client string) []byte {
 		tr.step(step)
 	}
 	tr.stop()
+	// session/new answers before its metadata file is written (the
+	// server runs the write after the reply): by a clean exit, every
+	// session's Log has its metadata beside it.
+	logs, err := filepath.Glob(filepath.Join(runtime.SessionsDir(tr.cwd), "*.ndjson"))
+	require.NoError(t, err)
+	for _, log := range logs {
+		require.FileExists(t, strings.TrimSuffix(log, ".ndjson")+".json", "the metadata written after session/new's reply")
+	}
 	return tr.out.Bytes()
 }
 
