@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -259,6 +260,15 @@ func TestSetModeChangesNothingWhenItFails(t *testing.T) {
 	a := e.start()
 	a.initialize()
 	sid := a.newSession()
+	// session/new writes the metadata just after its reply: await the
+	// file (renamed into place from its temporary), so the folder below
+	// meets the set_mode's save, not that first write.
+	for {
+		if _, err := os.Stat(filepath.Join(e.ws, ".pixir", "sessions", sid+".json")); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	// The metadata cannot be saved: a folder stands where its temporary
 	// file goes (whoever runs the test; root ignores file modes).
 	require.NoError(t, os.Mkdir(filepath.Join(e.ws, ".pixir", "sessions", sid+".json.tmp"), 0o755))
