@@ -42,16 +42,7 @@ func crashChild() {
 
 func TestKillDuringApplyThenRecover(t *testing.T) {
 	const n = 40
-	files := map[string]string{}
-	for i := range n {
-		files[fmt.Sprintf("f%02d.txt", i)] = fmt.Sprintf("old %d\n", i)
-	}
-	f := newFixture(t, files)
-	for i := range n {
-		f.child(fmt.Sprintf("f%02d.txt", i), fmt.Sprintf("new %d\n", i))
-	}
-	f.child("added.txt", "added\n")
-	require.NoError(t, f.m.Save())
+	f := everyFileChanged(t, n, func(f *fixture) { f.child("added.txt", "added\n") })
 
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), crashEnv+"="+f.ws+"|"+f.m.BaseDir+"|17")
@@ -109,4 +100,24 @@ func boolInt(b bool) int {
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// everyFileChanged is a workspace of n files f00.txt… and a child's saved
+// snapshot that changed every one of them ("old i" → "new i"); extra runs
+// on the fixture before the snapshot is saved.
+func everyFileChanged(t *testing.T, n int, extra func(*fixture)) *fixture {
+	t.Helper()
+	files := map[string]string{}
+	for i := range n {
+		files[fmt.Sprintf("f%02d.txt", i)] = fmt.Sprintf("old %d\n", i)
+	}
+	f := newFixture(t, files)
+	for i := range n {
+		f.child(fmt.Sprintf("f%02d.txt", i), fmt.Sprintf("new %d\n", i))
+	}
+	if extra != nil {
+		extra(f)
+	}
+	require.NoError(t, f.m.Save())
+	return f
 }

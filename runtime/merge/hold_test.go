@@ -53,15 +53,7 @@ func TestHoldWaitsUntilCancelled(t *testing.T) {
 // context ends, with the journal left for Recover, which finishes it.
 func TestAHeldMergeEndsWhenCancelled(t *testing.T) {
 	const n = 12
-	files := map[string]string{}
-	for i := range n {
-		files[fmt.Sprintf("f%02d.txt", i)] = fmt.Sprintf("old %d\n", i)
-	}
-	f := newFixture(t, files)
-	for i := range n {
-		f.child(fmt.Sprintf("f%02d.txt", i), fmt.Sprintf("new %d\n", i))
-	}
-	require.NoError(t, f.m.Save())
+	f := everyFileChanged(t, n, nil)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
