@@ -58,7 +58,7 @@ func copyFile(ctx context.Context, src, dst string, buf []byte, h *sum, tryClone
 		return r, &fs.PathError{Op: "copy", Path: src, Err: err}
 	}
 	r.basePack, r.baseOff = k.kept()
-	if h.blob != nil {
+	if h.blob != nil && h.blob.vouched() {
 		var after unix.Stat_t
 		if fstat(in, &after) != nil {
 			after.Ctim = unix.Timespec{} // unknown: not vouched

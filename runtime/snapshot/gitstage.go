@@ -235,12 +235,15 @@ func (b *blobHasher) start(size, mtime, ctime int64, ino uint64) {
 	b.on, b.size = true, size
 }
 
+// vouched says whether the file's id is the parent index's, not hashed.
+func (b *blobHasher) vouched() bool { return !b.on && b.id != nil }
+
 // copied takes the source's status-change time once its bytes are
 // copied: a file written while it was copied is no longer what the
 // parent's index vouched for (its copy keeps the old modification time, so
 // the child's git would call it clean), and is hashed after instead.
 func (b *blobHasher) copied(ctime int64) {
-	if !b.on && b.id != nil && ctime != b.ctime {
+	if b.vouched() && ctime != b.ctime {
 		b.id = nil
 	}
 }
