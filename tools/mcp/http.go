@@ -35,13 +35,13 @@ const closeGrace = 2 * time.Second
 // which a proxy's idle timeout or a server's restart of its streams ends
 // while the session goes on.
 const (
-	// reconnectBase is the wait before reopening it, doubled after each
-	// failed attempt up to reconnectMax; the server's retry field, when it
-	// sends one, takes its place.
+	// reconnectBase is the wait before reopening it, doubled for each
+	// attempt in a row that failed, up to reconnectMax; the server's retry
+	// field, when it sends one, takes its place.
 	reconnectBase = 500 * time.Millisecond
 	reconnectMax  = 30 * time.Second
-	// reconnectTries failed attempts in a row, and the server is taken as
-	// gone (as when its session ends).
+	// reconnectTries failed attempts in a row (a stream that ended at once
+	// is one), and the server is taken as gone (as when its session ends).
 	reconnectTries = 6
 	// streamHealthy: a stream that lasted this long, or carried a message,
 	// ended for a reason of its own (an idle timeout), not for a failure.
@@ -359,7 +359,10 @@ func (s *httpStream) negotiated(version string) {
 func (s *httpStream) listen() {
 	var st sseState
 	var lastErr error
-	failures := 0
+	// failures counts the attempts in a row that failed (a stream that
+	// ended at once among them) against reconnectTries; waits, the waits
+	// since the last stream that ended well, doubles each wait.
+	failures, waits := 0, 0
 	for first := true; ; first = false {
 		opened := s.clock.Now()
 		resp, err := s.openListen(st.lastEventID)
@@ -395,7 +398,7 @@ func (s *httpStream) listen() {
 				return
 			}
 			if st.messages > before || s.clock.Now().Sub(opened) >= streamHealthy {
-				failures = 0
+				failures, waits = 0, 0
 			} else {
 				failures++
 				lastErr = errors.New("the server ended it at once")
@@ -404,26 +407,27 @@ func (s *httpStream) listen() {
 				}
 			}
 		}
-		if failures > reconnectTries {
-			s.end(fmt.Errorf("its event stream could not be reopened: %d attempts in a row failed, the last with: %w", reconnectTries, lastErr))
+		if failures >= reconnectTries {
+			s.end(fmt.Errorf("its event stream could not be reopened: %d attempts in a row failed, the last with: %w", failures, lastErr))
 			return
 		}
-		if s.clock.Sleep(s.ctx, reconnectDelay(failures, st.retry)) != nil {
+		if s.clock.Sleep(s.ctx, reconnectDelay(waits, st.retry)) != nil {
 			return
 		}
+		waits++
 	}
 }
 
-// reconnectDelay is the wait before reopening the GET stream after
-// failures failed attempts in a row: the server's retry (or
-// reconnectBase), doubled for each failure after the first, at most
+// reconnectDelay is the wait before reopening the GET stream when it
+// has waited waits times since a stream last ended well: the server's
+// retry (or reconnectBase), doubled for each of those waits, at most
 // reconnectMax.
-func reconnectDelay(failures int, retry time.Duration) time.Duration {
+func reconnectDelay(waits int, retry time.Duration) time.Duration {
 	d := reconnectBase
 	if retry > 0 {
 		d = retry
 	}
-	for range max(failures-1, 0) {
+	for range waits {
 		if d >= reconnectMax {
 			break
 		}

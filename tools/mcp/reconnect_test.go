@@ -233,10 +233,14 @@ func TestEventStreamReopeningIsBounded(t *testing.T) {
 		lasts time.Duration // how long it lasts
 		want  []time.Duration
 	}{
-		{"no retry", "", 0, []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second}},
-		{"the server's retry", "retry: 3000\n\n", 0, []time.Duration{3 * time.Second, 6 * time.Second, 12 * time.Second, 24 * time.Second, 30 * time.Second, 30 * time.Second}},
+		// A stream that ended at once is the first failed attempt: five
+		// reopens follow it, each waiting twice the one before.
+		{"no retry", "", 0, []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second}},
+		{"the server's retry", "retry: 3000\n\n", 0, []time.Duration{3 * time.Second, 6 * time.Second, 12 * time.Second, 24 * time.Second, 30 * time.Second}},
+		// After a stream that lasted, six reopens: the first after the
+		// base wait, each one after twice the wait before.
 		{"a stream that lasted", ": idle\n\n", streamHealthy, []time.Duration{500 * time.Millisecond,
-			500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second}},
+			time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
