@@ -207,7 +207,7 @@ func TestVerifyIsValidated(t *testing.T) {
 	  {"id":"a","task":"t","verify":[{"run":" "},{"run":"go test","expect":"red"},{"run":"sh ${item.file}"},{"run":"x","timeout_ms":-1}]},
 	  {"id":"b","task":"t","verify":[{"command":"go test"}]}]}`))
 	require.Error(t, err)
-	require.Contains(t, err.Error(), `a verify command has unknown field "command" (allowed: run, expect, means, timeout_ms, exists, for_each)`)
+	require.Contains(t, err.Error(), `a verify command has unknown field "command" (allowed: run, expect, means, timeout_ms, exists, for_each, when)`)
 	_, err = Parse([]byte(`{"steps":[
 	  {"id":"a","task":"t","verify":[{"run":" "},{"run":"go test","expect":"red"},{"run":"sh ${item.file}"},{"run":"x","timeout_ms":-1}]}]}`))
 	require.Error(t, err)
@@ -284,4 +284,106 @@ func TestVerifyExistsChecksTheStepsFiles(t *testing.T) {
 	} {
 		require.Contains(t, err.Error(), want)
 	}
+}
+
+// A verify entry with a when applies only to the reports whose own
+// payload matches: a test step's RED check (expect fail) refuses a
+// TESTS_READY report whose tests pass, and a NOT_TESTABLE report, for
+// which no tests were written, is not run through it; its evidence says
+// the entry was skipped, why, and the value seen.
+func TestVerifyWhenAppliesOnlyToMatchingPayloads(t *testing.T) {
+	ws := t.TempDir()
+	env := tools.Env{Workspace: rootOnly(ws)}
+	when := Conditions{{Path: "/result", Equals: json.RawMessage(`"TESTS_READY"`)}}
+	st := &Step{ID: "write-tests", Verify: []Verify{{Run: "false", Expect: VerifyPass, Means: "the tests are RED", When: when}}}
+	slot := &reportSlot{stepID: st.ID, verify: st.Verify}
+	tool := reportCheckpoint(slot)
+	report := func(payload string) tools.Result {
+		return tool.Run(context.Background(), env, []byte(`{"status":"checkpoint_ready","summary":"s","payload":`+payload+`}`))
+	}
+
+	// TESTS_READY: the entry applies, and `false` does not pass.
+	res := report(`{"result":"TESTS_READY"}`)
+	require.False(t, res.OK, "the entry applies to TESTS_READY")
+	require.Contains(t, res.Error.Message, "Pixir ran the step's verify command `false`: it exited 1")
+
+	// NOT_TESTABLE: skipped, with what it saw.
+	res = report(`{"result":"NOT_TESTABLE","kind":"general"}`)
+	require.True(t, res.OK, "%+v", res.Error)
+	out := decide(st, tools.SubagentView{ID: "sa-1", Status: tools.SubagentCompleted}, slot)
+	require.Equal(t, CheckpointReady, out.CheckpointStatus)
+	require.Equal(t, []string{
+		"not verified by Pixir: `false` (expect pass) (the tests are RED) does not apply to this report: its when /result = \"TESTS_READY\" does not hold (/result is \"NOT_TESTABLE\")",
+	}, out.Checkpoint.Verification)
+
+	// Without /result at all: absent, so skipped too; not, any and in
+	// combine as in a step's when.
+	slot.verify = []Verify{{Run: "false", Expect: VerifyPass, When: Conditions{{Any: []Condition{
+		{Path: "/result", In: []json.RawMessage{json.RawMessage(`"TESTS_READY"`), json.RawMessage(`"X"`)}},
+		{Not: &Condition{Path: "/kind", Exists: new(false)}},
+	}}}}}
+	res = report(`{"other":1}`)
+	require.True(t, res.OK, "%+v", res.Error)
+	out = decide(&Step{ID: st.ID, Verify: slot.verify}, tools.SubagentView{ID: "sa-1", Status: tools.SubagentCompleted}, slot)
+	require.Equal(t, []string{
+		"not verified by Pixir: `false` (expect pass) does not apply to this report: its when (/result in [\"TESTS_READY\", \"X\"] or not /kind is absent) does not hold (/result is absent; /kind is absent)",
+	}, out.Checkpoint.Verification)
+	res = report(`{"kind":"general"}`)
+	require.False(t, res.OK, "not /kind absent holds: the entry applies")
+}
+
+// A verify entry's when is checked before anything starts, every problem
+// at once with its location: a pointer into a step without output_schema,
+// a path or value its schema cannot have, a step or status (it tests the
+// report's own payload), a test without a path.
+func TestVerifyWhenIsValidated(t *testing.T) {
+	_, err := Parse([]byte(`{"steps":[
+	  {"id":"a","task":"t","output_schema":{"type":"object","properties":{"result":{"enum":["TESTS_READY","NOT_TESTABLE"]}},"additionalProperties":false},"verify":[
+	    {"run":"go test","when":{"path":"/verdict","equals":"x"}},
+	    {"run":"go test","when":{"path":"/result","equals":"RED"}},
+	    {"run":"go test","when":[{"step":"b","path":"/result","equals":"TESTS_READY"},{"status":["partial"],"path":"/result","exists":true}]},
+	    {"run":"go test","when":{"not":{"equals":"TESTS_READY"}}},
+	    {"run":"go test","when":[]},
+	    {"run":"go test","when":{"path":"/result","in":["TESTS_READY"]}}]},
+	  {"id":"b","task":"t","depends_on":["a"],"verify":[{"run":"go test","when":{"path":"/result","equals":"TESTS_READY"}}]}]}`))
+	require.Error(t, err)
+	msg := err.Error()
+	for _, want := range []string{
+		`steps[0] "a": verify[0].when[0].path /verdict cannot be in the payload of "a"`,
+		`steps[0] "a": verify[1].when[0].equals "RED" can never match /result of "a"`,
+		`steps[0] "a": verify[2].when[0].step "b": a verify entry's when tests this step's own payload`,
+		`steps[0] "a": verify[2].when[1] has status, but a verify entry runs only on a checkpoint_ready report`,
+		`steps[0] "a": verify[3].when[0].not has a value test but no path`,
+		`steps[0] "a": verify[4].when is empty`,
+		`steps[1] "b": verify[0].when[0].path /result points into the payload of "b", which has no output_schema`,
+	} {
+		require.Contains(t, msg, want)
+	}
+	require.NotContains(t, msg, "verify[5]", "a valid when is no problem")
+}
+
+// A template's value reaches a verify entry's when as data, and the dry
+// run shows when each entry applies.
+func TestVerifyWhenInTemplatesAndTheDryRun(t *testing.T) {
+	tpl, err := parseYAMLTemplate(t, "red", `
+params:
+  ready: {type: string, default: TESTS_READY}
+steps:
+  - id: write-tests
+    task: Write the tests.
+    output_schema: {type: object, properties: {result: {enum: [TESTS_READY, NOT_TESTABLE]}}}
+    verify:
+      - run: go test ./...
+        expect: fail
+        means: RED
+        when: {path: /result, equals: "${ready}"}
+`)
+	require.NoError(t, err)
+	w := instantiateTemplate(t, tpl, nil)
+	require.JSONEq(t, `"TESTS_READY"`, string(w.Steps[0].Verify[0].When[0].Equals))
+	d, err := Waves(w)
+	require.NoError(t, err)
+	require.Equal(t, []string{"`go test ./...` (expect fail), only when the payload has /result = \"TESTS_READY\""}, d.Steps[0].Verify)
+	require.Contains(t, RenderPlan(&d), "\nVerified by Pixir when a step reports checkpoint_ready:\n- write-tests: `go test ./...` (expect fail), only when the payload has /result = \"TESTS_READY\"\n")
+	require.Contains(t, verifyPrompt(&w.Steps[0]), "- `go test ./...` must exit non-zero (fail): RED (only when your payload has /result = \"TESTS_READY\")\n")
 }

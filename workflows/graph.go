@@ -403,7 +403,15 @@ func (g *graph) compileCond(c *Condition) cond {
 	case c.Not != nil:
 		return cond{op: "not", subs: []cond{g.compileCond(c.Not)}, text: conditionText(c)}
 	}
-	out := cond{op: "leaf", step: g.index[c.Step], status: c.Status, text: conditionText(c)}
+	out := valueTest(c)
+	out.op, out.step, out.status, out.text = "leaf", g.index[c.Step], c.Status, conditionText(c)
+	return out
+}
+
+// valueTest is the value test of a leaf condition: its path and what it
+// tests there (op, step and status are the caller's to fill in).
+func valueTest(c *Condition) cond {
+	var out cond
 	if c.Path != "" {
 		out.path, _ = parsePointer(c.Path)
 	}
@@ -502,6 +510,9 @@ func conditionText(c *Condition) string {
 	}
 	if len(parts) == 0 {
 		parts = append(parts, "is checkpoint_ready")
+	}
+	if c.Step == "" { // a verify entry's when: the step's own payload
+		return strings.Join(parts, " and ")
 	}
 	return c.Step + " " + strings.Join(parts, " and ")
 }

@@ -166,6 +166,9 @@ type PlannedStep struct {
 	MaxRuns int `json:"max_runs"`
 	// Merge is an isolated writer's merge policy.
 	Merge MergePolicy `json:"merge,omitempty"`
+	// Verify are the step's verify entries as text, each with the
+	// payload values it applies to when it has a when.
+	Verify []string `json:"verify,omitempty"`
 }
 
 // PlannedLoop is a loop as the dry run shows it.
@@ -403,6 +406,9 @@ func waves(ctx context.Context, w *Workflow) (DryRun, error) {
 			DependsOn: nonNil(st.DependsOn), ReadSet: nonNil(st.ReadSet), WriteSet: []string{},
 			When: conditionsText(st.When), MaxRuns: 1, Merge: w.MergePolicyOf(st),
 		}
+		for _, c := range st.Verify {
+			ps.Verify = append(ps.Verify, plannedVerify(c))
+		}
 		if g.perInstance[i] {
 			ps.When += " (each instance against the same item's " + strings.Join(g.pairedNames(w, i), ", ") + ")"
 		}
@@ -546,4 +552,13 @@ func (g *graph) levels(n int) []int {
 	}
 	walk(0, 0)
 	return wave
+}
+
+// plannedVerify is a verify entry as the dry run shows it.
+func plannedVerify(c Verify) string {
+	text := verifyText(c)
+	if len(c.When) > 0 {
+		text += ", only when the payload has " + conditionsText(c.When)
+	}
+	return text
 }

@@ -106,33 +106,51 @@ func (r *runner) childPrompt(run *stepRun, deps []*StepOutcome, inherit []Inheri
 		}
 		fmt.Fprintf(&b, "\nYour checkpoint_ready report must carry a payload that matches this JSON Schema:\n```json\n%s\n```\n", pretty.String())
 	}
-	if len(st.Verify) > 0 {
-		b.WriteString("\nWhen you report checkpoint_ready, Pixir itself runs these commands in your workspace, and refuses the report (with their output) unless each exits as required:\n")
-		for _, c := range st.Verify {
-			if c.Exists != "" {
-				if c.ForEach != "" {
-					fmt.Fprintf(&b, "- for each item of your payload's %s, `%s` must exist (Pixir checks it)", c.ForEach, c.Exists)
-				} else {
-					fmt.Fprintf(&b, "- `%s` must exist (Pixir checks it)", c.Exists)
-				}
-				if c.Means != "" {
-					b.WriteString(": " + c.Means)
-				}
-				b.WriteString("\n")
-				continue
+	b.WriteString(verifyPrompt(st))
+	return b.String()
+}
+
+// verifyPrompt tells a step's child what Pixir checks when it reports
+// checkpoint_ready ("" without verify entries).
+func verifyPrompt(st *Step) string {
+	if len(st.Verify) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\nWhen you report checkpoint_ready, Pixir itself runs these commands in your workspace, and refuses the report (with their output) unless each exits as required:\n")
+	for _, c := range st.Verify {
+		if c.Exists != "" {
+			if c.ForEach != "" {
+				fmt.Fprintf(&b, "- for each item of your payload's %s, `%s` must exist (Pixir checks it)", c.ForEach, c.Exists)
+			} else {
+				fmt.Fprintf(&b, "- `%s` must exist (Pixir checks it)", c.Exists)
 			}
-			want := "exit 0 (pass)"
-			if c.Expect == VerifyFail {
-				want = "exit non-zero (fail)"
-			}
-			fmt.Fprintf(&b, "- `%s` must %s", c.Run, want)
 			if c.Means != "" {
 				b.WriteString(": " + c.Means)
 			}
-			b.WriteString("\n")
+			b.WriteString(onlyWhen(c) + "\n")
+			continue
 		}
+		want := "exit 0 (pass)"
+		if c.Expect == VerifyFail {
+			want = "exit non-zero (fail)"
+		}
+		fmt.Fprintf(&b, "- `%s` must %s", c.Run, want)
+		if c.Means != "" {
+			b.WriteString(": " + c.Means)
+		}
+		b.WriteString(onlyWhen(c) + "\n")
 	}
 	return b.String()
+}
+
+// onlyWhen says when a verify entry applies, for the child's prompt
+// ("" when always).
+func onlyWhen(c Verify) string {
+	if len(c.When) == 0 {
+		return ""
+	}
+	return " (only when your payload has " + conditionsText(c.When) + ")"
 }
 
 // proceededLoops are the loops a run's inputs come out of that ended

@@ -35,7 +35,8 @@ import (
 // ${name} is replaced by the argument's value in the places a value is
 // data: a step's task (and prompt), its read_set and write_set, its when
 // conditions and a loop's until (path, equals, in, contains), its verify
-// commands (run, means: a command line the user gives), the commit's
+// commands (run, means: a command line the user gives; their when, as a
+// step's), the commit's
 // message, exclude patterns, base and required files, and the
 // workflow's name. A reference anywhere else (an id, an agent, depends_on)
 // is an error of the template: parameters never change the structure.
@@ -406,7 +407,7 @@ func (t *Template) checkReferences() []string {
 				switch {
 				case declared[name]:
 					if placeOf(loc) == placeNone {
-						problems = append(problems, fmt.Sprintf("%s uses %s, but parameters are substituted only in name, task, read_set, write_set, when, until, verify (run, means, exists) and commit (message, exclude, base, requires): they never change a workflow's structure", dotted(loc), m[0]))
+						problems = append(problems, fmt.Sprintf("%s uses %s, but parameters are substituted only in name, task, read_set, write_set, when, until, verify (run, means, exists, when) and commit (message, exclude, base, requires): they never change a workflow's structure", dotted(loc), m[0]))
 					}
 				case isReserved(name) || !isRefName(name, len(name)):
 					// a fan-out binding (checked with the workflow) or
@@ -483,6 +484,8 @@ func placeOf(loc []string) place {
 		// A branch name and a file path, as text: validation refuses
 		// what is not one (a path out of the workspace, a wildcard).
 		return placeText
+	case n >= 5 && loc[0] == "steps" && loc[2] == "verify" && loc[4] == "when":
+		return conditionPlace(loc[5:])
 	case n >= 3 && loc[0] == "steps" && loc[2] == "when":
 		return conditionPlace(loc[3:])
 	case n >= 3 && loc[0] == "loops" && loc[2] == "until":

@@ -204,7 +204,7 @@ func TestTemplateProblemsAreFoundWithoutArguments(t *testing.T) {
 		name, text, want string
 	}{
 		{"undeclared", "steps: [{id: a, task: \"do ${isue}\"}]", "steps[0].task uses ${isue}, which is not a declared parameter (declared: none)"},
-		{"structural", "params: {who: {type: string}}\nsteps: [{id: a, task: x, agent: \"${who}\"}]", "steps[0].agent uses ${who}, but parameters are substituted only in name, task, read_set, write_set, when, until, verify (run, means, exists) and commit (message, exclude, base, requires)"},
+		{"structural", "params: {who: {type: string}}\nsteps: [{id: a, task: x, agent: \"${who}\"}]", "steps[0].agent uses ${who}, but parameters are substituted only in name, task, read_set, write_set, when, until, verify (run, means, exists, when) and commit (message, exclude, base, requires)"},
 		{"depends_on", "params: {who: {type: string}}\nsteps: [{id: a, task: x}, {id: b, task: y, depends_on: [\"${who}\"]}]", "steps[1].depends_on[0] uses ${who}"},
 		{"bad name", "params: {Issue: {type: string}}\nsteps: [{id: a, task: x}]", `params: "Issue" is not a parameter name`},
 		{"reserved", "params: {item: {type: string}}\nsteps: [{id: a, task: x}]", `params: "item" is not a parameter name`},

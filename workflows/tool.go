@@ -148,6 +148,22 @@ func RenderPlan(p *DryRun) string {
 			fmt.Fprintf(&b, "- … and %d more loops\n", more)
 		}
 	}
+	var verify []string
+	for _, s := range p.Steps {
+		for _, v := range s.Verify {
+			verify = append(verify, s.ID+": "+v)
+		}
+	}
+	if len(verify) > 0 {
+		b.WriteString("\nVerified by Pixir when a step reports checkpoint_ready:\n")
+		listed := verify[:min(len(verify), maxRenderedLines)]
+		for _, v := range listed {
+			fmt.Fprintf(&b, "- %s\n", v)
+		}
+		if more := len(verify) - len(listed); more > 0 {
+			fmt.Fprintf(&b, "- … and %d more\n", more)
+		}
+	}
 	if sum.SerializedSteps > 0 {
 		fmt.Fprintf(&b, "\nSerialized (%d %s held back; each keeps its wave and waits for another step or a slot):\n", sum.SerializedSteps, plural(sum.SerializedSteps, "step", "steps"))
 		listed := p.Serialized[:min(len(p.Serialized), maxRenderedLines)]

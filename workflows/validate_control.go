@@ -514,6 +514,7 @@ func (c *controlCheck) step(i int) {
 		}
 		return ""
 	}, func(s int) bool { return sameItems(st.ForEach, w.Steps[s].ForEach) }, report)
+	c.verifyWhen(i, report)
 
 	found, bad := bindings(st)
 	for _, b := range bad {

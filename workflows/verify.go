@@ -41,6 +41,13 @@ type Verify struct {
 	// field (values are paths confined to the workspace, never commands).
 	Exists  string `json:"exists,omitempty" jsonschema_description:"Instead of run: a workspace file that must exist, checked by Pixir itself, e.g. .workflow/run-GAL-1/plan.md."`
 	ForEach string `json:"for_each,omitempty" jsonschema_description:"With exists: a JSON Pointer to an array in the step's own payload (e.g. /tasks); one file must exist per item, ${item.field} in exists binding the item's field."`
+	// When makes the entry apply only to some reports: conditions on the
+	// step's own payload (path with equals, in, contains or exists; all,
+	// any, not), without step or status. A report they do not hold for
+	// is not checked by this entry, and its evidence says so with the
+	// values seen (a test step's RED check does not apply to a report
+	// that no tests could be written: result NOT_TESTABLE).
+	When Conditions `json:"when,omitempty" jsonschema_description:"Only for reports whose own payload matches, e.g. {path: /result, equals: TESTS_READY}: conditions as in a step's when, without step or status (path with equals, in, contains or exists; all, any, not). Otherwise the entry is skipped, and the evidence says so with the value seen."`
 }
 
 // The results a verify command may expect.
@@ -55,7 +62,7 @@ const maxVerify = 10
 // UnmarshalJSON rejects unknown keys.
 func (v *Verify) UnmarshalJSON(b []byte) error {
 	type plain Verify
-	return strictDecode(b, (*plain)(v), "a verify command", "run, expect, means, timeout_ms, exists, for_each")
+	return strictDecode(b, (*plain)(v), "a verify command", "run, expect, means, timeout_ms, exists, for_each, when")
 }
 
 // verify reports the problems of step s's verify commands.
@@ -130,6 +137,73 @@ func (v *validator) verifyExists(i int, s *Step, field string, c Verify) {
 	}
 }
 
+// verifyWhen checks the when of step i's verify entries: each leaf tests
+// a value of the step's own payload (a path, no step other than the step
+// itself, no status: the entry runs on a checkpoint_ready report), and
+// the pointer and values must be possible under its output_schema.
+func (c *controlCheck) verifyWhen(i int, report problemAt) {
+	st := &c.w.Steps[i]
+	for k := range st.Verify {
+		if st.Verify[k].When == nil {
+			continue
+		}
+		field := fmt.Sprintf("verify[%d].when", k)
+		if len(st.Verify[k].When) == 0 {
+			report("invalid_condition", field, "", "%s is empty; give a condition on this step's payload (e.g. {path: /result, equals: TESTS_READY}) or drop when", field)
+			continue
+		}
+		own := make(Conditions, len(st.Verify[k].When))
+		for j := range own {
+			own[j] = c.ownPayload(st, &st.Verify[k].When[j], fmt.Sprintf("%s[%d]", field, j), report)
+		}
+		c.conditions(own, field, func(s int) string {
+			if s != i {
+				return "a verify entry's when tests this step's own payload"
+			}
+			return ""
+		}, func(s int) bool { return s == i }, report)
+	}
+}
+
+// ownPayload is a copy of a verify entry's condition with step set to
+// the step itself, after reporting what such a condition may not have.
+func (c *controlCheck) ownPayload(st *Step, cd *Condition, field string, report problemAt) Condition {
+	out := *cd
+	switch {
+	case cd.All != nil || cd.Any != nil || cd.Not != nil:
+		out.All, out.Any = nil, nil
+		if cd.All != nil {
+			out.All = make([]Condition, len(cd.All))
+			for k := range cd.All {
+				out.All[k] = c.ownPayload(st, &cd.All[k], fmt.Sprintf("%s.all[%d]", field, k), report)
+			}
+		}
+		if cd.Any != nil {
+			out.Any = make([]Condition, len(cd.Any))
+			for k := range cd.Any {
+				out.Any[k] = c.ownPayload(st, &cd.Any[k], fmt.Sprintf("%s.any[%d]", field, k), report)
+			}
+		}
+		if cd.Not != nil {
+			not := c.ownPayload(st, cd.Not, field+".not", report)
+			out.Not = &not
+		}
+		return out
+	}
+	if cd.Step != "" && cd.Step != st.ID {
+		report("invalid_condition", field+".step", cd.Step, "%s.step %q: a verify entry's when tests this step's own payload (the report being checked); drop step", field, cd.Step)
+	}
+	if cd.Status != nil {
+		report("invalid_condition", field+".status", "", "%s has status, but a verify entry runs only on a checkpoint_ready report; test a value of the payload (path with equals, in, contains or exists)", field)
+		out.Status = nil
+	}
+	if cd.Path == "" && cd.Equals == nil && cd.In == nil && cd.Contains == nil && cd.Exists == nil {
+		report("invalid_condition", field+".path", "", "%s has no path; give the JSON Pointer of the payload value that decides whether the entry applies (e.g. /result)", field)
+	}
+	out.Step = st.ID
+	return out
+}
+
 // filesToCheck are the files an exists entry names for payload: one, or
 // one per item of its for_each array.
 func filesToCheck(c Verify, payload json.RawMessage) ([]string, string) {
@@ -182,10 +256,21 @@ const verifyLimit = 4000
 // each (one line, for the bundle's verification) and, when one did not
 // give the expected result, the problem to refuse the report with.
 func verified(ctx context.Context, env tools.Env, cmds []Verify, payload json.RawMessage) (evidence []string, problem string) {
+	var decoded any
+	if len(payload) > 0 {
+		decoded, _ = decodeValue(payload)
+	}
 	for _, c := range cmds {
 		means := ""
 		if c.Means != "" {
 			means = " (" + c.Means + ")"
+		}
+		if len(c.When) > 0 {
+			if holds, seen := payloadHolds(c.When, decoded); !holds {
+				evidence = append(evidence, fmt.Sprintf("not verified by Pixir: %s%s does not apply to this report: its when %s does not hold (%s)",
+					verifyText(c), means, conditionsText(c.When), strings.Join(seen, "; ")))
+				continue
+			}
 		}
 		if c.Exists != "" {
 			files, why := filesToCheck(c, payload)
@@ -221,6 +306,70 @@ func verified(ctx context.Context, env tools.Env, cmds []Verify, payload json.Ra
 		evidence = append(evidence, fmt.Sprintf("verified by Pixir: `%s` exited %d, as required (%s)%s", c.Run, exit, c.Expect, means))
 	}
 	return evidence, ""
+}
+
+// payloadHolds evaluates a verify entry's when against the step's own
+// payload, with what each test saw ("/result is \"NOT_TESTABLE\"").
+// Every test is evaluated (no short cut), so the evidence shows every
+// value the decision depended on.
+// maxSeenValue bounds a value quoted in a skipped entry's evidence.
+const maxSeenValue = 200
+
+func payloadHolds(cs Conditions, payload any) (bool, []string) {
+	var seen []string
+	ok := true
+	for k := range cs {
+		if !payloadHolds1(&cs[k], payload, &seen) {
+			ok = false
+		}
+	}
+	return ok, seen
+}
+
+func payloadHolds1(c *Condition, payload any, seen *[]string) bool {
+	switch {
+	case len(c.All) > 0:
+		ok := true
+		for k := range c.All {
+			if !payloadHolds1(&c.All[k], payload, seen) {
+				ok = false
+			}
+		}
+		return ok
+	case len(c.Any) > 0:
+		ok := false
+		for k := range c.Any {
+			if payloadHolds1(&c.Any[k], payload, seen) {
+				ok = true
+			}
+		}
+		return ok
+	case c.Not != nil:
+		return !payloadHolds1(c.Not, payload, seen)
+	}
+	test := valueTest(c)
+	val, present := lookup(payload, test.path)
+	if present {
+		text := canonical(val, false)
+		if len(text) > maxSeenValue {
+			text = text[:maxSeenValue] + "…"
+		}
+		*seen = append(*seen, c.Path+" is "+text)
+	} else {
+		*seen = append(*seen, c.Path+" is absent")
+	}
+	return testValue(&test, val, present)
+}
+
+// verifyText names a verify entry in evidence and prompts.
+func verifyText(c Verify) string {
+	switch {
+	case c.Exists != "" && c.ForEach != "":
+		return fmt.Sprintf("the check that %s exists for each item of %s", c.Exists, c.ForEach)
+	case c.Exists != "":
+		return fmt.Sprintf("the check that %s exists", c.Exists)
+	}
+	return fmt.Sprintf("`%s` (expect %s)", c.Run, c.Expect)
 }
 
 // fileExists says why a workspace file does not exist ("" when it is a
