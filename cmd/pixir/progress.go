@@ -498,8 +498,10 @@ type loopRow struct {
 // activity) and every loop's state, redrawn in place; otherwise one
 // timestamped line per change.
 type workflowView struct {
-	w     io.Writer
-	tty   bool
+	w   io.Writer
+	tty bool
+	// held, when set (headless), takes the lines to write them together.
+	held  *heldLines
 	name  string
 	now   func() time.Time
 	begin time.Time
@@ -646,6 +648,9 @@ func (v *workflowView) start() {
 // finish draws the last frame and leaves it on the screen.
 func (v *workflowView) finish() {
 	if !v.tty {
+		if v.held != nil {
+			v.held.Flush()
+		}
 		return
 	}
 	close(v.stop)
@@ -847,7 +852,13 @@ func (v *workflowView) line(format string, args ...any) {
 	if v.tty {
 		return
 	}
-	fmt.Fprintf(v.w, "%s %s\n", v.now().UTC().Format("2006-01-02T15:04:05.000Z"), termtext.Inert(fmt.Sprintf(format, args...)))
+	b := v.now().UTC().AppendFormat(make([]byte, 0, 128), "2006-01-02T15:04:05.000Z")
+	b = append(append(append(b, ' '), termtext.Inert(fmt.Sprintf(format, args...))...), '\n')
+	if v.held != nil {
+		v.held.Hold(b)
+		return
+	}
+	_, _ = v.w.Write(b)
 }
 
 var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
@@ -858,6 +869,9 @@ var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "
 func (v *workflowView) pause() (resume func()) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	if v.held != nil {
+		v.held.Flush() // what happened so far, before the run waits on someone
+	}
 	v.paused++
 	return func() {
 		v.mu.Lock()

@@ -274,6 +274,15 @@ func runWorkflowFile(o runOptions, mode runtime.Mode, id string, stdin io.Reader
 	if err != nil {
 		return out.usage(err)
 	}
+	// Headless, the live view's lines are held and written together;
+	// everything else on stderr goes through the same writer, after them.
+	tty := isTerminal(out.stderr)
+	var held *heldLines
+	if !tty {
+		held = newHeldLines(termtext.Raw(out.stderr))
+		defer held.Flush()
+		out = holdingStderr(out, held)
+	}
 	rt, err := newRuntime(o.pf, runLogger(out.stderr, o.verbose))
 	if err != nil {
 		return out.usage(err)
@@ -322,7 +331,8 @@ func runWorkflowFile(o runOptions, mode runtime.Mode, id string, stdin io.Reader
 	}
 	// The live view draws with control sequences of its own, so it writes
 	// to the terminal itself; it makes what it shows inert.
-	view := newWorkflowView(termtext.Raw(out.stderr), isTerminal(out.stderr), w)
+	view := newWorkflowView(termtext.Raw(out.stderr), tty, w)
+	view.held = held
 	asker := newTerminalAsker(stdin, out.stderr)
 	asker.pause = view.pause // a question must not be redrawn over
 	p, err := workflows.Prepare(w, sess.WorkflowPorts(asker))
