@@ -39,9 +39,11 @@ type Log struct {
 	// broken is set when a failed append could not be cut back: the Log
 	// then refuses every later append rather than write after half a line.
 	broken error
-	// write writes one event as one line; tests replace it to fail like
-	// a full disk.
-	write func(f *os.File, ev *Event) (int, error)
+	// write writes one event as one line, and writeGroup several events
+	// produced together as their lines, in one write when it can; tests
+	// replace them to fail like a full disk.
+	write      func(f *os.File, ev *Event) (int, error)
+	writeGroup func(f *os.File, evs []*Event) (int, error)
 }
 
 // Errors a caller can tell apart.
@@ -340,7 +342,7 @@ func OpenLog(path string, visit func(Event)) (*Log, LoadReport, error) {
 		}
 		size++
 	}
-	return &Log{f: f, path: path, seq: sc.seq, size: size, write: writeEventLine}, sc.report, nil
+	return &Log{f: f, path: path, seq: sc.seq, size: size, write: writeEventLine, writeGroup: writeEventLines}, sc.report, nil
 }
 
 // CreateLog creates a new, empty Log at path, locked for this process; it
@@ -361,7 +363,7 @@ func CreateLog(path string) (*Log, error) {
 		f.Close()
 		return nil, err
 	}
-	return &Log{f: f, path: path, write: writeEventLine}, nil
+	return &Log{f: f, path: path, write: writeEventLine, writeGroup: writeEventLines}, nil
 }
 
 // Path is where the Log lives.
@@ -397,6 +399,76 @@ func (l *Log) Append(ev *Event) error {
 	l.seq = seq
 	l.size += int64(n)
 	return nil
+}
+
+// AppendGroup appends events produced together (a model's answer and its
+// usage) as Append does each, in one write of their whole lines where it
+// can (a large event is still written from its pieces, a write of its
+// own). The group is recorded whole or not at all: when a write fails,
+// the Log is cut back to where the group began, none of it took a seq,
+// and the error is a *LogWriteError.
+func (l *Log) AppendGroup(evs []*Event) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return errors.New("log is closed")
+	}
+	if l.broken != nil {
+		return &LogWriteError{Path: l.path, Err: fmt.Errorf("an earlier write failed and could not be undone: %w", l.broken)}
+	}
+	seq := l.seq
+	now := time.Now().UTC()
+	for _, ev := range evs {
+		seq++
+		ev.Seq = seq
+		if ev.ID == "" {
+			ev.ID = uuid.Must(uuid.NewV7()).String()
+		}
+		if ev.TS.IsZero() {
+			ev.TS = now
+		}
+	}
+	n, err := l.writeGroup(l.f, evs)
+	if err != nil {
+		if terr := l.f.Truncate(l.size); terr != nil {
+			l.broken = terr
+		}
+		return &LogWriteError{Path: l.path, Err: err}
+	}
+	l.seq = seq
+	l.size += int64(n)
+	return nil
+}
+
+// writeEventLines writes evs as their lines: in one write when none is
+// large or written from pieces, else each in a write of its own.
+func writeEventLines(f *os.File, evs []*Event) (int, error) {
+	size := 0
+	for _, ev := range evs {
+		if ev.pieces != nil || len(ev.Data) >= largeEvent {
+			return writeEachEventLine(f, evs)
+		}
+		size += 256 + len(ev.Data) + 2 // as writeEventLine sizes one line
+	}
+	b := make([]byte, 0, size)
+	for _, ev := range evs {
+		b = appendEventLine(b, ev)
+	}
+	_, err := f.Write(b)
+	return len(b), err
+}
+
+// writeEachEventLine writes evs a line, and a write, each.
+func writeEachEventLine(f *os.File, evs []*Event) (int, error) {
+	total := 0
+	for _, ev := range evs {
+		n, err := writeEventLine(f, ev)
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
 }
 
 // Sync makes what was appended durable (fsync).

@@ -3,12 +3,14 @@ package runtime
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -211,4 +213,90 @@ func TestALogThatCannotBeCutBackRefusesMoreAppends(t *testing.T) {
 	err := l.Append(&Event{Type: EventUserMessage, Data: data})
 	require.ErrorIs(t, err, ErrLogWrite)
 	require.Contains(t, err.Error(), "an earlier write failed and could not be undone")
+}
+
+// groupOf is events of the given texts, with fixed ids and times so two
+// Logs of them can be compared byte for byte.
+func groupOf(t *testing.T, texts ...string) []*Event {
+	t.Helper()
+	ts := time.Date(2026, 11, 24, 13, 0, 0, 0, time.UTC)
+	var evs []*Event
+	for i, text := range texts {
+		data, err := json.Marshal(UserMessageData{Text: text})
+		require.NoError(t, err)
+		evs = append(evs, &Event{ID: fmt.Sprintf("e%d", i), SessionID: "s", TS: ts, Type: EventUserMessage, Data: data})
+	}
+	return evs
+}
+
+// A group append leaves the Log an Append of each event would: the same
+// lines, the same seqs, a large event (written from its pieces) among
+// them too.
+func TestAGroupAppendWritesWhatAppendingEachWould(t *testing.T) {
+	dir := t.TempDir()
+	large := strings.Repeat("x", largeEvent+1)
+	for _, texts := range [][]string{{"one", "two", "three"}, {"one", large, "three"}} {
+		grouped, each := filepath.Join(dir, "grouped.ndjson"), filepath.Join(dir, "each.ndjson")
+		g, err := CreateLog(grouped)
+		require.NoError(t, err)
+		e, err := CreateLog(each)
+		require.NoError(t, err)
+		appendTexts(t, g, "before")
+		appendTexts(t, e, "before")
+		require.NoError(t, g.AppendGroup(groupOf(t, texts...)))
+		for _, ev := range groupOf(t, texts...) {
+			require.NoError(t, e.Append(ev))
+		}
+		appendTexts(t, g, "after")
+		appendTexts(t, e, "after")
+		require.NoError(t, g.Close())
+		require.NoError(t, e.Close())
+		gb, err := os.ReadFile(grouped)
+		require.NoError(t, err)
+		eb, err := os.ReadFile(each)
+		require.NoError(t, err)
+		// The "before" and "after" lines have ids and times of their own.
+		gl, el := strings.Split(string(gb), "\n"), strings.Split(string(eb), "\n")
+		require.Len(t, gl, 6)
+		require.Equal(t, el[1:4], gl[1:4])
+		events, report, err := ReadLog(grouped)
+		require.NoError(t, err)
+		require.True(t, report.Intact(), report.String())
+		require.Equal(t, append(append([]string{"before"}, texts...), "after"), textsOf(t, events))
+		for i, ev := range events {
+			require.Equal(t, int64(i+1), ev.Seq)
+		}
+		require.NoError(t, os.Remove(grouped))
+		require.NoError(t, os.Remove(each))
+	}
+}
+
+// A group is recorded whole or not at all: a write that fails after its
+// first line and half of its second (a full disk) is cut back to where
+// the group began, none of it took a seq, and the Log goes on.
+func TestAFailedGroupAppendLeavesNoneOfIt(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.ndjson")
+	l, _, _ := openLog(t, path)
+	appendTexts(t, l, "one")
+	l.writeGroup = func(f *os.File, evs []*Event) (int, error) {
+		first := appendEventLine(nil, evs[0])
+		second := appendEventLine(nil, evs[1])
+		n, _ := f.Write(append(first, second[:len(second)/2]...))
+		return n, &os.PathError{Op: "write", Path: f.Name(), Err: syscall.ENOSPC}
+	}
+	err := l.AppendGroup(groupOf(t, "lost", "lost too"))
+	require.ErrorIs(t, err, ErrLogWrite)
+	require.ErrorIs(t, err, syscall.ENOSPC)
+
+	l.writeGroup = writeEventLines
+	appendTexts(t, l, "two")
+	require.NoError(t, l.AppendGroup(groupOf(t, "three", "four")))
+	require.NoError(t, l.Close())
+	events, report, err := ReadLog(path)
+	require.NoError(t, err)
+	require.True(t, report.Intact(), report.String())
+	require.Equal(t, []string{"one", "two", "three", "four"}, textsOf(t, events))
+	for i, ev := range events {
+		require.Equal(t, int64(i+1), ev.Seq, "the failed group took no seq")
+	}
 }

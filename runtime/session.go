@@ -585,6 +585,40 @@ func (s *Session) emit(obs Observer, typ EventType, data any) error {
 	return nil
 }
 
+// eventOf is one event of a group: its type and data.
+type eventOf struct {
+	typ  EventType
+	data any
+}
+
+// emitGroup records canonical events produced together with one write of
+// the Log (see Log.AppendGroup), then shows them to obs in order: all of
+// them or, when the write fails, none.
+func (s *Session) emitGroup(obs Observer, group []eventOf) error {
+	evs := make([]Event, len(group))
+	ptrs := make([]*Event, len(group))
+	for i, e := range group {
+		if !e.typ.Canonical() {
+			return fmt.Errorf("a group of events is recorded in the Log, and %s events are live only", e.typ)
+		}
+		raw, pieces, err := encodeEventData(e.data)
+		if err != nil {
+			return fmt.Errorf("encoding %s event: %w", e.typ, err)
+		}
+		evs[i] = Event{SessionID: s.ID(), TS: time.Now().UTC(), Type: e.typ, Data: raw, pieces: pieces, value: e.data}
+		ptrs[i] = &evs[i]
+	}
+	if err := s.log.AppendGroup(ptrs); err != nil {
+		return err
+	}
+	if obs != nil {
+		for _, ev := range evs {
+			obs(ev)
+		}
+	}
+	return nil
+}
+
 // modelText is the tool result as the model reads it: the envelope as
 // json.Marshal writes it, which is byte for byte the "result" of the
 // tool_result event in the Log (the event is encoded by json.Marshal too).

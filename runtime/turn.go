@@ -348,29 +348,46 @@ func (t *turn) generate(specs []provider.ToolSpec) (*provider.ModelResponse, *st
 func (t *turn) recordResponse(resp *provider.ModelResponse, partial bool) error {
 	s := t.s
 	s.uniqueCallIDs(resp.ToolCalls)
+	// The answer's events (its reasoning, its message, its usage) are
+	// produced together, so they are one append to the Log: one write.
+	group := make([]eventOf, 0, 3)
 	if resp.Reasoning != "" {
-		if err := t.emit(EventReasoning, ReasoningData{Text: resp.Reasoning}); err != nil {
-			return err
-		}
+		group = append(group, eventOf{EventReasoning, ReasoningData{Text: resp.Reasoning}})
 	}
-	if err := t.emit(EventAssistantMessage, AssistantMessageData{Text: resp.Text, ToolCalls: resp.ToolCalls, Partial: partial}); err != nil {
+	group = append(group, eventOf{EventAssistantMessage, AssistantMessageData{Text: resp.Text, ToolCalls: resp.ToolCalls, Partial: partial}})
+	var call budget.Usage
+	charged := resp.Usage != nil && !partial
+	if charged {
+		var usage ProviderUsageData
+		usage, call = t.usageEvent(s.Model(), *resp.Usage, "")
+		group = append(group, eventOf{EventProviderUsage, usage})
+	}
+	if err := s.emitGroup(t.opt.Observe, group); err != nil {
 		return err
 	}
 	s.appendHistory(provider.Message{Role: provider.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
-	if resp.Usage != nil && !partial {
+	if charged {
 		s.calibrate(t.requestBytes, resp.Usage.InputTokens)
-		return t.recordUsage(s.Model(), *resp.Usage, "")
+		s.charge(call, s.rt.contextWindow(s.Model(), resp.Usage.ContextWindow))
 	}
 	return nil
+}
+
+// usageEvent is the provider_usage event of a model call (with its cost,
+// where priced), and the cost to charge to the session's budgets.
+func (t *turn) usageEvent(model string, u provider.Usage, purpose string) (ProviderUsageData, budget.Usage) {
+	s := t.s
+	call := s.rt.callUsage(model, u)
+	return ProviderUsageData{Provider: s.rt.cfg.Provider.Name(), Model: model, Usage: u,
+		Cost: call.Cost, Currency: call.Currency, Purpose: purpose}, call
 }
 
 // recordUsage records a model call's usage (with its cost, where priced)
 // and charges it to the session's budgets.
 func (t *turn) recordUsage(model string, u provider.Usage, purpose string) error {
 	s := t.s
-	call := s.rt.callUsage(model, u)
-	if err := t.emit(EventProviderUsage, ProviderUsageData{Provider: s.rt.cfg.Provider.Name(), Model: model, Usage: u,
-		Cost: call.Cost, Currency: call.Currency, Purpose: purpose}); err != nil {
+	usage, call := t.usageEvent(model, u, purpose)
+	if err := t.emit(EventProviderUsage, usage); err != nil {
 		return err
 	}
 	s.charge(call, s.rt.contextWindow(model, u.ContextWindow))
