@@ -59,6 +59,13 @@ type scopeNode struct {
 	members    []int // member ids: a step's index, or loopMember(l)
 	deps       [][]int
 	dependents [][]int
+	// paired, per member, per dependent (as dependents): every edge from
+	// the dependent (or the steps inside it) to the member is a paired
+	// one (graph.paired), so the dependent is gated once the member's
+	// instances are made, not once they are all decided: each of its
+	// instances waits only for its own item's (write-tests[1] → make[1]
+	// while write-tests[3] still runs).
+	paired [][]bool
 }
 
 // fanOut is a step's compiled for_each.
@@ -296,6 +303,7 @@ func compileGraph(w *Workflow) *graph {
 			g.paired[s][k] = g.pairs(s, d) && names(g.when[s], d)
 		}
 	}
+	g.pairScopeEdges()
 	g.until = make([][]cond, len(w.Loops))
 	for l := range w.Loops {
 		g.until[l] = g.compileConds(w.Loops[l].Until)
@@ -305,6 +313,35 @@ func compileGraph(w *Workflow) *graph {
 		}
 	}
 	return g
+}
+
+// pairScopeEdges marks the scope edges made of paired edges alone: from
+// a member to a fan-out step of the same scope that every step behind the
+// edge pairs with (and tests per instance). Any other edge into the
+// member (an unpaired dependency, a join of alternatives, a fan-out
+// inside a loop) keeps the edge a join: it waits for every instance.
+func (g *graph) pairScopeEdges() {
+	type edge struct{ sc, a, b int }
+	joins := map[edge]bool{}
+	for s := range g.deps {
+		for k, d := range g.deps[s] {
+			sc := g.commonScope(s, d)
+			a, b := g.localOf(g.memberIn(s, sc)), g.localOf(g.memberIn(d, sc))
+			if a != b && (!g.paired[s][k] || g.memberIn(d, sc) != d) {
+				joins[edge{sc, a, b}] = true
+			}
+		}
+	}
+	for sc := range g.scopes {
+		node := &g.scopes[sc]
+		node.paired = make([][]bool, len(node.members))
+		for b, dependents := range node.dependents {
+			node.paired[b] = make([]bool, len(dependents))
+			for j, a := range dependents {
+				node.paired[b][j] = !joins[edge{sc, a, b}]
+			}
+		}
+	}
 }
 
 // commonScope is the innermost scope holding both steps.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -101,7 +102,61 @@ func randomLoopedWorkflow(r *rand.Rand, n int) *Workflow {
 		}
 	}
 	addLoops(0, n, 0)
+	pairFanOuts(r, w)
 	return w
+}
+
+// pairFanOuts turns some later steps into fan-outs over the same items as
+// an earlier fan-out, whose condition tests it (status only: an instance
+// reports no payload), so that their instances pair up and are gated per
+// instance (write-tests[i] → make[i]). A step is turned only when nothing
+// reads its payload (a fan-out, a path condition, a loop's until or
+// converge) and it is no join of alternatives.
+func pairFanOuts(r *rand.Rand, w *Workflow) {
+	readsPayload := map[string]bool{}
+	for i := range w.Steps {
+		if f := w.Steps[i].ForEach; f != nil {
+			readsPayload[f.Step] = true
+		}
+		for _, c := range w.Steps[i].When {
+			if c.Path != "" {
+				readsPayload[c.Step] = true
+			}
+		}
+	}
+	for _, l := range w.Loops {
+		for _, c := range l.Until {
+			readsPayload[c.Step] = true
+		}
+		if l.Converge != nil {
+			readsPayload[l.Converge.Step] = true
+		}
+	}
+	for i := range w.Steps {
+		f := w.Steps[i].ForEach
+		if f == nil {
+			continue
+		}
+		for k := i + 1; k < len(w.Steps); k++ {
+			st := &w.Steps[k]
+			if st.ForEach != nil || st.Join == JoinAny || readsPayload[st.ID] || r.IntN(3) != 0 {
+				continue
+			}
+			st.ForEach = &ForEach{Step: f.Step, Path: f.Path, MaxItems: f.MaxItems}
+			st.Task, st.OutputSchema = "then ${item}", nil
+			st.DependsOn = dedupe(append(st.DependsOn, w.Steps[i].ID, f.Step))
+			switch r.IntN(3) {
+			case 0:
+				st.When = Conditions{{Step: w.Steps[i].ID}}
+			case 1:
+				st.When = Conditions{{Step: w.Steps[i].ID, Status: []CheckpointStatus{CheckpointPartial}}}
+			default:
+				st.When = Conditions{{Any: Conditions{{Step: w.Steps[i].ID}, {Step: w.Steps[i].ID, Status: []CheckpointStatus{CheckpointSkipped}}}}}
+			}
+			st.WriteSet = nil
+			break
+		}
+	}
 }
 
 // propertyChild plays a run from a hash of its label and the seed.
@@ -124,6 +179,15 @@ func propertyChild(seed uint64) func(string) childPlan {
 }
 
 func TestRandomLoopedGraphs(t *testing.T) {
+	paired, early := 0, 0
+	defer func() {
+		// The generator makes paired fan-outs, and some of their
+		// instances were gated before every instance they pair with was
+		// decided (else the property says nothing of pairing).
+		require.Positive(t, paired, "no graph with paired fan-outs")
+		require.Positive(t, early, "no paired instance was gated before its fan-out's other instances were decided")
+		t.Logf("%d graphs with paired fan-outs, %d instances gated early", paired, early)
+	}()
 	for seed := uint64(1); seed <= 60; seed++ {
 		r := rand.New(rand.NewPCG(seed, 7))
 		w := randomLoopedWorkflow(r, 5+r.IntN(20))
@@ -139,15 +203,53 @@ func TestRandomLoopedGraphs(t *testing.T) {
 		raw, err = json.Marshal(w)
 		require.NoError(t, err)
 		estimated := string(raw)
+		if slices.Contains(w.graph().perInstance, true) {
+			paired++
+		}
 		for name, spec := range map[string]string{"": spec, "/estimates": estimated} {
 			t.Run(fmt.Sprint(seed)+name, func(t *testing.T) {
 				out, sim := runSim(t, spec, propertyChild(seed))
+				early += pairedEarly(sim.events)
 				checkLoopBounds(t, mustParse(t, spec), out)
 				checkDecidedBeforeStarted(t, sim.events)
 				rebuiltEquals(t, sim, out)
 			})
 		}
 	}
+}
+
+// pairedEarly counts the instances whose condition was decided on a
+// paired instance while another instance of that fan-out (the same run
+// but another item) was not decided yet: gated per instance.
+func pairedEarly(events []WorkflowEvent) int {
+	decidedAt := map[string]int{}
+	for k, ev := range events {
+		switch ev.Kind {
+		case EventCheckpointDecided, EventStepHeld, EventStepSkipped:
+			if _, ok := decidedAt[ev.Run]; !ok {
+				decidedAt[ev.Run] = k
+			}
+		}
+	}
+	n := 0
+	for k, ev := range events {
+		if ev.Kind != EventConditionDecided || !strings.Contains(ev.Run, "[") {
+			continue
+		}
+		for _, seen := range ev.Seen {
+			fanOut, _, ok := strings.Cut(seen.Run, "[")
+			if !ok {
+				continue
+			}
+			for run, at := range decidedAt {
+				if other, _, _ := strings.Cut(run, "["); other == fanOut && run != seen.Run && at > k {
+					n++
+					break
+				}
+			}
+		}
+	}
+	return n
 }
 
 // checkLoopBounds: no loop runs more than max_iterations, counted from

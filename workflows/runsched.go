@@ -71,6 +71,11 @@ type stepRun struct {
 	madeAt, decidedAt int
 	profile           profileID // its conflict profile, once it waits
 	key               priority  // its place among the waiting runs (runKey)
+	// partners is how many paired instances it still waits for (an
+	// instance of a fan-out decided per instance); views what its gate
+	// saw of its dependencies, to gate it once they are decided.
+	partners int
+	views    []depView
 }
 
 // memberState is one member of a frame.
@@ -80,7 +85,10 @@ type memberState struct {
 	decided bool
 	runs    []*stepRun // a step's runs: one, or a fan-out's instances
 	pending int        // its runs not yet decided
-	loop    *loopRun   // an inner loop's run
+	// instantiated: a fan-out's instances are made, so the members whose
+	// edges to it are paired (scopeNode.paired) no longer wait for it.
+	instantiated bool
+	loop         *loopRun // an inner loop's run
 	// base is the largest wave of what the member waited for (the
 	// members it depends on, the iteration it is in); end the largest wave
 	// of its runs (a loop's: of all its iterations). A step's runs are
@@ -155,6 +163,13 @@ type sched struct {
 	parked          map[*stepRun][]profileID
 	runningProfiles []runningProfile
 	decisions       int // runs decided so far
+	// partnerWaits are the instances waiting for a paired instance to be
+	// decided, by that instance, in the order they began to wait.
+	partnerWaits map[*stepRun][]*stepRun
+	// untilWaits are the loop iterations whose until tests a step that is
+	// not decided yet (a paired fan-out's instance still running): the
+	// loop decides once it is.
+	untilWaits []untilWait
 	// estimates, for a workflow with any, measure chains in expected time
 	// (estimate.go); nil otherwise.
 	estimates *runEstimates
@@ -239,12 +254,14 @@ func (r *runner) memberDecided(f *frame, local int) {
 	f.undecided--
 	scope := &s.g.scopes[f.scope]
 	blocks := r.memberBlocks(f, local)
-	for _, dl := range scope.dependents[local] {
+	for j, dl := range scope.dependents[local] {
 		dm := &f.members[dl]
 		if dm.gated {
 			continue
 		}
-		dm.unmet--
+		if !m.instantiated || !scope.paired[local][j] {
+			dm.unmet-- // else counted when the instances were made
+		}
 		switch {
 		case dm.unmet == 0:
 			s.queue = append(s.queue, gateItem{f, dl})
@@ -256,6 +273,25 @@ func (r *runner) memberDecided(f *frame, local int) {
 		f.done = true
 		if f.loop != nil {
 			r.iterationDone(f.loop, f)
+		}
+	}
+}
+
+// memberInstantiated lets the members whose edges to a fan-out are
+// paired go on once its instances are made: each of their instances waits
+// for its own item's, not for every instance (gateInstance).
+func (r *runner) memberInstantiated(f *frame, local int) {
+	s := &r.s
+	m := &f.members[local]
+	m.instantiated = true
+	scope := &s.g.scopes[f.scope]
+	for j, dl := range scope.dependents[local] {
+		dm := &f.members[dl]
+		if dm.gated || !scope.paired[local][j] {
+			continue
+		}
+		if dm.unmet--; dm.unmet == 0 {
+			s.queue = append(s.queue, gateItem{f, dl})
 		}
 	}
 }
@@ -286,7 +322,8 @@ func (r *runner) heldAtOnce(f *frame, dl, decided int) bool {
 		return false
 	}
 	for k, d := range g.deps[member] {
-		if g.tolerated[member][k] || !inMember(g, d, decided, f.scope) {
+		// A paired dependency holds only the instance of its own item.
+		if g.tolerated[member][k] || g.paired[member][k] || !inMember(g, d, decided, f.scope) {
 			continue
 		}
 		return true
@@ -413,7 +450,7 @@ func instanceView(v depView, item int) (depView, bool) {
 		return v, false
 	}
 	run := v.runs[item]
-	out := depView{step: v.step, runs: []*stepRun{run}, decided: v.decided, label: run.label}
+	out := depView{step: v.step, runs: []*stepRun{run}, decided: run.outcome != nil, label: run.label}
 	if run.outcome != nil {
 		out.status = run.outcome.CheckpointStatus
 	}
@@ -652,14 +689,20 @@ func (r *runner) fanOut(f *frame, local, s int, fan *fanOut, views []depView) {
 		runs[k] = r.newRun(f, local, s, k, item, spec, iv)
 		runs[k].items, errs[k] = len(arr), err
 		if err == nil && g.perInstance[s] {
+			runs[k].views = iv
 			gates[k] = r.gateInstance(runs[k], iv)
 		}
+	}
+	if len(g.scopes[f.scope].dependents[local]) > 0 {
+		r.memberInstantiated(f, local)
 	}
 	// Every instance is made before any is decided, so the step is not
 	// decided before it has all its runs.
 	for k, run := range runs {
 		switch {
 		case errs[k] != nil:
+		case len(gates[k].waitFor) > 0:
+			r.awaitPartners(run, gates[k].waitFor)
 		case gates[k].held:
 			r.decideHeld(run, HeldDependency, gates[k].blocked)
 		case gates[k].skip != "":
@@ -700,9 +743,11 @@ func (r *runner) instanceViews(s int, views []depView, k int) []depView {
 }
 
 // instanceGate is what gating decided for one instance of a fan-out
-// decided per instance: held (a paired instance it needs is not ready),
-// skipped (with why), or neither (it runs).
+// decided per instance: wait (for the paired instances not decided yet),
+// held (a paired instance it needs is not ready), skipped (with why), or
+// none of these (it runs).
 type instanceGate struct {
+	waitFor []*stepRun
 	held    bool
 	blocked []string
 	skip    string
@@ -722,15 +767,26 @@ func (r *runner) gateInstance(run *stepRun, views []depView) instanceGate {
 		if !g.paired[s][k] || len(v.runs) != 1 || v.runs[0].item != run.item {
 			continue // gated as a whole (gateStep)
 		}
-		switch {
-		case v.status == CheckpointReady, g.tolerated[s][k]:
-		case v.status == CheckpointSkipped:
+		partner := v.runs[0]
+		if partner.outcome == nil {
+			out.waitFor = append(out.waitFor, partner)
+			continue
+		}
+		switch status := partner.outcome.CheckpointStatus; {
+		case status == CheckpointReady, g.tolerated[s][k]:
+		case status == CheckpointSkipped:
 			skipped = append(skipped, v.label)
 		default:
 			out.blocked = append(out.blocked, v.label)
 		}
 	}
 	switch {
+	case len(out.waitFor) > 0:
+		return instanceGate{waitFor: out.waitFor}
+	case r.s.stopped != "":
+		// Nothing starts any more: held, naming what it still waited for.
+		out.held = true
+		return out
 	case len(out.blocked) > 0:
 		out.held = true
 		return out
@@ -751,6 +807,51 @@ func (r *runner) gateInstance(run *stepRun, views []depView) instanceGate {
 // pairing is the instance a condition is decided for: step's instance of
 // item (0-based).
 type pairing struct{ step, item int }
+
+// awaitPartners makes an instance wait for its paired instances that are
+// not decided yet; the last of them to be decided gates it.
+func (r *runner) awaitPartners(run *stepRun, partners []*stepRun) {
+	s := &r.s
+	if s.partnerWaits == nil {
+		s.partnerWaits = map[*stepRun][]*stepRun{}
+	}
+	run.partners = len(partners)
+	for _, p := range partners {
+		s.partnerWaits[p] = append(s.partnerWaits[p], run)
+	}
+}
+
+// partnerDecided gates the instances whose last undecided paired
+// instance was run, in the order they began to wait.
+func (r *runner) partnerDecided(run *stepRun) {
+	waiting, ok := r.s.partnerWaits[run]
+	if !ok {
+		return
+	}
+	delete(r.s.partnerWaits, run)
+	for _, w := range waiting {
+		if w.partners--; w.partners > 0 {
+			continue
+		}
+		// What it can have waited for, and whether a new child ran for
+		// one of its inputs, as of now (resume_from).
+		w.madeAt = r.s.decisions
+		for _, in := range w.inputs {
+			w.fresh = w.fresh || in.fresh
+		}
+		gate := r.gateInstance(w, w.views)
+		switch {
+		case gate.held && r.s.stopped != "":
+			r.decideHeld(w, r.s.stopped, gate.blocked)
+		case gate.held:
+			r.decideHeld(w, HeldDependency, gate.blocked)
+		case gate.skip != "":
+			r.skipRun(w, gate.skip, gate.seen)
+		default:
+			r.startOrReuse(w)
+		}
+	}
+}
 
 // startOrReuse reuses a run's checkpoint from the run resumed from when it
 // may (resume_from), or queues it for a slot.
@@ -837,6 +938,8 @@ func (r *runner) runDecided(run *stepRun) {
 	if m.pending == 0 {
 		r.memberDecided(f, local)
 	}
+	r.partnerDecided(run)
+	r.retryUntils()
 }
 
 // next marks and returns the runs to start now, in priority order: a
@@ -1024,6 +1127,12 @@ func (r *runner) iterationDone(lr *loopRun, f *frame) {
 		if r.allSkipped(f) {
 			ev.Decision = string(LoopSkipped)
 		}
+	case r.untilUndecided(g.until[lr.loop], f):
+		// Its until tests a paired fan-out whose instances are not all
+		// decided (only their partners in the loop were): decide when
+		// they are.
+		r.s.untilWaits = append(r.s.untilWaits, untilWait{lr, f})
+		return
 	default:
 		if len(g.until[lr.loop]) > 0 {
 			satisfied, untilSeen = r.evalAll(g.until[lr.loop], f, nil)
@@ -1088,6 +1197,41 @@ func (r *runner) iterationDone(lr *loopRun, f *frame) {
 	r.memberDecided(lr.parent, lr.local)
 	if lr.unresolvedHold(def) {
 		r.failFastLoop()
+	}
+}
+
+// untilWait is a loop iteration whose until waits for a step's runs.
+type untilWait struct {
+	lr *loopRun
+	f  *frame
+}
+
+// untilUndecided reports whether a step tested by conds is not decided as
+// seen from frame f.
+func (r *runner) untilUndecided(conds []cond, f *frame) bool {
+	for k := range conds {
+		c := &conds[k]
+		if c.op == "leaf" && !r.view(c.step, f).decided {
+			return true
+		}
+		if r.untilUndecided(c.subs, f) {
+			return true
+		}
+	}
+	return false
+}
+
+// retryUntils decides the iterations whose until waited, once what it
+// tests is decided, in the order they began to wait.
+func (r *runner) retryUntils() {
+	for k := 0; k < len(r.s.untilWaits); k++ {
+		u := r.s.untilWaits[k]
+		if r.untilUndecided(r.s.g.until[u.lr.loop], u.f) {
+			continue
+		}
+		r.s.untilWaits = slices.Delete(r.s.untilWaits, k, k+1)
+		r.iterationDone(u.lr, u.f)
+		k = -1 // deciding it may have decided what the others wait for
 	}
 }
 
