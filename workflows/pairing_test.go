@@ -292,3 +292,31 @@ func TestResumeReusesThePairedInstancesThatWereReady(t *testing.T) {
 	}
 	rebuiltEquals(t, sim, out)
 }
+
+// A step after a paired fan-out, whose condition tests the fan-out it
+// pairs with as a whole, is decided once every instance of it is, even
+// when the step between them was decided early (held at once).
+func TestAConditionWaitsForThePairedFanOutItTests(t *testing.T) {
+	spec := `{"steps":[
+		{"id":"split","task":"Split.","output_schema":{"type":"object","properties":{"tasks":{"type":"array","items":{"type":"string"}}}}},
+		{"id":"bad","task":"Fail."},
+		{"id":"test","task":"Test ${item}.","depends_on":["split"],"for_each":{"step":"split","path":"/tasks"}},
+		{"id":"make","task":"Make ${item}.","depends_on":["split","test","bad"],"when":{"step":"test"},"for_each":{"step":"split","path":"/tasks"}},
+		{"id":"after","task":"After.","depends_on":["make"],"when":[{"step":"make","status":["held"]},{"step":"test"}]}]}`
+	out, sim := runSim(t, spec, func(label string) childPlan {
+		switch label {
+		case "split":
+			return childPlan{dur: 1, report: ready(`{"tasks":["a","b"]}`)}
+		case "bad":
+			return childPlan{dur: 1, report: `{"status":"failed","summary":"no"}`}
+		case "test[2]":
+			return childPlan{dur: 10}
+		}
+		return childPlan{dur: 1}
+	})
+	require.Equal(t, CheckpointHeld, runOf(out, "make").CheckpointStatus)
+	require.Contains(t, sim.order, "after", "the condition saw test ready: %v", runOf(out, "after").Summary)
+	require.GreaterOrEqual(t, sim.startTimes()["after"], sim.ends["test[2]"])
+	checkDecidedBeforeStarted(t, sim.events)
+	rebuiltEquals(t, sim, out)
+}

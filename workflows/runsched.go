@@ -166,10 +166,11 @@ type sched struct {
 	// partnerWaits are the instances waiting for a paired instance to be
 	// decided, by that instance, in the order they began to wait.
 	partnerWaits map[*stepRun][]*stepRun
-	// untilWaits are the loop iterations whose until tests a step that is
-	// not decided yet (a paired fan-out's instance still running): the
-	// loop decides once it is.
-	untilWaits []untilWait
+	// decisionWaits are the conditions that test a step not decided yet
+	// (a paired fan-out whose instances were gated one by one, some still
+	// running), a loop iteration's until or a step's when: each is decided
+	// once the step is.
+	decisionWaits []decisionWait
 	// estimates, for a workflow with any, measure chains in expected time
 	// (estimate.go); nil otherwise.
 	estimates *runEstimates
@@ -507,6 +508,12 @@ func (r *runner) gateStep(f *frame, local, s int) {
 		return
 	case len(skipped) > 0:
 		r.makeSkipped(f, local, s, fmt.Sprintf("skipped: %s, which it needs, was skipped", strings.Join(skipped, ", ")), nil, views)
+		return
+	}
+	if len(g.when[s]) > 0 && !g.perInstance[s] && r.testsUndecided(g.when[s], f) {
+		// It tests a paired fan-out upstream not decided yet: its gate
+		// is taken again once it is (nothing is made before).
+		r.s.decisionWaits = append(r.s.decisionWaits, decisionWait{f: f, local: local, s: s})
 		return
 	}
 	if len(g.when[s]) > 0 && !g.perInstance[s] {
@@ -939,7 +946,7 @@ func (r *runner) runDecided(run *stepRun) {
 		r.memberDecided(f, local)
 	}
 	r.partnerDecided(run)
-	r.retryUntils()
+	r.retryDecisions()
 }
 
 // next marks and returns the runs to start now, in priority order: a
@@ -1127,11 +1134,11 @@ func (r *runner) iterationDone(lr *loopRun, f *frame) {
 		if r.allSkipped(f) {
 			ev.Decision = string(LoopSkipped)
 		}
-	case r.untilUndecided(g.until[lr.loop], f):
+	case r.testsUndecided(g.until[lr.loop], f):
 		// Its until tests a paired fan-out whose instances are not all
 		// decided (only their partners in the loop were): decide when
 		// they are.
-		r.s.untilWaits = append(r.s.untilWaits, untilWait{lr, f})
+		r.s.decisionWaits = append(r.s.decisionWaits, decisionWait{lr: lr, f: f})
 		return
 	default:
 		if len(g.until[lr.loop]) > 0 {
@@ -1200,37 +1207,52 @@ func (r *runner) iterationDone(lr *loopRun, f *frame) {
 	}
 }
 
-// untilWait is a loop iteration whose until waits for a step's runs.
-type untilWait struct {
-	lr *loopRun
-	f  *frame
+// decisionWait is a condition waiting for a step it tests: loop lr's
+// until in iteration f, or (lr nil) the when of step s, member local of f.
+type decisionWait struct {
+	lr       *loopRun
+	f        *frame
+	local, s int
 }
 
-// untilUndecided reports whether a step tested by conds is not decided as
-// seen from frame f.
-func (r *runner) untilUndecided(conds []cond, f *frame) bool {
+func (d decisionWait) conds(g *graph) []cond {
+	if d.lr != nil {
+		return g.until[d.lr.loop]
+	}
+	return g.when[d.s]
+}
+
+// testsUndecided reports whether a step tested by conds is not decided
+// as seen from frame f. Only a paired fan-out can be: the steps after it
+// were gated on its instances one by one, so what follows them may come
+// before its last instance ends.
+func (r *runner) testsUndecided(conds []cond, f *frame) bool {
 	for k := range conds {
 		c := &conds[k]
 		if c.op == "leaf" && !r.view(c.step, f).decided {
 			return true
 		}
-		if r.untilUndecided(c.subs, f) {
+		if r.testsUndecided(c.subs, f) {
 			return true
 		}
 	}
 	return false
 }
 
-// retryUntils decides the iterations whose until waited, once what it
-// tests is decided, in the order they began to wait.
-func (r *runner) retryUntils() {
-	for k := 0; k < len(r.s.untilWaits); k++ {
-		u := r.s.untilWaits[k]
-		if r.untilUndecided(r.s.g.until[u.lr.loop], u.f) {
+// retryDecisions decides the conditions that waited, once what they test
+// is decided, in the order they began to wait.
+func (r *runner) retryDecisions() {
+	for k := 0; k < len(r.s.decisionWaits); k++ {
+		d := r.s.decisionWaits[k]
+		if r.testsUndecided(d.conds(r.s.g), d.f) {
 			continue
 		}
-		r.s.untilWaits = slices.Delete(r.s.untilWaits, k, k+1)
-		r.iterationDone(u.lr, u.f)
+		r.s.decisionWaits = slices.Delete(r.s.decisionWaits, k, k+1)
+		if d.lr != nil {
+			r.iterationDone(d.lr, d.f)
+		} else {
+			r.gateStep(d.f, d.local, d.s)
+		}
 		k = -1 // deciding it may have decided what the others wait for
 	}
 }
