@@ -43,7 +43,11 @@ const perTask = `{"max_concurrency":6,"steps":[
 func perTaskPlan(reports map[string]string, dur map[string]int64) func(string) childPlan {
 	return func(label string) childPlan {
 		p := childPlan{dur: 1, report: `{"status":"checkpoint_ready","summary":"` + label + ` done"}`}
-		switch id, _, _ := strings.Cut(label, "["); id {
+		id := label
+		if i := strings.IndexAny(id, "#["); i >= 0 {
+			id = id[:i]
+		}
+		switch id {
 		case "split":
 			p.report = threeTasks
 		case "write-tests":
@@ -317,6 +321,27 @@ func TestAConditionWaitsForThePairedFanOutItTests(t *testing.T) {
 	require.Equal(t, CheckpointHeld, runOf(out, "make").CheckpointStatus)
 	require.Contains(t, sim.order, "after", "the condition saw test ready: %v", runOf(out, "after").Summary)
 	require.GreaterOrEqual(t, sim.startTimes()["after"], sim.ends["test[2]"])
+	checkDecidedBeforeStarted(t, sim.events)
+	rebuiltEquals(t, sim, out)
+}
+
+// Inside a loop, an instance pairs with the same iteration's instances:
+// iteration 2's make[1] is gated on iteration 2's write-tests[1] alone.
+func TestPairedInstancesPairWithinTheirIteration(t *testing.T) {
+	looped := strings.TrimSuffix(strings.TrimSpace(perTask), "}") +
+		`,"loops":[{"id":"l","steps":["write-tests","test-review","test-fix","make"],"max_iterations":2,"until":{"step":"make"}}]}`
+	out, sim := runSim(t, looped, perTaskPlan(map[string]string{"make#1[2]": `{"status":"partial","summary":"half"}`},
+		map[string]int64{"write-tests#2[3]": 20}))
+	require.Equal(t, StatusCompleted, out.Status, out.Output)
+	require.Equal(t, 2, out.Loops[0].Iterations)
+	for _, ev := range sim.events {
+		if ev.Kind == EventConditionDecided && strings.HasPrefix(ev.Run, "make#2[") {
+			item := strings.TrimPrefix(ev.Run, "make#2")
+			require.Equal(t, "write-tests#2"+item, ev.Seen[0].Run, "%s tests its own iteration's instance", ev.Run)
+		}
+	}
+	require.Less(t, sim.startTimes()["make#2[1]"], sim.ends["write-tests#2[3]"])
+	require.GreaterOrEqual(t, sim.startTimes()["make#2[1]"], sim.ends["make#1[3]"], "the next iteration starts after the last")
 	checkDecidedBeforeStarted(t, sim.events)
 	rebuiltEquals(t, sim, out)
 }
