@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/pixir-go/pixir/internal/jsonraw"
@@ -26,26 +27,45 @@ func writeEventLine(f *os.File, ev *Event) (int, error) {
 	if len(data) == 0 {
 		data = json.RawMessage("null")
 	}
-	// The head: two ids, seq, ts and type are up to about 190 bytes (a
-	// smaller guess grew the buffer, a copy of the whole line, on every
-	// event).
-	size := 256
-	if ev.pieces == nil && len(data) < largeEvent {
-		size += len(data) + 2 // the whole line in one buffer, never grown
-	}
-	head := appendEventHead(make([]byte, 0, size), ev)
 	if ev.pieces != nil {
+		head := appendEventHead(make([]byte, 0, eventHeadSize), ev)
 		all := make([][]byte, 0, len(ev.pieces)+2)
 		all = append(append(append(all, head), ev.pieces...), []byte("}\n"))
 		return piecesLen(all), writePieces(f, all...)
 	}
 	if len(data) >= largeEvent {
+		head := appendEventHead(make([]byte, 0, eventHeadSize), ev)
 		return len(head) + len(data) + 2, writePieces(f, head, data, []byte("}\n"))
 	}
-	line := append(append(head, data...), '}', '\n')
+	// The line is built in a buffer of the pool: a workflow writes several
+	// lines a step, each one a buffer the collector had to clear and sweep
+	// (a fifth of what a run allocated). The write does not keep it.
+	buf := lineBuffers.Get().(*[]byte)
+	line := appendEventHead((*buf)[:0], ev)
+	line = append(append(line, data...), '}', '\n')
 	_, err := f.Write(line)
-	return len(line), err
+	n := len(line)
+	if cap(line) <= maxPooledLine {
+		*buf = line
+		lineBuffers.Put(buf)
+	}
+	return n, err
 }
+
+// eventHeadSize is room for a line's head: two ids, seq, ts and type are
+// up to about 190 bytes (a smaller guess grew the buffer, a copy of the
+// whole line, on every event).
+const eventHeadSize = 256
+
+// maxPooledLine is the largest buffer kept for the next line: one that a
+// long answer grew is left to the collector rather than held.
+const maxPooledLine = 64 << 10
+
+// lineBuffers are the buffers Log lines are built in.
+var lineBuffers = sync.Pool{New: func() any {
+	b := make([]byte, 0, 1024)
+	return &b
+}}
 
 // appendEventLine appends ev as one NDJSON line.
 func appendEventLine(b []byte, ev *Event) []byte {

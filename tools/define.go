@@ -123,6 +123,8 @@ func (t *defined[A]) Posture() Posture    { return t.posture }
 // Schema is the committed schemas/tools/<name>.json (compact), or
 // Spec.Schema. A built-in without a committed file is a wiring bug that
 // the schemas test reports: it panics saying how to generate the file.
+// The bytes are shared by every Tool of the definition and every caller
+// (a workflow offers one to each step's child): read them, never modify.
 func (t *defined[A]) Schema() json.RawMessage {
 	t.schemaOnce.Do(func() {
 		if t.given != nil {
@@ -135,8 +137,7 @@ func (t *defined[A]) Schema() json.RawMessage {
 		}
 		t.schema = b
 	})
-	// A copy: the cached bytes must survive a caller that edits its schema.
-	return slices.Clone(t.schema)
+	return t.schema
 }
 
 // Arguments is a new *A: the generator (schemas/generate) reflects the

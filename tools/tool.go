@@ -164,7 +164,8 @@ type PlanEntry struct {
 type Tool interface {
 	Name() string
 	Description() string
-	// Schema is the JSON Schema (2020-12) of the arguments object.
+	// Schema is the JSON Schema (2020-12) of the arguments object. The
+	// bytes may be shared: callers read them and never modify them.
 	Schema() json.RawMessage
 	Posture() Posture
 	// Describe presents a call. args may be invalid; Describe must cope.

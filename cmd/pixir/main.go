@@ -59,7 +59,27 @@ func main() {
 	stop := startCPUProfile(os.Getenv("PIXIR_CPUPROFILE"), os.Stderr)
 	code := run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
+	writeAllocProfile(os.Getenv("PIXIR_MEMPROFILE"), os.Stderr)
 	os.Exit(code)
+}
+
+// writeAllocProfile writes the process's allocation profile to path when
+// it is set (PIXIR_MEMPROFILE: every allocation since the start, sampled
+// as the runtime samples them, and what was still live at the last
+// collection), for counting what a run allocates per step.
+func writeAllocProfile(path string, stderr io.Writer) {
+	if path == "" {
+		return
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintln(stderr, "pixir: PIXIR_MEMPROFILE:", err)
+		return
+	}
+	defer f.Close()
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		fmt.Fprintln(stderr, "pixir: PIXIR_MEMPROFILE:", err)
+	}
 }
 
 // startCPUProfile writes a CPU profile of the whole process to path when

@@ -558,6 +558,28 @@ func TestCPUProfileWhenAsked(t *testing.T) {
 	require.Contains(t, errOut, "pixir: PIXIR_CPUPROFILE:")
 }
 
+// TestAllocProfileWhenAsked: PIXIR_MEMPROFILE makes any command write its
+// allocation profile when it ends (gzip, as pprof writes it), and a path
+// that cannot be made is said and costs the command nothing.
+func TestAllocProfileWhenAsked(t *testing.T) {
+	e := newRunEnv(t)
+	spec := e.file("wf.json", `{"name":"p","steps":[{"id":"a","task":"Say hi."}]}`)
+	prof := filepath.Join(t.TempDir(), "mem.prof")
+	e.env = []string{"PIXIR_MEMPROFILE=" + prof}
+	out, _, code := e.pixir("run", "--workflow", spec)
+	require.Equal(t, 0, code, out)
+	b, err := os.ReadFile(prof)
+	require.NoError(t, err)
+	require.Greater(t, len(b), 2)
+	require.Equal(t, []byte{0x1f, 0x8b}, b[:2], "a pprof profile is gzip")
+
+	e.env = []string{"PIXIR_MEMPROFILE=" + filepath.Join(t.TempDir(), "no", "such", "dir", "mem.prof")}
+	out, errOut, code := e.pixir("version")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "pixir ")
+	require.Contains(t, errOut, "pixir: PIXIR_MEMPROFILE:")
+}
+
 // TestWorkflowViewReadsTheLogAsItReadsLiveEvents: the live view reads the
 // data events were emitted with, not their JSON; fed the parent's Log
 // instead (JSON only), it writes the same lines, but for the children's
