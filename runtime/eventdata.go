@@ -2,10 +2,12 @@ package runtime
 
 import (
 	"encoding/json"
+	"strconv"
 
 	"github.com/pixir-go/pixir/internal/jsonraw"
 	"github.com/pixir-go/pixir/runtime/provider"
 	"github.com/pixir-go/pixir/tools"
+	"github.com/pixir-go/pixir/workflows"
 )
 
 // The Data of each event type. The presenter in acp/ decodes these; the Log
@@ -137,6 +139,25 @@ type ProviderUsageData struct {
 	Purpose string `json:"purpose,omitempty"`
 }
 
+// appendJSON appends d, whose Cost is 0, as json.Marshal writes it (a
+// child's turn writes one per model call).
+func (d ProviderUsageData) appendJSON(b []byte) []byte {
+	b = jsonraw.AppendStringHTML(append(b, `{"provider":`...), d.Provider)
+	b = jsonraw.AppendStringHTML(append(b, `,"model":`...), d.Model)
+	b = strconv.AppendInt(append(b, `,"input_tokens":`...), int64(d.InputTokens), 10)
+	b = strconv.AppendInt(append(b, `,"output_tokens":`...), int64(d.OutputTokens), 10)
+	if d.ContextWindow != 0 {
+		b = strconv.AppendInt(append(b, `,"context_window":`...), int64(d.ContextWindow), 10)
+	}
+	if d.Currency != "" {
+		b = jsonraw.AppendStringHTML(append(b, `,"currency":`...), d.Currency)
+	}
+	if d.Purpose != "" {
+		b = jsonraw.AppendStringHTML(append(b, `,"purpose":`...), d.Purpose)
+	}
+	return append(b, '}')
+}
+
 // encodeEventData is json.Marshal with a fast path for the event data that
 // carries a whole prompt or a model's answer, which can be tens of megabytes:
 // json.Marshal would escape the text with HTML escaping, then check and
@@ -165,6 +186,13 @@ func encodeEventData(data any) (raw json.RawMessage, pieces [][]byte, err error)
 	case SubagentEventData:
 		raw, err := d.appendJSON(make([]byte, 0, d.sizeHint()))
 		return raw, nil, err
+	case workflows.WorkflowEvent:
+		raw, err := d.AppendJSON(make([]byte, 0, 256))
+		return raw, nil, err
+	case ProviderUsageData:
+		if d.Cost == 0 { // a float, as encoding/json formats it, is left to it
+			return d.appendJSON(make([]byte, 0, 128+len(d.Provider)+len(d.Model)+len(d.Currency)+len(d.Purpose))), nil, nil
+		}
 	case TextDeltaData:
 		return appendTextObject(d.Text), nil, nil
 	case ReasoningData:

@@ -7,7 +7,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixir-go/pixir/budget"
+	"github.com/pixir-go/pixir/runtime/provider"
 	"github.com/pixir-go/pixir/tools"
+	"github.com/pixir-go/pixir/workflows"
 )
 
 // A subagent_event's data is written byte for byte as json.Marshal writes
@@ -83,5 +85,47 @@ func BenchmarkSubagentEventData(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+	})
+}
+
+// A provider_usage's and a workflow_event's data are written as
+// json.Marshal writes them: the usage with every member set and unset (a
+// cost, a float, is left to json.Marshal), the workflow event through its
+// own encoder.
+func TestProviderUsageAndWorkflowEventsAreEncodedAsEncodingJSONDoes(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		d    any
+	}{
+		{"a usage of nothing", ProviderUsageData{}},
+		{"a child's call", ProviderUsageData{Provider: "scripted", Model: "scripted", Usage: provider.Usage{InputTokens: 108, OutputTokens: 1, ContextWindow: 128000}}},
+		{"every member", ProviderUsageData{Provider: "a<b>", Model: "m\u2028\xff", Usage: provider.Usage{InputTokens: -1, OutputTokens: 2, ContextWindow: 3},
+			Currency: "EUR&", Purpose: "compaction"}},
+		{"a cost", ProviderUsageData{Provider: "p", Model: "m", Cost: 0.000001234, Currency: "USD"}},
+		{"a step scheduled", workflows.WorkflowEvent{Kind: workflows.EventStepScheduled, WorkflowID: "wf-1", StepID: "s1", Run: "s1", Wave: 1, SubagentID: "sa-1"}},
+		{"a step decided", workflows.WorkflowEvent{Kind: workflows.EventCheckpointDecided, WorkflowID: "wf-1", StepID: "s1", Run: "s1",
+			Outcome: &workflows.StepOutcome{StepID: "s1", Summary: "<done>"}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			want, err := json.Marshal(tt.d)
+			require.NoError(t, err)
+			got, pieces, err := encodeEventData(tt.d)
+			require.NoError(t, err)
+			require.Nil(t, pieces)
+			require.Equal(t, string(want), string(got))
+		})
+	}
+}
+
+func FuzzProviderUsageDataIsEncodedAsEncodingJSONDoes(f *testing.F) {
+	f.Add("scripted", "m<1>\u2028", "\xff", "", int64(108), int64(-1), int64(0))
+	f.Fuzz(func(t *testing.T, prov, model, currency, purpose string, in, out, window int64) {
+		d := ProviderUsageData{Provider: prov, Model: model, Usage: provider.Usage{InputTokens: int(in), OutputTokens: int(out), ContextWindow: int(window)},
+			Currency: currency, Purpose: purpose}
+		want, err := json.Marshal(d)
+		require.NoError(t, err)
+		got, _, err := encodeEventData(d)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(got))
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
 	"runtime/pprof"
 
 	"github.com/pixir-go/pixir/acp"
@@ -56,6 +57,11 @@ Run "pixir <command> -h" for a command's flags.
 `
 
 func main() {
+	if os.Getenv("PIXIR_MEMPROFILE") != "" {
+		// One sample per 4 KiB allocated rather than per 512 KiB: counts
+		// of what a step allocates that hold from run to run.
+		runtime.MemProfileRate = 4096
+	}
 	stop := startCPUProfile(os.Getenv("PIXIR_CPUPROFILE"), os.Stderr)
 	code := run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
