@@ -177,6 +177,15 @@ type Session struct {
 	// runtime's, so a user's session shares its cached specs.
 	toolset *tools.Registry
 	specs   []provider.ToolSpec
+	// offered is offerTools' keep and extra: release drops toolset and
+	// specs (a finished child kept for send_input held a registry and a
+	// list of specs each: a quarter of a long workflow's live heap), and
+	// reacquire makes them again from these.
+	offered struct {
+		keep   func(tools.Tool) bool
+		extra  []tools.Tool
+		toMake bool
+	}
 
 	// mcp is the MCP servers the session may use (mcp.go); nil when it
 	// has none. Guarded by mu.
@@ -215,6 +224,7 @@ func (s *Session) offerTools(keep func(tools.Tool) bool, extra []tools.Tool) {
 		specs = append(specs, provider.ToolSpec{Name: name, Description: t.Description(), Parameters: t.Schema()})
 	}
 	s.toolset, s.specs = tools.NewRegistry(all...), specs
+	s.offered.keep, s.offered.extra = keep, extra
 }
 
 // registry is the tools this session's turns can run.
@@ -387,6 +397,9 @@ func (s *Session) release() {
 		return
 	}
 	s.released = true
+	if s.toolset != nil { // made again if the session runs again (reacquire)
+		s.toolset, s.specs, s.offered.toMake = nil, nil, true
+	}
 	if err := s.log.Close(); err != nil {
 		s.rt.log.Warn("closing log", "session", s.ID(), "err", err)
 	}
@@ -418,6 +431,10 @@ func (s *Session) reacquire() error {
 		return err
 	}
 	s.workspace, s.log, s.released = ws, log, false
+	if s.offered.toMake {
+		s.offered.toMake = false
+		s.offerTools(s.offered.keep, s.offered.extra)
+	}
 	return nil
 }
 
