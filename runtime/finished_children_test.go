@@ -66,7 +66,7 @@ func TestFinishedChildrenReleaseTheirToolsGoroutinesAndMemory(t *testing.T) {
 	var one *Session
 	for _, sa := range rt.subagents.byID {
 		children, one = append(children, sa.name), sa.child
-		if sa.child.toolset != nil || sa.child.specs != nil {
+		if sa.child.own.Load() != nil {
 			holding = append(holding, sa.name)
 		}
 	}

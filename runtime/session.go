@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -171,20 +172,19 @@ type Session struct {
 	keep   func(tools.Tool) bool
 	writes writeLimit
 
-	// toolset and specs are set, before the first turn, only on a session
-	// with tools of its own (a Subagent's: its profile and posture narrow
-	// them, a workflow step adds report_checkpoint); nil means the
-	// runtime's, so a user's session shares its cached specs.
-	toolset *tools.Registry
-	specs   []provider.ToolSpec
-	// offered is offerTools' keep and extra: release drops toolset and
-	// specs (a finished child kept for send_input held a registry and a
-	// list of specs each: a quarter of a long workflow's live heap), and
-	// reacquire makes them again from these.
+	// own is the tools of a session with tools of its own (a Subagent's:
+	// its profile and posture narrow them, a workflow step adds
+	// report_checkpoint), set before the first turn; nil means the
+	// runtime's, so a user's session shares its cached specs. release
+	// drops them (a finished child kept for send_input held a registry and
+	// a list of specs each: a quarter of a long workflow's live heap) and
+	// reacquire makes them again from offered, which is set with them and
+	// never changes.
+	own     atomic.Pointer[ownTools]
 	offered struct {
-		keep   func(tools.Tool) bool
-		extra  []tools.Tool
-		toMake bool
+		keep  func(tools.Tool) bool
+		extra []tools.Tool
+		set   bool
 	}
 
 	// mcp is the MCP servers the session may use (mcp.go); nil when it
@@ -202,6 +202,19 @@ func (s *Session) offerTools(keep func(tools.Tool) bool, extra []tools.Tool) {
 	if keep == nil && len(extra) == 0 {
 		return
 	}
+	s.offered.keep, s.offered.extra, s.offered.set = keep, extra, true
+	s.own.Store(s.makeTools())
+}
+
+// ownTools are a session's own tools and their specs.
+type ownTools struct {
+	registry *tools.Registry
+	specs    []provider.ToolSpec
+}
+
+// makeTools makes the tools offerTools was given.
+func (s *Session) makeTools() *ownTools {
+	keep, extra := s.offered.keep, s.offered.extra
 	// Every child of a workflow comes through here: one walk of the
 	// runtime's tools, their specs made once (rt.toolSpecs), and the
 	// extras' names checked against the runtime's (which a keep may drop).
@@ -223,22 +236,33 @@ func (s *Session) offerTools(keep func(tools.Tool) bool, extra []tools.Tool) {
 		all = append(all, t)
 		specs = append(specs, provider.ToolSpec{Name: name, Description: t.Description(), Parameters: t.Schema()})
 	}
-	s.toolset, s.specs = tools.NewRegistry(all...), specs
-	s.offered.keep, s.offered.extra = keep, extra
+	return &ownTools{registry: tools.NewRegistry(all...), specs: specs}
+}
+
+// toolsNow is this session's own tools, made for the asking while it is
+// released; nil for a session that has none (the runtime's).
+func (s *Session) toolsNow() *ownTools {
+	if own := s.own.Load(); own != nil {
+		return own
+	}
+	if s.offered.set {
+		return s.makeTools()
+	}
+	return nil
 }
 
 // registry is the tools this session's turns can run.
 func (s *Session) registry() *tools.Registry {
-	if s.toolset != nil {
-		return s.toolset
+	if own := s.toolsNow(); own != nil {
+		return own.registry
 	}
 	return s.rt.tools
 }
 
 // toolSpecs describes this session's tools to the model.
 func (s *Session) toolSpecs() []provider.ToolSpec {
-	if s.specs != nil {
-		return s.specs
+	if own := s.toolsNow(); own != nil {
+		return own.specs
 	}
 	return s.rt.toolSpecs()
 }
@@ -397,9 +421,7 @@ func (s *Session) release() {
 		return
 	}
 	s.released = true
-	if s.toolset != nil { // made again if the session runs again (reacquire)
-		s.toolset, s.specs, s.offered.toMake = nil, nil, true
-	}
+	s.own.Store(nil) // made again if it runs again (reacquire)
 	if err := s.log.Close(); err != nil {
 		s.rt.log.Warn("closing log", "session", s.ID(), "err", err)
 	}
@@ -431,9 +453,8 @@ func (s *Session) reacquire() error {
 		return err
 	}
 	s.workspace, s.log, s.released = ws, log, false
-	if s.offered.toMake {
-		s.offered.toMake = false
-		s.offerTools(s.offered.keep, s.offered.extra)
+	if s.offered.set {
+		s.own.Store(s.makeTools())
 	}
 	return nil
 }
