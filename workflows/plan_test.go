@@ -301,13 +301,14 @@ func TestDryRunShowsTheControlFlow(t *testing.T) {
 	d, err := Waves(mustParse(t, practiceSpec(t)))
 	require.NoError(t, err)
 	// issue, commit and summary once; revisit 2 × (plan-review 3 × 3 +
-	// split-review 2 × 2 + write-tests, test-review and test-fix 8 each +
-	// final-review 3 × (escalation 2 × (make 8 + diagnose + redesign) + 4
-	// reviews and fixes)).
-	require.Equal(t, 3+2*(9+4+8+8+8+3*(2*(8+1+1)+4)), d.MaxRuns)
-	require.Len(t, d.Loops, 5)
+	// split-review 2 × 2 + testability 2 × (write-tests, test-signoff and
+	// seam 8 each) + test-review and test-fix 8 each + final-review 3 ×
+	// (escalation 2 × (make 8 + diagnose + redesign) + 4 reviews and
+	// fixes)).
+	require.Equal(t, 3+2*(9+4+2*(8+8+8)+8+8+3*(2*(8+1+1)+4)), d.MaxRuns)
+	require.Len(t, d.Loops, 6)
 	require.Equal(t, PlannedLoop{ID: "escalation", Steps: []string{"make", "diagnose", "redesign"}, Within: "final-review", MaxIterations: 2,
-		Until: "(make is checkpoint_ready or not write-tests is checkpoint_ready)", OnExhausted: Hold}, d.Loops[3])
+		Until: "(make is checkpoint_ready or not write-tests is checkpoint_ready)", OnExhausted: Hold}, d.Loops[4])
 	var make PlannedStep
 	for _, s := range d.Steps {
 		if s.ID == "make" {
@@ -320,11 +321,25 @@ func TestDryRunShowsTheControlFlow(t *testing.T) {
 	// The first iteration's waves: every step once; final-check waits for
 	// the whole escalation loop, commit for the whole revisit loop.
 	require.Equal(t, [][]string{{"issue"}, {"plan"}, {"check-plan", "simplify-plan"}, {"split"}, {"check-split"}, {"write-tests"},
-		{"test-review"}, {"test-fix"}, {"make"}, {"diagnose"}, {"redesign"}, {"final-check", "final-simplify"}, {"test-diagnose"}, {"test-redo"}, {"commit"}, {"summary"}}, d.Waves)
+		{"test-signoff", "seam"}, {"test-review"}, {"test-fix"}, {"make"}, {"diagnose"}, {"redesign"}, {"final-check", "final-simplify"}, {"test-diagnose"}, {"test-redo"}, {"commit"}, {"summary"}}, d.Waves)
 	text := RenderPlan(&d)
-	require.Contains(t, text, "At most 221 step runs")
+	require.Contains(t, text, "At most 301 step runs")
 	// A condition decided per instance says so.
 	require.Contains(t, text, "| test-review | read_only | shared | write-tests | – | – | revisit | write-tests /escalate_to_check = true (each instance against the same item's write-tests) | split /tasks (max 8) | 16 |")
 	require.Contains(t, text, "- plan-review [plan, check-plan, simplify-plan]: at most 3 iterations, within loop revisit; until check-plan /verdict = \"ACCEPTABLE\" and simplify-plan /verdict = \"ACCEPTABLE\"; stops early when check-plan /findings repeats; unresolved: proceed")
 	require.Contains(t, text, "| diagnose | read_only | shared | make | – | – | escalation | make status in [partial, failed, needs_orchestrator] | – | 12 |")
+
+	// With its verify entries (practiceSpec drops them for the simulated
+	// runtime): the RED check applies only to TESTS_READY reports.
+	var practice *Template
+	for _, tpl := range builtinTemplates() {
+		if tpl.Name == "practice" {
+			practice = tpl
+		}
+	}
+	w, err := practice.Instantiate(map[string]any{"issue": "GAL-1"})
+	require.NoError(t, err)
+	d, err = Waves(w)
+	require.NoError(t, err)
+	require.Contains(t, RenderPlan(&d), "- write-tests: `go test ./...` (expect fail), only when the payload has /result = \"TESTS_READY\"\n")
 }

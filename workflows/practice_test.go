@@ -31,14 +31,19 @@ import (
 // refuses a ready report unless they fail; checkpoint_test.go and the
 // practice through the binary, cmd/pixir/practice_e2e_test.go), 8 "strictly cosmetic finding → the orchestrator fixes
 // it" (no orchestrator step here: make's next iteration gets the finding),
-// and 9 "pre-existing bug / NOT_TESTABLE note / advisory / all commits
-// done" (commit's pm files them from the checkpoints it receives).
+// and 9 "pre-existing bug / advisory / all commits done" (commit's pm
+// files them from the checkpoints it receives; the NOT_TESTABLE
+// future-seam note has a case: it reaches pm's prompt).
 //
 // Row 6's escalation is per task: test-review and test-fix fan out over
 // the split's tasks like write-tests and make, so their conditions are
 // decided per instance against the same task's instance (paired
 // instances): one task's escalation reviews and fixes that task's tests
-// while the other task goes straight on.
+// while the other task goes straight on. Row 6's NOT_TESTABLE is per task
+// too (test-signoff and seam pair with write-tests), and its retries are
+// loop testability's iterations: write-tests#1.2[1] is task 1's tests
+// written again after its seam (every task's test step runs again in an
+// iteration: a loop repeats its steps whole).
 
 // practiceReports are the roles' reports by run label: the first key that
 // is a prefix of the label (longest first) wins; runs not named report a
@@ -56,6 +61,9 @@ const (
 	testsReady   = `{"status":"checkpoint_ready","summary":"TESTS_READY","payload":{"result":"TESTS_READY"}}`
 	escalated    = `{"status":"checkpoint_ready","summary":"TESTS_READY, escalated","payload":{"result":"TESTS_READY","escalate_to_check":true,"notes":"the fixture may hide the race"}}`
 	notReady     = `{"status":"partial","summary":"could not reach GREEN"}`
+	notTestable  = `{"status":"checkpoint_ready","summary":"NOT_TESTABLE","payload":{"result":"NOT_TESTABLE","kind":"general","notes":"it only changes a log line","future_seam":"inject the logger so the line can be asserted"}}`
+	missingSeam  = `{"status":"checkpoint_ready","summary":"NOT_TESTABLE: missing seam","payload":{"result":"NOT_TESTABLE","kind":"missing_seam","notes":"the clock is a global: pass it in"}}`
+	signoffNo    = `{"status":"needs_orchestrator","summary":"not signed off: a test through the log writer is possible"}`
 	testDesign   = `{"status":"checkpoint_ready","summary":"the test is at fault","payload":{"test_design_error":true}}`
 	notTestFault = `{"status":"checkpoint_ready","summary":"the code is at fault","payload":{"test_design_error":false,"notes":"check the loop bound"}}`
 )
@@ -84,6 +92,8 @@ func (p practiceReports) plan(label string) childPlan {
 		report = testDesign
 	case "write-tests":
 		report = testsReady
+	case "test-signoff":
+		report = `{"status":"checkpoint_ready","summary":"ACCEPTABLE: no tests","payload":{"verdict":"ACCEPTABLE"}}`
 	}
 	return childPlan{dur: 1, report: report}
 }
@@ -105,44 +115,48 @@ func loopStates(out Outcome) []string {
 	return s
 }
 
+// matrixRow is a row of the routing matrix: given the reports, which runs
+// follow, the loops' ends and the final status.
+type matrixRow struct {
+	row     string
+	reports practiceReports
+	ran     []string // runs that must have started
+	notRan  []string // runs that must not have
+	skipped []string // final runs skipped
+	loops   []string // loop runs (all of them, in order)
+	status  Status
+	check   func(t *testing.T, out Outcome, sim *simRuntime)
+}
+
 func TestPracticeRoutingMatrix(t *testing.T) {
-	happy := []string{"revisit: satisfied 1", "plan-review#1: satisfied 1", "split-review#1: satisfied 1",
+	happy := []string{"revisit: satisfied 1", "plan-review#1: satisfied 1", "split-review#1: satisfied 1", "testability#1: satisfied 1",
 		"final-review#1: satisfied 1", "escalation#1.1: satisfied 1"}
-	cases := []struct {
-		row     string
-		reports practiceReports
-		ran     []string // runs that must have started
-		notRan  []string // runs that must not have
-		skipped []string // final runs skipped
-		loops   []string // loop runs (all of them, in order)
-		status  Status
-		check   func(t *testing.T, out Outcome, sim *simRuntime)
-	}{{
+	cases := []matrixRow{{
 		row:     "2: @pm does not find the issue → stop with error (row 1: TestPracticeSanityChecksStopBeforeAnyAgent)",
 		reports: practiceReports{"issue": `{"status":"failed","summary":"TODO/GAL-1.md does not exist"}`},
 		ran:     []string{"issue"}, notRan: []string{"plan#1.1"},
-		loops:  []string{"revisit: held 1", "plan-review#1: held 1", "split-review#1: held 1", "final-review#1: held 1", "escalation#1.1: held 1"},
+		loops:  []string{"revisit: held 1", "plan-review#1: held 1", "split-review#1: held 1", "testability#1: held 1", "final-review#1: held 1", "escalation#1.1: held 1"},
 		status: StatusFailed,
 	}, {
 		row:     "2: @pm reports the issue not found, yet ready → refused (found must be true); the run stops",
 		reports: practiceReports{"issue": `{"status":"checkpoint_ready","summary":"no such issue","payload":{"found":false}}`},
 		ran:     []string{"issue"}, notRan: []string{"plan#1.1"},
-		loops:  []string{"revisit: held 1", "plan-review#1: held 1", "split-review#1: held 1", "final-review#1: held 1", "escalation#1.1: held 1"},
+		loops:  []string{"revisit: held 1", "plan-review#1: held 1", "split-review#1: held 1", "testability#1: held 1", "final-review#1: held 1", "escalation#1.1: held 1"},
 		status: StatusFailed,
 		check: func(t *testing.T, out Outcome, sim *simRuntime) {
 			require.Contains(t, runOf(out, "issue").Error.Message, "/found")
 		},
 	}, {
 		row: "4: both reviewers ACCEPTABLE → proceed to phase 5", reports: practiceReports{},
-		ran:    []string{"plan#1.1", "check-plan#1.1", "simplify-plan#1.1", "split#1.1", "write-tests#1[1]", "write-tests#1[2]", "make#1.1.1[1]", "make#1.1.1[2]", "final-check#1.1", "commit"},
+		ran:    []string{"plan#1.1", "check-plan#1.1", "simplify-plan#1.1", "split#1.1", "write-tests#1.1[1]", "write-tests#1.1[2]", "make#1.1.1[1]", "make#1.1.1[2]", "final-check#1.1", "commit"},
 		notRan: []string{"plan#1.2", "diagnose#1.1.1", "test-review#1"},
 		loops:  happy, status: StatusCompleted,
-		skipped: []string{"test-review#1[1]", "test-review#1[2]", "test-fix#1[1]", "test-fix#1[2]", "diagnose#1.1.1", "redesign#1.1.1", "test-diagnose#1.1", "test-redo#1.1"},
+		skipped: []string{"test-signoff#1.1[1]", "test-signoff#1.1[2]", "seam#1.1[1]", "seam#1.1[2]", "test-review#1[1]", "test-review#1[2]", "test-fix#1[1]", "test-fix#1[2]", "diagnose#1.1.1", "redesign#1.1.1", "test-diagnose#1.1", "test-redo#1.1"},
 	}, {
 		row:     "4: either reviewer NEEDS WORK → plan.md edited in place, reviewed again",
 		reports: practiceReports{"simplify-plan#1.1": verdict("NEEDS WORK", "none", "drop the cache layer")},
 		ran:     []string{"plan#1.2", "check-plan#1.2", "simplify-plan#1.2", "split#1.1"},
-		loops:   []string{"revisit: satisfied 1", "plan-review#1: satisfied 2", "split-review#1: satisfied 1", "final-review#1: satisfied 1", "escalation#1.1: satisfied 1"},
+		loops:   []string{"revisit: satisfied 1", "plan-review#1: satisfied 2", "split-review#1: satisfied 1", "testability#1: satisfied 1", "final-review#1: satisfied 1", "escalation#1.1: satisfied 1"},
 		status:  StatusCompleted,
 		check: func(t *testing.T, out Outcome, sim *simRuntime) {
 			// The reviser receives the reviewers' findings of iteration 1.
@@ -155,7 +169,7 @@ func TestPracticeRoutingMatrix(t *testing.T) {
 		row:     "4: @check BLOCK → plan.md edited for the finding, reviewed again",
 		reports: practiceReports{"check-plan#1.1": verdict("BLOCK", "plan_level", "the plan ignores the migration")},
 		ran:     []string{"plan#1.2", "check-plan#1.2"},
-		loops:   []string{"revisit: satisfied 1", "plan-review#1: satisfied 2", "split-review#1: satisfied 1", "final-review#1: satisfied 1", "escalation#1.1: satisfied 1"},
+		loops:   []string{"revisit: satisfied 1", "plan-review#1: satisfied 2", "split-review#1: satisfied 1", "testability#1: satisfied 1", "final-review#1: satisfied 1", "escalation#1.1: satisfied 1"},
 		status:  StatusCompleted,
 	}, {
 		row: "4: the same finding twice → convergence, the loop stops early (and proceeds)",
@@ -164,7 +178,7 @@ func TestPracticeRoutingMatrix(t *testing.T) {
 			"check-plan#1.2": verdict("NEEDS WORK", "none", "test the overflow", "name the error kinds"), // same set, another order
 		},
 		ran: []string{"plan#1.2", "split#1.1"}, notRan: []string{"plan#1.3"},
-		loops:  []string{"revisit: satisfied 1", "plan-review#1: converged 2", "split-review#1: satisfied 1", "final-review#1: satisfied 1", "escalation#1.1: satisfied 1"},
+		loops:  []string{"revisit: satisfied 1", "plan-review#1: converged 2", "split-review#1: satisfied 1", "testability#1: satisfied 1", "final-review#1: satisfied 1", "escalation#1.1: satisfied 1"},
 		status: StatusCompleted,
 		check: func(t *testing.T, out Outcome, sim *simRuntime) {
 			require.Equal(t, []string{"test the overflow", "name the error kinds"}, out.Loops[1].Blockers)
@@ -181,7 +195,7 @@ func TestPracticeRoutingMatrix(t *testing.T) {
 			"check-plan#1.3": verdict("NEEDS WORK", "none", "c"),
 		},
 		ran:    []string{"plan#1.3", "split#1.1", "commit"},
-		loops:  []string{"revisit: satisfied 1", "plan-review#1: exhausted 3", "split-review#1: satisfied 1", "final-review#1: satisfied 1", "escalation#1.1: satisfied 1"},
+		loops:  []string{"revisit: satisfied 1", "plan-review#1: exhausted 3", "split-review#1: satisfied 1", "testability#1: satisfied 1", "final-review#1: satisfied 1", "escalation#1.1: satisfied 1"},
 		status: StatusCompleted,
 		check: func(t *testing.T, out Outcome, sim *simRuntime) {
 			require.Equal(t, []string{"c"}, out.Loops[1].Blockers)
@@ -195,30 +209,30 @@ func TestPracticeRoutingMatrix(t *testing.T) {
 	}, {
 		row:     "5.5: @check NEEDS WORK on the split → task specs edited, reviewed again (max 2)",
 		reports: practiceReports{"check-split#1.1": verdict("NEEDS WORK", "none", "task 2 overlaps task 1")},
-		ran:     []string{"split#1.2", "check-split#1.2", "write-tests#1[1]"},
-		loops:   []string{"revisit: satisfied 1", "plan-review#1: satisfied 1", "split-review#1: satisfied 2", "final-review#1: satisfied 1", "escalation#1.1: satisfied 1"},
+		ran:     []string{"split#1.2", "check-split#1.2", "write-tests#1.1[1]"},
+		loops:   []string{"revisit: satisfied 1", "plan-review#1: satisfied 1", "split-review#1: satisfied 2", "testability#1: satisfied 1", "final-review#1: satisfied 1", "escalation#1.1: satisfied 1"},
 		status:  StatusCompleted,
 	}, {
 		row:     "5.5: @check BLOCK (the plan does not decompose) → back to the plan review",
 		reports: practiceReports{"check-split#1.1": verdict("BLOCK", "plan_level", "the plan does not decompose")},
-		ran:     []string{"split#1.1", "plan#2.1", "check-plan#2.1", "split#2.1", "write-tests#2[1]", "commit"},
-		notRan:  []string{"split#1.2", "write-tests#1[1]", "make#1.1.1[1]"},
-		loops: []string{"revisit: satisfied 2", "plan-review#1: satisfied 1", "split-review#1: satisfied 1", "final-review#1: skipped 1", "escalation#1.1: skipped 1",
-			"plan-review#2: satisfied 1", "split-review#2: satisfied 1", "final-review#2: satisfied 1", "escalation#2.1: satisfied 1"},
+		ran:     []string{"split#1.1", "plan#2.1", "check-plan#2.1", "split#2.1", "write-tests#2.1[1]", "commit"},
+		notRan:  []string{"split#1.2", "write-tests#1.1[1]", "make#1.1.1[1]"},
+		loops: []string{"revisit: satisfied 2", "plan-review#1: satisfied 1", "split-review#1: satisfied 1", "testability#1: skipped 1", "final-review#1: skipped 1", "escalation#1.1: skipped 1",
+			"plan-review#2: satisfied 1", "split-review#2: satisfied 1", "testability#2: satisfied 1", "final-review#2: satisfied 1", "escalation#2.1: satisfied 1"},
 		status: StatusCompleted,
 		check: func(t *testing.T, out Outcome, sim *simRuntime) {
 			require.Contains(t, sim.prompts["plan#2.1"], "The previous iteration (1) of loop \"revisit\"")
 			require.Contains(t, sim.prompts["plan#2.1"], "the plan does not decompose")
-			require.Equal(t, CheckpointSkipped, runOf(out, "write-tests#1").CheckpointStatus)
+			require.Equal(t, CheckpointSkipped, runOf(out, "write-tests#1.1").CheckpointStatus)
 		},
 	}, {
 		row:     "6: TESTS_READY, no escalation → phase 7",
 		reports: practiceReports{},
-		ran:     []string{"write-tests#1[1]", "make#1.1.1[1]"}, notRan: []string{"test-review#1[1]", "test-review#1[2]"},
+		ran:     []string{"write-tests#1.1[1]", "make#1.1.1[1]"}, notRan: []string{"test-review#1[1]", "test-review#1[2]"},
 		loops: happy, status: StatusCompleted,
 	}, {
 		row:     "6: TESTS_READY + escalate_to_check: true → @check light review → @test fixes → forward (per task)",
-		reports: practiceReports{"write-tests#1[2]": escalated, "test-review#1[2]": verdict("NEEDS WORK", "test_design", "assert the error, not the log")},
+		reports: practiceReports{"write-tests#1.1[2]": escalated, "test-review#1[2]": verdict("NEEDS WORK", "test_design", "assert the error, not the log")},
 		ran:     []string{"test-review#1[2]", "test-fix#1[2]", "make#1.1.1[1]", "make#1.1.1[2]", "commit"},
 		notRan:  []string{"test-review#1[1]", "test-fix#1[1]"},
 		loops:   happy, status: StatusCompleted,
@@ -227,7 +241,7 @@ func TestPracticeRoutingMatrix(t *testing.T) {
 			// decision is evidence with the value it saw.
 			seen := runOf(out, "test-review#1[2]").Conditions
 			require.Len(t, seen, 1)
-			require.Equal(t, "write-tests#1[2]", seen[0].Run)
+			require.Equal(t, "write-tests#1.1[2]", seen[0].Run)
 			require.JSONEq(t, "true", string(seen[0].Value))
 			require.Contains(t, runOf(out, "test-review#1[1]").Summary, "skipped: its condition was false")
 			require.Contains(t, sim.prompts["test-review#1[2]"], "the fixture may hide the race")
@@ -239,26 +253,85 @@ func TestPracticeRoutingMatrix(t *testing.T) {
 		},
 	}, {
 		row:     "6: TESTS_READY + escalate_to_check: true, the light review ACCEPTABLE → no fix, forward",
-		reports: practiceReports{"write-tests#1[1]": escalated},
+		reports: practiceReports{"write-tests#1.1[1]": escalated},
 		ran:     []string{"test-review#1[1]", "make#1.1.1[1]", "commit"},
 		notRan:  []string{"test-fix#1[1]", "test-review#1[2]"},
 		loops:   happy, status: StatusCompleted,
 	}, {
 		row: "6: BLOCKED → needs the orchestrator; that task does not go on, the plan is revisited",
 		reports: practiceReports{
-			"write-tests#1[1]": `{"status":"needs_orchestrator","summary":"BLOCKED: the task spec contradicts the plan"}`,
-			"write-tests#2[1]": `{"status":"needs_orchestrator","summary":"BLOCKED: the task spec contradicts the plan"}`,
+			"write-tests#1.1[1]": `{"status":"needs_orchestrator","summary":"BLOCKED: the task spec contradicts the plan"}`,
+			"write-tests#2.1[1]": `{"status":"needs_orchestrator","summary":"BLOCKED: the task spec contradicts the plan"}`,
 		},
 		ran:    []string{"make#1.1.1[2]", "plan#2.1"},
 		notRan: []string{"test-review#1[1]", "make#1.1.1[1]", "make#2.1.1[1]", "final-check#1.1", "make#1.1.2[2]"},
-		loops: []string{"revisit: exhausted 2", "plan-review#1: satisfied 1", "split-review#1: satisfied 1", "final-review#1: satisfied 1", "escalation#1.1: satisfied 1",
-			"plan-review#2: satisfied 1", "split-review#2: satisfied 1", "final-review#2: satisfied 1", "escalation#2.1: satisfied 1"},
+		loops: []string{"revisit: exhausted 2", "plan-review#1: satisfied 1", "split-review#1: satisfied 1", "testability#1: satisfied 1", "final-review#1: satisfied 1", "escalation#1.1: satisfied 1",
+			"plan-review#2: satisfied 1", "split-review#2: satisfied 1", "testability#2: satisfied 1", "final-review#2: satisfied 1", "escalation#2.1: satisfied 1"},
 		status: StatusPartial,
 		check: func(t *testing.T, out Outcome, sim *simRuntime) {
-			require.Contains(t, out.SeamObligations, "write-tests#2[1]: BLOCKED: the task spec contradicts the plan")
+			require.Contains(t, out.SeamObligations, "write-tests#2.1[1]: BLOCKED: the task spec contradicts the plan")
 			require.Equal(t, CheckpointHeld, runOf(out, "make#2.1.1[1]").CheckpointStatus)
-			require.Equal(t, []string{"write-tests#2[1]"}, runOf(out, "make#2.1.1[1]").BlockedBy)
+			require.Equal(t, []string{"write-tests#2.1[1]"}, runOf(out, "make#2.1.1[1]").BlockedBy)
 			require.Equal(t, CheckpointHeld, runOf(out, "commit").CheckpointStatus)
+		},
+	}, {
+		row:     "6: NOT_TESTABLE general → @check sign-off; the task goes to @make without tests",
+		reports: practiceReports{"write-tests#1.1[2]": notTestable},
+		ran:     []string{"test-signoff#1.1[2]", "make#1.1.1[1]", "make#1.1.1[2]", "commit"},
+		notRan:  []string{"test-signoff#1.1[1]", "seam#1.1[2]", "write-tests#1.2[2]", "test-review#1[2]"},
+		loops:   happy, status: StatusCompleted,
+		check: func(t *testing.T, out Outcome, sim *simRuntime) {
+			require.Equal(t, "check", runOf(out, "test-signoff#1.1[2]").Agent)
+			require.Contains(t, sim.prompts["test-signoff#1.1[2]"], "it only changes a log line")
+			seen := runOf(out, "test-signoff#1.1[2]").Conditions
+			require.Len(t, seen, 2)
+			require.Equal(t, "write-tests#1.1[2]", seen[1].Run)
+			require.JSONEq(t, `"general"`, string(seen[1].Value))
+			// Task 2's make goes on with the sign-off, task 1's without.
+			require.Contains(t, sim.prompts["make#1.1.1[2]"], "test-signoff#1.1[2] (checkpoint_ready")
+			require.NotContains(t, sim.prompts["make#1.1.1[1]"], "test-signoff#1.1[2]")
+		},
+	}, {
+		row:     "6: NOT_TESTABLE general, the sign-off refused → back to @test (loop testability), then TESTS_READY",
+		reports: practiceReports{"write-tests#1.1[2]": notTestable, "test-signoff#1.1[2]": signoffNo},
+		ran:     []string{"test-signoff#1.1[2]", "write-tests#1.2[1]", "write-tests#1.2[2]", "make#1.1.1[2]", "commit"},
+		notRan:  []string{"test-signoff#1.2[2]", "make#1.1.1[3]"},
+		loops:   []string{"revisit: satisfied 1", "plan-review#1: satisfied 1", "split-review#1: satisfied 1", "testability#1: satisfied 2", "final-review#1: satisfied 1", "escalation#1.1: satisfied 1"},
+		status:  StatusCompleted,
+		check: func(t *testing.T, out Outcome, sim *simRuntime) {
+			require.Contains(t, sim.prompts["write-tests#1.2[2]"], "a test through the log writer is possible")
+		},
+	}, {
+		row:     "6: NOT_TESTABLE missing_seam → @make adds the seam, @test runs again, seam then TESTS_READY",
+		reports: practiceReports{"write-tests#1.1[1]": missingSeam},
+		ran:     []string{"seam#1.1[1]", "write-tests#1.2[1]", "make#1.1.1[1]", "make#1.1.1[2]", "commit"},
+		notRan:  []string{"seam#1.1[2]", "seam#1.2[1]", "test-signoff#1.1[1]"},
+		loops:   []string{"revisit: satisfied 1", "plan-review#1: satisfied 1", "split-review#1: satisfied 1", "testability#1: satisfied 2", "final-review#1: satisfied 1", "escalation#1.1: satisfied 1"},
+		status:  StatusCompleted,
+		check: func(t *testing.T, out Outcome, sim *simRuntime) {
+			// make adds the seam, held to task 1's files, told what is missing.
+			require.Equal(t, "make", runOf(out, "seam#1.1[1]").Agent)
+			require.Contains(t, sim.prompts["seam#1.1[1]"], "the clock is a global: pass it in")
+			require.Contains(t, sim.prompts["seam#1.1[1]"], "src/a.go")
+			require.NotContains(t, sim.prompts["seam#1.1[1]"], "src/b.go")
+			// test writes task 1's tests again, seeing the seam.
+			require.Contains(t, sim.prompts["write-tests#1.2[1]"], "seam#1.1[1] (checkpoint_ready")
+			require.Equal(t, CheckpointSkipped, runOf(out, "seam#1.1[2]").CheckpointStatus)
+		},
+	}, {
+		row: "6: NOT_TESTABLE missing_seam, the seam twice → loop testability exhausted; the task's make held, the plan revisited, then held",
+		reports: practiceReports{"write-tests#1.1[1]": missingSeam, "write-tests#1.2[1]": missingSeam,
+			"write-tests#2.1[1]": missingSeam, "write-tests#2.2[1]": missingSeam},
+		ran:    []string{"seam#1.1[1]", "seam#1.2[1]", "plan#2.1", "seam#2.2[1]"},
+		notRan: []string{"make#1.1.1[1]", "make#2.1.1[1]", "final-check#2.1", "commit"},
+		loops: []string{"revisit: exhausted 2", "plan-review#1: satisfied 1", "split-review#1: satisfied 1", "testability#1: exhausted 2", "final-review#1: held 1", "escalation#1.1: held 1",
+			"plan-review#2: satisfied 1", "split-review#2: satisfied 1", "testability#2: exhausted 2", "final-review#2: held 1", "escalation#2.1: held 1"},
+		status: StatusPartial,
+		check: func(t *testing.T, out Outcome, sim *simRuntime) {
+			require.Equal(t, CheckpointHeld, runOf(out, "make#2.1.1").CheckpointStatus)
+			require.Equal(t, []string{"loop testability#2"}, runOf(out, "make#2.1.1").BlockedBy)
+			require.Equal(t, CheckpointHeld, runOf(out, "commit").CheckpointStatus)
+			require.Contains(t, out.Output, "testability#2: exhausted after 2 of 2 iterations")
 		},
 	}, {
 		row:     "7: Implementation Complete → phase 8",
@@ -269,7 +342,7 @@ func TestPracticeRoutingMatrix(t *testing.T) {
 		row:     "7: Incomplete + escalate test_design (or an entry-validation flag) → @check diagnoses, @test redesigns, a fresh @make",
 		reports: practiceReports{"make#1.1.1[1]": notReady},
 		ran:     []string{"diagnose#1.1.1", "redesign#1.1.1", "make#1.1.2[1]", "make#1.1.2[2]", "final-check#1.1"},
-		loops:   []string{"revisit: satisfied 1", "plan-review#1: satisfied 1", "split-review#1: satisfied 1", "final-review#1: satisfied 1", "escalation#1.1: satisfied 2"},
+		loops:   []string{"revisit: satisfied 1", "plan-review#1: satisfied 1", "split-review#1: satisfied 1", "testability#1: satisfied 1", "final-review#1: satisfied 1", "escalation#1.1: satisfied 2"},
 		status:  StatusCompleted,
 		check: func(t *testing.T, out Outcome, sim *simRuntime) {
 			// The fresh make sees the diagnosis and the redesign.
@@ -280,7 +353,7 @@ func TestPracticeRoutingMatrix(t *testing.T) {
 		row:     "7: Incomplete, no flag → re-dispatched once with @check's notes",
 		reports: practiceReports{"make#1.1.1[2]": notReady, "diagnose#1.1.1": notTestFault},
 		ran:     []string{"diagnose#1.1.1", "make#1.1.2[2]"}, notRan: []string{"redesign#1.1.1"},
-		loops:  []string{"revisit: satisfied 1", "plan-review#1: satisfied 1", "split-review#1: satisfied 1", "final-review#1: satisfied 1", "escalation#1.1: satisfied 2"},
+		loops:  []string{"revisit: satisfied 1", "plan-review#1: satisfied 1", "split-review#1: satisfied 1", "testability#1: satisfied 1", "final-review#1: satisfied 1", "escalation#1.1: satisfied 2"},
 		status: StatusCompleted,
 		check: func(t *testing.T, out Outcome, sim *simRuntime) {
 			require.Contains(t, sim.prompts["make#1.1.2[2]"], "check the loop bound")
@@ -290,8 +363,8 @@ func TestPracticeRoutingMatrix(t *testing.T) {
 		reports: practiceReports{"make#1.1.": notReady},
 		ran:     []string{"make#1.1.2[1]", "plan#2.1", "make#2.1.1[1]", "commit"},
 		notRan:  []string{"final-check#1.1", "make#1.1.3[1]", "make#1.2.1[1]"},
-		loops: []string{"revisit: satisfied 2", "plan-review#1: satisfied 1", "split-review#1: satisfied 1", "final-review#1: satisfied 1", "escalation#1.1: exhausted 2",
-			"plan-review#2: satisfied 1", "split-review#2: satisfied 1", "final-review#2: satisfied 1", "escalation#2.1: satisfied 1"},
+		loops: []string{"revisit: satisfied 2", "plan-review#1: satisfied 1", "split-review#1: satisfied 1", "testability#1: satisfied 1", "final-review#1: satisfied 1", "escalation#1.1: exhausted 2",
+			"plan-review#2: satisfied 1", "split-review#2: satisfied 1", "testability#2: satisfied 1", "final-review#2: satisfied 1", "escalation#2.1: satisfied 1"},
 		status: StatusCompleted,
 		check: func(t *testing.T, out Outcome, sim *simRuntime) {
 			require.Equal(t, CheckpointHeld, runOf(out, "final-check#1.1").CheckpointStatus)
@@ -306,7 +379,7 @@ func TestPracticeRoutingMatrix(t *testing.T) {
 		row:     "8: @check BLOCK, production-code finding → a new @make from the finding",
 		reports: practiceReports{"final-check#1.1": verdict("BLOCK", "production_code", "the overflow is still there")},
 		ran:     []string{"make#1.2.1[1]", "make#1.2.1[2]", "final-check#1.2", "commit"}, notRan: []string{"test-diagnose#1.1"},
-		loops:  []string{"revisit: satisfied 1", "plan-review#1: satisfied 1", "split-review#1: satisfied 1", "final-review#1: satisfied 2", "escalation#1.1: satisfied 1", "escalation#1.2: satisfied 1"},
+		loops:  []string{"revisit: satisfied 1", "plan-review#1: satisfied 1", "split-review#1: satisfied 1", "testability#1: satisfied 1", "final-review#1: satisfied 2", "escalation#1.1: satisfied 1", "escalation#1.2: satisfied 1"},
 		status: StatusCompleted,
 		check: func(t *testing.T, out Outcome, sim *simRuntime) {
 			require.Contains(t, sim.prompts["make#1.2.1[1]"], "the overflow is still there")
@@ -315,14 +388,14 @@ func TestPracticeRoutingMatrix(t *testing.T) {
 		row:     "8: @check BLOCK, test-design finding → @check → @test → @make re-verifies",
 		reports: practiceReports{"final-check#1.1": verdict("BLOCK", "test_design", "the test asserts the log line")},
 		ran:     []string{"test-diagnose#1.1", "test-redo#1.1", "make#1.2.1[1]", "final-check#1.2"},
-		loops:   []string{"revisit: satisfied 1", "plan-review#1: satisfied 1", "split-review#1: satisfied 1", "final-review#1: satisfied 2", "escalation#1.1: satisfied 1", "escalation#1.2: satisfied 1"},
+		loops:   []string{"revisit: satisfied 1", "plan-review#1: satisfied 1", "split-review#1: satisfied 1", "testability#1: satisfied 1", "final-review#1: satisfied 2", "escalation#1.1: satisfied 1", "escalation#1.2: satisfied 1"},
 		status:  StatusCompleted,
 	}, {
 		row:     "8: @check BLOCK, plan-level finding → back to phase 3 with the finding",
 		reports: practiceReports{"final-check#1.1": verdict("BLOCK", "plan_level", "the design needs a queue")},
 		ran:     []string{"plan#2.1", "final-check#2.1", "commit"}, notRan: []string{"make#1.2.1[1]"},
-		loops: []string{"revisit: satisfied 2", "plan-review#1: satisfied 1", "split-review#1: satisfied 1", "final-review#1: satisfied 1", "escalation#1.1: satisfied 1",
-			"plan-review#2: satisfied 1", "split-review#2: satisfied 1", "final-review#2: satisfied 1", "escalation#2.1: satisfied 1"},
+		loops: []string{"revisit: satisfied 2", "plan-review#1: satisfied 1", "split-review#1: satisfied 1", "testability#1: satisfied 1", "final-review#1: satisfied 1", "escalation#1.1: satisfied 1",
+			"plan-review#2: satisfied 1", "split-review#2: satisfied 1", "testability#2: satisfied 1", "final-review#2: satisfied 1", "escalation#2.1: satisfied 1"},
 		status: StatusCompleted,
 		check: func(t *testing.T, out Outcome, sim *simRuntime) {
 			require.Contains(t, sim.prompts["plan#2.1"], "the design needs a queue")
@@ -343,7 +416,7 @@ func TestPracticeRoutingMatrix(t *testing.T) {
 			"final-check#1.2": verdict("NEEDS WORK", "production_code", "the overflow"),
 		},
 		ran: []string{"final-check#1.2", "commit"}, notRan: []string{"final-check#1.3"},
-		loops:  []string{"revisit: satisfied 1", "plan-review#1: satisfied 1", "split-review#1: satisfied 1", "final-review#1: converged 2", "escalation#1.1: satisfied 1", "escalation#1.2: satisfied 1"},
+		loops:  []string{"revisit: satisfied 1", "plan-review#1: satisfied 1", "split-review#1: satisfied 1", "testability#1: satisfied 1", "final-review#1: converged 2", "escalation#1.1: satisfied 1", "escalation#1.2: satisfied 1"},
 		status: StatusCompleted,
 		check: func(t *testing.T, out Outcome, sim *simRuntime) {
 			// Phase 9 files the unresolved blocker: commit is told.
@@ -354,11 +427,24 @@ func TestPracticeRoutingMatrix(t *testing.T) {
 		row:     "8: 3 cycles exhausted → blockers documented; proceed",
 		reports: practiceReports{"final-check#1.": verdict("NEEDS WORK", "production_code", "x")}, // x, then y, then z below
 		ran:     []string{"final-check#1.3", "commit"},
-		loops:   []string{"revisit: satisfied 1", "plan-review#1: satisfied 1", "split-review#1: satisfied 1", "final-review#1: exhausted 3", "escalation#1.1: satisfied 1", "escalation#1.2: satisfied 1", "escalation#1.3: satisfied 1"},
+		loops:   []string{"revisit: satisfied 1", "plan-review#1: satisfied 1", "split-review#1: satisfied 1", "testability#1: satisfied 1", "final-review#1: exhausted 3", "escalation#1.1: satisfied 1", "escalation#1.2: satisfied 1", "escalation#1.3: satisfied 1"},
 		status:  StatusCompleted,
+	}, {
+		row:     "9: a NOT_TESTABLE future-seam note reaches @pm, to be filed as a sub-issue (label tech-debt)",
+		reports: practiceReports{"write-tests#1.1[2]": notTestable},
+		ran:     []string{"commit"},
+		loops:   happy, status: StatusCompleted,
+		check: func(t *testing.T, out Outcome, sim *simRuntime) {
+			require.Contains(t, sim.prompts["commit"], "label tech-debt) for every future_seam note")
+			require.Contains(t, sim.prompts["commit"], "write-tests#1.1[2] (checkpoint_ready")
+			require.Contains(t, sim.prompts["commit"], "inject the logger so the line can be asserted")
+		},
 	}}
 	// The exhaustion row needs a new finding each time, or it converges.
-	cases[len(cases)-1].reports = practiceReports{
+	exhaustion := slices.IndexFunc(cases, func(c matrixRow) bool {
+		return strings.HasPrefix(c.row, "8: 3 cycles exhausted")
+	})
+	cases[exhaustion].reports = practiceReports{
 		"final-check#1.1": verdict("NEEDS WORK", "production_code", "x"),
 		"final-check#1.2": verdict("NEEDS WORK", "production_code", "y"),
 		"final-check#1.3": verdict("NEEDS WORK", "production_code", "z"),

@@ -53,7 +53,9 @@ func TestThePracticeIsAValidWorkflow(t *testing.T) {
 	require.Equal(t, "final-review", parent("escalation"))
 	require.Equal(t, "escalation", loopOf("make"))
 	require.Equal(t, "final-review", loopOf("final-check"))
-	require.Equal(t, "revisit", loopOf("write-tests"))
+	require.Equal(t, "testability", loopOf("write-tests"))
+	require.Equal(t, "testability", loopOf("seam"))
+	require.Equal(t, "revisit", parent("testability"))
 	require.Equal(t, -1, g.loopOf[g.index["commit"]])
 	// diagnose's condition on make's failure makes it a failure branch;
 	// make needs its tests ready and tolerates a skipped review and fix,
@@ -61,8 +63,10 @@ func TestThePracticeIsAValidWorkflow(t *testing.T) {
 	// split's tasks, not with the split.
 	require.Equal(t, []bool{true}, g.tolerated[g.index["diagnose"]])
 	require.Equal(t, []bool{false}, g.tolerated[g.index["redesign"]])
-	require.Equal(t, []bool{false, false, true, true}, g.tolerated[g.index["make"]])
-	require.Equal(t, []bool{false, true, true, true}, g.paired[g.index["make"]])
+	require.Equal(t, []bool{false, false, true, true, true}, g.tolerated[g.index["make"]])
+	require.Equal(t, []bool{false, true, true, true, true}, g.paired[g.index["make"]])
+	require.True(t, g.perInstance[g.index["seam"]])
+	require.True(t, g.perInstance[g.index["test-signoff"]])
 	require.True(t, g.perInstance[g.index["make"]])
 	require.True(t, g.perInstance[g.index["test-review"]])
 	require.False(t, g.perInstance[g.index["write-tests"]], "write-tests tests check-split, which is no fan-out")
@@ -79,7 +83,7 @@ func TestThePracticeIsAValidWorkflow(t *testing.T) {
 		return names
 	}
 	require.Equal(t, []string{"issue", "loop revisit", "commit", "summary"}, members(0))
-	require.Equal(t, []string{"loop plan-review", "loop split-review", "write-tests", "test-review", "test-fix", "loop final-review"},
+	require.Equal(t, []string{"loop plan-review", "loop split-review", "loop testability", "test-review", "test-fix", "loop final-review"},
 		members(g.scopeOf(g.loopIndex["revisit"])))
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -41,17 +42,17 @@ func TestThePracticeRunsEndToEndToACommit(t *testing.T) {
 		"plan#1.1:checkpoint_ready", "check-plan#1.1:checkpoint_ready", "simplify-plan#1.1:checkpoint_ready",
 		"plan#1.2:checkpoint_ready", "check-plan#1.2:checkpoint_ready", "simplify-plan#1.2:checkpoint_ready",
 		"split#1.1:checkpoint_ready", "check-split#1.1:checkpoint_ready",
-		"write-tests#1[1]:checkpoint_ready", "test-review#1[1]:skipped", "test-fix#1[1]:skipped",
+		"write-tests#1.1[1]:checkpoint_ready", "test-signoff#1.1[1]:skipped", "seam#1.1[1]:skipped", "test-review#1[1]:skipped", "test-fix#1[1]:skipped",
 		"make#1.1.1[1]:partial", "diagnose#1.1.1:checkpoint_ready", "redesign#1.1.1:checkpoint_ready",
 		"make#1.1.2[1]:checkpoint_ready", "diagnose#1.1.2:skipped", "redesign#1.1.2:skipped",
 		"final-check#1.1:checkpoint_ready", "final-simplify#1.1:checkpoint_ready", "test-diagnose#1.1:skipped", "test-redo#1.1:skipped",
 		"commit:checkpoint_ready", "summary:checkpoint_ready",
 	}, practiceRuns(out))
 	require.Equal(t, []string{"revisit: satisfied at iteration 1 of 2", "plan-review#1: satisfied at iteration 2 of 3",
-		"split-review#1: satisfied at iteration 1 of 2", "final-review#1: satisfied at iteration 1 of 3", "escalation#1.1: satisfied at iteration 2 of 2"}, practiceLoops(out))
+		"split-review#1: satisfied at iteration 1 of 2", "testability#1: satisfied at iteration 1 of 2", "final-review#1: satisfied at iteration 1 of 3", "escalation#1.1: satisfied at iteration 2 of 2"}, practiceLoops(out))
 
 	// The roles ran as their built-in agents.
-	for run, agent := range map[string]string{"issue": "pm", "check-plan#1.2": "check", "simplify-plan#1.2": "simplify", "write-tests#1[1]": "test", "make#1.1.2[1]": "make", "commit": "pm"} {
+	for run, agent := range map[string]string{"issue": "pm", "check-plan#1.2": "check", "simplify-plan#1.2": "simplify", "write-tests#1.1[1]": "test", "make#1.1.2[1]": "make", "commit": "pm"} {
 		require.Equal(t, agent, runOf(t, out, run).Agent, run)
 	}
 	// The reviser got the findings; the fresh make got the redesign.
@@ -60,7 +61,7 @@ func TestThePracticeRunsEndToEndToACommit(t *testing.T) {
 	// make is held to its task's files: its write set is calc.sh alone.
 	require.Contains(t, p.prompt(out, "make#1.1.2[1]"), "You may write only: calc.sh.")
 	// Pixir verified RED before the implementation and GREEN before closing.
-	require.Contains(t, runOf(t, out, "write-tests#1[1]").Checkpoint.Verification[0], "verified by Pixir: `sh tests/run.sh` exited 1, as required (fail)")
+	require.Contains(t, runOf(t, out, "write-tests#1.1[1]").Checkpoint.Verification[0], "verified by Pixir: `sh tests/run.sh` exited 1, as required (fail)")
 	require.Contains(t, runOf(t, out, "commit").Checkpoint.Verification[0], "verified by Pixir: `sh tests/run.sh` exited 0, as required (pass)")
 
 	// The artifacts, the TODO status flips and the follow-up.
@@ -86,7 +87,7 @@ func TestThePracticeEscalatesATasksTestsAndStillCommits(t *testing.T) {
 	require.Equal(t, workflows.StatusCompleted, out.Status, out.Output)
 
 	runs := practiceRuns(out)
-	for _, r := range []string{"write-tests#1[1]:checkpoint_ready", "test-review#1[1]:checkpoint_ready", "test-fix#1[1]:checkpoint_ready",
+	for _, r := range []string{"write-tests#1.1[1]:checkpoint_ready", "test-review#1[1]:checkpoint_ready", "test-fix#1[1]:checkpoint_ready",
 		"make#1.1.2[1]:checkpoint_ready", "commit:checkpoint_ready", "summary:checkpoint_ready"} {
 		require.Contains(t, runs, r, out.Output)
 	}
@@ -94,7 +95,7 @@ func TestThePracticeEscalatesATasksTestsAndStillCommits(t *testing.T) {
 	require.Equal(t, "test", runOf(t, out, "test-fix#1[1]").Agent)
 	seen := runOf(t, out, "test-review#1[1]").Conditions
 	require.Len(t, seen, 1)
-	require.Equal(t, "write-tests#1[1]", seen[0].Run)
+	require.Equal(t, "write-tests#1.1[1]", seen[0].Run)
 	require.JSONEq(t, "true", string(seen[0].Value))
 	// The review saw why test escalated; the fix saw the review; make saw
 	// both; the fix is verified RED by Pixir.
@@ -248,6 +249,157 @@ match = '\AFix the tests of task'
   text = "fixed"
 `
 
+// Row 6, NOT_TESTABLE: missing testability seam, through the binary: the
+// split gives three tasks; test reports task 2 NOT_TESTABLE (missing_seam:
+// its clock reads the date itself), which Pixir does not hold to the RED
+// check (the verify entry's when: no tests were written); make adds the
+// seam, held to task 2's files; test writes task 2's tests again in loop
+// testability's second iteration, RED as Pixir verifies; make implements
+// every task, and the run reaches its commit.
+func TestThePracticeAddsAMissingSeamThenTestsAndCommits(t *testing.T) {
+	p := newPracticeRepo(t)
+	out, stderr := p.run(p.scenario(threeTasksOneMissingASeam))
+	require.Equal(t, workflows.StatusCompleted, out.Status, out.Output)
+
+	runs := practiceRuns(out)
+	for _, r := range []string{
+		"write-tests#1.1[2]:checkpoint_ready", "seam#1.1[2]:checkpoint_ready", "write-tests#1.2[2]:checkpoint_ready",
+		"seam#1.2[2]:skipped", "seam#1.1[1]:skipped", "seam#1.1[3]:skipped",
+		"make#1.1.2[1]:checkpoint_ready", "make#1.1.2[2]:checkpoint_ready", "make#1.1.2[3]:checkpoint_ready",
+		"commit:checkpoint_ready", "summary:checkpoint_ready",
+	} {
+		require.Contains(t, runs, r, out.Output)
+	}
+	require.Contains(t, practiceLoops(out), "testability#1: satisfied at iteration 2 of 2")
+
+	// The NOT_TESTABLE report skipped the RED check, and the evidence says
+	// why, with the value seen; the tests written after the seam are RED.
+	require.Equal(t, `not verified by Pixir: `+"`sh tests/run.sh` (expect fail)"+` (the new tests fail before the implementation (RED)) does not apply to this report: its when /result = "TESTS_READY" does not hold (/result is "NOT_TESTABLE")`,
+		runOf(t, out, "write-tests#1.1[2]").Checkpoint.Verification[0])
+	require.Contains(t, runOf(t, out, "write-tests#1.2[2]").Checkpoint.Verification[0], "verified by Pixir: `sh tests/run.sh` exited 1, as required (fail)")
+
+	// The seam is make's, held to task 2's file, told what is missing; the
+	// second test run sees the seam.
+	require.Equal(t, "make", runOf(t, out, "seam#1.1[2]").Agent)
+	require.Contains(t, p.prompt(out, "seam#1.1[2]"), "You may write only: clock.sh.")
+	require.Contains(t, p.prompt(out, "seam#1.1[2]"), "clock.sh reads the date itself")
+	require.Contains(t, p.prompt(out, "write-tests#1.2[2]"), "seam#1.1[2] (checkpoint_ready")
+	// Row 9: the future-seam note (repeated by the last report, as its
+	// task says) reaches pm with the tech-debt instruction.
+	require.Contains(t, p.prompt(out, "commit"), `"future_seam":"a fake clock for every script"`)
+	require.Contains(t, p.prompt(out, "commit"), "one (label tech-debt) for every future_seam note")
+
+	p.requireOneCommit(out, "TODO/GAL-1-1.md", "TODO/GAL-1.md", "TODO/README.md", "calc.sh", "clock.sh", "neg.sh",
+		"tests/test_clock.sh", "tests/test_mul.sh", "tests/test_neg.sh")
+	p.requireRebuilt(out, sessionOf(t, p.e.ws, stderr))
+}
+
+// threeTasksOneMissingASeam splits the demo's issue into three tasks (mul
+// as in the demo, a clock stamp, neg); the clock's tests need a seam.
+const threeTasksOneMissingASeam = `
+[[rule]]
+name = "the split into three tasks"
+match = '\ASplit the reviewed plan'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "write"
+  arguments = { path = ".workflow/run-GAL-1/task-1.md", content = "# Task 1: mul\n" }
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "write"
+  arguments = { path = ".workflow/run-GAL-1/task-2.md", content = "# Task 2: stamp prints t=<now>\n" }
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "write"
+  arguments = { path = ".workflow/run-GAL-1/task-3.md", content = "# Task 3: neg\n" }
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "report_checkpoint"
+  arguments_json = '{"status":"checkpoint_ready","summary":"three tasks","payload":{"tasks":[{"id":"1","files":["calc.sh"],"tests":["tests/test_mul.sh"]},{"id":"2","files":["clock.sh"],"tests":["tests/test_clock.sh"]},{"id":"3","files":["neg.sh"],"tests":["tests/test_neg.sh"]}]}}'
+  [[rule.reply]]
+  text = "split into three tasks"
+
+[[rule]]
+name = "test writes task 2's tests once the seam is there"
+match = '(?s)\AWrite the failing tests of task 2 .*This is iteration 2 of at most 2 of loop "testability"'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "write"
+  arguments = { path = "tests/test_clock.sh", content = ". ./clock.sh\nNOW=5\n[ \"$(stamp)\" = t=5 ] || { echo \"stamp: want t=5\"; exit 1; }\n" }
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "report_checkpoint"
+  arguments_json = '{"status":"checkpoint_ready","summary":"RED: stamp is missing","produced":["tests/test_clock.sh"],"payload":{"result":"TESTS_READY","future_seam":"a fake clock for every script"}}'
+  [[rule.reply]]
+  text = "RED"
+
+[[rule]]
+name = "test finds task 2 missing a seam"
+match = '\AWrite the failing tests of task 2 '
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "report_checkpoint"
+  arguments_json = '{"status":"checkpoint_ready","summary":"NOT_TESTABLE: missing seam","payload":{"result":"NOT_TESTABLE","kind":"missing_seam","notes":"clock.sh reads the date itself: let NOW override it","future_seam":"a fake clock for every script"}}'
+  [[rule.reply]]
+  text = "NOT_TESTABLE"
+
+[[rule]]
+name = "test writes task 3's tests"
+match = '\AWrite the failing tests of task 3 '
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "write"
+  arguments = { path = "tests/test_neg.sh", content = ". ./neg.sh\n[ \"$(neg 2)\" = -2 ] || { echo \"neg 2: want -2\"; exit 1; }\n" }
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "report_checkpoint"
+  arguments_json = '{"status":"checkpoint_ready","summary":"RED: neg.sh is missing","produced":["tests/test_neg.sh"],"payload":{"result":"TESTS_READY"}}'
+  [[rule.reply]]
+  text = "RED"
+
+[[rule]]
+name = "make adds task 2's seam"
+match = '\AThe test step could not test task 2 '
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "write"
+  arguments = { path = "clock.sh", content = "now() { echo \"${NOW:-$(date +%s)}\"; }\n" }
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "report_checkpoint"
+  arguments_json = '{"status":"checkpoint_ready","summary":"now() reads NOW when set","produced":["clock.sh"]}'
+  [[rule.reply]]
+  text = "seam added"
+
+[[rule]]
+name = "make implements task 2"
+match = '\AImplement task 2 '
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "write"
+  arguments = { path = "clock.sh", content = "now() { echo \"${NOW:-$(date +%s)}\"; }\nstamp() { echo \"t=$(now)\"; }\n" }
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "report_checkpoint"
+  arguments_json = '{"status":"checkpoint_ready","summary":"stamp implemented","produced":["clock.sh"]}'
+  [[rule.reply]]
+  text = "GREEN"
+
+[[rule]]
+name = "make implements task 3"
+match = '\AImplement task 3 '
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "write"
+  arguments = { path = "neg.sh", content = "neg() { echo $((0 - $1)); }\n" }
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "report_checkpoint"
+  arguments_json = '{"status":"checkpoint_ready","summary":"neg implemented","produced":["neg.sh"]}'
+  [[rule.reply]]
+  text = "GREEN"
+`
+
 // Row 8's convergence through the binary: the final review finds the same
 // production-code problem twice, so its loop stops early (converged, at
 // iteration 2 of 3) and the run goes on as the spec says — document the
@@ -345,7 +497,7 @@ match = '\AFinal review of the change for issue \S+ against'
 	require.NoError(t, resumed.Run(), errBuf.String())
 	out := runOutcome(t, outBuf.String())
 	require.Equal(t, workflows.StatusCompleted, out.Status, out.Output)
-	for _, r := range []string{"issue", "plan#1.2", "write-tests#1[1]", "redesign#1.1.1", "make#1.1.2[1]"} {
+	for _, r := range []string{"issue", "plan#1.2", "write-tests#1.1[1]", "redesign#1.1.1", "make#1.1.2[1]"} {
 		require.Equal(t, wfID, runOf(t, out, r).ReusedFrom, "%s ended before the kill: reused", r)
 	}
 	require.Empty(t, runOf(t, out, "final-check#1.1").ReusedFrom)
@@ -517,7 +669,14 @@ func (p *practiceRepo) requireOneCommit(out workflows.Outcome, files ...string) 
 		Files: files}, out.Commit)
 	require.Equal(p.t, strings.Join(files, "\n"), p.git("show", "--name-only", "--format=", "HEAD"))
 	require.Equal(p.t, "?? NOTES.txt", p.git("status", "--porcelain"), "the user's file, untouched; .pixir/ and .workflow/ ignored")
-	require.Equal(p.t, "ok   tests/test_add.sh\nok   tests/test_mul.sh", runTests(p.t, p.e.ws), "the committed work passes its tests")
+	passed := []string{"ok   tests/test_add.sh"} // the demo's own test, then the run's
+	for _, f := range files {
+		if strings.HasPrefix(f, "tests/test_") {
+			passed = append(passed, "ok   "+f)
+		}
+	}
+	slices.Sort(passed)
+	require.Equal(p.t, strings.Join(passed, "\n"), runTests(p.t, p.e.ws), "the committed work passes its tests")
 }
 
 // requireRebuilt checks that the Log rebuilds the outcome, commit included.
