@@ -131,14 +131,16 @@ func TestAPairedInstanceStartsWhenItsOwnPartnersAreDecided(t *testing.T) {
 }
 
 // In the practice itself, task 1's make is gated (its condition decided
-// on task 1's tests) while task 3's tests still run; it starts when the
-// conflict rules let it (the practice's writers share the workspace and
-// read all of it, so they take turns).
+// on task 1's tests, review and fix) while task 3's escalated tests are
+// still under review; it starts when the conflict rules let it (the
+// practice's writers share the workspace and read all of it, so they
+// take turns). The tests themselves end together: loop testability
+// decides on every task's tests before any review or make.
 func TestThePracticeGatesEachTasksMakeOnItsOwnTests(t *testing.T) {
-	reports := practiceReports{"split": threeTasks}
+	reports := practiceReports{"split": threeTasks, "write-tests#1.1[3]": escalated}
 	sim := newSim(func(label string) childPlan {
 		p := reports.plan(label)
-		if label == "write-tests#1[3]" {
+		if label == "test-review#1[3]" {
 			p.dur = 20
 		}
 		return p
@@ -154,11 +156,11 @@ func TestThePracticeGatesEachTasksMakeOnItsOwnTests(t *testing.T) {
 		t.Fatalf("no %s of %s", kind, run)
 		return -1
 	}
-	tests3 := at(EventCheckpointDecided, "write-tests#1[3]")
+	review3 := at(EventCheckpointDecided, "test-review#1[3]")
 	for _, task := range []string{"1", "2"} {
-		require.Less(t, at(EventConditionDecided, "make#1.1.1["+task+"]"), tests3, "task %s's make is gated on its own tests", task)
+		require.Less(t, at(EventConditionDecided, "make#1.1.1["+task+"]"), review3, "task %s's make is gated on its own tests", task)
 	}
-	require.Greater(t, at(EventConditionDecided, "make#1.1.1[3]"), tests3)
+	require.Greater(t, at(EventConditionDecided, "make#1.1.1[3]"), review3)
 	checkDecidedBeforeStarted(t, sim.events)
 	rebuiltEquals(t, sim, out)
 }
