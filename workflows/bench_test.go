@@ -480,6 +480,7 @@ func benchLooped(b *testing.B, c int, alike, estimates bool) {
 	var runs, passes int
 	var cpuSpent time.Duration
 	var yardSum, knownSum, knownWorst, overKnown float64
+	var orderedSum, orderedWorst, reservingSum, reservingWorst float64
 	seed := uint64(0)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -528,7 +529,25 @@ func benchLooped(b *testing.B, c int, alike, estimates bool) {
 		if err != nil {
 			b.Fatalf("seed %d: %v", seed, err)
 		}
-		for _, m := range []int64{makespan, blind, known} {
+		schedules := []int64{makespan, blind, known}
+		if estimates {
+			// Rules that may leave a slot idle, deciding by the
+			// estimates and knowing every run (nongreedy_test.go).
+			g := newRunGraph(made.s.runs, pre, dur)
+			est := declaredPerRun(made.w, g)
+			ordered := planOrderedDispatch(g, c, estimatedPlan(g, est, c))
+			reserving := reservingSchedule(g, c, longestPathKeys(g, est), est)
+			for _, start := range [][]int64{ordered, reserving} {
+				if err := checkSchedule(g, start, c); err != nil {
+					b.Fatalf("seed %d: %v", seed, err)
+				}
+			}
+			o, rs := float64(makespanOf(ordered, g.dur))/bound, float64(makespanOf(reserving, g.dur))/bound
+			orderedSum, orderedWorst = orderedSum+o, max(orderedWorst, o)
+			reservingSum, reservingWorst = reservingSum+rs, max(reservingWorst, rs)
+			schedules = append(schedules, makespanOf(ordered, g.dur), makespanOf(reserving, g.dur))
+		}
+		for _, m := range schedules {
 			if float64(m) < bound-1e-6 {
 				b.Fatalf("seed %d: a schedule of %d beats the lower bound %.1f: the bound is wrong", seed, m, bound)
 			}
@@ -557,5 +576,9 @@ func benchLooped(b *testing.B, c int, alike, estimates bool) {
 	b.ReportMetric(float64(runs)/float64(seed), "runs/workflow")
 	if estimates {
 		b.ReportMetric(float64(passes)/float64(seed), "height-measures/workflow")
+		b.ReportMetric(orderedSum/float64(seed), "mean-plan-ordered/bound")
+		b.ReportMetric(orderedWorst, "worst-plan-ordered/bound")
+		b.ReportMetric(reservingSum/float64(seed), "mean-reserving/bound")
+		b.ReportMetric(reservingWorst, "worst-reserving/bound")
 	}
 }

@@ -332,7 +332,7 @@ func bestKnownSchedule(runs []*stepRun, pre map[*stepRun][]*stepRun, dur map[*st
 				return 0, err
 			}
 			best = min(best, makespanOf(start, g.dur))
-			improved, err := forwardBackward(g, start, c, horizon)
+			improved, _, err := forwardBackward(g, start, c, horizon)
 			if err != nil {
 				return 0, err
 			}
@@ -344,10 +344,11 @@ func bestKnownSchedule(runs []*stepRun, pre map[*stepRun][]*stepRun, dur map[*st
 
 // forwardBackward improves a schedule by 6 forward-backward passes (pack
 // every run as late as it can go in order of its end, then as early as it
-// can in order of its start) and returns the shortest makespan it saw.
-func forwardBackward(g *runGraph, start []int64, c int, horizon int64) (int64, error) {
+// can in order of its start) and returns the shortest makespan it saw and
+// that schedule.
+func forwardBackward(g *runGraph, start []int64, c int, horizon int64) (int64, []int64, error) {
 	n := len(g.runs)
-	best := makespanOf(start, g.dur)
+	best, bestStart := makespanOf(start, g.dur), start
 	for range 6 {
 		order := make([]int, n)
 		for i := range order {
@@ -367,11 +368,13 @@ func forwardBackward(g *runGraph, start []int64, c int, horizon int64) (int64, e
 		})
 		start = serialSchedule(order, g.preds, g.dur, c, horizon)
 		if err := checkSchedule(g, start, c); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
-		best = min(best, makespanOf(start, g.dur))
+		if m := makespanOf(start, g.dur); m < best {
+			best, bestStart = m, start
+		}
 	}
-	return best, nil
+	return best, bestStart, nil
 }
 
 // parallelSchedule is greedy list scheduling of the graph on c slots: at
@@ -629,8 +632,20 @@ func TestYardsticksBracketTheOptimum(t *testing.T) {
 		known, err := bestKnownSchedule(made.s.runs, pre, dur, c)
 		require.NoError(t, err)
 		blind := blindYardstick(made, pre, dur, c)
+		// The non-greedy rules, deciding by estimates ±30 %.
+		est := make([]int64, len(g.runs))
+		for i := range est {
+			if g.dur[i] > 0 {
+				est[i] = max(1, int64(float64(g.dur[i])*(0.7+0.6*r.Float64())))
+			}
+		}
+		ordered := planOrderedDispatch(g, c, estimatedPlan(g, est, c))
+		reserving := reservingSchedule(g, c, longestPathKeys(g, est), est)
+		for _, start := range [][]int64{ordered, reserving} {
+			require.NoErrorf(t, checkSchedule(g, start, c), "seed %d", seed)
+		}
 		require.LessOrEqualf(t, bound, float64(opt)+1e-6, "seed %d: the bound %.1f is above the optimum %d", seed, bound, opt)
-		for name, m := range map[string]int64{"the scheduler's": makespan, "the best known": known, "the blind list schedule": blind} {
+		for name, m := range map[string]int64{"the scheduler's": makespan, "the best known": known, "the blind list schedule": blind, "the plan-ordered": makespanOf(ordered, g.dur), "the reserving": makespanOf(reserving, g.dur)} {
 			require.GreaterOrEqualf(t, m, opt, "seed %d: %s makespan %d beats the optimum %d", seed, name, m, opt)
 		}
 		if float64(opt) <= bound+1e-6 {
