@@ -174,9 +174,18 @@ func (p *process) stop() {
 				<-p.exited
 			}
 		}
-		// What the server started outside its group could still hold the
-		// pipes: closing our ends ends the stderr reader regardless.
+		// The reader first takes what the server wrote before it ended
+		// (why it failed is often its last stderr line, and a failed
+		// start stops it before telling why). What the server started
+		// outside its group could still hold the pipes: after a grace,
+		// closing our ends ends the reader regardless.
 		signalGroup(p.cmd.Process, true)
+		drain := time.NewTimer(exitGrace)
+		select {
+		case <-p.stderrDone:
+		case <-drain.C:
+		}
+		drain.Stop()
 		p.stdout.Close()
 		p.stderr.Close()
 		p.wg.Wait()
