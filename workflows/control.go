@@ -145,7 +145,7 @@ type Loop struct {
 	Steps         []string         `json:"steps" jsonschema:"minItems=1" jsonschema_description:"The ids of the steps that repeat together. Steps outside that depend on them wait for the loop's end and see its last iteration."`
 	MaxIterations int              `json:"max_iterations,omitempty" jsonschema:"minimum=1,maximum=100" jsonschema_description:"Most iterations; required: the runtime enforces it."`
 	Until         Conditions       `json:"until,omitempty" jsonschema_description:"The loop ends satisfied when this holds at the end of an iteration. Default: every step of the iteration that ran is checkpoint_ready."`
-	Converge      *Converge        `json:"converge,omitempty" jsonschema_description:"Stop early when this payload value is the same in two consecutive iterations (compared canonically: key order and array order do not matter)."`
+	Converge      Converges        `json:"converge,omitempty" jsonschema_description:"Stop early when a payload value repeats: {step, path: JSON Pointer into that step's payload}, or a list of them that must all repeat (e.g. both reviewers' findings); each compared canonically with the previous iteration's (key order and array order do not matter)."`
 	OnExhausted   ExhaustionPolicy `json:"on_exhausted,omitempty" jsonschema:"enum=hold,enum=proceed" jsonschema_description:"When the loop ends unresolved (max_iterations reached, or converged): hold (default) holds its dependents and the workflow is partial; proceed lets them run and reports the blockers."`
 }
 
@@ -165,6 +165,60 @@ type Converge struct {
 func (c *Converge) UnmarshalJSON(b []byte) error {
 	type plain Converge
 	return strictDecode(b, (*plain)(c), "converge", "step, path")
+}
+
+// text is the value as people read it: `check-plan /findings`.
+func (c Converge) text() string { return c.Step + " " + c.Path }
+
+// Converges is one converge value or a list of them: `converge: {step:
+// check-plan, path: /findings}` or `converge: [{…}, {…}]`. With a list the
+// loop converges only when every value is the same as in the previous
+// iteration (both reviewers repeat their findings). Its schema for the
+// model (an object or an array) is written by hand in schemas/generate
+// (reflector).
+type Converges []Converge
+
+// UnmarshalJSON accepts a single converge object or an array of them.
+func (cs *Converges) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if string(b) == "null" {
+		return nil
+	}
+	if len(b) > 0 && b[0] == '{' {
+		var c Converge
+		if err := json.Unmarshal(b, &c); err != nil {
+			return err
+		}
+		*cs = Converges{c}
+		return nil
+	}
+	var list []Converge
+	if err := json.Unmarshal(b, &list); err != nil {
+		return err
+	}
+	if list == nil {
+		list = Converges{} // converge: [] is given (and refused), not absent
+	}
+	*cs = list
+	return nil
+}
+
+// MarshalJSON writes one value as the object it was written as, so a
+// spec with a single converge reads (and hashes) as before lists.
+func (cs Converges) MarshalJSON() ([]byte, error) {
+	if len(cs) == 1 {
+		return json.Marshal(cs[0])
+	}
+	return json.Marshal([]Converge(cs))
+}
+
+// text is the values as people read them: `check-plan /findings, simplify-plan /findings`.
+func (cs Converges) text() string {
+	parts := make([]string, len(cs))
+	for k, c := range cs {
+		parts[k] = c.text()
+	}
+	return strings.Join(parts, ", ")
 }
 
 // strictDecode decodes b into v rejecting unknown keys, naming what and

@@ -177,6 +177,52 @@ func TestLoopsRepeatUntilAndEndHonestly(t *testing.T) {
 		require.Contains(t, out.SeamObligations, "loop plan (converged): a")
 		rebuiltEquals(t, sim, out)
 	})
+	t.Run("a converge list: converged only when every value repeats", func(t *testing.T) {
+		both := `{"steps":[
+			{"id":"draft","task":"Write the plan.","write_set":["plan.md"]},
+			{"id":"review","task":"Review the plan.","depends_on":["draft"],"output_schema":` + verdictSchema + `},
+			{"id":"simplify","task":"Simplify the plan.","depends_on":["draft"],"output_schema":` + verdictSchema + `},
+			{"id":"ship","task":"Ship it.","depends_on":["review","simplify"]}],
+			"loops":[{"id":"plan","steps":["draft","review","simplify"],"max_iterations":3,"on_exhausted":"proceed",
+				"until":{"step":"review","path":"/verdict","equals":"ACCEPTABLE"},
+				"converge":[{"step":"review","path":"/findings"},{"step":"simplify","path":"/findings"}]}]}`
+		// review repeats itself from the start; simplify changes once,
+		// then repeats: converged at 3, not 2.
+		out, sim := runSim(t, both, reports(map[string]string{
+			"review#1": needs("a"), "review#2": needs("a"), "review#3": needs("a"),
+			"simplify#1": needs("x"), "simplify#2": needs("y"), "simplify#3": needs("y"),
+		}))
+		require.Equal(t, StatusCompleted, out.Status, out.Output)
+		require.Equal(t, LoopConverged, out.Loops[0].State)
+		require.Equal(t, 3, out.Loops[0].Iterations, "one reviewer repeating while the other changes is not convergence")
+		// The until waits for review alone: simplify is advisory, and its
+		// findings are compared, not blockers.
+		require.Equal(t, []string{"review: a"}, out.Loops[0].Blockers)
+		var values [][]ConvergeSeen
+		for _, ev := range sim.events {
+			if ev.Kind == EventIterationFinished {
+				require.Nil(t, ev.Value, "a list records each value in values")
+				values = append(values, ev.Values)
+			}
+		}
+		require.Equal(t, [][]ConvergeSeen{
+			{{Converge: "review /findings", Run: "review#1", Value: json.RawMessage(`["a"]`)}, {Converge: "simplify /findings", Run: "simplify#1", Value: json.RawMessage(`["x"]`)}},
+			{{Converge: "review /findings", Run: "review#2", Value: json.RawMessage(`["a"]`), Same: true}, {Converge: "simplify /findings", Run: "simplify#2", Value: json.RawMessage(`["y"]`)}},
+			{{Converge: "review /findings", Run: "review#3", Value: json.RawMessage(`["a"]`), Same: true}, {Converge: "simplify /findings", Run: "simplify#3", Value: json.RawMessage(`["y"]`), Same: true}},
+		}, values)
+		require.Contains(t, out.Output, "- plan: converged at iteration 3 of 3 → proceeding with 1 blocker: review: a")
+		rebuiltEquals(t, sim, out)
+
+		// The other way round, and the dry run shows both values.
+		out, _ = runSim(t, both, reports(map[string]string{
+			"review#1": needs("a"), "review#2": needs("b"), "simplify#1": needs("x"), "simplify#2": needs("x"), "review#3": ok,
+		}))
+		require.Equal(t, LoopSatisfied, out.Loops[0].State)
+		require.Equal(t, 3, out.Loops[0].Iterations)
+		plan, err := Waves(mustParse(t, both))
+		require.NoError(t, err)
+		require.Equal(t, "review /findings, simplify /findings", plan.Loops[0].Converge)
+	})
 	t.Run("exhausted at 3, proceeding with its blockers", func(t *testing.T) {
 		out, sim := runSim(t, strings.Replace(spec, "%s", `,"on_exhausted":"proceed"`, 1),
 			reports(map[string]string{"review#1": needs("a"), "review#2": needs("b"), "review#3": needs("c", "d")}))

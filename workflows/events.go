@@ -67,9 +67,11 @@ type WorkflowEvent struct {
 	Iteration int    `json:"iteration,omitempty"`
 	// iteration_finished: what the end of the iteration decided (next,
 	// satisfied, converged, exhausted, held, skipped, stopped) and the
-	// converge value it saw.
+	// converge value it saw (Value), or each of them when the loop
+	// converges on a list (Values).
 	Decision string          `json:"decision,omitempty"`
 	Value    json.RawMessage `json:"value,omitempty"`
+	Values   []ConvergeSeen  `json:"values,omitempty"`
 	// loop_finished: the loop's outcome.
 	LoopOutcome *LoopOutcome `json:"loop_outcome,omitempty"`
 
@@ -83,6 +85,18 @@ type WorkflowEvent struct {
 	Status    Status `json:"status,omitempty"`
 	StoppedBy string `json:"stopped_by,omitempty"`
 	ElapsedMS int64  `json:"elapsed_ms,omitempty"`
+}
+
+// ConvergeSeen is one of a loop's converge values as an iteration's end
+// saw it: the value, the run it came from, and whether it is the same as
+// in the previous iteration.
+type ConvergeSeen struct {
+	// Converge is the value as written: `check-plan /findings`.
+	Converge string `json:"converge"`
+	Run      string `json:"run"`
+	// Value is canonical; absent when the payload had none.
+	Value json.RawMessage `json:"value,omitempty"`
+	Same  bool            `json:"same"`
 }
 
 // ConditionSeen is one test of a condition as it was decided: what it

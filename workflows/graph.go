@@ -47,9 +47,19 @@ type loopNode struct {
 	parent int // enclosing loop, -1 for none
 	depth  int // 1 for a loop in no loop
 	size   int // steps at any depth
-	// converge is the step and pointer of the convergence value.
-	convergeStep int
-	convergePath []string
+	// converge are the step and pointer of each convergence value.
+	converge []convergeValue
+}
+
+// convergeValue is one value of a loop's converge, compiled.
+type convergeValue struct {
+	step int
+	path []string
+	text string // check-plan /findings
+	// blocks: its items are the loop's blockers when it ends unresolved.
+	// With several values, only those of steps the until names: a
+	// reviewer the until does not wait for is advisory.
+	blocks bool
 }
 
 // scopeNode is the body of a loop (or the workflow): its direct members
@@ -222,7 +232,7 @@ func compileGraph(w *Workflow) *graph {
 	g.loops = make([]loopNode, len(w.Loops))
 	for l := range w.Loops {
 		g.loopIndex[w.Loops[l].ID] = l
-		g.loops[l] = loopNode{def: &w.Loops[l], parent: parent[l], convergeStep: -1}
+		g.loops[l] = loopNode{def: &w.Loops[l], parent: parent[l]}
 	}
 	for l := range g.loops {
 		d := 1
@@ -307,9 +317,13 @@ func compileGraph(w *Workflow) *graph {
 	g.until = make([][]cond, len(w.Loops))
 	for l := range w.Loops {
 		g.until[l] = g.compileConds(w.Loops[l].Until)
-		if c := w.Loops[l].Converge; c != nil {
-			g.loops[l].convergeStep = g.index[c.Step]
-			g.loops[l].convergePath, _ = parsePointer(c.Path)
+		conv := w.Loops[l].Converge
+		named := map[string]bool{}
+		namedSteps(w.Loops[l].Until, named)
+		for _, c := range conv {
+			path, _ := parsePointer(c.Path)
+			blocks := len(conv) == 1 || len(w.Loops[l].Until) == 0 || named[c.Step]
+			g.loops[l].converge = append(g.loops[l].converge, convergeValue{step: g.index[c.Step], path: path, text: c.text(), blocks: blocks})
 		}
 	}
 	return g
@@ -340,6 +354,21 @@ func (g *graph) pairScopeEdges() {
 			for j, a := range dependents {
 				node.paired[b][j] = !joins[edge{sc, a, b}]
 			}
+		}
+	}
+}
+
+// namedSteps adds the steps that conditions test, at any depth.
+func namedSteps(cs []Condition, into map[string]bool) {
+	for i := range cs {
+		c := &cs[i]
+		if c.Step != "" {
+			into[c.Step] = true
+		}
+		namedSteps(c.All, into)
+		namedSteps(c.Any, into)
+		if c.Not != nil {
+			namedSteps([]Condition{*c.Not}, into)
 		}
 	}
 }

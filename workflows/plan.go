@@ -393,9 +393,7 @@ func waves(ctx context.Context, w *Workflow) (DryRun, error) {
 		if len(lp.Until) > 0 {
 			pl.Until = conditionsText(lp.Until)
 		}
-		if c := lp.Converge; c != nil {
-			pl.Converge = c.Step + " " + c.Path
-		}
+		pl.Converge = lp.Converge.text()
 		out.Loops = append(out.Loops, pl)
 	}
 	out.Steps = make([]PlannedStep, n)

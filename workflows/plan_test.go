@@ -326,7 +326,7 @@ func TestDryRunShowsTheControlFlow(t *testing.T) {
 	require.Contains(t, text, "At most 301 step runs")
 	// A condition decided per instance says so.
 	require.Contains(t, text, "| test-review | read_only | shared | write-tests | – | – | revisit | write-tests /escalate_to_check = true (each instance against the same item's write-tests) | split /tasks (max 8) | 16 |")
-	require.Contains(t, text, "- plan-review [plan, check-plan, simplify-plan]: at most 3 iterations, within loop revisit; until check-plan /verdict = \"ACCEPTABLE\" and simplify-plan /verdict = \"ACCEPTABLE\"; stops early when check-plan /findings repeats; unresolved: proceed")
+	require.Contains(t, text, "- plan-review [plan, check-plan, simplify-plan]: at most 3 iterations, within loop revisit; until check-plan /verdict = \"ACCEPTABLE\" and simplify-plan /verdict = \"ACCEPTABLE\"; stops early when check-plan /findings, simplify-plan /findings all repeat; unresolved: proceed")
 	require.Contains(t, text, "| diagnose | read_only | shared | make | – | – | escalation | make status in [partial, failed, needs_orchestrator] | – | 12 |")
 
 	// With its verify entries (practiceSpec drops them for the simulated

@@ -181,11 +181,39 @@ func TestPracticeRoutingMatrix(t *testing.T) {
 		loops:  []string{"revisit: satisfied 1", "plan-review#1: converged 2", "split-review#1: satisfied 1", "testability#1: satisfied 1", "final-review#1: satisfied 1", "escalation#1.1: satisfied 1"},
 		status: StatusCompleted,
 		check: func(t *testing.T, out Outcome, sim *simRuntime) {
-			require.Equal(t, []string{"test the overflow", "name the error kinds"}, out.Loops[1].Blockers)
-			require.Contains(t, out.SeamObligations, "loop plan-review#1 (converged): name the error kinds")
+			// Each blocker says whose it is: the loop converges on both
+			// reviewers' findings.
+			require.Equal(t, []string{"check-plan: test the overflow", "check-plan: name the error kinds"}, out.Loops[1].Blockers)
+			require.Contains(t, out.SeamObligations, "loop plan-review#1 (converged): check-plan: name the error kinds")
 			require.Contains(t, out.KnownLimitations[0], "loop plan-review#1 ended converged after 2 of 3 iterations")
 			// The split is told what stayed unresolved.
 			require.Contains(t, sim.prompts["split#1.1"], "Loop plan-review#1 ended converged at iteration 2 of 3 → proceeding with 2 blockers")
+		},
+	}, {
+		row: "4: one reviewer repeats its finding, the other changes → not converged; the loop goes on",
+		reports: practiceReports{
+			"check-plan#1.1":    verdict("NEEDS WORK", "none", "name the error kinds"),
+			"check-plan#1.2":    verdict("NEEDS WORK", "none", "name the error kinds"),
+			"simplify-plan#1.1": verdict("NEEDS WORK", "none", "drop the cache layer"),
+			"simplify-plan#1.2": verdict("NEEDS WORK", "none", "inline the parser"),
+			"check-plan#1.3":    verdict("ACCEPTABLE", "none"),
+		},
+		ran:    []string{"plan#1.3", "check-plan#1.3", "simplify-plan#1.3", "split#1.1"},
+		loops:  []string{"revisit: satisfied 1", "plan-review#1: satisfied 3", "split-review#1: satisfied 1", "testability#1: satisfied 1", "final-review#1: satisfied 1", "escalation#1.1: satisfied 1"},
+		status: StatusCompleted,
+	}, {
+		row: "4: both reviewers repeat their findings → converged (simplify's findings are blockers too, named by their step)",
+		reports: practiceReports{
+			"check-plan#1.1":    verdict("NEEDS WORK", "none", "name the error kinds"),
+			"check-plan#1.2":    verdict("NEEDS WORK", "none", "name the error kinds"),
+			"simplify-plan#1.1": verdict("NEEDS WORK", "none", "drop the cache layer"),
+			"simplify-plan#1.2": verdict("NEEDS WORK", "none", "drop the cache layer"),
+		},
+		ran: []string{"plan#1.2", "split#1.1"}, notRan: []string{"plan#1.3"},
+		loops:  []string{"revisit: satisfied 1", "plan-review#1: converged 2", "split-review#1: satisfied 1", "testability#1: satisfied 1", "final-review#1: satisfied 1", "escalation#1.1: satisfied 1"},
+		status: StatusCompleted,
+		check: func(t *testing.T, out Outcome, sim *simRuntime) {
+			require.Equal(t, []string{"check-plan: name the error kinds", "simplify-plan: drop the cache layer"}, out.Loops[1].Blockers)
 		},
 	}, {
 		row: "4: unresolved after 3 cycles → blockers documented, proceed",
@@ -198,12 +226,12 @@ func TestPracticeRoutingMatrix(t *testing.T) {
 		loops:  []string{"revisit: satisfied 1", "plan-review#1: exhausted 3", "split-review#1: satisfied 1", "testability#1: satisfied 1", "final-review#1: satisfied 1", "escalation#1.1: satisfied 1"},
 		status: StatusCompleted,
 		check: func(t *testing.T, out Outcome, sim *simRuntime) {
-			require.Equal(t, []string{"c"}, out.Loops[1].Blockers)
-			require.Contains(t, out.Output, "- plan-review#1: exhausted after 3 of 3 iterations → proceeding with 1 blocker: c")
+			require.Equal(t, []string{"check-plan: c"}, out.Loops[1].Blockers)
+			require.Contains(t, out.Output, "- plan-review#1: exhausted after 3 of 3 iterations → proceeding with 1 blocker: check-plan: c")
 			// Phase 9: pm is told the blocker to file; the summary documents it.
 			for _, run := range []string{"commit", "summary"} {
 				require.Contains(t, sim.prompts[run], "Loop plan-review#1 ended exhausted after 3 of 3 iterations → proceeding with 1 blocker without meeting its until", run)
-				require.Contains(t, sim.prompts[run], "\n- c\n", run)
+				require.Contains(t, sim.prompts[run], "\n- check-plan: c\n", run)
 			}
 		},
 	}, {
@@ -421,8 +449,20 @@ func TestPracticeRoutingMatrix(t *testing.T) {
 		check: func(t *testing.T, out Outcome, sim *simRuntime) {
 			// Phase 9 files the unresolved blocker: commit is told.
 			require.Contains(t, sim.prompts["commit"], "Loop final-review#1 ended converged at iteration 2 of 3 → proceeding with 1 blocker")
-			require.Contains(t, sim.prompts["commit"], "- the overflow")
+			require.Contains(t, sim.prompts["commit"], "- final-check: the overflow")
 		},
+	}, {
+		row: "8: final-check repeats its finding while final-simplify's changes → not converged, a third review",
+		reports: practiceReports{
+			"final-check#1.1":    verdict("NEEDS WORK", "production_code", "the overflow"),
+			"final-check#1.2":    verdict("NEEDS WORK", "production_code", "the overflow"),
+			"final-simplify#1.1": verdict("NEEDS WORK", "none", "inline the helper"),
+			"final-simplify#1.2": verdict("NEEDS WORK", "none", "drop the option"),
+			"final-check#1.3":    verdict("ACCEPTABLE", "none"),
+		},
+		ran:    []string{"final-check#1.3", "commit"},
+		loops:  []string{"revisit: satisfied 1", "plan-review#1: satisfied 1", "split-review#1: satisfied 1", "testability#1: satisfied 1", "final-review#1: satisfied 3", "escalation#1.1: satisfied 1", "escalation#1.2: satisfied 1", "escalation#1.3: satisfied 1"},
+		status: StatusCompleted,
 	}, {
 		row:     "8: 3 cycles exhausted → blockers documented; proceed",
 		reports: practiceReports{"final-check#1.": verdict("NEEDS WORK", "production_code", "x")}, // x, then y, then z below

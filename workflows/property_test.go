@@ -93,7 +93,7 @@ func randomLoopedWorkflow(r *rand.Rand, n int) *Workflow {
 				l.Until = Conditions{{Step: last.ID, Path: "/v", Equals: json.RawMessage(`"yes"`)}}
 			}
 			if last.ForEach == nil && r.IntN(2) == 0 {
-				l.Converge = &Converge{Step: last.ID, Path: "/v"}
+				l.Converge = Converges{{Step: last.ID, Path: "/v"}}
 			}
 			l.OnExhausted = []ExhaustionPolicy{Hold, Proceed}[r.IntN(2)]
 			w.Loops = append(w.Loops, l)
@@ -128,8 +128,8 @@ func pairFanOuts(r *rand.Rand, w *Workflow) {
 		for _, c := range l.Until {
 			readsPayload[c.Step] = true
 		}
-		if l.Converge != nil {
-			readsPayload[l.Converge.Step] = true
+		for _, c := range l.Converge {
+			readsPayload[c.Step] = true
 		}
 	}
 	for i := range w.Steps {

@@ -125,10 +125,14 @@ type loopRun struct {
 	frames   []*frame
 	state    LoopState
 	blockers []string
-	last     string // the previous iteration's converge value, canonical
-	hasLast  bool
-	label    string // plan-review, or escalation#2 inside a loop's iteration 2
-	outcome  *LoopOutcome
+	// last is, per converge value, the previous iteration's, canonical
+	// (absent: not seen yet, or the payload had none); blockersOf each,
+	// the loop's blockers when it ends unresolved.
+	last      []string
+	hasLast   []bool
+	blockersK [][]string
+	label     string // plan-review, or escalation#2 inside a loop's iteration 2
+	outcome   *LoopOutcome
 }
 
 // unresolvedHold reports whether the loop ended without its until and
@@ -1152,22 +1156,8 @@ func (r *runner) iterationDone(lr *loopRun, f *frame) {
 		case satisfied:
 			ev.Decision = string(LoopSatisfied)
 		default:
-			if cs := g.loops[lr.loop].convergeStep; cs >= 0 {
-				v := r.view(cs, f)
-				if len(v.runs) == 1 {
-					if val, ok := lookup(r.payloadOf(v.runs[0]), g.loops[lr.loop].convergePath); ok {
-						c := canonical(val, true)
-						ev.Value = json.RawMessage(canonical(val, false))
-						if lr.hasLast && lr.last == c {
-							ev.Decision = string(LoopConverged)
-						}
-						lr.last, lr.hasLast = c, true
-						lr.blockers = blockersOf(val)
-					} else {
-						lr.hasLast = false
-						lr.blockers = nil
-					}
-				}
+			if r.converged(lr, f, &ev) {
+				ev.Decision = string(LoopConverged)
 			}
 			if ev.Decision == "" && f.iter >= def.MaxIterations {
 				ev.Decision = string(LoopExhausted)
@@ -1255,6 +1245,62 @@ func (r *runner) retryDecisions() {
 		}
 		k = -1 // deciding it may have decided what the others wait for
 	}
+}
+
+// converged compares each of the loop's converge values in iteration f
+// with the previous iteration's, records what it saw in ev (Value for a
+// single value, Values for a list), and reports whether every value is
+// present and the same as before. A value whose step did not run in f
+// keeps its previous value and does not converge; a run whose payload
+// has no value at the path forgets it.
+func (r *runner) converged(lr *loopRun, f *frame, ev *WorkflowEvent) bool {
+	conv := r.s.g.loops[lr.loop].converge
+	if len(conv) == 0 {
+		return false
+	}
+	if lr.last == nil {
+		lr.last, lr.hasLast, lr.blockersK = make([]string, len(conv)), make([]bool, len(conv)), make([][]string, len(conv))
+	}
+	all := true
+	for k, cv := range conv {
+		v := r.view(cv.step, f)
+		if len(v.runs) != 1 {
+			all = false
+			continue
+		}
+		seen := ConvergeSeen{Converge: cv.text, Run: v.runs[0].label}
+		val, ok := lookup(r.payloadOf(v.runs[0]), cv.path)
+		if !ok {
+			lr.hasLast[k], lr.blockersK[k] = false, nil
+			all = false
+		} else {
+			c := canonical(val, true)
+			seen.Value = json.RawMessage(canonical(val, false))
+			seen.Same = lr.hasLast[k] && lr.last[k] == c
+			all = all && seen.Same
+			lr.last[k], lr.hasLast[k], lr.blockersK[k] = c, true, blockersOf(val)
+		}
+		if len(conv) == 1 {
+			ev.Value = seen.Value
+		} else {
+			ev.Values = append(ev.Values, seen)
+		}
+	}
+	// The blockers: each blocking value's items; with several values,
+	// each item says whose it is.
+	lr.blockers = nil
+	for k, b := range lr.blockersK {
+		if !conv[k].blocks {
+			continue
+		}
+		for _, item := range b {
+			if len(conv) > 1 {
+				item = r.w.Steps[conv[k].step].ID + ": " + item
+			}
+			lr.blockers = append(lr.blockers, item)
+		}
+	}
+	return all
 }
 
 // blockersOf lists a converge value as blockers: each element of an array

@@ -139,7 +139,10 @@ func RenderPlan(p *DryRun) string {
 				fmt.Fprintf(&b, ", within loop %s", l.Within)
 			}
 			fmt.Fprintf(&b, "; until %s", cell(l.Until))
-			if l.Converge != "" {
+			switch {
+			case strings.Contains(l.Converge, ", "):
+				fmt.Fprintf(&b, "; stops early when %s all repeat", l.Converge)
+			case l.Converge != "":
 				fmt.Fprintf(&b, "; stops early when %s repeats", l.Converge)
 			}
 			fmt.Fprintf(&b, "; unresolved: %s\n", l.OnExhausted)

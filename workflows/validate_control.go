@@ -118,19 +118,32 @@ func (c *controlCheck) loops() {
 		c.conditions(lp.Until, "until", allowed, nil, func(code, field, value, format string, args ...any) {
 			c.loopProblem(l, code, field, value, format, args...)
 		})
-		if cv := lp.Converge; cv != nil {
+		if lp.Converge != nil && len(lp.Converge) == 0 {
+			c.loopProblem(l, "invalid_condition", "converge", "", "converge is an empty list; name at least one {step, path} whose value must repeat, or leave converge out")
+		}
+		seenConv := map[Converge]int{}
+		for k, cv := range lp.Converge {
+			field := "converge"
+			if len(lp.Converge) > 1 {
+				field = fmt.Sprintf("converge[%d]", k)
+			}
+			if j, dup := seenConv[cv]; dup && cv.Step != "" {
+				c.loopProblem(l, "duplicate_id", field, cv.text(), "%s repeats converge[%d] (%s); name each value once", field, j, cv.text())
+				continue
+			}
+			seenConv[cv] = k
 			s, ok := c.index[cv.Step]
 			switch {
 			case cv.Step == "":
-				c.loopProblem(l, "invalid_condition", "converge.step", "", "converge.step is missing; name the step of the loop whose payload value must repeat")
+				c.loopProblem(l, "invalid_condition", field+".step", "", "%s.step is missing; name the step of the loop whose payload value must repeat", field)
 			case !ok:
-				c.loopProblem(l, "unknown_step", "converge.step", cv.Step, "converge.step %q is not a step id; known ids: %s", cv.Step, knownIDs(c.index))
+				c.loopProblem(l, "unknown_step", field+".step", cv.Step, "%s.step %q is not a step id; known ids: %s", field, cv.Step, knownIDs(c.index))
 			case !inLoop(s):
-				c.loopProblem(l, "not_in_loop", "converge.step", cv.Step, "converge.step %q is not a step of the loop", cv.Step)
+				c.loopProblem(l, "not_in_loop", field+".step", cv.Step, "%s.step %q is not a step of the loop", field, cv.Step)
 			case c.w.Steps[s].ForEach != nil:
-				c.loopProblem(l, "nested_fan_out", "converge.step", cv.Step, "converge.step %q is a fan-out; converge on the step that makes its items, or on a review after it", cv.Step)
+				c.loopProblem(l, "nested_fan_out", field+".step", cv.Step, "%s.step %q is a fan-out; converge on the step that makes its items, or on a review after it", field, cv.Step)
 			default:
-				c.pointer(s, cv.Path, "converge.path", func(code, field, value, format string, args ...any) {
+				c.pointer(s, cv.Path, field+".path", func(code, field, value, format string, args ...any) {
 					c.loopProblem(l, code, field, value, format, args...)
 				})
 			}

@@ -153,6 +153,20 @@ func TestValidateControlFlowProblems(t *testing.T) {
 			"loops":[{"id":"l","steps":["b"],"max_iterations":2,"until":{"step":"z"},"converge":{"step":"a","path":"/findings"}}]}`,
 		codes: []string{"not_upstream", "not_in_loop"},
 	}, {
+		name: "a converge list: every value checked, each problem with its place",
+		spec: `{"steps":[{"id":"a","task":"x","output_schema":` + verdict + `},{"id":"b","task":"x","depends_on":["a"],"output_schema":` + verdict + `},{"id":"z","task":"x"}],
+			"loops":[{"id":"l","steps":["a","b"],"max_iterations":2,"converge":[
+				{"step":"a","path":"/findings"},{"step":"b","path":"/findngs"},{"step":"z","path":"/findings"},{"path":"/findings"},{"step":"a","path":"/findings"}]},
+			{"id":"m","steps":["z"],"max_iterations":2,"converge":[]}]}`,
+		codes: []string{"invalid_pointer", "not_in_loop", "invalid_condition", "duplicate_id", "invalid_condition"},
+		lines: []string{
+			`loops[0] "l": converge[1].path /findngs cannot be in the payload of "b": the output_schema declares no property "findngs" at / (it declares: findings, verdict)`,
+			`loops[0] "l": converge[2].step "z" is not a step of the loop`,
+			`loops[0] "l": converge[3].step is missing; name the step of the loop whose payload value must repeat`,
+			`loops[0] "l": converge[4] repeats converge[0] (a /findings); name each value once`,
+			`loops[1] "m": converge is an empty list; name at least one {step, path} whose value must repeat, or leave converge out`,
+		},
+	}, {
 		name: "fan-out problems",
 		spec: `{"steps":[{"id":"split","task":"x","output_schema":` + tasks + `},
 			{"id":"count","task":"x","depends_on":["split"],"for_each":{"step":"split","path":"/count","max_items":5000}},

@@ -410,6 +410,9 @@ match = '\AImplement task 3 '
 func TestThePracticeConvergesAndProceedsWithItsBlocker(t *testing.T) {
 	p := newPracticeRepo(t)
 	const finding = "mul accepts letters"
+	// The loop converges on both reviewers' findings: each blocker says
+	// whose it is.
+	const blocker = "final-check: " + finding
 	out, stderr := p.run(p.scenario(finalMakeAgain(2) + finalCheckSays(0, finding) + pmFilesFollowUp))
 	require.Equal(t, workflows.StatusCompleted, out.Status, out.Output)
 
@@ -419,18 +422,18 @@ func TestThePracticeConvergesAndProceedsWithItsBlocker(t *testing.T) {
 	require.NotContains(t, strings.Join(runs, " "), "final-check#1.3", "converged: no third review")
 	const state = "final-review#1: converged at iteration 2 of 3 → proceeding with 1 blocker"
 	require.Contains(t, practiceLoops(out), state)
-	require.Contains(t, out.Output, "- "+state+": "+finding)
-	require.Equal(t, []string{"loop final-review#1 (converged): " + finding}, out.SeamObligations)
-	require.Equal(t, []string{"loop final-review#1 ended converged after 2 of 3 iterations; its dependents proceeded with 1 unresolved blocker(s): " + finding}, out.KnownLimitations)
+	require.Contains(t, out.Output, "- "+state+": "+blocker)
+	require.Equal(t, []string{"loop final-review#1 (converged): " + blocker}, out.SeamObligations)
+	require.Equal(t, []string{"loop final-review#1 ended converged after 2 of 3 iterations; its dependents proceeded with 1 unresolved blocker(s): " + blocker}, out.KnownLimitations)
 	// The second make got the finding; pm got the blocker to file.
 	require.Contains(t, p.prompt(out, "make#1.2.1[1]"), finding)
 	require.Contains(t, p.prompt(out, "commit"), "Loop final-review#1 ended "+strings.TrimPrefix(state, "final-review#1: ")+" without meeting its until")
-	require.Contains(t, p.prompt(out, "commit"), "- "+finding)
+	require.Contains(t, p.prompt(out, "commit"), "- "+blocker)
 	require.Contains(t, p.read("TODO/GAL-1-1.md"), "parent: GAL-1\nlabel: followup")
 
 	inspect, errOut, code := p.e.pixir("inspect", sessionOf(t, p.e.ws, stderr))
 	require.Equal(t, 0, code, errOut)
-	require.Contains(t, inspect, "loop "+state+"; blockers: "+finding)
+	require.Contains(t, inspect, "loop "+state+"; blockers: final-check: mul accepts lett…", "inspect cuts the line")
 
 	p.requireOneCommit(out, "TODO/GAL-1-1.md", "TODO/GAL-1.md", "TODO/README.md", "calc.sh", "tests/test_mul.sh")
 	p.requireRebuilt(out, sessionOf(t, p.e.ws, stderr))
@@ -447,11 +450,11 @@ func TestThePracticeExhaustsItsFinalReviewAndProceeds(t *testing.T) {
 	const state = "final-review#1: exhausted after 3 of 3 iterations → proceeding with 1 blocker"
 	require.Contains(t, practiceLoops(out), state)
 	require.Contains(t, practiceRuns(out), "final-check#1.3:checkpoint_ready")
-	require.Equal(t, []string{"loop final-review#1 (exhausted): the third finding"}, out.SeamObligations)
-	require.Contains(t, p.prompt(out, "commit"), "- the third finding")
+	require.Equal(t, []string{"loop final-review#1 (exhausted): final-check: the third finding"}, out.SeamObligations)
+	require.Contains(t, p.prompt(out, "commit"), "- final-check: the third finding")
 	inspect, errOut, code := p.e.pixir("inspect", sessionOf(t, p.e.ws, stderr))
 	require.Equal(t, 0, code, errOut)
-	require.Contains(t, inspect, "loop "+state+"; blockers: the third finding")
+	require.Contains(t, inspect, "loop "+state+"; blockers: final-check: the third fi…", "inspect cuts the line")
 	p.requireOneCommit(out, "TODO/GAL-1-1.md", "TODO/GAL-1.md", "TODO/README.md", "calc.sh", "tests/test_mul.sh")
 }
 

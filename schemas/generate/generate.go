@@ -187,7 +187,7 @@ const conditionsDescription = "A condition on upstream checkpoints, or a list th
 // reflector reflects argument and result types: the root is the object
 // itself and nested types are inlined. Two types are described by hand:
 // an ErrorKind is one of ErrorKinds, and workflows.Conditions (one
-// condition or a list) is an object or an array, without recursion or
+// condition or a list) and workflows.Converges are objects or arrays, without recursion or
 // combinators, which some providers reject (the decoder and
 // workflows.Validate check the rest).
 func reflector() *jsonschema.Reflector {
@@ -203,6 +203,8 @@ func reflector() *jsonschema.Reflector {
 				return &jsonschema.Schema{Type: "string", Enum: kinds}
 			case reflect.TypeFor[workflows.Conditions]():
 				return &jsonschema.Schema{Extras: map[string]any{"type": []string{"object", "array"}}, Description: conditionsDescription}
+			case reflect.TypeFor[workflows.Converges]():
+				return &jsonschema.Schema{Extras: map[string]any{"type": []string{"object", "array"}}} // described by Loop.Converge
 			}
 			return nil
 		},
