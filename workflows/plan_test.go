@@ -304,8 +304,8 @@ func TestDryRunShowsTheControlFlow(t *testing.T) {
 	// split-review 2 × 2 + testability 2 × (write-tests, test-signoff and
 	// seam 8 each) + test-review and test-fix 8 each + final-review 3 ×
 	// (escalation 2 × (make 8 + diagnose + redesign) + 4 reviews and
-	// fixes)).
-	require.Equal(t, 3+2*(9+4+2*(8+8+8)+8+8+3*(2*(8+1+1)+4)), d.MaxRuns)
+	// fixes + cosmetic-fix 8)).
+	require.Equal(t, 3+2*(9+4+2*(8+8+8)+8+8+3*(2*(8+1+1)+4+8)), d.MaxRuns)
 	require.Len(t, d.Loops, 6)
 	require.Equal(t, PlannedLoop{ID: "escalation", Steps: []string{"make", "diagnose", "redesign"}, Within: "final-review", MaxIterations: 2,
 		Until: "(make is checkpoint_ready or not write-tests is checkpoint_ready)", OnExhausted: Hold}, d.Loops[4])
@@ -321,9 +321,9 @@ func TestDryRunShowsTheControlFlow(t *testing.T) {
 	// The first iteration's waves: every step once; final-check waits for
 	// the whole escalation loop, commit for the whole revisit loop.
 	require.Equal(t, [][]string{{"issue"}, {"plan"}, {"check-plan", "simplify-plan"}, {"split"}, {"check-split"}, {"write-tests"},
-		{"test-signoff", "seam"}, {"test-review"}, {"test-fix"}, {"make"}, {"diagnose"}, {"redesign"}, {"final-check", "final-simplify"}, {"test-diagnose"}, {"test-redo"}, {"commit"}, {"summary"}}, d.Waves)
+		{"test-signoff", "seam"}, {"test-review"}, {"test-fix"}, {"make"}, {"diagnose"}, {"redesign"}, {"final-check", "final-simplify"}, {"test-diagnose", "cosmetic-fix"}, {"test-redo"}, {"commit"}, {"summary"}}, d.Waves)
 	text := RenderPlan(&d)
-	require.Contains(t, text, "At most 301 step runs")
+	require.Contains(t, text, "At most 349 step runs")
 	// A condition decided per instance says so.
 	require.Contains(t, text, "| test-review | read_only | shared | write-tests | – | – | revisit | write-tests /escalate_to_check = true (each instance against the same item's write-tests) | split /tasks (max 8) | 16 |")
 	require.Contains(t, text, "- plan-review [plan, check-plan, simplify-plan]: at most 3 iterations, within loop revisit; until check-plan /verdict = \"ACCEPTABLE\" and simplify-plan /verdict = \"ACCEPTABLE\"; stops early when check-plan /findings, simplify-plan /findings all repeat; unresolved: proceed")

@@ -29,9 +29,7 @@ import (
 // file" (the plan and split writers), 6 "stub-first tests pass with no
 // todo!() panic → reject" (write-tests' verify: Pixir runs the tests and
 // refuses a ready report unless they fail; checkpoint_test.go and the
-// practice through the binary, cmd/pixir/practice_e2e_test.go), 8 "strictly cosmetic finding → the orchestrator fixes
-// it" (no orchestrator step here: make's next iteration gets the finding),
-// and 9 "pre-existing bug / advisory / all commits done" (commit's pm
+// practice through the binary, cmd/pixir/practice_e2e_test.go), and 9 "pre-existing bug / advisory / all commits done" (commit's pm
 // files them from the checkpoints it receives; the NOT_TESTABLE
 // future-seam note has a case: it reaches pm's prompt).
 //
@@ -151,7 +149,7 @@ func TestPracticeRoutingMatrix(t *testing.T) {
 		ran:    []string{"plan#1.1", "check-plan#1.1", "simplify-plan#1.1", "split#1.1", "write-tests#1.1[1]", "write-tests#1.1[2]", "make#1.1.1[1]", "make#1.1.1[2]", "final-check#1.1", "commit"},
 		notRan: []string{"plan#1.2", "diagnose#1.1.1", "test-review#1"},
 		loops:  happy, status: StatusCompleted,
-		skipped: []string{"test-signoff#1.1[1]", "test-signoff#1.1[2]", "seam#1.1[1]", "seam#1.1[2]", "test-review#1[1]", "test-review#1[2]", "test-fix#1[1]", "test-fix#1[2]", "diagnose#1.1.1", "redesign#1.1.1", "test-diagnose#1.1", "test-redo#1.1"},
+		skipped: []string{"test-signoff#1.1[1]", "test-signoff#1.1[2]", "seam#1.1[1]", "seam#1.1[2]", "test-review#1[1]", "test-review#1[2]", "test-fix#1[1]", "test-fix#1[2]", "diagnose#1.1.1", "redesign#1.1.1", "test-diagnose#1.1", "test-redo#1.1", "cosmetic-fix#1.1"},
 	}, {
 		row:     "4: either reviewer NEEDS WORK → plan.md edited in place, reviewed again",
 		reports: practiceReports{"simplify-plan#1.1": verdict("NEEDS WORK", "none", "drop the cache layer")},
@@ -463,6 +461,40 @@ func TestPracticeRoutingMatrix(t *testing.T) {
 		ran:    []string{"final-check#1.3", "commit"},
 		loops:  []string{"revisit: satisfied 1", "plan-review#1: satisfied 1", "split-review#1: satisfied 1", "testability#1: satisfied 1", "final-review#1: satisfied 3", "escalation#1.1: satisfied 1", "escalation#1.2: satisfied 1", "escalation#1.3: satisfied 1"},
 		status: StatusCompleted,
+	}, {
+		row:     "8: strictly cosmetic finding → the orchestrator fixes it in the tasks' files; re-review ACCEPTABLE",
+		reports: practiceReports{"final-check#1.1": verdict("NEEDS WORK", "cosmetic", "typo in the usage line of src/b.go")},
+		ran:     []string{"cosmetic-fix#1.1[1]", "cosmetic-fix#1.1[2]", "final-check#1.2", "final-simplify#1.2", "commit"},
+		notRan:  []string{"test-diagnose#1.1", "cosmetic-fix#1.2[1]", "final-check#1.3"},
+		loops:   []string{"revisit: satisfied 1", "plan-review#1: satisfied 1", "split-review#1: satisfied 1", "testability#1: satisfied 1", "final-review#1: satisfied 2", "escalation#1.1: satisfied 1", "escalation#1.2: satisfied 1"},
+		status:  StatusCompleted,
+		check: func(t *testing.T, out Outcome, sim *simRuntime) {
+			fix := runOf(out, "cosmetic-fix#1.1[2]")
+			require.Equal(t, "default", fix.Agent, "the orchestrator's own fix")
+			// Held to its task's files and tests, not the whole tree.
+			require.Contains(t, sim.prompts["cosmetic-fix#1.1[2]"], "You may write only: src/b.go, src/b_test.go.")
+			require.Contains(t, sim.prompts["cosmetic-fix#1.1[2]"], "typo in the usage line of src/b.go")
+			require.Contains(t, sim.prompts["final-check#1.2"], "cosmetic-fix#1.1[2] (checkpoint_ready", "the reviewers see the fix")
+		},
+	}, {
+		row:     "8: ACCEPTABLE with a cosmetic finding → fixed, and reviewed once more",
+		reports: practiceReports{"final-check#1.1": verdict("ACCEPTABLE", "cosmetic", "missing newline at the end of src/a.go")},
+		ran:     []string{"cosmetic-fix#1.1[1]", "final-check#1.2", "commit"},
+		loops:   []string{"revisit: satisfied 1", "plan-review#1: satisfied 1", "split-review#1: satisfied 1", "testability#1: satisfied 1", "final-review#1: satisfied 2", "escalation#1.1: satisfied 1", "escalation#1.2: satisfied 1"},
+		status:  StatusCompleted,
+	}, {
+		row: "8: the same cosmetic finding twice → converged; proceed with it",
+		reports: practiceReports{
+			"final-check#1.1": verdict("NEEDS WORK", "cosmetic", "typo: \"the the\" in a comment"),
+			"final-check#1.2": verdict("NEEDS WORK", "cosmetic", "typo: \"the the\" in a comment"),
+		},
+		ran:    []string{"cosmetic-fix#1.1[1]", "cosmetic-fix#1.2[1]", "final-check#1.2", "commit"},
+		notRan: []string{"final-check#1.3"},
+		loops:  []string{"revisit: satisfied 1", "plan-review#1: satisfied 1", "split-review#1: satisfied 1", "testability#1: satisfied 1", "final-review#1: converged 2", "escalation#1.1: satisfied 1", "escalation#1.2: satisfied 1"},
+		status: StatusCompleted,
+		check: func(t *testing.T, out Outcome, sim *simRuntime) {
+			require.Equal(t, []string{"final-check: typo: \"the the\" in a comment"}, out.Loops[4].Blockers)
+		},
 	}, {
 		row:     "8: 3 cycles exhausted → blockers documented; proceed",
 		reports: practiceReports{"final-check#1.": verdict("NEEDS WORK", "production_code", "x")}, // x, then y, then z below

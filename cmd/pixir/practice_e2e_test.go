@@ -45,7 +45,7 @@ func TestThePracticeRunsEndToEndToACommit(t *testing.T) {
 		"write-tests#1.1[1]:checkpoint_ready", "test-signoff#1.1[1]:skipped", "seam#1.1[1]:skipped", "test-review#1[1]:skipped", "test-fix#1[1]:skipped",
 		"make#1.1.1[1]:partial", "diagnose#1.1.1:checkpoint_ready", "redesign#1.1.1:checkpoint_ready",
 		"make#1.1.2[1]:checkpoint_ready", "diagnose#1.1.2:skipped", "redesign#1.1.2:skipped",
-		"final-check#1.1:checkpoint_ready", "final-simplify#1.1:checkpoint_ready", "test-diagnose#1.1:skipped", "test-redo#1.1:skipped",
+		"final-check#1.1:checkpoint_ready", "final-simplify#1.1:checkpoint_ready", "test-diagnose#1.1:skipped", "test-redo#1.1:skipped", "cosmetic-fix#1.1:skipped",
 		"commit:checkpoint_ready", "summary:checkpoint_ready",
 	}, practiceRuns(out))
 	require.Equal(t, []string{"revisit: satisfied at iteration 1 of 2", "plan-review#1: satisfied at iteration 2 of 3",
@@ -508,6 +508,83 @@ match = '\AFinal review of the change for issue \S+ against'
 
 	p.requireOneCommit(out, "TODO/GAL-1-1.md", "TODO/GAL-1.md", "TODO/README.md", "calc.sh", "tests/test_mul.sh")
 }
+
+// Row 8, a strictly cosmetic finding, through the binary: the final
+// review finds a typo in calc.sh and routes it cosmetic; the orchestrator
+// (the default agent) fixes exactly that in the task's files, held to
+// them (its attempt at a file outside is refused), and the reviewers look
+// again and accept: the fix is in the commit.
+func TestThePracticeFixesACosmeticFindingAndReviewsAgain(t *testing.T) {
+	p := newPracticeRepo(t)
+	out, _ := p.run(p.scenario(finalMakeAgain(2) + cosmeticFinding + orchestratorFixesTypo))
+	require.Equal(t, workflows.StatusCompleted, out.Status, out.Output)
+
+	runs := practiceRuns(out)
+	for _, r := range []string{"final-check#1.1:checkpoint_ready", "cosmetic-fix#1.1[1]:checkpoint_ready", "final-check#1.2:checkpoint_ready", "final-simplify#1.2:checkpoint_ready"} {
+		require.Contains(t, runs, r, out.Output)
+	}
+	require.NotContains(t, strings.Join(runs, " "), "test-diagnose#1.1:checkpoint_ready")
+	require.Contains(t, practiceLoops(out), "final-review#1: satisfied at iteration 2 of 3")
+	fix := runOf(t, out, "cosmetic-fix#1.1[1]")
+	require.Equal(t, "default", fix.Agent)
+	require.Contains(t, p.prompt(out, "cosmetic-fix#1.1[1]"), "You may write only: calc.sh, tests/test_mul.sh.")
+	require.Contains(t, p.prompt(out, "cosmetic-fix#1.1[1]"), "calc.sh: arithmetc")
+	require.Contains(t, p.prompt(out, "final-check#1.2"), "cosmetic-fix#1.1[1] (checkpoint_ready")
+	require.Contains(t, p.read("calc.sh"), "# calc.sh: shell arithmetic,")
+	require.NoFileExists(t, filepath.Join(p.e.ws, "STYLE.md"), "the fix is held to the task's files")
+
+	p.requireOneCommit(out, "TODO/GAL-1-1.md", "TODO/GAL-1.md", "TODO/README.md", "calc.sh", "tests/test_mul.sh")
+}
+
+// cosmeticFinding is check's first final review: a typo, routed cosmetic
+// (the implementation writes "arithmetc").
+const cosmeticFinding = `
+[[rule]]
+name = "make writes calc.sh with a typo"
+match = '(?s)\AImplement task.*This is iteration 2 of at most 2 of loop "escalation"'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "write"
+  arguments = { path = "calc.sh", content = "# calc.sh: shell arithmetc, sourced by its users and tests.\nadd() { echo $(($1 + $2)); }\nmul() { echo $(($1 * $2)); }\n" }
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "report_checkpoint"
+  arguments_json = '{"status":"checkpoint_ready","summary":"mul implemented; GREEN","produced":["calc.sh"]}'
+  [[rule.reply]]
+  text = "GREEN"
+
+[[rule]]
+name = "check, final review: a cosmetic finding"
+match = '(?s)\AFinal review of the change for issue \S+ against.*This is iteration 1 of at most 3 of loop "final-review"'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "report_checkpoint"
+  arguments_json = '{"status":"checkpoint_ready","summary":"NEEDS WORK: a typo","payload":{"verdict":"NEEDS WORK","route":"cosmetic","findings":["calc.sh: arithmetc is misspelt in the header comment"]}}'
+  [[rule.reply]]
+  text = "NEEDS WORK"
+`
+
+// orchestratorFixesTypo is the orchestrator's cosmetic fix: a write
+// outside its task's files first (refused), then the typo alone.
+const orchestratorFixesTypo = `
+[[rule]]
+name = "the orchestrator fixes the typo"
+match = '\AThe final review of issue \S+ routed a strictly cosmetic finding'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "write"
+  arguments = { path = "STYLE.md", content = "spelling matters\n" }
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "edit"
+  arguments = { path = "calc.sh", old_text = "shell arithmetc,", new_text = "shell arithmetic," }
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "report_checkpoint"
+  arguments_json = '{"status":"checkpoint_ready","summary":"calc.sh: the typo fixed","produced":["calc.sh"]}'
+  [[rule.reply]]
+  text = "fixed"
+`
 
 // Scenario parts: rules put before the demo's script, so they answer
 // first (the first rule that matches wins).
