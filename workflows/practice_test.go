@@ -56,14 +56,15 @@ func verdict(v, route string, findings ...string) string {
 const (
 	twoTasks = `{"status":"checkpoint_ready","summary":"two tasks","payload":{"tasks":[` +
 		`{"id":"t1","files":["src/a.go"],"tests":["src/a_test.go"]},{"id":"t2","files":["src/b.go"],"tests":["src/b_test.go"]}]}}`
-	testsReady   = `{"status":"checkpoint_ready","summary":"TESTS_READY","payload":{"result":"TESTS_READY"}}`
-	escalated    = `{"status":"checkpoint_ready","summary":"TESTS_READY, escalated","payload":{"result":"TESTS_READY","escalate_to_check":true,"notes":"the fixture may hide the race"}}`
-	notReady     = `{"status":"partial","summary":"could not reach GREEN"}`
-	notTestable  = `{"status":"checkpoint_ready","summary":"NOT_TESTABLE","payload":{"result":"NOT_TESTABLE","kind":"general","notes":"it only changes a log line","future_seam":"inject the logger so the line can be asserted"}}`
-	missingSeam  = `{"status":"checkpoint_ready","summary":"NOT_TESTABLE: missing seam","payload":{"result":"NOT_TESTABLE","kind":"missing_seam","notes":"the clock is a global: pass it in"}}`
-	signoffNo    = `{"status":"needs_orchestrator","summary":"not signed off: a test through the log writer is possible"}`
-	testDesign   = `{"status":"checkpoint_ready","summary":"the test is at fault","payload":{"test_design_error":true}}`
-	notTestFault = `{"status":"checkpoint_ready","summary":"the code is at fault","payload":{"test_design_error":false,"notes":"check the loop bound"}}`
+	testsReady        = `{"status":"checkpoint_ready","summary":"TESTS_READY","payload":{"result":"TESTS_READY"}}`
+	escalated         = `{"status":"checkpoint_ready","summary":"TESTS_READY, escalated","payload":{"result":"TESTS_READY","escalate_to_check":true,"notes":"the fixture may hide the race"}}`
+	notReady          = `{"status":"partial","summary":"could not reach GREEN"}`
+	notTestable       = `{"status":"checkpoint_ready","summary":"NOT_TESTABLE","payload":{"result":"NOT_TESTABLE","kind":"general","notes":"it only changes a log line","future_seam":"inject the logger so the line can be asserted"}}`
+	notTestableNoKind = `{"status":"checkpoint_ready","summary":"NOT_TESTABLE","payload":{"result":"NOT_TESTABLE","notes":"no way to observe it"}}`
+	missingSeam       = `{"status":"checkpoint_ready","summary":"NOT_TESTABLE: missing seam","payload":{"result":"NOT_TESTABLE","kind":"missing_seam","notes":"the clock is a global: pass it in"}}`
+	signoffNo         = `{"status":"needs_orchestrator","summary":"not signed off: a test through the log writer is possible"}`
+	testDesign        = `{"status":"checkpoint_ready","summary":"the test is at fault","payload":{"test_design_error":true}}`
+	notTestFault      = `{"status":"checkpoint_ready","summary":"the code is at fault","payload":{"test_design_error":false,"notes":"check the loop bound"}}`
 )
 
 func (p practiceReports) plan(label string) childPlan {
@@ -316,6 +317,17 @@ func TestPracticeRoutingMatrix(t *testing.T) {
 			// Task 2's make goes on with the sign-off, task 1's without.
 			require.Contains(t, sim.prompts["make#1.1.1[2]"], "test-signoff#1.1[2] (checkpoint_ready")
 			require.NotContains(t, sim.prompts["make#1.1.1[1]"], "test-signoff#1.1[2]")
+		},
+	}, {
+		// Found in review: with no kind, neither the sign-off nor the
+		// seam ran and make went on with no tests.
+		row:     "6: NOT_TESTABLE with no kind → @check sign-off as for general, never make without it",
+		reports: practiceReports{"write-tests#1.1[2]": notTestableNoKind},
+		ran:     []string{"test-signoff#1.1[2]", "make#1.1.1[1]", "make#1.1.1[2]", "commit"},
+		notRan:  []string{"test-signoff#1.1[1]", "seam#1.1[2]", "write-tests#1.2[2]"},
+		loops:   happy, status: StatusCompleted,
+		check: func(t *testing.T, out Outcome, sim *simRuntime) {
+			require.Contains(t, sim.prompts["make#1.1.1[2]"], "test-signoff#1.1[2] (checkpoint_ready")
 		},
 	}, {
 		row:     "6: NOT_TESTABLE general, the sign-off refused → back to @test (loop testability), then TESTS_READY",
