@@ -197,6 +197,17 @@ type Manager struct {
 	// spawned counts the Subagents of each user session (by its id), its
 	// descendants' included, for max_subagents.
 	spawned map[string]int
+	// workspaces keeps a snapshot's copy of a workspace apart from a
+	// merge into it (a *sync.RWMutex by the workspace's root): a copy
+	// sees the workspace before or after a merge, never half of one.
+	workspaces sync.Map
+}
+
+// workspaceLock is the lock of the workspace at root: merges take it to
+// write, snapshot copies to read.
+func (m *Manager) workspaceLock(root string) *sync.RWMutex {
+	l, _ := m.workspaces.LoadOrStore(root, new(sync.RWMutex))
+	return l.(*sync.RWMutex)
 }
 
 type subagent struct {

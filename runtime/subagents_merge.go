@@ -92,7 +92,22 @@ func (b binding) mergeChild(ctx context.Context, sa *subagent, cm childMerge) (t
 			}
 		}
 	}
+	// A sibling's snapshot copied while this merge renames files into the
+	// workspace would start from half of it: the copies wait. A dry run
+	// writes nothing: it reads beside them. (In ask mode the question is
+	// asked within the merge, so a copy waits for the answer.)
+	lock := m.workspaceLock(req.Workspace)
+	if cm.dryRun {
+		lock.RLock()
+	} else {
+		lock.Lock()
+	}
 	rep, err := snap.Merge(ctx, req)
+	if cm.dryRun {
+		lock.RUnlock()
+	} else {
+		lock.Unlock()
+	}
 	if err != nil {
 		if errors.Is(err, merge.ErrNoSnapshot) {
 			return tools.MergeReport{}, failure(tools.ErrNotFound, "subagent %s's snapshot is gone: %v", sa.id, err)

@@ -167,7 +167,11 @@ func (m *Manager) prepare(ctx context.Context, sa *subagent) (*Session, error) {
 		return child, child.reacquire()
 	}
 	if sa.mode == WorkspaceIsolated {
-		snap, err := m.cfg.Snapshot(ctx, sa.parent.workspace.Root(), sa.workspace)
+		root := sa.parent.workspace.Root()
+		lock := m.workspaceLock(root)
+		lock.RLock()
+		snap, err := m.cfg.Snapshot(ctx, root, sa.workspace)
+		lock.RUnlock()
 		if err != nil {
 			m.removeSnapshot(sa) // a partial copy is no use to anyone
 			return nil, fmt.Errorf("taking the workspace snapshot: %w", err)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io/fs"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -282,7 +284,17 @@ match = '\A\[join\]'
 	require.Equal(t, 2, two.Item)
 	require.Equal(t, []string{"src/two.go"}, two.Changes.Added)
 	require.Contains(t, logText(childLog(t, e.ws, two)), "src/one.go is outside this workflow step's write_set (src/two.go)")
-	require.NoFileExists(t, filepath.Join(e.ws, ".pixir", "subagents", two.AgentID, "workspace", "src", "one.go"))
+	// Its refused write left nothing: src/one.go is in its snapshot only
+	// when make[1] had merged before it started (whole, then: a copy waits
+	// for a merge), with make[1]'s content.
+	if b, err := os.ReadFile(filepath.Join(e.ws, ".pixir", "subagents", two.AgentID, "workspace", "src", "one.go")); err == nil {
+		require.Equal(t, "one\n", string(b), "make[2]'s refused write reached its workspace")
+	} else {
+		require.ErrorIs(t, err, fs.ErrNotExist)
+	}
+	merged, err := os.ReadFile(filepath.Join(e.ws, "src", "one.go"))
+	require.NoError(t, err)
+	require.Equal(t, "one\n", string(merged), "make[1]'s file, not make[2]'s")
 	require.Equal(t, []string{"docs/three.md"}, runOf(t, out, "make[3]").Changes.Added)
 	joined := firstUserText(t, childLog(t, e.ws, runOf(t, out, "join")))
 	for _, r := range []string{"make[1]", "make[2]", "make[3]"} {

@@ -1,0 +1,72 @@
+package runtime
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pixir-go/pixir/runtime/merge"
+	"github.com/pixir-go/pixir/tools"
+)
+
+// lockProbe is a snapshot whose copy and merge say whether the other
+// could run beside them: whether the workspace's lock was free for it.
+type lockProbe struct {
+	snapshotCopy
+	m    *Manager
+	mu   *sync.Mutex
+	seen *[]string
+}
+
+func (p lockProbe) note(s string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	*p.seen = append(*p.seen, s)
+}
+
+func (p lockProbe) Merge(_ context.Context, req merge.Request) (tools.MergeReport, error) {
+	l := p.m.workspaceLock(req.Workspace)
+	if l.TryRLock() {
+		l.RUnlock()
+		p.note("a copy could run during the merge")
+	} else {
+		p.note("merge: copies wait")
+	}
+	return tools.MergeReport{Status: tools.MergeMerged}, nil
+}
+
+// TestASnapshotNeverCopiesAWorkspaceBeingMerged: found in review, a
+// sibling's snapshot was copied while an on_ready merge renamed its files
+// into the workspace, so its base could hold half of a merge (under load,
+// TestFanOutHoldsEachInstanceToItsFiles saw it). A merge holds the
+// workspace's lock to write, a copy to read.
+func TestASnapshotNeverCopiesAWorkspaceBeingMerged(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	var f *managerFixture
+	f = newManagerFixture(t, SubagentConfig{Snapshot: func(ctx context.Context, src, dst string) (Snapshot, error) {
+		l := f.rt.subagents.workspaceLock(src)
+		probe := lockProbe{m: f.rt.subagents, mu: &mu, seen: &seen}
+		if l.TryLock() {
+			l.Unlock()
+			probe.note("a merge could run during the copy")
+		} else {
+			probe.note("copy: merges wait")
+		}
+		s, err := takeCopy(ctx, src, dst)
+		if err != nil {
+			return nil, err
+		}
+		probe.snapshotCopy = s.(snapshotCopy)
+		return probe, nil
+	}})
+	v := f.spawn(t, "write new.txt")
+	f.wait(t, v.ID)
+	_, err := f.b.Merge(context.Background(), v.ID, false)
+	require.NoError(t, err)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []string{"copy: merges wait", "merge: copies wait"}, seen)
+}
