@@ -65,6 +65,10 @@ func TestTheFastEncodedEventTypesHaveTheFieldsTheEncoderWrites(t *testing.T) {
 	require.Equal(t, []string{"Text", "ToolCalls", "Partial"}, fields(AssistantMessageData{}))
 	require.Equal(t, []string{"Text"}, fields(ReasoningData{}))
 	require.Equal(t, []string{"Text"}, fields(TextDeltaData{}))
+	// ProviderUsageData.appendJSON too, the fields of the provider's Usage
+	// it embeds included (found in review: one added there would be lost).
+	require.Equal(t, []string{"Provider", "Model", "Usage", "InputTokens", "OutputTokens", "ContextWindow", "Cost", "Currency", "Purpose"},
+		fields(ProviderUsageData{}))
 }
 
 func TestALogLineIsTheEventAsEncodingJSONWritesIt(t *testing.T) {

@@ -67,6 +67,9 @@ func (e *WorkflowEvent) AppendJSON(b []byte) ([]byte, error) {
 	if len(e.Value) > 0 {
 		b = nested(b, `,"value":`, e.Value)
 	}
+	if len(e.Values) > 0 {
+		b = nested(b, `,"values":`, e.Values)
+	}
 	if e.LoopOutcome != nil {
 		b = nested(b, `,"loop_outcome":`, e.LoopOutcome)
 	}
