@@ -281,6 +281,13 @@ func checkDecidedBeforeStarted(t *testing.T, events []WorkflowEvent) {
 	t.Helper()
 	decidedAt := map[string]int{}
 	conditionAt := map[string]int{}
+	// made is every run the workflow made.
+	made := map[string]bool{}
+	for _, ev := range events {
+		if ev.Run != "" {
+			made[ev.Run] = true
+		}
+	}
 	for k, ev := range events {
 		switch ev.Kind {
 		case EventCheckpointDecided, EventStepHeld, EventStepSkipped:
@@ -294,15 +301,28 @@ func checkDecidedBeforeStarted(t *testing.T, events []WorkflowEvent) {
 					continue
 				}
 				at, ok := decidedAt[s.Run]
-				// A fan-out is seen by its step id: its instances decided it.
+				// A fan-out is seen as a whole, by its run in that frame or,
+				// from outside its loops, by its step id: every run of it
+				// made was decided first (found in review: any one decided
+				// run, or any run whose name began alike, passed).
 				if !ok && !strings.Contains(s.Run, "[") {
-					found := false
-					for run := range decidedAt {
-						if strings.HasPrefix(run, s.Run+"[") || strings.HasPrefix(run, s.Run) {
-							found = true
+					var runs, instances []string
+					for run := range made {
+						if strings.HasPrefix(run, s.Run+"[") || strings.HasPrefix(run, s.Run+"#") {
+							runs = append(runs, run)
+							if strings.Contains(run, "[") {
+								instances = append(instances, run)
+							}
 						}
 					}
-					require.True(t, found, "condition of %s saw %s before it was decided", ev.Run, s.Run)
+					if len(instances) > 0 { // a fan-out's own run is not decided: its instances are
+						runs = instances
+					}
+					require.NotEmpty(t, runs, "condition of %s saw %s, which never ran", ev.Run, s.Run)
+					for _, run := range runs {
+						at, ok := decidedAt[run]
+						require.True(t, ok && at < k, "condition of %s saw %s before its run %s was decided", ev.Run, s.Run, run)
+					}
 					continue
 				}
 				require.Less(t, at, k, "condition of %s saw %s before it was decided", ev.Run, s.Run)
