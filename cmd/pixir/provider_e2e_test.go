@@ -588,15 +588,18 @@ func TestProviderFailuresAreReadableTurnFailures(t *testing.T) {
 				[]string{oaChunk(`{}`, "tool_calls"), oaDone},
 			)...), ok},
 			want: []string{`the model called "write" with arguments that are not valid JSON`, "send the prompt again"}},
-		{name: "server stalls past the idle timeout", config: "idle_timeout = \"300ms\"\n",
+		// The idle timeouts are long enough that a loaded machine's first
+		// chunk comes before them: only the stall after it runs out (at
+		// 300 ms a slow first chunk failed the turn before "Thinking").
+		{name: "server stalls past the idle timeout", config: "idle_timeout = \"2s\"\n",
 			replies: []fakeReply{stallReply(oaText("Thinking")...), ok},
-			want:    []string{"sent no part of the answer for 300ms", "idle_timeout in config.toml"}, partial: "Thinking"},
+			want:    []string{"sent no part of the answer for 2s", "idle_timeout in config.toml"}, partial: "Thinking"},
 		{name: "an endless answer stops at max_answer_size", config: "max_answer_size = \"1KiB\"\n",
 			replies: []fakeReply{sseReply(0, oaText(strings.SplitAfter(strings.Repeat("la ", 5000), " ")...)...), ok},
 			want:    []string{"grew past 1KiB, so Pixir stopped it; what arrived is kept", "max_answer_size in config.toml"}, partial: "la la la "},
-		{name: "only keep-alives after the first words", config: "idle_timeout = \"300ms\"\n",
+		{name: "only keep-alives after the first words", config: "idle_timeout = \"2s\"\n",
 			replies: []fakeReply{keepAliveReply(oaText("Thinking")...), ok},
-			want:    []string{"sent no part of the answer for 300ms (keep-alives do not count)", "idle_timeout in config.toml"}, partial: "Thinking"},
+			want:    []string{"sent no part of the answer for 2s (keep-alives do not count)", "idle_timeout in config.toml"}, partial: "Thinking"},
 		{name: "a request too large for the token limit",
 			replies: []fakeReply{jsonReply(429, `{"error":{"message":"Request too large for gpt-test in organization org-e2e on tokens per min (TPM): Limit 30000, Requested 48211. The input or output tokens must be reduced in order to run successfully. Visit https://platform.openai.com/account/rate-limits to learn more.","type":"tokens","param":null,"code":"rate_limit_exceeded"}}`), ok},
 			want:    []string{"refused the request as too large (429 Too Many Requests rate_limit_exceeded)", "waiting will not help", "start a new session"}},
