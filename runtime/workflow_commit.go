@@ -115,7 +115,7 @@ func (c gitCommitter) Commit(ctx context.Context, req workflows.CommitRequest) (
 		}
 	}
 	if len(paths) == 1 {
-		rep.Reason = "the run's files are as the repository's HEAD has them (committed already): nothing to commit"
+		rep.Reason, rep.Unchanged = "the run's files are as the repository's HEAD has them (committed already): nothing to commit", true
 		return rep, nil
 	}
 	if out, err := git(append([]string{"add", "--all"}, paths...)...); err != nil {
@@ -143,7 +143,7 @@ func (c gitCommitter) Commit(ctx context.Context, req workflows.CommitRequest) (
 		}
 		if rep.Files = kept; len(kept) == 0 {
 			rep.Files = req.Paths
-			rep.Reason = "the run's files are as the repository's HEAD has them (committed already): nothing to commit"
+			rep.Reason, rep.Unchanged = "the run's files are as the repository's HEAD has them (committed already): nothing to commit", true
 			return rep, nil
 		}
 		paths = append([]string{"--"}, kept...)

@@ -76,6 +76,7 @@ func TestGitCommitterCommitsOnlyItsPaths(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, workflows.NotCommitted, rep.Status)
 	require.Equal(t, "the run's files are as the repository's HEAD has them (committed already): nothing to commit", rep.Reason)
+	require.True(t, rep.Unchanged, "committed already: a list of commits goes on to the next")
 	require.Equal(t, "again", git("log", "-1", "--format=%s"))
 
 	// A path that begins with a space is a path like any other.
@@ -90,6 +91,7 @@ func TestGitCommitterCommitsOnlyItsPaths(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, workflows.NotCommitted, rep.Status)
 	require.Equal(t, "the session is read_only: nothing is committed", rep.Reason)
+	require.False(t, rep.Unchanged, "not made: a list of commits stops here")
 
 	mode = ModeAuto
 	c.root = t.TempDir()

@@ -543,6 +543,17 @@ func Render(o *Outcome) string {
 	if o.Commit != nil {
 		b.WriteString("\n" + commitText(o.Commit) + "\n")
 	}
+	if len(o.Commits) > 0 {
+		b.WriteString("\n")
+		for k := range o.Commits {
+			c := &o.Commits[k]
+			if c.Status != Committed { // which of the commits: the reasons may be alike
+				b.WriteString("Not committed (" + firstLine(c.Message) + "): " + c.Reason + "\n")
+				continue
+			}
+			b.WriteString(commitText(c) + "\n")
+		}
+	}
 	if len(o.SafeNextActions) > 0 {
 		b.WriteString("\nNext:\n")
 		for _, a := range o.SafeNextActions {

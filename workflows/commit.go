@@ -22,10 +22,15 @@ import (
 // A child's own git never reaches the workspace's repository (the
 // sandbox); the runtime makes the commit, through the Committer port.
 
-// CommitSpec is the commit a completed run makes.
+// CommitSpec is the commit a completed run makes: one (message), or
+// several in order (commits), each taking the run's files its paths
+// match — the practice commits the work, then TODO/ in a chore(todo)
+// commit of its own (spec ADR-11).
 type CommitSpec struct {
-	Message string   `json:"message" jsonschema:"minLength=1" jsonschema_description:"The commit message."`
-	Exclude []string `json:"exclude,omitempty" jsonschema_description:"Path patterns never committed (.pixir/ never is), e.g. .workflow/**."`
+	Message string `json:"message,omitempty" jsonschema_description:"The commit message (one commit of every file; or give commits)."`
+	// Commits, instead of Message: several commits, made in order.
+	Commits []CommitPart `json:"commits,omitempty" jsonschema_description:"Instead of message: several commits made in order at the end, each {message, paths}: the run's files its path patterns match; one commit may leave out paths and takes every file the others do not. Every file goes in exactly one commit: two commits whose paths can match the same file are refused before the run starts, and a run whose file no commit takes commits nothing."`
+	Exclude []string     `json:"exclude,omitempty" jsonschema_description:"Path patterns never committed (.pixir/ never is), e.g. .workflow/**."`
 	// Base and Requires are the run's sanity checks (the practice's phase
 	// 1), made by Pixir before any step starts: a run that cannot end in a
 	// sound commit stops with an error before any agent runs.
@@ -36,7 +41,21 @@ type CommitSpec struct {
 // UnmarshalJSON rejects unknown keys.
 func (c *CommitSpec) UnmarshalJSON(b []byte) error {
 	type plain CommitSpec
-	return strictDecode(b, (*plain)(c), "commit", "message, exclude, base, requires")
+	return strictDecode(b, (*plain)(c), "commit", "message, commits, exclude, base, requires")
+}
+
+// CommitPart is one of several commits of a run.
+type CommitPart struct {
+	Message string `json:"message" jsonschema:"minLength=1" jsonschema_description:"The commit message."`
+	// Paths are the patterns of the files it takes; none: every file no
+	// other commit takes.
+	Paths []string `json:"paths,omitempty" jsonschema_description:"Path patterns (doublestar) of the run's files this commit takes, e.g. TODO/**. Leave out in (at most) one commit: it takes the rest."`
+}
+
+// UnmarshalJSON rejects unknown keys.
+func (c *CommitPart) UnmarshalJSON(b []byte) error {
+	type plain CommitPart
+	return strictDecode(b, (*plain)(c), "a commit", "message, paths")
 }
 
 // PreflightRequest is what a run checks before any step starts.
@@ -105,14 +124,24 @@ type CommitReport struct {
 	Files []string `json:"files"`
 	// Reason says why nothing was committed.
 	Reason string `json:"reason,omitempty"`
+	// Unchanged: nothing was committed because the files are as the
+	// repository's HEAD has them — committed already, as by the run a
+	// resumed run resumes. The commits after it are still made.
+	Unchanged bool `json:"unchanged,omitempty"`
 }
 
-// validateCommit reports the problems of a workflow's commit.
-func (v *validator) commit(c *CommitSpec) {
+// commit reports the problems of a workflow's commit.
+func (v *validator) commit(c *CommitSpec, steps []Step) {
 	if c == nil {
 		return
 	}
-	if strings.TrimSpace(c.Message) == "" {
+	switch {
+	case c.Commits != nil && c.Message != "":
+		v.add(Problem{Code: "invalid_commit", Field: "commit.commits", Message: "commit has both message and commits; give message for one commit, or commits (each with its message) for several"})
+	case c.Commits != nil:
+		v.commitParts(c.Commits)
+		v.untakenWrites(c, steps)
+	case strings.TrimSpace(c.Message) == "":
 		v.add(Problem{Code: "invalid_commit", Field: "commit.message", Message: "commit.message is empty; give the commit message"})
 	}
 	for k, p := range c.Exclude {
@@ -134,11 +163,85 @@ func (v *validator) commit(c *CommitSpec) {
 	}
 }
 
+// commitParts reports the problems of a list of commits: each needs a
+// message and valid patterns, at most one takes the rest, and no two can
+// take the same file.
+func (v *validator) commitParts(parts []CommitPart) {
+	if len(parts) == 0 {
+		v.add(Problem{Code: "invalid_commit", Field: "commit.commits", Message: "commit.commits is empty; give at least one {message, paths}, or use commit.message"})
+	}
+	rest := -1
+	for k, c := range parts {
+		field := fmt.Sprintf("commit.commits[%d]", k)
+		if strings.TrimSpace(c.Message) == "" {
+			v.add(Problem{Code: "invalid_commit", Field: field + ".message", Message: field + ".message is empty; give the commit message"})
+		}
+		if c.Paths == nil {
+			if rest >= 0 {
+				v.add(Problem{Code: "invalid_commit", Field: field + ".paths", Message: fmt.Sprintf("%s.paths is missing, as is commit.commits[%d].paths; only one commit may take the rest: give the others their paths", field, rest)})
+			}
+			rest = k
+			continue
+		}
+		if len(c.Paths) == 0 {
+			v.add(Problem{Code: "invalid_commit", Field: field + ".paths", Message: field + ".paths is empty; give the patterns of the files it takes, or leave paths out to take the rest"})
+		}
+		for j, p := range c.Paths {
+			if why := patternProblem(p); why != "" {
+				v.add(Problem{Code: "invalid_pattern", Field: fmt.Sprintf("%s.paths[%d]", field, j), Value: p,
+					Message: fmt.Sprintf("%s.paths[%d] pattern %q is invalid: %s", field, j, p, why)})
+			}
+		}
+	}
+	valid := func(ps []string) []string { // an invalid pattern is reported above
+		return slices.DeleteFunc(slices.Clone(ps), func(p string) bool { return patternProblem(p) != "" })
+	}
+	for a := range parts {
+		for b := a + 1; b < len(parts); b++ {
+			if ps, ok := firstOverlap(Overlap, valid(parts[a].Paths), valid(parts[b].Paths)); ok {
+				v.add(Problem{Code: "invalid_commit", Field: fmt.Sprintf("commit.commits[%d].paths", b), Value: ps[1],
+					Message: fmt.Sprintf("commit.commits[%d].paths %q and commit.commits[%d].paths %q can match the same file; every file goes in exactly one commit: make the patterns disjoint", b, ps[1], a, ps[0])})
+			}
+		}
+	}
+}
+
+// untakenWrites reports the writers whose write set no commit can take:
+// when every commit names its paths, a write-set pattern that meets none
+// of them (nor exclude, nor .pixir/) is a file in no commit for sure, and
+// the run would end with nothing committed. (A pattern that meets one
+// only in part is checked when the run ends, against its real files.)
+func (v *validator) untakenWrites(c *CommitSpec, steps []Step) {
+	if len(c.Commits) == 0 || slices.ContainsFunc(c.Commits, func(p CommitPart) bool { return p.Paths == nil }) {
+		return
+	}
+	taking := slices.Concat([]string{".pixir/**"}, c.Exclude)
+	for _, p := range c.Commits {
+		taking = append(taking, p.Paths...)
+	}
+	taking = slices.DeleteFunc(taking, func(p string) bool { return patternProblem(p) != "" })
+	for i := range steps {
+		s := &steps[i]
+		if s.PermissionMode != Writer {
+			continue
+		}
+		for k, w := range s.WriteSet {
+			if strings.Contains(w, "${") || patternProblem(w) != "" {
+				continue // a fan-out binding, or a pattern reported with the step
+			}
+			if !slices.ContainsFunc(taking, func(t string) bool { return Overlap(w, t) }) {
+				v.stepProblem(i, s, "invalid_commit", fmt.Sprintf("write_set[%d]", k), w,
+					"write_set %q meets no commit's paths: a file it writes would be in no commit; add it to a commit's paths, leave out the paths of one commit so it takes the rest, or add it to commit.exclude", w)
+			}
+		}
+	}
+}
+
 // commitWork makes the commit of a run that ended: only a completed one
 // commits, and only the files it brought into the workspace.
 func (r *runner) commitWork(out *Outcome) *CommitReport {
 	spec := r.w.Commit
-	if spec == nil {
+	if spec == nil || spec.Commits != nil {
 		return nil
 	}
 	rep := &CommitReport{Status: NotCommitted, Message: spec.Message, Files: committable(spec, r.mergedBy, out.Steps)}
@@ -163,6 +266,78 @@ func (r *runner) commitWork(out *Outcome) *CommitReport {
 	}
 	r.record(WorkflowEvent{Kind: EventCommitted, Commit: rep})
 	return rep
+}
+
+// commitParts makes the commits of a run whose spec lists several: only
+// a completed run commits; every file the run brought in must be taken
+// by one commit, or none is made; they are made in order, each recorded,
+// and once one is not made the ones after it are not either (a chore
+// commit never lands without the work before it) — unless its files are
+// committed already: a run resumed after a kill between two commits
+// finds the first in HEAD, makes no second copy of it, and makes the
+// rest.
+func (r *runner) commitParts(out *Outcome) []CommitReport {
+	spec := r.w.Commit
+	if spec == nil || spec.Commits == nil {
+		return nil
+	}
+	files, untaken := splitFiles(spec.Commits, committable(spec, r.mergedBy, out.Steps))
+	reps := make([]CommitReport, len(spec.Commits))
+	stop := ""
+	switch {
+	case out.Status != StatusCompleted:
+		stop = fmt.Sprintf("the workflow is %s, not completed: nothing is committed", out.Status)
+	case len(untaken) > 0:
+		stop = fmt.Sprintf("no commit takes %s: nothing is committed; add it to a commit's paths (or leave out the paths of one commit so it takes the rest), or to exclude", strings.Join(untaken, ", "))
+	case r.committer == nil:
+		stop = "this run cannot commit (no committer)"
+	}
+	for k, part := range spec.Commits {
+		rep := CommitReport{Status: NotCommitted, Message: part.Message, Files: files[k], Reason: stop}
+		switch {
+		case stop != "":
+		case len(files[k]) == 0:
+			rep.Reason = "the run brought no file this commit takes: nothing to commit"
+		default:
+			got, err := r.committer.Commit(r.ctx, CommitRequest{Message: part.Message, Paths: files[k]})
+			if err != nil {
+				got = CommitReport{Status: NotCommitted, Reason: "the commit could not be made: " + tools.AsFailure(err).Message}
+			}
+			got.Message = part.Message
+			if got.Files == nil {
+				got.Files = files[k]
+			}
+			rep = got
+			if rep.Status != Committed && !rep.Unchanged {
+				stop = fmt.Sprintf("not made: the commit before it (%s) was not made", firstLine(part.Message))
+			}
+		}
+		reps[k] = rep
+		r.record(WorkflowEvent{Kind: EventCommitted, Commit: &reps[k]})
+	}
+	return reps
+}
+
+// splitFiles gives each commit the files its paths match, the commit
+// without paths the rest; untaken are the files no commit takes.
+func splitFiles(parts []CommitPart, files []string) (taken [][]string, untaken []string) {
+	taken = make([][]string, len(parts))
+	for k := range taken {
+		taken[k] = []string{}
+	}
+	rest := slices.IndexFunc(parts, func(c CommitPart) bool { return c.Paths == nil })
+	for _, f := range files {
+		k := slices.IndexFunc(parts, func(c CommitPart) bool { return c.Paths != nil && excluded(c.Paths, f) })
+		if k < 0 {
+			k = rest
+		}
+		if k < 0 {
+			untaken = append(untaken, f)
+			continue
+		}
+		taken[k] = append(taken[k], f)
+	}
+	return taken, untaken
 }
 
 // committable are the files a run brought into the workspace, sorted:
@@ -202,6 +377,7 @@ func committable(spec *CommitSpec, merged map[string][]string, steps []StepOutco
 	return files
 }
 
+// excluded reports whether path matches one of patterns.
 func excluded(patterns []string, path string) bool {
 	for _, p := range patterns {
 		if ok, _ := doublestar.Match(p, path); ok {

@@ -3,6 +3,8 @@ package workflows
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -14,6 +16,8 @@ type fakeCommitter struct {
 	reqs      []CommitRequest
 	preflight []PreflightRequest
 	problems  []string
+	refuse    string // a message whose commit git refuses
+	unchanged string // a message whose files HEAD has already (committed by a run resumed)
 }
 
 func (f *fakeCommitter) Preflight(_ context.Context, req PreflightRequest) []string {
@@ -23,7 +27,13 @@ func (f *fakeCommitter) Preflight(_ context.Context, req PreflightRequest) []str
 
 func (f *fakeCommitter) Commit(_ context.Context, req CommitRequest) (CommitReport, error) {
 	f.reqs = append(f.reqs, req)
-	return CommitReport{Status: Committed, Commit: "0123456789abcdef", Files: req.Paths}, nil
+	if req.Message == f.refuse {
+		return CommitReport{Status: NotCommitted, Files: req.Paths, Reason: "git commit refused: a hook said no"}, nil
+	}
+	if req.Message == f.unchanged {
+		return CommitReport{Status: NotCommitted, Files: req.Paths, Reason: "committed already: nothing to commit", Unchanged: true}, nil
+	}
+	return CommitReport{Status: Committed, Commit: fmt.Sprintf("%016x", len(f.reqs)), Files: req.Paths}, nil
 }
 
 // A completed run commits exactly the files it brought into the
@@ -40,7 +50,7 @@ func TestARunCommitsOnlyItsWork(t *testing.T) {
 		want     CommitReport
 		commits  int
 	}{
-		{name: "completed", want: CommitReport{Status: Committed, Commit: "0123456789abcdef", Message: "feat(GAL-1): add", Files: []string{"src/a.go", "src/b.go"}}, commits: 1},
+		{name: "completed", want: CommitReport{Status: Committed, Commit: "0000000000000001", Message: "feat(GAL-1): add", Files: []string{"src/a.go", "src/b.go"}}, commits: 1},
 		{name: "partial", lookEnds: tools.SubagentFailed, want: CommitReport{Status: NotCommitted, Message: "feat(GAL-1): add", Files: []string{"src/a.go", "src/b.go"},
 			Reason: "the workflow is partial, not completed: nothing is committed"}},
 	} {
@@ -62,7 +72,7 @@ func TestARunCommitsOnlyItsWork(t *testing.T) {
 			require.Len(t, fc.reqs, tt.commits)
 			if tt.commits > 0 {
 				require.Equal(t, CommitRequest{Message: "feat(GAL-1): add", Paths: []string{"src/a.go", "src/b.go"}}, fc.reqs[0])
-				require.Contains(t, out.Output, "Committed 0123456789ab (2 files): feat(GAL-1): add")
+				require.Contains(t, out.Output, "Committed 000000000000 (2 files): feat(GAL-1): add")
 			} else {
 				require.Contains(t, out.Output, "Not committed: the workflow is partial, not completed")
 			}
@@ -119,7 +129,7 @@ func TestCommitIsValidated(t *testing.T) {
 	require.Contains(t, err.Error(), "commit.message is empty")
 	require.Contains(t, err.Error(), `commit.exclude[0] pattern "../x" is invalid`)
 	_, err = Parse([]byte(`{"commit": {"msg": "x"}, "steps": [{"id": "a", "task": "t"}]}`))
-	require.ErrorContains(t, err, `commit has unknown field "msg" (allowed: message, exclude, base, requires)`)
+	require.ErrorContains(t, err, `commit has unknown field "msg" (allowed: message, commits, exclude, base, requires)`)
 	_, err = Parse([]byte(`{"commit": {"message": "m", "base": "-x", "requires": ["../TODO/A.md", "/etc/passwd", "TODO/*.md"]}, "steps": [{"id": "a", "task": "t"}]}`))
 	require.ErrorContains(t, err, `commit.base "-x" is not a branch name`)
 	require.ErrorContains(t, err, `commit.requires[0] "../TODO/A.md" is not a file path inside the workspace`)
@@ -162,4 +172,174 @@ func TestARunThatFailsItsPreflightStartsNothing(t *testing.T) {
 			require.Empty(t, fc.reqs, "nothing committed")
 		})
 	}
+}
+
+// A spec may ask for several commits (commit.commits): made in order at
+// the end of a completed run, each taking the run's files its paths
+// match (the one without paths the rest), each recorded with its id; a
+// file no commit takes, a partial run, or a commit git refuses leave the
+// later ones unmade; the Log rebuilds them all.
+func TestARunMakesItsCommitsInOrderEachWithItsFiles(t *testing.T) {
+	const spec = `{"commit": {"commits": [{"message": "GAL-1: the work"}, {"message": "chore(todo): GAL-1 done", "paths": ["TODO/**"]}],
+	  "exclude": [".workflow/**"]}, "steps": [
+	  {"id": "start", "task": "t", "write_set": ["TODO/**"], "workspace_mode": "shared"},
+	  {"id": "code", "task": "t", "write_set": ["src/**", ".workflow/**"], "workspace_mode": "shared", "depends_on": ["start"]},
+	  {"id": "finish", "task": "t", "write_set": ["TODO/**"], "workspace_mode": "shared", "depends_on": ["code"]}]}`
+	work := CommitRequest{Message: "GAL-1: the work", Paths: []string{"src/a.go", "src/b.go"}}
+	todo := CommitRequest{Message: "chore(todo): GAL-1 done", Paths: []string{"TODO/GAL-1-1.md", "TODO/GAL-1.md"}}
+	for _, tt := range []struct {
+		name       string
+		spec       string
+		finishEnds tools.SubagentStatus
+		refuse     string
+		unchanged  string
+		reqs       []CommitRequest
+		want       []CommitReport
+		output     []string
+	}{{
+		name: "completed: the work, then TODO/",
+		reqs: []CommitRequest{work, todo},
+		want: []CommitReport{
+			{Status: Committed, Commit: "0000000000000001", Message: work.Message, Files: work.Paths},
+			{Status: Committed, Commit: "0000000000000002", Message: todo.Message, Files: todo.Paths},
+		},
+		output: []string{"Committed 000000000000 (2 files): GAL-1: the work\nCommitted 000000000000 (2 files): chore(todo): GAL-1 done\n"},
+	}, {
+		name: "partial: nothing", finishEnds: tools.SubagentFailed,
+		want: []CommitReport{
+			{Status: NotCommitted, Message: work.Message, Files: work.Paths, Reason: "the workflow is partial, not completed: nothing is committed"},
+			{Status: NotCommitted, Message: todo.Message, Files: []string{"TODO/GAL-1.md"}, Reason: "the workflow is partial, not completed: nothing is committed"},
+		},
+		output: []string{"Not committed (GAL-1: the work): the workflow is partial, not completed: nothing is committed\nNot committed (chore(todo): GAL-1 done): the workflow is partial"},
+	}, {
+		name: "the first commit refused: the second is not made", refuse: work.Message,
+		reqs: []CommitRequest{work},
+		want: []CommitReport{
+			{Status: NotCommitted, Message: work.Message, Files: work.Paths, Reason: "git commit refused: a hook said no"},
+			{Status: NotCommitted, Message: todo.Message, Files: todo.Paths, Reason: "not made: the commit before it (GAL-1: the work) was not made"},
+		},
+	}, {
+		name: "the first committed already (a run resumed after a kill between the two): the second is made", unchanged: work.Message,
+		reqs: []CommitRequest{work, todo},
+		want: []CommitReport{
+			{Status: NotCommitted, Message: work.Message, Files: work.Paths, Reason: "committed already: nothing to commit", Unchanged: true},
+			{Status: Committed, Commit: "0000000000000002", Message: todo.Message, Files: todo.Paths},
+		},
+	}, {
+		name: "a file no commit takes: nothing is committed",
+		spec: strings.Replace(spec, `{"message": "GAL-1: the work"}`, `{"message": "GAL-1: the work", "paths": ["src/a.go"]}`, 1),
+		want: []CommitReport{
+			{Status: NotCommitted, Message: work.Message, Files: []string{"src/a.go"}, Reason: "no commit takes src/b.go: nothing is committed; add it to a commit's paths (or leave out the paths of one commit so it takes the rest), or to exclude"},
+			{Status: NotCommitted, Message: todo.Message, Files: todo.Paths, Reason: "no commit takes src/b.go: nothing is committed; add it to a commit's paths (or leave out the paths of one commit so it takes the rest), or to exclude"},
+		},
+	}, {
+		name: "a directory path takes what is beneath it",
+		spec: strings.Replace(spec, `"TODO/**"]}],`, `"./TODO/"]}],`, 1),
+		reqs: []CommitRequest{work, todo},
+		want: []CommitReport{
+			{Status: Committed, Commit: "0000000000000001", Message: work.Message, Files: work.Paths},
+			{Status: Committed, Commit: "0000000000000002", Message: todo.Message, Files: todo.Paths},
+		},
+	}, {
+		name: "a commit no file is for: the others are made",
+		spec: strings.Replace(spec, `"TODO/**"]}],`, `"TODO/**"]}, {"message": "docs", "paths": ["docs/**"]}],`, 1),
+		reqs: []CommitRequest{work, todo},
+		want: []CommitReport{
+			{Status: Committed, Commit: "0000000000000001", Message: work.Message, Files: work.Paths},
+			{Status: Committed, Commit: "0000000000000002", Message: todo.Message, Files: todo.Paths},
+			{Status: NotCommitted, Message: "docs", Files: []string{}, Reason: "the run brought no file this commit takes: nothing to commit"},
+		},
+	}} {
+		t.Run(tt.name, func(t *testing.T) {
+			sim := newSim(func(step string) childPlan {
+				switch step {
+				case "start":
+					return childPlan{dur: 5, changes: &tools.FileChanges{Changed: []string{"TODO/GAL-1.md"}}}
+				case "code":
+					return childPlan{dur: 5, changes: &tools.FileChanges{Added: []string{"src/b.go", ".workflow/run-GAL-1/plan.md"}, Changed: []string{"src/a.go"}}}
+				}
+				return childPlan{dur: 5, status: tt.finishEnds, changes: &tools.FileChanges{Added: []string{"TODO/GAL-1-1.md"}, Changed: []string{"TODO/GAL-1.md"}}}
+			})
+			fc := &fakeCommitter{refuse: tt.refuse, unchanged: tt.unchanged}
+			w := spec
+			if tt.spec != "" {
+				w = tt.spec
+			}
+			p, err := Prepare(mustParse(t, w), Ports{Agents: sim, Children: sim, Evidence: sim, Committer: fc})
+			require.NoError(t, err)
+			out := p.Run(context.Background(), RunOptions{WorkflowID: "wf-c", Now: fixedClock(), waiting: sim.waiting})
+			require.Equal(t, tt.reqs, fc.reqs)
+			require.Nil(t, out.Commit, "several commits are reported in commits")
+			require.Equal(t, tt.want, out.Commits)
+			for _, o := range tt.output {
+				require.Contains(t, out.Output, o)
+			}
+			var recorded []CommitReport
+			for _, ev := range sim.events {
+				if ev.Kind == EventCommitted {
+					recorded = append(recorded, *ev.Commit)
+				}
+			}
+			require.Equal(t, tt.want, recorded, "each commit is recorded in the Log")
+			rebuilt := Rebuild(sim.events)
+			require.Len(t, rebuilt, 1)
+			want, _ := json.Marshal(out)
+			got, _ := json.Marshal(rebuilt[0])
+			require.JSONEq(t, string(want), string(got))
+		})
+	}
+}
+
+// A list of commits is checked before the run starts, every problem at
+// once with its location: an invalid_args error, nothing run.
+func TestSeveralCommitsAreValidatedBeforeStart(t *testing.T) {
+	const step = `"steps": [{"id": "a", "task": "t"}]`
+	for _, tt := range []struct {
+		name string
+		spec string
+		want map[string]string // field: message
+	}{{
+		name: "both message and commits",
+		spec: `{"commit": {"message": "m", "commits": [{"message": "a"}]}, ` + step + `}`,
+		want: map[string]string{"commit.commits": "commit has both message and commits; give message for one commit, or commits (each with its message) for several"},
+	}, {
+		name: "an empty list",
+		spec: `{"commit": {"commits": []}, ` + step + `}`,
+		want: map[string]string{"commit.commits": "commit.commits is empty; give at least one {message, paths}, or use commit.message"},
+	}, {
+		name: "every problem at once",
+		spec: `{"commit": {"commits": [{"message": "a"}, {"message": " "}, {"message": "c", "paths": []}, {"message": "d", "paths": ["src/**", "[x"]},
+		  {"message": "e", "paths": ["src/a/*.go"]}, {"message": "f", "paths": ["TODO/**", "../up"]}]}, ` + step + `}`,
+		want: map[string]string{
+			"commit.commits[1].message":  `commit.commits[1].message is empty; give the commit message`,
+			"commit.commits[1].paths":    `commit.commits[1].paths is missing, as is commit.commits[0].paths; only one commit may take the rest: give the others their paths`,
+			"commit.commits[2].paths":    `commit.commits[2].paths is empty; give the patterns of the files it takes, or leave paths out to take the rest`,
+			"commit.commits[3].paths[1]": `commit.commits[3].paths[1] pattern "[x" is invalid`,
+			"commit.commits[4].paths":    `commit.commits[4].paths "src/a/*.go" and commit.commits[3].paths "src/**" can match the same file; every file goes in exactly one commit: make the patterns disjoint`,
+			"commit.commits[5].paths[1]": `commit.commits[5].paths[1] pattern "../up" is invalid: it climbs out of the workspace`,
+		},
+	}, {
+		name: "a write set no commit takes",
+		spec: `{"commit": {"commits": [{"message": "work", "paths": ["src/**"]}, {"message": "todo", "paths": ["TODO/**"]}], "exclude": [".workflow/**"]}, "steps": [
+		  {"id": "a", "task": "t", "write_set": ["src/**", ".workflow/**", "docs/*.md"]}, {"id": "b", "task": "t", "write_set": ["**/*.md"]}, {"id": "c", "task": "t"}]}`,
+		want: map[string]string{"write_set[2]": `steps[0] "a": write_set "docs/*.md" meets no commit's paths: a file it writes would be in no commit; add it to a commit's paths, leave out the paths of one commit so it takes the rest, or add it to commit.exclude`},
+	}} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.spec))
+			f := tools.AsFailure(err)
+			require.Equal(t, tools.ErrInvalidArgs, f.Kind, err)
+			got := map[string]string{}
+			for _, p := range f.Details.(ValidationDetails).Problems {
+				got[p.Field] = p.Message
+			}
+			require.Len(t, got, len(tt.want), err.Error())
+			for field, msg := range tt.want {
+				require.Contains(t, got[field], msg, field)
+			}
+		})
+	}
+	_, err := Parse([]byte(`{"commit": {"commits": [{"message": "a", "path": ["x"]}]}, "steps": [{"id": "a", "task": "t"}]}`))
+	require.ErrorContains(t, err, `a commit has unknown field "path" (allowed: message, paths)`)
+	_, err = Parse([]byte(`{"commit": {"commits": [{"message": "a"}, {"message": "b", "paths": ["TODO/**"]}]}, "steps": [{"id": "a", "task": "t", "write_set": ["docs/**"]}]}`))
+	require.NoError(t, err, "one commit without paths takes the rest")
 }

@@ -271,8 +271,11 @@ type Outcome struct {
 	MergeConflictRiskCount RiskCount    `json:"merge_conflict_risk_count"`
 	SafeNextActions        []NextAction `json:"safe_next_actions"`
 	// Commit is what became of the commit the spec asked for.
-	Commit  *CommitReport `json:"commit,omitempty"`
-	Summary Counts        `json:"summary"`
+	Commit *CommitReport `json:"commit,omitempty"`
+	// Commits are what became of each commit, when the spec asked for
+	// several (commit.commits), in order.
+	Commits []CommitReport `json:"commits,omitempty"`
+	Summary Counts         `json:"summary"`
 	// Usage is what this run's steps spent together (reused steps cost
 	// this run nothing).
 	Usage budget.Usage `json:"usage"`

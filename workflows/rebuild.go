@@ -20,6 +20,7 @@ type foldedRun struct {
 	byLoop    map[string]*LoopOutcome
 	finished  *WorkflowEvent
 	commit    *CommitReport
+	commits   []CommitReport  // each of several commits (commit.commits), in order
 	iterDone  map[string]bool // iterations finished: plan-review#2, escalation#1.2
 	whenSeen  map[string][]ConditionSeen
 	stepsByID map[string]*Step
@@ -113,6 +114,9 @@ func fold(events []WorkflowEvent) []foldedRun {
 			}
 		case EventCommitted:
 			r.commit = ev.Commit
+			if ev.Commit != nil {
+				r.commits = append(r.commits, *ev.Commit)
+			}
 		case EventWorkflowFinished:
 			r.finished = ev
 		}
@@ -226,7 +230,11 @@ func Rebuild(events []WorkflowEvent) []Outcome {
 			stopped, elapsed = f.StoppedBy, f.ElapsedMS
 		}
 		o := assemble(w, r.id, steps, loops, stopped, elapsed)
-		if r.commit != nil {
+		switch {
+		case w.Commit != nil && w.Commit.Commits != nil && r.commits != nil:
+			o.Commits = r.commits
+			o.Output = Render(&o)
+		case r.commit != nil:
 			o.Commit = r.commit
 			o.Output = Render(&o)
 		}

@@ -531,7 +531,8 @@ func (r *runner) finish() Outcome {
 	}
 	elapsed := r.opt.Now().Sub(r.started).Milliseconds()
 	out := assemble(r.w, r.opt.WorkflowID, steps, loops, r.s.stopped, elapsed)
-	if out.Commit = r.commitWork(&out); out.Commit != nil {
+	out.Commit, out.Commits = r.commitWork(&out), r.commitParts(&out)
+	if out.Commit != nil || out.Commits != nil {
 		out.Output = Render(&out)
 	}
 	r.record(WorkflowEvent{Kind: EventWorkflowFinished, Status: out.Status, StoppedBy: out.StoppedBy, ElapsedMS: elapsed})

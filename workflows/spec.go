@@ -159,7 +159,7 @@ type Workflow struct {
 	ResumeFrom string `json:"resume_from,omitempty" jsonschema_description:"The workflow_id of an earlier run in this session: its checkpoint_ready steps (same id, task, agent, sets and dependencies, all of them reused too) are reused, not run again; only the rest runs. This is how to retry failed steps only."`
 	// Loops are the bounded groups of steps that repeat.
 	// Commit, when set, commits a completed run's work (commit.go).
-	Commit *CommitSpec `json:"commit,omitempty" jsonschema_description:"When the run ends completed, commit to the workspace's git repository exactly the files it brought into the workspace (merged by its writers), never .pixir/ nor what exclude names: {message, exclude}."`
+	Commit *CommitSpec `json:"commit,omitempty" jsonschema_description:"When the run ends completed, commit to the workspace's git repository exactly the files it brought into the workspace (merged by its writers), never .pixir/ nor what exclude names: {message, exclude}, or several commits in order: {commits: [{message, paths}], exclude}."`
 	Loops  []Loop      `json:"loops,omitempty" jsonschema_description:"Groups of steps that repeat, bounded: {id, steps, max_iterations, until, converge, on_exhausted}."`
 	// Budget bounds what the run's children may spend together; where it
 	// is absent (or limits only one measure) the configuration's workflow
@@ -313,6 +313,13 @@ func (w *Workflow) Normalize() {
 	}
 	if w.Merge == "" {
 		w.Merge = MergeOnReady
+	}
+	if w.Commit != nil { // a commit's paths read as write sets do: src/ is src/**
+		for k := range w.Commit.Commits {
+			if c := &w.Commit.Commits[k]; c.Paths != nil {
+				c.Paths = normalizePatterns(c.Paths)
+			}
+		}
 	}
 	for i := range w.Loops {
 		l := &w.Loops[i]

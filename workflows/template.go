@@ -407,7 +407,7 @@ func (t *Template) checkReferences() []string {
 				switch {
 				case declared[name]:
 					if placeOf(loc) == placeNone {
-						problems = append(problems, fmt.Sprintf("%s uses %s, but parameters are substituted only in name, task, read_set, write_set, when, until, verify (run, means, exists, when) and commit (message, exclude, base, requires): they never change a workflow's structure", dotted(loc), m[0]))
+						problems = append(problems, fmt.Sprintf("%s uses %s, but parameters are substituted only in name, task, read_set, write_set, when, until, verify (run, means, exists, when) and commit (message, commits' message and paths, exclude, base, requires): they never change a workflow's structure", dotted(loc), m[0]))
 					}
 				case isReserved(name) || !isRefName(name, len(name)):
 					// a fan-out binding (checked with the workflow) or
@@ -479,6 +479,10 @@ func placeOf(loc []string) place {
 	case n == 2 && loc[0] == "commit" && loc[1] == "message":
 		return placeText
 	case n == 3 && loc[0] == "commit" && loc[1] == "exclude":
+		return placePattern
+	case n == 4 && loc[0] == "commit" && loc[1] == "commits" && loc[3] == "message":
+		return placeText
+	case n == 5 && loc[0] == "commit" && loc[1] == "commits" && loc[3] == "paths":
 		return placePattern
 	case (n == 2 && loc[0] == "commit" && loc[1] == "base") || (n == 3 && loc[0] == "commit" && loc[1] == "requires"):
 		// A branch name and a file path, as text: validation refuses

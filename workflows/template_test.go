@@ -204,7 +204,7 @@ func TestTemplateProblemsAreFoundWithoutArguments(t *testing.T) {
 		name, text, want string
 	}{
 		{"undeclared", "steps: [{id: a, task: \"do ${isue}\"}]", "steps[0].task uses ${isue}, which is not a declared parameter (declared: none)"},
-		{"structural", "params: {who: {type: string}}\nsteps: [{id: a, task: x, agent: \"${who}\"}]", "steps[0].agent uses ${who}, but parameters are substituted only in name, task, read_set, write_set, when, until, verify (run, means, exists, when) and commit (message, exclude, base, requires)"},
+		{"structural", "params: {who: {type: string}}\nsteps: [{id: a, task: x, agent: \"${who}\"}]", "steps[0].agent uses ${who}, but parameters are substituted only in name, task, read_set, write_set, when, until, verify (run, means, exists, when) and commit (message, commits' message and paths, exclude, base, requires)"},
 		{"depends_on", "params: {who: {type: string}}\nsteps: [{id: a, task: x}, {id: b, task: y, depends_on: [\"${who}\"]}]", "steps[1].depends_on[0] uses ${who}"},
 		{"bad name", "params: {Issue: {type: string}}\nsteps: [{id: a, task: x}]", `params: "Issue" is not a parameter name`},
 		{"reserved", "params: {item: {type: string}}\nsteps: [{id: a, task: x}]", `params: "item" is not a parameter name`},
@@ -363,4 +363,33 @@ func TestAPlainWorkflowsFirstInstanceIsItsCheckedDecoding(t *testing.T) {
 
 	_, err = tpl.InstantiateChecked(map[string]any{"x": 1}, nil)
 	require.Error(t, err, "arguments a plain workflow does not take are refused, as before")
+}
+
+// A list of commits takes parameters where one commit does: each
+// message as text, each path pattern with the value a literal path that
+// must stay inside the workspace.
+func TestTemplateSubstitutesIntoAListOfCommits(t *testing.T) {
+	tpl, err := parseYAMLTemplate(t, "two", `
+params:
+  issue: {type: string}
+  todo: {type: string, default: TODO}
+steps: [{id: a, task: "work on ${issue}", write_set: ["src/**", "${todo}/**"]}]
+commit:
+  commits:
+    - message: "${issue}: the work"
+    - message: "chore(todo): ${issue} done"
+      paths: ["${todo}/**"]
+`)
+	require.NoError(t, err)
+	w := instantiateTemplate(t, tpl, map[string]any{"issue": "GAL-1"})
+	require.Equal(t, []CommitPart{{Message: "GAL-1: the work"}, {Message: "chore(todo): GAL-1 done", Paths: []string{"TODO/**"}}}, w.Commit.Commits)
+
+	w = instantiateTemplate(t, tpl, map[string]any{"issue": "${todo}\nx", "todo": "*"})
+	require.Equal(t, "chore(todo): ${todo}\nx done", w.Commit.Commits[1].Message, "a value is text, never read again")
+	require.Equal(t, []string{`\*/**`}, w.Commit.Commits[1].Paths, "a glob in a value is a literal path")
+
+	_, err = tpl.Instantiate(map[string]any{"issue": "GAL-1", "todo": "../up"})
+	f := tools.AsFailure(err)
+	require.Equal(t, tools.ErrInvalidArgs, f.Kind)
+	require.Contains(t, f.Message, `/todo: makes commit.commits[1].paths[0] the path pattern "../up/**", which is not allowed: it climbs out of the workspace`)
 }

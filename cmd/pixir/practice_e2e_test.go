@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,7 +30,8 @@ import (
 // Pixir), 7 (Implementation Incomplete + escalate test_design → @check →
 // @test → a fresh @make, within 2 cycles), 8 (both ACCEPTABLE → phase 9),
 // 9 (a pre-existing bug filed as a sub-issue via @pm; Done; the summary;
-// a commit). The other scenarios below take the same story and change a
+// all commits done → the work's commit, then chore(todo): … with TODO/).
+// The other scenarios below take the same story and change a
 // role's answers (practiceScenario); the other rows run on the simulated
 // runtime (workflows/practice_test.go).
 func TestThePracticeRunsEndToEndToACommit(t *testing.T) {
@@ -71,7 +73,7 @@ func TestThePracticeRunsEndToEndToACommit(t *testing.T) {
 	require.Contains(t, p.read("TODO/GAL-1.md"), "status: Done")
 	require.Contains(t, p.read("TODO/GAL-1-1.md"), "parent: GAL-1\nlabel: bug")
 
-	p.requireOneCommit(out, "TODO/GAL-1-1.md", "TODO/GAL-1.md", "TODO/README.md", "calc.sh", "tests/test_mul.sh")
+	p.requireTwoCommits(out, demoWork, "TODO/GAL-1-1.md", "TODO/GAL-1.md", "TODO/README.md")
 	p.requireRebuilt(out, sessionOf(t, p.e.ws, stderr))
 }
 
@@ -114,7 +116,7 @@ func TestThePracticeEscalatesATasksTestsAndStillCommits(t *testing.T) {
 	require.Len(t, decided, 1)
 	require.True(t, *decided[0].Result)
 
-	p.requireOneCommit(out, "TODO/GAL-1-1.md", "TODO/GAL-1.md", "TODO/README.md", "calc.sh", "tests/test_mul.sh")
+	p.requireTwoCommits(out, demoWork, "TODO/GAL-1-1.md", "TODO/GAL-1.md", "TODO/README.md")
 	p.requireRebuilt(out, sessionOf(t, p.e.ws, stderr))
 }
 
@@ -289,8 +291,8 @@ func TestThePracticeAddsAMissingSeamThenTestsAndCommits(t *testing.T) {
 	require.Contains(t, p.prompt(out, "commit"), `"future_seam":"a fake clock for every script"`)
 	require.Contains(t, p.prompt(out, "commit"), "one (label tech-debt) for every future_seam note")
 
-	p.requireOneCommit(out, "TODO/GAL-1-1.md", "TODO/GAL-1.md", "TODO/README.md", "calc.sh", "clock.sh", "neg.sh",
-		"tests/test_clock.sh", "tests/test_mul.sh", "tests/test_neg.sh")
+	p.requireTwoCommits(out, []string{"calc.sh", "clock.sh", "neg.sh", "tests/test_clock.sh", "tests/test_mul.sh", "tests/test_neg.sh"},
+		"TODO/GAL-1-1.md", "TODO/GAL-1.md", "TODO/README.md")
 	p.requireRebuilt(out, sessionOf(t, p.e.ws, stderr))
 }
 
@@ -435,7 +437,7 @@ func TestThePracticeConvergesAndProceedsWithItsBlocker(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, inspect, "loop "+state+"; blockers: final-check: mul accepts lett…", "inspect cuts the line")
 
-	p.requireOneCommit(out, "TODO/GAL-1-1.md", "TODO/GAL-1.md", "TODO/README.md", "calc.sh", "tests/test_mul.sh")
+	p.requireTwoCommits(out, demoWork, "TODO/GAL-1-1.md", "TODO/GAL-1.md", "TODO/README.md")
 	p.requireRebuilt(out, sessionOf(t, p.e.ws, stderr))
 }
 
@@ -455,7 +457,7 @@ func TestThePracticeExhaustsItsFinalReviewAndProceeds(t *testing.T) {
 	inspect, errOut, code := p.e.pixir("inspect", sessionOf(t, p.e.ws, stderr))
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, inspect, "loop "+state+"; blockers: final-check: the third fi…", "inspect cuts the line")
-	p.requireOneCommit(out, "TODO/GAL-1-1.md", "TODO/GAL-1.md", "TODO/README.md", "calc.sh", "tests/test_mul.sh")
+	p.requireTwoCommits(out, demoWork, "TODO/GAL-1-1.md", "TODO/GAL-1.md", "TODO/README.md")
 }
 
 // A practice run killed (kill -9) in its final review and resumed with
@@ -506,7 +508,88 @@ match = '\AFinal review of the change for issue \S+ against'
 	require.Empty(t, runOf(t, out, "final-check#1.1").ReusedFrom)
 	require.Empty(t, runOf(t, out, "commit").ReusedFrom)
 
-	p.requireOneCommit(out, "TODO/GAL-1-1.md", "TODO/GAL-1.md", "TODO/README.md", "calc.sh", "tests/test_mul.sh")
+	p.requireTwoCommits(out, demoWork, "TODO/GAL-1-1.md", "TODO/GAL-1.md", "TODO/README.md")
+}
+
+// A practice run killed (kill -9) between its two commits — right after
+// the work's commit, by a post-commit hook — and resumed: the resumed run
+// reuses every step, finds the work's files as HEAD has them and does not
+// commit them again (unchanged: committed already), then makes the
+// chore(todo) commit. git log holds each commit once, with its files.
+func TestAPracticeKilledBetweenItsCommitsResumesWithoutCommittingTwice(t *testing.T) {
+	p := newPracticeRepo(t)
+	cmd := p.command(p.scenario(""))
+	var stdout bytes.Buffer
+	stderr := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = &stdout, stderr
+	hook := filepath.Join(p.e.ws, ".git", "hooks", "post-commit")
+	require.NoError(t, os.MkdirAll(filepath.Dir(hook), 0o755))
+	// Once: the hook removes itself, then kills git's parent, pixir, which
+	// waits for git to end.
+	require.NoError(t, os.WriteFile(hook, []byte("#!/bin/sh\nrm -f \"$0\"\nkill -9 \"$(cut -d' ' -f4 /proc/$PPID/stat)\"\n"), 0o755))
+	require.NoError(t, cmd.Start())
+	var exit *exec.ExitError
+	require.True(t, errors.As(cmd.Wait(), &exit), "pixir is killed after the first commit: %s", stderr.String())
+	require.Equal(t, p.base, p.git("rev-parse", "HEAD~1"), "killed after the work's commit")
+	work := p.git("rev-parse", "HEAD")
+	require.Equal(t, "GAL-1: implemented by the practice workflow", p.git("log", "-1", "--format=%s"))
+	require.NoFileExists(t, hook)
+
+	logs, err := filepath.Glob(filepath.Join(p.e.ws, ".pixir", "sessions", "*.ndjson"))
+	require.NoError(t, err)
+	require.Len(t, logs, 1)
+	sid := strings.TrimSuffix(filepath.Base(logs[0]), ".ndjson")
+	events := workflowEvents(t, readLog(t, p.e.ws, sid))
+	wfID := events[len(events)-1].WorkflowID
+
+	resumed := p.e.command(append([]string{"resume", sid, "--workflow", "practice", "--resume-from", wfID}, practiceArgs(p.scenario(""))...)...)
+	resumed.Env = append(resumed.Env, gitIdentity...)
+	var outBuf, errBuf strings.Builder
+	resumed.Stdout, resumed.Stderr = &outBuf, &errBuf
+	require.NoError(t, resumed.Run(), errBuf.String())
+	out := runOutcome(t, outBuf.String())
+	require.Equal(t, workflows.StatusCompleted, out.Status, out.Output)
+	require.Equal(t, wfID, runOf(t, out, "commit").ReusedFrom, "every step ended before the kill: reused")
+
+	require.Equal(t, work, p.git("rev-parse", "HEAD~1"), "the work's commit, once")
+	require.Equal(t, p.base, p.git("rev-parse", "HEAD~2"))
+	todo := []string{"TODO/GAL-1-1.md", "TODO/GAL-1.md", "TODO/README.md"}
+	require.Equal(t, []workflows.CommitReport{
+		{Status: workflows.NotCommitted, Message: "GAL-1: implemented by the practice workflow", Files: demoWork, Unchanged: true,
+			Reason: "the run's files are as the repository's HEAD has them (committed already): nothing to commit"},
+		{Status: workflows.Committed, Commit: p.git("rev-parse", "HEAD"), Message: "chore(todo): GAL-1 done, follow-ups filed", Files: todo},
+	}, out.Commits)
+	require.Equal(t, "chore(todo): GAL-1 done, follow-ups filed\n\n"+strings.Join(todo, "\n")+"\nGAL-1: implemented by the practice workflow\n\n"+strings.Join(demoWork, "\n"),
+		p.git("log", "--name-only", "--format=%s", p.base+"..HEAD"))
+	require.Equal(t, "?? NOTES.txt", p.git("status", "--porcelain"))
+}
+
+// A workflow's list of commits that cannot be sound is refused before
+// anything runs, with what is wrong and where: no session, no commit.
+func TestAListOfCommitsIsRefusedBeforeAnythingRuns(t *testing.T) {
+	for _, tt := range []struct {
+		name, commits, want string
+	}{
+		{"an overlap", `[{message: work, paths: ["src/**"]}, {message: docs, paths: ["src/*.md", "TODO/**"]}]`,
+			`commit.commits[1].paths "src/*.md" and commit.commits[0].paths "src/**" can match the same file`},
+		{"an empty list", `[]`, "commit.commits is empty; give at least one {message, paths}, or use commit.message"},
+		{"a bad path pattern", `[{message: work}, {message: todo, paths: ["../TODO/**"]}]`,
+			`commit.commits[1].paths[0] pattern "../TODO/**" is invalid: it climbs out of the workspace`},
+		{"a file no commit takes", `[{message: work, paths: ["src/**"]}, {message: todo, paths: ["TODO/**"]}]`,
+			`steps[0] "a": write_set "docs/**" meets no commit's paths: a file it writes would be in no commit`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newPracticeRepo(t)
+			p.e.file("two.yaml", "commit:\n  commits: "+tt.commits+"\nsteps:\n  - id: a\n    task: do a\n    write_set: [\"src/**\", \"docs/**\"]\n")
+			_, stderr, code := p.e.pixir("run", "--workflow", "two.yaml")
+			require.Equal(t, exitUsage, code, stderr)
+			require.Contains(t, stderr, tt.want)
+			_, stderr, code = p.e.pixir("sessions")
+			require.Equal(t, exitOK, code)
+			require.Contains(t, stderr, "no sessions in")
+			require.Equal(t, p.base, p.git("rev-parse", "HEAD"))
+		})
+	}
 }
 
 // Row 8, a strictly cosmetic finding, through the binary: the final
@@ -533,7 +616,7 @@ func TestThePracticeFixesACosmeticFindingAndReviewsAgain(t *testing.T) {
 	require.Contains(t, p.read("calc.sh"), "# calc.sh: shell arithmetic,")
 	require.NoFileExists(t, filepath.Join(p.e.ws, "STYLE.md"), "the fix is held to the task's files")
 
-	p.requireOneCommit(out, "TODO/GAL-1-1.md", "TODO/GAL-1.md", "TODO/README.md", "calc.sh", "tests/test_mul.sh")
+	p.requireTwoCommits(out, demoWork, "TODO/GAL-1-1.md", "TODO/GAL-1.md", "TODO/README.md")
 }
 
 // cosmeticFinding is check's first final review: a typo, routed cosmetic
@@ -739,18 +822,26 @@ func (p *practiceRepo) prompt(out workflows.Outcome, run string) string {
 	return firstUserText(p.t, childLog(p.t, p.e.ws, runOf(p.t, out, run)))
 }
 
-// requireOneCommit checks that the run made one commit on top of the base
-// with exactly files, left the user's file alone, and that the committed
-// work passes its tests.
-func (p *practiceRepo) requireOneCommit(out workflows.Outcome, files ...string) {
+// requireTwoCommits checks that the run made the practice's two commits
+// on top of the base (row 9, ADR-11), each with exactly its files: the
+// work, then TODO/ (the issue's file and the follow-ups) in a
+// chore(todo) commit; that it left the user's file alone; and that the
+// committed work passes its tests.
+func (p *practiceRepo) requireTwoCommits(out workflows.Outcome, work []string, todo ...string) {
 	p.t.Helper()
-	require.Equal(p.t, p.base, p.git("rev-parse", "HEAD~1"))
-	require.Equal(p.t, &workflows.CommitReport{Status: workflows.Committed, Commit: p.git("rev-parse", "HEAD"), Message: "GAL-1: implemented by the practice workflow",
-		Files: files}, out.Commit)
-	require.Equal(p.t, strings.Join(files, "\n"), p.git("show", "--name-only", "--format=", "HEAD"))
+	require.Equal(p.t, p.base, p.git("rev-parse", "HEAD~2"))
+	require.Nil(p.t, out.Commit)
+	require.Equal(p.t, []workflows.CommitReport{
+		{Status: workflows.Committed, Commit: p.git("rev-parse", "HEAD~1"), Message: "GAL-1: implemented by the practice workflow", Files: work},
+		{Status: workflows.Committed, Commit: p.git("rev-parse", "HEAD"), Message: "chore(todo): GAL-1 done, follow-ups filed", Files: todo},
+	}, out.Commits)
+	require.Equal(p.t, "chore(todo): GAL-1 done, follow-ups filed\n\n"+strings.Join(todo, "\n")+"\nGAL-1: implemented by the practice workflow\n\n"+strings.Join(work, "\n"),
+		p.git("log", "--name-only", "--format=%s", p.base+"..HEAD"))
+	require.Contains(p.t, out.Output, "Committed "+p.git("rev-parse", "--short=12", "HEAD~1")+fmt.Sprintf(" (%d files): GAL-1: implemented by the practice workflow\n", len(work))+
+		"Committed "+p.git("rev-parse", "--short=12", "HEAD")+fmt.Sprintf(" (%d files): chore(todo): GAL-1 done, follow-ups filed", len(todo)))
 	require.Equal(p.t, "?? NOTES.txt", p.git("status", "--porcelain"), "the user's file, untouched; .pixir/ and .workflow/ ignored")
 	passed := []string{"ok   tests/test_add.sh"} // the demo's own test, then the run's
-	for _, f := range files {
+	for _, f := range work {
 		if strings.HasPrefix(f, "tests/test_") {
 			passed = append(passed, "ok   "+f)
 		}
@@ -758,6 +849,9 @@ func (p *practiceRepo) requireOneCommit(out workflows.Outcome, files ...string) 
 	slices.Sort(passed)
 	require.Equal(p.t, strings.Join(passed, "\n"), runTests(p.t, p.e.ws), "the committed work passes its tests")
 }
+
+// demoWork is the demo's work: calc.sh and its test.
+var demoWork = []string{"calc.sh", "tests/test_mul.sh"}
 
 // requireRebuilt checks that the Log rebuilds the outcome, commit included.
 func (p *practiceRepo) requireRebuilt(out workflows.Outcome, sid string) {

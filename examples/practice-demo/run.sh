@@ -1,7 +1,8 @@
 #!/bin/sh
 # The practice, offline: the built-in template practice on a copy of repo/
 # in a scratch git repository, every role played by the scripted provider
-# (script.toml). It prints the outcome and the commit the run made.
+# (script.toml). It prints the outcome and the two commits the run made
+# (the work, then TODO/ in a chore(todo) commit).
 #
 #   sh examples/practice-demo/run.sh [PIXIR]     # PIXIR: default bin/pixir
 #   LIVE=1 sh examples/practice-demo/run.sh      # also the live view
@@ -29,5 +30,5 @@ run() {
 }
 if [ "${LIVE:-}" = 1 ]; then run; else run 2>/dev/null; fi
 echo
-echo "== git show --stat HEAD"
-git -c core.pager=cat show --stat --format='%h %s' HEAD
+echo "== git log --stat main..HEAD"
+git -c core.pager=cat log --reverse --stat --format='%h %s' main..HEAD
