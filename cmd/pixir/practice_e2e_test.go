@@ -205,6 +205,11 @@ match = '\ASplit the reviewed plan'
 			require.Equal(t, workflows.CheckpointFailed, got.CheckpointStatus, out.Output)
 			require.Contains(t, got.Error.Message, tt.want)
 			require.Equal(t, p.base, p.git("rev-parse", "HEAD"), "nothing committed")
+			require.Len(t, out.Commits, 2, "neither of the two commits is made")
+			for _, c := range out.Commits {
+				require.Equal(t, workflows.NotCommitted, c.Status)
+				require.Equal(t, "the workflow is "+string(out.Status)+", not completed: nothing is committed", c.Reason)
+			}
 		})
 	}
 }
