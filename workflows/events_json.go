@@ -11,8 +11,8 @@ import (
 // against it): a workflow_event is two of the five lines a step adds to
 // its parent's Log, and json.Marshal's reflection over its two dozen
 // members was most of writing them. Its nested members (the spec, a
-// condition's findings, a loop's outcome, a commit, a step's outcome)
-// are written by json.Marshal.
+// condition's findings, a loop's outcome, a commit) are written by
+// json.Marshal; a step's outcome by appendStepOutcome.
 func (e *WorkflowEvent) AppendJSON(b []byte) ([]byte, error) {
 	str := func(b []byte, key, v string) []byte {
 		if v == "" {
@@ -76,8 +76,8 @@ func (e *WorkflowEvent) AppendJSON(b []byte) ([]byte, error) {
 	if e.Commit != nil {
 		b = nested(b, `,"commit":`, e.Commit)
 	}
-	if e.Outcome != nil {
-		b = nested(b, `,"outcome":`, e.Outcome)
+	if e.Outcome != nil && err == nil {
+		b, err = appendStepOutcome(append(b, `,"outcome":`...), e.Outcome)
 	}
 	b = str(b, `,"status":`, string(e.Status))
 	b = str(b, `,"stopped_by":`, e.StoppedBy)
