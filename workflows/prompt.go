@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -14,11 +16,19 @@ import (
 // checkpoint.
 func (r *runner) childPrompt(run *stepRun, deps []*StepOutcome, inherit []Inherited) string {
 	w, st := r.w, run.spec
+	closing := r.closing(run)
 	var b strings.Builder
+	// Sized once for the common prompt (the task, who it is, a bundle a
+	// dependency, the closing) instead of grown a few times per run.
+	b.Grow(len(st.Task) + len(run.label) + len(w.Name) + 256 + 128*len(deps) + len(closing))
 	b.WriteString(strings.TrimSpace(st.Task))
-	fmt.Fprintf(&b, "\n\n---\nYou are step %q of a workflow", run.label)
+	b.WriteString("\n\n---\nYou are step ")
+	b.WriteString(strconv.Quote(run.label))
+	b.WriteString(" of a workflow")
 	if w.Name != "" {
-		fmt.Fprintf(&b, " (%s)", w.Name)
+		b.WriteString(" (")
+		b.WriteString(w.Name)
+		b.WriteByte(')')
 	}
 	if st.PermissionMode == ReadOnly {
 		b.WriteString(". Your posture is read_only: read and report, do not change files.")
@@ -41,8 +51,9 @@ func (r *runner) childPrompt(run *stepRun, deps []*StepOutcome, inherit []Inheri
 		def := f.loop.def(w)
 		fmt.Fprintf(&b, "This is iteration %d of at most %d of loop %q.\n", f.iter, def.MaxIterations, def.ID)
 	}
-	inherited := map[string]bool{}
+	var inherited map[string]bool
 	if len(inherit) > 0 {
+		inherited = make(map[string]bool, len(inherit))
 		b.WriteString("\nYour workspace already holds what these earlier steps changed in their own snapshots:\n")
 		for _, in := range inherit {
 			inherited[in.StepID] = true
@@ -96,6 +107,30 @@ func (r *runner) childPrompt(run *stepRun, deps []*StepOutcome, inherit []Inheri
 			writeBundle(&b, o, inherited[runName(o)])
 		}
 	}
+	b.WriteString(closing)
+	return b.String()
+}
+
+// closing is the end of a run's prompt, which depends on its step alone:
+// how to report, the output schema the payload must match, what Pixir
+// verifies. Made once per step (a fan-out instance's spec, its bindings
+// replaced, gets its own each time).
+func (r *runner) closing(run *stepRun) string {
+	s := run.step
+	if run.spec != &r.w.Steps[s] {
+		return closingOf(run.spec)
+	}
+	if r.closings == nil {
+		r.closings = make([]string, len(r.w.Steps))
+	}
+	if r.closings[s] == "" {
+		r.closings[s] = closingOf(run.spec)
+	}
+	return r.closings[s]
+}
+
+func closingOf(st *Step) string {
+	var b strings.Builder
 	b.WriteString("\nWhen you are done, call report_checkpoint with status checkpoint_ready, partial, failed or needs_orchestrator, " +
 		"a summary, what you produced, how you verified it and its known limitations; then end your turn with a short summary. " +
 		"If you cannot call it, end your final message with a line `checkpoint_status: <status>`.\n")
@@ -156,6 +191,9 @@ func onlyWhen(c Verify) string {
 // proceededLoops are the loops a run's inputs come out of that ended
 // unresolved and let their dependents proceed.
 func (r *runner) proceededLoops(run *stepRun) []*loopRun {
+	if !slices.ContainsFunc(run.inputs, func(in *stepRun) bool { return in.frame.loop != nil }) {
+		return nil // no input comes out of a loop (most runs): no maps to make
+	}
 	holding := map[*loopRun]bool{}
 	for f := run.frame; f.loop != nil; f = f.loop.parent {
 		holding[f.loop] = true
@@ -177,13 +215,18 @@ func (r *runner) proceededLoops(run *stepRun) []*loopRun {
 
 // writeBundle renders one dependency's checkpoint for a dependent's prompt.
 func writeBundle(b *strings.Builder, d *StepOutcome, inherited bool) {
-	fmt.Fprintf(b, "\n### %s (%s, subagent %s)\n", runName(d), d.CheckpointStatus, d.AgentID)
+	for _, s := range [...]string{"\n### ", runName(d), " (", string(d.CheckpointStatus), ", subagent ", d.AgentID, ")\n"} {
+		b.WriteString(s)
+	}
 	c := d.Checkpoint
 	if c == nil {
-		fmt.Fprintf(b, "%s\n", d.Summary)
+		b.WriteString(d.Summary)
+		b.WriteByte('\n')
 		return
 	}
-	fmt.Fprintf(b, "Summary: %s\n", strings.TrimSpace(c.Summary))
+	b.WriteString("Summary: ")
+	b.WriteString(strings.TrimSpace(c.Summary))
+	b.WriteByte('\n')
 	list := func(title string, xs []string) {
 		if len(xs) == 0 {
 			return

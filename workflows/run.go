@@ -58,6 +58,9 @@ type runner struct {
 	s        sched
 	schemas  []*tools.Schema // each step's compiled output_schema, once it ran
 	schemaOf map[string]*tools.Schema
+	// closings are each step's prompt closing (closing), made at its
+	// first run.
+	closings []string
 
 	// carriers are the decided isolated runs whose snapshots hold
 	// changes, in the order they were decided: all that a later run's
