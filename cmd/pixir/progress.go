@@ -530,6 +530,8 @@ type workflowView struct {
 	status workflows.Status
 	stop   chan struct{}
 	done   chan struct{}
+	// msgBuf and lineBuf are line's, reused (guarded by mu).
+	msgBuf, lineBuf []byte
 }
 
 func newWorkflowView(w io.Writer, tty bool, wf *workflows.Workflow) *workflowView {
@@ -852,8 +854,12 @@ func (v *workflowView) line(format string, args ...any) {
 	if v.tty {
 		return
 	}
-	b := v.now().UTC().AppendFormat(make([]byte, 0, 128), "2006-01-02T15:04:05.000Z")
-	b = append(append(append(b, ' '), termtext.Inert(fmt.Sprintf(format, args...))...), '\n')
+	// Both buffers are the view's, reused line after line (v.mu is held):
+	// Hold and Write copy or write the line before returning.
+	v.msgBuf = fmt.Appendf(v.msgBuf[:0], format, args...)
+	b := v.now().UTC().AppendFormat(v.lineBuf[:0], "2006-01-02T15:04:05.000Z")
+	b = append(termtext.AppendInert(append(b, ' '), v.msgBuf), '\n')
+	v.lineBuf = b
 	if v.held != nil {
 		v.held.Hold(b)
 		return

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -188,4 +189,27 @@ func TestTheTerminalViewOfAHugeWorkflowIsAWindow(t *testing.T) {
 	require.Regexp(t, `· a `, frame[1])
 	require.Regexp(t, `. b +default .*queued`, frame[2])
 	require.Regexp(t, `· c `, frame[3])
+}
+
+// The headless view's lines are built in buffers it reuses: each line
+// written (or held) stays as it was when the next is built, and a
+// summary from a model prints inert in it.
+func TestHeadlessViewLinesStayWholeAndInert(t *testing.T) {
+	var out bytes.Buffer
+	w := &workflows.Workflow{Name: "wf", Steps: []workflows.Step{{ID: "a"}, {ID: "b"}}}
+	v := newWorkflowView(&out, false, w)
+	v.now = func() time.Time { return time.Date(2026, 11, 24, 16, 0, 0, 0, time.UTC) }
+	held := newHeldLines(&out)
+	for _, lines := range []*heldLines{nil, held} {
+		out.Reset()
+		v.held = lines
+		v.workflowEvent(workflows.WorkflowEvent{Kind: workflows.EventWorkflowStarted, WorkflowID: "wf-1"})
+		v.workflowEvent(workflows.WorkflowEvent{Kind: workflows.EventCheckpointDecided, StepID: "a", Outcome: &workflows.StepOutcome{
+			StepID: "a", CheckpointStatus: workflows.CheckpointReady, SubagentStatus: tools.SubagentCompleted, Summary: "\x1b]0;pwned\x07done"}})
+		v.workflowEvent(workflows.WorkflowEvent{Kind: workflows.EventFanOut, Run: "b", Items: 2, MaxItems: 5})
+		held.Flush()
+		require.Equal(t, "2026-11-24T16:00:00.000Z workflow wf-1 started: 2 steps\n"+
+			"2026-11-24T16:00:00.000Z step a checkpoint_ready (subagent completed) in 0.0 s: ␛]0;pwned␇done\n"+
+			"2026-11-24T16:00:00.000Z step b fans out over 2 items (max 5)\n", out.String())
+	}
 }

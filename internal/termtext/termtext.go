@@ -38,8 +38,17 @@ func Inert(s string) string {
 	return b.String()
 }
 
+// AppendInert appends p made inert to dst, copying p as it is when nothing
+// in it needs a stand-in (a line built in a reused buffer costs no string).
+func AppendInert(dst, p []byte) []byte {
+	if clean(p) {
+		return append(dst, p...)
+	}
+	return append(dst, Inert(string(p))...)
+}
+
 // clean reports whether s needs no change (the common case, kept cheap).
-func clean(s string) bool {
+func clean[S ~string | ~[]byte](s S) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c < 0x20 && c != '\n' && c != '\t' || c == 0x7f || c >= 0x80 {

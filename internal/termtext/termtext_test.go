@@ -26,6 +26,8 @@ func TestInert(t *testing.T) {
 			got := Inert(tt.in)
 			require.Equal(t, tt.want, got)
 			require.NotContains(t, got, "\x1b")
+			appended := AppendInert([]byte("head "), []byte(tt.in))
+			require.Equal(t, "head "+tt.want, string(appended), "AppendInert appends what Inert returns")
 		})
 	}
 }
