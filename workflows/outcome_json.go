@@ -67,6 +67,16 @@ func (w *outcomeEncoder) marshalled(key string, v any) {
 	w.b = append(append(w.b, key...), raw...)
 }
 
+// outcomeSizeHint is about the size of a checkpoint_decided event's data
+// carrying o: the members of a plain run, its strings that vary.
+func outcomeSizeHint(o *StepOutcome) int {
+	n := 768 + 2*len(o.Summary) + len(o.Workspace) + 16*len(o.DependsOn)
+	if c := o.Checkpoint; c != nil {
+		n += 2*len(c.Summary) + len(c.Payload)
+	}
+	return n
+}
+
 // appendStepOutcome appends o as json.Marshal writes it.
 func appendStepOutcome(b []byte, o *StepOutcome) ([]byte, error) {
 	w := outcomeEncoder{b: b}

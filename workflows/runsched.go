@@ -868,21 +868,7 @@ func (r *runner) partnerDecided(run *stepRun) {
 // may (resume_from), or queues it for a slot.
 func (r *runner) startOrReuse(run *stepRun) {
 	if out, ok := r.reusable(run); ok {
-		run.state = runReady
-		if out.CheckpointStatus != CheckpointReady {
-			run.state = runNotReady
-		}
-		r.describeRun(&out, run)
-		run.outcome = &out
-		r.markRan(run.frame)
-		r.noteChanges(run)
-		if e := r.s.estimates; e != nil && out.ElapsedMS > 0 {
-			// What it took when it ran, as a run that went on would
-			// have counted it: a resumed run orders the rest alike.
-			e.observe(run.step, out.ElapsedMS)
-		}
-		r.record(WorkflowEvent{Kind: EventCheckpointDecided, StepID: out.StepID, Run: run.label, Outcome: &out})
-		r.runDecided(run)
+		r.reuse(run, out)
 		return
 	}
 	run.fresh = true
@@ -891,6 +877,27 @@ func (r *runner) startOrReuse(run *stepRun) {
 	}
 	run.state = runWaiting
 	r.makeRunnable(run)
+}
+
+// reuse decides run with the outcome of the run it reuses. Apart from
+// startOrReuse so that the outcome, which the run keeps, is allocated for
+// a reused run only, not for every run started.
+func (r *runner) reuse(run *stepRun, out StepOutcome) {
+	run.state = runReady
+	if out.CheckpointStatus != CheckpointReady {
+		run.state = runNotReady
+	}
+	r.describeRun(&out, run)
+	run.outcome = &out
+	r.markRan(run.frame)
+	r.noteChanges(run)
+	if e := r.s.estimates; e != nil && out.ElapsedMS > 0 {
+		// What it took when it ran, as a run that went on would
+		// have counted it: a resumed run orders the rest alike.
+		e.observe(run.step, out.ElapsedMS)
+	}
+	r.record(WorkflowEvent{Kind: EventCheckpointDecided, StepID: out.StepID, Run: run.label, Outcome: &out})
+	r.runDecided(run)
 }
 
 // runKey places a waiting run in priority order: its step's rank (the
