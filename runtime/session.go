@@ -386,12 +386,7 @@ func (s *Session) descendantObserver() Observer {
 // to the session's observer (a Subagent's session: its ancestors'
 // descendant observer).
 func (s *Session) emitBackground(typ EventType, data any) error {
-	s.mu.Lock()
-	obs := s.observer
-	s.mu.Unlock()
-	if obs == nil && s.parent != nil {
-		obs = s.descendantObserver()
-	}
+	obs := s.backgroundObserver()
 	err := s.emit(obs, typ, data)
 	if errors.Is(err, ErrLogWrite) && obs != nil {
 		// The Log is full: the event is not recorded, but whoever watches
@@ -403,6 +398,35 @@ func (s *Session) emitBackground(typ EventType, data any) error {
 		}
 	}
 	return err
+}
+
+// emitBackgroundGroup is emitBackground of events produced together: one
+// append of the Log (Session.emitGroup), whole or not at all.
+func (s *Session) emitBackgroundGroup(group []eventOf) error {
+	obs := s.backgroundObserver()
+	err := s.emitGroup(obs, group)
+	if errors.Is(err, ErrLogWrite) && obs != nil {
+		// As emitBackground: not recorded, but whoever watches is told.
+		for _, e := range group {
+			if raw, _, encErr := encodeEventData(e.data); encErr == nil {
+				obs(Event{ID: uuid.Must(uuid.NewV7()).String(), SessionID: s.ID(), TS: time.Now().UTC(), Type: e.typ, Data: raw})
+			}
+		}
+	}
+	return err
+}
+
+// backgroundObserver is who is shown events recorded outside the turn
+// loop: the session's observer, or a Subagent's ancestors' descendant
+// observer.
+func (s *Session) backgroundObserver() Observer {
+	s.mu.Lock()
+	obs := s.observer
+	s.mu.Unlock()
+	if obs == nil && s.parent != nil {
+		obs = s.descendantObserver()
+	}
+	return obs
 }
 
 // DetachedSubagents lists children rebuilt from the Log that no process

@@ -17,9 +17,22 @@ import (
 )
 
 // enqueue records that sa is queued, and only then lets the scheduler see
-// it, so its "queued" event always comes before its "started".
-func (m *Manager) enqueue(sa *subagent, input string) {
-	m.record(sa, tools.SubagentEventQueued, input)
+// it, so its "queued" event always comes before its "started". A workflow
+// step's step_scheduled event, when given, is written with it in one
+// append: both or neither, and before the child's start.
+func (m *Manager) enqueue(sa *subagent, input string, scheduled *workflows.Scheduled) {
+	if scheduled == nil {
+		m.record(sa, tools.SubagentEventQueued, input)
+	} else {
+		m.mu.Lock()
+		d := m.eventLocked(sa, tools.SubagentEventQueued, input, sa.status)
+		m.mu.Unlock()
+		scheduled.Event.SubagentID = sa.id
+		scheduled.Err = sa.parent.emitBackgroundGroup([]eventOf{{EventSubagent, d}, {EventWorkflow, scheduled.Event}})
+		if scheduled.Err != nil {
+			m.rt.log.Error("recording a subagent event", "subagent", sa.id, "err", scheduled.Err)
+		}
+	}
 	m.mu.Lock()
 	if sa.status == tools.SubagentQueued && !sa.stopping { // not cancelled meanwhile
 		m.queue = append(m.queue, sa)

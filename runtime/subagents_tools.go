@@ -118,7 +118,7 @@ func (b binding) spawn(req tools.SpawnRequest, opt stepOptions) (tools.SubagentV
 	m.children[sa.parent.ID()] = append(m.children[sa.parent.ID()], sa)
 	view := m.viewLocked(sa)
 	m.mu.Unlock()
-	m.enqueue(sa, "")
+	m.enqueue(sa, "", opt.scheduled)
 	return view, nil
 }
 
@@ -276,7 +276,7 @@ func (b binding) SendInput(_ context.Context, id, message string) (tools.Subagen
 	sa.seen = sa.name != "" // its next end is news
 	view := m.viewLocked(sa)
 	m.mu.Unlock()
-	m.enqueue(sa, message)
+	m.enqueue(sa, message, nil)
 	return view, nil
 }
 

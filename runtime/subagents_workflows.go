@@ -99,6 +99,9 @@ type stepOptions struct {
 	writeSet []string
 	inherit  []workflows.Inherited
 	run      *budget.Account
+	// scheduled is the step's step_scheduled event, written with the
+	// child's queued event (workflows.StepRequest.Scheduled).
+	scheduled *workflows.Scheduled
 }
 
 func (c stepChildren) Start(ctx context.Context, req workflows.StepRequest) (tools.SubagentView, error) {
@@ -107,7 +110,7 @@ func (c stepChildren) Start(ctx context.Context, req workflows.StepRequest) (too
 	}
 	return c.b.spawn(tools.SpawnRequest{Agent: req.Agent, Task: req.Task, WorkspaceMode: req.WorkspaceMode, Timeout: req.Timeout, MCPServers: req.MCPServers},
 		stepOptions{name: req.Name, readOnly: req.ReadOnly, extra: req.Tools, ended: req.Ended, mayWrite: req.MayWrite, writeSet: req.WriteSet, inherit: req.Inherit,
-			run: req.Account})
+			run: req.Account, scheduled: req.Scheduled})
 }
 
 // Stop waits for done even when stop had nothing to do: an end already

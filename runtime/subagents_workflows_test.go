@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -463,3 +465,63 @@ func (c catalogOf) Agent(name string) (AgentSpec, bool) {
 }
 
 func (c catalogOf) Names() []string { return slices.Sorted(maps.Keys(c)) }
+
+// A step's step_scheduled event is written in one append with its child's
+// queued event: both, in that order, or neither (the child runs all the
+// same, and the workflow is told the write failed).
+func TestAStepsScheduledEventIsWrittenWithItsQueuing(t *testing.T) {
+	scheduled := func() *workflows.Scheduled {
+		return &workflows.Scheduled{Event: workflows.WorkflowEvent{Kind: workflows.EventStepScheduled, WorkflowID: "wf-1", ToolCallID: "call-1", StepID: "a", Run: "a", Wave: 1}}
+	}
+	t.Run("one append", func(t *testing.T) {
+		f := newManagerFixture(t, SubagentConfig{})
+		var groups [][]EventType
+		f.parent.log.writeGroup = func(file *os.File, evs []*Event) (int, error) {
+			var types []EventType
+			for _, ev := range evs {
+				types = append(types, ev.Type)
+			}
+			groups = append(groups, types) // under the Log's lock
+			return writeEventLines(file, evs)
+		}
+		s := newSteps(f)
+		sched := scheduled()
+		v := s.start(t, workflows.StepRequest{Task: "quick", Name: "a", Scheduled: sched})
+		s.await(t, v.ID)
+		require.NoError(t, sched.Err)
+		require.Equal(t, [][]EventType{{EventSubagent, EventWorkflow}}, groups, "the queuing and the scheduling, one write")
+
+		events, _, err := f.parent.Events()
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, len(events), 2)
+		var queued SubagentEventData
+		require.NoError(t, json.Unmarshal(events[0].Data, &queued))
+		require.Equal(t, tools.SubagentEventQueued, queued.Event)
+		var logged workflows.WorkflowEvent
+		require.NoError(t, json.Unmarshal(events[1].Data, &logged))
+		want := sched.Event
+		want.SubagentID = v.ID
+		require.Equal(t, want, logged, "scheduled right after its queuing, naming the child")
+		require.Equal(t, events[0].Seq+1, events[1].Seq)
+		var started SubagentEventData
+		require.NoError(t, json.Unmarshal(events[2].Data, &started))
+		require.Equal(t, tools.SubagentEventStarted, started.Event, "the child starts after both")
+	})
+	t.Run("a failed write", func(t *testing.T) {
+		f := newManagerFixture(t, SubagentConfig{})
+		f.parent.log.writeGroup = func(*os.File, []*Event) (int, error) {
+			return 0, &os.PathError{Op: "write", Path: f.parent.log.Path(), Err: syscall.ENOSPC}
+		}
+		s := newSteps(f)
+		sched := scheduled()
+		v := s.start(t, workflows.StepRequest{Task: "quick", Name: "a", Scheduled: sched})
+		require.ErrorIs(t, sched.Err, ErrLogWrite)
+		require.ErrorIs(t, sched.Err, syscall.ENOSPC)
+		s.await(t, v.ID)
+		events, report, err := f.parent.Events()
+		require.NoError(t, err)
+		require.True(t, report.Intact())
+		require.Zero(t, countType(events, EventWorkflow), "neither half of the group is in the Log")
+		require.Equal(t, []string{"queued", "started", "finished"}, f.events.of(v.ID), "the watcher saw the child through")
+	})
+}

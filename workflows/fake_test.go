@@ -96,6 +96,11 @@ func (s *simRuntime) Start(_ context.Context, req StepRequest) (tools.SubagentVi
 	s.order = append(s.order, req.Name)
 	s.prompts[req.Name] = req.Task
 	s.reqs[req.Name] = req
+	if req.Scheduled != nil { // as the runtime writes it, with the queuing
+		ev := req.Scheduled.Event
+		ev.SubagentID = c.id
+		s.events = append(s.events, ev)
+	}
 	return tools.SubagentView{ID: c.id, Agent: agentOrDefault(req.Agent), Status: tools.SubagentQueued}, nil
 }
 

@@ -116,6 +116,20 @@ type StepRequest struct {
 	// it (after the child's own), and refused once it is spent; so is
 	// Start.
 	Account *budget.Account
+	// Scheduled, when set, is the run's step_scheduled event: Start sets
+	// its SubagentID and writes it to the parent's Log in one append with
+	// the child's queued event, before the child can start, so the Log
+	// holds both or neither, in that order. The append's failure goes in
+	// its Err (the child is queued all the same, as when a lone event's
+	// write fails).
+	Scheduled *Scheduled
+}
+
+// Scheduled is a run's step_scheduled event as Children.Start writes it
+// (StepRequest.Scheduled).
+type Scheduled struct {
+	Event WorkflowEvent
+	Err   error
 }
 
 // Inherited is one ancestor's work a step's snapshot starts with.

@@ -246,6 +246,8 @@ func (r *runner) startRun(ctx context.Context, run *stepRun) bool {
 	if st.PermissionMode == Writer {
 		req.WriteSet, req.MayWrite = st.WriteSet, writeSetMatcher(st.WriteSet)
 	}
+	// Written by Start with the child's queued event: one append, not two.
+	req.Scheduled = &Scheduled{Event: r.stamped(WorkflowEvent{Kind: EventStepScheduled, StepID: r.w.Steps[run.step].ID, Run: run.label, Wave: run.wave})}
 	view, err := r.children.Start(ctx, req)
 	if err != nil {
 		f := tools.AsFailure(err)
@@ -264,7 +266,7 @@ func (r *runner) startRun(ctx context.Context, run *stepRun) bool {
 	}
 	run.agentID = view.ID
 	r.byAgent[view.ID] = run
-	r.record(WorkflowEvent{Kind: EventStepScheduled, StepID: r.w.Steps[run.step].ID, Run: run.label, Wave: run.wave, SubagentID: view.ID})
+	r.recorded(req.Scheduled.Err)
 	return true
 }
 
@@ -548,8 +550,18 @@ func (r *runner) finish() Outcome {
 
 // record writes a workflow_event, keeping the first failure.
 func (r *runner) record(ev WorkflowEvent) {
+	r.recorded(r.evidence.Record(r.stamped(ev)))
+}
+
+// stamped is ev as this run records it: with its workflow and call.
+func (r *runner) stamped(ev WorkflowEvent) WorkflowEvent {
 	ev.WorkflowID, ev.ToolCallID = r.opt.WorkflowID, r.opt.ToolCallID
-	if err := r.evidence.Record(ev); err != nil && r.recordErr == nil {
+	return ev
+}
+
+// recorded keeps the first failure to write the run's evidence.
+func (r *runner) recorded(err error) {
+	if err != nil && r.recordErr == nil {
 		r.recordErr = err
 	}
 }
