@@ -710,12 +710,15 @@ func titleFrom(text string) string {
 	// Only the first words count: a prompt can be a pasted file of
 	// millions of words, or one word of millions of bytes.
 	var b strings.Builder
+	runes := 0 // in b, counted as it grows (a workflow step's prompt is many words)
 	for word := range strings.FieldsSeq(text) {
 		if b.Len() > 0 {
 			b.WriteByte(' ')
+			runes++
 		}
-		b.WriteString(word[:min(len(word), (most+2)*utf8.UTFMax)])
-		if utf8.RuneCountInString(b.String()) > most {
+		word = word[:min(len(word), (most+2)*utf8.UTFMax)]
+		b.WriteString(word)
+		if runes += utf8.RuneCountInString(word); runes > most {
 			break
 		}
 	}

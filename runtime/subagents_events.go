@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pixir-go/pixir/budget"
+	"github.com/pixir-go/pixir/internal/jsonraw"
 	"github.com/pixir-go/pixir/tools"
 )
 
@@ -40,6 +41,11 @@ type SubagentEventData struct {
 	// Usage is what the child spent so far, all its runs together (on the
 	// events of its ends and its close).
 	Usage *budget.Usage `json:"usage,omitempty"`
+
+	// taskJSON, when set, is Task as json.Marshal quotes it (the child's
+	// subagent.taskJSON, shared read-only): written as it is, for the task
+	// and for an input that is the task (a first run's), not quoted again.
+	taskJSON []byte
 }
 
 // SubagentProgressData is the ephemeral status event of a running child.
@@ -64,6 +70,10 @@ func (m *Manager) eventLocked(sa *subagent, event tools.SubagentEvent, input str
 		Agent: sa.agent, Name: sa.name, Task: sa.task, Depth: sa.depth, Status: status, Workspace: sa.workspace,
 		WorkspaceMode: sa.mode, Input: input, ElapsedMS: m.elapsedLocked(sa),
 	}
+	if sa.taskJSON == nil {
+		sa.taskJSON = jsonraw.AppendStringHTML(make([]byte, 0, jsonraw.QuotedLen(len(sa.task))), sa.task)
+	}
+	d.taskJSON = sa.taskJSON
 	d.ChildSessionID = sa.childSession
 	if sa.child != nil {
 		d.ChildSessionID, d.ChildLog = sa.child.ID(), sa.childLog

@@ -43,12 +43,18 @@ func (d *SubagentEventData) appendJSON(b []byte) ([]byte, error) {
 	b = str(b, `,"parent_tool_call_id":`, d.ParentToolCallID, true)
 	b = str(b, `,"agent":`, d.Agent, false)
 	b = str(b, `,"name":`, d.Name, true)
-	b = str(b, `,"task":`, d.Task, false)
+	quoted := func(b []byte, key, v string, omitEmpty bool) []byte {
+		if d.taskJSON == nil || v != d.Task || (omitEmpty && v == "") {
+			return str(b, key, v, omitEmpty)
+		}
+		return append(append(b, key...), d.taskJSON...)
+	}
+	b = quoted(b, `,"task":`, d.Task, false)
 	b = strconv.AppendInt(append(b, `,"depth":`...), int64(d.Depth), 10)
 	b = str(b, `,"status":`, string(d.Status), false)
 	b = str(b, `,"workspace":`, d.Workspace, false)
 	b = str(b, `,"workspace_mode":`, d.WorkspaceMode, false)
-	b = str(b, `,"input":`, d.Input, true)
+	b = quoted(b, `,"input":`, d.Input, true)
 	b = str(b, `,"summary":`, d.Summary, true)
 	var err error
 	if d.Error != nil {

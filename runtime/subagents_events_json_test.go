@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixir-go/pixir/budget"
+	"github.com/pixir-go/pixir/internal/jsonraw"
 	"github.com/pixir-go/pixir/runtime/provider"
 	"github.com/pixir-go/pixir/tools"
 	"github.com/pixir-go/pixir/workflows"
@@ -36,6 +37,9 @@ func TestSubagentEventDataIsEncodedAsEncodingJSONDoes(t *testing.T) {
 		}()},
 		{"a usage of nothing", func() SubagentEventData { d := full; d.Usage = &budget.Usage{}; return d }()},
 		{"negative numbers", SubagentEventData{Depth: -1, ElapsedMS: -5}},
+		{"the task quoted once, a first run's input the task", withTaskJSON(SubagentEventData{Event: tools.SubagentEventStarted, Task: full.Task, Input: full.Task})},
+		{"the task quoted once, another input", withTaskJSON(SubagentEventData{Event: tools.SubagentEventInput, Task: full.Task, Input: "go on <now>"})},
+		{"an empty task quoted once", withTaskJSON(SubagentEventData{Event: tools.SubagentEventQueued})},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			want, err := json.Marshal(tt.d)
@@ -46,6 +50,12 @@ func TestSubagentEventDataIsEncodedAsEncodingJSONDoes(t *testing.T) {
 			require.Equal(t, string(want), string(got))
 		})
 	}
+}
+
+// withTaskJSON is d with its task quoted once, as the Manager gives it.
+func withTaskJSON(d SubagentEventData) SubagentEventData {
+	d.taskJSON = jsonraw.AppendStringHTML(nil, d.Task)
+	return d
 }
 
 func FuzzSubagentEventDataIsEncodedAsEncodingJSONDoes(f *testing.F) {
@@ -60,6 +70,14 @@ func FuzzSubagentEventDataIsEncodedAsEncodingJSONDoes(f *testing.F) {
 		want, err := json.Marshal(d)
 		require.NoError(t, err)
 		got, _, err := encodeEventData(d)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(got))
+		// The Manager's events carry the task quoted once; a first run's
+		// input is the task.
+		d.Input = task
+		want, err = json.Marshal(d)
+		require.NoError(t, err)
+		got, _, err = encodeEventData(withTaskJSON(d))
 		require.NoError(t, err)
 		require.Equal(t, string(want), string(got))
 	})

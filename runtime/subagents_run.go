@@ -309,6 +309,7 @@ func (m *Manager) end(sa *subagent, event tools.SubagentEvent, status tools.Suba
 	m.emit(sa, d)
 	m.mu.Lock()
 	sa.status = status
+	sa.taskJSON = nil // made again if it runs again: an ended child keeps no more than it did
 	if freeSlot {
 		m.running--
 	}
