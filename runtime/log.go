@@ -443,19 +443,25 @@ func (l *Log) AppendGroup(evs []*Event) error {
 // writeEventLines writes evs as their lines: in one write when none is
 // large or written from pieces, else each in a write of its own.
 func writeEventLines(f *os.File, evs []*Event) (int, error) {
-	size := 0
 	for _, ev := range evs {
 		if ev.pieces != nil || len(ev.Data) >= largeEvent {
 			return writeEachEventLine(f, evs)
 		}
-		size += 256 + len(ev.Data) + 2 // as writeEventLine sizes one line
 	}
-	b := make([]byte, 0, size)
+	// In a buffer of the pool, as writeEventLine builds one line: a
+	// workflow step writes a group to its parent's Log and one to its own.
+	buf := lineBuffers.Get().(*[]byte)
+	b := (*buf)[:0]
 	for _, ev := range evs {
 		b = appendEventLine(b, ev)
 	}
 	_, err := f.Write(b)
-	return len(b), err
+	n := len(b)
+	if cap(b) <= maxPooledLine {
+		*buf = b
+		lineBuffers.Put(buf)
+	}
+	return n, err
 }
 
 // writeEachEventLine writes evs a line, and a write, each.
