@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -81,9 +82,18 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 // waitFor blocks until the buffer holds want. It has no deadline: text
 // that never comes fails on go test's timeout, whatever the machine's load.
 func (s *syncBuffer) waitFor(want string) {
+	s.waitUntil(func(text string) bool { return strings.Contains(text, want) })
+}
+
+// waitForMatch blocks until the buffer holds a match of re, as waitFor.
+func (s *syncBuffer) waitForMatch(re *regexp.Regexp) {
+	s.waitUntil(re.MatchString)
+}
+
+func (s *syncBuffer) waitUntil(holds func(text string) bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for !strings.Contains(s.b.String(), want) {
+	for !holds(s.b.String()) {
 		if s.grew == nil {
 			s.grew = make(chan struct{})
 		}
