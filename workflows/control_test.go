@@ -330,6 +330,26 @@ func TestFanOutOverAPayloadArray(t *testing.T) {
 		require.Contains(t, bad.Summary, `item 1: its write_set pattern "../../etc/passwd" is invalid: it climbs out of the workspace`)
 		rebuiltEquals(t, sim, out)
 	})
+	// "./**" would be read as "**" and "src/" as "src/**": a value that is
+	// "." or empty, or has such a segment, would widen the pattern.
+	inDir := strings.Replace(spec, `"write_set":["${item.files}"]`, `"write_set":["${item.title}/**"]`, 1)
+	for _, c := range []struct{ name, spec, items, why string }{
+		{"an element that is .", spec, `[{"title":"a","files":["."]},{"title":"b","files":["ok.go"]}]`, `item 1: write_set binds ${item.files}, whose element "." has an empty or "." segment`},
+		{"an element that is ./", spec, `[{"title":"a","files":["./"]},{"title":"b","files":["ok.go"]}]`, `whose element "./" has an empty or "." segment`},
+		{"an empty element", spec, `[{"title":"a","files":[""]},{"title":"b","files":["ok.go"]}]`, `whose element "" is empty`},
+		{"a value that is . inside a pattern", inDir, `[{"title":".","files":["a.go"]},{"title":"b","files":["b.go"]}]`, `item 1: write_set pattern "${item.title}/**" binds ${item.title} to ".", which has an empty or "." segment`},
+		{"a value with a . segment", inDir, `[{"title":"src/./x","files":["a.go"]},{"title":"b","files":["b.go"]}]`, `binds ${item.title} to "src/./x", which has an empty or "." segment`},
+		{"an empty value inside a pattern", inDir, `[{"title":"","files":["a.go"]},{"title":"b","files":["b.go"]}]`, `binds ${item.title} to "", which is empty`},
+	} {
+		t.Run(c.name+" fails its instance, never widening its write set", func(t *testing.T) {
+			out, sim := runSim(t, c.spec, reports(split(c.items)))
+			require.Equal(t, []string{"split", "make[2]"}, sim.order, out.Output)
+			bad := runOf(out, "make[1]")
+			require.Equal(t, CheckpointFailed, bad.CheckpointStatus)
+			require.Contains(t, bad.Summary, c.why)
+			rebuiltEquals(t, sim, out)
+		})
+	}
 }
 
 func TestAStoppedWorkflowHoldsWhatItsLoopsWouldHaveRun(t *testing.T) {

@@ -126,6 +126,10 @@ func bindPattern(field, p string, k int, item any, errp *error) []string {
 						*errp = fmt.Errorf("%s binds ${%s}, whose elements must be paths (strings), not %s", field, expr, jsonTypeOf(e))
 						return nil
 					}
+					if why := pathValueProblem(s); why != "" {
+						*errp = fmt.Errorf("%s binds ${%s}, whose element %q %s", field, expr, s, why)
+						return nil
+					}
 					out = append(out, literalPath(s))
 				}
 				return out
@@ -149,6 +153,10 @@ func bindPattern(field, p string, k int, item any, errp *error) []string {
 		}
 		switch x := v.(type) {
 		case string:
+			if why := pathValueProblem(x); why != "" {
+				*errp = fmt.Errorf("%s pattern %q binds ${%s} to %q, which %s", field, p, expr, x, why)
+				return nil
+			}
 			b.WriteString(escapeGlob(x))
 		case json.Number:
 			b.WriteString(x.String())
@@ -159,6 +167,26 @@ func bindPattern(field, p string, k int, item any, errp *error) []string {
 	}
 	b.WriteString(p[last:])
 	return []string{b.String()}
+}
+
+// pathValueProblem says why a value put into a path pattern would widen
+// it, or "". The bound pattern is checked again as any pattern is, but
+// only after a leading "./" and a trailing "/" are read as the author's
+// shorthand: "${dir}/**" with dir "." would become "**", the whole
+// workspace, and "src/${name}" with an empty name "src/**". So a value
+// must be a path with no empty or "." segment (a ".." is left to the
+// pattern's own check, which refuses it as climbing out).
+func pathValueProblem(v string) string {
+	if v == "" {
+		return "is empty: a value in a path must name a file or folder"
+	}
+	// A leading "/" is left to the pattern's check too (absolute).
+	for _, seg := range strings.Split(strings.TrimPrefix(strings.TrimSuffix(v, "/"), "/"), "/") {
+		if seg == "" || seg == "." {
+			return "has an empty or \".\" segment: a value in a path must name a file or folder, never widen the pattern"
+		}
+	}
+	return ""
 }
 
 // literalPath is a path from an item as a pattern that matches just it;

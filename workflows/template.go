@@ -654,6 +654,10 @@ func (s *substitution) pattern(p string, loc []string) []string {
 					s.problemf(name, "is the whole of %s, whose elements must be paths (strings), not %s", dotted(loc), jsonTypeOf(e))
 					return nil
 				}
+				if why := pathValueProblem(str); why != "" {
+					s.problemf(name, "is the whole of %s, whose element %q %s", dotted(loc), str, why)
+					return nil
+				}
 				results = append(results, literalPath(str))
 			}
 			for _, r := range results {
@@ -671,6 +675,12 @@ func (s *substitution) pattern(p string, loc []string) []string {
 		if !ok {
 			s.problemf(name, "is used in the path pattern %s, which needs a string, not %s", dotted(loc), jsonTypeOf(v))
 			return "", false
+		}
+		if _, isNumber := v.(json.Number); !isNumber {
+			if why := pathValueProblem(t); why != "" {
+				s.problemf(name, "is %q in the path pattern %s, which %s", t, dotted(loc), why)
+				return "", false
+			}
 		}
 		used = append(used, name)
 		return escapeGlob(t), true

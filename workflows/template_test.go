@@ -178,6 +178,12 @@ func TestTemplateValuesCannotChangeTheStructure(t *testing.T) {
 			"/report: makes steps[1].write_set[0] the path pattern \"/etc/passwd\", which is not allowed: it is absolute"},
 		{"nor an array element", map[string]any{"issue": "GAL-1", "paths": []any{"ok/", "../up"}},
 			`/paths: makes steps[0].read_set[0] the path pattern "../up"`},
+		{"nor . (./** would be read as **)", map[string]any{"issue": "GAL-1", "report": "."},
+			`/report: is "." in the path pattern steps[1].write_set[0], which has an empty or "." segment`},
+		{"nor a ./ element", map[string]any{"issue": "GAL-1", "paths": []any{"ok/", "./"}},
+			`/paths: is the whole of steps[0].read_set[0], whose element "./" has an empty or "." segment`},
+		{"nor an empty path", map[string]any{"issue": "GAL-1", "report": ""},
+			`/report: is "" in the path pattern steps[1].write_set[0], which is empty`},
 		{"a newline in a path", map[string]any{"issue": "GAL-1", "report": "a\nb"},
 			"/report: puts a control character into the path pattern steps[1].write_set[0]"},
 		{"a fan-out binding in a task", map[string]any{"issue": "GAL-1", "test_command": "run ${item.secret}"},
@@ -392,4 +398,11 @@ commit:
 	f := tools.AsFailure(err)
 	require.Equal(t, tools.ErrInvalidArgs, f.Kind)
 	require.Contains(t, f.Message, `/todo: makes commit.commits[1].paths[0] the path pattern "../up/**", which is not allowed: it climbs out of the workspace`)
+
+	for _, todo := range []string{".", "./", ""} {
+		_, err = tpl.Instantiate(map[string]any{"issue": "GAL-1", "todo": todo})
+		f = tools.AsFailure(err)
+		require.Equal(t, tools.ErrInvalidArgs, f.Kind, "todo %q: the chore commit's paths would be ** and take the work too", todo)
+		require.Contains(t, f.Message, `/todo: is "`+todo+`" in the path pattern commit.commits[1].paths[0], which`)
+	}
 }
