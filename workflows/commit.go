@@ -131,7 +131,8 @@ type CommitReport struct {
 }
 
 // commit reports the problems of a workflow's commit.
-func (v *validator) commit(c *CommitSpec, steps []Step) {
+func (v *validator) commit(w *Workflow) {
+	c := w.Commit
 	if c == nil {
 		return
 	}
@@ -140,7 +141,7 @@ func (v *validator) commit(c *CommitSpec, steps []Step) {
 		v.add(Problem{Code: "invalid_commit", Field: "commit.commits", Message: "commit has both message and commits; give message for one commit, or commits (each with its message) for several"})
 	case c.Commits != nil:
 		v.commitParts(c.Commits)
-		v.untakenWrites(c, steps)
+		v.untakenWrites(w)
 	case strings.TrimSpace(c.Message) == "":
 		v.add(Problem{Code: "invalid_commit", Field: "commit.message", Message: "commit.message is empty; give the commit message"})
 	}
@@ -210,8 +211,11 @@ func (v *validator) commitParts(parts []CommitPart) {
 // when every commit names its paths, a write-set pattern that meets none
 // of them (nor exclude, nor .pixir/) is a file in no commit for sure, and
 // the run would end with nothing committed. (A pattern that meets one
-// only in part is checked when the run ends, against its real files.)
-func (v *validator) untakenWrites(c *CommitSpec, steps []Step) {
+// only in part is checked when the run ends, against its real files.) An
+// isolated writer whose work is never merged (merge: never or manual)
+// brings no file into the workspace, so no commit needs to take them.
+func (v *validator) untakenWrites(w *Workflow) {
+	c, steps := w.Commit, w.Steps
 	if len(c.Commits) == 0 || slices.ContainsFunc(c.Commits, func(p CommitPart) bool { return p.Paths == nil }) {
 		return
 	}
@@ -223,6 +227,9 @@ func (v *validator) untakenWrites(c *CommitSpec, steps []Step) {
 	for i := range steps {
 		s := &steps[i]
 		if s.PermissionMode != Writer {
+			continue
+		}
+		if p := w.MergePolicyOf(s); p == MergeNever || p == MergeManual {
 			continue
 		}
 		for k, w := range s.WriteSet {

@@ -342,4 +342,17 @@ func TestSeveralCommitsAreValidatedBeforeStart(t *testing.T) {
 	require.ErrorContains(t, err, `a commit has unknown field "path" (allowed: message, paths)`)
 	_, err = Parse([]byte(`{"commit": {"commits": [{"message": "a"}, {"message": "b", "paths": ["TODO/**"]}]}, "steps": [{"id": "a", "task": "t", "write_set": ["docs/**"]}]}`))
 	require.NoError(t, err, "one commit without paths takes the rest")
+
+	// An isolated writer whose work is never merged brings no file into
+	// the workspace: no commit needs to take its write set.
+	const commits = `"commit": {"commits": [{"message": "work", "paths": ["src/**"]}, {"message": "todo", "paths": ["TODO/**"]}]}`
+	_, err = Parse([]byte(`{` + commits + `, "steps": [{"id": "a", "task": "t", "write_set": ["scratch/**"], "merge": "never"},
+	  {"id": "b", "task": "t", "write_set": ["notes/**"], "merge": "manual"}]}`))
+	require.NoError(t, err)
+	_, err = Parse([]byte(`{` + commits + `, "merge": "manual", "steps": [{"id": "a", "task": "t", "write_set": ["scratch/**"]}]}`))
+	require.NoError(t, err)
+	_, err = Parse([]byte(`{` + commits + `, "merge": "never", "steps": [{"id": "a", "task": "t", "write_set": ["scratch/**"], "merge": "on_ready"}]}`))
+	require.ErrorContains(t, err, `write_set "scratch/**" meets no commit's paths`, "merged on ready: its files reach the workspace")
+	_, err = Parse([]byte(`{` + commits + `, "steps": [{"id": "a", "task": "t", "write_set": ["scratch/**"], "workspace_mode": "shared"}]}`))
+	require.ErrorContains(t, err, `write_set "scratch/**" meets no commit's paths`, "a shared writer writes the workspace itself")
 }

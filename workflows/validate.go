@@ -151,7 +151,7 @@ func (v *validator) workflow(w *Workflow) {
 	for i := range w.Steps {
 		v.step(i, &w.Steps[i], first)
 	}
-	v.commit(w.Commit, w.Steps)
+	v.commit(w)
 	v.cycles(w, first)
 	v.control(w, first)
 }
