@@ -128,6 +128,12 @@ type CommitReport struct {
 	// repository's HEAD has them — committed already, as by the run a
 	// resumed run resumes. The commits after it are still made.
 	Unchanged bool `json:"unchanged,omitempty"`
+	// Missed: the run's work this commit was to hold is not committed (git
+	// or a hook refused it, the workspace cannot commit, a file no commit
+	// takes, or the commit before it was not made). A completed run with a
+	// missed commit is partial: the work is done, the commit asked for is
+	// not.
+	Missed bool `json:"missed,omitempty"`
 }
 
 // commit reports the problems of a workflow's commit.
@@ -258,17 +264,18 @@ func (r *runner) commitWork(out *Outcome) *CommitReport {
 	case len(rep.Files) == 0:
 		rep.Reason = "the run brought no file into the workspace: nothing to commit"
 	case r.committer == nil:
-		rep.Reason = "this run cannot commit (no committer)"
+		rep.Reason, rep.Missed = "this run cannot commit (no committer)", true
 	default:
 		got, err := r.committer.Commit(r.ctx, CommitRequest{Message: spec.Message, Paths: rep.Files})
 		if err != nil {
-			rep.Reason = "the commit could not be made: " + tools.AsFailure(err).Message
+			rep.Reason, rep.Missed = "the commit could not be made: "+tools.AsFailure(err).Message, true
 			break
 		}
 		got.Message = spec.Message
 		if got.Files == nil {
 			got.Files = rep.Files
 		}
+		got.Missed = got.Status != Committed && !got.Unchanged
 		rep = &got
 	}
 	r.record(WorkflowEvent{Kind: EventCommitted, Commit: rep})
@@ -290,10 +297,12 @@ func (r *runner) commitParts(out *Outcome) []CommitReport {
 	}
 	files, untaken := splitFiles(spec.Commits, committable(spec, r.mergedBy, out.Steps))
 	reps := make([]CommitReport, len(spec.Commits))
-	stop := ""
+	// stop is why no more commits are made; stopMisses, whether that
+	// leaves the work of a completed run uncommitted.
+	stop, stopMisses := "", true
 	switch {
 	case out.Status != StatusCompleted:
-		stop = fmt.Sprintf("the workflow is %s, not completed: nothing is committed", out.Status)
+		stop, stopMisses = fmt.Sprintf("the workflow is %s, not completed: nothing is committed", out.Status), false
 	case len(untaken) > 0:
 		stop = fmt.Sprintf("no commit takes %s: nothing is committed; add it to a commit's paths (or leave out the paths of one commit so it takes the rest), or to exclude", strings.Join(untaken, ", "))
 	case r.committer == nil:
@@ -303,6 +312,9 @@ func (r *runner) commitParts(out *Outcome) []CommitReport {
 		rep := CommitReport{Status: NotCommitted, Message: part.Message, Files: files[k], Reason: stop}
 		switch {
 		case stop != "":
+			// A file no commit takes is missed whichever commit is empty;
+			// after a refused commit, only the ones with files.
+			rep.Missed = stopMisses && (len(untaken) > 0 || len(files[k]) > 0)
 		case len(files[k]) == 0:
 			rep.Reason = "the run brought no file this commit takes: nothing to commit"
 		default:
@@ -316,6 +328,7 @@ func (r *runner) commitParts(out *Outcome) []CommitReport {
 			}
 			rep = got
 			if rep.Status != Committed && !rep.Unchanged {
+				rep.Missed = true
 				stop = fmt.Sprintf("not made: the commit before it (%s) was not made", firstLine(part.Message))
 			}
 		}
@@ -323,6 +336,23 @@ func (r *runner) commitParts(out *Outcome) []CommitReport {
 		r.record(WorkflowEvent{Kind: EventCommitted, Commit: &reps[k]})
 	}
 	return reps
+}
+
+// settleCommits makes a completed run whose commit was missed partial:
+// its steps are done, but the commit its spec asks for is not made, and
+// partial work is never reported as success. Finish and Rebuild both
+// call it, so the Outcome rebuilt from the Log is the same.
+func settleCommits(o *Outcome) {
+	missed := o.Commit != nil && o.Commit.Missed
+	for _, c := range o.Commits {
+		missed = missed || c.Missed
+	}
+	if !missed || o.Status != StatusCompleted {
+		return
+	}
+	o.Status = StatusPartial
+	o.SafeNextActions = append(o.SafeNextActions, NextAction{Action: "ask_user", Args: map[string]string{"resume_from": o.WorkflowID},
+		Reason: "every step is done but the commit asked for was not made (see commit for why): settle that, then call run_workflow again with resume_from: the steps are reused and only what is not committed yet is committed"})
 }
 
 // splitFiles gives each commit the files its paths match, the commit

@@ -47,12 +47,16 @@ func TestARunCommitsOnlyItsWork(t *testing.T) {
 	for _, tt := range []struct {
 		name     string
 		lookEnds tools.SubagentStatus
+		refuse   bool
 		want     CommitReport
 		commits  int
+		status   Status
 	}{
-		{name: "completed", want: CommitReport{Status: Committed, Commit: "0000000000000001", Message: "feat(GAL-1): add", Files: []string{"src/a.go", "src/b.go"}}, commits: 1},
+		{name: "completed", want: CommitReport{Status: Committed, Commit: "0000000000000001", Message: "feat(GAL-1): add", Files: []string{"src/a.go", "src/b.go"}}, commits: 1, status: StatusCompleted},
 		{name: "partial", lookEnds: tools.SubagentFailed, want: CommitReport{Status: NotCommitted, Message: "feat(GAL-1): add", Files: []string{"src/a.go", "src/b.go"},
-			Reason: "the workflow is partial, not completed: nothing is committed"}},
+			Reason: "the workflow is partial, not completed: nothing is committed"}, status: StatusPartial},
+		{name: "refused by git: partial, never success", refuse: true, want: CommitReport{Status: NotCommitted, Message: "feat(GAL-1): add", Files: []string{"src/a.go", "src/b.go"},
+			Reason: "git commit refused: a hook said no", Missed: true}, commits: 1, status: StatusPartial},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			sim := newSim(func(step string) childPlan {
@@ -65,12 +69,19 @@ func TestARunCommitsOnlyItsWork(t *testing.T) {
 				return childPlan{dur: 5, status: tt.lookEnds}
 			})
 			fc := &fakeCommitter{}
+			if tt.refuse {
+				fc.refuse = "feat(GAL-1): add"
+			}
 			p, err := Prepare(mustParse(t, spec), Ports{Agents: sim, Children: sim, Evidence: sim, Committer: fc})
 			require.NoError(t, err)
 			out := p.Run(context.Background(), RunOptions{WorkflowID: "wf-c", Now: fixedClock(), waiting: sim.waiting})
 			require.Equal(t, &tt.want, out.Commit)
+			require.Equal(t, tt.status, out.Status)
 			require.Len(t, fc.reqs, tt.commits)
-			if tt.commits > 0 {
+			if tt.refuse {
+				require.Contains(t, out.Output, "Not committed: git commit refused: a hook said no")
+				require.Contains(t, out.Output, "PARTIAL")
+			} else if tt.commits > 0 {
 				require.Equal(t, CommitRequest{Message: "feat(GAL-1): add", Paths: []string{"src/a.go", "src/b.go"}}, fc.reqs[0])
 				require.Contains(t, out.Output, "Committed 000000000000 (2 files): feat(GAL-1): add")
 			} else {
@@ -196,6 +207,7 @@ func TestARunMakesItsCommitsInOrderEachWithItsFiles(t *testing.T) {
 		reqs       []CommitRequest
 		want       []CommitReport
 		output     []string
+		missed     bool // a commit of a completed run not made: the run is partial
 	}{{
 		name: "completed: the work, then TODO/",
 		reqs: []CommitRequest{work, todo},
@@ -215,9 +227,10 @@ func TestARunMakesItsCommitsInOrderEachWithItsFiles(t *testing.T) {
 		name: "the first commit refused: the second is not made", refuse: work.Message,
 		reqs: []CommitRequest{work},
 		want: []CommitReport{
-			{Status: NotCommitted, Message: work.Message, Files: work.Paths, Reason: "git commit refused: a hook said no"},
-			{Status: NotCommitted, Message: todo.Message, Files: todo.Paths, Reason: "not made: the commit before it (GAL-1: the work) was not made"},
+			{Status: NotCommitted, Message: work.Message, Files: work.Paths, Reason: "git commit refused: a hook said no", Missed: true},
+			{Status: NotCommitted, Message: todo.Message, Files: todo.Paths, Reason: "not made: the commit before it (GAL-1: the work) was not made", Missed: true},
 		},
+		missed: true,
 	}, {
 		name: "the first committed already (a run resumed after a kill between the two): the second is made", unchanged: work.Message,
 		reqs: []CommitRequest{work, todo},
@@ -229,9 +242,10 @@ func TestARunMakesItsCommitsInOrderEachWithItsFiles(t *testing.T) {
 		name: "a file no commit takes: nothing is committed",
 		spec: strings.Replace(spec, `{"message": "GAL-1: the work"}`, `{"message": "GAL-1: the work", "paths": ["src/a.go"]}`, 1),
 		want: []CommitReport{
-			{Status: NotCommitted, Message: work.Message, Files: []string{"src/a.go"}, Reason: "no commit takes src/b.go: nothing is committed; add it to a commit's paths (or leave out the paths of one commit so it takes the rest), or to exclude"},
-			{Status: NotCommitted, Message: todo.Message, Files: todo.Paths, Reason: "no commit takes src/b.go: nothing is committed; add it to a commit's paths (or leave out the paths of one commit so it takes the rest), or to exclude"},
+			{Status: NotCommitted, Message: work.Message, Files: []string{"src/a.go"}, Reason: "no commit takes src/b.go: nothing is committed; add it to a commit's paths (or leave out the paths of one commit so it takes the rest), or to exclude", Missed: true},
+			{Status: NotCommitted, Message: todo.Message, Files: todo.Paths, Reason: "no commit takes src/b.go: nothing is committed; add it to a commit's paths (or leave out the paths of one commit so it takes the rest), or to exclude", Missed: true},
 		},
+		missed: true,
 	}, {
 		name: "a directory path takes what is beneath it",
 		spec: strings.Replace(spec, `"TODO/**"]}],`, `"./TODO/"]}],`, 1),
@@ -271,6 +285,16 @@ func TestARunMakesItsCommitsInOrderEachWithItsFiles(t *testing.T) {
 			require.Equal(t, tt.reqs, fc.reqs)
 			require.Nil(t, out.Commit, "several commits are reported in commits")
 			require.Equal(t, tt.want, out.Commits)
+			switch {
+			case tt.finishEnds != "":
+				require.Equal(t, StatusPartial, out.Status)
+			case tt.missed:
+				require.Equal(t, StatusPartial, out.Status, "every step is done, but not the commits asked for: never success")
+				require.Contains(t, out.SafeNextActions, NextAction{Action: "ask_user", Args: map[string]string{"resume_from": "wf-c"},
+					Reason: "every step is done but the commit asked for was not made (see commit for why): settle that, then call run_workflow again with resume_from: the steps are reused and only what is not committed yet is committed"})
+			default:
+				require.Equal(t, StatusCompleted, out.Status)
+			}
 			for _, o := range tt.output {
 				require.Contains(t, out.Output, o)
 			}

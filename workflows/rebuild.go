@@ -233,9 +233,11 @@ func Rebuild(events []WorkflowEvent) []Outcome {
 		switch {
 		case w.Commit != nil && w.Commit.Commits != nil && r.commits != nil:
 			o.Commits = r.commits
+			settleCommits(&o)
 			o.Output = Render(&o)
 		case r.commit != nil:
 			o.Commit = r.commit
+			settleCommits(&o)
 			o.Output = Render(&o)
 		}
 		outs = append(outs, o)

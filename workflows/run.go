@@ -538,6 +538,7 @@ func (r *runner) finish() Outcome {
 	out := assemble(r.w, r.opt.WorkflowID, steps, loops, r.s.stopped, elapsed)
 	out.Commit, out.Commits = r.commitWork(&out), r.commitParts(&out)
 	if out.Commit != nil || out.Commits != nil {
+		settleCommits(&out)
 		out.Output = Render(&out)
 	}
 	r.record(WorkflowEvent{Kind: EventWorkflowFinished, Status: out.Status, StoppedBy: out.StoppedBy, ElapsedMS: elapsed})

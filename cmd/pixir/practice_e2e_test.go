@@ -569,6 +569,53 @@ func TestAPracticeKilledBetweenItsCommitsResumesWithoutCommittingTwice(t *testin
 	require.Equal(t, "?? NOTES.txt", p.git("status", "--porcelain"))
 }
 
+// A practice whose chore commit a hook refuses did its work but not all
+// the commits it asks for: partial (exit 2), never success, saying why;
+// once the hook is gone, a resume reuses every step and makes only the
+// commit that was missed.
+func TestAPracticeWhoseCommitIsRefusedIsPartialAndResumes(t *testing.T) {
+	p := newPracticeRepo(t)
+	hook := filepath.Join(p.e.ws, ".git", "hooks", "commit-msg")
+	require.NoError(t, os.MkdirAll(filepath.Dir(hook), 0o755))
+	require.NoError(t, os.WriteFile(hook, []byte("#!/bin/sh\nif grep -q '^chore(todo)' \"$1\"; then echo 'no chore commits today' >&2; exit 1; fi\n"), 0o755))
+	cmd := p.command(p.scenario(""))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	var exit *exec.ExitError
+	require.True(t, errors.As(cmd.Run(), &exit), "a missed commit is not success: %s", stderr.String())
+	require.Equal(t, exitPartial, exit.ExitCode())
+	out := runOutcome(t, stdout.String())
+	require.Equal(t, workflows.StatusPartial, out.Status, out.Output)
+	require.Empty(t, out.FailedSteps, "every step is done")
+	require.Empty(t, out.HeldSteps)
+	require.Len(t, out.Commits, 2)
+	require.Equal(t, workflows.Committed, out.Commits[0].Status)
+	require.Equal(t, workflows.NotCommitted, out.Commits[1].Status)
+	require.True(t, out.Commits[1].Missed)
+	require.Contains(t, out.Commits[1].Reason, "no chore commits today")
+	require.Contains(t, out.Output, "PARTIAL")
+	require.Equal(t, p.base, p.git("rev-parse", "HEAD~1"), "the work's commit is made")
+	work := p.git("rev-parse", "HEAD")
+
+	require.NoError(t, os.Remove(hook))
+	logs, err := filepath.Glob(filepath.Join(p.e.ws, ".pixir", "sessions", "*.ndjson"))
+	require.NoError(t, err)
+	require.Len(t, logs, 1)
+	sid := strings.TrimSuffix(filepath.Base(logs[0]), ".ndjson")
+	resumed := p.e.command(append([]string{"resume", sid, "--workflow", "practice", "--resume-from", out.WorkflowID}, practiceArgs(p.scenario(""))...)...)
+	resumed.Env = append(resumed.Env, gitIdentity...)
+	var outBuf, errBuf strings.Builder
+	resumed.Stdout, resumed.Stderr = &outBuf, &errBuf
+	require.NoError(t, resumed.Run(), errBuf.String())
+	again := runOutcome(t, outBuf.String())
+	require.Equal(t, workflows.StatusCompleted, again.Status, again.Output)
+	require.Equal(t, out.WorkflowID, runOf(t, again, "commit").ReusedFrom, "every step is reused")
+	require.True(t, again.Commits[0].Unchanged, "the work's commit is not made twice")
+	require.Equal(t, workflows.Committed, again.Commits[1].Status)
+	require.Equal(t, work, p.git("rev-parse", "HEAD~1"))
+	require.Equal(t, "chore(todo): GAL-1 done, follow-ups filed", p.git("log", "-1", "--format=%s"))
+}
+
 // A workflow's list of commits that cannot be sound is refused before
 // anything runs, with what is wrong and where: no session, no commit.
 func TestAListOfCommitsIsRefusedBeforeAnythingRuns(t *testing.T) {
