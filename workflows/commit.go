@@ -351,9 +351,14 @@ func settleCommits(o *Outcome) {
 		return
 	}
 	o.Status = StatusPartial
-	o.SafeNextActions = append(o.SafeNextActions, NextAction{Action: "ask_user", Args: map[string]string{"resume_from": o.WorkflowID},
-		Reason: "every step is done but the commit asked for was not made (see commit for why): settle that, then call run_workflow again with resume_from: the steps are reused and only what is not committed yet is committed"})
+	o.SafeNextActions = append([]NextAction{{Action: ActionMakeMissedCommits, Args: map[string]string{"resume_from": o.WorkflowID},
+		Reason: "every step is done but the commit asked for was not made (see commit for why): settle that, then call run_workflow again with resume_from: the steps are reused and only what is not committed yet is committed"}},
+		nextActions(o)...)
 }
+
+// ActionMakeMissedCommits is the next action of a run whose steps are
+// done but whose commit was missed.
+const ActionMakeMissedCommits = "make_missed_commits"
 
 // splitFiles gives each commit the files its paths match, the commit
 // without paths the rest; untaken are the files no commit takes.

@@ -290,8 +290,8 @@ func TestARunMakesItsCommitsInOrderEachWithItsFiles(t *testing.T) {
 				require.Equal(t, StatusPartial, out.Status)
 			case tt.missed:
 				require.Equal(t, StatusPartial, out.Status, "every step is done, but not the commits asked for: never success")
-				require.Contains(t, out.SafeNextActions, NextAction{Action: "ask_user", Args: map[string]string{"resume_from": "wf-c"},
-					Reason: "every step is done but the commit asked for was not made (see commit for why): settle that, then call run_workflow again with resume_from: the steps are reused and only what is not committed yet is committed"})
+				require.Equal(t, []string{ActionMakeMissedCommits, "abort"}, nextActionNames(out.SafeNextActions))
+				require.Equal(t, map[string]string{"resume_from": "wf-c"}, out.SafeNextActions[0].Args)
 			default:
 				require.Equal(t, StatusCompleted, out.Status)
 			}
@@ -379,4 +379,12 @@ func TestSeveralCommitsAreValidatedBeforeStart(t *testing.T) {
 	require.ErrorContains(t, err, `write_set "scratch/**" meets no commit's paths`, "merged on ready: its files reach the workspace")
 	_, err = Parse([]byte(`{` + commits + `, "steps": [{"id": "a", "task": "t", "write_set": ["scratch/**"], "workspace_mode": "shared"}]}`))
 	require.ErrorContains(t, err, `write_set "scratch/**" meets no commit's paths`, "a shared writer writes the workspace itself")
+}
+
+func nextActionNames(acts []NextAction) []string {
+	names := make([]string, len(acts))
+	for i, a := range acts {
+		names[i] = a.Action
+	}
+	return names
 }

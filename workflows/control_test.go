@@ -322,6 +322,11 @@ func TestFanOutOverAPayloadArray(t *testing.T) {
 		require.Equal(t, []string{"make", "review"}, out.SkippedSteps)
 		require.Equal(t, StatusCompleted, out.Status)
 	})
+	t.Run("an item's leading ./ is read as models mean it", func(t *testing.T) {
+		out, sim := runSim(t, spec, reports(split(`[{"title":"a","files":["./src/a.go","./docs/"]}]`)))
+		require.Equal(t, StatusCompleted, out.Status, out.Output)
+		require.Equal(t, []string{"src/a.go", "docs/**"}, sim.reqs["make[1]"].WriteSet)
+	})
 	t.Run("an item that climbs out of the workspace fails its instance only", func(t *testing.T) {
 		out, sim := runSim(t, spec, reports(split(`[{"title":"a","files":["../../etc/passwd"]},{"title":"b","files":["ok.go"]}]`)))
 		require.Equal(t, []string{"split", "make[2]"}, sim.order)
@@ -335,11 +340,16 @@ func TestFanOutOverAPayloadArray(t *testing.T) {
 	inDir := strings.Replace(spec, `"write_set":["${item.files}"]`, `"write_set":["${item.title}/**"]`, 1)
 	for _, c := range []struct{ name, spec, items, why string }{
 		{"an element that is .", spec, `[{"title":"a","files":["."]},{"title":"b","files":["ok.go"]}]`, `item 1: write_set binds ${item.files}, whose element "." has an empty or "." segment`},
-		{"an element that is ./", spec, `[{"title":"a","files":["./"]},{"title":"b","files":["ok.go"]}]`, `whose element "./" has an empty or "." segment`},
+		{"an element that is ./", spec, `[{"title":"a","files":["./"]},{"title":"b","files":["ok.go"]}]`, `whose element "./" is empty`},
+		{"an element that is ./.", spec, `[{"title":"a","files":["./."]},{"title":"b","files":["ok.go"]}]`, `whose element "./." has an empty or "." segment`},
+		{"an element with a space before its .", spec, `[{"title":"a","files":[" ."]},{"title":"b","files":["ok.go"]}]`, `whose element " ." begins or ends with a space`},
 		{"an empty element", spec, `[{"title":"a","files":[""]},{"title":"b","files":["ok.go"]}]`, `whose element "" is empty`},
 		{"a value that is . inside a pattern", inDir, `[{"title":".","files":["a.go"]},{"title":"b","files":["b.go"]}]`, `item 1: write_set pattern "${item.title}/**" binds ${item.title} to ".", which has an empty or "." segment`},
 		{"a value with a . segment", inDir, `[{"title":"src/./x","files":["a.go"]},{"title":"b","files":["b.go"]}]`, `binds ${item.title} to "src/./x", which has an empty or "." segment`},
 		{"an empty value inside a pattern", inDir, `[{"title":"","files":["a.go"]},{"title":"b","files":["b.go"]}]`, `binds ${item.title} to "", which is empty`},
+		{"a space and . inside a pattern (trimmed, it would be ./**)", inDir, `[{"title":" .","files":["a.go"]},{"title":"b","files":["b.go"]}]`, `binds ${item.title} to " .", which begins or ends with a space`},
+		{"a no-break space and . inside a pattern", inDir, `[{"title":"\u00a0.","files":["a.go"]},{"title":"b","files":["b.go"]}]`, "which begins or ends with a space"},
+		{"a space alone inside a pattern", inDir, `[{"title":" ","files":["a.go"]},{"title":"b","files":["b.go"]}]`, `binds ${item.title} to " ", which begins or ends with a space`},
 	} {
 		t.Run(c.name+" fails its instance, never widening its write set", func(t *testing.T) {
 			out, sim := runSim(t, c.spec, reports(split(c.items)))

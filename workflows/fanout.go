@@ -171,12 +171,19 @@ func bindPattern(field, p string, k int, item any, errp *error) []string {
 
 // pathValueProblem says why a value put into a path pattern would widen
 // it, or "". The bound pattern is checked again as any pattern is, but
-// only after a leading "./" and a trailing "/" are read as the author's
-// shorthand: "${dir}/**" with dir "." would become "**", the whole
-// workspace, and "src/${name}" with an empty name "src/**". So a value
-// must be a path with no empty or "." segment (a ".." is left to the
-// pattern's own check, which refuses it as climbing out).
+// only after its spaces are trimmed, a leading "./" dropped and a trailing
+// "/" read as "/**" (normalizePatterns): "${dir}/**" with dir "." or " ."
+// would become "**", the whole workspace, and "src/${name}" with name " "
+// "src/**". So a value must be a path with no space at either end and,
+// past a leading "./" (models write it), no empty or "." segment (a ".."
+// is left to the pattern's own check, which refuses it as climbing out).
 func pathValueProblem(v string) string {
+	if v != strings.TrimSpace(v) {
+		return "begins or ends with a space: a value in a path must name a file or folder, never widen the pattern"
+	}
+	for strings.HasPrefix(v, "./") {
+		v = strings.TrimPrefix(v, "./")
+	}
 	if v == "" {
 		return "is empty: a value in a path must name a file or folder"
 	}

@@ -161,6 +161,7 @@ type StepMerge struct {
 // not complete.
 type NextAction struct {
 	// Action is one of retry_failed_steps, rerun_held_steps, ask_user,
+	// make_missed_commits, resolve_then_merge, keep_in_snapshot, discard,
 	// abort.
 	Action  string   `json:"action"`
 	StepIDs []string `json:"step_ids,omitempty"`

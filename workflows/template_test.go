@@ -181,7 +181,11 @@ func TestTemplateValuesCannotChangeTheStructure(t *testing.T) {
 		{"nor . (./** would be read as **)", map[string]any{"issue": "GAL-1", "report": "."},
 			`/report: is "." in the path pattern steps[1].write_set[0], which has an empty or "." segment`},
 		{"nor a ./ element", map[string]any{"issue": "GAL-1", "paths": []any{"ok/", "./"}},
-			`/paths: is the whole of steps[0].read_set[0], whose element "./" has an empty or "." segment`},
+			`/paths: is the whole of steps[0].read_set[0], whose element "./" is empty`},
+		{"nor . behind a space (trimmed, ./** would be read as **)", map[string]any{"issue": "GAL-1", "report": " ."},
+			`/report: is " ." in the path pattern steps[1].write_set[0], which begins or ends with a space`},
+		{"nor a tab and .", map[string]any{"issue": "GAL-1", "report": "\t."},
+			"which begins or ends with a space"},
 		{"nor an empty path", map[string]any{"issue": "GAL-1", "report": ""},
 			`/report: is "" in the path pattern steps[1].write_set[0], which is empty`},
 		{"a newline in a path", map[string]any{"issue": "GAL-1", "report": "a\nb"},
@@ -394,12 +398,15 @@ commit:
 	require.Equal(t, "chore(todo): ${todo}\nx done", w.Commit.Commits[1].Message, "a value is text, never read again")
 	require.Equal(t, []string{`\*/**`}, w.Commit.Commits[1].Paths, "a glob in a value is a literal path")
 
+	w = instantiateTemplate(t, tpl, map[string]any{"issue": "GAL-1", "todo": "./TODO"})
+	require.Equal(t, []string{"TODO/**"}, w.Commit.Commits[1].Paths, "a leading ./ is read as meant")
+
 	_, err = tpl.Instantiate(map[string]any{"issue": "GAL-1", "todo": "../up"})
 	f := tools.AsFailure(err)
 	require.Equal(t, tools.ErrInvalidArgs, f.Kind)
 	require.Contains(t, f.Message, `/todo: makes commit.commits[1].paths[0] the path pattern "../up/**", which is not allowed: it climbs out of the workspace`)
 
-	for _, todo := range []string{".", "./", ""} {
+	for _, todo := range []string{".", "./", "", " .", "./."} {
 		_, err = tpl.Instantiate(map[string]any{"issue": "GAL-1", "todo": todo})
 		f = tools.AsFailure(err)
 		require.Equal(t, tools.ErrInvalidArgs, f.Kind, "todo %q: the chore commit's paths would be ** and take the work too", todo)

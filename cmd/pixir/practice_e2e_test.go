@@ -578,38 +578,53 @@ func TestAPracticeWhoseCommitIsRefusedIsPartialAndResumes(t *testing.T) {
 	hook := filepath.Join(p.e.ws, ".git", "hooks", "commit-msg")
 	require.NoError(t, os.MkdirAll(filepath.Dir(hook), 0o755))
 	require.NoError(t, os.WriteFile(hook, []byte("#!/bin/sh\nif grep -q '^chore(todo)' \"$1\"; then echo 'no chore commits today' >&2; exit 1; fi\n"), 0o755))
-	cmd := p.command(p.scenario(""))
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// As a person runs it (no --json): what happened and what to do next.
+	args := practiceArgs(p.scenario(""))
+	require.Equal(t, "--json", args[len(args)-1])
+	cmd := p.e.command(append([]string{"run", "--workflow", "practice"}, args[:len(args)-1]...)...)
+	cmd.Env = append(cmd.Env, gitIdentity...)
+	var output bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &output, &output
 	var exit *exec.ExitError
-	require.True(t, errors.As(cmd.Run(), &exit), "a missed commit is not success: %s", stderr.String())
+	require.True(t, errors.As(cmd.Run(), &exit), "a missed commit is not success: %s", output.String())
 	require.Equal(t, exitPartial, exit.ExitCode())
-	out := runOutcome(t, stdout.String())
-	require.Equal(t, workflows.StatusPartial, out.Status, out.Output)
-	require.Empty(t, out.FailedSteps, "every step is done")
-	require.Empty(t, out.HeldSteps)
-	require.Len(t, out.Commits, 2)
-	require.Equal(t, workflows.Committed, out.Commits[0].Status)
-	require.Equal(t, workflows.NotCommitted, out.Commits[1].Status)
-	require.True(t, out.Commits[1].Missed)
-	require.Contains(t, out.Commits[1].Reason, "no chore commits today")
-	require.Contains(t, out.Output, "PARTIAL")
+	shown := output.String()
+	require.Contains(t, shown, "PARTIAL")
+	require.Contains(t, shown, "no chore commits today", "why the commit was not made")
 	require.Equal(t, p.base, p.git("rev-parse", "HEAD~1"), "the work's commit is made")
+	require.Equal(t, "GAL-1: implemented by the practice workflow", p.git("log", "-1", "--format=%s"))
 	work := p.git("rev-parse", "HEAD")
 
-	require.NoError(t, os.Remove(hook))
 	logs, err := filepath.Glob(filepath.Join(p.e.ws, ".pixir", "sessions", "*.ndjson"))
 	require.NoError(t, err)
 	require.Len(t, logs, 1)
 	sid := strings.TrimSuffix(filepath.Base(logs[0]), ".ndjson")
-	resumed := p.e.command(append([]string{"resume", sid, "--workflow", "practice", "--resume-from", out.WorkflowID}, practiceArgs(p.scenario(""))...)...)
+	events := workflowEvents(t, readLog(t, p.e.ws, sid))
+	finished := events[len(events)-1]
+	require.Equal(t, workflows.EventWorkflowFinished, finished.Kind)
+	require.Equal(t, workflows.StatusPartial, finished.Status, "the Log says partial too")
+	var chore *workflows.CommitReport
+	for _, ev := range events {
+		if ev.Kind == workflows.EventCommitted && strings.HasPrefix(ev.Commit.Message, "chore(todo)") {
+			chore = ev.Commit
+		}
+	}
+	require.NotNil(t, chore)
+	require.Equal(t, workflows.NotCommitted, chore.Status)
+	require.True(t, chore.Missed)
+	require.Contains(t, shown, "every step is done, but a commit was not made")
+	require.Contains(t, shown, "--resume-from "+finished.WorkflowID, "the command that makes only the missing commits")
+	require.NotContains(t, shown, "decide about :", "no step-less decision")
+
+	require.NoError(t, os.Remove(hook))
+	resumed := p.e.command(append([]string{"resume", sid, "--workflow", "practice", "--resume-from", finished.WorkflowID}, practiceArgs(p.scenario(""))...)...)
 	resumed.Env = append(resumed.Env, gitIdentity...)
 	var outBuf, errBuf strings.Builder
 	resumed.Stdout, resumed.Stderr = &outBuf, &errBuf
 	require.NoError(t, resumed.Run(), errBuf.String())
 	again := runOutcome(t, outBuf.String())
 	require.Equal(t, workflows.StatusCompleted, again.Status, again.Output)
-	require.Equal(t, out.WorkflowID, runOf(t, again, "commit").ReusedFrom, "every step is reused")
+	require.Equal(t, finished.WorkflowID, runOf(t, again, "commit").ReusedFrom, "every step is reused")
 	require.True(t, again.Commits[0].Unchanged, "the work's commit is not made twice")
 	require.Equal(t, workflows.Committed, again.Commits[1].Status)
 	require.Equal(t, work, p.git("rev-parse", "HEAD~1"))

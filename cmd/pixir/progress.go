@@ -185,7 +185,14 @@ func (n sessionNext) actions(w io.Writer, out workflows.Outcome) {
 			default:
 				fmt.Fprintf(w, "- %s never started; run only what is left:\n    %s\n", steps, retry)
 			}
+		case workflows.ActionMakeMissedCommits:
+			retried = true
+			fmt.Fprintf(w, "- every step is done, but a commit was not made (why is said above): settle that, then make only the missing commits:\n    %s\n", retry)
 		case "ask_user":
+			if steps == "" { // about the run as a whole (its Log could not all be written)
+				fmt.Fprintf(w, "- %s\n", a.Reason)
+				break
+			}
 			fmt.Fprintf(w, "- decide about %s: they need a decision (needs_orchestrator) or gave only partial evidence; pixir inspect%s %s shows what they reported\n", steps, n.cwdFlag(), n.short)
 		case "abort":
 			fmt.Fprintln(w, "- or stop here: this partial outcome stands as it is; isolated writers' changes that were not merged stay in their snapshots (pixir inspect shows where)")
