@@ -110,6 +110,16 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// onlySession is the id of the one session whose Log is in workspace ws:
+// what a killed pixir run would have printed at its end.
+func onlySession(t *testing.T, ws string) string {
+	t.Helper()
+	logs, err := filepath.Glob(filepath.Join(ws, ".pixir", "sessions", "*.ndjson"))
+	require.NoError(t, err)
+	require.Len(t, logs, 1)
+	return strings.TrimSuffix(filepath.Base(logs[0]), ".ndjson")
+}
+
 // env is a workspace and a PIXIR_HOME shared by the processes of one test.
 type env struct {
 	t      *testing.T

@@ -88,10 +88,7 @@ match = '\[write\]'
 
 	// The session id is printed at the end, which never came: the Log is
 	// the one session of the workspace.
-	logs, err := filepath.Glob(filepath.Join(e.ws, ".pixir", "sessions", "*.ndjson"))
-	require.NoError(t, err)
-	require.Len(t, logs, 1)
-	sid := strings.TrimSuffix(filepath.Base(logs[0]), ".ndjson")
+	sid := onlySession(t, e.ws)
 	var wfID string
 	for _, ev := range workflowEvents(t, readLog(t, e.ws, sid)) {
 		wfID = ev.WorkflowID

@@ -492,10 +492,7 @@ match = '\AFinal review of the change for issue \S+ against'
 
 	// The session id is printed at the end, which never came: the Log is
 	// the one session of the workspace.
-	logs, err := filepath.Glob(filepath.Join(p.e.ws, ".pixir", "sessions", "*.ndjson"))
-	require.NoError(t, err)
-	require.Len(t, logs, 1)
-	sid := strings.TrimSuffix(filepath.Base(logs[0]), ".ndjson")
+	sid := onlySession(t, p.e.ws)
 	events := workflowEvents(t, readLog(t, p.e.ws, sid))
 	wfID := events[len(events)-1].WorkflowID
 
@@ -540,10 +537,7 @@ func TestAPracticeKilledBetweenItsCommitsResumesWithoutCommittingTwice(t *testin
 	require.Equal(t, "GAL-1: implemented by the practice workflow", p.git("log", "-1", "--format=%s"))
 	require.NoFileExists(t, hook)
 
-	logs, err := filepath.Glob(filepath.Join(p.e.ws, ".pixir", "sessions", "*.ndjson"))
-	require.NoError(t, err)
-	require.Len(t, logs, 1)
-	sid := strings.TrimSuffix(filepath.Base(logs[0]), ".ndjson")
+	sid := onlySession(t, p.e.ws)
 	events := workflowEvents(t, readLog(t, p.e.ws, sid))
 	wfID := events[len(events)-1].WorkflowID
 
@@ -595,10 +589,7 @@ func TestAPracticeWhoseCommitIsRefusedIsPartialAndResumes(t *testing.T) {
 	require.Equal(t, "GAL-1: implemented by the practice workflow", p.git("log", "-1", "--format=%s"))
 	work := p.git("rev-parse", "HEAD")
 
-	logs, err := filepath.Glob(filepath.Join(p.e.ws, ".pixir", "sessions", "*.ndjson"))
-	require.NoError(t, err)
-	require.Len(t, logs, 1)
-	sid := strings.TrimSuffix(filepath.Base(logs[0]), ".ndjson")
+	sid := onlySession(t, p.e.ws)
 	events := workflowEvents(t, readLog(t, p.e.ws, sid))
 	finished := events[len(events)-1]
 	require.Equal(t, workflows.EventWorkflowFinished, finished.Kind)
