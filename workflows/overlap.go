@@ -440,9 +440,9 @@ func parseClass(s string) (charSet, int, bool) {
 			}
 			i += 1 + w
 		}
-		if lo <= hi {
-			rs = append(rs, runeRange{lo, hi})
-		}
+		// doublestar reads a range's first character before it sees the
+		// '-', so an inverted range ("[0- ]") still matches that character.
+		rs = append(rs, runeRange{lo, max(lo, hi)})
 	}
 	return charSet{}, 0, false
 }

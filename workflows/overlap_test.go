@@ -71,6 +71,9 @@ func TestOverlap(t *testing.T) {
 		{"[a-c].go", "[c-e].go", true, "c"},
 		{"[a-c].go", "[d-f].go", false, "disjoint ranges"},
 		{"[0-9]", "[a-z]", false, ""},
+		{"[0- ]", "0", true, "doublestar matches an inverted range's first character (found by FuzzOverlapSound in CI)"},
+		{"[z-a]", "z", true, ""},
+		{"[z-a]", "a", false, "an inverted range matches nothing but its first character"},
 		{"[!a].go", "b.go", true, ""},
 		{"[^a].go", "a.go", true, "conservative: folded, [^a] may match A, the same file as a on a case-insensitive fs"},
 		{"[!a]", "[!b]", true, ""},
@@ -145,6 +148,7 @@ func FuzzOverlapSound(f *testing.F) {
 	seeds := [][3]string{
 		{"*.go", "**/*.go", "a/b.go"}, {"src/**", "src/a/*.go", "src/a/x.go"}, {"{a,b}/*", "a/[x-z]", "a/y"},
 		{"[!a]?", "b*", "bc"}, {"a**b", "*b", "ab"}, {`\*x`, "*", "*x"}, {"**", "x/y/z", "x/y/z"},
+		{"0", "[0- ]", "0"},
 	}
 	for _, s := range seeds {
 		f.Add(s[0], s[1], s[2])
