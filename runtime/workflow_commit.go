@@ -154,12 +154,17 @@ func (c gitCommitter) Commit(ctx context.Context, req workflows.CommitRequest) (
 		rep.Reason = fmt.Sprintf("git commit refused (%v): %s", err, out)
 		return rep, nil
 	}
-	hash, err := git("rev-parse", "HEAD")
+	// The commit is made: whatever becomes of reading its hash, it is
+	// reported committed (a list of commits goes on; calling it missed
+	// would have a resumed run commit nothing, its files in HEAD already),
+	// with why its hash is unknown.
+	rep.Status = workflows.Committed
+	hash, err := git("rev-parse", "--verify", "HEAD")
 	if err != nil {
-		rep.Reason = fmt.Sprintf("the commit was made, but its hash could not be read (%v): %s", err, hash)
+		rep.Reason = fmt.Sprintf("the commit was made, but its hash could not be read (%v: %s); git log shows it", err, firstLineOf(hash))
 		return rep, nil
 	}
-	rep.Status, rep.Commit = workflows.Committed, strings.TrimSpace(hash)
+	rep.Commit = strings.TrimSpace(hash)
 	return rep, nil
 }
 

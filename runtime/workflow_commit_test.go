@@ -101,6 +101,34 @@ func TestGitCommitterCommitsOnlyItsPaths(t *testing.T) {
 	require.Contains(t, rep.Reason, "the workspace is not in a git repository")
 }
 
+// A commit git made is committed, even when its hash cannot be read
+// after it: the report says the hash is unknown and why, so the workflow
+// counts it made (the commits after it go on, the run is not partial).
+// Real git makes the commit; its post-commit hook points HEAD at a branch
+// with no commit, so that "git rev-parse HEAD" fails after it, as it does
+// when anything moves HEAD between the commit and the read.
+func TestGitCommitterReportsACommitWhoseHashIsUnreadableAsMade(t *testing.T) {
+	repo, ws, git := gitRepo(t)
+	t.Setenv("GIT_AUTHOR_NAME", "t")
+	t.Setenv("GIT_AUTHOR_EMAIL", "t@example.com")
+	t.Setenv("GIT_COMMITTER_NAME", "t")
+	t.Setenv("GIT_COMMITTER_EMAIL", "t@example.com")
+	hook := filepath.Join(repo, ".git", "hooks", "post-commit")
+	require.NoError(t, os.WriteFile(hook, []byte("#!/bin/sh\ngit symbolic-ref HEAD refs/heads/elsewhere\n"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "kept.txt"), []byte("v2\n"), 0o644))
+
+	c := gitCommitter{root: ws, mode: func() Mode { return ModeAuto }}
+	rep, err := c.Commit(context.Background(), workflows.CommitRequest{Message: "feat: the run's work", Paths: []string{"kept.txt"}})
+	require.NoError(t, err)
+	require.Equal(t, workflows.Committed, rep.Status, rep.Reason)
+	require.Empty(t, rep.Commit)
+	require.False(t, rep.Missed)
+	require.Equal(t, []string{"kept.txt"}, rep.Files)
+	require.Contains(t, rep.Reason, "the commit was made, but its hash could not be read (exit status ")
+	require.Equal(t, "feat: the run's work", git("log", "-1", "--format=%s", "main"), "the commit is in the repository")
+	require.Equal(t, "M\tws/kept.txt", git("show", "--name-status", "--format=", "main"))
+}
+
 // The practice's sanity checks (phase 1), one case each: the repository
 // and the files a workflow's commit asks for, checked before any step.
 func TestGitCommitterPreflightNamesEachProblem(t *testing.T) {

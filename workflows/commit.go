@@ -122,7 +122,8 @@ type CommitReport struct {
 	Message string `json:"message"`
 	// Files are the files committed (or that would have been).
 	Files []string `json:"files"`
-	// Reason says why nothing was committed.
+	// Reason says why nothing was committed; of a commit made, why its
+	// hash (Commit) is unknown.
 	Reason string `json:"reason,omitempty"`
 	// Unchanged: nothing was committed because the files are as the
 	// repository's HEAD has them — committed already, as by the run a
@@ -435,6 +436,9 @@ func commitText(c *CommitReport) string {
 		hash := c.Commit
 		if len(hash) > 12 {
 			hash = hash[:12]
+		}
+		if hash == "" { // made, its hash not read
+			return fmt.Sprintf("Committed (%d files): %s; its hash is unknown: %s", len(c.Files), firstLine(c.Message), c.Reason)
 		}
 		return fmt.Sprintf("Committed %s (%d files): %s", hash, len(c.Files), firstLine(c.Message))
 	}

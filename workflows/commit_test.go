@@ -18,6 +18,7 @@ type fakeCommitter struct {
 	problems  []string
 	refuse    string // a message whose commit git refuses
 	unchanged string // a message whose files HEAD has already (committed by a run resumed)
+	hashless  string // a message whose commit is made but its hash not read after it
 }
 
 func (f *fakeCommitter) Preflight(_ context.Context, req PreflightRequest) []string {
@@ -29,6 +30,9 @@ func (f *fakeCommitter) Commit(_ context.Context, req CommitRequest) (CommitRepo
 	f.reqs = append(f.reqs, req)
 	if req.Message == f.refuse {
 		return CommitReport{Status: NotCommitted, Files: req.Paths, Reason: "git commit refused: a hook said no"}, nil
+	}
+	if req.Message == f.hashless { // as runtime's gitCommitter reports it (TestGitCommitterReportsACommitWhoseHashIsUnreadableAsMade)
+		return CommitReport{Status: Committed, Files: req.Paths, Reason: "the commit was made, but its hash could not be read (exit status 128: fatal: bad revision); git log shows it"}, nil
 	}
 	if req.Message == f.unchanged {
 		return CommitReport{Status: NotCommitted, Files: req.Paths, Reason: "committed already: nothing to commit", Unchanged: true}, nil
@@ -48,6 +52,7 @@ func TestARunCommitsOnlyItsWork(t *testing.T) {
 		name     string
 		lookEnds tools.SubagentStatus
 		refuse   bool
+		hashless bool
 		want     CommitReport
 		commits  int
 		status   Status
@@ -57,6 +62,8 @@ func TestARunCommitsOnlyItsWork(t *testing.T) {
 			Reason: "the workflow is partial, not completed: nothing is committed"}, status: StatusPartial},
 		{name: "refused by git: partial, never success", refuse: true, want: CommitReport{Status: NotCommitted, Message: "feat(GAL-1): add", Files: []string{"src/a.go", "src/b.go"},
 			Reason: "git commit refused: a hook said no", Missed: true}, commits: 1, status: StatusPartial},
+		{name: "made, its hash unknown: completed", hashless: true, want: CommitReport{Status: Committed, Message: "feat(GAL-1): add", Files: []string{"src/a.go", "src/b.go"},
+			Reason: "the commit was made, but its hash could not be read (exit status 128: fatal: bad revision); git log shows it"}, commits: 1, status: StatusCompleted},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			sim := newSim(func(step string) childPlan {
@@ -72,19 +79,26 @@ func TestARunCommitsOnlyItsWork(t *testing.T) {
 			if tt.refuse {
 				fc.refuse = "feat(GAL-1): add"
 			}
+			if tt.hashless {
+				fc.hashless = "feat(GAL-1): add"
+			}
 			p, err := Prepare(mustParse(t, spec), Ports{Agents: sim, Children: sim, Evidence: sim, Committer: fc})
 			require.NoError(t, err)
 			out := p.Run(context.Background(), RunOptions{WorkflowID: "wf-c", Now: fixedClock(), waiting: sim.waiting})
 			require.Equal(t, &tt.want, out.Commit)
 			require.Equal(t, tt.status, out.Status)
 			require.Len(t, fc.reqs, tt.commits)
-			if tt.refuse {
+			switch {
+			case tt.refuse:
 				require.Contains(t, out.Output, "Not committed: git commit refused: a hook said no")
 				require.Contains(t, out.Output, "PARTIAL")
-			} else if tt.commits > 0 {
+			case tt.hashless:
+				require.Contains(t, out.Output, "Committed (2 files): feat(GAL-1): add; its hash is unknown: the commit was made, but its hash could not be read")
+				require.Empty(t, out.SafeNextActions)
+			case tt.commits > 0:
 				require.Equal(t, CommitRequest{Message: "feat(GAL-1): add", Paths: []string{"src/a.go", "src/b.go"}}, fc.reqs[0])
 				require.Contains(t, out.Output, "Committed 000000000000 (2 files): feat(GAL-1): add")
-			} else {
+			default:
 				require.Contains(t, out.Output, "Not committed: the workflow is partial, not completed")
 			}
 			rebuilt := Rebuild(sim.events)
@@ -204,6 +218,7 @@ func TestARunMakesItsCommitsInOrderEachWithItsFiles(t *testing.T) {
 		finishEnds tools.SubagentStatus
 		refuse     string
 		unchanged  string
+		hashless   string
 		reqs       []CommitRequest
 		want       []CommitReport
 		output     []string
@@ -238,6 +253,17 @@ func TestARunMakesItsCommitsInOrderEachWithItsFiles(t *testing.T) {
 			{Status: NotCommitted, Message: work.Message, Files: work.Paths, Reason: "committed already: nothing to commit", Unchanged: true},
 			{Status: Committed, Commit: "0000000000000002", Message: todo.Message, Files: todo.Paths},
 		},
+	}, {
+		// The committer is the port the runtime's git stands behind; that
+		// git reports a commit it made whose hash it could not read this
+		// way is shown against a real repository in runtime's tests.
+		name: "the first made, its hash unknown: made, the second is made", hashless: work.Message,
+		reqs: []CommitRequest{work, todo},
+		want: []CommitReport{
+			{Status: Committed, Message: work.Message, Files: work.Paths, Reason: "the commit was made, but its hash could not be read (exit status 128: fatal: bad revision); git log shows it"},
+			{Status: Committed, Commit: "0000000000000002", Message: todo.Message, Files: todo.Paths},
+		},
+		output: []string{"Committed (2 files): GAL-1: the work; its hash is unknown: the commit was made, but its hash could not be read (exit status 128: fatal: bad revision); git log shows it\nCommitted 000000000000 (2 files): chore(todo): GAL-1 done\n"},
 	}, {
 		name: "a file no commit takes: nothing is committed",
 		spec: strings.Replace(spec, `{"message": "GAL-1: the work"}`, `{"message": "GAL-1: the work", "paths": ["src/a.go"]}`, 1),
@@ -274,7 +300,7 @@ func TestARunMakesItsCommitsInOrderEachWithItsFiles(t *testing.T) {
 				}
 				return childPlan{dur: 5, status: tt.finishEnds, changes: &tools.FileChanges{Added: []string{"TODO/GAL-1-1.md"}, Changed: []string{"TODO/GAL-1.md"}}}
 			})
-			fc := &fakeCommitter{refuse: tt.refuse, unchanged: tt.unchanged}
+			fc := &fakeCommitter{refuse: tt.refuse, unchanged: tt.unchanged, hashless: tt.hashless}
 			w := spec
 			if tt.spec != "" {
 				w = tt.spec
