@@ -341,6 +341,14 @@ func sessionIDOf(b *testing.B, reply string) string {
 // evidence (target ≤ 2). Two shapes: a random DAG of read-only steps, and
 // the same number of runs made by control flow (a fan-out over half of
 // them, loops iterating ten times for the other half).
+//
+// Both sides' folders are on tmpfs (/dev/shm) when it is writable and the
+// caller did not set TMPDIR: on ext4 the yardstick's own CPU drifts about
+// 9× over consecutive runs (journal and page-cache work), which measures
+// the disk, not Pixir. The on-tmpfs metric says where they were.
+// PIXIR_BENCH_BASELINE names another pixir binary (main's, built aside) to
+// run in the same iterations, turn about with this one, against the same
+// yardstick: before and after in the same minutes.
 func BenchmarkRunWorkflowVsLogs(b *testing.B) {
 	n := 1000
 	if v, err := strconv.Atoi(os.Getenv("PIXIR_BENCH_STEPS")); err == nil && v > 0 {
@@ -357,7 +365,8 @@ const instantScript = "[[rule]]\nname = \"any\"\nmatch = '.'\n  [[rule.reply]]\n
 // benchRunVsLogs runs the workflow spec of runs step runs on script, and
 // the yardstick after it, in each iteration.
 func benchRunVsLogs(b *testing.B, workflow []byte, script string, runs int) {
-	dir := b.TempDir()
+	dir, onTmpfs := benchDir(b)
+	b.Logf("folders in %s (tmpfs: %v)", dir, onTmpfs)
 	spec, scriptFile := filepath.Join(dir, "wf.json"), filepath.Join(dir, "instant.toml")
 	if err := os.WriteFile(spec, workflow, 0o644); err != nil {
 		b.Fatal(err)
@@ -365,25 +374,39 @@ func benchRunVsLogs(b *testing.B, workflow []byte, script string, runs int) {
 	if err := os.WriteFile(scriptFile, []byte(script), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	var wall, cpu pairs
+	baseline := os.Getenv("PIXIR_BENCH_BASELINE")
+	var wall, cpu, baseCPU pairs
 	var runMS []time.Duration
 	for i := range b.N {
-		ws := filepath.Join(dir, fmt.Sprintf("ws%d", i))
-		if err := os.MkdirAll(ws, 0o755); err != nil {
-			b.Fatal(err)
+		// run is one pixir run --workflow of bin in a fresh workspace: its
+		// wall and CPU time (user + system) and the workspace.
+		run := func(bin, name string) (took, used time.Duration, ws string) {
+			ws = filepath.Join(dir, fmt.Sprintf("%s%d", name, i))
+			if err := os.MkdirAll(ws, 0o755); err != nil {
+				b.Fatal(err)
+			}
+			cmd := exec.Command(bin, "run", "--script", scriptFile, "--workflow", spec)
+			cmd.Dir = ws
+			cmd.Env = append(os.Environ(), "PIXIR_HOME="+filepath.Join(dir, "home"), "PIXIR_PROVIDER=", "PIXIR_SCRIPT=")
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			start := time.Now()
+			out, err := cmd.Output()
+			took = time.Since(start)
+			if err != nil || !strings.Contains(string(out), "COMPLETED") {
+				b.Fatalf("%s run: %v\n%.500s\n%.2000s", bin, err, out, stderr.String())
+			}
+			return took, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), ws
 		}
-		cmd := exec.Command(pixirBin, "run", "--script", scriptFile, "--workflow", spec)
-		cmd.Dir = ws
-		cmd.Env = append(os.Environ(), "PIXIR_HOME="+filepath.Join(dir, "home"), "PIXIR_PROVIDER=", "PIXIR_SCRIPT=")
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		start := time.Now()
-		out, err := cmd.Output()
-		d := time.Since(start)
-		if err != nil || !strings.Contains(string(out), "COMPLETED") {
-			b.Fatalf("pixir run: %v\n%.500s\n%.2000s", err, out, stderr.String())
+		var baseUsed time.Duration
+		if baseline != "" && i%2 == 1 { // turn about: the baseline first every other iteration
+			_, baseUsed, _ = run(baseline, "base")
 		}
-		wall.pixir, cpu.pixir = append(wall.pixir, d), append(cpu.pixir, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
+		d, used, ws := run(pixirBin, "ws")
+		if baseline != "" && i%2 == 0 {
+			_, baseUsed, _ = run(baseline, "base")
+		}
+		wall.pixir, cpu.pixir = append(wall.pixir, d), append(cpu.pixir, used)
 		runMS = append(runMS, d)
 
 		b.StopTimer()
@@ -394,9 +417,12 @@ func benchRunVsLogs(b *testing.B, workflow []byte, script string, runs int) {
 		into := filepath.Join(dir, fmt.Sprintf("yard%d", i))
 		runtime.GC()
 		b.StartTimer()
-		start, used := time.Now(), processCPU()
+		start, before := time.Now(), processCPU()
 		writeBenchLogs(b, into, logs)
-		wall.minimal, cpu.minimal = append(wall.minimal, time.Since(start)), append(cpu.minimal, processCPU()-used)
+		wall.minimal, cpu.minimal = append(wall.minimal, time.Since(start)), append(cpu.minimal, processCPU()-before)
+		if baseline != "" {
+			baseCPU.pixir, baseCPU.minimal = append(baseCPU.pixir, baseUsed), append(baseCPU.minimal, cpu.minimal[i])
+		}
 	}
 	b.StopTimer()
 	b.ReportMetric(medianRatio(wall), "wall-ratio")
@@ -405,7 +431,35 @@ func benchRunVsLogs(b *testing.B, workflow []byte, script string, runs int) {
 	b.ReportMetric(median(cpu.pixir), "run-cpu-ms")
 	b.ReportMetric(median(wall.minimal), "logs-ms")
 	b.ReportMetric(median(cpu.minimal), "logs-cpu-ms")
+	if baseline != "" {
+		b.ReportMetric(medianRatio(baseCPU), "baseline-cpu-ratio")
+		b.ReportMetric(median(baseCPU.pixir), "baseline-cpu-ms")
+	}
+	onTmpfsMetric := 0.0
+	if onTmpfs {
+		onTmpfsMetric = 1
+	}
+	b.ReportMetric(onTmpfsMetric, "on-tmpfs")
 	b.ReportMetric(0, "ns/op")
+}
+
+// benchDir is the benchmark's folder: beneath /dev/shm when the caller did
+// not choose one (TMPDIR unset) and it is writable, else b.TempDir(); and
+// whether it is on tmpfs.
+func benchDir(b *testing.B) (string, bool) {
+	dir := ""
+	if os.Getenv("TMPDIR") == "" {
+		if d, err := os.MkdirTemp("/dev/shm", "pixir-bench-"); err == nil {
+			dir = d
+			b.Cleanup(func() { os.RemoveAll(d) })
+		}
+	}
+	if dir == "" {
+		dir = b.TempDir()
+	}
+	var st syscall.Statfs_t
+	const tmpfsMagic = 0x01021994
+	return dir, syscall.Statfs(dir, &st) == nil && st.Type == tmpfsMagic
 }
 
 // benchWorkflow is the JSON spec of a random DAG of n read-only steps,
