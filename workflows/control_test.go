@@ -338,7 +338,26 @@ func TestFanOutOverAPayloadArray(t *testing.T) {
 	// "./**" would be read as "**" and "src/" as "src/**": a value that is
 	// "." or empty, or has such a segment, would widen the pattern.
 	inDir := strings.Replace(spec, `"write_set":["${item.files}"]`, `"write_set":["${item.title}/**"]`, 1)
+	// Models write a folder with its trailing "/": before a "/" of the
+	// pattern it is the folder; at the end of one, the folder's contents
+	// (a trailing "/" reads as "/**"). A leading "./" is read as meant.
+	atEnd := strings.Replace(spec, `"write_set":["${item.files}"]`, `"write_set":["src/${item.title}"]`, 1)
+	for _, c := range []struct{ name, spec, title, want string }{
+		{"a folder with its trailing / before /**", inDir, "TODO/", "TODO/**"},
+		{"a nested folder with its trailing / before /**", inDir, "docs/TODO/", "docs/TODO/**"},
+		{"a folder with ./ and a trailing / before /**", inDir, "./TODO/", "TODO/**"},
+		{"a folder without its trailing / before /**", inDir, "TODO", "TODO/**"},
+		{"a folder with its trailing / at the end", atEnd, "x/", "src/x/**"},
+	} {
+		t.Run(c.name+" is the folder", func(t *testing.T) {
+			out, sim := runSim(t, c.spec, reports(split(`[{"title":"`+c.title+`","files":["a.go"]}]`)))
+			require.Equal(t, StatusCompleted, out.Status, out.Output)
+			require.Equal(t, []string{c.want}, sim.reqs["make[1]"].WriteSet)
+		})
+	}
 	for _, c := range []struct{ name, spec, items, why string }{
+		{"a value with two trailing /", inDir, `[{"title":"TODO//","files":["a.go"]},{"title":"b","files":["b.go"]}]`, `binds ${item.title} to "TODO//", which has an empty or "." segment`},
+		{"a value that is / alone", inDir, `[{"title":"/","files":["a.go"]},{"title":"b","files":["b.go"]}]`, `binds ${item.title} to "/", which has an empty or "." segment`},
 		{"an element that is .", spec, `[{"title":"a","files":["."]},{"title":"b","files":["ok.go"]}]`, `item 1: write_set binds ${item.files}, whose element "." has an empty or "." segment`},
 		{"an element that is ./", spec, `[{"title":"a","files":["./"]},{"title":"b","files":["ok.go"]}]`, `whose element "./" is empty`},
 		{"an element that is ./.", spec, `[{"title":"a","files":["./."]},{"title":"b","files":["ok.go"]}]`, `whose element "./." has an empty or "." segment`},

@@ -157,7 +157,7 @@ func bindPattern(field, p string, k int, item any, errp *error) []string {
 				*errp = fmt.Errorf("%s pattern %q binds ${%s} to %q, which %s", field, p, expr, x, why)
 				return nil
 			}
-			b.WriteString(escapeGlob(x))
+			b.WriteString(valueInPattern(x, p[loc[1]:]))
 		case json.Number:
 			b.WriteString(x.String())
 		default:
@@ -194,6 +194,19 @@ func pathValueProblem(v string) string {
 		}
 	}
 	return ""
+}
+
+// valueInPattern is a path value (pathValueProblem found none) as it goes
+// into a pattern before rest: its glob characters escaped, and its one
+// trailing "/" dropped when the pattern goes on with "/" — models write a
+// folder "TODO/", and "${dir}/**" is then "TODO/**", the folder, not
+// "TODO//**" (an empty segment). At the end of a pattern the "/" stays:
+// "src/${name}" with "x/" is src/x/, the folder (as literalPath reads it).
+func valueInPattern(v, rest string) string {
+	if strings.HasPrefix(rest, "/") {
+		v = strings.TrimSuffix(v, "/")
+	}
+	return escapeGlob(v)
 }
 
 // literalPath is a path from an item as a pattern that matches just it;

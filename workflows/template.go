@@ -624,19 +624,30 @@ func (s *substitution) text(str string, loc []string, task bool) string {
 
 // replace replaces every reference to an argument in str, in one pass:
 // what a value brings is never read again.
-func (s *substitution) replace(str string, loc []string, value func(name string, v any) (string, bool)) string {
-	return reference().ReplaceAllStringFunc(str, func(m string) string {
-		name := strings.TrimSpace(m[2 : len(m)-1])
-		v, ok := s.args[name]
-		if !ok {
-			return m
+func (s *substitution) replace(str string, _ []string, value func(name string, v any) (string, bool)) string {
+	return s.replaceBefore(str, func(name string, v any, _ string) (string, bool) { return value(name, v) })
+}
+
+// replaceBefore is replace whose value also sees the text of str after
+// the reference (as written, before any replacing).
+func (s *substitution) replaceBefore(str string, value func(name string, v any, rest string) (string, bool)) string {
+	var b strings.Builder
+	last := 0
+	for _, at := range reference().FindAllStringIndex(str, -1) {
+		b.WriteString(str[last:at[0]])
+		last = at[1]
+		ref := str[at[0]:at[1]]
+		out := ref
+		name := strings.TrimSpace(ref[2 : len(ref)-1])
+		if v, ok := s.args[name]; ok {
+			if got, ok := value(name, v, str[at[1]:]); ok {
+				out = got
+			}
 		}
-		out, ok := value(name, v)
-		if !ok {
-			return m
-		}
-		return out
-	})
+		b.WriteString(out)
+	}
+	b.WriteString(str[last:])
+	return b.String()
 }
 
 // pattern substitutes references in a read_set or write_set pattern: a
@@ -670,7 +681,7 @@ func (s *substitution) pattern(p string, loc []string) []string {
 		}
 	}
 	var used []string
-	out := s.replace(p, loc, func(name string, v any) (string, bool) {
+	out := s.replaceBefore(p, func(name string, v any, rest string) (string, bool) {
 		t, ok := scalarText(v)
 		if !ok {
 			s.problemf(name, "is used in the path pattern %s, which needs a string, not %s", dotted(loc), jsonTypeOf(v))
@@ -683,7 +694,7 @@ func (s *substitution) pattern(p string, loc []string) []string {
 			}
 		}
 		used = append(used, name)
-		return escapeGlob(t), true
+		return valueInPattern(t, rest), true
 	})
 	if len(used) == 0 {
 		return []string{p}

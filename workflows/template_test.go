@@ -401,6 +401,16 @@ commit:
 	w = instantiateTemplate(t, tpl, map[string]any{"issue": "GAL-1", "todo": "./TODO"})
 	require.Equal(t, []string{"TODO/**"}, w.Commit.Commits[1].Paths, "a leading ./ is read as meant")
 
+	// Models write a folder with its trailing /: before the pattern's own
+	// "/" it is the folder ("TODO//**" would have an empty segment).
+	for _, todo := range []string{"TODO/", "./TODO/"} {
+		w = instantiateTemplate(t, tpl, map[string]any{"issue": "GAL-1", "todo": todo})
+		require.Equal(t, []string{"TODO/**"}, w.Commit.Commits[1].Paths, "todo %q", todo)
+		require.Equal(t, []string{"src/**", "TODO/**"}, w.Steps[0].WriteSet, "todo %q", todo)
+	}
+	_, err = tpl.Instantiate(map[string]any{"issue": "GAL-1", "todo": "TODO//"})
+	require.ErrorContains(t, err, `/todo: is "TODO//" in the path pattern commit.commits[1].paths[0], which has an empty or "." segment`)
+
 	_, err = tpl.Instantiate(map[string]any{"issue": "GAL-1", "todo": "../up"})
 	f := tools.AsFailure(err)
 	require.Equal(t, tools.ErrInvalidArgs, f.Kind)

@@ -183,3 +183,28 @@ func TestPixirRunTemplateRefusesBadArguments(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, stdout, "Wave 1: check")
 }
+
+// A folder given with its trailing / (models and people write "notes/")
+// is the folder in "${dir}/**", never "notes//**", which was refused.
+func TestPixirRunATemplateTakesAFolderWithItsTrailingSlash(t *testing.T) {
+	e, home := templateEnv(t)
+	require.NoError(t, os.WriteFile(filepath.Join(e.ws, ".pixir/workflows/notes.yaml"),
+		[]byte("params: {dir: {type: string}}\nsteps: [{id: write, task: \"Write notes into ${dir}.\", write_set: [\"${dir}/**\"]}]\n"), 0o644))
+	for _, dir := range []string{"notes", "notes/", "./notes/"} {
+		stdout, stderr, code := e.pixirAtHome(home, "run", "--dry-run", "--workflow", "notes", "--set", "dir="+dir, "--json")
+		require.Equal(t, 0, code, "dir %q: %s", dir, stderr)
+		var env struct {
+			Output struct {
+				Steps []struct {
+					WriteSet []string `json:"write_set"`
+				}
+			}
+		}
+		require.NoError(t, json.Unmarshal([]byte(stdout), &env))
+		require.Len(t, env.Output.Steps, 1)
+		require.Equal(t, []string{"notes/**"}, env.Output.Steps[0].WriteSet, "dir %q", dir)
+	}
+	_, stderr, code := e.pixirAtHome(home, "run", "--dry-run", "--workflow", "notes", "--set", "dir=notes//")
+	require.Equal(t, exitUsage, code, stderr)
+	require.Contains(t, stderr, `/dir: is "notes//" in the path pattern steps[0].write_set[0], which has an empty or "." segment`)
+}
