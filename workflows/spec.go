@@ -176,11 +176,15 @@ type Workflow struct {
 // max_concurrency of 0: a mistake for Validate to report, not a request
 // for the default.
 func (w *Workflow) UnmarshalJSON(b []byte) error {
-	type plain Workflow // Workflow without this method
+	return w.decodeStrictly(json.NewDecoder(bytes.NewReader(b)))
+}
+
+// decodeStrictly is UnmarshalJSON's decoding of the value dec reads.
+func (w *Workflow) decodeStrictly(dec *json.Decoder) error {
+	type plain Workflow // Workflow without UnmarshalJSON
 	// absent stays in MaxConcurrency when the spec does not give it.
 	const absent = math.MinInt
 	w.MaxConcurrency = absent
-	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	err := dec.Decode((*plain)(w))
 	switch w.MaxConcurrency {

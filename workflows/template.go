@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/pixir-go/pixir/tools"
@@ -75,8 +76,14 @@ type Template struct {
 	// Source is SourceBuiltin or the path of its file.
 	Source string
 
-	spec   map[string]any // the workflow as decoded, numbers exact
+	spec   map[string]any // the workflow as decoded, numbers exact (tree)
 	schema *tools.Schema  // the arguments object
+
+	// raw is a plain file's JSON, decoded once into its first instance
+	// (decodePlainFile): its tree (spec) is made only if it is
+	// instantiated again.
+	raw      json.RawMessage
+	treeOnce sync.Once
 
 	// first is, for a template without parameters (a plain workflow
 	// file), its one instance as ParseTemplate's check decoded it, for the
@@ -117,6 +124,21 @@ func isReserved(name string) bool { return name == "item" || name == "index" }
 // its default matches), and every ${…} reference (declared, and in a
 // place that takes values). Check runs on each instance.
 func ParseTemplate(name, source string, raw json.RawMessage) (*Template, error) {
+	if w, ok := decodePlainFile(raw); ok {
+		t := &Template{Name: name, Source: source, raw: raw}
+		var err error
+		if t.schema, err = argsSchema(name, nil); err != nil {
+			return nil, err
+		}
+		t.first.Store(w)
+		return t, nil
+	}
+	return parseTemplateTree(name, source, raw)
+}
+
+// parseTemplateTree is ParseTemplate by the file's tree: a template's way,
+// and a plain file's when decodePlainFile is in doubt.
+func parseTemplateTree(name, source string, raw json.RawMessage) (*Template, error) {
 	doc, err := decodeValue(raw)
 	if err != nil {
 		return nil, fmt.Errorf("not JSON: %w", err)
@@ -165,6 +187,21 @@ func ParseTemplate(name, source string, raw json.RawMessage) (*Template, error) 
 		return nil, err
 	}
 	return t, nil
+}
+
+// tree is the workflow as decoded, numbers exact: spec, made from raw on
+// first use for a plain file.
+func (t *Template) tree() map[string]any {
+	t.treeOnce.Do(func() {
+		if t.spec == nil {
+			v, err := decodeValue(t.raw)
+			if err != nil {
+				panic(fmt.Sprintf("workflows: a plain file decoded once no longer decodes: %v", err))
+			}
+			t.spec = v.(map[string]any)
+		}
+	})
+	return t.spec
 }
 
 // parseParams reads the params object of raw in its written order.
@@ -348,7 +385,7 @@ func (t *Template) instantiateJSON(args map[string]any) (json.RawMessage, json.R
 		return nil, nil, t.argFailure(lines)
 	}
 	s := substitution{args: full}
-	out := s.object(t.spec, nil).(map[string]any)
+	out := s.object(t.tree(), nil).(map[string]any)
 	if len(s.problems) > 0 {
 		return nil, nil, t.argFailure(s.problems)
 	}
@@ -418,7 +455,7 @@ func (t *Template) checkReferences() []string {
 			}
 		}
 	}
-	walk(t.spec, nil)
+	walk(t.tree(), nil)
 	return problems
 }
 
