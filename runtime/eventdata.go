@@ -3,6 +3,7 @@ package runtime
 import (
 	"encoding/json"
 	"strconv"
+	"sync"
 
 	"github.com/pixir-go/pixir/internal/jsonraw"
 	"github.com/pixir-go/pixir/runtime/provider"
@@ -187,8 +188,7 @@ func encodeEventData(data any) (raw json.RawMessage, pieces [][]byte, err error)
 		raw, err := d.appendJSON(make([]byte, 0, d.sizeHint()))
 		return raw, nil, err
 	case workflows.WorkflowEvent:
-		raw, err := d.AppendJSON(make([]byte, 0, 256))
-		return raw, nil, err
+		return appendWorkflowEvent(d)
 	case ProviderUsageData:
 		if d.Cost == 0 { // a float, as encoding/json formats it, is left to it
 			return d.appendJSON(make([]byte, 0, 128+len(d.Provider)+len(d.Model)+len(d.Currency)+len(d.Purpose))), nil, nil
@@ -215,6 +215,32 @@ func encodeEventData(data any) (raw json.RawMessage, pieces [][]byte, err error)
 		return append(b, '}'), nil, nil
 	}
 	raw, err = json.Marshal(data)
+	return raw, nil, err
+}
+
+// workflowEventScratch holds the buffers workflow events are written in
+// before they are copied out at their length: a step's outcome is over a
+// kilobyte and a step_scheduled a tenth of that, so no first size fits
+// both, and growing from a guess allocated and copied each outcome three
+// times.
+var workflowEventScratch = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+// maxScratch is the largest buffer kept for the next event: a
+// workflow_started of thousands of steps is megabytes, written once.
+const maxScratch = 64 << 10
+
+func appendWorkflowEvent(d workflows.WorkflowEvent) (json.RawMessage, [][]byte, error) {
+	scratch := workflowEventScratch.Get().(*[]byte)
+	b, err := d.AppendJSON((*scratch)[:0])
+	var raw json.RawMessage
+	if err == nil {
+		raw = make(json.RawMessage, len(b))
+		copy(raw, b)
+	}
+	if cap(b) <= maxScratch {
+		*scratch = b[:0]
+		workflowEventScratch.Put(scratch)
+	}
 	return raw, nil, err
 }
 

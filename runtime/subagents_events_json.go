@@ -7,12 +7,30 @@ import (
 	"github.com/pixir-go/pixir/internal/jsonraw"
 )
 
-// sizeHint is the length of d's JSON when no string needs escaping and
-// it has no nested member but its usage: its buffer is made once.
+// sizeHint is the length of d's JSON when its strings need no more
+// escaping than QuotedLen allows for: its buffer is made once. The task,
+// and an input that is the task, count as the quoted taskJSON they are
+// written from; a usage counts its keys and numbers (every finished child
+// has one: without them its buffer was regrown); an error counts its
+// message, and file changes (rare) may still grow the buffer.
 func (d *SubagentEventData) sizeHint() int {
-	const keys = 280 // every key, quote and separator, and the usage's numbers
-	return keys + len(d.Event) + len(d.ParentID) + len(d.SubagentID) + len(d.ChildSessionID) + len(d.ChildLog) + len(d.ParentToolCallID) +
-		len(d.Agent) + len(d.Name) + len(d.Task) + len(d.Status) + len(d.Workspace) + len(d.WorkspaceMode) + len(d.Input) + len(d.Summary)
+	const keys = 280 // every key, quote and separator, and the numbers
+	quoted := func(v string) int {
+		if d.taskJSON != nil && v == d.Task {
+			return len(d.taskJSON)
+		}
+		return jsonraw.QuotedLen(len(v))
+	}
+	n := keys + len(d.Event) + len(d.ParentID) + len(d.SubagentID) + len(d.ChildSessionID) + len(d.ChildLog) + len(d.ParentToolCallID) +
+		len(d.Agent) + len(d.Name) + quoted(d.Task) + len(d.Status) + len(d.Workspace) + len(d.WorkspaceMode) + quoted(d.Input) + jsonraw.QuotedLen(len(d.Summary))
+	if d.Usage != nil {
+		const usageKeys = 200 // its keys and five numbers of up to 20 digits
+		n += usageKeys + len(d.Usage.Currency)
+	}
+	if d.Error != nil {
+		n += 64 + len(d.Error.Kind) + jsonraw.QuotedLen(len(d.Error.Message))
+	}
+	return n
 }
 
 // appendJSON appends d as json.Marshal writes it, byte for byte (tested

@@ -52,6 +52,34 @@ func TestSubagentEventDataIsEncodedAsEncodingJSONDoes(t *testing.T) {
 	}
 }
 
+// A workflow step's subagent_events fit the buffer sizeHint makes: queued,
+// started and finished (its usage and summary), for a step's prompt with
+// the quotes, newlines and <status> that escaping lengthens, and a failed
+// end with its error. Each was regrown before (a finished child's usage
+// was not counted, the quoted task was counted as its raw length).
+func TestAStepsSubagentEventsFitTheirSizeHint(t *testing.T) {
+	task := "Do part 13 of the work.\n\n---\nYou are step \"s13\" of a workflow (bench). Your posture is read_only.\n\n" +
+		"If you cannot call it, end your final message with a line `checkpoint_status: <status>`.\n"
+	queued := withTaskJSON(SubagentEventData{Event: tools.SubagentEventQueued, ParentID: "aa418140-7539-49a4-a0e8-25d9017f4254", SubagentID: "sa-8fec7cf87eca",
+		ChildSessionID: "344f12ec-87ee-4801-af33-025d8a6aae17", Agent: "default", Name: "s13", Task: task, Depth: 1, Status: tools.SubagentQueued,
+		Workspace: "/dev/shm/rc8/ws.eF9e", WorkspaceMode: "shared"})
+	started := queued
+	started.Event, started.Status, started.Input = tools.SubagentEventStarted, tools.SubagentRunning, task
+	started.ChildLog = "/dev/shm/rc8/ws.eF9e/.pixir/subagents/sa-8fec7cf87eca/344f12ec-87ee-4801-af33-025d8a6aae17.ndjson"
+	finished := started
+	finished.Event, finished.Status, finished.Summary, finished.ElapsedMS = tools.SubagentEventFinished, tools.SubagentCompleted, "Done.\nAll <good>.", 123456
+	finished.Usage = &budget.Usage{InputTokens: 1 << 40, OutputTokens: 1 << 40, ModelCalls: 1 << 30, Currency: "EUR", Unpriced: 1 << 30}
+	failed := finished
+	failed.Event, failed.Status, failed.Error = tools.SubagentEventFailed, tools.SubagentFailed, &tools.Failure{Kind: tools.ErrTimeout, Message: "the subagent did not finish within 2m0s and was stopped; its work so far is in its own log"}
+	for _, d := range []SubagentEventData{queued, started, finished, failed} {
+		t.Run(string(d.Event), func(t *testing.T) {
+			got, err := d.appendJSON(nil)
+			require.NoError(t, err)
+			require.LessOrEqual(t, len(got), d.sizeHint(), "%s", got)
+		})
+	}
+}
+
 // withTaskJSON is d with its task quoted once, as the Manager gives it.
 func withTaskJSON(d SubagentEventData) SubagentEventData {
 	d.taskJSON = jsonraw.AppendStringHTML(nil, d.Task)
