@@ -109,9 +109,25 @@ func TestTitleFromTakesTheFirstWords(t *testing.T) {
 		"", "   ", "fix the\n\tbug  please", strings.Repeat("word ", 100), strings.Repeat("é", 81),
 		strings.Repeat("z", 1<<20), "short " + strings.Repeat("→", 200), strings.Repeat("ab ", 26) + "cdefgh",
 		strings.Repeat("x", 80), strings.Repeat("x", 79) + " y",
+		strings.Repeat("\xff", 100), strings.Repeat("a\xe2\x82 ", 40), strings.Repeat("\uFFFD", 90), strings.Repeat("\xed\xa0\x80é", 30),
 	} {
 		require.Equal(t, whole(text), titleFrom(text), "%.40q", text)
 	}
+}
+
+func FuzzTitleFromTakesTheFirstWords(f *testing.F) {
+	for _, seed := range []string{"", "fix the\n\tbug", strings.Repeat("é ", 60), strings.Repeat("\xff", 90), strings.Repeat("a\xe2\x82 ", 40)} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		want := strings.Join(strings.Fields(text), " ")
+		if r := []rune(want); len(r) > 80 {
+			want = string(r[:79]) + "…"
+		}
+		if got := titleFrom(text); got != want {
+			t.Fatalf("titleFrom(%q) = %q, want %q", text, got, want)
+		}
+	})
 }
 
 func TestALargeEventIsWrittenWholeAndReadsBack(t *testing.T) {

@@ -359,3 +359,42 @@ func TestOfferToolsKeepsOrderAndDropsNamesakes(t *testing.T) {
 	_, specs = all.toolbox()
 	require.Equal(t, append(specNames(rt.toolSpecs()), "extra"), specNames(specs))
 }
+
+// Children offered the same tools share one list of specs (every step of
+// a workflow made its own before), each still with a registry of its own
+// that holds its own extra tool; a child offered other tools, or an extra
+// described otherwise, gets a list of its own.
+func TestChildrenOfferedTheSameToolsShareTheirSpecs(t *testing.T) {
+	rt := New(Config{Home: t.TempDir(), Provider: &fakeProvider{}, Model: "m", Tools: tools.Builtins()})
+	t.Cleanup(rt.Close)
+	parent, err := rt.NewSession(t.TempDir())
+	require.NoError(t, err)
+	report := func(description string) tools.Tool { // a step's report_checkpoint: one per step
+		return tools.Define(tools.Spec[changeArgs]{Name: "report_checkpoint", Description: description, Posture: tools.PostureRead,
+			Schema: json.RawMessage(`{"type":"object"}`),
+			Run:    func(context.Context, tools.Env, changeArgs, bool) tools.Result { return tools.OK("") }})
+	}
+	child := func(keep func(tools.Tool) bool, extra tools.Tool) (*tools.Registry, []provider.ToolSpec) {
+		c, err := rt.newChildSession("", t.TempDir(), t.TempDir(), parent, 1, ModeReadOnly, "m", AgentSpec{Name: "default"}, parent.accounts)
+		require.NoError(t, err)
+		t.Cleanup(c.release)
+		c.offerTools(keep, []tools.Tool{extra})
+		return c.toolbox()
+	}
+	reads := func(t tools.Tool) bool { return t.Posture() == tools.PostureRead }
+	first, second := report("Report."), report("Report.")
+	reg1, specs1 := child(reads, first)
+	reg2, specs2 := child(reads, second)
+	require.Same(t, &specs1[0], &specs2[0], "one list for both")
+	got1, _ := reg1.Get("report_checkpoint")
+	got2, _ := reg2.Get("report_checkpoint")
+	require.Same(t, first, got1)
+	require.Same(t, second, got2, "each child runs its own step's tool")
+
+	_, other := child(func(t tools.Tool) bool { return t.Name() == "read" }, report("Report."))
+	require.Equal(t, []string{"read", "report_checkpoint"}, specNames(other))
+	_, described := child(reads, report("Report otherwise."))
+	require.NotSame(t, &specs1[0], &described[0])
+	require.Equal(t, "Report otherwise.", described[len(described)-1].Description)
+	require.Equal(t, specNames(specs1), specNames(described))
+}

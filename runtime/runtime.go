@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pixir-go/pixir/budget"
@@ -78,6 +79,10 @@ type Runtime struct {
 
 	specsOnce sync.Once
 	specs     []provider.ToolSpec
+	// childSpecs is the last list of specs made for a child's own tools
+	// (Session.makeTools): every child of a workflow is offered the same
+	// tools, and each made the same list again.
+	childSpecs atomic.Pointer[childSpecs]
 
 	subagents *Manager
 

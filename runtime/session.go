@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -218,14 +219,20 @@ func (s *Session) makeTools() *ownTools {
 	// Every child of a workflow comes through here: one walk of the
 	// runtime's tools, their specs made once (rt.toolSpecs), and the
 	// extras' names checked against the runtime's (which a keep may drop).
+	// The list of specs is shared with the last child offered the same.
 	base, baseSpecs := s.rt.tools.Tools(), s.rt.toolSpecs()
 	all := make([]tools.Tool, 0, len(base)+len(extra))
-	specs := make([]provider.ToolSpec, 0, len(base)+len(extra))
+	var kept []bool
 	for i, t := range base {
 		if keep == nil || keep(t) {
-			all, specs = append(all, t), append(specs, baseSpecs[i])
+			all = append(all, t)
+			if kept == nil {
+				kept = make([]bool, len(base))
+			}
+			kept[i] = true
 		}
 	}
+	var extraSpecs []provider.ToolSpec
 	for i, t := range extra {
 		name := t.Name()
 		_, builtin := s.rt.tools.Get(name)
@@ -234,9 +241,39 @@ func (s *Session) makeTools() *ownTools {
 			continue
 		}
 		all = append(all, t)
-		specs = append(specs, provider.ToolSpec{Name: name, Description: t.Description(), Parameters: t.Schema()})
+		extraSpecs = append(extraSpecs, provider.ToolSpec{Name: name, Description: t.Description(), Parameters: t.Schema()})
 	}
-	return &ownTools{registry: tools.NewRegistry(all...), specs: specs}
+	return &ownTools{registry: tools.NewRegistry(all...), specs: s.rt.specsOf(kept, baseSpecs, extraSpecs)}
+}
+
+// childSpecs is a list of tool specs and what it was made of: which of
+// the runtime's tools were kept, and the extras' specs. Never changed once
+// made: the children that share it only read it.
+type childSpecs struct {
+	kept  []bool
+	extra []provider.ToolSpec
+	specs []provider.ToolSpec
+}
+
+// specsOf is the specs of the runtime's tools that kept marks, then extra:
+// the last child's list when it is the same.
+func (r *Runtime) specsOf(kept []bool, baseSpecs, extra []provider.ToolSpec) []provider.ToolSpec {
+	if last := r.childSpecs.Load(); last != nil && slices.Equal(last.kept, kept) && slices.EqualFunc(last.extra, extra, sameSpec) {
+		return last.specs
+	}
+	specs := make([]provider.ToolSpec, 0, len(baseSpecs)+len(extra))
+	for i, k := range kept {
+		if k {
+			specs = append(specs, baseSpecs[i])
+		}
+	}
+	specs = append(specs, extra...)
+	r.childSpecs.Store(&childSpecs{kept: kept, extra: extra, specs: specs})
+	return specs
+}
+
+func sameSpec(a, b provider.ToolSpec) bool {
+	return a.Name == b.Name && a.Description == b.Description && bytes.Equal(a.Parameters, b.Parameters)
 }
 
 // toolsNow is this session's own tools, made for the asking while it is
@@ -708,25 +745,36 @@ func modelTextRaw(raw []byte) string {
 func titleFrom(text string) string {
 	const most = 80
 	// Only the first words count: a prompt can be a pasted file of
-	// millions of words, or one word of millions of bytes.
-	var b strings.Builder
+	// millions of words, or one word of millions of bytes. The words are
+	// gathered on the stack, and only the title is allocated (every child
+	// of a workflow has one).
+	var buf [2 * (most + 2) * utf8.UTFMax]byte
+	b := buf[:0]
 	runes := 0 // in b, counted as it grows (a workflow step's prompt is many words)
 	for word := range strings.FieldsSeq(text) {
-		if b.Len() > 0 {
-			b.WriteByte(' ')
+		if len(b) > 0 {
+			b = append(b, ' ')
 			runes++
 		}
 		word = word[:min(len(word), (most+2)*utf8.UTFMax)]
-		b.WriteString(word)
+		b = append(b, word...)
 		if runes += utf8.RuneCountInString(word); runes > most {
 			break
 		}
 	}
-	t := b.String()
-	if r := []rune(t); len(r) > most {
-		t = string(r[:most-1]) + "…"
+	if runes <= most {
+		return string(b)
 	}
-	return t
+	// string([]rune(b)[:most-1]) + "…", without the runes: an invalid
+	// byte becomes U+FFFD as it does there.
+	var cut [(most-1)*utf8.UTFMax + len("…")]byte
+	out := cut[:0]
+	for i, n := 0, 0; n < most-1; n++ {
+		r, size := utf8.DecodeRune(b[i:])
+		out = utf8.AppendRune(out, r)
+		i += size
+	}
+	return string(append(out, "…"...))
 }
 
 // childPromptKey is what makes the system prompts of a session's children

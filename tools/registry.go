@@ -15,7 +15,7 @@ type Registry struct {
 // NewRegistry keeps ts in the order given. Two tools with one name would
 // make calls ambiguous, so that panics: it is a wiring bug.
 func NewRegistry(ts ...Tool) *Registry {
-	r := &Registry{byName: make(map[string]Tool, len(ts))}
+	r := &Registry{byName: make(map[string]Tool, len(ts)), order: make([]Tool, 0, len(ts))}
 	for _, t := range ts {
 		if _, dup := r.byName[t.Name()]; dup {
 			panic(fmt.Sprintf("tools.NewRegistry: two tools are named %q", t.Name()))
