@@ -162,6 +162,50 @@ func TestCommitIsValidated(t *testing.T) {
 	require.ErrorContains(t, err, `commit.requires[2] "TODO/*.md" is not a file path inside the workspace`)
 }
 
+// commit.exclude reads as write sets and commits' paths do (one rule,
+// normalizePatterns): a leading "./" goes, a trailing "/" is the folder's
+// contents, spaces at either end go; so ".workflow/" keeps the run's
+// artifacts out of the commit (it matched nothing, and they were
+// committed), "./.workflow/**" is not refused for its "." segment, and
+// a write set the exclude takes needs no commit.
+func TestCommitExcludeReadsAsWriteSetsDo(t *testing.T) {
+	for _, exclude := range []string{".workflow/**", "./.workflow/**", ".workflow/", "./.workflow/", " .workflow/** "} {
+		t.Run(exclude, func(t *testing.T) {
+			excl, _ := json.Marshal(exclude)
+			spec := `{"commit": {"message": "feat: add", "exclude": [` + string(excl) + `]}, "steps": [
+			  {"id": "code", "task": "t", "write_set": ["src/**", ".workflow/**"], "workspace_mode": "shared"}]}`
+			sim := newSim(func(string) childPlan {
+				return childPlan{dur: 5, changes: &tools.FileChanges{Added: []string{"src/a.go", ".workflow/run-GAL-1/plan.md"}}}
+			})
+			fc := &fakeCommitter{}
+			w := mustParse(t, spec)
+			require.Equal(t, []string{".workflow/**"}, w.Commit.Exclude)
+			p, err := Prepare(w, Ports{Agents: sim, Children: sim, Evidence: sim, Committer: fc})
+			require.NoError(t, err)
+			out := p.Run(context.Background(), RunOptions{WorkflowID: "wf-x", Now: fixedClock(), waiting: sim.waiting})
+			require.Equal(t, StatusCompleted, out.Status, out.Output)
+			require.Equal(t, []CommitRequest{{Message: "feat: add", Paths: []string{"src/a.go"}}}, fc.reqs, "the artifacts stay out of the commit")
+
+			// With a list of commits, a write set only the exclude takes
+			// is in no commit, rightly: nothing to refuse.
+			_, err = Parse([]byte(`{"commit": {"commits": [{"message": "work", "paths": ["src/**"]}], "exclude": [` + string(excl) + `]}, "steps": [
+			  {"id": "code", "task": "t", "write_set": ["src/**", ".workflow/**"], "workspace_mode": "shared"}]}`))
+			require.NoError(t, err)
+		})
+	}
+	_, err := Parse([]byte(`{"commit": {"message": "m", "exclude": ["./ok/", "x//y", " ../up "]}, "steps": [{"id": "a", "task": "t"}]}`))
+	f := tools.AsFailure(err)
+	require.Equal(t, tools.ErrInvalidArgs, f.Kind, err)
+	got := map[string]string{}
+	for _, p := range f.Details.(ValidationDetails).Problems {
+		got[p.Field] = p.Message
+	}
+	require.Equal(t, map[string]string{
+		"commit.exclude[1]": `commit.exclude[1] pattern "x//y" is invalid: it has an empty path segment (// or a leading / inside braces)`,
+		"commit.exclude[2]": `commit.exclude[2] pattern "../up" is invalid: it climbs out of the workspace with ..; patterns stay inside the workspace`,
+	}, got)
+}
+
 // A workflow whose commit names a base or required files is checked
 // before any step starts: the checks' problems stop it failed, every
 // step held naming them, no child started; the Log rebuilds it.

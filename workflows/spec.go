@@ -318,7 +318,10 @@ func (w *Workflow) Normalize() {
 	if w.Merge == "" {
 		w.Merge = MergeOnReady
 	}
-	if w.Commit != nil { // a commit's paths read as write sets do: src/ is src/**
+	if w.Commit != nil { // a commit's paths and exclude read as write sets do: src/ is src/**
+		if w.Commit.Exclude != nil {
+			w.Commit.Exclude = normalizePatterns(w.Commit.Exclude)
+		}
 		for k := range w.Commit.Commits {
 			if c := &w.Commit.Commits[k]; c.Paths != nil {
 				c.Paths = normalizePatterns(c.Paths)
