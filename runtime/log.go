@@ -39,9 +39,10 @@ type Log struct {
 	// broken is set when a failed append could not be cut back: the Log
 	// then refuses every later append rather than write after half a line.
 	broken error
-	// write writes one event as one line, and writeGroup several events
-	// produced together as their lines, in one write when it can; tests
-	// replace them to fail like a full disk.
+	// write writes one event as one line (nil: writeEventLine, called
+	// directly so that an appended event stays on its emitter's stack), and
+	// writeGroup several events produced together as their lines, in one
+	// write when it can; tests set them to fail like a full disk.
 	write      func(f *os.File, ev *Event) (int, error)
 	writeGroup func(f *os.File, evs []*Event) (int, error)
 }
@@ -342,7 +343,7 @@ func OpenLog(path string, visit func(Event)) (*Log, LoadReport, error) {
 		}
 		size++
 	}
-	return &Log{f: f, path: path, seq: sc.seq, size: size, write: writeEventLine, writeGroup: writeEventLines}, sc.report, nil
+	return &Log{f: f, path: path, seq: sc.seq, size: size, writeGroup: writeEventLines}, sc.report, nil
 }
 
 // CreateLog creates a new, empty Log at path, locked for this process; it
@@ -363,7 +364,7 @@ func CreateLog(path string) (*Log, error) {
 		f.Close()
 		return nil, err
 	}
-	return &Log{f: f, path: path, write: writeEventLine, writeGroup: writeEventLines}, nil
+	return &Log{f: f, path: path, writeGroup: writeEventLines}, nil
 }
 
 // Path is where the Log lives.
@@ -389,7 +390,14 @@ func (l *Log) Append(ev *Event) error {
 	if ev.TS.IsZero() {
 		ev.TS = time.Now().UTC()
 	}
-	n, err := l.write(l.f, ev)
+	var n int
+	var err error
+	if l.write != nil { // a test's writer: given a copy, which escapes instead of ev
+		stamped := *ev
+		n, err = l.write(l.f, &stamped)
+	} else {
+		n, err = writeEventLine(l.f, ev)
+	}
 	if err != nil {
 		if terr := l.f.Truncate(l.size); terr != nil {
 			l.broken = terr

@@ -300,3 +300,23 @@ func TestAFailedGroupAppendLeavesNoneOfIt(t *testing.T) {
 		require.Equal(t, int64(i+1), ev.Seq, "the failed group took no seq")
 	}
 }
+
+// An event appended to the Log stays on its emitter's stack (every event a
+// run records went to the heap while Append called its writer through a
+// func field): an append of an event with its id allocates nothing.
+func TestAnAppendedEventStaysOnItsEmittersStack(t *testing.T) {
+	l, err := CreateLog(filepath.Join(t.TempDir(), "s.ndjson"))
+	require.NoError(t, err)
+	t.Cleanup(func() { l.Close() })
+	data := json.RawMessage(`{"text":"x"}`)
+	ts := time.Date(2026, 11, 24, 19, 0, 0, 0, time.UTC)
+	var appendErr error
+	allocs := testing.AllocsPerRun(100, func() {
+		ev := Event{ID: "e", SessionID: "s", TS: ts, Type: EventUserMessage, Data: data}
+		if err := l.Append(&ev); err != nil {
+			appendErr = err
+		}
+	})
+	require.NoError(t, appendErr)
+	require.Zero(t, allocs)
+}
