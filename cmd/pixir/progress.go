@@ -539,6 +539,26 @@ type workflowView struct {
 	done   chan struct{}
 	// msgBuf and lineBuf are line's, reused (guarded by mu).
 	msgBuf, lineBuf []byte
+	stamps          stampCache // line's time stamps (guarded by mu)
+}
+
+// stampCache appends a line's time stamp (2006-01-02T15:04:05.000Z, UTC)
+// formatting the date and time once a second: thousands of lines a second
+// share them, and only their milliseconds differ.
+type stampCache struct {
+	second int64  // the Unix second of prefix
+	prefix []byte // its "2006-01-02T15:04:05." (nil: none yet)
+}
+
+// append appends t's stamp to b, as t.UTC().AppendFormat(b,
+// "2006-01-02T15:04:05.000Z") does.
+func (c *stampCache) append(b []byte, t time.Time) []byte {
+	t = t.UTC()
+	if sec := t.Unix(); c.prefix == nil || sec != c.second {
+		c.second, c.prefix = sec, t.AppendFormat(c.prefix[:0], "2006-01-02T15:04:05.")
+	}
+	ms := t.Nanosecond() / int(time.Millisecond) // truncated, as the layout's .000
+	return append(append(b, c.prefix...), byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z')
 }
 
 func newWorkflowView(w io.Writer, tty bool, wf *workflows.Workflow) *workflowView {
@@ -864,7 +884,7 @@ func (v *workflowView) line(format string, args ...any) {
 	// Both buffers are the view's, reused line after line (v.mu is held):
 	// Hold and Write copy or write the line before returning.
 	v.msgBuf = fmt.Appendf(v.msgBuf[:0], format, args...)
-	b := v.now().UTC().AppendFormat(v.lineBuf[:0], "2006-01-02T15:04:05.000Z")
+	b := v.stamps.append(v.lineBuf[:0], v.now())
 	b = append(termtext.AppendInert(append(b, ' '), v.msgBuf), '\n')
 	v.lineBuf = b
 	if v.held != nil {

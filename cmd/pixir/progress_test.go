@@ -213,3 +213,21 @@ func TestHeadlessViewLinesStayWholeAndInert(t *testing.T) {
 			"2026-11-24T16:00:00.000Z step b fans out over 2 items (max 5)\n", out.String())
 	}
 }
+
+// A line's stamp, its date and time formatted once a second, is what the
+// layout writes, across seconds, days, years and time zones.
+func TestALinesStampIsItsTimeAsTheLayoutWritesIt(t *testing.T) {
+	var c stampCache
+	east := time.FixedZone("east", 5*3600+1800)
+	start := time.Date(2026, 12, 31, 23, 59, 58, 998_999_999, time.UTC)
+	var b []byte
+	for _, step := range []time.Duration{0, 1, time.Microsecond, time.Millisecond, 7 * time.Millisecond, 999 * time.Millisecond, time.Second, 0, 1500 * time.Millisecond, -3 * time.Second, 24 * time.Hour} {
+		start = start.Add(step)
+		for _, at := range []time.Time{start, start.In(east)} {
+			want := at.UTC().Format("2006-01-02T15:04:05.000Z")
+			b = c.append(b[:0], at)
+			require.Equal(t, want, string(b), "at %v", at)
+		}
+	}
+	require.Equal(t, "x1969-12-31T23:59:59.500Z", string(c.append([]byte("x"), time.Unix(0, -500_000_000))))
+}
