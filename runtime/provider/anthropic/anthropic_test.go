@@ -18,14 +18,30 @@ import (
 	"github.com/pixir-go/pixir/runtime/provider/internal/wiretest"
 )
 
+// testPolicy's idle timeout is far past any pause a loaded machine puts
+// between a local server's chunks (at 400 ms, an endless answer's test
+// failed at a load of 11); the tests of the idle timeout itself take
+// idlePolicy, whose 400 ms only a stalled or never-progressing stream
+// reaches.
 func testPolicy() httpstream.Policy {
-	return httpstream.Policy{ConnectTimeout: 2 * time.Second, IdleTimeout: 400 * time.Millisecond, MaxRetries: 2,
+	return httpstream.Policy{ConnectTimeout: 2 * time.Second, IdleTimeout: 30 * time.Second, MaxRetries: 2,
 		MinBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond, MaxRetryAfter: 3 * time.Second}
+}
+
+func idlePolicy() httpstream.Policy {
+	p := testPolicy()
+	p.IdleTimeout = 400 * time.Millisecond
+	return p
 }
 
 func newProvider(t *testing.T, srv *wiretest.Server) *Provider {
 	t.Helper()
-	p := New(Config{BaseURL: srv.URL, APIKey: "sk-ant-test", Policy: testPolicy()})
+	return newProviderWith(t, srv, testPolicy())
+}
+
+func newProviderWith(t *testing.T, srv *wiretest.Server, pol httpstream.Policy) *Provider {
+	t.Helper()
+	p := New(Config{BaseURL: srv.URL, APIKey: "sk-ant-test", Policy: pol})
 	t.Cleanup(p.CloseIdleConnections)
 	return p
 }
@@ -223,7 +239,7 @@ func TestFaultServerStallsPastTheIdleTimeout(t *testing.T) {
 	wiretest.NoLeaks(t)
 	// Pings keep a slow answer alive; silence past the timeout ends it.
 	srv := wiretest.New(t, wiretest.Reply{Body: upTo(t, "text.sse", "event: ping"), Stall: true})
-	p := newProvider(t, srv)
+	p := newProviderWith(t, srv, idlePolicy())
 	_, err := p.Generate(context.Background(), request("m"), nil)
 	failure(t, err, httpstream.KindIdle, "the Anthropic API at", "sent no part of the answer for 400ms")
 	require.Len(t, srv.Requests(), 1)
@@ -351,7 +367,7 @@ func TestQuirkEndlessPingsEndTheTurn(t *testing.T) {
 	ping := "event: ping\ndata: {\"type\": \"ping\"}\n\n"
 	start := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"claude-sonnet-4-5\",\"usage\":{\"input_tokens\":25,\"output_tokens\":1}}}\n\n"
 	srv := wiretest.New(t, wiretest.Reply{Body: start + strings.Repeat(ping, 1000), Chunk: len(ping), Pause: 20 * time.Millisecond})
-	p := newProvider(t, srv)
+	p := newProviderWith(t, srv, idlePolicy())
 	began := time.Now()
 	_, err := p.Generate(context.Background(), request("claude-sonnet-4-5"), nil)
 	var e *httpstream.Error

@@ -16,14 +16,30 @@ import (
 	"github.com/pixir-go/pixir/runtime/provider/internal/wiretest"
 )
 
+// testPolicy's idle timeout is far past any pause a loaded machine puts
+// between a local server's chunks (at 400 ms, an endless answer's test
+// failed at a load of 11); the tests of the idle timeout itself take
+// idlePolicy, whose 400 ms only a stalled or never-progressing stream
+// reaches.
 func testPolicy() httpstream.Policy {
-	return httpstream.Policy{ConnectTimeout: 2 * time.Second, IdleTimeout: 400 * time.Millisecond, MaxRetries: 2,
+	return httpstream.Policy{ConnectTimeout: 2 * time.Second, IdleTimeout: 30 * time.Second, MaxRetries: 2,
 		MinBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond, MaxRetryAfter: 3 * time.Second}
+}
+
+func idlePolicy() httpstream.Policy {
+	p := testPolicy()
+	p.IdleTimeout = 400 * time.Millisecond
+	return p
 }
 
 func newProvider(t *testing.T, srv *wiretest.Server, key string) *Provider {
 	t.Helper()
-	p := New(Config{BaseURL: srv.URL + "/v1", APIKey: key, ContextWindow: 32768, Policy: testPolicy()})
+	return newProviderWith(t, srv, key, testPolicy())
+}
+
+func newProviderWith(t *testing.T, srv *wiretest.Server, key string, pol httpstream.Policy) *Provider {
+	t.Helper()
+	p := New(Config{BaseURL: srv.URL + "/v1", APIKey: key, ContextWindow: 32768, Policy: pol})
 	t.Cleanup(p.CloseIdleConnections)
 	return p
 }
@@ -285,7 +301,7 @@ func TestFaultServerClosesMidStream(t *testing.T) {
 func TestFaultServerStallsPastTheIdleTimeout(t *testing.T) {
 	wiretest.NoLeaks(t)
 	srv := wiretest.New(t, wiretest.Reply{Body: upTo(t, "text.sse", `" README"`), Stall: true})
-	p := newProvider(t, srv, "")
+	p := newProviderWith(t, srv, "", idlePolicy())
 	_, err := p.Generate(context.Background(), request("m"), nil)
 	failure(t, err, httpstream.KindIdle, "sent no part of the answer for 400ms")
 }
@@ -420,7 +436,7 @@ func TestQuirkEndlessKeepAlivesEndTheTurn(t *testing.T) {
 	keepAlive := ": OPENROUTER PROCESSING\n\n"
 	first := `data: {"id":"gen-1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":"The README"},"finish_reason":null}]}` + "\n\n"
 	srv := wiretest.New(t, wiretest.Reply{Body: first + strings.Repeat(keepAlive, 1000), Chunk: len(keepAlive), Pause: 20 * time.Millisecond})
-	p := newProvider(t, srv, "")
+	p := newProviderWith(t, srv, "", idlePolicy())
 	var d deltas
 	start := time.Now()
 	_, err := p.Generate(context.Background(), request("m"), d.sink)
