@@ -348,6 +348,8 @@ func TestFanOutOverAPayloadArray(t *testing.T) {
 		{"a folder with ./ and a trailing / before /**", inDir, "./TODO/", "TODO/**"},
 		{"a folder without its trailing / before /**", inDir, "TODO", "TODO/**"},
 		{"a folder with its trailing / at the end", atEnd, "x/", "src/x/**"},
+		{"a folder with ./ inside a pattern", atEnd, "./x", "src/x"},
+		{"a folder with ./ and its trailing / inside a pattern", atEnd, "./x/", "src/x/**"},
 	} {
 		t.Run(c.name+" is the folder", func(t *testing.T) {
 			out, sim := runSim(t, c.spec, reports(split(`[{"title":"`+c.title+`","files":["a.go"]}]`)))

@@ -202,7 +202,12 @@ func pathValueProblem(v string) string {
 // folder "TODO/", and "${dir}/**" is then "TODO/**", the folder, not
 // "TODO//**" (an empty segment). At the end of a pattern the "/" stays:
 // "src/${name}" with "x/" is src/x/, the folder (as literalPath reads it).
+// A leading "./" is dropped wherever the value goes: a pattern loses its
+// own only at its start, and "src/./TODO/**" would be refused.
 func valueInPattern(v, rest string) string {
+	for strings.HasPrefix(v, "./") {
+		v = strings.TrimPrefix(v, "./")
+	}
 	if strings.HasPrefix(rest, "/") {
 		v = strings.TrimSuffix(v, "/")
 	}

@@ -408,6 +408,21 @@ commit:
 		require.Equal(t, []string{"TODO/**"}, w.Commit.Commits[1].Paths, "todo %q", todo)
 		require.Equal(t, []string{"src/**", "TODO/**"}, w.Steps[0].WriteSet, "todo %q", todo)
 	}
+	// Inside a pattern too (a pattern drops its own "./" only at its start).
+	nested, err := parseYAMLTemplate(t, "nested", `
+params:
+  dir: {type: string}
+steps: [{id: a, task: "work", write_set: ["src/${dir}/**", "src/${dir}"]}]
+`)
+	require.NoError(t, err)
+	for dir, want := range map[string][]string{
+		"./TODO":    {"src/TODO/**", "src/TODO"},
+		"./TODO/":   {"src/TODO/**", "src/TODO/**"},
+		"././TODO/": {"src/TODO/**", "src/TODO/**"},
+	} {
+		w = instantiateTemplate(t, nested, map[string]any{"dir": dir})
+		require.Equal(t, want, w.Steps[0].WriteSet, "dir %q", dir)
+	}
 	_, err = tpl.Instantiate(map[string]any{"issue": "GAL-1", "todo": "TODO//"})
 	require.ErrorContains(t, err, `/todo: is "TODO//" in the path pattern commit.commits[1].paths[0], which has an empty or "." segment`)
 

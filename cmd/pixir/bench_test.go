@@ -399,12 +399,13 @@ func benchRunVsLogs(b *testing.B, workflow []byte, script string, runs int) {
 			return took, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), ws
 		}
 		var baseUsed time.Duration
+		var baseWS string
 		if baseline != "" && i%2 == 1 { // turn about: the baseline first every other iteration
-			_, baseUsed, _ = run(baseline, "base")
+			_, baseUsed, baseWS = run(baseline, "base")
 		}
 		d, used, ws := run(pixirBin, "ws")
 		if baseline != "" && i%2 == 0 {
-			_, baseUsed, _ = run(baseline, "base")
+			_, baseUsed, baseWS = run(baseline, "base")
 		}
 		wall.pixir, cpu.pixir = append(wall.pixir, d), append(cpu.pixir, used)
 		runMS = append(runMS, d)
@@ -423,6 +424,17 @@ func benchRunVsLogs(b *testing.B, workflow []byte, script string, runs int) {
 		if baseline != "" {
 			baseCPU.pixir, baseCPU.minimal = append(baseCPU.pixir, baseUsed), append(baseCPU.minimal, cpu.minimal[i])
 		}
+		// On tmpfs the folders are memory: a benchmark killed before its
+		// cleanup leaves only the last iteration's behind.
+		b.StopTimer()
+		for _, d := range []string{ws, baseWS, into} {
+			if d != "" {
+				if err := os.RemoveAll(d); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.StartTimer()
 	}
 	b.StopTimer()
 	b.ReportMetric(medianRatio(wall), "wall-ratio")
