@@ -16,6 +16,10 @@ import (
 // gitRepo makes a repository with one commit, its workspace a subfolder.
 func gitRepo(t *testing.T) (repo, ws string, git func(args ...string) string) {
 	t.Helper()
+	// The committer under test runs git in this process's environment.
+	for k, v := range map[string]string{"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"} {
+		t.Setenv(k, v)
+	}
 	repo = t.TempDir()
 	ws = filepath.Join(repo, "ws")
 	require.NoError(t, os.MkdirAll(ws, 0o755))
@@ -23,7 +27,6 @@ func gitRepo(t *testing.T) (repo, ws string, git func(args ...string) string) {
 		t.Helper()
 		cmd := exec.Command("git", args...)
 		cmd.Dir = ws
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "git %v: %s", args, out)
 		return strings.TrimSpace(string(out))
@@ -39,10 +42,6 @@ func gitRepo(t *testing.T) (repo, ws string, git func(args ...string) string) {
 
 func TestGitCommitterCommitsOnlyItsPaths(t *testing.T) {
 	_, ws, git := gitRepo(t)
-	t.Setenv("GIT_AUTHOR_NAME", "t")
-	t.Setenv("GIT_AUTHOR_EMAIL", "t@example.com")
-	t.Setenv("GIT_COMMITTER_NAME", "t")
-	t.Setenv("GIT_COMMITTER_EMAIL", "t@example.com")
 	// The run's work: a new file (with a glob character in its name), a
 	// change, a deletion. Beside it, the user's own change, staged, and an
 	// untracked file: neither is the run's.
@@ -109,10 +108,6 @@ func TestGitCommitterCommitsOnlyItsPaths(t *testing.T) {
 // when anything moves HEAD between the commit and the read.
 func TestGitCommitterReportsACommitWhoseHashIsUnreadableAsMade(t *testing.T) {
 	repo, ws, git := gitRepo(t)
-	t.Setenv("GIT_AUTHOR_NAME", "t")
-	t.Setenv("GIT_AUTHOR_EMAIL", "t@example.com")
-	t.Setenv("GIT_COMMITTER_NAME", "t")
-	t.Setenv("GIT_COMMITTER_EMAIL", "t@example.com")
 	hook := filepath.Join(repo, ".git", "hooks", "post-commit")
 	require.NoError(t, os.WriteFile(hook, []byte("#!/bin/sh\ngit symbolic-ref HEAD refs/heads/elsewhere\n"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(ws, "kept.txt"), []byte("v2\n"), 0o644))
