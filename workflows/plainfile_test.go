@@ -2,12 +2,11 @@ package workflows
 
 import (
 	"encoding/json"
-	"fmt"
-	"math/rand/v2"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/pixir-go/pixir/workflows/workflowstest"
 )
 
 // plainFile is a workflow file without parameters that decodePlainFile
@@ -99,30 +98,10 @@ func FuzzPlainFileDecodedOnceAsThroughTheTree(f *testing.F) {
 }
 
 // BenchmarkReadPlainFile10000 reads a plain workflow file of 10,000 steps
-// (a random DAG, as BenchmarkRunWorkflowVsLogs's) as ParseTemplate does
+// (workflowstest.RandomDAG, as BenchmarkRunWorkflowVsLogs's) as ParseTemplate does
 // (once) and as it did before (through its tree), turn about.
 func BenchmarkReadPlainFile10000(b *testing.B) {
-	r := rand.New(rand.NewPCG(1, 1))
-	var s strings.Builder
-	s.WriteString(`{"name":"bench","max_concurrency":8,"steps":[`)
-	for i := range 10000 {
-		if i > 0 {
-			s.WriteByte(',')
-		}
-		fmt.Fprintf(&s, `{"id":"s%d","task":"Do part %d of the work."`, i, i)
-		var deps []string
-		for range r.IntN(4) {
-			if i > 0 {
-				deps = append(deps, fmt.Sprintf(`"s%d"`, r.IntN(i)))
-			}
-		}
-		if len(deps) > 0 {
-			fmt.Fprintf(&s, `,"depends_on":[%s]`, strings.Join(deps, ","))
-		}
-		s.WriteByte('}')
-	}
-	s.WriteString(`]}`)
-	raw := json.RawMessage(s.String())
+	raw := json.RawMessage(workflowstest.RandomDAG(10000))
 	for _, way := range []struct {
 		name  string
 		parse func(name, source string, raw json.RawMessage) (*Template, error)

@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pixir-go/pixir/workflows/workflowstest"
 )
 
 // The benchmarks here time the built pixir binary against a yardstick run
@@ -354,7 +356,7 @@ func BenchmarkRunWorkflowVsLogs(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("PIXIR_BENCH_STEPS")); err == nil && v > 0 {
 		n = v
 	}
-	b.Run("dag", func(b *testing.B) { benchRunVsLogs(b, benchWorkflow(n), instantScript, n) })
+	b.Run("dag", func(b *testing.B) { benchRunVsLogs(b, workflowstest.RandomDAG(n), instantScript, n) })
 	flow, script, runs := benchControlFlow(n)
 	b.Run("controlflow", func(b *testing.B) { benchRunVsLogs(b, flow, script, runs) })
 }
@@ -472,32 +474,6 @@ func benchDir(b *testing.B) (string, bool) {
 	var st syscall.Statfs_t
 	const tmpfsMagic = 0x01021994
 	return dir, syscall.Statfs(dir, &st) == nil && st.Type == tmpfsMagic
-}
-
-// benchWorkflow is the JSON spec of a random DAG of n read-only steps,
-// each depending on up to three earlier ones, 8 at a time.
-func benchWorkflow(n int) []byte {
-	r := rand.New(rand.NewPCG(1, 1))
-	var s strings.Builder
-	s.WriteString(`{"name":"bench","max_concurrency":8,"steps":[`)
-	for i := range n {
-		if i > 0 {
-			s.WriteByte(',')
-		}
-		fmt.Fprintf(&s, `{"id":"s%d","task":"Do part %d of the work."`, i, i)
-		var deps []string
-		for range r.IntN(4) {
-			if i > 0 {
-				deps = append(deps, fmt.Sprintf(`"s%d"`, r.IntN(i)))
-			}
-		}
-		if len(deps) > 0 {
-			fmt.Fprintf(&s, `,"depends_on":[%s]`, strings.Join(deps, ","))
-		}
-		s.WriteByte('}')
-	}
-	s.WriteString(`]}`)
-	return []byte(s.String())
 }
 
 // benchControlFlow is the JSON spec of about n read-only step runs made
