@@ -181,9 +181,7 @@ func pathValueProblem(v string) string {
 	if v != strings.TrimSpace(v) {
 		return "begins or ends with a space: a value in a path must name a file or folder, never widen the pattern"
 	}
-	for strings.HasPrefix(v, "./") {
-		v = strings.TrimPrefix(v, "./")
-	}
+	v = trimDotSlash(v)
 	if v == "" {
 		return "is empty: a value in a path must name a file or folder"
 	}
@@ -205,9 +203,7 @@ func pathValueProblem(v string) string {
 // A leading "./" is dropped wherever the value goes: a pattern loses its
 // own only at its start, and "src/./TODO/**" would be refused.
 func valueInPattern(v, rest string) string {
-	for strings.HasPrefix(v, "./") {
-		v = strings.TrimPrefix(v, "./")
-	}
+	v = trimDotSlash(v)
 	if strings.HasPrefix(rest, "/") {
 		v = strings.TrimSuffix(v, "/")
 	}

@@ -403,16 +403,22 @@ func (w *Workflow) MergePolicyOf(s *Step) MergePolicy {
 func normalizePatterns(ps []string) []string {
 	out := make([]string, 0, len(ps))
 	for _, p := range ps {
-		p = strings.TrimSpace(p)
-		for strings.HasPrefix(p, "./") {
-			p = strings.TrimPrefix(p, "./")
-		}
+		p = trimDotSlash(strings.TrimSpace(p))
 		if strings.HasSuffix(p, "/") && len(p) > 1 {
 			p = strings.TrimRight(p, "/") + "/**"
 		}
 		out = append(out, p)
 	}
 	return out
+}
+
+// trimDotSlash drops a path's leading "./" (however many): models write
+// it, and doublestar would not match it.
+func trimDotSlash(p string) string {
+	for strings.HasPrefix(p, "./") {
+		p = p[len("./"):]
+	}
+	return p
 }
 
 func dedupe(ids []string) []string {
