@@ -3,7 +3,6 @@ package workflows
 import (
 	"context"
 	"fmt"
-	"path"
 	"slices"
 	"strings"
 
@@ -163,12 +162,28 @@ func (v *validator) commit(w *Workflow) {
 			Message: fmt.Sprintf("commit.base %q is not a branch name; give the branch the work is based on, e.g. main", c.Base)})
 	}
 	for k, p := range c.Requires {
-		clean := path.Clean(p)
-		if p == "" || path.IsAbs(p) || clean == ".." || strings.HasPrefix(clean, "../") || strings.ContainsAny(p, "*?[]{}\\\x00\n") {
+		if why := requiredPathProblem(p); why != "" {
 			v.add(Problem{Code: "invalid_commit", Field: fmt.Sprintf("commit.requires[%d]", k), Value: p,
-				Message: fmt.Sprintf("commit.requires[%d] %q is not a file path inside the workspace; give a relative path without wildcards, e.g. TODO/GAL-1.md", k, p)})
+				Message: fmt.Sprintf("commit.requires[%d] %q is not a file path inside the workspace: %s; give a relative path without wildcards, e.g. TODO/GAL-1.md", k, p, why)})
 		}
 	}
+}
+
+// requiredPathProblem says why a required file's path (normalized: see
+// trimPath) is not one inside the workspace, or "": a path as a pattern
+// without wildcards, by the one rule of patterns (no empty, "." or ".."
+// segment, not absolute); a trailing "/" names a folder.
+func requiredPathProblem(p string) string {
+	if strings.ContainsAny(p, "*?[]{}\\") {
+		return "it has a wildcard or an escape (*?[]{}\\); a required file is one path"
+	}
+	if strings.ContainsAny(p, "\x00\n\r") {
+		return "it has a control character"
+	}
+	if p == "/" {
+		return "it is absolute; write it relative to the workspace root"
+	}
+	return patternProblem(strings.TrimSuffix(p, "/"))
 }
 
 // commitParts reports the problems of a list of commits: each needs a

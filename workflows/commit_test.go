@@ -162,6 +162,34 @@ func TestCommitIsValidated(t *testing.T) {
 	require.ErrorContains(t, err, `commit.requires[2] "TODO/*.md" is not a file path inside the workspace`)
 }
 
+// commit.requires reads as commit paths, exclude and write sets do (one
+// rule): spaces at either end and a leading "./" go, a folder's trailing
+// "/" stays; an empty, "." or ".." segment is refused with its location,
+// as in a pattern. "TODO//GAL-1.md" and "a/../b.md" were accepted (git
+// and the file system read them, but no pattern would have).
+func TestCommitRequiresReadsAsPathsDo(t *testing.T) {
+	w := mustParse(t, `{"commit": {"message": "m", "requires": ["./TODO/GAL-1.md", " TODO/GAL-2.md ", "././docs/", "TODO/GAL-3.md"]}, "steps": [{"id": "a", "task": "t"}]}`)
+	require.Equal(t, []string{"TODO/GAL-1.md", "TODO/GAL-2.md", "docs/", "TODO/GAL-3.md"}, w.Commit.Requires)
+
+	_, err := Parse([]byte(`{"commit": {"message": "m", "requires": ["TODO//A.md", "TODO/./A.md", "a/../b.md", " ", ".", "./", "TODO//", "ok.md"]}, "steps": [{"id": "a", "task": "t"}]}`))
+	f := tools.AsFailure(err)
+	require.Equal(t, tools.ErrInvalidArgs, f.Kind, err)
+	got := map[string]string{}
+	for _, p := range f.Details.(ValidationDetails).Problems {
+		got[p.Field] = p.Message
+	}
+	const give = "; give a relative path without wildcards, e.g. TODO/GAL-1.md"
+	require.Equal(t, map[string]string{
+		"commit.requires[0]": `commit.requires[0] "TODO//A.md" is not a file path inside the workspace: it has an empty path segment (// or a leading / inside braces)` + give,
+		"commit.requires[1]": `commit.requires[1] "TODO/./A.md" is not a file path inside the workspace: it has a . segment; write the path without it` + give,
+		"commit.requires[2]": `commit.requires[2] "a/../b.md" is not a file path inside the workspace: it climbs out of the workspace with ..; patterns stay inside the workspace` + give,
+		"commit.requires[3]": `commit.requires[3] "" is not a file path inside the workspace: it is empty` + give,
+		"commit.requires[4]": `commit.requires[4] "." is not a file path inside the workspace: it has a . segment; write the path without it` + give,
+		"commit.requires[5]": `commit.requires[5] "" is not a file path inside the workspace: it is empty` + give,
+		"commit.requires[6]": `commit.requires[6] "TODO//" is not a file path inside the workspace: it has an empty path segment (// or a leading / inside braces)` + give,
+	}, got)
+}
+
 // commit.exclude reads as write sets and commits' paths do (one rule,
 // normalizePatterns): a leading "./" goes, a trailing "/" is the folder's
 // contents, spaces at either end go; so ".workflow/" keeps the run's

@@ -203,11 +203,20 @@ func pathValueProblem(v string) string {
 // A leading "./" is dropped wherever the value goes: a pattern loses its
 // own only at its start, and "src/./TODO/**" would be refused.
 func valueInPattern(v, rest string) string {
+	return escapeGlob(valueInPath(v, rest))
+}
+
+// valueInPath is a path value (pathValueProblem found none) as it goes
+// into a literal path before rest (commit.requires), by valueInPattern's
+// rule but for the escaping: "${todo}/X.md" with "./TODO/" is TODO/X.md.
+// A path has no wildcards (validation refuses them), so a value's glob
+// character stays as it is, and is refused there.
+func valueInPath(v, rest string) string {
 	v = trimDotSlash(v)
 	if strings.HasPrefix(rest, "/") {
 		v = strings.TrimSuffix(v, "/")
 	}
-	return escapeGlob(v)
+	return v
 }
 
 // literalPath is a path from an item as a pattern that matches just it;

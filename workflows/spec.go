@@ -322,6 +322,9 @@ func (w *Workflow) Normalize() {
 		if w.Commit.Exclude != nil {
 			w.Commit.Exclude = normalizePatterns(w.Commit.Exclude)
 		}
+		for k, p := range w.Commit.Requires { // a path: its trailing "/" stays the folder
+			w.Commit.Requires[k] = trimPath(p)
+		}
 		for k := range w.Commit.Commits {
 			if c := &w.Commit.Commits[k]; c.Paths != nil {
 				c.Paths = normalizePatterns(c.Paths)
@@ -403,13 +406,19 @@ func (w *Workflow) MergePolicyOf(s *Step) MergePolicy {
 func normalizePatterns(ps []string) []string {
 	out := make([]string, 0, len(ps))
 	for _, p := range ps {
-		p = trimDotSlash(strings.TrimSpace(p))
+		p = trimPath(p)
 		if strings.HasSuffix(p, "/") && len(p) > 1 {
 			p = strings.TrimRight(p, "/") + "/**"
 		}
 		out = append(out, p)
 	}
 	return out
+}
+
+// trimPath is a path or pattern as written, read as meant: spaces at
+// either end and a leading "./" go.
+func trimPath(p string) string {
+	return trimDotSlash(strings.TrimSpace(p))
 }
 
 // trimDotSlash drops a path's leading "./" (however many): models write

@@ -493,6 +493,7 @@ const (
 	placeNone    place = iota // parameters are not substituted here
 	placeText                 // text: the value as text
 	placePattern              // a path pattern: the value a literal path
+	placePath                 // a literal path: the value a part of it
 	placePointer              // a JSON Pointer: the value one token
 	placeValue                // a condition's value: the typed value when whole
 	placeValues               // a condition's in: an array value when whole
@@ -521,10 +522,11 @@ func placeOf(loc []string) place {
 		return placeText
 	case n == 5 && loc[0] == "commit" && loc[1] == "commits" && loc[3] == "paths":
 		return placePattern
-	case (n == 2 && loc[0] == "commit" && loc[1] == "base") || (n == 3 && loc[0] == "commit" && loc[1] == "requires"):
-		// A branch name and a file path, as text: validation refuses
-		// what is not one (a path out of the workspace, a wildcard).
+	case n == 2 && loc[0] == "commit" && loc[1] == "base":
+		// A branch name, as text: validation refuses what is not one.
 		return placeText
+	case n == 3 && loc[0] == "commit" && loc[1] == "requires":
+		return placePath
 	case n >= 5 && loc[0] == "steps" && loc[2] == "verify" && loc[4] == "when":
 		return conditionPlace(loc[5:])
 	case n >= 3 && loc[0] == "steps" && loc[2] == "when":
@@ -630,6 +632,8 @@ func (s *substitution) str(str string, loc []string) any {
 			}
 			return strings.NewReplacer("~", "~0", "/", "~1").Replace(tok), ok
 		})
+	case placePath:
+		return s.path(str, loc)
 	case placeValue, placeValues:
 		if name, ok := s.whole(str); ok {
 			v := s.args[name]
@@ -740,6 +744,29 @@ func (s *substitution) pattern(p string, loc []string) []string {
 		return nil
 	}
 	return []string{out}
+}
+
+// path substitutes references in a literal path (commit.requires) by the
+// rule of a pattern (pathValueProblem, valueInPath): a folder value's
+// trailing "/" before the path's own is the folder, a leading "./" is
+// read as meant, a value that would make an empty or "." segment is
+// refused here with where it went. What the whole path must be (inside
+// the workspace, no wildcard) is validation's, after.
+func (s *substitution) path(p string, loc []string) string {
+	return s.replaceBefore(p, func(name string, v any, rest string) (string, bool) {
+		t, ok := scalarText(v)
+		if !ok {
+			s.problemf(name, "is used in the path %s, which needs a string, not %s", dotted(loc), jsonTypeOf(v))
+			return "", false
+		}
+		if _, isNumber := v.(json.Number); !isNumber {
+			if why := pathValueProblem(t); why != "" {
+				s.problemf(name, "is %q in the path %s, which %s", t, dotted(loc), why)
+				return "", false
+			}
+		}
+		return valueInPath(t, rest), true
+	})
 }
 
 // checkPattern reports a pattern that a value made unusable; true if it did.

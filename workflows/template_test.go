@@ -438,3 +438,54 @@ steps: [{id: a, task: "work", write_set: ["src/${dir}/**", "src/${dir}"]}]
 		require.Contains(t, f.Message, `/todo: is "`+todo+`" in the path pattern commit.commits[1].paths[0], which`)
 	}
 }
+
+// commit.requires takes a value by the rule a pattern does (one rule,
+// pathValueProblem and valueInPattern): a folder value's one trailing "/"
+// before the path's own "/" is the folder, a leading "./" is read as
+// meant, and a value that is empty, ".", ".." or padded with spaces is
+// refused naming where it went. It was put in as text: "${todo}/X.md"
+// with "TODO/" required "TODO//X.md", and " " required "TODO/ /X.md".
+func TestTemplateSubstitutesIntoRequiredFilesAsPaths(t *testing.T) {
+	tpl, err := parseYAMLTemplate(t, "req", `
+params:
+  todo: {type: string, default: TODO}
+  issue: {type: string, default: GAL-1}
+steps: [{id: a, task: "work"}]
+commit:
+  message: m
+  requires: ["${todo}/${issue}.md", "${todo}/"]
+`)
+	require.NoError(t, err)
+	for _, todo := range []string{"TODO", "TODO/", "./TODO", "./TODO/", "././TODO/"} {
+		w := instantiateTemplate(t, tpl, map[string]any{"todo": todo})
+		require.Equal(t, []string{"TODO/GAL-1.md", "TODO/"}, w.Commit.Requires, "todo %q", todo)
+	}
+	w := instantiateTemplate(t, tpl, map[string]any{"todo": "docs/TODO/", "issue": "./GAL-1"})
+	require.Equal(t, []string{"docs/TODO/GAL-1.md", "docs/TODO/"}, w.Commit.Requires)
+	for todo, why := range map[string]string{
+		"TODO//": `has an empty or "." segment`,
+		"./.":    `has an empty or "." segment`,
+		".":      `has an empty or "." segment`,
+		"a/./b":  `has an empty or "." segment`,
+		"":       "is empty",
+		"./":     "is empty",
+		" TODO":  "begins or ends with a space",
+		"TODO ":  "begins or ends with a space",
+	} {
+		_, err := tpl.Instantiate(map[string]any{"todo": todo})
+		f := tools.AsFailure(err)
+		require.Equal(t, tools.ErrInvalidArgs, f.Kind, "todo %q", todo)
+		require.Contains(t, f.Message, `/todo: is "`+todo+`" in the path commit.requires[0], which `+why, "todo %q", todo)
+	}
+	for todo, why := range map[string]string{
+		"..":    `commit.requires[0] "../GAL-1.md" is not a file path inside the workspace: it climbs out of the workspace`,
+		"../up": `commit.requires[0] "../up/GAL-1.md" is not a file path inside the workspace: it climbs out of the workspace`,
+		"/etc":  `commit.requires[0] "/etc/GAL-1.md" is not a file path inside the workspace: it is absolute`,
+		"a*":    `commit.requires[0] "a*/GAL-1.md" is not a file path inside the workspace: it has a wildcard`,
+	} {
+		_, err := tpl.InstantiateChecked(map[string]any{"todo": todo}, nil)
+		f := tools.AsFailure(err)
+		require.Equal(t, tools.ErrInvalidArgs, f.Kind, "todo %q", todo)
+		require.Contains(t, f.Message, why, "todo %q", todo)
+	}
+}

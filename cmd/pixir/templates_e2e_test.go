@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/pixir-go/pixir/workflows"
 )
 
 // Workflow templates through the binary: pixir workflows lists what the
@@ -207,4 +209,24 @@ func TestPixirRunATemplateTakesAFolderWithItsTrailingSlash(t *testing.T) {
 	_, stderr, code := e.pixirAtHome(home, "run", "--dry-run", "--workflow", "notes", "--set", "dir=notes//")
 	require.Equal(t, exitUsage, code, stderr)
 	require.Contains(t, stderr, `/dir: is "notes//" in the path pattern steps[0].write_set[0], which has an empty or "." segment`)
+}
+
+// A folder value goes into commit.requires by the same rule: the run's
+// sanity check looks for notes/PLAN.md, whichever way the folder is
+// written (it looked for "notes//PLAN.md"); "notes//" is refused naming
+// where it went, before any step.
+func TestPixirRunATemplateRequiresAFileInAFolderWithItsTrailingSlash(t *testing.T) {
+	e, home := templateEnv(t)
+	require.NoError(t, os.WriteFile(filepath.Join(e.ws, ".pixir/workflows/planned.yaml"),
+		[]byte("params: {dir: {type: string}}\ncommit: {message: notes, requires: [\"${dir}/PLAN.md\"]}\nsteps: [{id: write, task: \"Write notes into ${dir}.\", write_set: [\"${dir}/**\"]}]\n"), 0o644))
+	for _, dir := range []string{"notes", "notes/", "./notes/"} {
+		stdout, stderr, code := e.pixirAtHome(home, "run", "--workflow", "planned", "--set", "dir="+dir, "--json")
+		require.Equal(t, exitError, code, "dir %q: %s", dir, stderr)
+		out := runOutcome(t, stdout)
+		require.Equal(t, workflows.StatusFailed, out.Status, out.Output)
+		require.Equal(t, workflows.StoppedPreflight+": notes/PLAN.md does not exist in the workspace ("+e.ws+"); create it, or name an existing one", out.StoppedBy, "dir %q", dir)
+	}
+	_, stderr, code := e.pixirAtHome(home, "run", "--workflow", "planned", "--set", "dir=notes//")
+	require.Equal(t, exitUsage, code, stderr)
+	require.Contains(t, stderr, `/dir: is "notes//" in the path commit.requires[0], which has an empty or "." segment`)
 }
