@@ -65,6 +65,42 @@ func TestCommittedSchemasAreCurrent(t *testing.T) {
 	}
 }
 
+// A workflow's commit reads its paths, exclude and requires by one rule
+// (workflows' normalizePatterns and trimPath): the model is told so where
+// it writes each, in what each does. exclude said only "e.g. .workflow/**",
+// and a model that wrote ".workflow/" could not know it meant the folder.
+func TestCommitPathFieldsSayTheirRule(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(committed, ToolsDir, "run_workflow.json"))
+	require.NoError(t, err)
+	var s struct {
+		Properties struct {
+			Commit struct {
+				Properties map[string]struct {
+					Description string
+					Items       struct {
+						Properties map[string]struct{ Description string }
+					}
+				}
+			}
+		}
+	}
+	require.NoError(t, json.Unmarshal(raw, &s))
+	commit := s.Properties.Commit.Properties
+	for field, desc := range map[string]string{
+		"exclude":         commit["exclude"].Description,
+		"commits[].paths": commit["commits"].Items.Properties["paths"].Description,
+		"requires":        commit["requires"].Description,
+	} {
+		for _, says := range []string{"a leading ./ is dropped", "a trailing /", "an empty, . or .. segment"} {
+			require.Contains(t, desc, says, "commit.%s's description", field)
+		}
+	}
+	exclude := commit["exclude"].Description
+	require.Contains(t, exclude, "never committed", "what exclude does")
+	require.Contains(t, exclude, "the same rule as paths", "exclude follows paths' rule")
+	require.Contains(t, exclude, ".workflow/ is .workflow/**")
+}
+
 func TestEveryBuiltinHasAnOutputType(t *testing.T) {
 	var names []string
 	for _, tool := range Catalogue() {
