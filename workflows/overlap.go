@@ -642,6 +642,18 @@ func (s *segmentSearch) visit(i, j int, nonEmpty bool) bool {
 	return s.visit(ni, nj, true)
 }
 
+// CheckPattern is the one rule of a path pattern, wherever one is written
+// (a step's read_set and write_set, a commit's paths and exclude, an
+// agent's write_set): p read as meant (spaces at either end and a leading
+// "./" go, a trailing "/" is the folder's contents) and why it cannot be
+// used, or "". runtime/agents checks an agent's write_set with it (runtime
+// sits above workflows), so an agent and a step never read one pattern
+// two ways.
+func CheckPattern(p string) (norm, problem string) {
+	norm = normalizePattern(p)
+	return norm, patternProblem(norm)
+}
+
 // patternProblem says why a workflow path pattern is unusable, or "" when it
 // is fine. Beyond doublestar's syntax a pattern must stay inside the
 // workspace, relative to its root, without empty or dot segments, because
@@ -662,6 +674,9 @@ func patternProblem(p string) string {
 		return "its {a,b} alternatives expand to more than 256 patterns"
 	}
 	for _, e := range exp {
+		if strings.HasPrefix(e, "~") { // a shell's home folder ("~", "~user")
+			return "it begins with ~, a home folder to a shell; write it relative to the workspace root"
+		}
 		for seg := range strings.SplitSeq(e, "/") {
 			switch seg {
 			case "":

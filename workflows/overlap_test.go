@@ -134,6 +134,10 @@ func TestPatternProblem(t *testing.T) {
 		"a/{b,..}/c": "it climbs out of the workspace with ..; patterns stay inside the workspace",
 		"a//b":       "it has an empty path segment (// or a leading / inside braces)",
 		"a/./b":      "it has a . segment; write the path without it",
+		"~/x":        "it begins with ~, a home folder to a shell; write it relative to the workspace root",
+		"~user/x":    "it begins with ~, a home folder to a shell; write it relative to the workspace root",
+		"{a,~}/x":    "it begins with ~, a home folder to a shell; write it relative to the workspace root",
+		"x/~/y":      "",
 		"src/[a":     "it is not a valid doublestar pattern (an unclosed [ or {, or a trailing \\)",
 	}
 	for p, want := range cases {

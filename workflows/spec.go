@@ -406,13 +406,18 @@ func (w *Workflow) MergePolicyOf(s *Step) MergePolicy {
 func normalizePatterns(ps []string) []string {
 	out := make([]string, 0, len(ps))
 	for _, p := range ps {
-		p = trimPath(p)
-		if strings.HasSuffix(p, "/") && len(p) > 1 {
-			p = strings.TrimRight(p, "/") + "/**"
-		}
-		out = append(out, p)
+		out = append(out, normalizePattern(p))
 	}
 	return out
+}
+
+// normalizePattern is one pattern as normalizePatterns reads it.
+func normalizePattern(p string) string {
+	p = trimPath(p)
+	if strings.HasSuffix(p, "/") && len(p) > 1 {
+		p = strings.TrimRight(p, "/") + "/**"
+	}
+	return p
 }
 
 // trimPath is a path or pattern as written, read as meant: spaces at

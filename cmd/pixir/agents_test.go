@@ -322,7 +322,7 @@ func TestAgentsProfileErrorsNameLineAndColumn(t *testing.T) {
 	require.Equal(t, exitError, code)
 	file := filepath.Join(w.project, ".pixir", "agents", "pm.toml")
 	require.Contains(t, stderr, "pixir agents: error: "+file+`:4:18: unknown tool "wirte"; tools are read, write, edit, bash,`)
-	require.Contains(t, stderr, "pixir agents: error: "+file+`:5:14: "../src/**" leaves the workspace`)
+	require.Contains(t, stderr, "pixir agents: error: "+file+`:5:14: write_set pattern "../src/**" is invalid: it climbs out of the workspace`)
 }
 
 // The tools an agent profile may name are the tools pixir offers.

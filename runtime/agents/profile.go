@@ -2,11 +2,10 @@ package agents
 
 import (
 	"fmt"
-	"path"
 	"slices"
 	"strings"
 
-	"github.com/bmatcuk/doublestar/v4"
+	"github.com/pixir-go/pixir/workflows"
 )
 
 // An agent's profile is what its children may do, beside its permission
@@ -230,28 +229,16 @@ func checkToolName(name string) string {
 		name, strings.Join(ToolNames, ", "))
 }
 
-// checkWritePattern normalizes a write_set pattern as workflows do (a
-// leading "./" goes, a trailing "/" means the folder's contents) and says
-// what is wrong with it.
+// checkWritePattern reads a write_set pattern by the one rule of a
+// workflow step's write_set (workflows.CheckPattern: a leading "./" goes,
+// a trailing "/" means the folder's contents; empty, "." or ".." segments,
+// absolute or home paths are refused) and says what is wrong with it.
 func checkWritePattern(p string) (string, string) {
-	norm := strings.TrimSpace(p)
-	for strings.HasPrefix(norm, "./") {
-		norm = strings.TrimPrefix(norm, "./")
+	norm, why := workflows.CheckPattern(p)
+	if why != "" {
+		return norm, fmt.Sprintf("write_set pattern %q is invalid: %s (as in a workflow step: workspace paths such as \"docs/**\")", p, why)
 	}
-	if strings.HasSuffix(norm, "/") && len(norm) > 1 {
-		norm = strings.TrimRight(norm, "/") + "/**"
-	}
-	switch {
-	case norm == "":
-		return norm, "an empty pattern matches nothing; remove it"
-	case strings.HasPrefix(norm, "/") || strings.HasPrefix(norm, "~"):
-		return norm, fmt.Sprintf("%q is not relative to the workspace: write_set patterns are workspace paths such as \"docs/**\"", p)
-	case slices.Contains(strings.Split(norm, "/"), ".."):
-		return norm, fmt.Sprintf("%q leaves the workspace: write_set patterns are workspace paths such as \"docs/**\"", p)
-	case !doublestar.ValidatePattern(norm) || strings.Contains(norm, "//"):
-		return norm, fmt.Sprintf("%q is not a valid path pattern (doublestar: *, **, ?, [a-z], {a,b})", p)
-	}
-	return path.Clean(norm), ""
+	return norm, ""
 }
 
 // checkProgram says what is wrong with a program of shell = [...].

@@ -1,11 +1,15 @@
 package agents
 
 import (
+	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/pixir-go/pixir/workflows"
 )
 
 func TestLoadProfile(t *testing.T) {
@@ -58,11 +62,13 @@ func TestLoadProfileErrors(t *testing.T) {
 			[]string{`8:3: tools[1]: got a TOML integer, want string`}},
 		{"write_set outside the workspace", `write_set = ["docs/**", "../x/**", "/etc/*"]`,
 			[]string{
-				`6:25: "../x/**" leaves the workspace: write_set patterns are workspace paths such as "docs/**"`,
-				`6:36: "/etc/*" is not relative to the workspace: write_set patterns are workspace paths such as "docs/**"`,
+				`6:25: write_set pattern "../x/**" is invalid: it climbs out of the workspace with ..; patterns stay inside the workspace (as in a workflow step: workspace paths such as "docs/**")`,
+				`6:36: write_set pattern "/etc/*" is invalid: it is absolute; write it relative to the workspace root (as in a workflow step: workspace paths such as "docs/**")`,
 			}},
+		{"write_set in a home folder", `write_set = ["~/notes/**"]`,
+			[]string{`6:14: write_set pattern "~/notes/**" is invalid: it begins with ~, a home folder to a shell; write it relative to the workspace root (as in a workflow step: workspace paths such as "docs/**")`}},
 		{"write_set not a pattern", `write_set = ["src/[a-"]`,
-			[]string{`6:14: "src/[a-" is not a valid path pattern (doublestar: *, **, ?, [a-z], {a,b})`}},
+			[]string{`6:14: write_set pattern "src/[a-" is invalid: it is not a valid doublestar pattern (an unclosed [ or {, or a trailing \) (as in a workflow step: workspace paths such as "docs/**")`}},
 		{"write_set of a read-only agent", "sandbox_mode = \"read-only\"\nwrite_set = [\"docs/**\"]",
 			[]string{`7:1: write_set has no effect with sandbox_mode = "read-only": a read-only agent writes nothing; remove one of them`}},
 		{"shell mode misspelt", `shell = "read_only"`,
@@ -121,4 +127,31 @@ func TestSummary(t *testing.T) {
 	mk := Agent{Profile: Profile{Shell: ShellWriteSet, Commands: []string{"go", "gofmt"}}}
 	require.Equal(t, "shell go, gofmt", mk.Summary())
 	require.Equal(t, "tools none", Agent{Profile: Profile{Tools: []string{}}}.Summary())
+}
+
+// An agent's write_set and a workflow step's write_set are read by one
+// rule (workflows.CheckPattern): the same pattern is refused by both or
+// taken by both as the same pattern. The profile kept a copy of the rule
+// that drifted: it took "a/./b", "." and "{..,a}/x" (refused in a step)
+// and refused "~/x" (taken in a step).
+func TestWritePatternsReadAsAWorkflowStepReadsThem(t *testing.T) {
+	for _, p := range []string{
+		"docs/**", "docs/", "./docs/", "././docs/**", " docs/** ", "TODO/", "a/**/", "**", "**/*_test.go", "x/~/y",
+		"", " ", ".", "./", "a/./b", "a//b", "../x", "a/../b", "{..,a}/x", "/etc/*", "~/x", "~", "~user/x", "{~,a}/x",
+		"src/[a-", strings.Repeat("{a,b}", 9),
+	} {
+		t.Run(p, func(t *testing.T) {
+			dir := tree(t, map[string]string{"p/.pixir/agents/a.toml": agentTOML("a", fmt.Sprintf("write_set = [%q]", p))})
+			r, agentErr := load(t, dir)
+			spec, _ := json.Marshal(map[string]any{"steps": []any{map[string]any{"id": "a", "task": "t", "write_set": []string{p}}}})
+			w, stepErr := workflows.Parse(spec)
+			require.Equal(t, stepErr == nil, agentErr == nil, "pattern %q: agent: %v; step: %v", p, agentErr, stepErr)
+			if stepErr != nil {
+				require.Contains(t, agentErr.Error(), "write_set", "pattern %q", p)
+				return
+			}
+			a, _ := r.Get("a")
+			require.Equal(t, w.Steps[0].WriteSet, a.Profile.WriteSet, "pattern %q", p)
+		})
+	}
 }
