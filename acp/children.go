@@ -20,7 +20,10 @@ import (
 type childSession struct {
 	parentID string
 	cwd      string
-	pr       *presenter // presents the child's own events
+	// task is the child's task, from the queued event of its spawn: its
+	// started event does not repeat it, and it is the child's first prompt.
+	task string
+	pr   *presenter // presents the child's own events
 }
 
 // nativeChildren reports whether the client shows Subagents as sessions.
@@ -40,17 +43,30 @@ func (s *Server) plansByID() bool {
 // announce notes that the client is told of child, and reports whether
 // it was new to it: "The first update for an unknown sessionId announces
 // the child and MUST be sent before any live child traffic".
-func (s *Server) announce(child, parent, cwd string) bool {
+func (s *Server) announce(child, parent, cwd, task string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, known := s.children[child]; known {
+	if c, known := s.children[child]; known {
+		if task != "" {
+			c.task = task
+		}
 		return false
 	}
 	if s.children == nil {
 		s.children = map[string]*childSession{}
 	}
-	s.children[child] = &childSession{parentID: parent, cwd: cwd}
+	s.children[child] = &childSession{parentID: parent, cwd: cwd, task: task}
 	return true
+}
+
+// childTask is the task of child as its spawn's queued event told it.
+func (s *Server) childTask(child string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := s.children[child]; c != nil {
+		return c.task
+	}
+	return ""
 }
 
 // descendantEvent presents an event of a Subagent's session under that
@@ -86,7 +102,7 @@ func (p *presenter) subagentNative(d runtime.SubagentEventData, seq int64) {
 		meta["parentToolCallId"] = d.ParentToolCallID
 	}
 	u := SubagentUpdate{SessionUpdate: "subagent_update", SessionID: d.ChildSessionID, Meta: map[string]any{"pixir": meta}}
-	announced := p.s.announce(d.ChildSessionID, p.sessionID, d.Workspace)
+	announced := p.s.announce(d.ChildSessionID, p.sessionID, d.Workspace, d.Task)
 	if announced {
 		u.Title = d.Agent + ": " + titleOf(d.Task)
 		if d.Name != "" { // a workflow step
@@ -118,9 +134,13 @@ func (p *presenter) subagentNative(d runtime.SubagentEventData, seq int64) {
 	case tools.SubagentEventStarted, tools.SubagentEventInput:
 		u.State = &SubagentState{State: "running"}
 		p.send(u)
-		if !p.replaying && d.Input != "" {
+		input := d.Input
+		if input == "" && d.Event == tools.SubagentEventStarted {
+			input = p.s.childTask(d.ChildSessionID) // a first run's prompt is its task
+		}
+		if !p.replaying && input != "" {
 			// The child's prompt, in its own transcript.
-			p.s.notify(p.ctx, d.ChildSessionID, ContentChunk{SessionUpdate: "user_message_chunk", Content: textBlock(d.Input)})
+			p.s.notify(p.ctx, d.ChildSessionID, ContentChunk{SessionUpdate: "user_message_chunk", Content: textBlock(input)})
 		}
 		return
 	case tools.SubagentEventFinished:

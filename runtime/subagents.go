@@ -211,12 +211,7 @@ func (m *Manager) workspaceLock(root string) *sync.RWMutex {
 }
 
 type subagent struct {
-	id, agent, task string
-	// taskJSON is task quoted as json.Marshal quotes it, made at a run's
-	// first event (under the Manager's lock) and dropped at its end: each
-	// of a child's events holds its task, a workflow step's whole prompt.
-	// The events share it read-only.
-	taskJSON         []byte
+	id, agent, task  string
 	parent           *Session
 	parentToolCallID string
 	depth            int

@@ -13,39 +13,39 @@ import (
 	"unicode/utf8"
 
 	"github.com/pixir-go/pixir/budget"
-	"github.com/pixir-go/pixir/internal/jsonraw"
 	"github.com/pixir-go/pixir/tools"
 )
 
 // SubagentEventData is the Data of a subagent_event in the parent's Log:
 // enough to rebuild every child's view from the Log alone.
 type SubagentEventData struct {
-	Event            tools.SubagentEvent  `json:"event"`
-	ParentID         string               `json:"parent_id"`
-	SubagentID       string               `json:"subagent_id"`
-	ChildSessionID   string               `json:"child_session_id,omitempty"`
-	ChildLog         string               `json:"child_log,omitempty"`
-	ParentToolCallID string               `json:"parent_tool_call_id,omitempty"`
-	Agent            string               `json:"agent"`
-	Name             string               `json:"name,omitempty"` // a workflow step's label (its id)
-	Task             string               `json:"task"`
-	Depth            int                  `json:"depth"`
-	Status           tools.SubagentStatus `json:"status"`
-	Workspace        string               `json:"workspace"`
-	WorkspaceMode    string               `json:"workspace_mode"`
-	Input            string               `json:"input,omitempty"`
-	Summary          string               `json:"summary,omitempty"`
-	Error            *tools.Failure       `json:"error,omitempty"`
-	Changes          *tools.FileChanges   `json:"changes,omitempty"`
-	ElapsedMS        int64                `json:"elapsed_ms"`
+	Event            tools.SubagentEvent `json:"event"`
+	ParentID         string              `json:"parent_id"`
+	SubagentID       string              `json:"subagent_id"`
+	ChildSessionID   string              `json:"child_session_id,omitempty"`
+	ChildLog         string              `json:"child_log,omitempty"`
+	ParentToolCallID string              `json:"parent_tool_call_id,omitempty"`
+	Agent            string              `json:"agent"`
+	Name             string              `json:"name,omitempty"` // a workflow step's label (its id)
+	// Task is written once, on the queued event of the child's spawn (the
+	// one without an input): a reader keeps it from there. Logs written
+	// before 2026-11-24 have it on every event.
+	Task          string               `json:"task,omitempty"`
+	Depth         int                  `json:"depth"`
+	Status        tools.SubagentStatus `json:"status"`
+	Workspace     string               `json:"workspace"`
+	WorkspaceMode string               `json:"workspace_mode"`
+	// Input is the prompt of a run that send_input queued (its queued and
+	// input events). A first run's prompt is the task: its started event
+	// does not repeat it (before 2026-11-24 it did, as input).
+	Input     string             `json:"input,omitempty"`
+	Summary   string             `json:"summary,omitempty"`
+	Error     *tools.Failure     `json:"error,omitempty"`
+	Changes   *tools.FileChanges `json:"changes,omitempty"`
+	ElapsedMS int64              `json:"elapsed_ms"`
 	// Usage is what the child spent so far, all its runs together (on the
 	// events of its ends and its close).
 	Usage *budget.Usage `json:"usage,omitempty"`
-
-	// taskJSON, when set, is Task as json.Marshal quotes it (the child's
-	// subagent.taskJSON, shared read-only): written as it is, for the task
-	// and for an input that is the task (a first run's), not quoted again.
-	taskJSON []byte
 }
 
 // SubagentProgressData is the ephemeral status event of a running child.
@@ -63,17 +63,19 @@ func (m *Manager) record(sa *subagent, event tools.SubagentEvent, input string) 
 	m.emit(sa, d)
 }
 
-// eventLocked is the subagent_event of sa as it is, with status.
+// eventLocked is the subagent_event of sa as it is, with status. The task
+// goes only on the queued event of its spawn (event queued, no input): a
+// workflow step's task is its whole prompt, and its started, finished and
+// queued events repeated it, a started event twice (task and input).
 func (m *Manager) eventLocked(sa *subagent, event tools.SubagentEvent, input string, status tools.SubagentStatus) SubagentEventData {
 	d := SubagentEventData{
 		Event: event, ParentID: sa.parent.ID(), SubagentID: sa.id, ParentToolCallID: sa.parentToolCallID,
-		Agent: sa.agent, Name: sa.name, Task: sa.task, Depth: sa.depth, Status: status, Workspace: sa.workspace,
+		Agent: sa.agent, Name: sa.name, Depth: sa.depth, Status: status, Workspace: sa.workspace,
 		WorkspaceMode: sa.mode, Input: input, ElapsedMS: m.elapsedLocked(sa),
 	}
-	if sa.taskJSON == nil {
-		sa.taskJSON = jsonraw.AppendStringHTML(make([]byte, 0, jsonraw.QuotedLen(len(sa.task))), sa.task)
+	if event == tools.SubagentEventQueued && input == "" {
+		d.Task = sa.task
 	}
-	d.taskJSON = sa.taskJSON
 	d.ChildSessionID = sa.childSession
 	if sa.child != nil {
 		d.ChildSessionID, d.ChildLog = sa.child.ID(), sa.childLog
@@ -105,8 +107,12 @@ func (m *Manager) restore(parent *Session, events []Event) {
 		if json.Unmarshal(ev.Data, &d) != nil || d.SubagentID == "" {
 			continue
 		}
-		if _, seen := last[d.SubagentID]; !seen {
+		prev, seen := last[d.SubagentID]
+		if !seen {
 			order = append(order, d.SubagentID)
+		}
+		if d.Task == "" { // written once, at the spawn
+			d.Task = prev.Task
 		}
 		last[d.SubagentID] = d
 	}

@@ -8,19 +8,12 @@ import (
 )
 
 // sizeHint is the length of d's JSON when its strings need no more
-// escaping than QuotedLen allows for: its buffer is made once. The task,
-// and an input that is the task, count as the quoted taskJSON they are
-// written from; a usage counts its keys and numbers (every finished child
+// escaping than QuotedLen allows for: its buffer is made once. A usage counts its keys and numbers (every finished child
 // has one: without them its buffer was regrown); an error counts its
 // message, and file changes (rare) may still grow the buffer.
 func (d *SubagentEventData) sizeHint() int {
 	const keys = 280 // every key, quote and separator, and the numbers
-	quoted := func(v string) int {
-		if d.taskJSON != nil && v == d.Task {
-			return len(d.taskJSON)
-		}
-		return jsonraw.QuotedLen(len(v))
-	}
+	quoted := func(v string) int { return jsonraw.QuotedLen(len(v)) }
 	n := keys + len(d.Event) + len(d.ParentID) + len(d.SubagentID) + len(d.ChildSessionID) + len(d.ChildLog) + len(d.ParentToolCallID) +
 		len(d.Agent) + len(d.Name) + quoted(d.Task) + len(d.Status) + len(d.Workspace) + len(d.WorkspaceMode) + quoted(d.Input) + jsonraw.QuotedLen(len(d.Summary))
 	if d.Usage != nil {
@@ -61,18 +54,12 @@ func (d *SubagentEventData) appendJSON(b []byte) ([]byte, error) {
 	b = str(b, `,"parent_tool_call_id":`, d.ParentToolCallID, true)
 	b = str(b, `,"agent":`, d.Agent, false)
 	b = str(b, `,"name":`, d.Name, true)
-	quoted := func(b []byte, key, v string, omitEmpty bool) []byte {
-		if d.taskJSON == nil || v != d.Task || (omitEmpty && v == "") {
-			return str(b, key, v, omitEmpty)
-		}
-		return append(append(b, key...), d.taskJSON...)
-	}
-	b = quoted(b, `,"task":`, d.Task, false)
+	b = str(b, `,"task":`, d.Task, true)
 	b = strconv.AppendInt(append(b, `,"depth":`...), int64(d.Depth), 10)
 	b = str(b, `,"status":`, string(d.Status), false)
 	b = str(b, `,"workspace":`, d.Workspace, false)
 	b = str(b, `,"workspace_mode":`, d.WorkspaceMode, false)
-	b = quoted(b, `,"input":`, d.Input, true)
+	b = str(b, `,"input":`, d.Input, true)
 	b = str(b, `,"summary":`, d.Summary, true)
 	var err error
 	if d.Error != nil {

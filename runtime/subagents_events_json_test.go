@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixir-go/pixir/budget"
-	"github.com/pixir-go/pixir/internal/jsonraw"
 	"github.com/pixir-go/pixir/runtime/provider"
 	"github.com/pixir-go/pixir/tools"
 	"github.com/pixir-go/pixir/workflows"
@@ -37,9 +36,8 @@ func TestSubagentEventDataIsEncodedAsEncodingJSONDoes(t *testing.T) {
 		}()},
 		{"a usage of nothing", func() SubagentEventData { d := full; d.Usage = &budget.Usage{}; return d }()},
 		{"negative numbers", SubagentEventData{Depth: -1, ElapsedMS: -5}},
-		{"the task quoted once, a first run's input the task", withTaskJSON(SubagentEventData{Event: tools.SubagentEventStarted, Task: full.Task, Input: full.Task})},
-		{"the task quoted once, another input", withTaskJSON(SubagentEventData{Event: tools.SubagentEventInput, Task: full.Task, Input: "go on <now>"})},
-		{"an empty task quoted once", withTaskJSON(SubagentEventData{Event: tools.SubagentEventQueued})},
+		{"a started event: neither task nor input", SubagentEventData{Event: tools.SubagentEventStarted, SubagentID: "sa-1", Status: tools.SubagentRunning}},
+		{"send_input's queued event: an input, no task", SubagentEventData{Event: tools.SubagentEventQueued, Input: "go on <now>"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			want, err := json.Marshal(tt.d)
@@ -60,11 +58,11 @@ func TestSubagentEventDataIsEncodedAsEncodingJSONDoes(t *testing.T) {
 func TestAStepsSubagentEventsFitTheirSizeHint(t *testing.T) {
 	task := "Do part 13 of the work.\n\n---\nYou are step \"s13\" of a workflow (bench). Your posture is read_only.\n\n" +
 		"If you cannot call it, end your final message with a line `checkpoint_status: <status>`.\n"
-	queued := withTaskJSON(SubagentEventData{Event: tools.SubagentEventQueued, ParentID: "aa418140-7539-49a4-a0e8-25d9017f4254", SubagentID: "sa-8fec7cf87eca",
+	queued := SubagentEventData{Event: tools.SubagentEventQueued, ParentID: "aa418140-7539-49a4-a0e8-25d9017f4254", SubagentID: "sa-8fec7cf87eca",
 		ChildSessionID: "344f12ec-87ee-4801-af33-025d8a6aae17", Agent: "default", Name: "s13", Task: task, Depth: 1, Status: tools.SubagentQueued,
-		Workspace: "/dev/shm/rc8/ws.eF9e", WorkspaceMode: "shared"})
+		Workspace: "/dev/shm/rc8/ws.eF9e", WorkspaceMode: "shared"}
 	started := queued
-	started.Event, started.Status, started.Input = tools.SubagentEventStarted, tools.SubagentRunning, task
+	started.Event, started.Status, started.Task = tools.SubagentEventStarted, tools.SubagentRunning, ""
 	started.ChildLog = "/dev/shm/rc8/ws.eF9e/.pixir/subagents/sa-8fec7cf87eca/344f12ec-87ee-4801-af33-025d8a6aae17.ndjson"
 	finished := started
 	finished.Event, finished.Status, finished.Summary, finished.ElapsedMS = tools.SubagentEventFinished, tools.SubagentCompleted, "Done.\nAll <good>.", 123456
@@ -78,12 +76,6 @@ func TestAStepsSubagentEventsFitTheirSizeHint(t *testing.T) {
 			require.LessOrEqual(t, len(got), d.sizeHint(), "%s", got)
 		})
 	}
-}
-
-// withTaskJSON is d with its task quoted once, as the Manager gives it.
-func withTaskJSON(d SubagentEventData) SubagentEventData {
-	d.taskJSON = jsonraw.AppendStringHTML(nil, d.Task)
-	return d
 }
 
 func FuzzSubagentEventDataIsEncodedAsEncodingJSONDoes(f *testing.F) {
@@ -100,12 +92,11 @@ func FuzzSubagentEventDataIsEncodedAsEncodingJSONDoes(f *testing.F) {
 		got, _, err := encodeEventData(d)
 		require.NoError(t, err)
 		require.Equal(t, string(want), string(got))
-		// The Manager's events carry the task quoted once; a first run's
-		// input is the task.
-		d.Input = task
+		// send_input's queued event: an input, and no task.
+		d.Input, d.Task = task, ""
 		want, err = json.Marshal(d)
 		require.NoError(t, err)
-		got, _, err = encodeEventData(withTaskJSON(d))
+		got, _, err = encodeEventData(d)
 		require.NoError(t, err)
 		require.Equal(t, string(want), string(got))
 	})

@@ -85,7 +85,11 @@ func (m *Manager) run(ctx context.Context, sa *subagent, event tools.SubagentEve
 		status, fail = m.outcome(ctx, sa, tools.AsFailure(err))
 		return
 	}
-	m.record(sa, event, input)
+	recorded := input
+	if event == tools.SubagentEventStarted {
+		recorded = "" // the task, on the queued event of the spawn: not written again
+	}
+	m.record(sa, event, recorded)
 
 	tracker := &childTracker{m: m, sa: sa}
 	var ask Asker
@@ -309,7 +313,6 @@ func (m *Manager) end(sa *subagent, event tools.SubagentEvent, status tools.Suba
 	m.emit(sa, d)
 	m.mu.Lock()
 	sa.status = status
-	sa.taskJSON = nil // made again if it runs again: an ended child keeps no more than it did
 	if freeSlot {
 		m.running--
 	}

@@ -1,9 +1,11 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -452,6 +454,84 @@ func TestReloadedSessionReportsUnfinishedChildrenDetached(t *testing.T) {
 	out, err := binding{m: rt2.subagents, parent: reopened}.Wait(context.Background(), tools.WaitRequest{Timeout: time.Second})
 	require.NoError(t, err)
 	require.False(t, out.Incomplete, "waiting on a detached child returns at once")
+}
+
+// A child's task is written once in its parent's Log, on the queued event
+// of its spawn (a workflow step's task is its whole prompt, and its
+// started, finished and queued events each repeated it, started twice):
+// a started event has neither task nor input, send_input's events carry
+// their input. A reopened session knows the task from the spawn, and a
+// Log written before, with the task on every event, reads the same.
+func TestAChildsTaskIsWrittenOnceAndReadFromItsSpawn(t *testing.T) {
+	home, ws := t.TempDir(), t.TempDir()
+	cfg := Config{Home: home, Provider: childProvider{}, Model: "m", Tools: tools.Builtins(), Subagents: SubagentConfig{Snapshot: takeCopy}}
+	rt := New(cfg)
+	parent, err := rt.NewSession(ws)
+	require.NoError(t, err)
+	b := binding{m: rt.subagents, parent: parent}
+	const task = "Do <part> 1.\nReport \"back\"."
+	v, err := b.Spawn(context.Background(), tools.SpawnRequest{Task: task})
+	require.NoError(t, err)
+	_, err = b.Wait(context.Background(), tools.WaitRequest{IDs: []string{v.ID}, Timeout: noHorizon})
+	require.NoError(t, err)
+	_, err = b.SendInput(context.Background(), v.ID, "second")
+	require.NoError(t, err)
+	_, err = b.Wait(context.Background(), tools.WaitRequest{IDs: []string{v.ID}, Timeout: noHorizon})
+	require.NoError(t, err)
+	rt.Close()
+
+	logFile := logPath(ws, parent.ID())
+	events, _, err := ReadLog(logFile)
+	require.NoError(t, err)
+	var seen []string
+	for _, ev := range events {
+		if ev.Type != EventSubagent {
+			continue
+		}
+		var d map[string]any
+		require.NoError(t, json.Unmarshal(ev.Data, &d))
+		seen = append(seen, fmt.Sprintf("%s task=%v input=%v", d["event"], d["task"], d["input"]))
+	}
+	require.Equal(t, []string{
+		"queued task=" + task + " input=<nil>", "started task=<nil> input=<nil>", "finished task=<nil> input=<nil>",
+		"queued task=<nil> input=second", "input task=<nil> input=second", "finished task=<nil> input=<nil>",
+	}, seen)
+
+	reopen := func(t *testing.T) tools.SubagentView {
+		rt := New(cfg)
+		defer rt.Close()
+		s, _, err := rt.OpenSession(parent.ID(), ws, nil)
+		require.NoError(t, err)
+		views, err := binding{m: rt.subagents, parent: s}.List(context.Background())
+		require.NoError(t, err)
+		require.Len(t, views, 1)
+		return views[0]
+	}
+	now := reopen(t)
+	require.Equal(t, task, now.Task)
+	require.Equal(t, tools.SubagentCompleted, now.Status)
+	require.Equal(t, "did: second", now.Summary)
+
+	// The same Log as written before: the task on every event, and a
+	// first run's input on its started event.
+	raw, err := os.ReadFile(logFile)
+	require.NoError(t, err)
+	var old []byte
+	for line := range bytes.Lines(raw) {
+		var ev map[string]any
+		require.NoError(t, json.Unmarshal(line, &ev))
+		if d, ok := ev["data"].(map[string]any); ok && ev["type"] == string(EventSubagent) {
+			d["task"] = task
+			if d["event"] == "started" {
+				d["input"] = task
+			}
+		}
+		b, err := json.Marshal(ev)
+		require.NoError(t, err)
+		old = append(append(old, b...), '\n')
+	}
+	require.NoError(t, os.WriteFile(logFile, old, 0o644))
+	require.Equal(t, now, reopen(t))
 }
 
 func TestKeepEndsKeepsTheConclusion(t *testing.T) {

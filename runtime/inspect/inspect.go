@@ -524,7 +524,10 @@ func (f *folder) subagent(d runtime.SubagentEventData) {
 			f.s.Subagents = append(f.s.Subagents, sa)
 		}
 	}
-	sa.Agent, sa.Name, sa.Task, sa.Depth = d.Agent, d.Name, d.Task, d.Depth
+	sa.Agent, sa.Name, sa.Depth = d.Agent, d.Name, d.Depth
+	if d.Task != "" { // on the spawn's queued event (on every event in Logs before 2026-11-24)
+		sa.Task = d.Task
+	}
 	sa.Status, sa.Event, sa.ElapsedMS = d.Status, d.Event, d.ElapsedMS
 	sa.Workspace, sa.WorkspaceMode, sa.ParentToolCallID = d.Workspace, d.WorkspaceMode, d.ParentToolCallID
 	if d.Event == tools.SubagentEventInput {

@@ -66,12 +66,17 @@ func allowed(id, tool string) ev {
 	return ev{runtime.EventPermissionDecision, runtime.PermissionDecisionData{ToolCallID: id, Tool: tool, Mode: runtime.ModeAuto, Decision: "allowed", Source: "mode"}}
 }
 
+// child is a subagent_event as the runtime writes it: the task only on
+// the queued event of the spawn (withTask: on every event, as Logs before
+// 2026-11-24 have it).
 func child(event tools.SubagentEvent, id, callID string, status tools.SubagentStatus, more ...func(*runtime.SubagentEventData)) ev {
 	d := runtime.SubagentEventData{
 		Event: event, ParentID: "s1", SubagentID: id, ParentToolCallID: callID, Agent: "default",
-		Task: "look around\nand list", Depth: 1, Status: status, WorkspaceMode: "isolated", ElapsedMS: 42,
+		Depth: 1, Status: status, WorkspaceMode: "isolated", ElapsedMS: 42,
 	}
-	if event != "queued" {
+	if event == "queued" {
+		d.Task = "look around\nand list"
+	} else {
 		d.ChildSessionID, d.ChildLog = "c-"+id, "/ws/.pixir/subagents/"+id+"/c-"+id+".ndjson"
 	}
 	for _, f := range more {
@@ -79,6 +84,8 @@ func child(event tools.SubagentEvent, id, callID string, status tools.SubagentSt
 	}
 	return ev{runtime.EventSubagent, d}
 }
+
+func withTask(d *runtime.SubagentEventData) { d.Task = "look around\nand list" }
 
 func wf(d workflows.WorkflowEvent) ev { return ev{runtime.EventWorkflow, d} }
 
@@ -312,6 +319,20 @@ func TestInspectFoldSubagents(t *testing.T) {
 				require.Equal(t, tools.SubagentFailed, b.Status)
 				require.Equal(t, &Failure{Kind: "provider_error", Message: "boom"}, b.Error)
 				require.Empty(t, b.ChildLog, "never started: no child Log")
+			},
+		},
+		{
+			name: "a Log from before 2026-11-24 repeats the task on every event: the same child",
+			events: []ev{
+				user("delegate"), say("", "call_1_1"), call("call_1_1", "spawn_agent"),
+				child("queued", "sa-1", "call_1_1", "queued"), result("call_1_1", "spawn_agent", tools.OK("queued"), 1),
+				child("started", "sa-1", "call_1_1", "running", withTask, func(d *runtime.SubagentEventData) { d.Input = d.Task }),
+				child("finished", "sa-1", "call_1_1", "completed", withTask),
+			},
+			check: func(t *testing.T, s *Session) {
+				sa := toolCalls(s.Turns[0])[0].Subagents[0]
+				require.Equal(t, "look around\nand list", sa.Task)
+				require.Zero(t, sa.Inputs)
 			},
 		},
 		{
