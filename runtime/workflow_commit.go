@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/pixir-go/pixir/workflows"
 )
@@ -85,18 +86,11 @@ func (c gitCommitter) Commit(ctx context.Context, req workflows.CommitRequest) (
 		rep.Reason = "the session is read_only: nothing is committed"
 		return rep, nil
 	}
-	// git's output as it wrote it (paths of -z output may begin or end
-	// with spaces); on failure, what it said, for the reason.
-	git := func(args ...string) (string, error) {
-		cmd := exec.CommandContext(ctx, "git", append([]string{"--literal-pathspecs"}, args...)...)
-		cmd.Dir = c.root
-		var out, said bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &said
-		if err := cmd.Run(); err != nil {
-			return strings.TrimSpace(said.String() + out.String()), err
-		}
-		return out.String(), nil
+	if err := ctx.Err(); err != nil { // a commit before it was cancelled, or the run
+		rep.Reason = fmt.Sprintf("the run was cancelled (%v) before this commit: nothing is committed", err)
+		return rep, nil
 	}
+	git := func(args ...string) (string, error) { return c.git(ctx, nil, args...) }
 	if out, err := git("rev-parse", "--show-toplevel"); err != nil {
 		rep.Reason = fmt.Sprintf("the workspace is not in a git repository (%v: %s)", err, firstLineOf(out))
 		return rep, nil
@@ -125,7 +119,11 @@ func (c gitCommitter) Commit(ctx context.Context, req workflows.CommitRequest) (
 	// Only the paths whose content differs from HEAD's are committed and
 	// reported: a resumed run names the work of the runs it reuses, and a
 	// completed run it resumes has committed some of it already.
-	if _, err := git("rev-parse", "--verify", "--quiet", "HEAD"); err == nil {
+	before, err := git("rev-parse", "--verify", "--quiet", "HEAD")
+	before = strings.TrimSpace(before)
+	if err != nil {
+		before = "" // an unborn branch: the commit is its first
+	} else {
 		out, err := git(append([]string{"diff", "--cached", "--name-only", "--relative", "--no-renames", "-z", "HEAD"}, paths...)...)
 		if err != nil {
 			rep.Reason = fmt.Sprintf("git diff refused (%v): %s", err, out)
@@ -151,6 +149,18 @@ func (c gitCommitter) Commit(ctx context.Context, req workflows.CommitRequest) (
 	// --only (implied by the paths): only these paths' contents, whatever
 	// else the index holds.
 	if out, err := git(append([]string{"commit", "--quiet", "--only", "-m", req.Message}, paths...)...); err != nil {
+		// git moves HEAD before its post-commit hook runs: stopped there
+		// (the run cancelled) it has made the commit, and calling it
+		// refused would have the run call it missed. The repository says.
+		if hash, made := c.madeAfterAll(ctx, before, paths[1:]); made {
+			rep.Status, rep.Commit = workflows.Committed, hash
+			rep.Reason = fmt.Sprintf("git was stopped (%v) after it made the commit: HEAD holds it", err)
+			return rep, nil
+		}
+		if cancelled := ctx.Err(); cancelled != nil {
+			rep.Reason = fmt.Sprintf("the run was cancelled (%v) while git made the commit, before it was made: %s", cancelled, out)
+			return rep, nil
+		}
 		rep.Reason = fmt.Sprintf("git commit refused (%v): %s", err, out)
 		return rep, nil
 	}
@@ -159,13 +169,77 @@ func (c gitCommitter) Commit(ctx context.Context, req workflows.CommitRequest) (
 	// would have a resumed run commit nothing, its files in HEAD already),
 	// with why its hash is unknown.
 	rep.Status = workflows.Committed
-	hash, err := git("rev-parse", "--verify", "HEAD")
+	hash, err := c.git(context.WithoutCancel(ctx), nil, "rev-parse", "--verify", "HEAD") // made: read even once cancelled
 	if err != nil {
 		rep.Reason = fmt.Sprintf("the commit was made, but its hash could not be read (%v: %s); git log shows it", err, firstLineOf(hash))
 		return rep, nil
 	}
 	rep.Commit = strings.TrimSpace(hash)
 	return rep, nil
+}
+
+// gitOutputGrace is how long a git command's output is read after git
+// ended (or was stopped): a hook's process that outlives git holds its
+// output open, and would hold Commit until it ends.
+const gitOutputGrace = 5 * time.Second
+
+// git runs git with literal pathspecs in the workspace, env added to
+// Pixir's: its output as it wrote it (paths of -z output may begin or end
+// with spaces); on failure, what it said, for the reason.
+func (c gitCommitter) git(ctx context.Context, env []string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", append([]string{"--literal-pathspecs"}, args...)...)
+	cmd.Dir = c.root
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
+	cmd.WaitDelay = gitOutputGrace
+	var out, said bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &said
+	if err := cmd.Run(); err != nil {
+		return strings.TrimSpace(said.String() + out.String()), err
+	}
+	return out.String(), nil
+}
+
+// madeAfterAll reports whether a git commit that failed made its commit
+// all the same, and its hash: HEAD moved from before ("" on an unborn
+// branch) to a commit whose parent is before and whose tree is the one
+// the commit was to make — before's tree with paths as the workspace has
+// them (what --only commits), built in an index of its own. It runs on
+// when ctx is cancelled: it reads what a cancelled commit left.
+func (c gitCommitter) madeAfterAll(ctx context.Context, before string, paths []string) (string, bool) {
+	ctx = context.WithoutCancel(ctx)
+	head, err := c.git(ctx, nil, "show", "-s", "--format=%H %T %P", "HEAD")
+	fields := strings.Fields(head)
+	if err != nil || len(fields) < 2 || fields[0] == before {
+		return "", false // HEAD did not move
+	}
+	if parents := fields[2:]; !slices.Equal(parents, slices.DeleteFunc([]string{before}, func(s string) bool { return s == "" })) {
+		return "", false // not a commit made on before
+	}
+	index, err := os.CreateTemp("", "pixir-commit-index-*")
+	if err != nil {
+		return "", false
+	}
+	index.Close()
+	os.Remove(index.Name()) // git writes a new index there, and removes nothing
+	defer os.Remove(index.Name())
+	env := []string{"GIT_INDEX_FILE=" + index.Name()}
+	readTree := []string{"read-tree", before}
+	if before == "" {
+		readTree = []string{"read-tree", "--empty"}
+	}
+	if _, err := c.git(ctx, env, readTree...); err != nil {
+		return "", false
+	}
+	if _, err := c.git(ctx, env, append([]string{"add", "--all", "--"}, paths...)...); err != nil {
+		return "", false
+	}
+	tree, err := c.git(ctx, env, "write-tree")
+	if err != nil || strings.TrimSpace(tree) != fields[1] {
+		return "", false
+	}
+	return fields[0], true
 }
 
 // firstLineOf is the first line of s.

@@ -2,14 +2,18 @@ package runtime
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
+	"github.com/pixir-go/pixir/sandbox/sandboxtest"
 	"github.com/pixir-go/pixir/workflows"
 )
 
@@ -122,6 +126,104 @@ func TestGitCommitterReportsACommitWhoseHashIsUnreadableAsMade(t *testing.T) {
 	require.Contains(t, rep.Reason, "the commit was made, but its hash could not be read (exit status ")
 	require.Equal(t, "feat: the run's work", git("log", "-1", "--format=%s", "main"), "the commit is in the repository")
 	require.Equal(t, "M\tws/kept.txt", git("show", "--name-status", "--format=", "main"))
+}
+
+// A commit is decided by what is in the repository, not by how git
+// ended: git moves HEAD before its post-commit hook runs, so a run
+// cancelled while that hook runs has made its commit, and it is reported
+// committed with its hash (it was "git commit refused (signal: killed)",
+// so the run called it missed). Stopped in its pre-commit hook, git has
+// made nothing: not committed, because the run was cancelled. Real git,
+// real hooks that tell the test they run (a fifo) and block until the
+// test has cancelled and git is gone (its pidfd); no clock.
+func TestGitCommitterDecidesACancelledCommitByTheRepository(t *testing.T) {
+	for _, tt := range []struct {
+		hook string
+		made bool
+	}{{"post-commit", true}, {"pre-commit", false}} {
+		t.Run(tt.hook, func(t *testing.T) {
+			repo, ws, git := gitRepo(t)
+			fifos := t.TempDir()
+			started, release := filepath.Join(fifos, "started"), filepath.Join(fifos, "release")
+			require.NoError(t, unix.Mkfifo(started, 0o600))
+			require.NoError(t, unix.Mkfifo(release, 0o600))
+			// $PPID is git: the hook is its child.
+			script := fmt.Sprintf("#!/bin/sh\necho $PPID > '%s'\nread line < '%s'\n", started, release)
+			require.NoError(t, os.WriteFile(filepath.Join(repo, ".git", "hooks", tt.hook), []byte(script), 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(ws, "kept.txt"), []byte("v2\n"), 0o644))
+			require.NoError(t, os.WriteFile(filepath.Join(ws, "new.txt"), []byte("new\n"), 0o644))
+			before := git("rev-parse", "HEAD")
+
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			type result struct {
+				rep workflows.CommitReport
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				c := gitCommitter{root: ws, mode: func() Mode { return ModeAuto }}
+				rep, err := c.Commit(ctx, workflows.CommitRequest{Message: "feat: the run's work", Paths: []string{"kept.txt", "new.txt"}})
+				done <- result{rep, err}
+			}()
+			said, err := os.ReadFile(started) // returns once the hook runs
+			require.NoError(t, err)
+			gitPID, err := strconv.Atoi(strings.TrimSpace(string(said)))
+			require.NoError(t, err)
+			cancel()
+			require.NoError(t, sandboxtest.AwaitExit([]int{gitPID}), "git is stopped while its %s hook runs", tt.hook)
+			require.NoError(t, os.WriteFile(release, nil, 0), "the hook ends")
+			got := <-done
+			require.NoError(t, got.err)
+
+			if !tt.made {
+				require.Equal(t, workflows.NotCommitted, got.rep.Status)
+				require.Contains(t, got.rep.Reason, "the run was cancelled (context canceled) while git made the commit, before it was made")
+				require.Equal(t, before, git("rev-parse", "HEAD"), "nothing made")
+				return
+			}
+			require.Equal(t, workflows.Committed, got.rep.Status, got.rep.Reason)
+			require.Equal(t, git("rev-parse", "HEAD"), got.rep.Commit)
+			require.Equal(t, before, git("rev-parse", "HEAD^"))
+			require.Equal(t, []string{"kept.txt", "new.txt"}, got.rep.Files)
+			require.Equal(t, "git was stopped (signal: killed) after it made the commit: HEAD holds it", got.rep.Reason)
+			require.Equal(t, []string{"M\tws/kept.txt", "A\tws/new.txt"}, strings.Split(git("show", "--name-status", "--format=", "HEAD"), "\n"))
+
+			// Once cancelled, a commit after it is not made, and says why
+			// (it said the workspace was not in a git repository).
+			c := gitCommitter{root: ws, mode: func() Mode { return ModeAuto }}
+			rep, err := c.Commit(ctx, workflows.CommitRequest{Message: "chore", Paths: []string{"other.txt"}})
+			require.NoError(t, err)
+			require.Equal(t, workflows.NotCommitted, rep.Status)
+			require.Equal(t, "the run was cancelled (context canceled) before this commit: nothing is committed", rep.Reason)
+		})
+	}
+}
+
+// A HEAD that moved is not enough: only a commit on the old HEAD with
+// the tree the commit was to make counts as made after all.
+func TestGitCommitterMadeAfterAllNeedsTheIntendedTree(t *testing.T) {
+	_, ws, git := gitRepo(t)
+	c := gitCommitter{root: ws, mode: func() Mode { return ModeAuto }}
+	before := git("rev-parse", "HEAD")
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "kept.txt"), []byte("v2\n"), 0o644))
+	_, made := c.madeAfterAll(context.Background(), before, []string{"kept.txt"})
+	require.False(t, made, "HEAD did not move")
+
+	git("commit", "-q", "--allow-empty", "-m", "someone else's")
+	_, made = c.madeAfterAll(context.Background(), before, []string{"kept.txt"})
+	require.False(t, made, "a commit without the change")
+
+	git("commit", "-q", "-m", "the change", "--", "kept.txt")
+	_, made = c.madeAfterAll(context.Background(), before, []string{"kept.txt"})
+	require.False(t, made, "the change, but not on before")
+	hash, made := c.madeAfterAll(context.Background(), git("rev-parse", "HEAD^"), []string{"kept.txt"})
+	require.True(t, made)
+	require.Equal(t, git("rev-parse", "HEAD"), hash)
+
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "other.txt"), []byte("v2\n"), 0o644))
+	_, made = c.madeAfterAll(context.Background(), git("rev-parse", "HEAD^"), []string{"kept.txt", "other.txt"})
+	require.False(t, made, "a path the commit was to hold is not as HEAD has it")
 }
 
 // The practice's sanity checks (phase 1), one case each: the repository

@@ -122,7 +122,7 @@ type CommitReport struct {
 	// Files are the files committed (or that would have been).
 	Files []string `json:"files"`
 	// Reason says why nothing was committed; of a commit made, why its
-	// hash (Commit) is unknown.
+	// hash (Commit) is unknown, or that git was stopped after making it.
 	Reason string `json:"reason,omitempty"`
 	// Unchanged: nothing was committed because the files are as the
 	// repository's HEAD has them — committed already, as by the run a
