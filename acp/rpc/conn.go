@@ -75,9 +75,12 @@ type Conn struct {
 	// over the first message before NewConn has returned.
 	started chan struct{}
 
-	notes     chan *inbound
-	notesDone chan struct{}
-	notesWG   sync.WaitGroup
+	// notes is the queue of notifications to handle, made with the
+	// goroutine that handles them at the first one (read loop only): a
+	// start pays for each goroutine, and a connection that gets no
+	// notification needs neither.
+	notes   chan *inbound
+	notesWG sync.WaitGroup
 	// notesQueued counts the notifications queued (read loop only);
 	// notesHandled those handled, and notesChanged is closed, and
 	// replaced, at each (both under mu). A request waits for the
@@ -101,8 +104,6 @@ func Serve(r io.Reader, w io.Writer, closeInput func() error, h Handler, opt Opt
 		inputDone:    make(chan struct{}),
 		done:         make(chan struct{}),
 		started:      make(chan struct{}),
-		notes:        make(chan *inbound, 1024),
-		notesDone:    make(chan struct{}),
 		notesChanged: make(chan struct{}),
 	}
 	if c.log == nil {
@@ -118,19 +119,21 @@ func Serve(r io.Reader, w io.Writer, closeInput func() error, h Handler, opt Opt
 	// it were handled, so a caller sees a peer's updates before its answer.
 	c.stream.beforeResponse = c.notesWG.Wait
 	c.stream.onInvalid = func(reason string) { c.log.Warn("answered invalid input", "reason", reason) }
+	// The engine closes the stream once, last, when it disconnects (after
+	// its pending calls are failed): the connection is done then. (Not a
+	// goroutine waiting on DisconnectNotify: a start pays for every
+	// goroutine, and this one would only wait.)
+	c.stream.afterClose = func() {
+		c.cancel()
+		close(c.done)
+	}
 
 	if opt.OnConn != nil {
 		opt.OnConn(c)
 	}
-	go c.runNotifications()
 	c.engine = jsonrpc2.NewConn(c.ctx, c.stream, dispatcher{c},
 		jsonrpc2.SetLogger(slogPrinter{c.log}))
 	close(c.started)
-	go func() {
-		<-c.engine.DisconnectNotify()
-		c.cancel()
-		close(c.done)
-	}()
 	return c
 }
 
@@ -161,6 +164,10 @@ func (c *Conn) dispatch(_ context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Reque
 		if msg.method == "$/cancel_request" {
 			c.cancelRequest(msg.params)
 			return
+		}
+		if c.notes == nil {
+			c.notes = make(chan *inbound, 1024)
+			go c.runNotifications(c.notes)
 		}
 		c.notesWG.Add(1)
 		select {
@@ -261,11 +268,10 @@ func (c *Conn) call(ctx context.Context, method string, params json.RawMessage) 
 	return c.h.HandleRequest(ctx, method, params)
 }
 
-func (c *Conn) runNotifications() {
-	defer close(c.notesDone)
+func (c *Conn) runNotifications(notes <-chan *inbound) {
 	for {
 		select {
-		case n := <-c.notes:
+		case n := <-notes:
 			func() {
 				defer c.notesWG.Done()
 				defer func() {
@@ -322,6 +328,16 @@ func (c *Conn) cancelRequest(params json.RawMessage) {
 // fail at once; requests still running get DrainTimeout to reply.
 func (c *Conn) inputEnded() {
 	close(c.inputDone)
+	c.mu.Lock()
+	idle := len(c.inflight) == 0
+	c.mu.Unlock()
+	if idle {
+		// Every handler has left inflight, which is the last it does
+		// before handlers.Done: nothing to bound, no goroutine to start.
+		c.handlers.Wait()
+		c.notesWG.Wait()
+		return
+	}
 	finished := make(chan struct{})
 	go func() {
 		c.handlers.Wait()

@@ -58,6 +58,9 @@ type lineStream struct {
 	// beforeResponse runs before a response is handed to the engine.
 	beforeResponse func()
 
+	// afterClose runs once the stream is closed.
+	afterClose func()
+
 	// onInvalid is told about every line answered by the stream itself.
 	onInvalid func(reason string)
 
@@ -501,8 +504,12 @@ func (s *lineStream) Close() error {
 	s.writeMu.Lock()
 	s.closed = true
 	s.writeMu.Unlock()
+	var err error
 	if s.closer != nil {
-		return s.closer()
+		err = s.closer()
 	}
-	return nil
+	if s.afterClose != nil {
+		s.afterClose()
+	}
+	return err
 }

@@ -174,8 +174,14 @@ func median(d []time.Duration) float64 {
 // BenchmarkSpawnToSessionNew measures what an editor waits for before it can
 // prompt: start the agent, answer initialize, answer session/new; pixir and
 // the minimal agent turn about. Target: ratio ≤ 1.5.
+//
+// PIXIR_BENCH_BASELINE names another pixir binary (main's, built aside with
+// make build) spawned in the same iterations against the same yardstick:
+// its ratios (baseline-ratio, baseline-cpu-ratio) are before, this one's
+// after, measured in the same minutes.
 func BenchmarkSpawnToSessionNew(b *testing.B) {
 	minimal := minimalAgent(b)
+	baseline := os.Getenv("PIXIR_BENCH_BASELINE")
 	dir := b.TempDir()
 	ws := filepath.Join(dir, "ws")
 	if err := os.MkdirAll(ws, 0o755); err != nil {
@@ -183,7 +189,7 @@ func BenchmarkSpawnToSessionNew(b *testing.B) {
 	}
 	env := append(os.Environ(), "PIXIR_HOME="+filepath.Join(dir, "home"), "PIXIR_PROVIDER=", "PIXIR_SCRIPT=")
 	input := handshake(ws)
-	var p, cpu pairs
+	var p, cpu, base, baseCPU pairs
 	spawn := func(bin string, args ...string) (time.Duration, time.Duration) {
 		start := time.Now()
 		a := startBenchAgent(b, env, bin, args...)
@@ -194,28 +200,39 @@ func BenchmarkSpawnToSessionNew(b *testing.B) {
 		b.StartTimer()
 		return d, used
 	}
-	pixir := func() {
-		d, used := spawn(pixirBin, "acp")
-		p.pixir, cpu.pixir = append(p.pixir, d), append(cpu.pixir, used)
+	var yardstick, yardstickCPU time.Duration
+	turns := []func(){
+		func() {
+			d, used := spawn(pixirBin, "acp")
+			p.pixir, cpu.pixir = append(p.pixir, d), append(cpu.pixir, used)
+		},
+		func() { yardstick, yardstickCPU = spawn(minimal) },
 	}
-	yardstick := func() {
-		d, used := spawn(minimal)
-		p.minimal, cpu.minimal = append(p.minimal, d), append(cpu.minimal, used)
+	if baseline != "" {
+		turns = append(turns, func() {
+			d, used := spawn(baseline, "acp")
+			base.pixir, baseCPU.pixir = append(base.pixir, d), append(baseCPU.pixir, used)
+		})
 	}
 	b.ResetTimer()
 	for i := range b.N {
-		// Alternate which goes first, so neither always meets a warmer cache.
-		if i%2 == 0 {
-			pixir()
-			yardstick()
-		} else {
-			yardstick()
-			pixir()
+		// Rotate which goes first, so none always meets a warmer cache.
+		for k := range turns {
+			turns[(i+k)%len(turns)]()
+		}
+		p.minimal, cpu.minimal = append(p.minimal, yardstick), append(cpu.minimal, yardstickCPU)
+		if baseline != "" {
+			base.minimal, baseCPU.minimal = append(base.minimal, yardstick), append(baseCPU.minimal, yardstickCPU)
 		}
 	}
 	b.StopTimer()
 	p.report(b)
 	b.ReportMetric(medianRatio(cpu), "cpu-ratio")
+	if baseline != "" {
+		b.ReportMetric(medianRatio(base), "baseline-ratio")
+		b.ReportMetric(medianRatio(baseCPU), "baseline-cpu-ratio")
+		b.ReportMetric(median(base.pixir), "baseline-ms")
+	}
 }
 
 // pastedLog is n bytes of text that looks like a pasted log file: lines with
