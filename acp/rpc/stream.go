@@ -468,14 +468,25 @@ func notificationLine(method string, params any) ([]byte, error) {
 	return append(b, '}', '\n'), nil
 }
 
-// encode is json.Marshal, except that a json.RawMessage is only checked:
-// the caller encoded it already, and it may be megabytes.
+// JSONAppender is a result or params value that encodes itself, as
+// json.Marshal would encode it, appended to b: what a start sends once
+// and would otherwise pay encoding/json's reflection over its types for.
+type JSONAppender interface {
+	AppendJSON(b []byte) []byte
+}
+
+// encode is json.Marshal, except that a json.RawMessage is only checked
+// (the caller encoded it already, and it may be megabytes) and a
+// JSONAppender encodes itself.
 func encode(v any) ([]byte, error) {
-	if raw, ok := v.(json.RawMessage); ok {
-		if !jsonraw.Valid(raw) {
+	switch v := v.(type) {
+	case json.RawMessage:
+		if !jsonraw.Valid(v) {
 			return nil, errors.New("the message to send is not valid JSON")
 		}
-		return raw, nil
+		return v, nil
+	case JSONAppender:
+		return v.AppendJSON(make([]byte, 0, 1024)), nil
 	}
 	return json.Marshal(v)
 }
