@@ -33,6 +33,8 @@ func (h *testHandler) HandleRequest(ctx context.Context, method string, params j
 	switch method {
 	case "echo":
 		return params, nil
+	case "appender":
+		return appended("by AppendJSON"), nil
 	case "panic":
 		panic("boom")
 	case "fail":
@@ -412,4 +414,20 @@ func TestAnsweredCallIsNotCancelled(t *testing.T) {
 		require.NotEqual(t, "$/cancel_request", reply["method"], "an answered call was cancelled: %v", reply)
 		require.Equal(t, float64(i+1), reply["id"])
 	}
+}
+
+// appended is a result that encodes itself: as an object, where
+// json.Marshal would write a string, so a reply shows which way it went.
+type appended string
+
+func (a appended) AppendJSON(b []byte) []byte {
+	return append(append(append(b, `{"made":"`...), a...), `"}`...)
+}
+
+func TestAJSONAppenderResultIsWrittenAsItAppendsItself(t *testing.T) {
+	p := serveOverPipes(t, Options{})
+	p.send(`{"jsonrpc":"2.0","id":7,"method":"appender"}`)
+	line, err := p.lines.ReadString('\n')
+	require.NoError(t, err)
+	require.JSONEq(t, `{"jsonrpc":"2.0","id":7,"result":{"made":"by AppendJSON"}}`, line)
 }
