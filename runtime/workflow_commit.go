@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/pixir-go/pixir/workflows"
@@ -53,15 +54,8 @@ func (c gitCommitter) Preflight(ctx context.Context, req workflows.PreflightRequ
 		return problems
 	}
 	git := func(args ...string) (string, error) {
-		cmd := exec.CommandContext(ctx, "git", args...)
-		cmd.Dir = c.root
-		var out, said bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &said
-		err := cmd.Run()
-		if err != nil {
-			return strings.TrimSpace(said.String() + out.String()), err
-		}
-		return strings.TrimSpace(out.String()), nil
+		out, err := c.git(ctx, nil, args...)
+		return strings.TrimSpace(out), err
 	}
 	switch bare, err := git("rev-parse", "--is-bare-repository"); {
 	case err != nil:
@@ -91,9 +85,28 @@ func (c gitCommitter) Commit(ctx context.Context, req workflows.CommitRequest) (
 		return rep, nil
 	}
 	git := func(args ...string) (string, error) { return c.git(ctx, nil, args...) }
-	if out, err := git("rev-parse", "--show-toplevel"); err != nil {
-		rep.Reason = fmt.Sprintf("the workspace is not in a git repository (%v: %s)", err, firstLineOf(out))
+	where, err := git("rev-parse", "--show-toplevel", "--git-path", "index")
+	if err != nil {
+		rep.Reason = fmt.Sprintf("the workspace is not in a git repository (%v: %s)", err, firstLineOf(where))
 		return rep, nil
+	}
+	top, index, _ := strings.Cut(strings.TrimSpace(where), "\n")
+	if !filepath.IsAbs(index) {
+		index = filepath.Join(c.root, index)
+	}
+	// locked says, when git refused, whether the index's lock is why: git
+	// takes it to stage and to commit, and a git stopped without its
+	// chance to clean up (killed, or Pixir itself killed) leaves it. It is
+	// never removed here: Pixir cannot know that no git is running.
+	locked := func(command string) (string, bool) {
+		lock := index + ".lock"
+		if _, err := os.Lstat(lock); err != nil {
+			return "", false
+		}
+		if rel, err := filepath.Rel(top, lock); err == nil && filepath.IsLocal(rel) {
+			lock = rel // .git/index.lock, as the user finds it
+		}
+		return fmt.Sprintf("git %s refused: %s exists (another git process is running, or one was stopped: remove it if none is)", command, filepath.ToSlash(lock)), true
 	}
 	// A path neither in the workspace nor tracked has nothing to commit
 	// (a deletion committed already): git add would refuse it.
@@ -114,6 +127,9 @@ func (c gitCommitter) Commit(ctx context.Context, req workflows.CommitRequest) (
 	}
 	if out, err := git(append([]string{"add", "--all"}, paths...)...); err != nil {
 		rep.Reason = fmt.Sprintf("git add refused (%v): %s", err, out)
+		if why, ok := locked("add"); ok {
+			rep.Reason = why
+		}
 		return rep, nil
 	}
 	// Only the paths whose content differs from HEAD's are committed and
@@ -162,6 +178,9 @@ func (c gitCommitter) Commit(ctx context.Context, req workflows.CommitRequest) (
 			return rep, nil
 		}
 		rep.Reason = fmt.Sprintf("git commit refused (%v): %s", err, out)
+		if why, ok := locked("commit"); ok {
+			rep.Reason = why
+		}
 		return rep, nil
 	}
 	// The commit is made: whatever becomes of reading its hash, it is
@@ -178,10 +197,11 @@ func (c gitCommitter) Commit(ctx context.Context, req workflows.CommitRequest) (
 	return rep, nil
 }
 
-// gitOutputGrace is how long a git command's output is read after git
-// ended (or was stopped): a hook's process that outlives git holds its
-// output open, and would hold Commit until it ends.
-const gitOutputGrace = 5 * time.Second
+// gitStopGrace is how long a git command stopped by a cancel (SIGTERM)
+// has to end before it is killed, and how long its output is read after
+// it ended: a hook's process that outlives git holds that output open,
+// and would hold Commit until it ends.
+const gitStopGrace = 5 * time.Second
 
 // git runs git with literal pathspecs in the workspace, env added to
 // Pixir's: its output as it wrote it (paths of -z output may begin or end
@@ -192,7 +212,12 @@ func (c gitCommitter) git(ctx context.Context, env []string, args ...string) (st
 	if env != nil {
 		cmd.Env = append(os.Environ(), env...)
 	}
-	cmd.WaitDelay = gitOutputGrace
+	// Stopped, git is asked to end (SIGTERM), not killed: on a signal it
+	// removes its lock files (.git/index.lock), and killed it leaves them,
+	// so every git in the repository after it refuses until one removes
+	// them by hand. Killed only if it has not ended within gitStopGrace.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = gitStopGrace
 	var out, said bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &said
 	if err := cmd.Run(); err != nil {

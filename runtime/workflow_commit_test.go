@@ -175,18 +175,33 @@ func TestGitCommitterDecidesACancelledCommitByTheRepository(t *testing.T) {
 			require.NoError(t, os.WriteFile(release, nil, 0), "the hook ends")
 			got := <-done
 			require.NoError(t, got.err)
+			// git was asked to stop, not killed: it removed its locks, so
+			// the repository is usable as it was.
+			locks, err := filepath.Glob(filepath.Join(repo, ".git", "*.lock"))
+			require.NoError(t, err)
+			require.Empty(t, locks, "git's lock files after it was stopped in its %s hook", tt.hook)
 
 			if !tt.made {
 				require.Equal(t, workflows.NotCommitted, got.rep.Status)
 				require.Contains(t, got.rep.Reason, "the run was cancelled (context canceled) while git made the commit, before it was made")
 				require.Equal(t, before, git("rev-parse", "HEAD"), "nothing made")
+
+				// A resumed run's commit goes through (it failed on git add
+				// while git's index.lock stayed behind).
+				require.NoError(t, os.Remove(filepath.Join(repo, ".git", "hooks", tt.hook)))
+				c := gitCommitter{root: ws, mode: func() Mode { return ModeAuto }}
+				rep, err := c.Commit(context.Background(), workflows.CommitRequest{Message: "feat: the run's work", Paths: []string{"kept.txt", "new.txt"}})
+				require.NoError(t, err)
+				require.Equal(t, workflows.Committed, rep.Status, rep.Reason)
+				require.Equal(t, before, git("rev-parse", "HEAD^"))
+				require.Equal(t, []string{"M\tws/kept.txt", "A\tws/new.txt"}, strings.Split(git("show", "--name-status", "--format=", "HEAD"), "\n"))
 				return
 			}
 			require.Equal(t, workflows.Committed, got.rep.Status, got.rep.Reason)
 			require.Equal(t, git("rev-parse", "HEAD"), got.rep.Commit)
 			require.Equal(t, before, git("rev-parse", "HEAD^"))
 			require.Equal(t, []string{"kept.txt", "new.txt"}, got.rep.Files)
-			require.Equal(t, "git was stopped (signal: killed) after it made the commit: HEAD holds it", got.rep.Reason)
+			require.Equal(t, "git was stopped (signal: terminated) after it made the commit: HEAD holds it", got.rep.Reason)
 			require.Equal(t, []string{"M\tws/kept.txt", "A\tws/new.txt"}, strings.Split(git("show", "--name-status", "--format=", "HEAD"), "\n"))
 
 			// Once cancelled, a commit after it is not made, and says why
@@ -198,6 +213,32 @@ func TestGitCommitterDecidesACancelledCommitByTheRepository(t *testing.T) {
 			require.Equal(t, "the run was cancelled (context canceled) before this commit: nothing is committed", rep.Reason)
 		})
 	}
+}
+
+// An index.lock that Pixir did not take (a git running beside it, or one
+// killed earlier, Pixir with it) refuses the commit with why and what to
+// do, and stays: only its owner, or the user, may remove it.
+func TestGitCommitterNamesAnIndexLockItFinds(t *testing.T) {
+	repo, ws, git := gitRepo(t)
+	lock := filepath.Join(repo, ".git", "index.lock")
+	require.NoError(t, os.WriteFile(lock, []byte("someone's\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "kept.txt"), []byte("v2\n"), 0o644))
+	before := git("rev-parse", "HEAD")
+
+	c := gitCommitter{root: ws, mode: func() Mode { return ModeAuto }}
+	rep, err := c.Commit(context.Background(), workflows.CommitRequest{Message: "feat: the run's work", Paths: []string{"kept.txt"}})
+	require.NoError(t, err)
+	require.Equal(t, workflows.NotCommitted, rep.Status)
+	require.Equal(t, "git add refused: .git/index.lock exists (another git process is running, or one was stopped: remove it if none is)", rep.Reason)
+	require.Equal(t, before, git("rev-parse", "HEAD"))
+	kept, err := os.ReadFile(lock)
+	require.NoError(t, err, "the lock is not Pixir's to remove")
+	require.Equal(t, "someone's\n", string(kept))
+
+	require.NoError(t, os.Remove(lock)) // as the reason says
+	rep, err = c.Commit(context.Background(), workflows.CommitRequest{Message: "feat: the run's work", Paths: []string{"kept.txt"}})
+	require.NoError(t, err)
+	require.Equal(t, workflows.Committed, rep.Status, rep.Reason)
 }
 
 // A HEAD that moved is not enough: only a commit on the old HEAD with
