@@ -29,12 +29,12 @@ type CommitSpec struct {
 	Message string `json:"message,omitempty" jsonschema_description:"The commit message (one commit of every file; or give commits)."`
 	// Commits, instead of Message: several commits, made in order.
 	Commits []CommitPart `json:"commits,omitempty" jsonschema_description:"Instead of message: several commits made in order at the end, each {message, paths}: the run's files its path patterns match; one commit may leave out paths and takes every file the others do not. Every file goes in exactly one commit: two commits whose paths can match the same file are refused before the run starts, and a run whose file no commit takes commits nothing."`
-	Exclude []string     `json:"exclude,omitempty" jsonschema_description:"Path patterns (doublestar) of the run's files never committed, whatever commit's paths match them (.pixir/ never is), e.g. .workflow/** to keep the run's artifacts out. They follow the same rule as paths and write sets: spaces at either end go, a leading ./ is dropped, a trailing / means the folder's contents (.workflow/ is .workflow/**), and an empty, . or .. segment or an absolute pattern is refused before the run starts."`
+	Exclude []string     `json:"exclude,omitempty" jsonschema_description:"Path patterns (doublestar) of the run's files never committed, whatever commit's paths match them (.pixir/ never is), e.g. .workflow/** to keep the run's artifacts out. They follow the same rule as paths and write sets: spaces at either end go, a leading ./ is dropped, a trailing / means the folder's contents (.workflow/ is .workflow/**), and an empty, . or .. segment, a leading ~ or an absolute pattern is refused before the run starts."`
 	// Base and Requires are the run's sanity checks (the practice's phase
 	// 1), made by Pixir before any step starts: a run that cannot end in a
 	// sound commit stops with an error before any agent runs.
 	Base     string   `json:"base,omitempty" jsonschema_description:"The branch the work is based on, e.g. main. With it, before any step starts, Pixir checks that the workspace is a git work tree (not a bare repository) whose HEAD is on a branch (not detached) other than base; otherwise the run stops with an error."`
-	Requires []string `json:"requires,omitempty" jsonschema_description:"Workspace files that must exist before any step starts, e.g. TODO/<issue>.md; a missing one stops the run with an error. Paths without wildcards, by the rule of paths: spaces at either end go, a leading ./ is dropped, a trailing / names a folder, and an empty, . or .. segment or an absolute path is refused before the run starts."`
+	Requires []string `json:"requires,omitempty" jsonschema_description:"Workspace files that must exist before any step starts, e.g. TODO/<issue>.md; a missing one stops the run with an error. Paths without wildcards, by the rule of paths: spaces at either end go, a leading ./ is dropped, a trailing / names a folder, and an empty, . or .. segment, a leading ~ or an absolute path is refused before the run starts."`
 }
 
 // UnmarshalJSON rejects unknown keys.
@@ -48,7 +48,7 @@ type CommitPart struct {
 	Message string `json:"message" jsonschema:"minLength=1" jsonschema_description:"The commit message."`
 	// Paths are the patterns of the files it takes; none: every file no
 	// other commit takes.
-	Paths []string `json:"paths,omitempty" jsonschema_description:"Path patterns (doublestar) of the run's files this commit takes, e.g. TODO/**. Leave out in (at most) one commit: it takes the rest. Read as write sets are: spaces at either end go, a leading ./ is dropped, a trailing / means the folder's contents (TODO/ is TODO/**), and an empty, . or .. segment or an absolute pattern is refused."`
+	Paths []string `json:"paths,omitempty" jsonschema_description:"Path patterns (doublestar) of the run's files this commit takes, e.g. TODO/**. Leave out in (at most) one commit: it takes the rest. Read as write sets are: spaces at either end go, a leading ./ is dropped, a trailing / means the folder's contents (TODO/ is TODO/**), and an empty, . or .. segment, a leading ~ or an absolute pattern is refused before the run starts."`
 }
 
 // UnmarshalJSON rejects unknown keys.

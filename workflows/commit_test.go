@@ -182,7 +182,7 @@ func TestCommitRequiresReadsAsPathsDo(t *testing.T) {
 	require.Equal(t, map[string]string{
 		"commit.requires[0]": `commit.requires[0] "TODO//A.md" is not a file path inside the workspace: it has an empty path segment (// or a leading / inside braces)` + give,
 		"commit.requires[1]": `commit.requires[1] "TODO/./A.md" is not a file path inside the workspace: it has a . segment; write the path without it` + give,
-		"commit.requires[2]": `commit.requires[2] "a/../b.md" is not a file path inside the workspace: it climbs out of the workspace with ..; patterns stay inside the workspace` + give,
+		"commit.requires[2]": `commit.requires[2] "a/../b.md" is not a file path inside the workspace: it climbs out of the workspace with ..; paths stay inside the workspace` + give,
 		"commit.requires[3]": `commit.requires[3] "" is not a file path inside the workspace: it is empty` + give,
 		"commit.requires[4]": `commit.requires[4] "." is not a file path inside the workspace: it has a . segment; write the path without it` + give,
 		"commit.requires[5]": `commit.requires[5] "" is not a file path inside the workspace: it is empty` + give,
@@ -230,7 +230,7 @@ func TestCommitExcludeReadsAsWriteSetsDo(t *testing.T) {
 	}
 	require.Equal(t, map[string]string{
 		"commit.exclude[1]": `commit.exclude[1] pattern "x//y" is invalid: it has an empty path segment (// or a leading / inside braces)`,
-		"commit.exclude[2]": `commit.exclude[2] pattern "../up" is invalid: it climbs out of the workspace with ..; patterns stay inside the workspace`,
+		"commit.exclude[2]": `commit.exclude[2] pattern "../up" is invalid: it climbs out of the workspace with ..; paths stay inside the workspace`,
 	}, got)
 }
 

@@ -682,7 +682,7 @@ func patternProblem(p string) string {
 			case "":
 				return "it has an empty path segment (// or a leading / inside braces)"
 			case "..":
-				return "it climbs out of the workspace with ..; patterns stay inside the workspace"
+				return "it climbs out of the workspace with ..; paths stay inside the workspace"
 			case ".":
 				return "it has a . segment; write the path without it"
 			}

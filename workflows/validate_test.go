@@ -67,7 +67,7 @@ func TestValidateProblems(t *testing.T) {
 			[]string{"cycle"}},
 		{"invalid pattern", `{"steps":[{"id":"a","task":"x","permission_mode":"writer","write_set":["src/[a"],"read_set":["../up"]}]}`,
 			[]string{
-				`steps[0] "a": read_set pattern "../up" is invalid: it climbs out of the workspace with ..; patterns stay inside the workspace`,
+				`steps[0] "a": read_set pattern "../up" is invalid: it climbs out of the workspace with ..; paths stay inside the workspace`,
 				`steps[0] "a": write_set pattern "src/[a" is invalid: it is not a valid doublestar pattern (an unclosed [ or {, or a trailing \)`,
 			},
 			[]string{"invalid_pattern", "invalid_pattern"}},

@@ -62,7 +62,7 @@ func TestLoadProfileErrors(t *testing.T) {
 			[]string{`8:3: tools[1]: got a TOML integer, want string`}},
 		{"write_set outside the workspace", `write_set = ["docs/**", "../x/**", "/etc/*"]`,
 			[]string{
-				`6:25: write_set pattern "../x/**" is invalid: it climbs out of the workspace with ..; patterns stay inside the workspace (as in a workflow step: workspace paths such as "docs/**")`,
+				`6:25: write_set pattern "../x/**" is invalid: it climbs out of the workspace with ..; paths stay inside the workspace (as in a workflow step: workspace paths such as "docs/**")`,
 				`6:36: write_set pattern "/etc/*" is invalid: it is absolute; write it relative to the workspace root (as in a workflow step: workspace paths such as "docs/**")`,
 			}},
 		{"write_set in a home folder", `write_set = ["~/notes/**"]`,

@@ -65,6 +65,37 @@ func TestCommittedSchemasAreCurrent(t *testing.T) {
 	}
 }
 
+// patternRule is what every path field of run_workflow says of the one
+// rule it is read by (workflows' normalizePatterns, trimPath and
+// patternProblem), in the same words.
+var patternRule = []string{"a leading ./ is dropped", "a trailing /", "an empty, . or .. segment", "a leading ~", "refused before the run starts"}
+
+// A step's read_set and write_set are read by the rule of the commit's
+// paths (normalizePatterns, patternProblem): they say it in the same
+// words. They said only "Path patterns", and a model could not know that
+// src/ is the folder's contents or that ~/x is refused.
+func TestStepPathSetsSayTheirRule(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(committed, ToolsDir, "run_workflow.json"))
+	require.NoError(t, err)
+	var s struct {
+		Properties struct {
+			Steps struct {
+				Items struct {
+					Properties map[string]struct{ Description string }
+				}
+			}
+		}
+	}
+	require.NoError(t, json.Unmarshal(raw, &s))
+	for _, field := range []string{"read_set", "write_set"} {
+		desc := s.Properties.Steps.Items.Properties[field].Description
+		for _, says := range patternRule {
+			require.Contains(t, desc, says, "steps[].%s's description", field)
+		}
+		require.Contains(t, desc, "src/ is src/**", "steps[].%s's description", field)
+	}
+}
+
 // A workflow's commit reads its paths, exclude and requires by one rule
 // (workflows' normalizePatterns and trimPath): the model is told so where
 // it writes each, in what each does. exclude said only "e.g. .workflow/**",
@@ -91,7 +122,7 @@ func TestCommitPathFieldsSayTheirRule(t *testing.T) {
 		"commits[].paths": commit["commits"].Items.Properties["paths"].Description,
 		"requires":        commit["requires"].Description,
 	} {
-		for _, says := range []string{"a leading ./ is dropped", "a trailing /", "an empty, . or .. segment"} {
+		for _, says := range patternRule {
 			require.Contains(t, desc, says, "commit.%s's description", field)
 		}
 	}
