@@ -65,6 +65,9 @@ type Conn struct {
 
 	mu       sync.Mutex
 	inflight map[string]context.CancelFunc // by the request id as echoed
+	// running counts the handlers not yet past their reply (under mu):
+	// inflight has one entry per id, and a peer may reuse an id.
+	running  int
 	handlers sync.WaitGroup
 
 	// inputDone is closed when the peer's input has ended: no reply to our
@@ -182,6 +185,7 @@ func (c *Conn) dispatch(_ context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Reque
 	ctx, cancel := context.WithCancel(c.ctx)
 	c.mu.Lock()
 	c.inflight[key] = cancel
+	c.running++
 	c.handlers.Add(1)
 	c.mu.Unlock()
 	go c.serveRequest(ctx, cancel, msg, c.notesQueued)
@@ -193,6 +197,7 @@ func (c *Conn) serveRequest(ctx context.Context, cancel context.CancelFunc, msg 
 	defer func() {
 		c.mu.Lock()
 		delete(c.inflight, string(id))
+		c.running--
 		c.mu.Unlock()
 		cancel()
 	}()
@@ -329,11 +334,11 @@ func (c *Conn) cancelRequest(params json.RawMessage) {
 func (c *Conn) inputEnded() {
 	close(c.inputDone)
 	c.mu.Lock()
-	idle := len(c.inflight) == 0
+	idle := c.running == 0
 	c.mu.Unlock()
 	if idle {
-		// Every handler has left inflight, which is the last it does
-		// before handlers.Done: nothing to bound, no goroutine to start.
+		// Every handler is past its reply and its after-reply work, with
+		// only handlers.Done left: nothing to bound, no goroutine to start.
 		c.handlers.Wait()
 		c.notesWG.Wait()
 		return
