@@ -235,6 +235,10 @@ func compile(p string) (alts [][]segment, ok bool) {
 	if !ok {
 		return nil, false
 	}
+	exp, ok = separatorForms(exp, maxExpansions)
+	if !ok {
+		return nil, false
+	}
 	for _, e := range exp {
 		segs, ok := splitSegments(e)
 		if !ok {
@@ -331,6 +335,83 @@ func expandBraces(p string, limit int) ([]string, bool) {
 	return out, true
 }
 
+// separatorForms rewrites each brace-free pattern where doublestar lets
+// something other than a plain "/" match a path's separator: an escaped
+// slash ("a\\/b") is a separator, and a class that can match '/' ("[/]",
+// "[+-0]", a negated class that does not exclude it) matches either one
+// character of a segment or the separator itself. Each such class forks
+// its pattern in two: the class kept (within a segment it matches only a
+// segment's characters) and a "/" in its place. Beyond limit forms, ok is
+// false (Overlap then says yes).
+func separatorForms(patterns []string, limit int) (forms []string, ok bool) {
+	for _, p := range patterns {
+		if !strings.ContainsAny(p, `\[`) {
+			forms = append(forms, p)
+			continue
+		}
+		prefixes := []string{""}
+		appendAll := func(s string) {
+			for k := range prefixes {
+				prefixes[k] += s
+			}
+		}
+		for i := 0; i < len(p); {
+			switch {
+			case p[i] == '\\' && i+1 < len(p):
+				if p[i+1] == '/' {
+					appendAll("/")
+				} else {
+					appendAll(p[i : i+2])
+				}
+				i += 2
+			case p[i] == '[':
+				n, slash, valid := classSpan(p[i:])
+				if !valid {
+					return nil, false
+				}
+				class := p[i : i+n]
+				if slash {
+					forked := make([]string, 0, 2*len(prefixes))
+					for _, pre := range prefixes {
+						forked = append(forked, pre+class, pre+"/")
+					}
+					prefixes = forked
+					if len(forms)+len(prefixes) > limit {
+						return nil, false
+					}
+				} else {
+					appendAll(class)
+				}
+				i += n
+			default:
+				appendAll(p[i : i+1])
+				i++
+			}
+		}
+		forms = append(forms, prefixes...)
+		if len(forms) > limit {
+			return nil, false
+		}
+	}
+	return forms, true
+}
+
+// classSpan reads the [class] at the start of s as doublestar reads it:
+// its length in bytes and whether it can match '/'.
+func classSpan(s string) (n int, slash, ok bool) {
+	negated, rs, n, ok := classRanges(s)
+	if !ok {
+		return 0, false, false
+	}
+	listed := false
+	for _, r := range rs {
+		if r.lo <= '/' && '/' <= r.hi {
+			listed = true
+		}
+	}
+	return n, listed != negated, true
+}
+
 // splitSegments splits a brace-free pattern on unescaped slashes outside
 // classes and tokenises each segment. A segment that is exactly ** is a
 // globstar; ** inside a segment (a**b) is a plain star, as in doublestar.
@@ -409,34 +490,42 @@ func tokenize(s string) ([]token, bool) {
 // parseClass reads a [class] at the start of s and returns its folded set
 // and the bytes it used.
 func parseClass(s string) (charSet, int, bool) {
+	negated, rs, n, ok := classRanges(s)
+	switch {
+	case !ok:
+		return charSet{}, 0, false
+	case negated:
+		// Folded, a negated class may match either case of what it
+		// excludes; treat it as any character.
+		return anyChar(), n, true
+	}
+	return foldRanges(rs), n, true
+}
+
+// classRanges reads a [class] at the start of s as written: whether it is
+// negated, its ranges and the bytes it used.
+func classRanges(s string) (negated bool, rs []runeRange, n int, ok bool) {
 	i := 1
-	negated := false
 	if i < len(s) && (s[i] == '^' || s[i] == '!') {
 		negated = true
 		i++
 	}
-	var rs []runeRange
 	first := true
 	for i < len(s) {
 		if s[i] == ']' && !first {
-			if negated {
-				// Folded, a negated class may match either case of what it
-				// excludes; treat it as any character.
-				return anyChar(), i + 1, true
-			}
-			return foldRanges(rs), i + 1, true
+			return negated, rs, i + 1, true
 		}
 		first = false
 		lo, w, ok := classRune(s[i:])
 		if !ok {
-			return charSet{}, 0, false
+			return false, nil, 0, false
 		}
 		i += w
 		hi := lo
 		if i+1 < len(s) && s[i] == '-' && s[i+1] != ']' {
 			hi, w, ok = classRune(s[i+1:])
 			if !ok {
-				return charSet{}, 0, false
+				return false, nil, 0, false
 			}
 			i += 1 + w
 		}
@@ -444,7 +533,7 @@ func parseClass(s string) (charSet, int, bool) {
 		// '-', so an inverted range ("[0- ]") still matches that character.
 		rs = append(rs, runeRange{lo, max(lo, hi)})
 	}
-	return charSet{}, 0, false
+	return false, nil, 0, false
 }
 
 func classRune(s string) (rune, int, bool) {

@@ -78,6 +78,15 @@ func TestOverlap(t *testing.T) {
 		{"[^a].go", "a.go", true, "conservative: folded, [^a] may match A, the same file as a on a case-insensitive fs"},
 		{"[!a]", "[!b]", true, ""},
 		{`[\]]`, "]", true, "escaped ] in a class"},
+		// What doublestar lets match a separator inside what reads as one segment.
+		{`a\/[0]`, "{a{/}}0", true, `an escaped slash separates segments: both match a/0 (found by FuzzOverlapSound)`},
+		{`a\/b`, "a/b", true, `a\/b matches a/b`},
+		{`a\/b`, "a/c", false, ""},
+		{"a[/]b", "a/b", true, "a class holding / matches the separator"},
+		{"a[+-0]b", "a/b", true, "a range over / matches the separator"},
+		{"a[!x]b", "a/b", true, "a negated class that does not exclude / matches the separator"},
+		{"a[!/]b", "a/b", false, "a class that excludes / never matches it"},
+		{"a[/]b", "a[/]c", false, "forked, the two still differ in their last letter"},
 		// Case folding (conservative).
 		{"README.md", "readme.md", true, "conservative: one file on a case-insensitive fs"},
 		{"[A-Z].go", "a.go", true, "conservative: folded range"},
@@ -152,7 +161,7 @@ func FuzzOverlapSound(f *testing.F) {
 	seeds := [][3]string{
 		{"*.go", "**/*.go", "a/b.go"}, {"src/**", "src/a/*.go", "src/a/x.go"}, {"{a,b}/*", "a/[x-z]", "a/y"},
 		{"[!a]?", "b*", "bc"}, {"a**b", "*b", "ab"}, {`\*x`, "*", "*x"}, {"**", "x/y/z", "x/y/z"},
-		{"0", "[0- ]", "0"},
+		{"0", "[0- ]", "0"}, {"{a{/}}0", `a\/[0]`, "a/0"}, {"a[!x]b", "a/b", "a/b"},
 	}
 	for _, s := range seeds {
 		f.Add(s[0], s[1], s[2])
