@@ -217,28 +217,48 @@ func TestGitCommitterDecidesACancelledCommitByTheRepository(t *testing.T) {
 
 // An index.lock that Pixir did not take (a git running beside it, or one
 // killed earlier, Pixir with it) refuses the commit with why and what to
-// do, and stays: only its owner, or the user, may remove it.
+// do, and stays: only its owner, or the user, may remove it. In a linked
+// worktree the index (and its lock) is in the main repository's .git,
+// named by its whole path.
 func TestGitCommitterNamesAnIndexLockItFinds(t *testing.T) {
-	repo, ws, git := gitRepo(t)
-	lock := filepath.Join(repo, ".git", "index.lock")
-	require.NoError(t, os.WriteFile(lock, []byte("someone's\n"), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(ws, "kept.txt"), []byte("v2\n"), 0o644))
-	before := git("rev-parse", "HEAD")
+	for _, linked := range []bool{false, true} {
+		t.Run(fmt.Sprintf("linked worktree %v", linked), func(t *testing.T) {
+			repo, ws, git := gitRepo(t)
+			lock, named := filepath.Join(repo, ".git", "index.lock"), ".git/index.lock"
+			if linked {
+				tree := filepath.Join(t.TempDir(), "work")
+				git("worktree", "add", "-q", "-b", "work", tree)
+				ws = filepath.Join(tree, "ws")
+				lock = filepath.Join(repo, ".git", "worktrees", "work", "index.lock")
+				named = lock
+			}
+			require.NoError(t, os.WriteFile(lock, []byte("someone's\n"), 0o644))
+			require.NoError(t, os.WriteFile(filepath.Join(ws, "kept.txt"), []byte("v2\n"), 0o644))
+			head := func(rev string) string { // the workspace's: a linked worktree has its own HEAD
+				out, err := exec.Command("git", "-C", ws, "rev-parse", rev).Output()
+				require.NoError(t, err)
+				return strings.TrimSpace(string(out))
+			}
+			before := head("HEAD")
 
-	c := gitCommitter{root: ws, mode: func() Mode { return ModeAuto }}
-	rep, err := c.Commit(context.Background(), workflows.CommitRequest{Message: "feat: the run's work", Paths: []string{"kept.txt"}})
-	require.NoError(t, err)
-	require.Equal(t, workflows.NotCommitted, rep.Status)
-	require.Equal(t, "git add refused: .git/index.lock exists (another git process is running, or one was stopped: remove it if none is)", rep.Reason)
-	require.Equal(t, before, git("rev-parse", "HEAD"))
-	kept, err := os.ReadFile(lock)
-	require.NoError(t, err, "the lock is not Pixir's to remove")
-	require.Equal(t, "someone's\n", string(kept))
+			c := gitCommitter{root: ws, mode: func() Mode { return ModeAuto }}
+			rep, err := c.Commit(context.Background(), workflows.CommitRequest{Message: "feat: the run's work", Paths: []string{"kept.txt"}})
+			require.NoError(t, err)
+			require.Equal(t, workflows.NotCommitted, rep.Status)
+			require.Equal(t, "git add refused: "+named+" exists (another git process is running, or one was stopped: remove it if none is)", rep.Reason)
+			require.Equal(t, before, head("HEAD"))
+			kept, err := os.ReadFile(lock)
+			require.NoError(t, err, "the lock is not Pixir's to remove")
+			require.Equal(t, "someone's\n", string(kept))
 
-	require.NoError(t, os.Remove(lock)) // as the reason says
-	rep, err = c.Commit(context.Background(), workflows.CommitRequest{Message: "feat: the run's work", Paths: []string{"kept.txt"}})
-	require.NoError(t, err)
-	require.Equal(t, workflows.Committed, rep.Status, rep.Reason)
+			require.NoError(t, os.Remove(lock)) // as the reason says
+			rep, err = c.Commit(context.Background(), workflows.CommitRequest{Message: "feat: the run's work", Paths: []string{"kept.txt"}})
+			require.NoError(t, err)
+			require.Equal(t, workflows.Committed, rep.Status, rep.Reason)
+			require.Equal(t, rep.Commit, head("HEAD"))
+			require.Equal(t, before, head("HEAD^"))
+		})
+	}
 }
 
 // A HEAD that moved is not enough: only a commit on the old HEAD with
