@@ -63,11 +63,12 @@ type Conn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu       sync.Mutex
-	inflight map[string]context.CancelFunc // by the request id as echoed
-	// running counts the handlers not yet past their reply (under mu):
-	// inflight has one entry per id, and a peer may reuse an id.
-	running  int
+	mu sync.Mutex
+	// inflight holds the requests whose handlers are not yet past their
+	// reply. A set, not a map by id: a peer may reuse an id while a request
+	// with it still runs, and each must stay cancellable (by
+	// $/cancel_request, and when input ends) until it ends itself.
+	inflight map[*inflightRequest]struct{}
 	handlers sync.WaitGroup
 
 	// inputDone is closed when the peer's input has ended: no reply to our
@@ -103,7 +104,7 @@ func Serve(r io.Reader, w io.Writer, closeInput func() error, h Handler, opt Opt
 		h:            h,
 		log:          opt.Logger,
 		drain:        opt.DrainTimeout,
-		inflight:     map[string]context.CancelFunc{},
+		inflight:     map[*inflightRequest]struct{}{},
 		inputDone:    make(chan struct{}),
 		done:         make(chan struct{}),
 		started:      make(chan struct{}),
@@ -181,25 +182,30 @@ func (c *Conn) dispatch(_ context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Reque
 		}
 		return
 	}
-	key := string(msg.id)
 	ctx, cancel := context.WithCancel(c.ctx)
+	running := &inflightRequest{id: string(msg.id), cancel: cancel}
 	c.mu.Lock()
-	c.inflight[key] = cancel
-	c.running++
+	c.inflight[running] = struct{}{}
 	c.handlers.Add(1)
 	c.mu.Unlock()
-	go c.serveRequest(ctx, cancel, msg, c.notesQueued)
+	go c.serveRequest(ctx, running, msg, c.notesQueued)
 }
 
-func (c *Conn) serveRequest(ctx context.Context, cancel context.CancelFunc, msg *inbound, notesBefore uint64) {
+// inflightRequest is a request whose handler runs: its id as echoed, and
+// how to cancel it.
+type inflightRequest struct {
+	id     string
+	cancel context.CancelFunc
+}
+
+func (c *Conn) serveRequest(ctx context.Context, req *inflightRequest, msg *inbound, notesBefore uint64) {
 	defer c.handlers.Done()
 	id, method := msg.id, msg.method
 	defer func() {
 		c.mu.Lock()
-		delete(c.inflight, string(id))
-		c.running--
+		delete(c.inflight, req)
 		c.mu.Unlock()
-		cancel()
+		req.cancel()
 	}()
 	c.awaitNotes(ctx, notesBefore)
 	hooks := &afterReply{}
@@ -320,11 +326,13 @@ func (c *Conn) cancelRequest(params json.RawMessage) {
 		c.log.Warn("ignored $/cancel_request without requestId")
 		return
 	}
+	key := string(echoID(id))
 	c.mu.Lock()
-	cancel := c.inflight[string(echoID(id))]
-	c.mu.Unlock()
-	if cancel != nil {
-		cancel()
+	defer c.mu.Unlock()
+	for req := range c.inflight {
+		if req.id == key { // every request running under a reused id
+			req.cancel()
+		}
 	}
 }
 
@@ -334,7 +342,7 @@ func (c *Conn) cancelRequest(params json.RawMessage) {
 func (c *Conn) inputEnded() {
 	close(c.inputDone)
 	c.mu.Lock()
-	idle := c.running == 0
+	idle := len(c.inflight) == 0
 	c.mu.Unlock()
 	if idle {
 		// Every handler is past its reply and its after-reply work, with
@@ -353,8 +361,8 @@ func (c *Conn) inputEnded() {
 	case <-time.After(c.drain):
 		c.log.Warn("input ended; cancelling requests still running")
 		c.mu.Lock()
-		for _, cancel := range c.inflight {
-			cancel()
+		for req := range c.inflight {
+			req.cancel()
 		}
 		c.mu.Unlock()
 		<-finished

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -430,4 +431,39 @@ func TestAJSONAppenderResultIsWrittenAsItAppendsItself(t *testing.T) {
 	line, err := p.lines.ReadString('\n')
 	require.NoError(t, err)
 	require.JSONEq(t, `{"jsonrpc":"2.0","id":7,"result":{"made":"by AppendJSON"}}`, line)
+}
+
+// A peer may send a request with the id of one still running (JSON-RPC says
+// it should not; editors have bugs). Both run, and the second stays
+// cancellable after the first ends: the first's end removed the second from
+// the requests to cancel, so input ending left it running and the connection
+// never closed.
+func TestARequestUnderAReusedIDStaysCancellable(t *testing.T) {
+	p := serveOverPipes(t, Options{DrainTimeout: time.Millisecond})
+	p.send(`{"jsonrpc":"2.0","id":5,"method":"hold"}`)
+	p.send(`{"jsonrpc":"2.0","id":5,"method":"block"}`)
+	p.send(`{"jsonrpc":"2.0","id":6,"method":"echo","params":1}`)
+	<-p.h.held
+	require.Equal(t, float64(6), p.next()["id"]) // both id 5s are running
+	close(p.h.release)
+	first := p.next()
+	require.Equal(t, float64(5), first["id"])
+	require.Equal(t, "released", first["result"])
+	// The peer leaves: the request still running under id 5 is cancelled
+	// once the drain is over, and answered.
+	require.NoError(t, p.toConn.Close())
+	requireError(t, p.next(), float64(5), CodeRequestCancelled)
+	<-p.conn.Done()
+}
+
+// $/cancel_request names an id: every request running under it is cancelled.
+func TestCancelRequestCancelsEveryRequestUnderAReusedID(t *testing.T) {
+	p := serveOverPipes(t, Options{})
+	p.send(`{"jsonrpc":"2.0","id":"x","method":"block"}`)
+	p.send(`{"jsonrpc":"2.0","id":"x","method":"block"}`)
+	p.send(`{"jsonrpc":"2.0","id":6,"method":"echo","params":1}`)
+	require.Equal(t, float64(6), p.next()["id"]) // both are running
+	p.send(`{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":"x"}}`)
+	requireError(t, p.next(), "x", CodeRequestCancelled)
+	requireError(t, p.next(), "x", CodeRequestCancelled)
 }
