@@ -763,6 +763,13 @@ func patternProblem(p string) string {
 		return "its {a,b} alternatives expand to more than 256 patterns"
 	}
 	for _, e := range exp {
+		// Read as doublestar matches it: "\." is ".", "\/" a separator.
+		if u := unescaped(e); u != e {
+			if strings.HasPrefix(u, "/") { // "\/x"
+				return "it is absolute; write it relative to the workspace root"
+			}
+			e = u
+		}
 		if strings.HasPrefix(e, "~") { // a shell's home folder ("~", "~user")
 			return "it begins with ~, a home folder to a shell; write it relative to the workspace root"
 		}
@@ -778,6 +785,36 @@ func patternProblem(p string) string {
 		}
 	}
 	return ""
+}
+
+// unescaped is p with every escape outside a class replaced by the
+// character it stands for, so a segment reads as doublestar matches it
+// ("..\/x" matches ../x). Classes are kept as written: none of them is a
+// "." or ".." segment or a leading "~".
+func unescaped(p string) string {
+	if !strings.Contains(p, `\`) {
+		return p
+	}
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '\\':
+			if i+1 < len(p) {
+				i++
+				b.WriteByte(p[i])
+			}
+		case '[':
+			if _, _, n, ok := classRanges(p[i:]); ok {
+				b.WriteString(p[i : i+n])
+				i += n - 1
+				continue
+			}
+			b.WriteByte(p[i])
+		default:
+			b.WriteByte(p[i])
+		}
+	}
+	return b.String()
 }
 
 // writeSetMatcher says whether a workspace-relative path is in a write

@@ -147,7 +147,15 @@ func TestPatternProblem(t *testing.T) {
 		"~user/x":    "it begins with ~, a home folder to a shell; write it relative to the workspace root",
 		"{a,~}/x":    "it begins with ~, a home folder to a shell; write it relative to the workspace root",
 		"x/~/y":      "",
-		"src/[a":     "it is not a valid doublestar pattern (an unclosed [ or {, or a trailing \\)",
+		// Escapes read as doublestar matches them (..\/x matches ../x).
+		`..\/x`:     "it climbs out of the workspace with ..; paths stay inside the workspace",
+		`a/.\./b`:   "it climbs out of the workspace with ..; paths stay inside the workspace",
+		`a/\./b`:    "it has a . segment; write the path without it",
+		`\~/x`:      "it begins with ~, a home folder to a shell; write it relative to the workspace root",
+		`\/x`:       "it is absolute; write it relative to the workspace root",
+		`a\/\/b`:    "it has an empty path segment (// or a leading / inside braces)",
+		`a\*b/[\.]`: "",
+		"src/[a":    "it is not a valid doublestar pattern (an unclosed [ or {, or a trailing \\)",
 	}
 	for p, want := range cases {
 		require.Equal(t, want, patternProblem(p), p)
