@@ -2,7 +2,10 @@ package acp
 
 import (
 	"encoding/json"
+	"math/rand"
+	"reflect"
 	"testing"
+	"testing/quick"
 
 	"github.com/stretchr/testify/require"
 
@@ -112,4 +115,23 @@ func FuzzAnswersEncodeAsEncodingJSON(f *testing.F) {
 			require.Equal(t, string(want), string(v.AppendJSON(nil)))
 		}
 	})
+}
+
+// TestAnswersEncodeEveryFieldTheirTypesHave fills every field of the two
+// answers with random values (testing/quick walks the types by
+// reflection), so a field added to either type and not to its AppendJSON
+// fails here instead of silently never reaching the wire; a field quick
+// cannot fill (an interface, say) fails here too, to be covered by hand.
+func TestAnswersEncodeEveryFieldTheirTypesHave(t *testing.T) {
+	rnd := rand.New(rand.NewSource(1))
+	for _, typ := range []reflect.Type{reflect.TypeFor[InitializeResponse](), reflect.TypeFor[NewSessionResponse]()} {
+		for range 200 {
+			v, ok := quick.Value(typ, rnd)
+			require.True(t, ok, "testing/quick cannot fill %s: cover its new field in TestAnswersEncodeAsEncodingJSON", typ)
+			answer := v.Interface().(interface{ AppendJSON([]byte) []byte })
+			want, err := json.Marshal(answer)
+			require.NoError(t, err)
+			require.Equal(t, string(want), string(answer.AppendJSON(nil)), "%s", typ)
+		}
+	}
 }
