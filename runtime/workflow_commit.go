@@ -199,9 +199,10 @@ func (c gitCommitter) Commit(ctx context.Context, req workflows.CommitRequest) (
 
 // gitStopGrace is how long a git command stopped by a cancel (SIGTERM)
 // has to end before it is killed, and how long its output is read after
-// it ended: a hook's process that outlives git holds that output open,
-// and would hold Commit until it ends.
-const gitStopGrace = 5 * time.Second
+// it ended: a hook's process that outlives git (a post-commit hook's
+// background job) holds that output open, and would hold Commit until it
+// ends. A variable so that tests need not wait it out.
+var gitStopGrace = 5 * time.Second
 
 // git runs git with literal pathspecs in the workspace, env added to
 // Pixir's: its output as it wrote it (paths of -z output may begin or end
@@ -220,7 +221,14 @@ func (c gitCommitter) git(ctx context.Context, env []string, args ...string) (st
 	cmd.WaitDelay = gitStopGrace
 	var out, said bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &said
-	if err := cmd.Run(); err != nil {
+	err := cmd.Run()
+	if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState != nil && cmd.ProcessState.Success() {
+		// git itself ended well; only a process it left behind held its
+		// output open past gitStopGrace. What git did stands (a commit is
+		// made): its output as read.
+		err = nil
+	}
+	if err != nil {
 		return strings.TrimSpace(said.String() + out.String()), err
 	}
 	return out.String(), nil

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -213,6 +214,56 @@ func TestGitCommitterDecidesACancelledCommitByTheRepository(t *testing.T) {
 			require.Equal(t, "the run was cancelled (context canceled) before this commit: nothing is committed", rep.Reason)
 		})
 	}
+}
+
+// A commit git made and exited 0 from is committed, with its hash and no
+// "stopped" reason, when its post-commit hook leaves a background process
+// that holds git's output open: Go's Wait then returns exec.ErrWaitDelay
+// after gitStopGrace, which the committer took for a failed commit (a
+// false "git was stopped" reason, or not_committed once that process had
+// changed a committed file, so that a resumed run committed again). Real
+// git, a real hook whose background child changes kept.txt, tells the
+// test through a fifo, and holds the inherited stderr until the test
+// releases it (another fifo); no clock.
+func TestGitCommitterCommitsWhenAHookProcessHoldsGitsOutput(t *testing.T) {
+	grace := gitStopGrace
+	gitStopGrace = time.Millisecond // how long the held output is read: any length decides the same
+	t.Cleanup(func() { gitStopGrace = grace })
+
+	repo, ws, git := gitRepo(t)
+	fifos := t.TempDir()
+	changed, release, pidFile := filepath.Join(fifos, "changed"), filepath.Join(fifos, "release"), filepath.Join(fifos, "pid")
+	require.NoError(t, unix.Mkfifo(changed, 0o600))
+	require.NoError(t, unix.Mkfifo(release, 0o600))
+	// The hook (run in the work tree's top) ends once its background child
+	// has changed kept.txt, so git exits after the change; the child then
+	// holds git's stderr (the hook's stdout and stderr) until released.
+	script := fmt.Sprintf("#!/bin/sh\nsh -c 'echo v3 > ws/kept.txt; echo changed > %[1]q; read line < %[2]q' &\nread line < %[1]q\necho $! > %[3]q\n", changed, release, pidFile)
+	require.NoError(t, os.WriteFile(filepath.Join(repo, ".git", "hooks", "post-commit"), []byte(script), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "kept.txt"), []byte("v2\n"), 0o644))
+	before := git("rev-parse", "HEAD")
+
+	c := gitCommitter{root: ws, mode: func() Mode { return ModeAuto }}
+	rep, err := c.Commit(context.Background(), workflows.CommitRequest{Message: "feat: the run's work", Paths: []string{"kept.txt"}})
+	require.NoError(t, err)
+	said, err := os.ReadFile(pidFile)
+	require.NoError(t, err)
+	child, err := strconv.Atoi(strings.TrimSpace(string(said)))
+	require.NoError(t, err)
+	defer func() {
+		require.NoError(t, os.WriteFile(release, nil, 0), "the hook's child ends")
+		require.NoError(t, sandboxtest.AwaitExit([]int{child}))
+	}()
+
+	kept, err := os.ReadFile(filepath.Join(ws, "kept.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "v3\n", string(kept), "the hook's child changed a committed file before Commit returned")
+	require.Equal(t, workflows.Committed, rep.Status, rep.Reason)
+	require.Empty(t, rep.Reason)
+	require.Equal(t, git("rev-parse", "HEAD"), rep.Commit)
+	require.Equal(t, before, git("rev-parse", "HEAD^"))
+	require.Equal(t, "v2", git("show", "HEAD:ws/kept.txt"), "the commit holds what the run wrote")
+	require.Equal(t, []string{"kept.txt"}, rep.Files)
 }
 
 // An index.lock that Pixir did not take (a git running beside it, or one
