@@ -20,8 +20,10 @@ import (
 type childSession struct {
 	parentID string
 	cwd      string
-	// task is the child's task, from the queued event of its spawn: its
-	// started event does not repeat it, and it is the child's first prompt.
+	// task is the child's task, from the live queued event of its spawn:
+	// its started event does not repeat it, and it is the child's first
+	// prompt. It is kept only until that started event (takeChildTask),
+	// and never for a child replayed on session/load.
 	task string
 	pr   *presenter // presents the child's own events
 }
@@ -59,14 +61,19 @@ func (s *Server) announce(child, parent, cwd, task string) bool {
 	return true
 }
 
-// childTask is the task of child as its spawn's queued event told it.
-func (s *Server) childTask(child string) string {
+// takeChildTask is the task of child as its spawn's queued event told
+// it, given out once: a child's task is needed only for its first run's
+// prompt, and a long-lived connection must not keep every task it saw.
+func (s *Server) takeChildTask(child string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if c := s.children[child]; c != nil {
-		return c.task
+	c := s.children[child]
+	if c == nil {
+		return ""
 	}
-	return ""
+	task := c.task
+	c.task = ""
+	return task
 }
 
 // descendantEvent presents an event of a Subagent's session under that
@@ -102,7 +109,11 @@ func (p *presenter) subagentNative(d runtime.SubagentEventData, seq int64) {
 		meta["parentToolCallId"] = d.ParentToolCallID
 	}
 	u := SubagentUpdate{SessionUpdate: "subagent_update", SessionID: d.ChildSessionID, Meta: map[string]any{"pixir": meta}}
-	announced := p.s.announce(d.ChildSessionID, p.sessionID, d.Workspace, d.Task)
+	kept := d.Task
+	if p.replaying {
+		kept = "" // a replay shows no prompt: nothing will ask for it
+	}
+	announced := p.s.announce(d.ChildSessionID, p.sessionID, d.Workspace, kept)
 	if announced {
 		u.Title = d.Agent + ": " + titleOf(d.Task)
 		if d.Name != "" { // a workflow step
@@ -134,11 +145,19 @@ func (p *presenter) subagentNative(d runtime.SubagentEventData, seq int64) {
 	case tools.SubagentEventStarted, tools.SubagentEventInput:
 		u.State = &SubagentState{State: "running"}
 		p.send(u)
-		input := d.Input
-		if input == "" && d.Event == tools.SubagentEventStarted {
-			input = p.s.childTask(d.ChildSessionID) // a first run's prompt is its task
+		if p.replaying {
+			return // a replay does not repeat the child's prompt
 		}
-		if !p.replaying && input != "" {
+		input := d.Input
+		if d.Event == tools.SubagentEventStarted {
+			// A first run's prompt is its task, unless send_input gave it
+			// another one (a child cancelled while queued): either way the
+			// task is not needed again.
+			if task := p.s.takeChildTask(d.ChildSessionID); input == "" {
+				input = task
+			}
+		}
+		if input != "" {
 			// The child's prompt, in its own transcript.
 			p.s.notify(p.ctx, d.ChildSessionID, ContentChunk{SessionUpdate: "user_message_chunk", Content: textBlock(input)})
 		}

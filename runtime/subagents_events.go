@@ -36,8 +36,10 @@ type SubagentEventData struct {
 	Workspace     string               `json:"workspace"`
 	WorkspaceMode string               `json:"workspace_mode"`
 	// Input is the prompt of a run that send_input queued (its queued and
-	// input events). A first run's prompt is the task: its started event
-	// does not repeat it (before 2026-11-24 it did, as input).
+	// input events). A first run's prompt is the task, which its started
+	// event does not repeat (before 2026-11-24 it did, as input), unless
+	// send_input gave it another one (a child cancelled while queued):
+	// then the started event carries that input.
 	Input     string             `json:"input,omitempty"`
 	Summary   string             `json:"summary,omitempty"`
 	Error     *tools.Failure     `json:"error,omitempty"`

@@ -86,8 +86,11 @@ func (m *Manager) run(ctx context.Context, sa *subagent, event tools.SubagentEve
 		return
 	}
 	recorded := input
-	if event == tools.SubagentEventStarted {
-		recorded = "" // the task, on the queued event of the spawn: not written again
+	if event == tools.SubagentEventStarted && input == sa.task {
+		// The task, on the queued event of the spawn: not written again.
+		// A child cancelled while queued and then sent input starts with
+		// that input instead, which its started event says.
+		recorded = ""
 	}
 	m.record(sa, event, recorded)
 

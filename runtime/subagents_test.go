@@ -534,6 +534,37 @@ func TestAChildsTaskIsWrittenOnceAndReadFromItsSpawn(t *testing.T) {
 	require.Equal(t, now, reopen(t))
 }
 
+// A child cancelled while still queued and then sent input never ran its
+// task: its first run's prompt is the input, and its started event says
+// so (only a started event whose prompt is the task leaves it out).
+func TestAChildCancelledWhileQueuedStartsWithItsInput(t *testing.T) {
+	f := newManagerFixture(t, SubagentConfig{MaxThreads: 1})
+	running, queued := f.spawn(t, "hang here"), f.spawn(t, "THE TASK")
+	f.rt.subagents.mu.Lock()
+	sa := f.rt.subagents.byID[queued.ID]
+	f.rt.subagents.mu.Unlock()
+	f.rt.subagents.stop(sa, false)
+	_, err := f.b.SendInput(context.Background(), queued.ID, "THE MESSAGE")
+	require.NoError(t, err)
+	_, err = f.b.Close(context.Background(), running.ID) // frees the one thread
+	require.NoError(t, err)
+	out := f.wait(t, queued.ID)
+	require.Equal(t, "did: THE MESSAGE", out.Agents[0].Summary)
+
+	var seen []string
+	f.events.mu.Lock()
+	for _, d := range f.events.events {
+		if d.SubagentID == queued.ID {
+			seen = append(seen, fmt.Sprintf("%s task=%q input=%q", d.Event, d.Task, d.Input))
+		}
+	}
+	f.events.mu.Unlock()
+	require.Equal(t, []string{
+		`queued task="THE TASK" input=""`, `cancelled task="" input=""`,
+		`queued task="" input="THE MESSAGE"`, `started task="" input="THE MESSAGE"`, `finished task="" input=""`,
+	}, seen)
+}
+
 func TestKeepEndsKeepsTheConclusion(t *testing.T) {
 	long := strings.Repeat("é", 3000) + "\ncheckpoint_status: partial"
 	got := keepEnds(long, 4096)
