@@ -36,23 +36,7 @@ func (r InitializeResponse) AppendJSON(b []byte) []byte {
 	b = append(b, `},"sessionCapabilities":{`...)
 	b = c.SessionCapabilities.appendMembers(b)
 	b = append(b, `}},"authMethods":`...)
-	if r.AuthMethods == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i, m := range r.AuthMethods {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"id":`...)
-			b = jsonraw.AppendStringHTML(b, m.ID)
-			b = append(b, `,"name":`...)
-			b = jsonraw.AppendStringHTML(b, m.Name)
-			b = appendOptional(b, `,"description":`, m.Description)
-			b = append(b, '}')
-		}
-		b = append(b, ']')
-	}
+	b = appendNamedList(b, r.AuthMethods, `{"id":`, func(m AuthMethod) (string, string, string) { return m.ID, m.Name, m.Description })
 	b = append(b, `,"agentInfo":{"name":`...)
 	b = jsonraw.AppendStringHTML(b, r.AgentInfo.Name)
 	b = appendOptional(b, `,"title":`, r.AgentInfo.Title)
@@ -90,23 +74,7 @@ func (r NewSessionResponse) AppendJSON(b []byte) []byte {
 		b = append(b, `,"modes":{"currentModeId":`...)
 		b = jsonraw.AppendStringHTML(b, r.Modes.CurrentModeID)
 		b = append(b, `,"availableModes":`...)
-		if r.Modes.AvailableModes == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, '[')
-			for i, m := range r.Modes.AvailableModes {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				b = append(b, `{"id":`...)
-				b = jsonraw.AppendStringHTML(b, m.ID)
-				b = append(b, `,"name":`...)
-				b = jsonraw.AppendStringHTML(b, m.Name)
-				b = appendOptional(b, `,"description":`, m.Description)
-				b = append(b, '}')
-			}
-			b = append(b, ']')
-		}
+		b = appendNamedList(b, r.Modes.AvailableModes, `{"id":`, func(m SessionMode) (string, string, string) { return m.ID, m.Name, m.Description })
 		b = append(b, '}')
 	}
 	if len(r.ConfigOptions) > 0 {
@@ -134,22 +102,32 @@ func (o ConfigOption) appendJSON(b []byte) []byte {
 	b = append(b, `,"currentValue":`...)
 	b = jsonraw.AppendStringHTML(b, o.CurrentValue)
 	b = append(b, `,"options":`...)
-	if o.Options == nil {
-		return append(b, "null}"...)
+	b = appendNamedList(b, o.Options, `{"value":`, func(s SelectOption) (string, string, string) { return s.Value, s.Name, s.Description })
+	return append(b, '}')
+}
+
+// appendNamedList appends items as json.Marshal encodes a slice of
+// {<key>, name, description (omitempty)} objects — null when nil — with
+// open the object's opening and its first key ({"id": or {"value":), and
+// fields each item's three strings.
+func appendNamedList[T any](b []byte, items []T, open string, fields func(T) (key, name, description string)) []byte {
+	if items == nil {
+		return append(b, "null"...)
 	}
 	b = append(b, '[')
-	for i, s := range o.Options {
+	for i, item := range items {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"value":`...)
-		b = jsonraw.AppendStringHTML(b, s.Value)
+		key, name, description := fields(item)
+		b = append(b, open...)
+		b = jsonraw.AppendStringHTML(b, key)
 		b = append(b, `,"name":`...)
-		b = jsonraw.AppendStringHTML(b, s.Name)
-		b = appendOptional(b, `,"description":`, s.Description)
+		b = jsonraw.AppendStringHTML(b, name)
+		b = appendOptional(b, `,"description":`, description)
 		b = append(b, '}')
 	}
-	return append(b, "]}"...)
+	return append(b, ']')
 }
 
 // appendOptional appends an omitempty string member: key (with its
