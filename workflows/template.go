@@ -723,16 +723,9 @@ func (s *substitution) pattern(p string, loc []string) []string {
 	}
 	var used []string
 	out := s.replaceBefore(p, func(name string, v any, rest string) (string, bool) {
-		t, ok := scalarText(v)
+		t, ok := s.pathValue(name, v, "path pattern", loc)
 		if !ok {
-			s.problemf(name, "is used in the path pattern %s, which needs a string, not %s", dotted(loc), jsonTypeOf(v))
 			return "", false
-		}
-		if _, isNumber := v.(json.Number); !isNumber {
-			if why := pathValueProblem(t); why != "" {
-				s.problemf(name, "is %q in the path pattern %s, which %s", t, dotted(loc), why)
-				return "", false
-			}
 		}
 		used = append(used, name)
 		return valueInPattern(t, rest), true
@@ -754,19 +747,31 @@ func (s *substitution) pattern(p string, loc []string) []string {
 // the workspace, no wildcard) is validation's, after.
 func (s *substitution) path(p string, loc []string) string {
 	return s.replaceBefore(p, func(name string, v any, rest string) (string, bool) {
-		t, ok := scalarText(v)
+		t, ok := s.pathValue(name, v, "path", loc)
 		if !ok {
-			s.problemf(name, "is used in the path %s, which needs a string, not %s", dotted(loc), jsonTypeOf(v))
 			return "", false
-		}
-		if _, isNumber := v.(json.Number); !isNumber {
-			if why := pathValueProblem(t); why != "" {
-				s.problemf(name, "is %q in the path %s, which %s", t, dotted(loc), why)
-				return "", false
-			}
 		}
 		return valueInPath(t, rest), true
 	})
+}
+
+// pathValue is the text of the value v of name substituted into the
+// path or path pattern (what) at loc, or false when it cannot go there
+// (not a string or number, or a string pathValueProblem refuses), with
+// the problem noted.
+func (s *substitution) pathValue(name string, v any, what string, loc []string) (string, bool) {
+	t, ok := scalarText(v)
+	if !ok {
+		s.problemf(name, "is used in the %s %s, which needs a string, not %s", what, dotted(loc), jsonTypeOf(v))
+		return "", false
+	}
+	if _, isNumber := v.(json.Number); !isNumber {
+		if why := pathValueProblem(t); why != "" {
+			s.problemf(name, "is %q in the %s %s, which %s", t, what, dotted(loc), why)
+			return "", false
+		}
+	}
+	return t, true
 }
 
 // checkPattern reports a pattern that a value made unusable; true if it did.
