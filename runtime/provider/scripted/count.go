@@ -23,7 +23,7 @@ type conversationCounter struct {
 type counted struct{ messages, runes int }
 
 // forgetAfter bounds the conversations remembered; past it, those whose
-// History is gone are forgotten.
+// History is gone are forgotten, or all of them when most are alive.
 const forgetAfter = 64
 
 func (c *conversationCounter) runes(msgs []provider.Message) int {
@@ -52,10 +52,16 @@ func (c *conversationCounter) runes(msgs []provider.Message) int {
 				delete(c.seen, k)
 			}
 		}
+		if len(c.seen) > forgetAfter/2 {
+			// Most are alive (a workflow's children keep their
+			// Histories): forget them all rather than sweep them again at
+			// every call and remember nothing new. Each is counted whole
+			// once more at its next call, at most once per forgetAfter/2
+			// conversations.
+			clear(c.seen)
+		}
 	}
-	if len(c.seen) < forgetAfter {
-		c.seen[key] = counted{messages: len(msgs), runes: total}
-	}
+	c.seen[key] = counted{messages: len(msgs), runes: total}
 	return total
 }
 
