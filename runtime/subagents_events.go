@@ -175,8 +175,16 @@ func (t *childTracker) observe(ev Event) {
 	var activity string
 	switch ev.Type {
 	case EventAssistantMessage:
-		var d AssistantMessageData
-		if json.Unmarshal(ev.Data, &d) == nil && d.Text != "" {
+		// The data the event was emitted with, when its text reads as its
+		// JSON does (invalid UTF-8 is written as U+FFFD): a workflow's
+		// every step ends with one, and decoding it again cost more than
+		// the rest of this.
+		d, ok := ev.Value().(AssistantMessageData)
+		if !ok || !utf8.ValidString(d.Text) {
+			d = AssistantMessageData{}
+			ok = json.Unmarshal(ev.Data, &d) == nil
+		}
+		if ok && d.Text != "" {
 			t.mu.Lock()
 			t.last = d.Text
 			t.mu.Unlock()

@@ -3,6 +3,7 @@ package runtime
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -165,4 +166,20 @@ func FuzzProviderUsageDataIsEncodedAsEncodingJSONDoes(f *testing.F) {
 		require.NoError(t, err)
 		require.Equal(t, string(want), string(got))
 	})
+}
+
+// A child's summary is its last answer as the Log has it: taken from the
+// data the event was emitted with (not decoded again), or from its JSON
+// when the text has invalid UTF-8 (written as U+FFFD there).
+func TestAChildsSummaryIsItsAnswerAsTheLogHasIt(t *testing.T) {
+	for _, text := range []string{"Done.", "caf\xe9 \xff\xfe end", "line\nwith \"quotes\" and <html>"} {
+		d := AssistantMessageData{Text: text}
+		raw, _, err := encodeEventData(d)
+		require.NoError(t, err)
+		var want AssistantMessageData
+		require.NoError(t, json.Unmarshal(raw, &want))
+		tr := &childTracker{reported: time.Now().Add(time.Hour)} // no progress to show
+		tr.observe(Event{Type: EventAssistantMessage, Data: raw, value: d})
+		require.Equal(t, want.Text, tr.summary(), "%q", text)
+	}
 }
