@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -217,11 +218,28 @@ func (c gitCommitter) git(ctx context.Context, env []string, args ...string) (st
 	// removes its lock files (.git/index.lock), and killed it leaves them,
 	// so every git in the repository after it refuses until one removes
 	// them by hand. Killed only if it has not ended within gitStopGrace.
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = gitStopGrace
+	// git runs in a process group of its own, and the signals go to the
+	// group: git passes none to its hooks, so a hook (and what it started)
+	// signalled through git alone ran on after the run was cancelled.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var kill atomic.Pointer[time.Timer]
+	cmd.Cancel = func() error {
+		group := -cmd.Process.Pid
+		kill.Store(time.AfterFunc(gitStopGrace, func() { _ = syscall.Kill(group, syscall.SIGKILL) }))
+		if err := syscall.Kill(group, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return err
+		}
+		return nil
+	}
+	cmd.WaitDelay = gitStopGrace // then exec kills git itself, and the timer its group
 	var out, said bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &said
 	err := cmd.Run()
+	if t := kill.Load(); t != nil && errors.Is(syscall.Kill(-cmd.Process.Pid, 0), syscall.ESRCH) {
+		// The group ended on SIGTERM: no process is left to kill, and its
+		// number may be another group's by the time the timer fires.
+		t.Stop()
+	}
 	if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState != nil && cmd.ProcessState.Success() {
 		// git itself ended well; only a process it left behind held its
 		// output open past gitStopGrace. What git did stands (a commit is

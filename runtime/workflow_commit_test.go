@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
@@ -148,8 +149,14 @@ func TestGitCommitterDecidesACancelledCommitByTheRepository(t *testing.T) {
 			started, release := filepath.Join(fifos, "started"), filepath.Join(fifos, "release")
 			require.NoError(t, unix.Mkfifo(started, 0o600))
 			require.NoError(t, unix.Mkfifo(release, 0o600))
-			// $PPID is git: the hook is its child.
-			script := fmt.Sprintf("#!/bin/sh\necho $PPID > '%s'\nread line < '%s'\n", started, release)
+			// $PPID is git: the hook is its child. The hook outlives git's
+			// SIGTERM (sent to git's process group) until the test releases
+			// it; the grace is one no test waits out, so that only the
+			// release ends it.
+			grace := gitStopGrace
+			gitStopGrace = time.Hour
+			t.Cleanup(func() { gitStopGrace = grace })
+			script := fmt.Sprintf("#!/bin/sh\ntrap '' TERM\necho $PPID > '%s'\nread line < '%s'\n", started, release)
 			require.NoError(t, os.WriteFile(filepath.Join(repo, ".git", "hooks", tt.hook), []byte(script), 0o755))
 			require.NoError(t, os.WriteFile(filepath.Join(ws, "kept.txt"), []byte("v2\n"), 0o644))
 			require.NoError(t, os.WriteFile(filepath.Join(ws, "new.txt"), []byte("new\n"), 0o644))
@@ -212,6 +219,73 @@ func TestGitCommitterDecidesACancelledCommitByTheRepository(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, workflows.NotCommitted, rep.Status)
 			require.Equal(t, "the run was cancelled (context canceled) before this commit: nothing is committed", rep.Reason)
+		})
+	}
+}
+
+// A cancelled commit stops git's hook and everything the hook started,
+// not git alone: git 2.39 passes no signal to its hooks, so a pre-commit
+// hook (and its child) signalled through git ran on after the run was
+// cancelled, SIGKILL or not. git's process group is asked to stop
+// (SIGTERM), and killed after gitStopGrace: a hook that ignores SIGTERM
+// ends too. Real git, a real hook whose background child is a sleep; both
+// tell their pids through a fifo; their pidfds say they ended; no clock.
+func TestGitCommitterStopsACancelledCommitsHookAndItsChildren(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		trap  string
+		grace time.Duration
+	}{
+		// A grace no test waits out: only SIGTERM can end them.
+		{"ending on SIGTERM", "", time.Hour},
+		{"ignoring SIGTERM", "trap '' TERM\n", time.Millisecond},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			grace := gitStopGrace
+			gitStopGrace = tt.grace
+			t.Cleanup(func() { gitStopGrace = grace })
+
+			repo, ws, git := gitRepo(t)
+			started := filepath.Join(t.TempDir(), "started")
+			require.NoError(t, unix.Mkfifo(started, 0o600))
+			script := fmt.Sprintf("#!/bin/sh\n%ssleep 3600 &\necho $$ $! > %q\nwait\n", tt.trap, started)
+			require.NoError(t, os.WriteFile(filepath.Join(repo, ".git", "hooks", "pre-commit"), []byte(script), 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(ws, "kept.txt"), []byte("v2\n"), 0o644))
+			before := git("rev-parse", "HEAD")
+
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan workflows.CommitReport, 1)
+			go func() {
+				c := gitCommitter{root: ws, mode: func() Mode { return ModeAuto }}
+				rep, err := c.Commit(ctx, workflows.CommitRequest{Message: "feat: the run's work", Paths: []string{"kept.txt"}})
+				assert.NoError(t, err)
+				done <- rep
+			}()
+			said, err := os.ReadFile(started) // returns once the hook has started its child
+			require.NoError(t, err)
+			var pids []int
+			for _, f := range strings.Fields(string(said)) {
+				pid, err := strconv.Atoi(f)
+				require.NoError(t, err)
+				pids = append(pids, pid)
+			}
+			require.Len(t, pids, 2, "the hook's pid and its child's: %q", said)
+			t.Cleanup(func() { // only if the test failed: they are ended already
+				for _, pid := range pids {
+					_ = unix.Kill(pid, unix.SIGKILL)
+				}
+			})
+			cancel()
+			rep := <-done
+			require.NoError(t, sandboxtest.AwaitExit(pids), "the hook and its child end with the cancelled git")
+
+			require.Equal(t, workflows.NotCommitted, rep.Status)
+			require.Contains(t, rep.Reason, "the run was cancelled (context canceled) while git made the commit, before it was made")
+			require.Equal(t, before, git("rev-parse", "HEAD"), "nothing made")
+			locks, err := filepath.Glob(filepath.Join(repo, ".git", "*.lock"))
+			require.NoError(t, err)
+			require.Empty(t, locks, "git's lock files after it was stopped in its hook")
 		})
 	}
 }
