@@ -534,10 +534,11 @@ func TestAChildsTaskIsWrittenOnceAndReadFromItsSpawn(t *testing.T) {
 	require.Equal(t, now, reopen(t))
 }
 
-// A child cancelled while still queued and then sent input never ran its
-// task: its first run's prompt is the input, and its started event says
-// so (only a started event whose prompt is the task leaves it out).
-func TestAChildCancelledWhileQueuedStartsWithItsInput(t *testing.T) {
+// childCancelledWhileQueuedThenSentInput runs a child that is cancelled
+// while still queued (behind a child that holds the one thread) and then
+// sent input ("THE MESSAGE"), to its end.
+func childCancelledWhileQueuedThenSentInput(t *testing.T) (*managerFixture, tools.SubagentView) {
+	t.Helper()
 	f := newManagerFixture(t, SubagentConfig{MaxThreads: 1})
 	running, queued := f.spawn(t, "hang here"), f.spawn(t, "THE TASK")
 	f.rt.subagents.mu.Lock()
@@ -550,7 +551,14 @@ func TestAChildCancelledWhileQueuedStartsWithItsInput(t *testing.T) {
 	require.NoError(t, err)
 	out := f.wait(t, queued.ID)
 	require.Equal(t, "did: THE MESSAGE", out.Agents[0].Summary)
+	return f, queued
+}
 
+// A child cancelled while still queued and then sent input never ran its
+// task: its first run's prompt is the input, and its started event says
+// so (only a started event whose prompt is the task leaves it out).
+func TestAChildCancelledWhileQueuedStartsWithItsInput(t *testing.T) {
+	f, queued := childCancelledWhileQueuedThenSentInput(t)
 	var seen []string
 	f.events.mu.Lock()
 	for _, d := range f.events.events {

@@ -530,7 +530,12 @@ func (f *folder) subagent(d runtime.SubagentEventData) {
 	}
 	sa.Status, sa.Event, sa.ElapsedMS = d.Status, d.Event, d.ElapsedMS
 	sa.Workspace, sa.WorkspaceMode, sa.ParentToolCallID = d.Workspace, d.WorkspaceMode, d.ParentToolCallID
-	if d.Event == tools.SubagentEventInput {
+	// The inputs the child ran: each later run (its input event), and a
+	// first run that send_input gave its prompt (a child cancelled while
+	// queued and then sent input starts with that input, which its started
+	// event carries). A started event of a Log before 2026-11-24 carries
+	// the task as its input: the task, not an input.
+	if d.Event == tools.SubagentEventInput || (d.Event == tools.SubagentEventStarted && d.Input != "" && d.Input != sa.Task) {
 		sa.Inputs++
 	}
 	if d.ChildSessionID != "" {
