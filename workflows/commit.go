@@ -35,6 +35,9 @@ type CommitSpec struct {
 	// sound commit stops with an error before any agent runs.
 	Base     string   `json:"base,omitempty" jsonschema_description:"The branch the work is based on, e.g. main. With it, before any step starts, Pixir checks that the workspace is a git work tree (not a bare repository) whose HEAD is on a branch (not detached) other than base; otherwise the run stops with an error."`
 	Requires []string `json:"requires,omitempty" jsonschema_description:"Workspace files that must exist before any step starts, e.g. TODO/<issue>.md; a missing one stops the run with an error. Paths without wildcards, by the rule of paths: spaces at either end go, a leading ./ is dropped, a trailing / names a folder, and an empty, . or .. segment, a leading ~ or an absolute path is refused before the run starts."`
+	// requiresWritten is Requires as the spec wrote them, before Normalize
+	// read them as meant: a problem quotes what the user wrote.
+	requiresWritten []string
 }
 
 // UnmarshalJSON rejects unknown keys.
@@ -163,8 +166,15 @@ func (v *validator) commit(w *Workflow) {
 	}
 	for k, p := range c.Requires {
 		if why := requiredPathProblem(p); why != "" {
-			v.add(Problem{Code: "invalid_commit", Field: fmt.Sprintf("commit.requires[%d]", k), Value: p,
-				Message: fmt.Sprintf("commit.requires[%d] %q is not a file path inside the workspace: %s; give a relative path without wildcards, e.g. TODO/GAL-1.md", k, p, why)})
+			// Quoted as written (" " was quoted as "", which the spec does
+			// not hold), with what it read as when that differs.
+			written, quoted := p, fmt.Sprintf("%q", p)
+			if len(c.requiresWritten) == len(c.Requires) && c.requiresWritten[k] != p {
+				written = c.requiresWritten[k]
+				quoted = fmt.Sprintf("%q (read as %q)", written, p)
+			}
+			v.add(Problem{Code: "invalid_commit", Field: fmt.Sprintf("commit.requires[%d]", k), Value: written,
+				Message: fmt.Sprintf("commit.requires[%d] %s is not a file path inside the workspace: %s; give a relative path without wildcards, e.g. TODO/GAL-1.md", k, quoted, why)})
 		}
 	}
 }

@@ -171,22 +171,26 @@ func TestCommitRequiresReadsAsPathsDo(t *testing.T) {
 	w := mustParse(t, `{"commit": {"message": "m", "requires": ["./TODO/GAL-1.md", " TODO/GAL-2.md ", "././docs/", "TODO/GAL-3.md"]}, "steps": [{"id": "a", "task": "t"}]}`)
 	require.Equal(t, []string{"TODO/GAL-1.md", "TODO/GAL-2.md", "docs/", "TODO/GAL-3.md"}, w.Commit.Requires)
 
-	_, err := Parse([]byte(`{"commit": {"message": "m", "requires": ["TODO//A.md", "TODO/./A.md", "a/../b.md", " ", ".", "./", "TODO//", "ok.md"]}, "steps": [{"id": "a", "task": "t"}]}`))
+	_, err := Parse([]byte(`{"commit": {"message": "m", "requires": ["TODO//A.md", "TODO/./A.md", "a/../b.md", " ", ".", "./", " ./TODO//", "ok.md"]}, "steps": [{"id": "a", "task": "t"}]}`))
 	f := tools.AsFailure(err)
 	require.Equal(t, tools.ErrInvalidArgs, f.Kind, err)
-	got := map[string]string{}
+	got, values := map[string]string{}, map[string]string{}
 	for _, p := range f.Details.(ValidationDetails).Problems {
-		got[p.Field] = p.Message
+		got[p.Field], values[p.Field] = p.Message, p.Value
 	}
+	// Each is quoted as written, and with what it read as when that
+	// differs: " " was reported as "", which the spec does not hold.
+	require.Equal(t, " ", values["commit.requires[3]"])
+	require.Equal(t, " ./TODO//", values["commit.requires[6]"])
 	const give = "; give a relative path without wildcards, e.g. TODO/GAL-1.md"
 	require.Equal(t, map[string]string{
 		"commit.requires[0]": `commit.requires[0] "TODO//A.md" is not a file path inside the workspace: it has an empty path segment (// or a leading / inside braces)` + give,
 		"commit.requires[1]": `commit.requires[1] "TODO/./A.md" is not a file path inside the workspace: it has a . segment; write the path without it` + give,
 		"commit.requires[2]": `commit.requires[2] "a/../b.md" is not a file path inside the workspace: it climbs out of the workspace with ..; paths stay inside the workspace` + give,
-		"commit.requires[3]": `commit.requires[3] "" is not a file path inside the workspace: it is empty` + give,
+		"commit.requires[3]": `commit.requires[3] " " (read as "") is not a file path inside the workspace: it is empty` + give,
 		"commit.requires[4]": `commit.requires[4] "." is not a file path inside the workspace: it has a . segment; write the path without it` + give,
-		"commit.requires[5]": `commit.requires[5] "" is not a file path inside the workspace: it is empty` + give,
-		"commit.requires[6]": `commit.requires[6] "TODO//" is not a file path inside the workspace: it has an empty path segment (// or a leading / inside braces)` + give,
+		"commit.requires[5]": `commit.requires[5] "./" (read as "") is not a file path inside the workspace: it is empty` + give,
+		"commit.requires[6]": `commit.requires[6] " ./TODO//" (read as "TODO//") is not a file path inside the workspace: it has an empty path segment (// or a leading / inside braces)` + give,
 	}, got)
 }
 

@@ -16,6 +16,7 @@ import (
 	"io"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/pixir-go/pixir/budget"
@@ -321,6 +322,9 @@ func (w *Workflow) Normalize() {
 	if w.Commit != nil { // a commit's paths and exclude read as write sets do: src/ is src/**
 		if w.Commit.Exclude != nil {
 			w.Commit.Exclude = normalizePatterns(w.Commit.Exclude)
+		}
+		if w.Commit.requiresWritten == nil { // as written, for Validate to quote
+			w.Commit.requiresWritten = slices.Clone(w.Commit.Requires)
 		}
 		for k, p := range w.Commit.Requires { // a path: its trailing "/" stays the folder
 			w.Commit.Requires[k] = trimPath(p)

@@ -488,4 +488,20 @@ commit:
 		require.Equal(t, tools.ErrInvalidArgs, f.Kind, "todo %q", todo)
 		require.Contains(t, f.Message, why, "todo %q", todo)
 	}
+
+	// A required path the template writes is quoted as written, and with
+	// what it read as (" " was quoted as "", which the template does not
+	// hold).
+	tpl, err = parseYAMLTemplate(t, "req", `
+params: {todo: {type: string, default: TODO}}
+steps: [{id: a, task: "work"}]
+commit: {message: m, requires: ["${todo}/X.md", " ", " ./${todo}//"]}
+`)
+	require.NoError(t, err)
+	_, err = tpl.InstantiateChecked(nil, nil)
+	f := tools.AsFailure(err)
+	require.Equal(t, tools.ErrInvalidArgs, f.Kind, err)
+	require.Contains(t, f.Message, `commit.requires[1] " " (read as "") is not a file path inside the workspace: it is empty`)
+	require.Contains(t, f.Message, `commit.requires[2] " ./TODO//" (read as "TODO//") is not a file path inside the workspace: it has an empty path segment`)
+	require.NotContains(t, f.Message, "commit.requires[0]")
 }
