@@ -270,6 +270,7 @@ func runLogger(stderr io.Writer, verbose bool) *slog.Logger {
 // id), no model in the parent. The spec is checked before anything else,
 // so an invalid one makes no session.
 func runWorkflowFile(o runOptions, mode runtime.Mode, id string, stdin io.Reader, out *runOutput) int {
+	startHeap(runStartHeap)
 	dir, err := workspaceDir(o.cwd)
 	if err != nil {
 		return out.usage(err)
