@@ -117,6 +117,19 @@ func (a *benchAgent) stop(b *testing.B) time.Duration {
 	return a.cmd.ProcessState.UserTime() + a.cmd.ProcessState.SystemTime()
 }
 
+// pageFaults is how many page faults the ended agent took (minor ones:
+// its pages were in memory or fresh), or 0 where the system does not say.
+// A start's page faults are the largest part of what it costs beyond the
+// code it runs, and unlike its time they hardly move with the machine's
+// load: a change that touches fewer pages shows here when its gain in time
+// is within the noise.
+func (a *benchAgent) pageFaults() int64 {
+	if ru, ok := a.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		return ru.Minflt
+	}
+	return 0
+}
+
 // peakRSS is the agent's peak resident memory so far in bytes (VmHWM in
 // /proc/PID/status), or 0 where there is no /proc. Not ru_maxrss when it
 // ends: os/exec starts a child with vfork, and a child's ru_maxrss counts
@@ -190,7 +203,8 @@ func BenchmarkSpawnToSessionNew(b *testing.B) {
 	env := append(os.Environ(), "PIXIR_HOME="+filepath.Join(dir, "home"), "PIXIR_PROVIDER=", "PIXIR_SCRIPT=")
 	input := handshake(ws)
 	var p, cpu, base, baseCPU pairs
-	spawn := func(bin string, args ...string) (time.Duration, time.Duration) {
+	var faults, minimalFaults, baseFaults []int64
+	spawn := func(bin string, args ...string) (time.Duration, time.Duration, int64) {
 		start := time.Now()
 		a := startBenchAgent(b, env, bin, args...)
 		a.results(b, input, 2)
@@ -198,20 +212,24 @@ func BenchmarkSpawnToSessionNew(b *testing.B) {
 		b.StopTimer()
 		used := a.stop(b)
 		b.StartTimer()
-		return d, used
+		return d, used, a.pageFaults()
 	}
 	var yardstick, yardstickCPU time.Duration
 	turns := []func(){
 		func() {
-			d, used := spawn(pixirBin, "acp")
-			p.pixir, cpu.pixir = append(p.pixir, d), append(cpu.pixir, used)
+			d, used, pf := spawn(pixirBin, "acp")
+			p.pixir, cpu.pixir, faults = append(p.pixir, d), append(cpu.pixir, used), append(faults, pf)
 		},
-		func() { yardstick, yardstickCPU = spawn(minimal) },
+		func() {
+			var pf int64
+			yardstick, yardstickCPU, pf = spawn(minimal)
+			minimalFaults = append(minimalFaults, pf)
+		},
 	}
 	if baseline != "" {
 		turns = append(turns, func() {
-			d, used := spawn(baseline, "acp")
-			base.pixir, baseCPU.pixir = append(base.pixir, d), append(baseCPU.pixir, used)
+			d, used, pf := spawn(baseline, "acp")
+			base.pixir, baseCPU.pixir, baseFaults = append(base.pixir, d), append(baseCPU.pixir, used), append(baseFaults, pf)
 		})
 	}
 	b.ResetTimer()
@@ -228,11 +246,20 @@ func BenchmarkSpawnToSessionNew(b *testing.B) {
 	b.StopTimer()
 	p.report(b)
 	b.ReportMetric(medianRatio(cpu), "cpu-ratio")
+	b.ReportMetric(medianCount(faults), "pixir-faults")
+	b.ReportMetric(medianCount(minimalFaults), "minimal-faults")
 	if baseline != "" {
 		b.ReportMetric(medianRatio(base), "baseline-ratio")
 		b.ReportMetric(medianRatio(baseCPU), "baseline-cpu-ratio")
 		b.ReportMetric(median(base.pixir), "baseline-ms")
+		b.ReportMetric(medianCount(baseFaults), "baseline-faults")
 	}
+}
+
+func medianCount(n []int64) float64 {
+	s := slices.Clone(n)
+	slices.Sort(s)
+	return float64(s[len(s)/2])
 }
 
 // pastedLog is n bytes of text that looks like a pasted log file: lines with
