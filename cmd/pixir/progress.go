@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -708,11 +709,11 @@ func (v *workflowView) observe(ev runtime.Event) {
 		switch tools.SubagentEvent(d.event) {
 		case tools.SubagentEventQueued:
 			v.setState(r, rowQueued)
-			v.line("step %s queued (%s, subagent %s)", r.id, r.agent, d.subagentID)
+			v.text("step ", r.id, " queued (", r.agent, ", subagent ", d.subagentID, ")")
 		case tools.SubagentEventStarted:
 			v.setState(r, rowRunning)
 			r.started, r.activity = v.now(), "started in the "+d.workspaceMode+" workspace"
-			v.line("step %s running (%s, %s workspace)", r.id, r.agent, d.workspaceMode)
+			v.text("step ", r.id, " running (", r.agent, ", ", d.workspaceMode, " workspace)")
 		}
 	case runtime.EventStatus:
 		d, ok := ev.Value().(runtime.SubagentProgressData)
@@ -724,7 +725,7 @@ func (v *workflowView) observe(ev runtime.Event) {
 		}
 		if r := v.byID[v.children[d.SubagentID]]; r != nil && r.state == rowRunning {
 			r.activity = oneLine(d.Activity, 80)
-			v.line("step %s: %s", r.id, r.activity)
+			v.text("step ", r.id, ": ", r.activity)
 		}
 	case runtime.EventWorkflow:
 		if d, ok := ev.Value().(workflows.WorkflowEvent); ok {
@@ -814,7 +815,7 @@ func (v *workflowView) workflowEvent(d workflows.WorkflowEvent) {
 		if o.Merge != nil {
 			r.activity = o.Merge.Brief() + "; " + r.activity
 		}
-		v.line("step %s %s (subagent %s%s) in %s: %s", r.id, o.CheckpointStatus, o.SubagentStatus, tokensNote(o.Usage), seconds(o.ElapsedMS), r.activity)
+		v.text("step ", r.id, " ", string(o.CheckpointStatus), " (subagent ", string(o.SubagentStatus), tokensNote(o.Usage), ") in ", seconds(o.ElapsedMS), ": ", r.activity)
 	case workflows.EventStepHeld:
 		r := v.row(run, d.StepID)
 		if r == nil {
@@ -884,6 +885,26 @@ func (v *workflowView) line(format string, args ...any) {
 	// Both buffers are the view's, reused line after line (v.mu is held):
 	// Hold and Write copy or write the line before returning.
 	v.msgBuf = fmt.Appendf(v.msgBuf[:0], format, args...)
+	v.writeLine()
+}
+
+// text is line of the message made of parts, without fmt: the four
+// lines of every step (queued, running, its activity, its end) are
+// written this way, no part boxed in an interface.
+func (v *workflowView) text(parts ...string) {
+	if v.tty {
+		return
+	}
+	v.msgBuf = v.msgBuf[:0]
+	for _, p := range parts {
+		v.msgBuf = append(v.msgBuf, p...)
+	}
+	v.writeLine()
+}
+
+// writeLine writes the message in msgBuf as a line: its time stamp, the
+// message made inert for a terminal.
+func (v *workflowView) writeLine() {
 	b := v.stamps.append(v.lineBuf[:0], v.now())
 	b = append(termtext.AppendInert(append(b, ' '), v.msgBuf), '\n')
 	v.lineBuf = b
@@ -922,4 +943,6 @@ func tokensNote(u *budget.Usage) string {
 	return ", " + budget.Count(u.Tokens()) + " tokens"
 }
 
-func seconds(ms int64) string { return fmt.Sprintf("%.1f s", float64(ms)/1000) }
+func seconds(ms int64) string {
+	return strconv.FormatFloat(float64(ms)/1000, 'f', 1, 64) + " s" // as %.1f
+}
