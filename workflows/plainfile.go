@@ -45,13 +45,29 @@ func decodePlainFile(raw json.RawMessage) (*Workflow, bool) {
 	// Decode's work without its outer layer (a decoder whose one value
 	// is handed whole to UnmarshalJSON, which decodes it again): the same
 	// Workflow from one decoder fewer, for a file of thousands of steps.
+	// Its steps are decoded by the same decoder too, not each by a
+	// decoder of its own (Step.UnmarshalJSON): the outer decoder's
+	// DisallowUnknownFields holds for them as well, and only the errors'
+	// wording differs, which this way never reports.
 	w := new(Workflow)
+	type plainStep Step // Step without UnmarshalJSON
+	var steps struct {
+		*workflowFields
+		Steps []plainStep `json:"steps,omitempty"` // shadows the Workflow's
+	}
+	steps.workflowFields = (*workflowFields)(w)
 	dec := json.NewDecoder(bytes.NewReader(raw))
-	if err := w.decodeStrictly(dec); err != nil {
+	if err := w.decodeStrictlyInto(dec, &steps); err != nil {
 		return nil, false
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, false
+	}
+	if steps.Steps != nil {
+		w.Steps = make([]Step, len(steps.Steps))
+		for i := range steps.Steps {
+			w.Steps[i] = Step(steps.Steps[i])
+		}
 	}
 	if !canonicalRawMembers(reflect.ValueOf(w).Elem()) {
 		return nil, false

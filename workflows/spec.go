@@ -180,14 +180,22 @@ func (w *Workflow) UnmarshalJSON(b []byte) error {
 	return w.decodeStrictly(json.NewDecoder(bytes.NewReader(b)))
 }
 
+// workflowFields is Workflow without UnmarshalJSON.
+type workflowFields Workflow
+
 // decodeStrictly is UnmarshalJSON's decoding of the value dec reads.
 func (w *Workflow) decodeStrictly(dec *json.Decoder) error {
-	type plain Workflow // Workflow without UnmarshalJSON
+	return w.decodeStrictlyInto(dec, (*workflowFields)(w))
+}
+
+// decodeStrictlyInto is decodeStrictly decoding into v, which is w's
+// fields or a value that holds them (decodePlainFile).
+func (w *Workflow) decodeStrictlyInto(dec *json.Decoder, v any) error {
 	// absent stays in MaxConcurrency when the spec does not give it.
 	const absent = math.MinInt
 	w.MaxConcurrency = absent
 	dec.DisallowUnknownFields()
-	err := dec.Decode((*plain)(w))
+	err := dec.Decode(v)
 	switch w.MaxConcurrency {
 	case absent:
 		w.MaxConcurrency = 0
