@@ -193,6 +193,11 @@ func encodeEventData(data any) (raw json.RawMessage, pieces [][]byte, err error)
 		if d.Cost == 0 { // a float, as encoding/json formats it, is left to it
 			return d.appendJSON(make([]byte, 0, 128+len(d.Provider)+len(d.Model)+len(d.Currency)+len(d.Purpose))), nil, nil
 		}
+	case SubagentProgressData: // a child's first answer, every step of a workflow
+		b := make([]byte, 0, jsonraw.QuotedLen(len(d.SubagentID))+jsonraw.QuotedLen(len(d.Activity))+28)
+		b = jsonraw.AppendStringHTML(append(b, `{"subagent_id":`...), d.SubagentID)
+		b = jsonraw.AppendStringHTML(append(b, `,"activity":`...), d.Activity)
+		return append(b, '}'), nil, nil
 	case TextDeltaData:
 		return appendTextObject(d.Text), nil, nil
 	case ReasoningData:

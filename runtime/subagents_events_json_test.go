@@ -130,7 +130,7 @@ func BenchmarkSubagentEventData(b *testing.B) {
 // json.Marshal writes them: the usage with every member set and unset (a
 // cost, a float, is left to json.Marshal), the workflow event through its
 // own encoder.
-func TestProviderUsageAndWorkflowEventsAreEncodedAsEncodingJSONDoes(t *testing.T) {
+func TestProviderUsageProgressAndWorkflowEventsAreEncodedAsEncodingJSONDoes(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		d    any
@@ -140,6 +140,9 @@ func TestProviderUsageAndWorkflowEventsAreEncodedAsEncodingJSONDoes(t *testing.T
 		{"every member", ProviderUsageData{Provider: "a<b>", Model: "m\u2028\xff", Usage: provider.Usage{InputTokens: -1, OutputTokens: 2, ContextWindow: 3},
 			Currency: "EUR&", Purpose: "compaction"}},
 		{"a cost", ProviderUsageData{Provider: "p", Model: "m", Cost: 0.000001234, Currency: "USD"}},
+		{"a child's progress", SubagentProgressData{SubagentID: "sa-1", Activity: "Done."}},
+		{"a child's progress to escape", SubagentProgressData{SubagentID: "<sa>", Activity: "a \"b\" & c\u2028\xff\n"}},
+		{"a child's progress of nothing", SubagentProgressData{}},
 		{"a step scheduled", workflows.WorkflowEvent{Kind: workflows.EventStepScheduled, WorkflowID: "wf-1", StepID: "s1", Run: "s1", Wave: 1, SubagentID: "sa-1"}},
 		{"a step decided", workflows.WorkflowEvent{Kind: workflows.EventCheckpointDecided, WorkflowID: "wf-1", StepID: "s1", Run: "s1",
 			Outcome: &workflows.StepOutcome{StepID: "s1", Summary: "<done>"}}},
