@@ -235,10 +235,14 @@ func TestGitCommitterStopsACancelledCommitsHookAndItsChildren(t *testing.T) {
 		name  string
 		trap  string
 		grace time.Duration
+		term  bool // git ends on SIGTERM, not killed
 	}{
 		// A grace no test waits out: only SIGTERM can end them.
-		{"ending on SIGTERM", "", time.Hour},
-		{"ignoring SIGTERM", "trap '' TERM\n", time.Millisecond},
+		{"ending on SIGTERM", "", time.Hour, true},
+		// The SIGKILL can reach git before it has removed its locks on
+		// the SIGTERM (a grace of 1 ms, on a busy machine): as when git
+		// outlives the grace, the lock stays.
+		{"ignoring SIGTERM", "trap '' TERM\n", time.Millisecond, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			grace := gitStopGrace
@@ -283,9 +287,11 @@ func TestGitCommitterStopsACancelledCommitsHookAndItsChildren(t *testing.T) {
 			require.Equal(t, workflows.NotCommitted, rep.Status)
 			require.Contains(t, rep.Reason, "the run was cancelled (context canceled) while git made the commit, before it was made")
 			require.Equal(t, before, git("rev-parse", "HEAD"), "nothing made")
-			locks, err := filepath.Glob(filepath.Join(repo, ".git", "*.lock"))
-			require.NoError(t, err)
-			require.Empty(t, locks, "git's lock files after it was stopped in its hook")
+			if tt.term {
+				locks, err := filepath.Glob(filepath.Join(repo, ".git", "*.lock"))
+				require.NoError(t, err)
+				require.Empty(t, locks, "git's lock files after it was stopped in its hook")
+			}
 		})
 	}
 }
