@@ -535,3 +535,18 @@ func TestDryRunShowsLoopsFanOutsAndTheWorstCase(t *testing.T) {
 		require.Contains(t, stdout, want)
 	}
 }
+
+// pixir inspect counts a looped run as its outcome does: the runs of
+// earlier iterations are not steps that were meant to end ready (a
+// completed run showed "3/5 checkpoint_ready", as if two had failed).
+func TestInspectCountsALoopsLastIterationAsTheOutcomeDoes(t *testing.T) {
+	e := newRunEnv(t)
+	script := e.file("script.toml", drafter+reviewer("1", "NEEDS WORK", "name the owner")+reviewer("2", "ACCEPTABLE"))
+	wf := e.file("wf.yaml", reviewLoop)
+	stdout, stderr, code := e.pixir("run", "--script", script, "--workflow", wf)
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, stdout, "COMPLETED — 3 of 3 steps checkpoint_ready; 2 runs of earlier iterations")
+	tree, errOut, code := e.pixir("inspect", sessionOf(t, e.ws, stderr))
+	require.Equal(t, exitOK, code, errOut)
+	require.Contains(t, tree, `"review loop" [completed] 3/3 checkpoint_ready; 2 runs of earlier iterations · `)
+}
