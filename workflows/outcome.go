@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"encoding/json"
+	"strconv"
 
 	"github.com/pixir-go/pixir/budget"
 	"github.com/pixir-go/pixir/tools"
@@ -230,6 +231,20 @@ type Counts struct {
 	SkippedSteps           int `json:"skipped_steps"`
 	// SupersededRuns are runs of earlier iterations of a loop.
 	SupersededRuns int `json:"superseded_runs"`
+}
+
+// Brief is the counts in short, as the verdict line counts them:
+// `12/21 checkpoint_ready, 9 skipped; 6 runs of earlier iterations` (a
+// loop's earlier iterations are not runs that were meant to end ready).
+func (c *Counts) Brief() string {
+	text := strconv.Itoa(c.CheckpointReadySteps) + "/" + strconv.Itoa(c.Steps-c.SupersededRuns) + " checkpoint_ready"
+	if c.SkippedSteps > 0 {
+		text += ", " + strconv.Itoa(c.SkippedSteps) + " skipped"
+	}
+	if c.SupersededRuns > 0 {
+		text += "; " + strconv.Itoa(c.SupersededRuns) + " runs of earlier iterations"
+	}
+	return text
 }
 
 // Outcome is the result of run_workflow: a Partial Workflow Outcome

@@ -119,7 +119,7 @@ func TestHeadlessWorkflowViewWritesItsLinesTogether(t *testing.T) {
 		resume()
 
 		v.workflowEvent(workflows.WorkflowEvent{Kind: workflows.EventWorkflowFinished, WorkflowID: "wf-1", Status: workflows.StatusCompleted})
-		v.finish()
+		v.finish(nil)
 		require.Len(t, w.all(), 3)
 		require.Contains(t, w.all()[2], "workflow wf-1 completed in 0.0 s\n")
 	})

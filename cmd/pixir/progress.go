@@ -536,8 +536,11 @@ type workflowView struct {
 	paused int // questions on the screen: no drawing
 	frame  int
 	status workflows.Status
-	stop   chan struct{}
-	done   chan struct{}
+	// final is the outcome's counts, for the last frame: the rows count
+	// a loop's earlier iterations among the runs.
+	final *workflows.Counts
+	stop  chan struct{}
+	done  chan struct{}
 	// msgBuf and lineBuf are line's, reused (guarded by mu).
 	msgBuf, lineBuf []byte
 	stamps          stampCache // line's time stamps (guarded by mu)
@@ -675,8 +678,9 @@ func (v *workflowView) start() {
 	}()
 }
 
-// finish draws the last frame and leaves it on the screen.
-func (v *workflowView) finish() {
+// finish draws the last frame, headed by the outcome's counts, and
+// leaves it on the screen.
+func (v *workflowView) finish(final *workflows.Counts) {
 	if !v.tty {
 		if v.held != nil {
 			v.held.Flush()
@@ -687,6 +691,7 @@ func (v *workflowView) finish() {
 	<-v.done
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	v.final = final
 	v.draw()
 }
 

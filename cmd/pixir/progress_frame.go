@@ -91,7 +91,12 @@ func (v *workflowView) frameLines(room int) []string {
 	if v.name != "" {
 		title += " " + v.name
 	}
-	head := fmt.Sprintf("%s — %d/%d checkpoint_ready · %s", title, v.counts[rowReady], v.made-skipped, seconds(v.now().Sub(v.begin).Milliseconds()))
+	counted := fmt.Sprintf("%d/%d checkpoint_ready", v.counts[rowReady], v.made-skipped)
+	if v.final != nil {
+		// The run's outcome: counted as its verdict line counts.
+		counted = v.final.Brief()
+	}
+	head := fmt.Sprintf("%s — %s · %s", title, counted, seconds(v.now().Sub(v.begin).Milliseconds()))
 	if v.status != "" {
 		head += " · " + strings.ToUpper(string(v.status))
 	}

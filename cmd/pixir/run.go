@@ -360,7 +360,7 @@ func runWorkflowFile(o runOptions, mode runtime.Mode, id string, stdin io.Reader
 	view.start()
 	// The view draws its rows from the events; it never reads a plan.
 	outcome := p.Run(ctx, workflows.RunOptions{WorkflowID: workflows.NewWorkflowID(), NoPlan: true})
-	view.finish()
+	view.finish(&outcome.Summary)
 	sess.SetObserver(nil)
 	if err := sess.SetTitle(title); err != nil { // and its update time
 		fmt.Fprintln(out.stderr, "pixir: recording the session's metadata:", err)

@@ -608,7 +608,7 @@ func TestWorkflowViewReadsTheLogAsItReadsLiveEvents(t *testing.T) {
 	for _, ev := range events {
 		view.observe(ev)
 	}
-	view.finish()
+	view.finish(nil)
 
 	activity := regexp.MustCompile(`^step [^ ]+: `)
 	lines := func(s string, dropActivity bool) []string {

@@ -272,16 +272,8 @@ func workflowNode(wf *Workflow) *node {
 	if wf.Name != "" {
 		text += fmt.Sprintf(" %q", wf.Name)
 	}
-	// Counted as the outcome's verdict line counts: a loop's earlier
-	// iterations are not runs that were meant to end ready.
-	c := wf.Summary
-	text += fmt.Sprintf(" [%s] %d/%d checkpoint_ready", status, c.CheckpointReadySteps, c.Steps-c.SupersededRuns)
-	if c.SkippedSteps > 0 {
-		text += fmt.Sprintf(", %d skipped", c.SkippedSteps)
-	}
-	if c.SupersededRuns > 0 {
-		text += fmt.Sprintf("; %d runs of earlier iterations", c.SupersededRuns)
-	}
+	// Counted as the outcome's verdict line counts.
+	text += fmt.Sprintf(" [%s] %s", status, wf.Summary.Brief())
 	if wf.StoppedBy != workflows.StoppedInterrupted {
 		text += " · " + elapsed(wf.ElapsedMS)
 	}

@@ -1,0 +1,49 @@
+//go:build linux
+
+package main
+
+import (
+	"errors"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The live view's last frame counts a looped run as the outcome's
+// verdict line does: a completed run whose loop took two iterations
+// showed "5/5 checkpoint_ready" (the practice demo "17/18 … COMPLETED",
+// its escalation's earlier partial run counted as one not ready).
+func TestLiveViewsLastFrameCountsAsTheOutcome(t *testing.T) {
+	e := newRunEnv(t)
+	script := e.file("script.toml", drafter+reviewer("1", "NEEDS WORK", "name the owner")+reviewer("2", "ACCEPTABLE"))
+	wf := e.file("wf.yaml", reviewLoop)
+	cmd := e.command("run", "--script", script, "--workflow", wf)
+	cmd.Env = append(cmd.Env, "TERM=xterm")
+	master, tty := openPTY(t)
+	defer master.Close()
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = tty, tty
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = io.Copy(&out, master) // ends with EIO once pixir exits
+	}()
+	require.NoError(t, cmd.Start())
+	tty.Close()
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		require.NoError(t, err)
+	}
+	<-done
+	got := out.String()
+	require.Contains(t, got, "COMPLETED — 3 of 3 steps checkpoint_ready; 2 runs of earlier iterations")
+	last := strings.LastIndex(got, "Workflow review loop — ")
+	require.GreaterOrEqual(t, last, 0, got)
+	head, _, _ := strings.Cut(got[last:], "\n")
+	require.Contains(t, head, "Workflow review loop — 3/3 checkpoint_ready; 2 runs of earlier iterations · ")
+	require.Contains(t, head, "COMPLETED")
+}
