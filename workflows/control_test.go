@@ -471,3 +471,19 @@ func TestResumeContinuesALoopWhereItStopped(t *testing.T) {
 	require.Equal(t, CheckpointFailed, runOf(out, "try#1").CheckpointStatus)
 	require.Equal(t, StatusCompleted, out.Status)
 }
+
+// A skip reason says what a payload test found: nothing at its path is
+// said as such, not as the run's status (`write-tests /escalate_to_check
+// = true (saw checkpoint_ready)` read as if that were the value).
+func TestASkipReasonSaysAPathHadNoValue(t *testing.T) {
+	spec := `{"steps":[
+		{"id":"review","task":"x","output_schema":{"type":"object","properties":{"verdict":{"type":"string"},"escalate":{"type":"boolean"}}}},
+		{"id":"escalated","task":"x","depends_on":["review"],"when":{"step":"review","path":"/escalate","equals":true}},
+		{"id":"mixed","task":"x","depends_on":["review"],"when":{"step":"review","status":["checkpoint_ready"],"path":"/escalate","exists":true}},
+		{"id":"other","task":"x","depends_on":["review"],"when":{"step":"review","path":"/verdict","equals":"BLOCK"}}]}`
+	out, sim := runSim(t, spec, reports(map[string]string{"review": ready(`{"verdict":"ACCEPTABLE"}`)}))
+	require.Equal(t, `skipped: its condition was false: review /escalate = true (saw nothing at /escalate; review is checkpoint_ready): false`, runOf(out, "escalated").SkipReason)
+	require.Equal(t, `skipped: its condition was false: review status in [checkpoint_ready] and /escalate exists (saw nothing at /escalate; review is checkpoint_ready): false`, runOf(out, "mixed").SkipReason)
+	require.Equal(t, `skipped: its condition was false: review /verdict = "BLOCK" (saw "ACCEPTABLE"): false`, runOf(out, "other").SkipReason)
+	rebuiltEquals(t, sim, out)
+}

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"encoding/json"
 	"strings"
 )
@@ -120,11 +121,36 @@ func (s ConditionSeen) text() string {
 	saw := string(s.Status)
 	if s.Value != nil {
 		saw = string(s.Value)
+	} else if path := conditionPath(s.Condition); path != "" {
+		// A payload test that found nothing: said as such, not as the
+		// run's status, which would read as the value.
+		saw = "nothing at " + path
+		if s.Status != "" {
+			saw += "; " + cmp.Or(s.Run, "it") + " is " + string(s.Status)
+		}
 	}
 	if saw == "" {
 		saw = "nothing"
 	}
 	return s.Condition + " (saw " + saw + ")"
+}
+
+// conditionPath is the JSON Pointer a leaf's text tests (`review /verdict
+// = "BLOCK"`, `review status in [failed] and /notes exists`), as
+// conditionText writes it, "" for a test of a status alone: a step id has
+// no space, a status no slash.
+func conditionPath(text string) string {
+	_, rest, ok := strings.Cut(text, " /")
+	if !ok {
+		return ""
+	}
+	end := len(rest)
+	for _, test := range []string{" = ", " in [", " contains ", " exists", " is absent"} {
+		if i := strings.Index(rest, test); i >= 0 && i < end {
+			end = i
+		}
+	}
+	return "/" + rest[:end]
 }
 
 // seenText is what a decision saw, in one line.
