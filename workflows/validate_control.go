@@ -88,7 +88,7 @@ func (c *controlCheck) loops() {
 		}
 		switch {
 		case lp.MaxIterations == 0:
-			c.loopProblem(l, "unbounded_loop", "max_iterations", "", "max_iterations is missing; every loop needs a bound (1 to %d) the runtime enforces", MaxIterationsLimit)
+			c.loopProblem(l, "unbounded_loop", "max_iterations", "", "max_iterations is missing or 0; every loop needs a bound (1 to %d) the runtime enforces", MaxIterationsLimit)
 		case lp.MaxIterations < 1 || lp.MaxIterations > MaxIterationsLimit:
 			c.loopProblem(l, "invalid_number", "max_iterations", fmt.Sprint(lp.MaxIterations), "max_iterations %d must be between 1 and %d", lp.MaxIterations, MaxIterationsLimit)
 		}
@@ -372,7 +372,9 @@ func (c *controlCheck) condition(cd *Condition, field string, allowed func(s int
 		report("unknown_step", field+".step", cd.Step, "%s.step %q is not a step id; known ids: %s", field, cd.Step, knownIDs(c.index))
 		return
 	}
-	if why := allowed(s); why != "" {
+	if why := allowed(s); why == selfStep {
+		report("not_upstream", field+".step", cd.Step, "%s.step %q: %s; a condition tests what an upstream step found, never the step's own checkpoint", field, cd.Step, why)
+	} else if why != "" {
 		report("not_upstream", field+".step", cd.Step, "%s.step %q: %s; add it to depends_on (directly or through another step)", field, cd.Step, why)
 	}
 	for _, st := range cd.Status {
@@ -506,6 +508,9 @@ func bindings(st *Step) (found []binding, bad []binding) {
 
 type binding struct{ field, text, expr string }
 
+// selfStep is why a step's condition cannot name the step itself.
+const selfStep = "it is this step itself"
+
 func (c *controlCheck) step(i int) {
 	w := c.w
 	st := &w.Steps[i]
@@ -520,7 +525,7 @@ func (c *controlCheck) step(i int) {
 	}
 	c.conditions(st.When, "when", func(s int) string {
 		if s == i {
-			return "it is this step itself"
+			return selfStep
 		}
 		if !c.upstream(i, s) {
 			return "it is not upstream of this step"
@@ -548,7 +553,9 @@ func (c *controlCheck) step(i int) {
 	case !known:
 		report("unknown_step", "for_each.step", f.Step, "for_each.step %q is not a step id; known ids: %s", f.Step, knownIDs(c.index))
 		return
-	case src == i || !c.upstream(i, src):
+	case src == i:
+		report("not_upstream", "for_each.step", f.Step, "for_each.step %q is this step itself; fan out over the payload of an upstream step", f.Step)
+	case !c.upstream(i, src):
 		report("not_upstream", "for_each.step", f.Step, "for_each.step %q is not upstream of this step; add it to depends_on", f.Step)
 	case w.Steps[src].ForEach != nil:
 		report("nested_fan_out", "for_each.step", f.Step, "for_each.step %q is itself a fan-out (one payload per instance); fan out over the step that makes the list", f.Step)

@@ -98,15 +98,20 @@ func TestValidateControlFlowProblems(t *testing.T) {
 		name:  "an unbounded loop",
 		spec:  `{"steps":[{"id":"a","task":"x"}],"loops":[{"id":"l","steps":["a"]}]}`,
 		codes: []string{"unbounded_loop"},
-		lines: []string{`loops[0] "l": max_iterations is missing; every loop needs a bound (1 to 100) the runtime enforces`},
+		lines: []string{`loops[0] "l": max_iterations is missing or 0; every loop needs a bound (1 to 100) the runtime enforces`},
 	}, {
 		name:  "a condition on a step that is not upstream",
 		spec:  `{"steps":[{"id":"a","task":"x"},{"id":"b","task":"x","when":{"step":"a"}},{"id":"c","task":"x","depends_on":["b"],"when":{"step":"c"}}]}`,
 		codes: []string{"not_upstream", "not_upstream"},
 		lines: []string{
 			`steps[1] "b": when[0].step "a": it is not upstream of this step; add it to depends_on (directly or through another step)`,
-			`steps[2] "c": when[0].step "c": it is this step itself; add it to depends_on (directly or through another step)`,
+			`steps[2] "c": when[0].step "c": it is this step itself; a condition tests what an upstream step found, never the step's own checkpoint`,
 		},
+	}, {
+		name:  "a fan-out over its own payload",
+		spec:  `{"steps":[{"id":"a","task":"x","for_each":{"step":"a","path":"/tasks"},"output_schema":` + tasks + `}]}`,
+		codes: []string{"not_upstream"},
+		lines: []string{`steps[0] "a": for_each.step "a" is this step itself; fan out over the payload of an upstream step`},
 	}, {
 		name:  "a pointer into a step without an output_schema",
 		spec:  `{"steps":[{"id":"a","task":"x"},{"id":"b","task":"x","depends_on":["a"],"when":{"step":"a","path":"/verdict","equals":"ok"}}]}`,
