@@ -342,7 +342,29 @@ func (t *turn) generate(specs []provider.ToolSpec) (*provider.ModelResponse, *st
 	if err == nil && resp == nil {
 		err = errors.New("the provider returned no response")
 	}
+	if err == nil {
+		err = argumentsNotJSON(resp.ToolCalls)
+	}
 	return resp, so, err
+}
+
+// argumentsNotJSON fails a response with a tool call whose arguments are
+// not JSON text (a reply cut off mid-call; the scripted provider's
+// arguments_json sent verbatim), as the hosted providers fail such an
+// answer themselves: the turn ends readably. Recorded as it came, the call
+// could not be written to the Log at all (json.RawMessage refuses it), and
+// the prompt died with an internal error.
+func argumentsNotJSON(calls []provider.ToolCall) error {
+	for _, tc := range calls {
+		if len(tc.Arguments) == 0 || json.Valid(tc.Arguments) {
+			continue
+		}
+		var v any
+		cause := json.Unmarshal(tc.Arguments, &v)
+		return fmt.Errorf("the model called %q with arguments that are not valid JSON (%w): %s; send the prompt again, or use a model with reliable tool calling",
+			tc.Name, cause, tools.Truncate(string(tc.Arguments), 200))
+	}
+	return nil
 }
 
 func (t *turn) recordResponse(resp *provider.ModelResponse, partial bool) error {
