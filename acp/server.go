@@ -188,6 +188,10 @@ func (s *Server) HandleRequest(ctx context.Context, method string, params json.R
 		return handle(params, func(p *SetModeRequest) (any, error) { return s.setMode(ctx, p) })
 	case MethodSessionSetConfig:
 		return handle(params, func(p *SetConfigOptionRequest) (any, error) { return s.setConfigOption(ctx, p) })
+	case MethodSessionCancel:
+		// A notification in ACP: a client that sent it with an id is told
+		// how to send it, and that it did nothing.
+		return nil, rpc.Errorf(rpc.CodeMethodNotFound, "%s is a notification: send it without an \"id\" (nothing was cancelled)", method)
 	}
 	return nil, rpc.Errorf(rpc.CodeMethodNotFound, "method not found: %s", method)
 }

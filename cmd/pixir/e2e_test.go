@@ -388,6 +388,10 @@ func TestTransportEdgesOverTheBinary(t *testing.T) {
 		{"batch", `[{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}]`, "null", -32600, "batch requests are not supported: send one message per line"},
 		{"unknown method", `{"jsonrpc":"2.0","id":-3,"method":"session/fly","params":{}}`, "-3", -32601, "method not found: session/fly"},
 		{"string id", `{"jsonrpc":"2.0","id":"x-1","method":"nope"}`, `"x-1"`, -32601, "method not found: nope"},
+		// ACP's cancel is a notification; sent with an id, the answer says so
+		// (it said "method not found: session/cancel", a method Pixir has).
+		{"cancel with an id", `{"jsonrpc":"2.0","id":12,"method":"session/cancel","params":{"sessionId":"s"}}`, "12", -32601,
+			`session/cancel is a notification: send it without an "id" (nothing was cancelled)`},
 		{"params missing", `{"jsonrpc":"2.0","id":4,"method":"session/new"}`, "4", -32602, "invalid params: params are required"},
 		{"field of wrong type", `{"jsonrpc":"2.0","id":5,"method":"session/new","params":{"cwd":5,"mcpServers":[]}}`, "5", -32602, `invalid params: "cwd" must be a string, got number`},
 		{"field missing", `{"jsonrpc":"2.0","id":6,"method":"session/new","params":{"mcpServers":[]}}`, "6", -32602, `invalid params: missing required field "cwd"`},
