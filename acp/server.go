@@ -508,6 +508,17 @@ func (s *Server) deleteSession(p *SessionRequest) (any, error) {
 func (s *Server) session(id string) (*runtime.Session, error) {
 	sess, err := s.rt.Session(id)
 	if err != nil {
+		s.mu.Lock()
+		c := s.children[id]
+		s.mu.Unlock()
+		if c != nil {
+			// A child's session, announced to this client: it takes no
+			// prompt or setting of its own, and loading it finds no Log
+			// of a session: say whose it is and what reaches it.
+			return nil, rpc.Errorf(rpc.CodeResourceNotFound,
+				"%v: %s is the session of a Subagent of session %s, which takes no prompt or setting of its own; prompt that session instead (its model reaches the Subagent with send_input), or cancel the Subagent with session/cancel on this id",
+				runtime.ErrSessionNotFound, id, c.parentID)
+		}
 		return nil, &rpc.Error{Code: rpc.CodeResourceNotFound, Message: err.Error()}
 	}
 	return sess, nil
