@@ -78,7 +78,7 @@ func TestASecondProcessCannotWriteASessionInUse(t *testing.T) {
 	require.Contains(t, stdout, "write a file")
 	// pixir resume, from a terminal, is refused the same way.
 	_, stderr, code = cli.pixir("resume", sid, "hello from a terminal")
-	require.NotEqual(t, exitOK, code)
+	require.Equal(t, exitError, code, "a conflict, not invalid input: %s", stderr)
 	require.Contains(t, stderr, "the session is in use by another process")
 	require.Contains(t, stderr, fmt.Sprintf("pid %d", a.cmd.Process.Pid))
 

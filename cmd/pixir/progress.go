@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -44,6 +45,16 @@ func (o *runOutput) envelope(r tools.Result) {
 // usage reports invalid input: exit 64.
 func (o *runOutput) usage(err error) int {
 	return o.invalid(&tools.Failure{Kind: tools.ErrInvalidArgs, Message: err.Error()})
+}
+
+// openFailed reports a session that could not be opened: one another
+// process has open is a conflict (exit 1: it can be tried again once that
+// process closes it), anything else invalid input (exit 64).
+func (o *runOutput) openFailed(err error) int {
+	if errors.Is(err, runtime.ErrSessionInUse) {
+		return o.refuse(&tools.Failure{Kind: tools.ErrConflict, Message: err.Error()})
+	}
+	return o.usage(err)
 }
 
 // invalid reports an invalid spec or argument: exit 64.

@@ -205,7 +205,7 @@ func runPrompt(o runOptions, mode runtime.Mode, id, prompt string, stdin io.Read
 	defer rt.Close()
 	sess, err := openSession(rt, id, dir, mode, out.stderr)
 	if err != nil {
-		return out.usage(err)
+		return out.openFailed(err)
 	}
 	ctx, stop := interruptible()
 	defer stop()
@@ -328,7 +328,7 @@ func runWorkflowFile(o runOptions, mode runtime.Mode, id string, stdin io.Reader
 	}
 	sess, err := openSession(rt, id, dir, mode, out.stderr)
 	if err != nil {
-		return out.usage(err)
+		return out.openFailed(err)
 	}
 	// The live view draws with control sequences of its own, so it writes
 	// to the terminal itself; it makes what it shows inert.
