@@ -322,6 +322,38 @@ func seamObligation(s *StepOutcome) string {
 	return runName(s) + ": " + strings.TrimSpace(text)
 }
 
+// ResumeAgain ends a holding loop's next action; pixir run puts its
+// command in its place.
+const ResumeAgain = "then call run_workflow again with resume_from"
+
+// holdingLoops are the loops that ended unresolved and hold their
+// dependents (on_exhausted: hold), and the held runs that wait for
+// nothing else.
+func holdingLoops(o *Outcome) ([]*LoopOutcome, map[string]bool) {
+	var loops []*LoopOutcome
+	holding := map[string]bool{}
+	for i := range o.Loops {
+		if l := &o.Loops[i]; !l.Superseded && l.Unresolved() && l.OnExhausted != Proceed {
+			loops = append(loops, l)
+			holding["loop "+l.Run] = true
+		}
+	}
+	held := map[string]bool{}
+	if len(loops) == 0 {
+		return nil, held
+	}
+	for k := range o.Steps {
+		s := &o.Steps[k]
+		if s.Superseded || s.CheckpointStatus != CheckpointHeld || s.HeldReason != HeldDependency || len(s.BlockedBy) == 0 {
+			continue
+		}
+		if !slices.ContainsFunc(s.BlockedBy, func(b string) bool { return !holding[b] }) {
+			held[runName(s)] = true
+		}
+	}
+	return loops, held
+}
+
 // nextActions are the safe moves after an outcome that is not completed.
 func nextActions(o *Outcome) []NextAction {
 	acts := []NextAction{}
@@ -333,12 +365,33 @@ func nextActions(o *Outcome) []NextAction {
 		acts = append(acts, NextAction{Action: "retry_failed_steps", StepIDs: o.FailedSteps, Args: resume,
 			Reason: "call run_workflow again with the same steps and resume_from: the checkpoint_ready steps are reused, only these (and what waits for them) run again"})
 	}
-	if len(o.HeldSteps) > 0 {
+	loops, heldByLoops := holdingLoops(o)
+	if held := slices.DeleteFunc(slices.Clone(o.HeldSteps), func(label string) bool { return heldByLoops[label] }); len(held) > 0 {
 		reason := "these never started; they run in a resume_from run once the steps they wait for (blocked_by) are checkpoint_ready"
 		if o.StoppedBy == StoppedBudget {
 			reason = "the budget was spent before these started: raise it (budget of run_workflow, or [budget] in config.toml), then call run_workflow again with resume_from to run only what is left"
 		}
-		acts = append(acts, NextAction{Action: "rerun_held_steps", StepIDs: o.HeldSteps, Args: resume, Reason: reason})
+		acts = append(acts, NextAction{Action: "rerun_held_steps", StepIDs: held, Args: resume, Reason: reason})
+	}
+	for _, l := range loops {
+		// Resuming reuses the loop's iterations and ends it the same way:
+		// what it holds runs only once the spec or the work changes.
+		var steps []string
+		for k := range o.Steps {
+			if s := &o.Steps[k]; heldByLoops[runName(s)] && slices.Contains(s.BlockedBy, "loop "+l.Run) {
+				steps = append(steps, runName(s))
+			}
+		}
+		what := "its dependents"
+		if len(steps) > 0 {
+			what = strings.Join(steps, ", ")
+		}
+		state := fmt.Sprintf("converged at iteration %d of %d", l.Iterations, l.MaxIterations)
+		if l.State == LoopExhausted {
+			state = fmt.Sprintf("exhausted after %d of %d iterations", l.Iterations, l.MaxIterations)
+		}
+		acts = append(acts, NextAction{Action: "ask_user", Args: resume,
+			Reason: fmt.Sprintf("loop %s ended %s and holds %s (on_exhausted: hold): a resume_from run reuses its iterations and ends it the same way; settle its blockers in the workspace, or set its on_exhausted to proceed, "+ResumeAgain, l.Run, state, what)})
 	}
 	if ask := append(slices.Clone(o.NeedsOrchestratorSteps), o.PartialSteps...); len(ask) > 0 {
 		acts = append(acts, NextAction{Action: "ask_user", StepIDs: ask,

@@ -487,3 +487,55 @@ func TestASkipReasonSaysAPathHadNoValue(t *testing.T) {
 	require.Equal(t, `skipped: its condition was false: review /verdict = "BLOCK" (saw "ACCEPTABLE"): false`, runOf(out, "other").SkipReason)
 	rebuiltEquals(t, sim, out)
 }
+
+// A loop that ends unresolved and holds its dependents names itself once
+// among what they wait for, and the next actions say what would change
+// that: a resume_from run reuses the loop's iterations and decides the
+// same, so "run only what is left" would hold them again.
+func TestAHoldingLoopsNextActionIsADecision(t *testing.T) {
+	spec := `{"steps":[
+		{"id":"draft","task":"Write the plan.","write_set":["plan.md"]},
+		{"id":"review","task":"Review the plan.","depends_on":["draft"],"output_schema":` + verdictSchema + `},
+		{"id":"ship","task":"Ship it.","depends_on":["draft","review"]},
+		{"id":"other","task":"x"},
+		{"id":"after-other","task":"x","depends_on":["other"]}],
+		"loops":[{"id":"plan","steps":["draft","review"],"max_iterations":2,
+			"until":{"step":"review","path":"/verdict","equals":"ACCEPTABLE"}}]}`
+	needs := ready(`{"verdict":"NEEDS WORK","findings":["a"]}`)
+	out, sim := runSim(t, spec, reports(map[string]string{"review#1": needs, "review#2": needs}))
+	require.Equal(t, StatusPartial, out.Status, out.Output)
+	require.Equal(t, LoopExhausted, out.Loops[0].State)
+	require.Equal(t, []string{"loop plan"}, runOf(out, "ship").BlockedBy, "two of its dependencies are the one loop")
+	require.Equal(t, "not started: its dependencies [loop plan] did not become checkpoint_ready", runOf(out, "ship").Summary)
+	var actions []string
+	for _, a := range out.SafeNextActions {
+		actions = append(actions, a.Action)
+		if a.Action == "rerun_held_steps" {
+			t.Fatalf("a held loop's dependents are not rerun by resuming: %+v", a)
+		}
+	}
+	require.Equal(t, []string{"ask_user", "abort"}, actions)
+	ask := out.SafeNextActions[0]
+	require.Equal(t, map[string]string{"resume_from": out.WorkflowID}, ask.Args)
+	require.Equal(t, `loop plan ended exhausted after 2 of 2 iterations and holds ship (on_exhausted: hold): a resume_from run reuses its iterations and ends it the same way; settle its blockers in the workspace, or set its on_exhausted to proceed, then call run_workflow again with resume_from`, ask.Reason)
+	rebuiltEquals(t, sim, out)
+
+	// A step held by something else is still rerun.
+	out, _ = runSim(t, spec, func(label string) childPlan {
+		switch label {
+		case "review#1", "review#2":
+			return childPlan{dur: 1, report: needs}
+		case "other":
+			return childPlan{dur: 1, report: `{"status":"failed","summary":"no"}`}
+		}
+		return childPlan{dur: 1, report: `{"status":"checkpoint_ready","summary":"ok"}`}
+	})
+	actions = nil
+	for _, a := range out.SafeNextActions {
+		actions = append(actions, a.Action)
+		if a.Action == "rerun_held_steps" {
+			require.Equal(t, []string{"after-other"}, a.StepIDs)
+		}
+	}
+	require.Equal(t, []string{"retry_failed_steps", "rerun_held_steps", "ask_user", "abort"}, actions)
+}

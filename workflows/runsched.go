@@ -462,6 +462,15 @@ func instanceView(v depView, item int) (depView, bool) {
 	return out, true
 }
 
+// appendNew appends label unless list has it: the steps of one loop that
+// a step depends on are one "loop …" to wait for, named once.
+func appendNew(list []string, label string) []string {
+	if slices.Contains(list, label) {
+		return list
+	}
+	return append(list, label)
+}
+
 // gateStep decides step s in frame f: held, skipped, or its runs made.
 func (r *runner) gateStep(f *frame, local, s int) {
 	g := r.s.g
@@ -482,9 +491,9 @@ func (r *runner) gateStep(f *frame, local, s int) {
 			anyReady = true
 		case g.tolerated[s][k] && v.decided:
 		case v.decided && v.status == CheckpointSkipped:
-			skipped = append(skipped, v.label)
+			skipped = appendNew(skipped, v.label)
 		default:
-			blocked = append(blocked, v.label)
+			blocked = appendNew(blocked, v.label)
 		}
 	}
 	if r.s.stopped != "" {
@@ -492,7 +501,7 @@ func (r *runner) gateStep(f *frame, local, s int) {
 		var waited []string
 		for _, v := range views {
 			if !v.decided || v.status != CheckpointReady {
-				waited = append(waited, v.label)
+				waited = appendNew(waited, v.label)
 			}
 		}
 		r.makeHeld(f, local, s, r.s.stopped, waited)
@@ -786,9 +795,9 @@ func (r *runner) gateInstance(run *stepRun, views []depView) instanceGate {
 		switch status := partner.outcome.CheckpointStatus; {
 		case status == CheckpointReady, g.tolerated[s][k]:
 		case status == CheckpointSkipped:
-			skipped = append(skipped, v.label)
+			skipped = appendNew(skipped, v.label)
 		default:
-			out.blocked = append(out.blocked, v.label)
+			out.blocked = appendNew(out.blocked, v.label)
 		}
 	}
 	switch {

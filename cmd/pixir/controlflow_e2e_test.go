@@ -550,3 +550,20 @@ func TestInspectCountsALoopsLastIterationAsTheOutcomeDoes(t *testing.T) {
 	require.Equal(t, exitOK, code, errOut)
 	require.Contains(t, tree, `"review loop" [completed] 3/3 checkpoint_ready; 2 runs of earlier iterations · `)
 }
+
+// A loop that converges and holds its dependents: the next steps do not
+// offer "run only what is left" (a resume reuses the loop and holds them
+// again), they say what to change first, then the command.
+func TestAHoldingLoopsNextStepsSayWhatToChange(t *testing.T) {
+	e := newRunEnv(t)
+	script := e.file("script.toml", drafter+reviewer("1", "NEEDS WORK", "name the owner")+reviewer("2", "NEEDS WORK", "name the owner"))
+	wf := e.file("wf.yaml", strings.Replace(reviewLoop, "on_exhausted: proceed", "on_exhausted: hold", 1))
+	stdout, stderr, code := e.pixir("run", "--script", script, "--workflow", wf)
+	require.Equal(t, exitPartial, code, stderr)
+	require.Contains(t, stdout, "| ship | default | – | not_started | held | ")
+	require.Contains(t, stdout, "not started: its dependencies [loop plan] did not become checkpoint_ready")
+	require.NotContains(t, stdout, "ship never started")
+	require.Regexp(t, `- loop plan ended converged at iteration 2 of 3 and holds ship \(on_exhausted: hold\): resuming reuses its iterations and ends it the same way; settle its blockers in the workspace, or set its on_exhausted to proceed, then:
+    pixir resume [0-9a-f]{8} --workflow \S+wf.yaml --resume-from wf-[0-9a-f]{12}
+`, stdout)
+}
