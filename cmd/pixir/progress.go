@@ -859,7 +859,11 @@ func (v *workflowView) workflowEvent(d workflows.WorkflowEvent) {
 		r.activity = oneLine(strings.TrimPrefix(d.SkipReason, "skipped: "), 100)
 		v.line("step %s skipped: %s", r.id, r.activity)
 	case workflows.EventFanOut:
-		v.line("step %s fans out over %d items (max %d)", run, d.Items, d.MaxItems)
+		items := "items"
+		if d.Items == 1 {
+			items = "item"
+		}
+		v.line("step %s fans out over %d %s (max %d)", run, d.Items, items, d.MaxItems)
 	case workflows.EventIterationStarted:
 		l := v.loopRow(d.Run)
 		l.text = fmt.Sprintf("iteration %d of %d", d.Iteration, v.maxIterations(d.Loop))

@@ -231,3 +231,12 @@ func TestALinesStampIsItsTimeAsTheLayoutWritesIt(t *testing.T) {
 	}
 	require.Equal(t, "x1969-12-31T23:59:59.500Z", string(c.append([]byte("x"), time.Unix(0, -500_000_000))))
 }
+
+// One item is one item, not "1 items".
+func TestHeadlessViewCountsOneItem(t *testing.T) {
+	var out bytes.Buffer
+	v := newWorkflowView(&out, false, &workflows.Workflow{Name: "wf", Steps: []workflows.Step{{ID: "b"}}})
+	v.now = func() time.Time { return time.Date(2026, 11, 24, 16, 0, 0, 0, time.UTC) }
+	v.workflowEvent(workflows.WorkflowEvent{Kind: workflows.EventFanOut, Run: "b", Items: 1, MaxItems: 5})
+	require.Equal(t, "2026-11-24T16:00:00.000Z step b fans out over 1 item (max 5)\n", out.String())
+}
