@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -71,7 +72,7 @@ func ProblemPosition(b []byte, p Problem) (line, col int, ok bool) {
 			key = m[1]
 		}
 	}
-	if k, v := mappingKey(at, key); k != nil {
+	if k, v := fieldNode(at, key); k != nil {
 		if strings.Contains(p.Message, ": got ") {
 			return v.Line, v.Column, true // a wrong type: the value is what to fix
 		}
@@ -102,6 +103,41 @@ func item(m *yaml.Node, key string, match func(int, *yaml.Node) bool) *yaml.Node
 		}
 	}
 	return nil
+}
+
+// fieldNode is the key node of a problem's field in mapping m, and its
+// value, followed through its parts as far as the file has them:
+// `when[1].path` is the key path of the second condition, `until[0].step`
+// the key step of an until written as one condition, not a list.
+func fieldNode(m *yaml.Node, field string) (k, v *yaml.Node) {
+	cur := m
+	for part := range strings.SplitSeq(field, ".") {
+		name, index := part, -1
+		if i := strings.IndexByte(part, '['); i > 0 && strings.HasSuffix(part, "]") {
+			n, err := strconv.Atoi(part[i+1 : len(part)-1])
+			if err != nil {
+				break
+			}
+			name, index = part[:i], n
+		}
+		nk, nv := mappingKey(cur, name)
+		if nk == nil {
+			break
+		}
+		k, v, cur = nk, nv, nv
+		if index < 0 {
+			continue
+		}
+		switch {
+		case nv.Kind == yaml.SequenceNode && index < len(nv.Content):
+			k, v, cur = nv.Content[index], nv.Content[index], nv.Content[index]
+		case nv.Kind == yaml.MappingNode && index == 0:
+			// One condition written without a list.
+		default:
+			return k, v
+		}
+	}
+	return k, v
 }
 
 // mappingKey is the key node named key of mapping m, and its value.

@@ -567,3 +567,47 @@ func TestAHoldingLoopsNextStepsSayWhatToChange(t *testing.T) {
     pixir resume [0-9a-f]{8} --workflow \S+wf.yaml --resume-from wf-[0-9a-f]{12}
 `, stdout)
 }
+
+// A problem in a condition, a fan-out or a loop's until is located at its
+// own line in the file, not at the step's or the loop's first line.
+func TestControlFlowProblemsAreLocatedAtTheirKeys(t *testing.T) {
+	e := newRunEnv(t)
+	wf := e.file("bad.yaml", `name: bad
+steps:
+  - id: a
+    task: x
+    output_schema:
+      type: object
+      properties:
+        verdict: {type: string}
+        tasks: {type: array, items: {type: object, properties: {f: {type: string}}}}
+  - id: b
+    task: y
+    depends_on: [a]
+    when:
+      - {step: a, path: /verdict, equals: OK}
+      - {step: a, path: /verdikt, equals: OK}
+  - id: c
+    task: "${item.f}"
+    depends_on: [a]
+    for_each:
+      step: a
+      path: /tasks
+      max_items: 5000
+loops:
+  - id: l
+    steps: [a]
+    max_iterations: 2
+    until:
+      step: zz
+`)
+	_, stderr, code := e.pixir("run", "--workflow", wf)
+	require.Equal(t, exitUsage, code, stderr)
+	for _, want := range []string{
+		`bad.yaml:15:19: steps[1] "b": when[1].path /verdikt cannot be in the payload of "a"`,
+		`bad.yaml:22:7: steps[2] "c": for_each.max_items 5000 must be between 1 and 1000`,
+		`bad.yaml:28:7: loops[0] "l": until[0].step "zz" is not a step id`,
+	} {
+		require.Contains(t, stderr, want)
+	}
+}
