@@ -591,6 +591,13 @@ func (t *turn) authorize(tc provider.ToolCall, tool tools.Tool, pres tools.Prese
 		if s.allowedAlways(tc.Name) {
 			return true, tools.Result{}, record("allowed", "remembered", string(AllowAlways), "")
 		}
+		if c, ok := tool.(tools.ArgumentsChecked); ok {
+			// A call its tool would refuse is not put to the user: the
+			// model gets the refusal at once, and no decision is made.
+			if f := c.CheckArguments(tc.Arguments); f != nil {
+				return false, tools.Failed(f), nil
+			}
+		}
 		if t.opt.Ask == nil {
 			reason := "the session is in ask mode and there is no client to ask"
 			return false, tools.Fail(tools.ErrPermissionDenied, "%s", reason), record("denied", "mode", "", reason)

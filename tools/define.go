@@ -203,6 +203,12 @@ func (t *defined[A]) call(ctx context.Context, env Env, args json.RawMessage, dr
 	return t.run(ctx, env, a, dryRun)
 }
 
+// CheckArguments implements ArgumentsChecked: what decode finds wrong.
+func (t *defined[A]) CheckArguments(args json.RawMessage) *Failure {
+	_, f := t.decode(args)
+	return f
+}
+
 // decode checks args against the schema, reporting every problem at once so
 // the model can fix them in one go, and only then unmarshals them into A.
 func (t *defined[A]) decode(args json.RawMessage) (A, *Failure) {

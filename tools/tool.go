@@ -91,6 +91,14 @@ type DiffPreviewed interface {
 	PreviewsDiffs()
 }
 
+// ArgumentsChecked is a tool that can check a call's arguments against its
+// schema without running it: in ask mode the runtime refuses a call they
+// do not fit (invalid_args) before asking the user about it.
+type ArgumentsChecked interface {
+	Tool
+	CheckArguments(args json.RawMessage) *Failure
+}
+
 // Location is a file (and line) a tool call touches.
 type Location struct {
 	Path string `json:"path"`

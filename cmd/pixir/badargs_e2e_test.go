@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -41,4 +43,53 @@ match = 'cut off'
 	types := eventTypes(readLog(t, e.ws, sid))
 	require.Contains(t, types, "turn_failed")
 	require.Equal(t, 2, countOf(types, "user_message"))
+}
+
+// In ask mode, a change whose arguments its tool's schema refuses is
+// answered invalid_args without asking the user: it was put to the user
+// (Allow? for a write of path 1 with no content), and only once allowed
+// refused for its arguments.
+func TestAskModeDoesNotAskAboutACallItsToolRefuses(t *testing.T) {
+	e := newEnv(t, `
+[[rule]]
+match = 'bad write'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "write"
+  arguments_json = '{"path": 1}'
+  [[rule.reply]]
+  text = "result: {{.ToolResult}}"
+
+[[rule]]
+match = 'good write'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "write"
+  arguments = { path = "a.txt", content = "hi" }
+  [[rule.reply]]
+  text = "result: {{.ToolResult}}"
+`)
+	a := e.start()
+	a.initialize()
+	sid := a.newSession()
+	a.result(2, "session/set_mode", map[string]any{"sessionId": sid, "modeId": "ask"}, nil)
+	asked := 0
+	allow := map[string]func(json.RawMessage) any{"session/request_permission": func(json.RawMessage) any {
+		asked++
+		return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "allow_once"}}
+	}}
+	a.sendJSON(map[string]any{"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": promptParams(sid, "bad write")})
+	m, before := a.serveUntilReply("3", allow)
+	require.Equal(t, "end_turn", stopReason(t, m))
+	require.Equal(t, 0, asked, "the user is not asked about a call that cannot run")
+	text := agentText(updates(t, before))
+	require.Contains(t, text, `"kind":"invalid_args"`)
+	require.Contains(t, text, "/path: got number, want string")
+
+	// A valid change is still asked about.
+	a.sendJSON(map[string]any{"jsonrpc": "2.0", "id": 4, "method": "session/prompt", "params": promptParams(sid, "good write")})
+	m, _ = a.serveUntilReply("4", allow)
+	require.Equal(t, "end_turn", stopReason(t, m))
+	require.Equal(t, 1, asked)
+	require.FileExists(t, filepath.Join(e.ws, "a.txt"))
 }
