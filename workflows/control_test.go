@@ -539,3 +539,32 @@ func TestAHoldingLoopsNextActionIsADecision(t *testing.T) {
 	}
 	require.Equal(t, []string{"retry_failed_steps", "rerun_held_steps", "ask_user", "abort"}, actions)
 }
+
+// A run that ended mid fan-out (kill -9) shows every instance its fan_out
+// event announced: those never started are held (interrupted), not left
+// out of the outcome and of pixir inspect.
+func TestRebuildOfAnInterruptedFanOutHoldsTheInstancesNotStarted(t *testing.T) {
+	spec := `{"max_concurrency":1,"steps":[
+		{"id":"split","task":"x","output_schema":{"type":"object","properties":{"tasks":{"type":"array","items":{"type":"string"}}}}},
+		{"id":"make","task":"${item}","depends_on":["split"],"for_each":{"step":"split","path":"/tasks"}},
+		{"id":"end","task":"x","depends_on":["make"]}]}`
+	_, sim := runSim(t, spec, reports(map[string]string{"split": ready(`{"tasks":["a","b","c"]}`)}))
+	// The process died while make[2] ran.
+	var cut []WorkflowEvent
+	for _, ev := range sim.events {
+		if ev.Kind == EventCheckpointDecided && ev.Run == "make[2]" {
+			break
+		}
+		cut = append(cut, ev)
+	}
+	o := Rebuild(cut)[0]
+	require.Equal(t, StoppedInterrupted, o.StoppedBy)
+	var runs []string
+	for _, s := range o.Steps {
+		runs = append(runs, s.Run+" "+string(s.CheckpointStatus))
+	}
+	require.Equal(t, []string{"split checkpoint_ready", "make[1] checkpoint_ready", "make[2] failed", "make[3] held", "end held"}, runs)
+	require.Equal(t, 3, runOf(o, "make[3]").Item)
+	require.Equal(t, StoppedInterrupted, runOf(o, "make[3]").HeldReason)
+	require.Equal(t, 2, o.Summary.HeldSteps)
+}

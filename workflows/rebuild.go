@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -24,6 +25,8 @@ type foldedRun struct {
 	iterDone  map[string]bool // iterations finished: plan-review#2, escalation#1.2
 	whenSeen  map[string][]ConditionSeen
 	stepsByID map[string]*Step
+	// fanOuts are the fan_out events: a fan-out run and its items.
+	fanOuts []*WorkflowEvent
 }
 
 // foldedStepRun is one step run as the events tell it.
@@ -90,6 +93,10 @@ func fold(events []WorkflowEvent) []foldedRun {
 				sr.held = ev
 			case EventStepSkipped:
 				sr.skipped = ev
+			}
+		case EventFanOut:
+			if r.stepsByID[ev.StepID] != nil && ev.Run != "" {
+				r.fanOuts = append(r.fanOuts, ev)
 			}
 		case EventIterationStarted:
 			lo := r.byLoop[ev.Run]
@@ -195,6 +202,26 @@ func Rebuild(events []WorkflowEvent) []Outcome {
 			steps = append(steps, o)
 		}
 		if r.finished == nil {
+			// A fan-out's instances never started: held, after those that
+			// did.
+			for _, fo := range r.fanOuts {
+				at := len(steps)
+				for j := range steps {
+					if strings.HasPrefix(steps[j].Run, fo.Run+"[") {
+						at = j + 1
+					}
+				}
+				for item := 1; item <= fo.Items; item++ {
+					label := fo.Run + "[" + strconv.Itoa(item) + "]"
+					if r.byRun[label] != nil {
+						continue
+					}
+					o := heldOutcome(r.stepsByID[fo.StepID], StoppedInterrupted, nil)
+					placeRun(w, &o, label)
+					steps = slices.Insert(steps, at, o)
+					at++
+				}
+			}
 			// Steps the run never reached: held, in the first iteration of
 			// their loops.
 			for i := range w.Steps {
