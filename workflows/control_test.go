@@ -568,3 +568,17 @@ func TestRebuildOfAnInterruptedFanOutHoldsTheInstancesNotStarted(t *testing.T) {
 	require.Equal(t, StoppedInterrupted, runOf(o, "make[3]").HeldReason)
 	require.Equal(t, 2, o.Summary.HeldSteps)
 }
+
+// A composite condition's skip reason says the condition as written: its
+// leaves alone (one false, one true) hide the any and the not that made
+// it false.
+func TestASkipReasonOfACompositeConditionSaysIt(t *testing.T) {
+	spec := `{"steps":[
+		{"id":"r","task":"x","output_schema":` + verdictSchema + `},
+		{"id":"c","task":"x","depends_on":["r"],"when":{"any":[{"step":"r","path":"/verdict","equals":"BLOCK"},{"not":{"step":"r","path":"/findings","contains":"y"}}]}},
+		{"id":"l","task":"x","depends_on":["r"],"when":[{"step":"r","path":"/verdict","equals":"BLOCK"}]}]}`
+	out, sim := runSim(t, spec, reports(map[string]string{"r": ready(`{"verdict":"ACCEPTABLE","findings":["y"]}`)}))
+	require.Equal(t, `skipped: its condition (r /verdict = "BLOCK" or not r /findings contains "y") was false: r /verdict = "BLOCK" (saw "ACCEPTABLE"): false; r /findings contains "y" (saw ["y"]): true`, runOf(out, "c").SkipReason)
+	require.Equal(t, `skipped: its condition was false: r /verdict = "BLOCK" (saw "ACCEPTABLE"): false`, runOf(out, "l").SkipReason, "a leaf says itself")
+	rebuiltEquals(t, sim, out)
+}

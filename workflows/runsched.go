@@ -534,7 +534,7 @@ func (r *runner) gateStep(f *frame, local, s int) {
 		label := r.runLabel(s, f, -1)
 		r.record(WorkflowEvent{Kind: EventConditionDecided, StepID: st.ID, Run: label, Condition: "when", Result: &ok, Seen: seen})
 		if !ok {
-			r.makeSkipped(f, local, s, "skipped: its condition was false: "+seenText(seen), seen, views)
+			r.makeSkipped(f, local, s, falseText(g.when[s], seen), seen, views)
 			return
 		}
 		r.conditions[label] = seen
@@ -817,7 +817,7 @@ func (r *runner) gateInstance(run *stepRun, views []depView) instanceGate {
 	ok, seen := r.evalAll(g.when[s], run.frame, &pairing{step: s, item: run.item})
 	r.record(WorkflowEvent{Kind: EventConditionDecided, StepID: r.w.Steps[s].ID, Run: run.label, Condition: "when", Result: &ok, Seen: seen})
 	if !ok {
-		out.skip, out.seen = "skipped: its condition was false: "+seenText(seen), seen
+		out.skip, out.seen = falseText(g.when[s], seen), seen
 		return out
 	}
 	r.conditions[run.label] = seen
@@ -1410,6 +1410,20 @@ func (r *runner) payloadOf(run *stepRun) any {
 		}
 	}
 	return run.payload
+}
+
+// falseText is the skip reason of a false condition: what each test saw,
+// after the condition as written when it is not only tests (any, not:
+// the tests' values alone do not say how they combined).
+func falseText(conds []cond, seen []ConditionSeen) string {
+	if !slices.ContainsFunc(conds, func(c cond) bool { return c.op != "leaf" }) {
+		return "skipped: its condition was false: " + seenText(seen)
+	}
+	texts := make([]string, len(conds))
+	for k := range conds {
+		texts[k] = conds[k].text
+	}
+	return "skipped: its condition " + strings.Join(texts, " and ") + " was false: " + seenText(seen)
 }
 
 // evalAll evaluates conditions that must all hold, from frame f, with
