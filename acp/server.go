@@ -717,8 +717,13 @@ func (a *permissionAsker) AskPermission(ctx context.Context, req runtime.Permiss
 		req.SessionID = req.ChildSessionID
 	} else if req.SubagentID != "" {
 		// A child's own tool calls are not shown to the client; its tool
-		// call in the parent's session is what the question is about.
-		call.ToolCallID = subagentCallID(req.SubagentID)
+		// call in the parent's session is what the question is about. A
+		// client that shows children as sessions has no such call: the
+		// question (a step's merge) is about the call that ran the
+		// workflow, whose status it does not change either.
+		if !a.s.nativeChildren() || req.ToolCallID == "" {
+			call.ToolCallID = subagentCallID(req.SubagentID)
+		}
 		call.Status, call.Kind, call.Locations = "", "", nil
 	}
 	params := RequestPermissionRequest{
