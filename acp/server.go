@@ -321,6 +321,9 @@ func (s *Server) loadSession(ctx context.Context, p *LoadSessionRequest) (any, e
 	if err != nil {
 		return nil, s.setupError(err)
 	}
+	if err := s.openElsewhere(p.SessionID, root); err != nil {
+		return nil, err
+	}
 	// The replay streams as the Log is read, in batches of lines: the
 	// client sees the first updates at once, however long the session.
 	// Presenting runs beside the reading (replayer), so on a machine with
@@ -363,6 +366,11 @@ func (s *Server) resumeSession(ctx context.Context, p *ResumeSessionRequest) (an
 	if p.MCPServers != nil { // optional here: without it, a live session keeps its servers
 		opts = append(opts, runtime.WithMCPServers(servers))
 	}
+	if root, err := runtime.WorkspaceRoot(p.Cwd); err == nil {
+		if err := s.openElsewhere(p.SessionID, root); err != nil {
+			return nil, err
+		}
+	}
 	sess, report, err := s.rt.OpenSession(p.SessionID, p.Cwd, nil, opts...)
 	if err != nil {
 		return nil, s.setupError(err)
@@ -371,6 +379,21 @@ func (s *Server) resumeSession(ctx context.Context, p *ResumeSessionRequest) (an
 	s.watch(sess)
 	s.setupNotices(ctx, sess)
 	return SessionSetupResponse{Modes: modeState(sess), ConfigOptions: s.configOptions(sess)}, nil
+}
+
+// openElsewhere refuses to load or resume a session this process has open
+// in another workspace than root: the answer would say it was opened
+// there while its tools went on working in its own workspace (a fresh
+// process looks for its Log in root, and finds none).
+func (s *Server) openElsewhere(id, root string) error {
+	sess, err := s.rt.Session(id)
+	if errors.Is(err, runtime.ErrSessionNotFound) {
+		return nil // not open here: opening it looks in root
+	}
+	if err != nil || sess.Workspace().Root() == root {
+		return err
+	}
+	return invalid("cwd", "session %s is open in this process in the workspace %s, not %s; load it with that cwd", id, sess.Workspace().Root(), root)
 }
 
 // reportDamage tells the client that lines of the session's Log were not
