@@ -386,12 +386,17 @@ func nextActions(o *Outcome) []NextAction {
 		if len(steps) > 0 {
 			what = strings.Join(steps, ", ")
 		}
+		// Its blockers settled in the workspace change nothing: the loop
+		// is decided again from the same checkpoints. What does: proceed,
+		// or, for an exhausted loop, more iterations (it goes on).
 		state := fmt.Sprintf("converged at iteration %d of %d", l.Iterations, l.MaxIterations)
+		change := "set its on_exhausted to proceed (its dependents run, told its blockers)"
 		if l.State == LoopExhausted {
 			state = fmt.Sprintf("exhausted after %d of %d iterations", l.Iterations, l.MaxIterations)
+			change = fmt.Sprintf("raise its max_iterations (it goes on with iteration %d) or set its on_exhausted to proceed (its dependents run, told its blockers)", l.Iterations+1)
 		}
 		acts = append(acts, NextAction{Action: "ask_user", Args: resume,
-			Reason: fmt.Sprintf("loop %s ended %s and holds %s (on_exhausted: hold): a resume_from run reuses its iterations and ends it the same way; settle its blockers in the workspace, or set its on_exhausted to proceed, "+ResumeAgain, l.Run, state, what)})
+			Reason: fmt.Sprintf("loop %s ended %s and holds %s (on_exhausted: hold): a resume_from run reuses its iterations and ends it the same way; %s, "+ResumeAgain, l.Run, state, what, change)})
 	}
 	if ask := append(slices.Clone(o.NeedsOrchestratorSteps), o.PartialSteps...); len(ask) > 0 {
 		acts = append(acts, NextAction{Action: "ask_user", StepIDs: ask,

@@ -517,7 +517,7 @@ func TestAHoldingLoopsNextActionIsADecision(t *testing.T) {
 	require.Equal(t, []string{"ask_user", "abort"}, actions)
 	ask := out.SafeNextActions[0]
 	require.Equal(t, map[string]string{"resume_from": out.WorkflowID}, ask.Args)
-	require.Equal(t, `loop plan ended exhausted after 2 of 2 iterations and holds ship (on_exhausted: hold): a resume_from run reuses its iterations and ends it the same way; settle its blockers in the workspace, or set its on_exhausted to proceed, then call run_workflow again with resume_from`, ask.Reason)
+	require.Equal(t, `loop plan ended exhausted after 2 of 2 iterations and holds ship (on_exhausted: hold): a resume_from run reuses its iterations and ends it the same way; raise its max_iterations (it goes on with iteration 3) or set its on_exhausted to proceed (its dependents run, told its blockers), then call run_workflow again with resume_from`, ask.Reason)
 	rebuiltEquals(t, sim, out)
 
 	// A step held by something else is still rerun.
