@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -102,12 +103,24 @@ type ForEach struct {
 	// MaxItems caps the instances; an array longer than the cap fails the
 	// step instead of starting more children than the spec allowed.
 	MaxItems int `json:"max_items,omitempty" jsonschema:"minimum=1,maximum=1000" jsonschema_description:"Most items (instances); more fail the step. Default 10."`
+	// zeroMaxItems: max_items was given as 0, which Validate refuses (not
+	// the default an absent one gets).
+	zeroMaxItems bool
 }
 
 // UnmarshalJSON rejects unknown keys.
 func (f *ForEach) UnmarshalJSON(b []byte) error {
 	type plain ForEach
-	return strictDecode(b, (*plain)(f), "for_each", "step, path, max_items")
+	const absent = math.MinInt
+	f.MaxItems = absent
+	err := strictDecode(b, (*plain)(f), "for_each", "step, path, max_items")
+	switch f.MaxItems {
+	case absent:
+		f.MaxItems = 0
+	case 0:
+		f.zeroMaxItems = true
+	}
+	return err
 }
 
 // DefaultMaxItems is a fan-out's cap when the spec gives none; MaxItemsLimit

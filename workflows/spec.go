@@ -356,7 +356,7 @@ func (w *Workflow) Normalize() {
 	for i := range w.Steps {
 		s := &w.Steps[i]
 		s.ID = strings.TrimSpace(s.ID)
-		if s.ForEach != nil && s.ForEach.MaxItems == 0 {
+		if s.ForEach != nil && s.ForEach.MaxItems == 0 && !s.ForEach.zeroMaxItems {
 			s.ForEach.MaxItems = DefaultMaxItems
 		}
 		switch { // prompt is an alias of task; a different one stays for Validate

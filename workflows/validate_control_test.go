@@ -108,6 +108,11 @@ func TestValidateControlFlowProblems(t *testing.T) {
 			`steps[2] "c": when[0].step "c": it is this step itself; a condition tests what an upstream step found, never the step's own checkpoint`,
 		},
 	}, {
+		name:  "a fan-out capped at 0 items",
+		spec:  `{"steps":[{"id":"a","task":"x","output_schema":` + tasks + `},{"id":"b","task":"x","depends_on":["a"],"for_each":{"step":"a","path":"/tasks","max_items":0}}]}`,
+		codes: []string{"invalid_number"},
+		lines: []string{`steps[1] "b": for_each.max_items 0 must be between 1 and 1000 (omit it for 10)`},
+	}, {
 		name:  "a fan-out over its own payload",
 		spec:  `{"steps":[{"id":"a","task":"x","for_each":{"step":"a","path":"/tasks"},"output_schema":` + tasks + `}]}`,
 		codes: []string{"not_upstream"},
