@@ -218,10 +218,16 @@ func (c gitCommitter) git(ctx context.Context, env []string, args ...string) (st
 	// removes its lock files (.git/index.lock), and killed it leaves them,
 	// so every git in the repository after it refuses until one removes
 	// them by hand. Killed only if it has not ended within gitStopGrace.
-	// git runs in a process group of its own, and the signals go to the
-	// group: git passes none to its hooks, so a hook (and what it started)
-	// signalled through git alone ran on after the run was cancelled.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// git runs in a session of its own (so in a process group of its own),
+	// and the signals go to the group: git passes none to its hooks, so a
+	// hook (and what it started) signalled through git alone ran on after
+	// the run was cancelled. A session, not only a group: a group of the
+	// terminal's session that is not its foreground is stopped (SIGTTIN)
+	// by a hook that reads /dev/tty, and a stopped git neither commits nor
+	// removes its locks on SIGTERM. Without a terminal such a hook's read
+	// fails at once (ENXIO), as it does under an editor, which starts
+	// pixir acp without one.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	var kill atomic.Pointer[time.Timer]
 	cmd.Cancel = func() error {
 		group := -cmd.Process.Pid

@@ -275,7 +275,10 @@ func TestGitCommitterStopsACancelledCommitsHookAndItsChildren(t *testing.T) {
 				pids = append(pids, pid)
 			}
 			require.Len(t, pids, 2, "the hook's pid and its child's: %q", said)
-			t.Cleanup(func() { // only if the test failed: they are ended already
+			t.Cleanup(func() { // a passing test has ended them, and their pids may be another's by now
+				if !t.Failed() {
+					return
+				}
 				for _, pid := range pids {
 					_ = unix.Kill(pid, unix.SIGKILL)
 				}
@@ -294,6 +297,36 @@ func TestGitCommitterStopsACancelledCommitsHookAndItsChildren(t *testing.T) {
 			}
 		})
 	}
+}
+
+// git and its hooks run in a session of their own: in the terminal's
+// session, as a group of their own that is not its foreground, a hook that
+// reads /dev/tty (commitizen's prepare-commit-msg hook does) stopped the
+// whole group (SIGTTIN), git with it: the commit hung, and a cancel then
+// left git's lock files, since a stopped git never handled the SIGTERM.
+// Without a terminal such a read fails at once, as under an editor. The
+// hook says its session (/proc/$$/stat: after "(comm) ", state, ppid,
+// pgrp, session); the test's own session is the one git ran in before.
+func TestGitCommitterRunsGitInASessionOfItsOwn(t *testing.T) {
+	repo, ws, git := gitRepo(t)
+	said := filepath.Join(t.TempDir(), "session")
+	script := fmt.Sprintf("#!/bin/sh\nset -- $(sed 's/.*) //' /proc/$$/stat)\necho \"$3 $4\" > %q\n", said)
+	require.NoError(t, os.WriteFile(filepath.Join(repo, ".git", "hooks", "pre-commit"), []byte(script), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "kept.txt"), []byte("v2\n"), 0o644))
+
+	c := gitCommitter{root: ws, mode: func() Mode { return ModeAuto }}
+	rep, err := c.Commit(context.Background(), workflows.CommitRequest{Message: "feat: the run's work", Paths: []string{"kept.txt"}})
+	require.NoError(t, err)
+	require.Equal(t, workflows.Committed, rep.Status, rep.Reason)
+	out, err := os.ReadFile(said)
+	require.NoError(t, err)
+	ids := strings.Fields(string(out))
+	require.Len(t, ids, 2, "the hook's group and session: %q", out)
+	ours, err := unix.Getsid(0)
+	require.NoError(t, err)
+	require.NotEqual(t, strconv.Itoa(ours), ids[1], "the hook ran in this process's session")
+	require.Equal(t, ids[0], ids[1], "git leads its session, and the group the cancel signals is git's")
+	require.Equal(t, "feat: the run's work", git("log", "-1", "--format=%s"))
 }
 
 // A commit git made and exited 0 from is committed, with its hash and no
