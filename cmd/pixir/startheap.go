@@ -4,6 +4,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"sync"
 )
 
 // runStartHeap is the heap a workflow run may reach before its first
@@ -23,7 +24,14 @@ const runStartHeap = 64 << 20
 // The Go compiler starts its heap the same way (cmd/compile,
 // base.AdjustStartingHeap). GOGC or GOMEMLIMIT in the environment is the
 // user's choice: then nothing changes.
-func startHeap(floor int64) {
+//
+// Once per process: a second call before the first collection would keep
+// the first's settings (the collector off) as the ones to give back.
+func startHeap(floor int64) { startHeapOnce.Do(func() { setStartHeap(floor) }) }
+
+var startHeapOnce sync.Once
+
+func setStartHeap(floor int64) {
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		return
 	}
