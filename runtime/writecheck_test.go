@@ -183,15 +183,17 @@ func TestSharedWritersDoNotBlameEachOther(t *testing.T) {
 	// a waits on the gate while b writes its own file beside a's.
 	a := st.start(t, workflows.StepRequest{Name: "a", Task: "bash cat " + gate + " && echo a > a.md", WorkspaceMode: WorkspaceShared,
 		WriteSet: []string{"*.md"}, MayWrite: globMatcher("*.md")})
+	// Opening the gate for writing returns once a holds it open for
+	// reading: a's command runs, so what a's run started from is recorded
+	// before b writes (b started at once could write before it, and b.txt
+	// was then not among a's changes: 2 runs in 30 at a load of 12).
+	w, err := os.OpenFile(gate, os.O_WRONLY, 0)
+	require.NoError(t, err)
 	b := st.start(t, workflows.StepRequest{Name: "b", Task: "bash echo b > b.txt", WorkspaceMode: WorkspaceShared,
 		WriteSet: []string{"*.txt"}, MayWrite: globMatcher("*.txt")})
 	bv := st.await(t, b.ID)
 	require.Equal(t, tools.SubagentCompleted, bv.Status, "%+v", bv.Error)
-	// Wait until a holds the gate open for reading (its run has started),
-	// then release it.
-	w, err := os.OpenFile(gate, os.O_WRONLY, 0)
-	require.NoError(t, err)
-	require.NoError(t, w.Close())
+	require.NoError(t, w.Close()) // a goes on
 	av := st.await(t, a.ID)
 	require.Equal(t, tools.SubagentCompleted, av.Status, "%+v", av.Error)
 	require.Nil(t, av.WriteSetViolation)
