@@ -267,6 +267,7 @@ func (r *Runtime) NewSession(dir string, opts ...SessionOption) (*Session, error
 	// unlisted, and not deletable, if the process died before the store.
 	r.rememberWorkspace(ws.Root())
 	if o := sessionOptionsOf(opts); o.storeAfter != nil {
+		s.storePending = true // before the store can run: set before anyone else sees s
 		o.storeAfter(s.storeStart)
 	} else if err := writeMeta(s.meta); err != nil {
 		log.Close()

@@ -120,10 +120,13 @@ type Session struct {
 	parent   *Session
 	accounts budget.Accounts
 
-	metaMu   sync.Mutex // held while the metadata is saved
-	mu       sync.Mutex
-	meta     Meta
-	observer Observer // sees events that happen outside a turn
+	metaMu sync.Mutex // held while the metadata is saved
+	// storePending: the metadata's first write was put off
+	// (WithStoreAfter) and has not run yet (guarded by metaMu).
+	storePending bool
+	mu           sync.Mutex
+	meta         Meta
+	observer     Observer // sees events that happen outside a turn
 	// descendants sees the events of the sessions descending from this
 	// one (SetDescendantObserver).
 	descendants Observer
@@ -564,19 +567,31 @@ func (s *Session) saveMetaUnlessClosed() error {
 	s.mu.Lock()
 	m, closed := s.meta, s.closed
 	s.mu.Unlock()
+	s.storePending = false
 	if closed || s.depth > 0 {
 		return nil
 	}
 	return writeMeta(m)
 }
 
-// markClosed says no turn runs and no metadata is saved from now on.
+// markClosed says no turn runs and no metadata is saved from now on. A
+// session closed before its put-off first write ran (session/close sent
+// at once after session/new's answer, which the write follows) writes it
+// now: a session closed cleanly has its metadata beside its Log. A delete
+// closes the session before it removes the files.
 func (s *Session) markClosed() {
 	s.metaMu.Lock()
+	defer s.metaMu.Unlock()
 	s.mu.Lock()
+	m, write := s.meta, s.storePending && !s.closed && s.depth == 0
 	s.closed = true
 	s.mu.Unlock()
-	s.metaMu.Unlock()
+	s.storePending = false
+	if write {
+		if err := writeMeta(m); err != nil {
+			s.rt.log.Warn("writing session metadata; it is rebuilt from the Log when the session is loaded", "session", m.ID, "err", err)
+		}
+	}
 }
 
 // updateMeta changes the metadata only once the change is saved

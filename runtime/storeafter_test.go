@@ -61,6 +61,35 @@ func TestStoreAfterAModeChangeKeepsTheChange(t *testing.T) {
 	require.Equal(t, ModeAsk, m.Mode)
 }
 
+// A session closed before its put-off store ran (session/close sent at
+// once after session/new's answer, whose write follows the answer; or the
+// process ending cleanly) writes its metadata as it closes: it was left
+// with its Log alone, on a busy machine, when the close came first.
+func TestAClosedSessionWritesTheMetadataItsStorePutOff(t *testing.T) {
+	rt, _, ws := newStoreRuntime(t)
+	var later storeLater
+	closed, err := rt.NewSession(ws, later.option())
+	require.NoError(t, err)
+	require.NoError(t, closed.SetMode(ModeAsk))
+	root := closed.workspace.Root()
+	require.NoError(t, rt.CloseSession(closed.ID()))
+	m, err := readMeta(root, closed.ID())
+	require.NoError(t, err, "closed by session/close")
+	require.Equal(t, ModeAsk, m.Mode)
+
+	stopped, err := rt.NewSession(ws, later.option())
+	require.NoError(t, err)
+	rt.Close() // as at exit
+	m, err = readMeta(root, stopped.ID())
+	require.NoError(t, err, "stopped at exit")
+	require.Equal(t, stopped.ID(), m.ID)
+
+	later.run() // late: writes nothing more, and fails nothing
+	m, err = readMeta(root, closed.ID())
+	require.NoError(t, err)
+	require.Equal(t, ModeAsk, m.Mode)
+}
+
 func TestStoreAfterDeleteWritesNothing(t *testing.T) {
 	rt, _, ws := newStoreRuntime(t)
 	var later storeLater
@@ -82,7 +111,13 @@ func TestSessionWhoseStoreNeverRanIsListedAndLoads(t *testing.T) {
 	s, err := rt.NewSession(ws, never.option())
 	require.NoError(t, err)
 	root, id := s.workspace.Root(), s.ID()
-	s.stop() // as at exit; the store is never run
+	// As a process that died: the store never ran, and nothing wrote in
+	// its place (a clean stop writes it, see below).
+	s.metaMu.Lock()
+	s.storePending = false
+	s.metaMu.Unlock()
+	s.stop()
+	require.NoFileExists(t, metaPath(root, id))
 
 	rt2 := New(Config{Home: home, Provider: childProvider{}, Model: "m"})
 	t.Cleanup(rt2.Close)
