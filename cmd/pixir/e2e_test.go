@@ -194,6 +194,17 @@ func (e *env) startCommand(cmd *exec.Cmd, vars map[string]string) *agent {
 	return a
 }
 
+// stderrAtExit ends the agent (its input closed) and returns all it
+// wrote to stderr: the pipe is copied by a goroutine of exec's, so what
+// pixir wrote before a reply may not be in a.stderr when the reply is
+// read; after Wait it all is.
+func (a *agent) stderrAtExit() string {
+	a.t.Helper()
+	require.NoError(a.t, a.stdin.Close())
+	require.NoError(a.t, a.cmd.Wait())
+	return a.stderr.String()
+}
+
 func (a *agent) send(line string) {
 	a.t.Helper()
 	_, err := io.WriteString(a.stdin, line+"\n")
