@@ -582,3 +582,30 @@ func TestASkipReasonOfACompositeConditionSaysIt(t *testing.T) {
 	require.Equal(t, `skipped: its condition was false: r /verdict = "BLOCK" (saw "ACCEPTABLE"): false`, runOf(out, "l").SkipReason, "a leaf says itself")
 	rebuiltEquals(t, sim, out)
 }
+
+// Killed right after its fan_out event, before any instance was
+// scheduled: the step was reached (its instances are held), so it is not
+// also listed as a step the run never reached (make held beside
+// make[1..3], 1/6 where the run had 5).
+func TestRebuildOfAFanOutKilledBeforeItsInstancesListsTheStepOnce(t *testing.T) {
+	spec := `{"max_concurrency":1,"steps":[
+		{"id":"split","task":"x","output_schema":{"type":"object","properties":{"tasks":{"type":"array","items":{"type":"string"}}}}},
+		{"id":"make","task":"${item}","depends_on":["split"],"for_each":{"step":"split","path":"/tasks"}},
+		{"id":"end","task":"x","depends_on":["make"]}]}`
+	_, sim := runSim(t, spec, reports(map[string]string{"split": ready(`{"tasks":["a","b","c"]}`)}))
+	var cut []WorkflowEvent
+	for _, ev := range sim.events {
+		cut = append(cut, ev)
+		if ev.Kind == EventFanOut {
+			break
+		}
+	}
+	require.Equal(t, EventFanOut, cut[len(cut)-1].Kind)
+	o := Rebuild(cut)[0]
+	var runs []string
+	for _, s := range o.Steps {
+		runs = append(runs, s.Run+" "+string(s.CheckpointStatus))
+	}
+	require.Equal(t, []string{"split checkpoint_ready", "make[1] held", "make[2] held", "make[3] held", "end held"}, runs)
+	require.Equal(t, 4, o.Summary.HeldSteps)
+}

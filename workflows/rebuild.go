@@ -205,6 +205,7 @@ func Rebuild(events []WorkflowEvent) []Outcome {
 			// A fan-out's instances never started: held, after those that
 			// did.
 			for _, fo := range r.fanOuts {
+				ran[fo.StepID] = true // reached: its instances stand for it
 				at := len(steps)
 				for j := range steps {
 					if strings.HasPrefix(steps[j].Run, fo.Run+"[") {
