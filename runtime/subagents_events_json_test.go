@@ -3,8 +3,10 @@ package runtime
 import (
 	"encoding/json"
 	"testing"
+	"testing/quick"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixir-go/pixir/budget"
@@ -156,6 +158,20 @@ func TestProviderUsageProgressAndWorkflowEventsAreEncodedAsEncodingJSONDoes(t *t
 			require.Equal(t, string(want), string(got))
 		})
 	}
+}
+
+// A child's progress is appended by hand: a field added to its type and
+// not to its encoder would never reach the Log, every table case green.
+// testing/quick fills every field, a new one too, and the bytes must be
+// json.Marshal's.
+func TestSubagentProgressDataEncodesEveryFieldItsTypeHas(t *testing.T) {
+	require.NoError(t, quick.Check(func(d SubagentProgressData) bool {
+		want, err := json.Marshal(d)
+		require.NoError(t, err)
+		got, _, err := encodeEventData(d)
+		require.NoError(t, err)
+		return assert.Equal(t, string(want), string(got))
+	}, &quick.Config{MaxCount: 200}))
 }
 
 func FuzzProviderUsageDataIsEncodedAsEncodingJSONDoes(f *testing.F) {
