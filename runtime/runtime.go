@@ -295,11 +295,7 @@ func WithStoreAfter(after func(store func())) SessionOption {
 
 // storeStart writes what WithStoreAfter put off. A failure is logged, not
 // returned: the reply is sent, and the Log alone is the session.
-func (s *Session) storeStart() {
-	if err := s.saveMetaUnlessClosed(); err != nil {
-		s.rt.log.Warn("writing session metadata; it is rebuilt from the Log when the session is loaded", "session", s.ID(), "err", err)
-	}
-}
+func (s *Session) storeStart() { s.warnMetaNotWritten(s.saveMetaUnlessClosed()) }
 
 // Session returns a live session of this process.
 func (r *Runtime) Session(id string) (*Session, error) {

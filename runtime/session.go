@@ -588,9 +588,15 @@ func (s *Session) markClosed() {
 	s.mu.Unlock()
 	s.storePending = false
 	if write {
-		if err := writeMeta(m); err != nil {
-			s.rt.log.Warn("writing session metadata; it is rebuilt from the Log when the session is loaded", "session", m.ID, "err", err)
-		}
+		s.warnMetaNotWritten(writeMeta(m))
+	}
+}
+
+// warnMetaNotWritten logs a failed write of metadata whose caller has
+// answered already: the Log alone is the session then.
+func (s *Session) warnMetaNotWritten(err error) {
+	if err != nil {
+		s.rt.log.Warn("writing session metadata; it is rebuilt from the Log when the session is loaded", "session", s.ID(), "err", err)
 	}
 }
 

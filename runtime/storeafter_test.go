@@ -70,12 +70,12 @@ func TestAClosedSessionWritesTheMetadataItsStorePutOff(t *testing.T) {
 	var later storeLater
 	closed, err := rt.NewSession(ws, later.option())
 	require.NoError(t, err)
-	require.NoError(t, closed.SetMode(ModeAsk))
 	root := closed.workspace.Root()
+	require.NoFileExists(t, metaPath(root, closed.ID()))
 	require.NoError(t, rt.CloseSession(closed.ID()))
 	m, err := readMeta(root, closed.ID())
 	require.NoError(t, err, "closed by session/close")
-	require.Equal(t, ModeAsk, m.Mode)
+	require.Equal(t, closed.ID(), m.ID)
 
 	stopped, err := rt.NewSession(ws, later.option())
 	require.NoError(t, err)
@@ -84,10 +84,11 @@ func TestAClosedSessionWritesTheMetadataItsStorePutOff(t *testing.T) {
 	require.NoError(t, err, "stopped at exit")
 	require.Equal(t, stopped.ID(), m.ID)
 
-	later.run() // late: writes nothing more, and fails nothing
-	m, err = readMeta(root, closed.ID())
-	require.NoError(t, err)
-	require.Equal(t, ModeAsk, m.Mode)
+	// Late, the put-off stores write nothing: a file removed since stays
+	// removed (as a delete's removal must).
+	require.NoError(t, os.Remove(metaPath(root, closed.ID())))
+	later.run()
+	require.NoFileExists(t, metaPath(root, closed.ID()))
 }
 
 func TestStoreAfterDeleteWritesNothing(t *testing.T) {

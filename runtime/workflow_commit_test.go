@@ -275,8 +275,9 @@ func TestGitCommitterStopsACancelledCommitsHookAndItsChildren(t *testing.T) {
 				pids = append(pids, pid)
 			}
 			require.Len(t, pids, 2, "the hook's pid and its child's: %q", said)
-			t.Cleanup(func() { // a passing test has ended them, and their pids may be another's by now
-				if !t.Failed() {
+			ended := false
+			t.Cleanup(func() { // once they have ended, their pids may be another's
+				if ended {
 					return
 				}
 				for _, pid := range pids {
@@ -286,6 +287,7 @@ func TestGitCommitterStopsACancelledCommitsHookAndItsChildren(t *testing.T) {
 			cancel()
 			rep := <-done
 			require.NoError(t, sandboxtest.AwaitExit(pids), "the hook and its child end with the cancelled git")
+			ended = true
 
 			require.Equal(t, workflows.NotCommitted, rep.Status)
 			require.Contains(t, rep.Reason, "the run was cancelled (context canceled) while git made the commit, before it was made")
@@ -308,6 +310,9 @@ func TestGitCommitterStopsACancelledCommitsHookAndItsChildren(t *testing.T) {
 // hook says its session (/proc/$$/stat: after "(comm) ", state, ppid,
 // pgrp, session); the test's own session is the one git ran in before.
 func TestGitCommitterRunsGitInASessionOfItsOwn(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("the hook tells its session through /proc, which this system does not have")
+	}
 	repo, ws, git := gitRepo(t)
 	said := filepath.Join(t.TempDir(), "session")
 	script := fmt.Sprintf("#!/bin/sh\nset -- $(sed 's/.*) //' /proc/$$/stat)\necho \"$3 $4\" > %q\n", said)
