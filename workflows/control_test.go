@@ -540,15 +540,18 @@ func TestAHoldingLoopsNextActionIsADecision(t *testing.T) {
 	require.Equal(t, []string{"retry_failed_steps", "rerun_held_steps", "ask_user", "abort"}, actions)
 }
 
+// splitFanOutSpec fans make out over split's tasks, one at a time, and
+// ends with end.
+const splitFanOutSpec = `{"max_concurrency":1,"steps":[
+	{"id":"split","task":"x","output_schema":{"type":"object","properties":{"tasks":{"type":"array","items":{"type":"string"}}}}},
+	{"id":"make","task":"${item}","depends_on":["split"],"for_each":{"step":"split","path":"/tasks"}},
+	{"id":"end","task":"x","depends_on":["make"]}]}`
+
 // A run that ended mid fan-out (kill -9) shows every instance its fan_out
 // event announced: those never started are held (interrupted), not left
 // out of the outcome and of pixir inspect.
 func TestRebuildOfAnInterruptedFanOutHoldsTheInstancesNotStarted(t *testing.T) {
-	spec := `{"max_concurrency":1,"steps":[
-		{"id":"split","task":"x","output_schema":{"type":"object","properties":{"tasks":{"type":"array","items":{"type":"string"}}}}},
-		{"id":"make","task":"${item}","depends_on":["split"],"for_each":{"step":"split","path":"/tasks"}},
-		{"id":"end","task":"x","depends_on":["make"]}]}`
-	_, sim := runSim(t, spec, reports(map[string]string{"split": ready(`{"tasks":["a","b","c"]}`)}))
+	_, sim := runSim(t, splitFanOutSpec, reports(map[string]string{"split": ready(`{"tasks":["a","b","c"]}`)}))
 	// The process died while make[2] ran.
 	var cut []WorkflowEvent
 	for _, ev := range sim.events {
@@ -588,11 +591,7 @@ func TestASkipReasonOfACompositeConditionSaysIt(t *testing.T) {
 // also listed as a step the run never reached (make held beside
 // make[1..3], 1/6 where the run had 5).
 func TestRebuildOfAFanOutKilledBeforeItsInstancesListsTheStepOnce(t *testing.T) {
-	spec := `{"max_concurrency":1,"steps":[
-		{"id":"split","task":"x","output_schema":{"type":"object","properties":{"tasks":{"type":"array","items":{"type":"string"}}}}},
-		{"id":"make","task":"${item}","depends_on":["split"],"for_each":{"step":"split","path":"/tasks"}},
-		{"id":"end","task":"x","depends_on":["make"]}]}`
-	_, sim := runSim(t, spec, reports(map[string]string{"split": ready(`{"tasks":["a","b","c"]}`)}))
+	_, sim := runSim(t, splitFanOutSpec, reports(map[string]string{"split": ready(`{"tasks":["a","b","c"]}`)}))
 	var cut []WorkflowEvent
 	for _, ev := range sim.events {
 		cut = append(cut, ev)
