@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pixir-go/pixir/acp/rpc"
@@ -36,6 +37,32 @@ type presenter struct {
 	// own, plans when it keeps plans by id (children.go); child when this
 	// presents a Subagent's own session.
 	native, plans, child bool
+
+	// ends holds workflow steps' Subagent ends until their checkpoints
+	// are decided (see holdStepEnd).
+	ends stepEnds
+}
+
+// stepEnds are workflow steps' Subagent ends waiting for the workflow to
+// decide their checkpoints, and decisions that came before their ends, by
+// child session id. Events outside a turn reach the presenter from the
+// children's goroutines: mu guards both.
+type stepEnds struct {
+	mu      sync.Mutex
+	held    map[string]ToolCall
+	decided map[string]stepCheckpoint
+}
+
+// stepCheckpoint is what a checkpoint_decided workflow_event says of a
+// step run: the fields its ToolCall shows.
+type stepCheckpoint struct {
+	Kind    string `json:"kind"`
+	Outcome *struct {
+		Run              string `json:"run"`
+		ChildSessionID   string `json:"child_session_id"`
+		CheckpointStatus string `json:"checkpoint_status"`
+		Summary          string `json:"summary"`
+	} `json:"outcome"`
 }
 
 func (s *Server) presenter(ctx context.Context, sess *runtime.Session) *presenter {
@@ -103,7 +130,7 @@ func (p *presenter) live(ev runtime.Event) {
 		}
 	case runtime.EventCompactionProgress, runtime.EventCompactionDelta:
 		p.compaction(ev)
-	case runtime.EventToolCall, runtime.EventToolResult, runtime.EventTurnFailed, runtime.EventSubagent, runtime.EventCompaction:
+	case runtime.EventToolCall, runtime.EventToolResult, runtime.EventTurnFailed, runtime.EventSubagent, runtime.EventCompaction, runtime.EventWorkflow:
 		p.common(ev)
 	}
 }
@@ -127,7 +154,7 @@ func (p *presenter) replay(ev runtime.Event) {
 		p.replayText("agent_thought_chunk", ev)
 	case runtime.EventAssistantMessage:
 		p.replayText("agent_message_chunk", ev)
-	case runtime.EventToolCall, runtime.EventToolResult, runtime.EventTurnFailed, runtime.EventSubagent, runtime.EventCompaction:
+	case runtime.EventToolCall, runtime.EventToolResult, runtime.EventTurnFailed, runtime.EventSubagent, runtime.EventCompaction, runtime.EventWorkflow:
 		p.common(ev)
 	}
 }
@@ -187,10 +214,95 @@ func (p *presenter) common(ev runtime.Event) {
 			p.subagentNative(d, ev.Seq)
 		default:
 			if u, ok := subagentUpdate(d); ok {
-				p.send(u)
+				if d.Event == tools.SubagentEventFinished && d.Name != "" && d.ChildSessionID != "" {
+					u, ok = p.holdStepEnd(d.ChildSessionID, u)
+				}
+				if ok {
+					p.send(u)
+				}
 			}
 		}
+	case runtime.EventWorkflow:
+		if !p.native {
+			p.workflowEvent(ev)
+		}
 	}
+}
+
+// holdStepEnd keeps a workflow step's Subagent end until the workflow has
+// decided the step's checkpoint: the child ended well, but its step may
+// not have (a partial or failed checkpoint), and a call shown completed
+// for a step that failed would call partial work success. A decision that
+// came first is applied at once (ok: send it).
+func (p *presenter) holdStepEnd(child string, u ToolCall) (ToolCall, bool) {
+	p.ends.mu.Lock()
+	defer p.ends.mu.Unlock()
+	if c, ok := p.ends.decided[child]; ok {
+		delete(p.ends.decided, child)
+		return withCheckpoint(u, c), true
+	}
+	if p.ends.held == nil {
+		p.ends.held = map[string]ToolCall{}
+	}
+	p.ends.held[child] = u
+	return u, false
+}
+
+// workflowEvent ends a held step's call with its checkpoint; at the
+// workflow's end, anything still held is sent as it is.
+func (p *presenter) workflowEvent(ev runtime.Event) {
+	var d stepCheckpoint
+	if !p.decode(ev, &d) {
+		return
+	}
+	switch {
+	case d.Kind == "checkpoint_decided" && d.Outcome != nil && d.Outcome.ChildSessionID != "":
+		p.ends.mu.Lock()
+		u, ok := p.ends.held[d.Outcome.ChildSessionID]
+		if ok {
+			delete(p.ends.held, d.Outcome.ChildSessionID)
+		} else {
+			if p.ends.decided == nil {
+				p.ends.decided = map[string]stepCheckpoint{}
+			}
+			p.ends.decided[d.Outcome.ChildSessionID] = d
+		}
+		p.ends.mu.Unlock()
+		if ok {
+			p.send(withCheckpoint(u, d))
+		}
+	case d.Kind == "workflow_finished":
+		p.flushStepEnds()
+	}
+}
+
+// flushStepEnds sends the step ends still held, as they are, and forgets
+// the decisions no end came for: the workflow has ended (or the replay of
+// a Log cut off before it did).
+func (p *presenter) flushStepEnds() {
+	p.ends.mu.Lock()
+	held := p.ends.held
+	p.ends.held, p.ends.decided = nil, nil
+	p.ends.mu.Unlock()
+	for _, u := range held {
+		p.send(u)
+	}
+}
+
+// withCheckpoint is a step's Subagent end as its checkpoint decided it: a
+// step that did not end checkpoint_ready is a failed call, saying why.
+func withCheckpoint(u ToolCall, c stepCheckpoint) ToolCall {
+	if c.Outcome.CheckpointStatus == "checkpoint_ready" {
+		return u
+	}
+	u.Status = "failed"
+	text := "Step " + c.Outcome.Run + " ended " + c.Outcome.CheckpointStatus
+	if c.Outcome.Summary != "" {
+		text += ": " + c.Outcome.Summary
+	}
+	block := textBlock(tools.Truncate(text, displayLimit))
+	u.Content = append([]ToolCallContent{{Type: "content", Content: &block}}, u.Content...)
+	return u
 }
 
 // compaction shows a compaction, to a client that advertised

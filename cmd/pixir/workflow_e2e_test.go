@@ -937,3 +937,52 @@ func TestWorkflowCancelledTurnKeepsThePartialOutcome(t *testing.T) {
 	require.NoError(t, err)
 	require.JSONEq(t, string(env.Output), string(got))
 }
+
+// A client shown Subagents as tool calls sees a step's call end as its
+// checkpoint decided it: the child of a partial step completed, but the
+// step did not, and its call ended "completed" (green) while the plan and
+// the table said otherwise. Each call still ends once.
+func TestAWorkflowStepsCallEndsAsItsCheckpointWasDecided(t *testing.T) {
+	s := startWorkflowSession(t, "")
+	checkEnds := func(shown []message) {
+		t.Helper()
+		titles := map[string]string{} // call id → the step it shows
+		ends := map[string][]map[string]any{}
+		for _, u := range updates(t, shown) {
+			id, _ := u["toolCallId"].(string)
+			if !strings.HasPrefix(id, "subagent-") {
+				continue
+			}
+			if u["sessionUpdate"] == "tool_call" {
+				title, _ := u["title"].(string)
+				titles[id], _, _ = strings.Cut(title, " (")
+			}
+			if st := u["status"]; st == "completed" || st == "failed" {
+				ends[titles[id]] = append(ends[titles[id]], u)
+			}
+		}
+		require.Len(t, ends, 3, "%v", titles)
+		for step, status := range map[string]string{"part": "failed", "seam": "failed", "good": "completed"} {
+			require.Len(t, ends[step], 1, "%s ends once", step)
+			require.Equal(t, status, ends[step][0]["status"], step)
+		}
+		text := func(u map[string]any) string {
+			b, err := json.Marshal(u["content"])
+			require.NoError(t, err)
+			return string(b)
+		}
+		require.Contains(t, text(ends["part"][0]), "Step part ended partial: Half of it is done.")
+		require.Contains(t, text(ends["seam"][0]), "Step seam ended needs_orchestrator")
+		require.NotContains(t, text(ends["good"][0]), "Step good ended")
+	}
+	checkEnds(s.prompt("wfe2e partial"))
+
+	// Replayed by session/load in a fresh process: the same ends.
+	require.NoError(t, s.a.stdin.Close())
+	require.NoError(t, s.a.cmd.Wait())
+	b := s.e.start()
+	b.initialize()
+	m, replay := b.call(1, "session/load", loadParams(s.sid, s.e.ws))
+	require.Nil(t, m.Error, m.raw)
+	checkEnds(replay)
+}
