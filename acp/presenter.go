@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -44,13 +45,23 @@ type presenter struct {
 }
 
 // stepEnds are workflow steps' Subagent ends waiting for the workflow to
-// decide their checkpoints, and decisions that came before their ends, by
-// child session id. Events outside a turn reach the presenter from the
-// children's goroutines: mu guards both.
+// decide their checkpoints, by Subagent id: awaiting are the step runs
+// scheduled and not yet decided (a step's child sent input after its
+// workflow ended runs again, and that end is not the step's), held their
+// ends in the order they came, decided the decisions that came before
+// their ends. Events outside a turn reach the presenter from the
+// children's goroutines: mu guards them.
 type stepEnds struct {
-	mu      sync.Mutex
-	held    map[string]ToolCall
-	decided map[string]stepCheckpoint
+	mu       sync.Mutex
+	awaiting map[string]bool
+	held     []heldEnd
+	decided  map[string]stepCheckpoint
+}
+
+// heldEnd is a step's Subagent end, held.
+type heldEnd struct {
+	subagent string
+	update   ToolCall
 }
 
 // stepCheckpoint is what a checkpoint_decided workflow_event says of a
@@ -59,7 +70,7 @@ type stepCheckpoint struct {
 	Kind    string `json:"kind"`
 	Outcome *struct {
 		Run              string `json:"run"`
-		ChildSessionID   string `json:"child_session_id"`
+		AgentID          string `json:"agent_id"`
 		CheckpointStatus string `json:"checkpoint_status"`
 		Summary          string `json:"summary"`
 	} `json:"outcome"`
@@ -214,8 +225,8 @@ func (p *presenter) common(ev runtime.Event) {
 			p.subagentNative(d, ev.Seq)
 		default:
 			if u, ok := subagentUpdate(d); ok {
-				if d.Event == tools.SubagentEventFinished && d.Name != "" && d.ChildSessionID != "" {
-					u, ok = p.holdStepEnd(d.ChildSessionID, u)
+				if d.Event == tools.SubagentEventFinished && d.Name != "" {
+					u, ok = p.holdStepEnd(d.SubagentID, u)
 				}
 				if ok {
 					p.send(u)
@@ -233,59 +244,83 @@ func (p *presenter) common(ev runtime.Event) {
 // decided the step's checkpoint: the child ended well, but its step may
 // not have (a partial or failed checkpoint), and a call shown completed
 // for a step that failed would call partial work success. A decision that
-// came first is applied at once (ok: send it).
-func (p *presenter) holdStepEnd(child string, u ToolCall) (ToolCall, bool) {
+// came first is applied at once, and an end no workflow waits for is not
+// held (ok: send it).
+func (p *presenter) holdStepEnd(subagent string, u ToolCall) (ToolCall, bool) {
 	p.ends.mu.Lock()
 	defer p.ends.mu.Unlock()
-	if c, ok := p.ends.decided[child]; ok {
-		delete(p.ends.decided, child)
+	if c, ok := p.ends.decided[subagent]; ok {
+		delete(p.ends.decided, subagent)
 		return withCheckpoint(u, c), true
 	}
-	if p.ends.held == nil {
-		p.ends.held = map[string]ToolCall{}
+	if !p.ends.awaiting[subagent] {
+		return u, true
 	}
-	p.ends.held[child] = u
+	p.ends.held = append(p.ends.held, heldEnd{subagent: subagent, update: u})
 	return u, false
 }
 
-// workflowEvent ends a held step's call with its checkpoint; at the
-// workflow's end, anything still held is sent as it is.
+// workflowEvent follows the step runs a workflow waits for, ends a held
+// step's call with its checkpoint, and at the workflow's end sends what
+// is still held as it is. Only the kinds it uses are decoded (the Log
+// writes kind first).
 func (p *presenter) workflowEvent(ev runtime.Event) {
-	var d stepCheckpoint
-	if !p.decode(ev, &d) {
+	raw, ok := jsonraw.Lookup(ev.Data, "kind")
+	if !ok {
 		return
 	}
-	switch {
-	case d.Kind == "checkpoint_decided" && d.Outcome != nil && d.Outcome.ChildSessionID != "":
+	switch string(raw) {
+	case `"step_scheduled"`:
+		var d struct {
+			SubagentID string `json:"subagent_id"`
+		}
+		if p.decode(ev, &d) && d.SubagentID != "" {
+			p.ends.mu.Lock()
+			if p.ends.awaiting == nil {
+				p.ends.awaiting = map[string]bool{}
+			}
+			p.ends.awaiting[d.SubagentID] = true
+			p.ends.mu.Unlock()
+		}
+	case `"checkpoint_decided"`:
+		var d stepCheckpoint
+		if !p.decode(ev, &d) || d.Outcome == nil || d.Outcome.AgentID == "" {
+			return
+		}
+		id := d.Outcome.AgentID
 		p.ends.mu.Lock()
-		u, ok := p.ends.held[d.Outcome.ChildSessionID]
-		if ok {
-			delete(p.ends.held, d.Outcome.ChildSessionID)
-		} else {
+		waited := p.ends.awaiting[id]
+		delete(p.ends.awaiting, id)
+		i := slices.IndexFunc(p.ends.held, func(h heldEnd) bool { return h.subagent == id })
+		var u ToolCall
+		if i >= 0 {
+			u = p.ends.held[i].update
+			p.ends.held = slices.Delete(p.ends.held, i, i+1)
+		} else if waited {
 			if p.ends.decided == nil {
 				p.ends.decided = map[string]stepCheckpoint{}
 			}
-			p.ends.decided[d.Outcome.ChildSessionID] = d
+			p.ends.decided[id] = d
 		}
 		p.ends.mu.Unlock()
-		if ok {
+		if i >= 0 {
 			p.send(withCheckpoint(u, d))
 		}
-	case d.Kind == "workflow_finished":
+	case `"workflow_finished"`:
 		p.flushStepEnds()
 	}
 }
 
-// flushStepEnds sends the step ends still held, as they are, and forgets
-// the decisions no end came for: the workflow has ended (or the replay of
-// a Log cut off before it did).
+// flushStepEnds sends the step ends still held, in the order they came,
+// as they are, and forgets what it waited for: the workflow has ended (or
+// the replay of a Log cut off before it did).
 func (p *presenter) flushStepEnds() {
 	p.ends.mu.Lock()
 	held := p.ends.held
-	p.ends.held, p.ends.decided = nil, nil
+	p.ends.held, p.ends.decided, p.ends.awaiting = nil, nil, nil
 	p.ends.mu.Unlock()
-	for _, u := range held {
-		p.send(u)
+	for _, h := range held {
+		p.send(h.update)
 	}
 }
 
