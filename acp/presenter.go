@@ -262,8 +262,8 @@ func (p *presenter) holdStepEnd(subagent string, u ToolCall) (ToolCall, bool) {
 
 // workflowEvent follows the step runs a workflow waits for, ends a held
 // step's call with its checkpoint, and at the workflow's end sends what
-// is still held as it is. Only the kinds it uses are decoded (the Log
-// writes kind first).
+// is still held as it is. Only the kinds it uses are decoded (the kind is
+// found by a scan that decodes nothing).
 func (p *presenter) workflowEvent(ev runtime.Event) {
 	raw, ok := jsonraw.Lookup(ev.Data, "kind")
 	if !ok {
