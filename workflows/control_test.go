@@ -409,13 +409,7 @@ func TestRebuildOfAnInterruptedLoop(t *testing.T) {
 	_, sim := runSim(t, spec, reports(map[string]string{"b#1": `{"status":"failed","summary":"flaky"}`}))
 	// The process died while a#2 ran: its decision and everything after
 	// never reached the Log.
-	var cut []WorkflowEvent
-	for _, ev := range sim.events {
-		if ev.Kind == EventCheckpointDecided && ev.Run == "a#2" {
-			break
-		}
-		cut = append(cut, ev)
-	}
+	cut := undecided(sim.events, "a#2")
 	o := Rebuild(cut)[0]
 	require.Equal(t, StoppedInterrupted, o.StoppedBy)
 	require.Equal(t, tools.SubagentDetached, runOf(o, "a#2").SubagentStatus)
@@ -553,19 +547,10 @@ const splitFanOutSpec = `{"max_concurrency":1,"steps":[
 func TestRebuildOfAnInterruptedFanOutHoldsTheInstancesNotStarted(t *testing.T) {
 	_, sim := runSim(t, splitFanOutSpec, reports(map[string]string{"split": ready(`{"tasks":["a","b","c"]}`)}))
 	// The process died while make[2] ran.
-	var cut []WorkflowEvent
-	for _, ev := range sim.events {
-		if ev.Kind == EventCheckpointDecided && ev.Run == "make[2]" {
-			break
-		}
-		cut = append(cut, ev)
-	}
+	cut := undecided(sim.events, "make[2]")
 	o := Rebuild(cut)[0]
 	require.Equal(t, StoppedInterrupted, o.StoppedBy)
-	var runs []string
-	for _, s := range o.Steps {
-		runs = append(runs, s.Run+" "+string(s.CheckpointStatus))
-	}
+	runs := runStatuses(o)
 	require.Equal(t, []string{"split checkpoint_ready", "make[1] checkpoint_ready", "make[2] failed", "make[3] held", "end held"}, runs)
 	require.Equal(t, 3, runOf(o, "make[3]").Item)
 	require.Equal(t, StoppedInterrupted, runOf(o, "make[3]").HeldReason)
@@ -601,10 +586,28 @@ func TestRebuildOfAFanOutKilledBeforeItsInstancesListsTheStepOnce(t *testing.T) 
 	}
 	require.Equal(t, EventFanOut, cut[len(cut)-1].Kind)
 	o := Rebuild(cut)[0]
+	runs := runStatuses(o)
+	require.Equal(t, []string{"split checkpoint_ready", "make[1] held", "make[2] held", "make[3] held", "end held"}, runs)
+	require.Equal(t, 4, o.Summary.HeldSteps)
+}
+
+// undecided are a run's events up to the checkpoint_decided of run, as a
+// process killed while run ran left them in its Log.
+func undecided(events []WorkflowEvent, run string) []WorkflowEvent {
+	for i, ev := range events {
+		if ev.Kind == EventCheckpointDecided && ev.Run == run {
+			return events[:i:i]
+		}
+	}
+	return events
+}
+
+// runStatuses are an outcome's step runs and their checkpoint statuses,
+// in order: "make[2] held".
+func runStatuses(o Outcome) []string {
 	var runs []string
 	for _, s := range o.Steps {
 		runs = append(runs, s.Run+" "+string(s.CheckpointStatus))
 	}
-	require.Equal(t, []string{"split checkpoint_ready", "make[1] held", "make[2] held", "make[3] held", "end held"}, runs)
-	require.Equal(t, 4, o.Summary.HeldSteps)
+	return runs
 }

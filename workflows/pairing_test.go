@@ -279,13 +279,7 @@ func TestALoopsUntilWaitsForThePairedFanOutItTests(t *testing.T) {
 func TestResumeReusesThePairedInstancesThatWereReady(t *testing.T) {
 	plays := perTaskPlan(nil, map[string]int64{"write-tests[3]": 20})
 	_, first := runSim(t, perTask, plays)
-	var cut []WorkflowEvent
-	for _, ev := range first.events {
-		if ev.Kind == EventCheckpointDecided && ev.Run == "write-tests[3]" {
-			break
-		}
-		cut = append(cut, ev)
-	}
+	cut := undecided(first.events, "write-tests[3]")
 	sim := newSim(plays)
 	sim.events = cut
 	w := mustParse(t, perTask)
