@@ -187,8 +187,7 @@ func TestALongSessionStaysUnderASmallWindow(t *testing.T) {
 
 	// A fresh process loads the session: the whole conversation replays,
 	// its compactions in place; the next request goes on from the summary.
-	require.NoError(t, a.stdin.Close())
-	require.NoError(t, a.cmd.Wait())
+	a.exit()
 	b := e.start(args...)
 	b.initializeWith(map[string]any{"session": map[string]any{"compaction": map[string]any{}}})
 	m, replay := b.call(1, "session/load", loadParams(sid, e.ws))

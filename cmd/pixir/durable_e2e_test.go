@@ -93,8 +93,7 @@ func TestASecondProcessCannotWriteASessionInUse(t *testing.T) {
 	}
 
 	// Once the holder ends, the session opens elsewhere.
-	require.NoError(t, a.stdin.Close())
-	require.NoError(t, a.cmd.Wait())
+	a.exit()
 	m, replay := b.call(13, "session/load", loadParams(sid, e.ws))
 	require.Nil(t, m.Error, m.raw)
 	require.Contains(t, agentText(updates(t, replay)), "Ran it.")
@@ -294,8 +293,7 @@ func TestADamagedLineIsReportedAndSkipped(t *testing.T) {
 		m, _ := a.call(2+i, "session/prompt", promptParams(sid, p))
 		require.Equal(t, "end_turn", stopReason(t, m))
 	}
-	require.NoError(t, a.stdin.Close())
-	require.NoError(t, a.cmd.Wait())
+	a.exit()
 
 	// Garbage in the middle of the Log, as a disk error or a stray writer
 	// would leave it.
@@ -324,8 +322,7 @@ func TestADamagedLineIsReportedAndSkipped(t *testing.T) {
 	require.Contains(t, notice["description"], "is not an event and was skipped")
 	require.Contains(t, agentText(ups), "Ran it.")
 	require.NotContains(t, agentText(ups), "damaged", "a client with notices gets no message in the conversation")
-	require.NoError(t, b.stdin.Close())
-	require.NoError(t, b.cmd.Wait())
+	b.exit()
 
 	// From a terminal, pixir resume says it, and the turn runs.
 	cli := &runEnv{t: t, home: e.home, ws: e.ws}

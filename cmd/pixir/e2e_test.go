@@ -200,9 +200,15 @@ func (e *env) startCommand(cmd *exec.Cmd, vars map[string]string) *agent {
 // read; after Wait it all is.
 func (a *agent) stderrAtExit() string {
 	a.t.Helper()
+	a.exit()
+	return a.stderr.String()
+}
+
+// exit closes the agent's input and waits for it to end, cleanly.
+func (a *agent) exit() {
+	a.t.Helper()
 	require.NoError(a.t, a.stdin.Close())
 	require.NoError(a.t, a.cmd.Wait())
-	return a.stderr.String()
 }
 
 func (a *agent) send(line string) {
@@ -769,8 +775,7 @@ func TestLogsGoToStderrAndTheLogFile(t *testing.T) {
 	logFile := filepath.Join(t.TempDir(), "pixir.log")
 	a := e.start("--log-file", logFile)
 	a.result(0, "initialize", map[string]any{"protocolVersion": 1, "clientInfo": map[string]any{"name": "e2e-client", "version": "1"}}, nil)
-	require.NoError(t, a.stdin.Close())
-	require.NoError(t, a.cmd.Wait())
+	a.exit()
 	data, err := os.ReadFile(logFile)
 	require.NoError(t, err)
 	require.Contains(t, string(data), "client=e2e-client")

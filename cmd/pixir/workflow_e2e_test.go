@@ -871,8 +871,7 @@ func TestWorkflowACPPresentationOfAPartialRun(t *testing.T) {
 
 	// A client that loads the session later sees the same: the call ended
 	// failed with the table, and the children under it.
-	require.NoError(t, s.a.stdin.Close())
-	require.NoError(t, s.a.cmd.Wait())
+	s.a.exit()
 	b := s.e.start()
 	b.initialize()
 	_, replay := b.call(1, "session/load", map[string]any{"sessionId": s.sid, "cwd": s.e.ws, "mcpServers": []any{}})
@@ -978,8 +977,7 @@ func TestAWorkflowStepsCallEndsAsItsCheckpointWasDecided(t *testing.T) {
 	checkEnds(s.prompt("wfe2e partial"))
 
 	// Replayed by session/load in a fresh process: the same ends.
-	require.NoError(t, s.a.stdin.Close())
-	require.NoError(t, s.a.cmd.Wait())
+	s.a.exit()
 	b := s.e.start()
 	b.initialize()
 	m, replay := b.call(1, "session/load", loadParams(s.sid, s.e.ws))
