@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -80,13 +79,17 @@ func (r *runner) reusable(run *stepRun) (StepOutcome, bool) {
 	return out, true
 }
 
-// sameStep reports whether two normalised steps do the same work.
+// sameStep reports whether two normalised steps do the same work. They
+// are compared as canonical JSON (object keys sorted, numbers in one
+// form): an output_schema is kept as it was written, and the same schema
+// from a model (its keys in the order it wrote them) and from a file
+// (decoded, keys sorted) is the same step.
 func sameStep(a, b *Step) bool {
 	x, y := *a, *b
 	x.TimeoutMS, y.TimeoutMS = 0, 0
 	ja, err1 := json.Marshal(x)
 	jb, err2 := json.Marshal(y)
-	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
+	return err1 == nil && err2 == nil && canonicalRaw(ja) == canonicalRaw(jb)
 }
 
 // reusedOutcome is a prior outcome as this run records it.
