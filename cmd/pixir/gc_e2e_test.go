@@ -61,3 +61,39 @@ func TestGCRemovesWhatIsOldAndSaysWhatItFreed(t *testing.T) {
 	require.Equal(t, exitUsage, code)
 	require.Contains(t, stderr, `"soon" is not an age: write 7d, 36h or 90m`)
 }
+
+// A session is its Log and its metadata (<id>.json): pixir gc removes
+// both, and counts both. It removed the Log alone, and the metadata of
+// every collected session stayed in .pixir/sessions for good (nothing
+// collected it later either); such a leftover goes once it is old.
+func TestGCRemovesASessionsMetadataWithItsLog(t *testing.T) {
+	e := newRunEnv(t)
+	_, stderr, code := e.pixir("run", "hello")
+	require.Equal(t, exitOK, code, stderr)
+	sid := sessionOf(t, e.ws, stderr)
+	dir := filepath.Join(e.ws, ".pixir", "sessions")
+	old := time.Now().Add(-10 * 24 * time.Hour)
+	var size int64
+	for _, name := range []string{sid + ".ndjson", sid + ".json"} {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		require.NoError(t, err, "a run leaves its Log and its metadata")
+		size += fi.Size()
+		require.NoError(t, os.Chtimes(filepath.Join(dir, name), old, old))
+	}
+	leftover := filepath.Join(dir, "0badc0de-0000-7000-8000-000000000000.json")
+	require.NoError(t, os.WriteFile(leftover, []byte("{}"), 0o644))
+	require.NoError(t, os.Chtimes(leftover, old, old))
+
+	stdout, stderr, code := e.pixir("gc", "--json")
+	require.Equal(t, exitOK, code, stderr)
+	var rep struct {
+		Removed []struct{ Kind, Path string } `json:"removed"`
+		Freed   int64                         `json:"freed_bytes"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rep))
+	require.Len(t, rep.Removed, 2, stdout)
+	require.Equal(t, size+2, rep.Freed, "the Log, its metadata and the leftover")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Empty(t, entries, "nothing of the session is left")
+}

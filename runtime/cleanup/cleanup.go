@@ -25,7 +25,8 @@ import (
 
 // Kinds of Item.
 const (
-	// KindSessionLog is a session's Log, .pixir/sessions/<id>.ndjson.
+	// KindSessionLog is a session's Log, .pixir/sessions/<id>.ndjson, with
+	// its metadata (<id>.json), or metadata whose Log is gone.
 	KindSessionLog = "session_log"
 	// KindSubagent is a Subagent's folder, .pixir/subagents/<id>/: its
 	// snapshot, the snapshot's base and its Log.
@@ -73,15 +74,39 @@ func Collect(root string, olderThan time.Duration, now time.Time, dryRun bool) (
 	if err != nil {
 		return rep, err
 	}
+	logs := map[string]bool{}
 	for _, e := range sessions {
-		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".ndjson") {
+		if id, ok := strings.CutSuffix(e.Name(), ".ndjson"); ok && e.Type().IsRegular() {
+			logs[id] = true
+		}
+	}
+	for _, e := range sessions {
+		if !e.Type().IsRegular() {
 			continue
+		}
+		// A session is its Log and its metadata (<id>.json): they go
+		// together, as old as the later of the two. Metadata whose Log is
+		// gone (removed by a gc before the two went together) goes alone.
+		id, isLog := strings.CutSuffix(e.Name(), ".ndjson")
+		if !isLog {
+			if meta, ok := strings.CutSuffix(e.Name(), ".json"); !ok || logs[meta] {
+				continue
+			}
 		}
 		fi, err := e.Info()
 		if err != nil {
 			continue // gone meanwhile
 		}
-		rep.consider(Item{Kind: KindSessionLog, Path: "sessions/" + e.Name(), Bytes: fi.Size(), LastWrite: fi.ModTime()}, cutoff)
+		it := Item{Kind: KindSessionLog, Path: "sessions/" + e.Name(), Bytes: fi.Size(), LastWrite: fi.ModTime()}
+		if isLog {
+			if mi, err := os.Lstat(filepath.Join(state, "sessions", id+".json")); err == nil && mi.Mode().IsRegular() {
+				it.Bytes += mi.Size()
+				if mi.ModTime().After(it.LastWrite) {
+					it.LastWrite = mi.ModTime()
+				}
+			}
+		}
+		rep.consider(it, cutoff)
 	}
 	children, err := readDir(filepath.Join(state, "subagents"))
 	if err != nil {
@@ -104,9 +129,17 @@ func Collect(root string, olderThan time.Duration, now time.Time, dryRun bool) (
 	for _, it := range rep.Removed {
 		p := filepath.Join(root, filepath.FromSlash(it.Path))
 		var err error
-		if it.Kind == KindSubagent {
+		switch {
+		case it.Kind == KindSubagent:
 			err = snapshot.Remove(p) // read-only folders a child left are removed too
-		} else {
+		case strings.HasSuffix(p, ".ndjson"):
+			// The metadata first: a Log without it is still a session
+			// (pixir sessions lists it, session/load loads it).
+			err = os.Remove(strings.TrimSuffix(p, ".ndjson") + ".json")
+			if err == nil || errors.Is(err, fs.ErrNotExist) {
+				err = os.Remove(p)
+			}
+		default:
 			err = os.Remove(p)
 		}
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
