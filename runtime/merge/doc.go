@@ -23,7 +23,10 @@
 //     other; added on both sides with different contents; both sides
 //     changed a file that is not text (binary), or a text file whose base
 //     content was not kept (larger than snapshot.MaxBaseSize); a change of
-//     type (file, link); a file outside the child's write set. A
+//     type (file, link); a file outside the child's write set; a path
+//     beneath a folder that is a link (or a file) in the workspace, which
+//     a merge never writes through, at the plan or at the apply (see
+//     linkOnTheWay). A
 //     conflicting file is not written. For a content conflict, the child's
 //     snapshot gets the file with conflict markers and its base becomes the
 //     workspace's version, so the child (or whoever edits its snapshot)

@@ -198,10 +198,24 @@ func writeJournal(dir string, j journal) error {
 // it, or the file moved), so that freeing its blocks is not part of the
 // merge's time.
 func run(ctx context.Context, workspace, dir string, j journal, files tools.Files, hook func(applied int), aside string) (map[string]bool, error) {
+	// A folder on the way that became a link (or a file) since the plan
+	// is never written through: the operation is left, as one whose path
+	// changed (see linkOnTheWay).
+	var mu sync.Mutex
+	moved := map[string]bool{}
+	var folders sync.Map
+	for _, jo := range j.Ops {
+		if linkOnTheWay(workspace, jo.Path, &folders) != "" {
+			moved[jo.Path] = true
+		}
+	}
 	// Folders first, one at a time: parallel MkdirAll of nested folders
 	// race each other.
 	made := map[string]bool{}
 	for _, jo := range j.Ops {
+		if moved[jo.Path] {
+			continue
+		}
 		if d := filepath.Dir(filepath.Join(workspace, filepath.FromSlash(jo.Path))); jo.Op == opWrite && !made[d] {
 			made[d] = true
 			if err := mkdirs(d); err != nil {
@@ -214,11 +228,15 @@ func run(ctx context.Context, workspace, dir string, j journal, files tools.File
 			aside = "" // the old versions are freed as they are replaced
 		}
 	}
-	var mu sync.Mutex
-	moved := map[string]bool{}
 	var applied atomic.Int64
 	err := parallel(ctx, len(j.Ops), func(n int) error {
 		jo := j.Ops[n]
+		mu.Lock()
+		skip := moved[jo.Path]
+		mu.Unlock()
+		if skip {
+			return nil
+		}
 		target := filepath.Join(workspace, filepath.FromSlash(jo.Path))
 		if !unchanged(target, jo) {
 			cur, err := readSide(target)

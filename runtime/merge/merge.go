@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/pixir-go/pixir/runtime/snapshot"
 	"github.com/pixir-go/pixir/tools"
@@ -115,6 +116,9 @@ type planner struct {
 	m     *snapshot.Manifest
 	tmp   string
 	bases *snapshot.BaseReader
+	// folders caches which workspace folders on the way to a path are
+	// real folders (see linkOnTheWay).
+	folders sync.Map
 
 	ops       []*op
 	conflicts []tools.MergeConflict
@@ -207,7 +211,10 @@ func (p *planner) plan(ctx context.Context, ch snapshot.Changes) error {
 // versions are one path's three versions, as read for the plan.
 type versions struct {
 	// outside: the child may not change the path (nothing was read).
-	outside            bool
+	outside bool
+	// via: a folder on the way to the path in the workspace is a link
+	// (or a file); nothing was read.
+	via                string
 	base, ours, theirs side
 }
 
@@ -219,6 +226,9 @@ func (p *planner) read(path string) (versions, error) {
 	}
 	if p.req.Allow != nil && !p.req.Allow(path) {
 		return versions{outside: true}, nil
+	}
+	if via := linkOnTheWay(p.req.Workspace, path, &p.folders); via != "" {
+		return versions{via: via}, nil
 	}
 	base, err := baseSide(p.bases, path)
 	if err != nil {
@@ -239,6 +249,10 @@ func (p *planner) read(path string) (versions, error) {
 func (p *planner) path(ctx context.Context, path string, v versions) error {
 	if v.outside {
 		p.conflict(path, tools.ConflictOutsideWriteSet, "the child changed a file outside its write set; it is never merged")
+		return nil
+	}
+	if v.via != "" {
+		p.conflict(path, tools.ConflictType, fmt.Sprintf("%s is a link (or a file) in the workspace, on the way to this path; a merge never writes through a link, which may lead outside the write set or the workspace: make %s a folder in the workspace, or move the child's file elsewhere, then merge again", v.via, v.via))
 		return nil
 	}
 	base, ours, theirs := v.base, v.ours, v.theirs

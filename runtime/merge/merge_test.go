@@ -47,7 +47,12 @@ const text = "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\nnine\nten\n"
 
 func newFixture(t *testing.T, files map[string]string) *fixture {
 	t.Helper()
-	ws := t.TempDir()
+	return newFixtureIn(t, t.TempDir(), files)
+}
+
+// newFixtureIn is newFixture in a workspace that may hold more already.
+func newFixtureIn(t *testing.T, ws string, files map[string]string) *fixture {
+	t.Helper()
 	for p, c := range files {
 		write(t, ws, p, c)
 	}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Two writers held to a/**, through the binary: the first makes a/dir a
+// link to a folder outside the workspace (a link may lead anywhere; it is
+// merged as a link), the second replaces that link by a folder in its own
+// snapshot and writes a/dir/authorized_keys there. Merging that file back
+// would write it through the workspace's link, outside the write set and
+// the workspace: it is a conflict, nothing is written outside, and the
+// step needs the orchestrator instead of passing for merged.
+func TestAMergeNeverWritesThroughALinkInTheWorkspace(t *testing.T) {
+	e := newRunEnv(t)
+	outside := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(e.ws, "a"), 0o755))
+	e.file("a/a.txt", "a\n")
+	script := e.file("script.toml", `
+[[rule]]
+match = '\A\[link\]'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "bash"
+  arguments = { command = "ln -s `+outside+` a/dir" }
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "report_checkpoint"
+  arguments_json = '{"status":"checkpoint_ready","summary":"linked"}'
+  [[rule.reply]]
+  text = "linked"
+[[rule]]
+match = '\A\[write\]'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "bash"
+  arguments = { command = "rm a/dir && mkdir a/dir && echo pwned > a/dir/authorized_keys && echo ok > a/ok.txt" }
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "report_checkpoint"
+  arguments_json = '{"status":"checkpoint_ready","summary":"written"}'
+  [[rule.reply]]
+  text = "written"
+`)
+	wf := e.file("wf.json", `{"steps":[
+		{"id":"link","task":"[link] link it","write_set":["a/**"]},
+		{"id":"write","task":"[write] write it","write_set":["a/**"],"depends_on":["link"]}]}`)
+	stdout, stderr, code := e.pixir("run", "--script", script, "--workflow", wf, "--json")
+	require.Equal(t, exitPartial, code, "stdout: %s\nstderr: %s", stdout, stderr)
+
+	entries, err := os.ReadDir(outside)
+	require.NoError(t, err)
+	require.Empty(t, entries, "nothing is written outside the workspace")
+	out := validEnvelope(t, stdout, "run_workflow_output.json")["output"].(map[string]any)
+	require.Equal(t, "partial", out["status"])
+	write := out["steps"].([]any)[1].(map[string]any)
+	require.Equal(t, "needs_orchestrator", write["checkpoint_status"])
+	merge := write["merge"].(map[string]any)
+	require.Equal(t, "conflicted", merge["status"])
+	require.Equal(t, map[string]any{"added": []any{"a/ok.txt"}}, merge["applied"], "what does not go through the link is merged")
+	var kinds = map[string]string{}
+	for _, c := range merge["conflicts"].([]any) {
+		c := c.(map[string]any)
+		kinds[c["path"].(string)] = c["kind"].(string)
+	}
+	require.Equal(t, "type", kinds["a/dir/authorized_keys"], "%v", merge["conflicts"])
+	target, err := os.Readlink(filepath.Join(e.ws, "a", "dir"))
+	require.NoError(t, err)
+	require.Equal(t, outside, target, "the workspace's link is as the first step left it")
+	require.Equal(t, "ok\n", e.read("a/ok.txt"))
+}
