@@ -42,9 +42,17 @@ func (r *runner) land(run *stepRun, out StepOutcome) StepOutcome {
 		rep, err := r.merger.Merge(r.ctx, MergeRequest{StepID: run.label, AgentID: out.AgentID})
 		if err != nil {
 			m.Reason = "the merge could not be made: " + tools.AsFailure(err).Message
+			unlanded(&out, m.Reason)
 			break
 		}
 		m.MergeReport = rep
+		if rep.Status == tools.MergeNotMerged {
+			// Declined (ask), or refused (read_only): the work is
+			// ready but not where the user looks, and dependents would
+			// build on a workspace without it.
+			unlanded(&out, "not merged: "+rep.Reason)
+			break
+		}
 		for k := range m.Conflicts {
 			m.Conflicts[k].Steps = r.involved(run.label, m.Conflicts[k].Path)
 		}
@@ -60,6 +68,18 @@ func (r *runner) land(run *stepRun, out StepOutcome) StepOutcome {
 		}
 	}
 	return out
+}
+
+// unlanded makes a ready step whose on_ready merge did not happen (the
+// user declined it, the mode refused it, or it failed) needs_orchestrator:
+// its work is in its snapshot, not in the workspace, so the run is not
+// completed and its dependents are held until someone decides.
+func unlanded(out *StepOutcome, why string) {
+	out.CheckpointStatus = CheckpointNeedsOrchestrator
+	if b := out.Checkpoint; b != nil {
+		b.Status, b.DependentSafe = CheckpointNeedsOrchestrator, false
+		b.KnownLimitations = append(b.KnownLimitations, "its changes were not merged into the workspace ("+why+"); they stay in its snapshot")
+	}
 }
 
 // involved are the steps a conflict on path involves: those merged
@@ -110,7 +130,8 @@ func mergeCell(m *StepMerge) string {
 	return "not merged"
 }
 
-// mergeActions are the safe moves after merge conflicts.
+// mergeActions are the safe moves after merge conflicts, and after
+// merges that did not happen.
 func mergeActions(steps []StepOutcome) []NextAction {
 	var conflicted []string
 	for _, s := range steps {
@@ -118,17 +139,35 @@ func mergeActions(steps []StepOutcome) []NextAction {
 			conflicted = append(conflicted, s.StepID)
 		}
 	}
-	if len(conflicted) == 0 {
-		return nil
+	var acts []NextAction
+	if unmerged := unmergedSteps(steps); len(unmerged) > 0 {
+		acts = append(acts, NextAction{Action: "merge_again", StepIDs: unmerged,
+			Reason: "each step was ready but its merge did not happen (merge.reason says why: declined, refused by the mode, or failed); its changes are all in its snapshot: merge_agent its agent_id when they should land, or keep_in_snapshot / discard them"})
 	}
-	return []NextAction{
+	if len(conflicted) == 0 {
+		return acts
+	}
+	return append(acts, []NextAction{
 		{Action: "resolve_then_merge", StepIDs: conflicted,
 			Reason: "each step's merge.conflicts were left as they are in the workspace, and its snapshot now holds them with conflict markers against the workspace's version: have the step's child resolve them (send_input to its agent_id), then merge_agent it again"},
 		{Action: "keep_in_snapshot", StepIDs: conflicted,
 			Reason: "leave the unmerged files in the step's snapshot for later; what merged cleanly is already in the workspace"},
 		{Action: "discard", StepIDs: conflicted,
 			Reason: "close_agent the step's agent_id: its snapshot and unmerged changes are deleted; what merged cleanly stays in the workspace"},
+	}...)
+}
+
+// unmergedSteps are the steps whose on_ready merge was tried and did not
+// happen (see unlanded).
+func unmergedSteps(steps []StepOutcome) []string {
+	var ids []string
+	for _, s := range steps {
+		if s.Merge != nil && s.Merge.Status == tools.MergeNotMerged && s.Merge.Policy == MergeOnReady &&
+			s.CheckpointStatus == CheckpointNeedsOrchestrator && !s.Superseded {
+			ids = append(ids, runName(&s))
+		}
 	}
+	return ids
 }
 
 // writeConflicts lists the merge conflicts of a run under its table: each

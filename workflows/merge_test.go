@@ -134,6 +134,44 @@ func TestMergeConflictMakesTheStepNeedOrchestrator(t *testing.T) {
 	require.Contains(t, strings.Join(out.SeamObligations, "\n"), "merge conflict")
 }
 
+// A ready writer whose merge did not happen (the user declined it, the
+// mode refused it, or it failed) has its work in its snapshot, not in the
+// workspace: the run is not completed, its dependents do not start on a
+// workspace without it, and the next actions say how to land it.
+func TestAMergeThatDidNotHappenIsNotCompleted(t *testing.T) {
+	spec := `{"steps":[
+		{"id":"declined","task":"t","write_set":["d/**"]},
+		{"id":"broken","task":"t","write_set":["b/**"]},
+		{"id":"after","task":"t","depends_on":["declined"]}]}`
+	m := &fakeMerger{answer: func(step string) (tools.MergeReport, error) {
+		if step == "broken" {
+			return tools.MergeReport{}, errors.New("the snapshot is gone")
+		}
+		return tools.MergeReport{Status: tools.MergeNotMerged, Reason: "the user declined the merge"}, nil
+	}}
+	plan := func(step string) childPlan {
+		return childPlan{dur: 1, changes: changed(step + "/x"), report: `{"status":"checkpoint_ready","summary":"done"}`}
+	}
+	out, _ := runWithMerger(t, spec, plan, m)
+	require.Equal(t, StatusFailed, out.Status, "no step is checkpoint_ready")
+	for _, id := range []string{"declined", "broken"} {
+		s := stepOf(out, id)
+		require.Equal(t, CheckpointNeedsOrchestrator, s.CheckpointStatus, id)
+		require.Equal(t, tools.MergeNotMerged, s.Merge.Status, id)
+		require.False(t, s.Checkpoint.DependentSafe, id)
+		require.Contains(t, strings.Join(s.Checkpoint.KnownLimitations, "\n"), "not merged into the workspace", id)
+	}
+	require.Equal(t, CheckpointHeld, stepOf(out, "after").CheckpointStatus, "not started on a workspace without its dependency's work")
+	var again *NextAction
+	for i, a := range out.SafeNextActions {
+		if a.Action == "merge_again" {
+			again = &out.SafeNextActions[i]
+		}
+	}
+	require.NotNil(t, again, "%+v", out.SafeNextActions)
+	require.Equal(t, []string{"declined", "broken"}, again.StepIDs, "in declaration order")
+}
+
 func TestMergePolicies(t *testing.T) {
 	spec := `{"merge":"manual","steps":[
 		{"id":"man","task":"t","write_set":["m/**"]},

@@ -162,8 +162,8 @@ type StepMerge struct {
 // not complete.
 type NextAction struct {
 	// Action is one of retry_failed_steps, rerun_held_steps, ask_user,
-	// make_missed_commits, resolve_then_merge, keep_in_snapshot, discard,
-	// abort.
+	// make_missed_commits, merge_again, resolve_then_merge,
+	// keep_in_snapshot, discard, abort.
 	Action  string   `json:"action"`
 	StepIDs []string `json:"step_ids,omitempty"`
 	// Args are run_workflow arguments that do it (resume_from).
