@@ -238,7 +238,11 @@ type Step struct {
 	SubagentID       string                     `json:"subagent_id,omitempty"`
 	ChildSessionID   string                     `json:"child_session_id,omitempty"`
 	ChildLog         string                     `json:"child_log,omitempty"`
-	Usage            *budget.Usage              `json:"usage,omitempty"`
+	// WorkspaceMode and Workspace are where the step's child worked: an
+	// isolated one's snapshot holds whatever of its work was not merged.
+	WorkspaceMode string        `json:"workspace_mode,omitempty"`
+	Workspace     string        `json:"workspace,omitempty"`
+	Usage         *budget.Usage `json:"usage,omitempty"`
 	// Merge is what became of an isolated writer's changes (merge-back).
 	Merge *workflows.StepMerge `json:"merge,omitempty"`
 }
@@ -592,7 +596,7 @@ func (f *folder) rebuildWorkflows() {
 				CheckpointStatus: so.CheckpointStatus, SubagentStatus: so.SubagentStatus,
 				Summary: so.Summary, ElapsedMS: so.ElapsedMS, Reason: so.Reason, HeldReason: so.HeldReason,
 				BlockedBy: so.BlockedBy, ReusedFrom: so.ReusedFrom, SubagentID: so.AgentID, ChildSessionID: so.ChildSessionID,
-				Usage: so.Usage, Merge: so.Merge,
+				WorkspaceMode: string(so.WorkspaceMode), Workspace: so.Workspace, Usage: so.Usage, Merge: so.Merge,
 			}
 			if len(st.DependsOn) == 0 {
 				st.DependsOn = nil
@@ -602,6 +606,9 @@ func (f *folder) rebuildWorkflows() {
 			}
 			if sa := f.steps[so.AgentID]; so.AgentID != "" && sa != nil {
 				st.ChildLog = sa.ChildLog
+				if st.Workspace == "" && sa.Workspace != "" { // a run interrupted before its step was decided
+					st.WorkspaceMode, st.Workspace = sa.WorkspaceMode, sa.Workspace
+				}
 				if st.ChildSessionID == "" {
 					st.ChildSessionID = sa.ChildSessionID
 				}

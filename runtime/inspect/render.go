@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -140,12 +141,19 @@ func writeNode(w io.Writer, n *node, prefix, lead, cont string) {
 
 func turnNode(t *Turn, loc *time.Location) *node {
 	n := &node{}
-	if t.Index == 0 {
+	// Before the first prompt, notices alone (a pixir run --workflow
+	// session's budget warning, an MCP server that did not start) are no
+	// turn of the model's: no status, and no note that it did not end.
+	noTurn := t.Index == 0 && !slices.ContainsFunc(t.Items, func(it *Item) bool { return it.Kind != KindNotice })
+	switch {
+	case noTurn:
+		n.text = "before the first prompt"
+	case t.Index == 0:
 		n.text = fmt.Sprintf("before the first prompt [%s]", t.Status)
-	} else {
+	default:
 		n.text = fmt.Sprintf("turn %d [%s] %s: %s", t.Index, t.Status, t.TS.In(loc).Format(time.DateTime), oneLine(t.Prompt, messageWidth))
 	}
-	if t.Status == TurnIncomplete {
+	if t.Status == TurnIncomplete && !noTurn {
 		n.note("no final answer in the Log: cancelled between model calls, stopped at the model-call limit, still running, or the process ended")
 	}
 	if t.Usage != nil {
@@ -350,6 +358,12 @@ func stepNode(st *Step) *node {
 		for _, c := range m.Conflicts {
 			n.note("conflict: %s", oneLine(c.Path+" ("+c.Kind+"): "+c.Message, lineWidth))
 		}
+	}
+	unmerged := st.Merge != nil && st.Merge.Status != tools.MergeMerged || st.Merge == nil && st.SubagentStatus == tools.SubagentDetached
+	if st.WorkspaceMode == string(workflows.Isolated) && st.Workspace != "" && unmerged {
+		// What `pixir run` sends the user here for: the work that is
+		// in the step's snapshot and nowhere else.
+		n.note("snapshot (its work not merged into the workspace): %s", st.Workspace)
 	}
 	if st.SubagentID != "" {
 		child := "subagent " + st.SubagentID

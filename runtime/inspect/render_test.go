@@ -160,3 +160,44 @@ func TestShortIDsAreUniqueStarts(t *testing.T) {
 		"abc":                                  "abc",
 	}, short)
 }
+
+// A pixir run --workflow session: no prompt, a budget warning, a writer
+// that failed (its work not merged) and one the process left running.
+// The warning is no turn of the model's (it said "[incomplete]", "no
+// final answer in the Log"), and each writer's snapshot, where its work
+// is and nowhere else, is shown (pixir run sends the user here for it).
+func TestInspectRenderAWorkflowSession(t *testing.T) {
+	writers := &workflows.Workflow{Name: "writers", Steps: []workflows.Step{
+		{ID: "a", Task: "write a", WriteSet: []string{"a/**"}},
+		{ID: "b", Task: "write b", WriteSet: []string{"b/**"}},
+	}}
+	failed := &workflows.StepOutcome{StepID: "a", Agent: "default", AgentID: "sa-a", Wave: 1, DependsOn: []string{},
+		WorkspaceMode: workflows.Isolated, Workspace: "/ws/.pixir/subagents/sa-a/workspace",
+		SubagentStatus: "failed", CheckpointStatus: workflows.CheckpointFailed, ElapsedMS: 7,
+		Error: &tools.Failure{Kind: "budget_exhausted", Message: "the budget of workflow wf-1 is spent"},
+		Merge: &workflows.StepMerge{Policy: workflows.MergeOnReady, MergeReport: tools.MergeReport{Status: tools.MergeNotMerged, Reason: "the step is failed"}}}
+	isolated := func(d *runtime.SubagentEventData) {
+		d.Workspace = "/ws/.pixir/subagents/" + d.SubagentID + "/workspace"
+	}
+	s := Fold(logOf(t,
+		wf(workflows.WorkflowEvent{Kind: workflows.EventWorkflowStarted, WorkflowID: "wf-1", Workflow: writers}),
+		child("queued", "sa-a", "", "queued", func(d *runtime.SubagentEventData) { d.Name = "a" }),
+		wf(workflows.WorkflowEvent{Kind: workflows.EventStepScheduled, WorkflowID: "wf-1", StepID: "a", Wave: 1, SubagentID: "sa-a"}),
+		child("queued", "sa-b", "", "queued", func(d *runtime.SubagentEventData) { d.Name = "b" }),
+		wf(workflows.WorkflowEvent{Kind: workflows.EventStepScheduled, WorkflowID: "wf-1", StepID: "b", Wave: 1, SubagentID: "sa-b"}),
+		child("started", "sa-a", "", "running", isolated),
+		child("started", "sa-b", "", "running", isolated),
+		ev{runtime.EventNotice, runtime.NoticeData{Source: "budget", Severity: "warning", Title: "Workflow wf-1 has spent 132% of its budget"}},
+		child("failed", "sa-a", "", "failed", isolated),
+		wf(workflows.WorkflowEvent{Kind: workflows.EventCheckpointDecided, WorkflowID: "wf-1", StepID: "a", Outcome: failed}),
+	))
+	var b bytes.Buffer
+	require.NoError(t, Render(&b, s, RenderOptions{Location: time.UTC}))
+	out := b.String()
+	require.Contains(t, out, "before the first prompt\n")
+	require.NotContains(t, out, "[incomplete]")
+	require.NotContains(t, out, "no final answer")
+	require.Contains(t, out, "notice (warning): Workflow wf-1 has spent 132% of its budget")
+	require.Contains(t, out, "snapshot (its work not merged into the workspace): /ws/.pixir/subagents/sa-a/workspace")
+	require.Contains(t, out, "snapshot (its work not merged into the workspace): /ws/.pixir/subagents/sa-b/workspace", "the step the process left running")
+}
