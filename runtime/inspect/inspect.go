@@ -21,7 +21,7 @@ const (
 	// TurnFailed: the turn ended on a provider failure (turn_failed).
 	TurnFailed = "failed"
 	// TurnCancelled: a reply was cut off, or the last calls were
-	// cancelled.
+	// cancelled (a workflow among them stopped by the cancel).
 	TurnCancelled = "cancelled"
 	// TurnIncomplete: no final reply is in the Log: the turn was cancelled
 	// between model calls, stopped at the model-call limit, is still
@@ -303,6 +303,9 @@ type folder struct {
 	steps  map[string]*Subagent
 	runs   map[string]*Workflow
 	wfEvts []workflows.WorkflowEvent
+	// cancelledRuns are the tool calls whose workflow a cancel stopped:
+	// the call's result is the partial outcome, not a cancelled error.
+	cancelledRuns map[string]bool
 }
 
 // stepChildren finds the children that ran workflow steps. A step's
@@ -508,9 +511,12 @@ func (f *folder) endTurn() {
 			if tc := f.turnCalls[id]; tc != nil && tc.Error != nil && tc.Error.Kind == string(tools.ErrCancelled) {
 				t.Status = TurnCancelled
 			}
+			if f.cancelledRuns[id] && f.turnCalls[id] != nil && f.turnCalls[id].Status != ToolUnfinished {
+				t.Status = TurnCancelled // a workflow the cancel stopped
+			}
 		}
 	}
-	f.turn = nil
+	f.turn, f.cancelledRuns = nil, nil
 }
 
 func (f *folder) subagent(d runtime.SubagentEventData) {
@@ -558,6 +564,12 @@ func (f *folder) subagent(d runtime.SubagentEventData) {
 
 func (f *folder) workflow(d workflows.WorkflowEvent) {
 	f.wfEvts = append(f.wfEvts, d)
+	if d.Kind == workflows.EventWorkflowFinished && d.StoppedBy == workflows.StoppedCancelled && d.ToolCallID != "" {
+		if f.cancelledRuns == nil {
+			f.cancelledRuns = map[string]bool{}
+		}
+		f.cancelledRuns[d.ToolCallID] = true
+	}
 	if d.Kind != workflows.EventWorkflowStarted || f.runs[d.WorkflowID] != nil {
 		return
 	}

@@ -421,6 +421,23 @@ func TestInspectFoldWorkflows(t *testing.T) {
 			},
 		},
 		{
+			// session/cancel in the middle of a workflow: run_workflow's
+			// result is the partial outcome (not a cancelled error), and
+			// the turn was cancelled, not left incomplete.
+			name: "a turn whose workflow a cancel stopped is cancelled; another turn's call of the same id is not",
+			events: []ev{
+				user("run a workflow"), say("", "call_1_1"), call("call_1_1", "run_workflow"), started,
+				wf(workflows.WorkflowEvent{Kind: workflows.EventWorkflowFinished, WorkflowID: "wf-1", ToolCallID: "call_1_1", Status: "partial", StoppedBy: workflows.StoppedCancelled, ElapsedMS: 5}),
+				result("call_1_1", "run_workflow", tools.Result{OK: false, Output: "partial"}, 6),
+				user("again"), say("", "call_1_1"), call("call_1_1", "run_workflow"),
+				result("call_1_1", "run_workflow", tools.Result{OK: false, Output: "partial"}, 6),
+			},
+			check: func(t *testing.T, s *Session) {
+				require.Equal(t, TurnCancelled, s.Turns[0].Status)
+				require.Equal(t, TurnIncomplete, s.Turns[1].Status, "no cancel in the second turn")
+			},
+		},
+		{
 			name: "a held step says why",
 			events: []ev{
 				wf(workflows.WorkflowEvent{Kind: workflows.EventWorkflowStarted, WorkflowID: "wf-2", Workflow: twoSteps}),
