@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pixir-go/pixir/budget"
+	"github.com/pixir-go/pixir/runtime"
 	"github.com/pixir-go/pixir/tools"
 	"github.com/pixir-go/pixir/workflows"
 )
@@ -179,7 +180,7 @@ func turnNode(t *Turn, loc *time.Location) *node {
 			p := it.Permission
 			n.children = append(n.children, &node{text: fmt.Sprintf("permission for %s %s: %s", p.Tool, p.ToolCallID, permission(p))})
 		case KindNotice:
-			n.children = append(n.children, &node{text: fmt.Sprintf("notice (%s): %s", it.Notice.Severity, oneLine(it.Notice.Title, messageWidth))})
+			n.children = append(n.children, noticeNode(it.Notice))
 		case KindSummaries:
 			n.children = append(n.children, &node{text: "told the model how subagents it did not wait for ended: " + strings.Join(it.SubagentIDs, ", ")})
 		case KindCompaction:
@@ -445,4 +446,28 @@ func RenderList(w io.Writer, list []Listed, loc *time.Location) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", short[l.ID], updated, mode, turns, title)
 	}
 	return tw.Flush()
+}
+
+// noticeDetailLines is how many lines of a notice's detail (a stopped MCP
+// server's stderr, its end) are shown under it.
+const noticeDetailLines = 5
+
+// noticeNode is a notice: its title, and under it the last lines of its
+// detail that the title does not already say.
+func noticeNode(nd *runtime.NoticeData) *node {
+	n := &node{text: fmt.Sprintf("notice (%s): %s", nd.Severity, oneLine(nd.Title, messageWidth))}
+	var lines []string
+	for line := range strings.SplitSeq(nd.Detail, "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.Contains(nd.Title, line) {
+			lines = append(lines, line)
+		}
+	}
+	if len(lines) > noticeDetailLines {
+		n.note("… %d earlier lines", len(lines)-noticeDetailLines)
+		lines = lines[len(lines)-noticeDetailLines:]
+	}
+	for _, line := range lines {
+		n.note("%s", oneLine(line, messageWidth))
+	}
+	return n
 }

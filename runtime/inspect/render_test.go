@@ -201,3 +201,21 @@ func TestInspectRenderAWorkflowSession(t *testing.T) {
 	require.Contains(t, out, "snapshot (its work not merged into the workspace): /ws/.pixir/subagents/sa-a/workspace")
 	require.Contains(t, out, "snapshot (its work not merged into the workspace): /ws/.pixir/subagents/sa-b/workspace", "the step the process left running")
 }
+
+// A session without prompts (pixir run --workflow) whose MCP server
+// stopped mid-run: the notice shows the end of the server's stderr, which
+// the Log keeps in its detail, and is no turn that missed an answer.
+func TestInspectRenderAStoppedServersNoticeWithItsStderr(t *testing.T) {
+	notice := ev{runtime.EventNotice, runtime.NoticeData{Source: "mcp", Server: "t", Severity: "error",
+		Title: `MCP server "t" stopped (it exited: exit status 3); its 4 tools are withdrawn`, Detail: "it exited: exit status 3\nboom: crashing now"}}
+	s := Fold(logOf(t,
+		wf(workflows.WorkflowEvent{Kind: workflows.EventWorkflowStarted, WorkflowID: "wf-2", Workflow: twoSteps}),
+		notice,
+		wf(workflows.WorkflowEvent{Kind: workflows.EventWorkflowFinished, WorkflowID: "wf-2", Status: "failed", ElapsedMS: 5}),
+	))
+	var b bytes.Buffer
+	require.NoError(t, Render(&b, s, RenderOptions{Location: time.UTC}))
+	out := b.String()
+	require.NotContains(t, out, "no final answer")
+	require.Contains(t, out, "\nbefore the first prompt\n└─ notice (error): MCP server \"t\" stopped (it exited: exit status 3); its 4 tools are withdrawn\n      boom: crashing now\n")
+}
