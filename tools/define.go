@@ -64,6 +64,13 @@ type SpecWith[A, D any] struct {
 	Schema      json.RawMessage
 	// Run is Spec.Run with the dependency the Tool was bound to.
 	Run func(ctx context.Context, env Env, dep D, a A, dryRun bool) Result
+	// Refused, when set, is the tool's own account of arguments its schema
+	// refused: given the schema's "/pointer: message" lines, it returns the
+	// invalid_args Failure to report instead of them, which should hold
+	// every problem at once (the schema's and those only the tool can see,
+	// such as an unknown name), each with its location. Optional: without
+	// it the schema's lines are the failure.
+	Refused func(dep D, args json.RawMessage, schema []string) *Failure
 }
 
 // DefineWith makes a family of Tools that differ only in the dependency
@@ -77,9 +84,13 @@ func DefineWith[A, D any](s SpecWith[A, D]) func(dep D) Tool {
 	}
 	def := newDefinition(s.Name, s.Description, s.Posture, s.Kind, s.Describe, s.Schema)
 	return func(dep D) Tool {
-		return &defined[A]{definition: def, run: func(ctx context.Context, env Env, a A, dryRun bool) Result {
+		t := &defined[A]{definition: def, run: func(ctx context.Context, env Env, a A, dryRun bool) Result {
 			return s.Run(ctx, env, dep, a, dryRun)
 		}}
+		if s.Refused != nil {
+			t.refused = func(args json.RawMessage, schema []string) *Failure { return s.Refused(dep, args, schema) }
+		}
+		return t
 	}
 }
 
@@ -114,6 +125,8 @@ func newDefinition[A any](name, description string, posture Posture, kind Kind, 
 type defined[A any] struct {
 	*definition[A]
 	run func(ctx context.Context, env Env, a A, dryRun bool) Result
+	// refused is SpecWith.Refused bound to the Tool's dependency, or nil.
+	refused func(args json.RawMessage, schema []string) *Failure
 }
 
 func (t *defined[A]) Name() string        { return t.name }
@@ -223,6 +236,11 @@ func (t *defined[A]) decode(args json.RawMessage) (A, *Failure) {
 		return a, &Failure{Kind: ErrInternal, Message: err.Error()}
 	}
 	if lines := val.validate(v); len(lines) > 0 {
+		if t.refused != nil {
+			if f := t.refused(raw, lines); f != nil {
+				return a, f
+			}
+		}
 		return a, &Failure{Kind: ErrInvalidArgs, Message: strings.Join(lines, "\n"), Details: map[string]any{"problems": lines}}
 	}
 	if err := json.Unmarshal(raw, &a); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/pixir-go/pixir/internal/suggest"
@@ -26,46 +27,108 @@ func DecodeAndCheck(raw json.RawMessage, agents Agents) (*Workflow, error) {
 // decodeAndCheck is DecodeAndCheck; prepare, when set, fills a decoded
 // workflow before it is checked.
 func decodeAndCheck(raw json.RawMessage, agents Agents, prepare func(*Workflow)) (*Workflow, error) {
+	w, problems, err := specProblems(raw, agents, prepare)
+	if err != nil {
+		return nil, err
+	}
+	if len(problems) > 0 {
+		return nil, problemsFailure(inFileOrder(problems))
+	}
+	return w, nil
+}
+
+// specProblems decodes raw and lists every problem of it: its unknown keys
+// and values of the wrong type (each left out, so the rest is still
+// checked), then Check's problems and the agents'. The error is for what
+// is no problem of a spec's parts: raw is no object (the decoder's
+// message), or the agents could not be checked (depth, shutdown).
+func specProblems(raw json.RawMessage, agents Agents, prepare func(*Workflow)) (*Workflow, []Problem, error) {
 	w, err := Decode(raw)
 	var problems []Problem
+	var wrong map[fieldAt]bool
 	if err != nil {
 		unknown, stripped := unknownKeys(raw)
 		if stripped == nil {
-			return nil, err // not an object: the decoder's message is the one
+			return nil, nil, err // not an object: the decoder's message is the one
 		}
-		problems = unknown
-		// Without the unknown keys, the rest can still be checked.
+		var typed []Problem
+		typed, wrong, stripped = typeProblems(stripped)
+		problems = append(unknown, typed...)
+		// Without the unknown keys and the wrongly typed values, the rest
+		// can still be checked.
 		if w, err = Decode(stripped); err != nil {
-			if typed := stepTypeProblems(stripped); len(typed) > 0 {
-				return nil, problemsFailure(inFileOrder(append(problems, typed...)))
-			}
-			return nil, problemsFailure(inFileOrder(append(problems, failureProblems(err)...)))
+			return nil, append(problems, failureProblems(err)...), nil
 		}
 	}
 	if prepare != nil {
 		prepare(w)
 	}
-	return checkDecoded(w, agents, problems)
+	problems, f := appendChecked(problems, w, agents, wrong)
+	if f != nil {
+		return nil, nil, f
+	}
+	return w, problems, nil
 }
 
-// checkDecoded checks a decoded workflow and its agents, problems found
-// while decoding it first.
-func checkDecoded(w *Workflow, agents Agents, problems []Problem) (*Workflow, error) {
+// checkedProblems is for a decoded spec what appendChecked returns, as one
+// error: nil, the failure that is no problem of the spec, or the problems.
+func checkedProblems(w *Workflow, agents Agents, problems []Problem, left map[fieldAt]bool) error {
+	problems, f := appendChecked(problems, w, agents, left)
+	switch {
+	case f != nil:
+		return f
+	case len(problems) > 0:
+		return problemsFailure(inFileOrder(problems))
+	}
+	return nil
+}
+
+// appendChecked appends to problems those Check and the agents' check find
+// in w, but those of a field left out (a value of the wrong type: its
+// absence is no second problem). The failure is one that is no problem of
+// the spec (the agents could not be checked).
+func appendChecked(problems []Problem, w *Workflow, agents Agents, left map[fieldAt]bool) ([]Problem, *tools.Failure) {
+	var found []Problem
 	if err := Check(w); err != nil {
-		problems = append(problems, failureProblems(err)...)
+		found = failureProblems(err)
 	}
 	if agents != nil {
 		if f := checkAgents(agents, w); f != nil {
 			if f.Kind != tools.ErrInvalidArgs {
 				return nil, f
 			}
-			problems = append(problems, failureProblems(f)...)
+			found = append(found, failureProblems(f)...)
 		}
 	}
-	if len(problems) == 0 {
-		return w, nil
+	for _, p := range found {
+		if !left[p.at()] {
+			problems = append(problems, p)
+		}
 	}
-	return nil, problemsFailure(inFileOrder(problems))
+	return problems, nil
+}
+
+// checkDecoded checks a decoded workflow and its agents.
+func checkDecoded(w *Workflow, agents Agents) (*Workflow, error) {
+	if err := checkedProblems(w, agents, nil, nil); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// fieldAt is where a problem is: a field of the workflow (step -1) or of
+// one of its steps, the field named as its key (when[0].step is when).
+type fieldAt struct {
+	step  int
+	field string
+}
+
+func (p Problem) at() fieldAt {
+	field := p.Field
+	if i := strings.IndexAny(field, ".["); i >= 0 {
+		field = field[:i]
+	}
+	return fieldAt{problemIndex(p), field}
 }
 
 // inFileOrder sorts problems as a file reads: the workflow's own problems,
@@ -91,39 +154,78 @@ func failureProblems(err error) []Problem {
 	return []Problem{{Code: "malformed_spec", Message: f.Message}}
 }
 
-// stepTypeProblems decodes each step alone, to say which steps hold a
-// value of the wrong type (the decoder of the whole spec names the field,
-// not the step).
-func stepTypeProblems(raw json.RawMessage) []Problem {
-	var top struct {
-		Steps []json.RawMessage `json:"steps"`
-	}
+// typeProblems decodes each field of the spec and of its steps alone, to
+// say which hold a value of the wrong type, with their step (the decoder
+// of the whole spec names the field, not the step). It returns the spec
+// without those values, and where they were.
+func typeProblems(raw json.RawMessage) ([]Problem, map[fieldAt]bool, json.RawMessage) {
+	var top map[string]json.RawMessage
 	if json.Unmarshal(raw, &top) != nil {
-		return nil
+		return nil, nil, raw
 	}
 	var problems []Problem
-	for i, b := range top.Steps {
-		var st Step
-		err := json.Unmarshal(b, &st)
-		if err == nil {
+	left := map[fieldAt]bool{}
+	for _, k := range sortedKeys(top) {
+		if k == "steps" {
 			continue
 		}
-		var id struct {
-			ID string `json:"id"`
+		var w Workflow
+		if err := json.Unmarshal(singleKey(k, top[k]), &w); err != nil {
+			problems = append(problems, Problem{Code: "malformed_spec", Field: k, Message: typeMessage(k, err)})
+			left[fieldAt{-1, k}] = true
+			delete(top, k)
 		}
-		_ = json.Unmarshal(b, &id)
-		label := fmt.Sprintf("steps[%d]", i)
-		if id.ID != "" {
-			label += fmt.Sprintf(" %q", id.ID)
-		}
-		msg := strings.TrimPrefix(err.Error(), "json: ")
-		if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
-			msg = fmt.Sprintf("%s: got JSON %s, want %s", te.Field, te.Value, jsonTypeName(te.Type))
-		}
-		idx := i
-		problems = append(problems, Problem{Code: "malformed_spec", Index: &idx, Step: id.ID, Message: label + ": " + msg})
 	}
-	return problems
+	var steps []map[string]json.RawMessage
+	if b, ok := top["steps"]; ok && json.Unmarshal(b, &steps) == nil {
+		for i, st := range steps {
+			label := fmt.Sprintf("steps[%d]", i)
+			var id string
+			if json.Unmarshal(st["id"], &id) == nil && id != "" {
+				label += fmt.Sprintf(" %q", id)
+			}
+			for _, k := range sortedKeys(st) {
+				var one Step
+				if err := json.Unmarshal(singleKey(k, st[k]), &one); err != nil {
+					idx := i
+					problems = append(problems, Problem{Code: "malformed_spec", Index: &idx, Step: id, Field: k,
+						Message: label + ": " + typeMessage(k, err)})
+					left[fieldAt{i, k}] = true
+					delete(st, k)
+				}
+			}
+		}
+		if b, err := json.Marshal(steps); err == nil {
+			top["steps"] = b
+		}
+	}
+	stripped, err := json.Marshal(top)
+	if err != nil {
+		return nil, nil, raw
+	}
+	return problems, left, stripped
+}
+
+// singleKey is the JSON object {k: v}.
+func singleKey(k string, v json.RawMessage) []byte {
+	b, _ := json.Marshal(map[string]json.RawMessage{k: v})
+	return b
+}
+
+// typeMessage says what is wrong with the value of key k.
+func typeMessage(k string, err error) string {
+	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
+		field := te.Field
+		if field == "" {
+			field = k
+		}
+		return fmt.Sprintf("%s: got JSON %s, want %s", field, te.Value, jsonTypeName(te.Type))
+	}
+	msg := strings.TrimPrefix(err.Error(), "json: ")
+	if strings.HasPrefix(msg, k) {
+		return msg
+	}
+	return k + ": " + msg
 }
 
 // unknownKeys finds the keys of the spec and of its steps that are not
@@ -199,4 +301,130 @@ func nearKey(k string, known []string, has string) string {
 		return fmt.Sprintf(" (%s %s)", has, strings.Join(known, ", "))
 	}
 	return fmt.Sprintf("; did you mean %q?", best)
+}
+
+// schemaProblems are the schema's "/pointer: message" lines about raw
+// that none of have is at (the same field of the workflow, of the same
+// step, or of the same loop), as problems with their location.
+func schemaProblems(raw json.RawMessage, lines []string, have []Problem) []Problem {
+	var spec struct {
+		Steps []struct {
+			ID any `json:"id"`
+		} `json:"steps"`
+		Loops []struct {
+			ID any `json:"id"`
+		} `json:"loops"`
+	}
+	_ = json.Unmarshal(raw, &spec)
+	covered := map[fieldAt]bool{}
+	loops := map[string]bool{}
+	for _, p := range have {
+		covered[p.at()] = true
+		if p.Loop != "" {
+			loops[p.Loop] = true
+		}
+	}
+	var out []Problem
+	for _, line := range lines {
+		ptr, msg, _ := strings.Cut(line, ": ")
+		segs := strings.Split(strings.TrimPrefix(ptr, "/"), "/")
+		if segs[0] == "" {
+			segs = nil
+		}
+		for i, s := range segs {
+			segs[i] = strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")
+		}
+		p := Problem{Code: "malformed_spec"}
+		step := -1
+		label, rest := "", segs
+		switch {
+		case len(segs) >= 2 && (segs[0] == "steps" || segs[0] == "loops"):
+			n, err := strconv.Atoi(segs[1])
+			if err != nil {
+				break
+			}
+			rest = segs[2:]
+			if segs[0] == "steps" {
+				step = n
+				p.Index = &n
+				label = fmt.Sprintf("steps[%d]", n)
+				if n < len(spec.Steps) {
+					if id, ok := spec.Steps[n].ID.(string); ok && id != "" {
+						p.Step = id
+						label += fmt.Sprintf(" %q", id)
+					}
+				}
+				break
+			}
+			label = fmt.Sprintf("loops[%d]", n)
+			if n < len(spec.Loops) {
+				if id, ok := spec.Loops[n].ID.(string); ok && id != "" {
+					if loops[id] {
+						continue // the loop's own check says it
+					}
+					p.Loop = id
+					label += fmt.Sprintf(" %q", id)
+				}
+			}
+		}
+		// The fields the line is about: the first under its step (or the
+		// workflow), or those its message names on the object itself.
+		var fields []string
+		if len(rest) > 0 {
+			fields = []string{rest[0]}
+		} else {
+			fields = quotedNames(msg)
+		}
+		if len(fields) > 0 && !slices.ContainsFunc(fields, func(f string) bool { return !covered[fieldAt{step, f}] }) {
+			continue
+		}
+		if len(fields) > 0 {
+			p.Field = fields[0]
+		}
+		where := pathOf(rest)
+		switch {
+		case label != "" && where != "":
+			p.Message = label + ": " + where + ": " + msg
+		case label != "":
+			p.Message = label + ": " + msg
+		case where != "":
+			p.Message = where + ": " + msg
+		default:
+			p.Message = "the workflow: " + msg
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// quotedNames are the names a schema message quotes ('a', 'b').
+func quotedNames(msg string) []string {
+	if !strings.HasPrefix(msg, "additional propert") && !strings.HasPrefix(msg, "missing propert") {
+		return nil
+	}
+	var names []string
+	for part := range strings.SplitSeq(msg, "'") {
+		names = append(names, part)
+	}
+	var quoted []string
+	for i := 1; i < len(names); i += 2 {
+		quoted = append(quoted, names[i])
+	}
+	return quoted
+}
+
+// pathOf writes pointer segments as a spec's messages do: when[0].step.
+func pathOf(segs []string) string {
+	var b strings.Builder
+	for _, s := range segs {
+		if _, err := strconv.Atoi(s); err == nil {
+			fmt.Fprintf(&b, "[%s]", s)
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(s)
+	}
+	return b.String()
 }

@@ -59,3 +59,81 @@ func TestDecodeAndCheckReportsEveryProblemInFileOrder(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, w.Steps, 1)
 }
+
+// run_workflow reports what a spec file's check reports, in the same words
+// and at once (one source of the messages): schema problems and the
+// spec's own, agents included. It reported only the schema's lines when
+// there were any, and Prepare stopped at the graph's problems before the
+// agents'.
+func TestRunWorkflowReportsWhatTheFilesCheckReports(t *testing.T) {
+	sim := newSim(durations(nil))
+	for _, spec := range []string{
+		// schema-valid: the graph's problem and the agent's together
+		`{"steps":[{"id":"a","task":"x","agent":"nobody"},{"id":"b","task":"y","depends_on":["zz"]}]}`,
+		// an unknown key (the nearest known one), a bad dependency, an unknown agent
+		`{"steps":[{"id":"a","task":"x","agent":"nobody"},{"id":"b","task":"y","depends_on":["zz"],"dependson":["a"]}]}`,
+		// values of the wrong type beside the rest, which is still checked
+		`{"nam":"x","max_concurrency":"2","steps":[{"id":"a","task":3,"agent":"nobody"},{"id":"B","task":"y","depends_on":["zz"],"timeout_ms":"x"}]}`,
+		`{"name":"x","steps":[],"max_concurrency":0}`,
+		`{"steps":[{"id":"a","task":"x","workspace_mode":"bogus","when":{"step":"q"}}]}`,
+	} {
+		_, err := DecodeAndCheck(json.RawMessage(spec), sim)
+		file := tools.AsFailure(err)
+		require.Equal(t, tools.ErrInvalidArgs, file.Kind, spec)
+		res := RunWorkflowTool(sim.ports()).DryRun(t.Context(), tools.Env{ToolCallID: "c"}, json.RawMessage(spec))
+		require.False(t, res.OK)
+		require.Equal(t, file.Message, res.Error.Message, spec)
+		require.Equal(t, file.Details, res.Error.Details, spec)
+		require.Greater(t, len(file.Details.(ValidationDetails).Problems), 1, "%s: every problem at once:\n%s", spec, file.Message)
+	}
+	require.Empty(t, sim.order, "nothing started")
+}
+
+// A schema line the spec's check says nothing about is kept, with its
+// location; one at a field a problem is at already is not.
+func TestSchemaProblemsKeepWhatTheCheckDidNotSay(t *testing.T) {
+	raw := json.RawMessage(`{"steps":[{"id":"a","task":"x"},{"id":"b","task":"y","when":[{"step":"a","path":"/v","in":[]}]}],"loops":[{"id":"l","steps":["a"]}]}`)
+	one := 1
+	have := []Problem{
+		{Code: "unknown_dependency", Index: &one, Field: "depends_on"},
+		{Code: "invalid_condition", Index: &one, Field: "when[0].in"},
+	}
+	got := schemaProblems(raw, []string{
+		"/steps/1/depends_on/0: got number, want string",
+		"/steps/1/when/0/in: minItems: got 0, want 1",
+		"/steps/1/read_set: got string, want array",
+		"/steps/0: additional properties 'colour' not allowed",
+		"/loops/0/max_iterations: maximum: got 99, want 10",
+		"/max_concurrency: minimum: got 0, want 1",
+	}, have)
+	var lines []string
+	for _, p := range got {
+		lines = append(lines, p.Message)
+	}
+	require.Equal(t, []string{
+		`steps[1] "b": read_set: got string, want array`,
+		`steps[0] "a": additional properties 'colour' not allowed`,
+		`loops[0] "l": max_iterations: maximum: got 99, want 10`,
+		`max_concurrency: minimum: got 0, want 1`,
+	}, lines)
+	require.Equal(t, 1, *got[0].Index)
+	require.Equal(t, "read_set", got[0].Field)
+	require.Equal(t, "colour", got[1].Field)
+	require.Equal(t, "l", got[2].Loop)
+	require.Nil(t, got[3].Index)
+
+	// A loop its own check found wrong says it in its words.
+	have = append(have, Problem{Code: "unbounded_loop", Loop: "l", Field: "max_iterations"})
+	require.Len(t, schemaProblems(raw, []string{"/loops/0/max_iterations: got string, want integer"}, have), 0)
+}
+
+// A template call whose arguments its schema refuses gets the schema's
+// lines, with their locations: the template checks the rest once they are
+// fixed.
+func TestRunWorkflowTemplateCallRefusedByItsSchema(t *testing.T) {
+	sim := newSim(durations(nil))
+	res := RunWorkflowTool(sim.ports()).DryRun(t.Context(), tools.Env{ToolCallID: "c"}, json.RawMessage(`{"template":"review","args":[1]}`))
+	require.False(t, res.OK)
+	require.Equal(t, tools.ErrInvalidArgs, res.Error.Kind)
+	require.Equal(t, "args: got array, want object", res.Error.Message)
+}

@@ -26,8 +26,9 @@ type Prepared struct {
 	reuse *Reuse
 }
 
-// Prepare checks w (Check: once, whoever checked it before), resolves every
-// step's agent through ports.Agents before anything starts, and, when w
+// Prepare checks w (Check: once, whoever checked it before) and resolves
+// every step's agent through ports.Agents before anything starts, every
+// problem of both reported at once, and, when w
 // resumes an earlier run, finds in ports.Evidence the checkpoints it
 // reuses. A problem of the spec is an invalid_args *tools.Failure; ports
 // without Agents is a wiring bug, reported as internal.
@@ -35,11 +36,9 @@ func Prepare(w *Workflow, ports Ports) (*Prepared, error) {
 	if ports.Agents == nil {
 		return nil, &tools.Failure{Kind: tools.ErrInternal, Message: "this session cannot run workflows; this is a bug in Pixir"}
 	}
-	if err := Check(w); err != nil {
+	// Every problem at once: the spec's and its agents'.
+	if err := checkedProblems(w, ports.Agents, nil, nil); err != nil {
 		return nil, err
-	}
-	if f := checkAgents(ports.Agents, w); f != nil {
-		return nil, f
 	}
 	p := &Prepared{w: w, ports: ports}
 	if w.ResumeFrom != "" {

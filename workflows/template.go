@@ -356,7 +356,7 @@ func (t *Template) InstantiateChecked(args map[string]any, agents Agents) (*Work
 		if w := t.first.Swap(nil); w != nil { // once: the caller owns it
 			w.Template, w.Args = t.Name, json.RawMessage(`{}`)
 			w.instantiated = true
-			return checkDecoded(w, agents, nil)
+			return checkDecoded(w, agents)
 		}
 	}
 	raw, full, err := t.instantiateJSON(args)

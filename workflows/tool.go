@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	_ "embed"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -39,8 +40,34 @@ var runWorkflow = tools.DefineWith(tools.SpecWith[Workflow, Ports]{
 		}
 		return tools.Presentation{Title: title}
 	},
-	Run: runWorkflowTool,
+	Run:     runWorkflowTool,
+	Refused: refusedSpec,
 })
+
+// refusedSpec is every problem of a spec the schema refused, at once: what
+// a spec file's check finds (DecodeAndCheck: unknown keys with the nearest
+// known one, values of the wrong type, the graph's problems, unknown
+// agents), and the schema's lines that say something it did not, each
+// with its location. A template call is checked by its template once its
+// schema problems are fixed.
+func refusedSpec(ports Ports, raw json.RawMessage, schema []string) *tools.Failure {
+	var problems []Problem
+	var call struct {
+		Template json.RawMessage `json:"template"`
+	}
+	if json.Unmarshal(raw, &call) == nil && call.Template == nil {
+		_, found, err := specProblems(raw, ports.Agents, nil)
+		if f := tools.AsFailure(err); err != nil && f.Kind != tools.ErrInvalidArgs {
+			return f
+		}
+		problems = found
+	}
+	problems = append(problems, schemaProblems(raw, schema, problems)...)
+	if len(problems) == 0 {
+		return nil
+	}
+	return problemsFailure(inFileOrder(problems))
+}
 
 func runWorkflowTool(ctx context.Context, env tools.Env, ports Ports, a Workflow, dryRun bool) tools.Result {
 	w, err := ResolveTemplate(&a, ports.Templates)

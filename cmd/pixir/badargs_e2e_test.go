@@ -93,3 +93,38 @@ match = 'good write'
 	require.Equal(t, 1, asked)
 	require.FileExists(t, filepath.Join(e.ws, "a.txt"))
 }
+
+// run_workflow reports every problem of its spec at once, each with its
+// location, as pixir run does for a file and in the same words: an
+// unknown key (with the key it likely meant), an unknown dependency and an
+// unknown agent together. It reported only the schema's line
+// ("/steps/1: additional properties 'dependson' not allowed"), so the
+// model fixed that and met the next two on its next call.
+func TestRunWorkflowReportsEveryProblemOfItsSpecAtOnce(t *testing.T) {
+	e := newEnv(t, `
+[[rule]]
+match = 'bad spec'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "run_workflow"
+  arguments_json = '{"steps":[{"id":"a","task":"x","agent":"nobody"},{"id":"b","task":"y","depends_on":["zz"],"dependson":["a"],"timeout_ms":"soon"}]}'
+  [[rule.reply]]
+  text = "result: {{.ToolResult}}"
+`)
+	a := e.start()
+	a.initialize()
+	sid := a.newSession()
+	m, before := a.call(2, "session/prompt", promptParams(sid, "bad spec"))
+	require.Equal(t, "end_turn", stopReason(t, m))
+	text := agentText(updates(t, before))
+	require.Contains(t, text, `"kind":"invalid_args"`)
+	for _, want := range []string{
+		`steps[0] \"a\": there is no agent named \"nobody\"`,
+		`steps[1] \"b\": unknown key \"dependson\"; did you mean \"depends_on\"?`,
+		`steps[1] \"b\": timeout_ms: got JSON string, want integer`,
+		`steps[1] \"b\": depends_on \"zz\" is not a step id; known ids: a, b`,
+	} {
+		require.Contains(t, text, want)
+	}
+	require.NotContains(t, text, "additional properties", "the schema's line says nothing the spec's check did not")
+}
