@@ -428,3 +428,24 @@ func pathOf(segs []string) string {
 	}
 	return b.String()
 }
+
+// DecodeAndCheckFile is DecodeAndCheck for a workflow file without
+// params: a ${…} in it written as one of Pixir's placeholders that is none
+// (${itm.title}) is a problem too, with its place and what was likely
+// meant. (A run_workflow call's are left as they are: its task may hold a
+// shell's variables, and nothing substitutes parameters in it.)
+func DecodeAndCheckFile(raw json.RawMessage, agents Agents) (*Workflow, error) {
+	w, problems, err := specProblems(raw, agents, nil)
+	if err != nil {
+		return nil, err
+	}
+	if v, err := decodeValue(raw); err == nil {
+		if obj, ok := v.(map[string]any); ok {
+			problems = append(problems, (&Template{spec: obj}).checkReferences()...)
+		}
+	}
+	if len(problems) > 0 {
+		return nil, problemsFailure(inFileOrder(problems))
+	}
+	return w, nil
+}

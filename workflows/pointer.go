@@ -177,6 +177,60 @@ func schemaAt(schema any, tokens []string) (map[string]any, string) {
 	return node, ""
 }
 
+// notArray says why no value that matches the schema node is an array
+// (its type, enum or const, or every alternative of its anyOf or oneOf
+// says so, or one of its allOf does), or "" when one can be, as far as
+// these keywords tell.
+func notArray(node map[string]any) string {
+	if ts := schemaTypes(node); len(ts) > 0 && !slices.Contains(ts, "array") {
+		return "is " + strings.Join(ts, " or ")
+	}
+	if enum, ok := node["enum"].([]any); ok {
+		values := make([]string, len(enum))
+		for i, e := range enum {
+			if _, isArray := e.([]any); isArray {
+				return ""
+			}
+			values[i] = canonical(e, false)
+		}
+		return "can only be " + strings.Join(values, ", ") + " (its enum)"
+	}
+	if c, ok := node["const"]; ok {
+		if _, isArray := c.([]any); !isArray {
+			return "can only be " + canonical(c, false) + " (its const)"
+		}
+	}
+	if b, ok := node["not"].(map[string]any); ok && len(b) == 0 {
+		return "can be nothing (its not: {})"
+	}
+	for _, k := range []string{"anyOf", "oneOf"} {
+		alts, ok := node[k].([]any)
+		if !ok || len(alts) == 0 {
+			continue
+		}
+		arrays := false
+		for _, a := range alts {
+			if sub, _ := a.(map[string]any); a != false && (sub == nil || notArray(sub) == "") {
+				arrays = true
+				break
+			}
+		}
+		if !arrays {
+			return "is no array in any alternative of its " + k
+		}
+	}
+	if all, ok := node["allOf"].([]any); ok {
+		for _, a := range all {
+			if sub, ok := a.(map[string]any); ok {
+				if why := notArray(sub); why != "" {
+					return why
+				}
+			}
+		}
+	}
+	return ""
+}
+
 // schemaTypes is the type keyword of a schema node as a list.
 func schemaTypes(node map[string]any) []string {
 	switch t := node["type"].(type) {

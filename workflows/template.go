@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/pixir-go/pixir/internal/suggest"
 	"github.com/pixir-go/pixir/tools"
 )
 
@@ -171,7 +172,11 @@ func parseTemplateTree(name, source string, raw json.RawMessage) (*Template, err
 		}
 	}
 	if problems := t.checkReferences(); len(problems) > 0 {
-		return nil, errors.New(strings.Join(problems, "\n"))
+		lines := make([]string, len(problems))
+		for i, p := range problems {
+			lines[i] = p.Message
+		}
+		return nil, errors.New(strings.Join(lines, "\n"))
 	}
 	if len(t.Params) == 0 {
 		// Without parameters, placeholders and the substitution of no
@@ -424,9 +429,22 @@ func (t *Template) ParseArgValue(name, text string) (any, error) {
 
 // checkReferences lists the template's bad ${…} references: undeclared
 // lowercase names, and declared ones where values are not substituted.
-func (t *Template) checkReferences() []string {
+func (t *Template) checkReferences() []Problem {
 	declared := t.declared()
-	var problems []string
+	var problems []Problem
+	add := func(code string, loc []string, ref, format string, args ...any) {
+		p := Problem{Code: code, Value: ref, Message: fmt.Sprintf(format, args...)}
+		rest := loc
+		if len(loc) >= 2 && loc[0] == "steps" {
+			if i, err := strconv.Atoi(loc[1]); err == nil {
+				p.Index, rest = &i, loc[2:]
+			}
+		}
+		if len(rest) > 0 {
+			p.Field = rest[0]
+		}
+		problems = append(problems, p)
+	}
 	var walk func(v any, loc []string)
 	walk = func(v any, loc []string) {
 		switch x := v.(type) {
@@ -444,19 +462,56 @@ func (t *Template) checkReferences() []string {
 				switch {
 				case declared[name]:
 					if placeOf(loc) == placeNone {
-						problems = append(problems, fmt.Sprintf("%s uses %s, but parameters are substituted only in name, task, read_set, write_set, when, until, verify (run, means, exists, when) and commit (message, commits' message and paths, exclude, base, requires): they never change a workflow's structure", dotted(loc), m[0]))
+						add("invalid_placeholder", loc, m[0], "%s uses %s, but parameters are substituted only in name, task, read_set, write_set, when, until, verify (run, means, exists, when) and commit (message, commits' message and paths, exclude, base, requires): they never change a workflow's structure", dotted(loc), m[0])
 					}
-				case isReserved(name) || !isRefName(name, len(name)):
+				case !isPlaceholder(name):
 					// a fan-out binding (checked with the workflow) or
 					// someone else's variable: it stays as it is
 				default:
-					problems = append(problems, fmt.Sprintf("%s uses %s, which is not a declared parameter (declared: %s); declare it under params", dotted(loc), m[0], paramList(t.Params)))
+					add("unknown_placeholder", loc, m[0], "%s uses %s, which is not a declared parameter (declared: %s)%s", dotted(loc), m[0], paramList(t.Params), t.meant(name))
 				}
 			}
 		}
 	}
 	walk(t.tree(), nil)
 	return problems
+}
+
+// isPlaceholder says whether the inner text of a ${…} is written as one of
+// Pixir's: a parameter's name, or such a name followed by .field parts (as
+// ${item.title} is), but not a fan-out binding (checked with the
+// workflow). Anything else (${HOME}, ${1:-x}) is someone else's.
+func isPlaceholder(name string) bool {
+	head, fields, _ := strings.Cut(name, ".")
+	if isReserved(head) || !isRefName(head, len(head)) {
+		return false
+	}
+	for f := range strings.SplitSeq(fields, ".") {
+		if fields != "" && !isRefName(f, len(f)) {
+			return false
+		}
+	}
+	return true
+}
+
+// meant is what a placeholder that is no parameter was likely meant to be
+// ("; did you mean ${item.title}?"), or the placeholders there are.
+func (t *Template) meant(name string) string {
+	head, fields, dotted := strings.Cut(name, ".")
+	names := []string{"item", "index"}
+	for _, p := range t.Params {
+		names = append(names, p.Name)
+	}
+	if best := suggest.Nearest(head, names); best != "" && (!dotted || best == "item") {
+		if dotted {
+			best += "." + fields
+		}
+		return fmt.Sprintf("; did you mean ${%s}?", best)
+	}
+	if dotted {
+		return "; the placeholders are the declared parameters, and in a step with for_each ${item}, ${item.field} (fields joined by .) and ${index}"
+	}
+	return "; declare it under params, or in a step with for_each use ${item}, ${item.field} or ${index}"
 }
 
 func paramList(ps []Param) string {

@@ -214,6 +214,11 @@ func TestTemplateProblemsAreFoundWithoutArguments(t *testing.T) {
 		name, text, want string
 	}{
 		{"undeclared", "steps: [{id: a, task: \"do ${isue}\"}]", "steps[0].task uses ${isue}, which is not a declared parameter (declared: none)"},
+		{"a parameter's misspelling", "params: {issue: {type: string}}\nsteps: [{id: a, task: \"do ${isue}\"}]", "steps[0].task uses ${isue}, which is not a declared parameter (declared: issue); did you mean ${issue}?"},
+		// ${itm.title} was left as written, with no word: a step ran with it.
+		{"a binding's misspelling, with a field", "steps: [{id: s, task: x}, {id: a, task: \"do ${itm.title}\", depends_on: [s], for_each: {step: s, path: /t}}]", "steps[1].task uses ${itm.title}, which is not a declared parameter (declared: none); did you mean ${item.title}?"},
+		{"a binding's misspelling", "steps: [{id: a, task: \"do ${itm}\"}]", "did you mean ${item}?"},
+		{"nothing near", "steps: [{id: a, task: \"do ${target.file}\"}]", "steps[0].task uses ${target.file}, which is not a declared parameter (declared: none); the placeholders are the declared parameters, and in a step with for_each ${item}, ${item.field} (fields joined by .) and ${index}"},
 		{"structural", "params: {who: {type: string}}\nsteps: [{id: a, task: x, agent: \"${who}\"}]", "steps[0].agent uses ${who}, but parameters are substituted only in name, task, read_set, write_set, when, until, verify (run, means, exists, when) and commit (message, commits' message and paths, exclude, base, requires)"},
 		{"depends_on", "params: {who: {type: string}}\nsteps: [{id: a, task: x}, {id: b, task: y, depends_on: [\"${who}\"]}]", "steps[1].depends_on[0] uses ${who}"},
 		{"bad name", "params: {Issue: {type: string}}\nsteps: [{id: a, task: x}]", `params: "Issue" is not a parameter name`},

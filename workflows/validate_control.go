@@ -567,8 +567,8 @@ func (c *controlCheck) step(i int) {
 	node, ok := c.pointer(src, f.Path, "for_each.path", report)
 	var items map[string]any
 	if ok && node != nil {
-		if ts := schemaTypes(node); len(ts) > 0 && !slices.Contains(ts, "array") {
-			report("fan_out_not_array", "for_each.path", f.Path, "for_each.path %s of %q is %s in its output_schema; fan out over an array", f.Path, f.Step, strings.Join(ts, " or "))
+		if why := notArray(node); why != "" {
+			report("fan_out_not_array", "for_each.path", f.Path, "for_each.path %s of %q %s in its output_schema; fan out over an array", f.Path, f.Step, why)
 			ok = false
 		}
 		items, _ = node["items"].(map[string]any)

@@ -194,6 +194,24 @@ func TestValidateControlFlowProblems(t *testing.T) {
 			`steps[4] "again": for_each.step "make" is itself a fan-out (one payload per instance); fan out over the step that makes the list`,
 		},
 	}, {
+		// Each path's schema says it cannot be an array without a type:
+		// they were accepted, and failed only at run time.
+		name: "fan-outs over what cannot be an array",
+		spec: `{"steps":[{"id":"split","task":"x","output_schema":{"type":"object","properties":{
+				"kind":{"enum":["a","b"]},"one":{"const":1},"either":{"anyOf":[{"type":"string"},{"enum":[1,2]}]},
+				"list":{"enum":[["a"],"b"]},"any":{"anyOf":[{"type":"string"},{}]}}}},
+			{"id":"k","task":"x","depends_on":["split"],"for_each":{"step":"split","path":"/kind"}},
+			{"id":"o","task":"x","depends_on":["split"],"for_each":{"step":"split","path":"/one"}},
+			{"id":"e","task":"x","depends_on":["split"],"for_each":{"step":"split","path":"/either"}},
+			{"id":"l","task":"x","depends_on":["split"],"for_each":{"step":"split","path":"/list"}},
+			{"id":"y","task":"x","depends_on":["split"],"for_each":{"step":"split","path":"/any"}}]}`,
+		codes: []string{"fan_out_not_array", "fan_out_not_array", "fan_out_not_array"},
+		lines: []string{
+			`steps[1] "k": for_each.path /kind of "split" can only be "a", "b" (its enum) in its output_schema; fan out over an array`,
+			`steps[2] "o": for_each.path /one of "split" can only be 1 (its const) in its output_schema; fan out over an array`,
+			`steps[3] "e": for_each.path /either of "split" is no array in any alternative of its anyOf in its output_schema; fan out over an array`,
+		},
+	}, {
 		name: "a payload test on a fan-out from a step that does not fan out over the same items",
 		spec: `{"steps":[{"id":"split","task":"x","output_schema":` + tasks + `},
 			{"id":"review","task":"${item.title}","depends_on":["split"],"for_each":{"step":"split","path":"/tasks"},"output_schema":` + verdict + `},

@@ -611,3 +611,41 @@ loops:
 		require.Contains(t, stderr, want)
 	}
 }
+
+// A file is refused before anything starts, every problem with its place,
+// where a fan-out's path cannot hold an array though its schema has no
+// type (an enum), and where a task has a placeholder that is none of
+// Pixir's (${itm.title} for ${item.title}): the first was refused only at
+// run time, the second run as written.
+func TestAFileWithAFanOutOverNoArrayOrAnUnknownPlaceholderIsRefusedBeforeStart(t *testing.T) {
+	t.Parallel()
+	e := newRunEnv(t)
+	spec := `steps:
+  - id: split
+    task: split the work
+    output_schema: {type: object, properties: {kind: {enum: [small, large]}, tasks: {type: array, items: {type: object, properties: {title: {type: string}}}}}}
+  - id: each
+    task: do it
+    depends_on: [split]
+    for_each: {step: split, path: /kind}
+  - id: work
+    task: "work on ${itm.title}"
+    depends_on: [split]
+    for_each: {step: split, path: /tasks}
+`
+	wf := e.file("wf.yaml", spec)
+	for _, args := range [][]string{{"--dry-run"}, {}} {
+		stdout, stderr, code := e.pixir(append([]string{"run", "--workflow", wf}, args...)...)
+		require.Equal(t, exitUsage, code, stdout+stderr)
+		require.Contains(t, stderr, "wf.yaml has 2 problems:\n")
+		require.Contains(t, stderr, `wf.yaml:8:29: steps[1] "each": for_each.path /kind of "split" can only be "small", "large" (its enum) in its output_schema; fan out over an array`)
+		require.Contains(t, stderr, `wf.yaml:10:5: steps[2].task uses ${itm.title}, which is not a declared parameter (declared: none); did you mean ${item.title}?`)
+		_, err := os.Stat(filepath.Join(e.ws, ".pixir", "sessions"))
+		require.ErrorIs(t, err, fs.ErrNotExist, "nothing started")
+	}
+	// The placeholder alone is reported as well.
+	wf = e.file("fixed.yaml", strings.Replace(spec, "path: /kind", "path: /tasks", 1))
+	_, stderr, code := e.pixir("run", "--workflow", wf, "--dry-run")
+	require.Equal(t, exitUsage, code, stderr)
+	require.Contains(t, stderr, `steps[2].task uses ${itm.title}, which is not a declared parameter (declared: none); did you mean ${item.title}?`)
+}

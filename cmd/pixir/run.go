@@ -448,7 +448,7 @@ func everyProblem(path string, agents workflows.Agents) error {
 	if !plain {
 		return nil // the template reader's message says it
 	}
-	if _, err := workflows.DecodeAndCheck(raw, agents); err != nil && tools.AsFailure(err).Kind == tools.ErrInvalidArgs {
+	if _, err := workflows.DecodeAndCheckFile(raw, agents); err != nil && tools.AsFailure(err).Kind == tools.ErrInvalidArgs {
 		return inFile(path, err)
 	}
 	return nil
