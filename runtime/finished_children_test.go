@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	goruntime "runtime"
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -14,18 +16,19 @@ import (
 	"github.com/pixir-go/pixir/workflows"
 )
 
-// A finished child of a long workflow holds no tool registry of its own
-// (made again if it runs again), no goroutine, and what the runtime keeps
-// of it (its Log's path, its history for send_input, its outcome) is a
-// bounded number of bytes: the live heap after 400 steps exceeds the heap
-// after 100 by less than perChild for each of those 400 children. Counted after
-// a full collection, not timed.
-func TestFinishedChildrenReleaseTheirToolsGoroutinesAndMemory(t *testing.T) {
+// A finished child of a long workflow is not kept live: its session (its
+// History, tools, commands) is let go once its run has ended, with what a
+// next run needs kept beside its Log (made again if it runs again), no
+// goroutine stays, and what the runtime keeps of it (its record, its
+// outcome, its task) is a bounded number of bytes: the live heap after 400
+// steps exceeds the heap after 100 by less than perChild for each of those
+// 400 children. Counted after a full collection, not timed.
+func TestFinishedChildrenReleaseTheirSessionsGoroutinesAndMemory(t *testing.T) {
 	// Bytes of live heap a finished step may keep: its subagent record, its
-	// session (history, for send_input), its prompt and outcome. 4.5 KiB
-	// here; 5.9 KiB when a finished child kept its registry (which the
-	// check below catches on its own).
-	const perChild = 5 << 10
+	// prompt and outcome, its dormant session. ~2.6 KiB here; 4.5 KiB when
+	// a finished child kept its session, 5.9 KiB when that session kept
+	// its registry (which the checks below catch on their own).
+	const perChild = 3 << 10
 	rt := New(Config{Home: t.TempDir(), Provider: doneProvider{}, Model: "m", Tools: tools.Builtins()})
 	defer rt.Close()
 	parent, err := rt.NewSession(t.TempDir())
@@ -66,27 +69,78 @@ func TestFinishedChildrenReleaseTheirToolsGoroutinesAndMemory(t *testing.T) {
 
 	rt.subagents.mu.Lock()
 	var children, holding []string
-	var one *Session
+	var one *subagent
 	for _, sa := range rt.subagents.byID {
-		children, one = append(children, sa.name), sa.child
-		if sa.child.own.Load() != nil {
+		children, one = append(children, sa.name), sa
+		if sa.child != nil || sa.dormant == nil {
 			holding = append(holding, sa.name)
 		}
 	}
 	rt.subagents.mu.Unlock()
 	require.Len(t, children, 500)
-	require.Empty(t, holding, "these finished children still hold their tool registry")
+	require.Empty(t, holding, "these finished children still hold their sessions")
 	goleak.VerifyNone(t, running)
 	require.Less(t, int64(after)-int64(before), int64(400*perChild))
 
 	// A finished child that runs again (send_input) is offered what it was.
-	require.NoError(t, one.reacquire())
-	_, reports := one.registry().Get("report_checkpoint")
-	_, writes := one.registry().Get("write")
+	again, err := rt.subagents.prepare(context.Background(), one)
+	require.NoError(t, err)
+	_, reports := again.registry().Get("report_checkpoint")
+	_, writes := again.registry().Get("write")
 	require.True(t, reports, "the step's own tool is offered again")
 	require.False(t, writes, "a read_only step's child is still offered no write")
-	require.Len(t, one.toolSpecs(), len(one.registry().Tools()))
-	one.release()
+	require.Len(t, again.toolSpecs(), len(again.registry().Tools()))
+	require.Equal(t, ModeReadOnly, again.Mode())
+	again.release()
+}
+
+// A child whose session was let go goes on with its conversation when it
+// is sent input: the model is asked with the History it had (folded from
+// its Log), the same system prompt, and its Log goes on.
+func TestAChildLetGoGoesOnWithItsConversation(t *testing.T) {
+	rec := &recordingProvider{}
+	f := newManagerFixtureWith(t, SubagentConfig{}, rec)
+	v := f.spawn(t, "first")
+	f.wait(t, v.ID)
+	f.rt.subagents.mu.Lock()
+	sa := f.rt.subagents.byID[v.ID]
+	let, log := sa.child == nil && sa.dormant != nil, sa.childLog
+	f.rt.subagents.mu.Unlock()
+	require.True(t, let, "the finished child's session is let go")
+
+	_, err := f.b.SendInput(context.Background(), v.ID, "second")
+	require.NoError(t, err)
+	require.Equal(t, "did: second", f.wait(t, v.ID).Agents[0].Summary)
+	reqs := rec.requests()
+	require.Len(t, reqs, 2)
+	require.Equal(t, reqs[0].System, reqs[1].System)
+	require.Equal(t, []provider.Message{
+		{Role: provider.RoleUser, Text: "first"},
+		{Role: provider.RoleAssistant, Text: "did: first"},
+		{Role: provider.RoleUser, Text: "second"},
+	}, reqs[1].Messages)
+	require.Len(t, childEvents[AssistantMessageData](t, log, EventAssistantMessage), 2, "one Log, both runs")
+	require.Equal(t, []string{"queued", "started", "finished", "queued", "input", "finished"}, f.events.of(v.ID))
+}
+
+// recordingProvider is childProvider, keeping every request.
+type recordingProvider struct {
+	childProvider
+	mu   sync.Mutex
+	reqs []provider.ModelRequest
+}
+
+func (p *recordingProvider) Generate(ctx context.Context, req provider.ModelRequest, sink func(provider.Delta)) (*provider.ModelResponse, error) {
+	p.mu.Lock()
+	p.reqs = append(p.reqs, req)
+	p.mu.Unlock()
+	return p.childProvider.Generate(ctx, req, sink)
+}
+
+func (p *recordingProvider) requests() []provider.ModelRequest {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.reqs)
 }
 
 // doneProvider answers every call with "Done." at once, as the instant

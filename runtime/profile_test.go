@@ -191,9 +191,7 @@ func TestGrandchildrenInheritTheProfile(t *testing.T) {
 	v, err := f.b.Spawn(context.Background(), tools.SpawnRequest{Agent: "keeper", Task: "look", WorkspaceMode: WorkspaceShared})
 	require.NoError(t, err)
 	require.Equal(t, tools.SubagentCompleted, f.wait(t, v.ID).Agents[0].Status)
-	f.rt.subagents.mu.Lock()
-	keeper := f.rt.subagents.byID[v.ID].child
-	f.rt.subagents.mu.Unlock()
+	keeper := f.session(t, v.ID)
 
 	// keeper's child runs as "default", which narrows nothing itself.
 	kb := binding{m: f.rt.subagents, parent: keeper}
@@ -210,9 +208,7 @@ func TestGrandchildrenInheritTheProfile(t *testing.T) {
 	require.Contains(t, results[0].Result.Error.Message, "src/x.go is outside what this child may write (what its parent may write (agent keeper's write_set notes/**))")
 
 	require.Equal(t, []string{"read", "write", "bash"}, p.of("write src/x.go"), "only tools its parent was offered too; none to spawn at the last depth")
-	f.rt.subagents.mu.Lock()
-	grand := f.rt.subagents.byID[g.ID].child
-	f.rt.subagents.mu.Unlock()
+	grand := f.session(t, g.ID)
 	pol := grand.commandPolicy()
 	require.True(t, pol.DenyNetwork, "no network its parent did not have")
 	require.Empty(t, pol.Writable, "a read-only shell, as its parent's")

@@ -165,12 +165,51 @@ func (r *Runtime) newChildSession(id, dir, logDir string, parent *Session, depth
 		return nil, fmt.Errorf("creating the subagent's log: %w", err)
 	}
 	now := time.Now().UTC()
+	return r.childSession(ws, log, parent, agent, accounts, Meta{
+		ID: id, Workspace: ws.Root(), ParentID: parent.ID(), Depth: depth, Mode: mode, Model: model, CreatedAt: now, UpdatedAt: now,
+	}), nil
+}
+
+// childSession is the session of a Subagent of parent, with its workspace
+// and Log open, as meta describes it.
+func (r *Runtime) childSession(ws *Workspace, log *Log, parent *Session, agent AgentSpec, accounts budget.Accounts, meta Meta) *Session {
 	child := &prompt.Child{Agent: agent.Name, DeveloperInstructions: agent.DeveloperInstructions,
-		Depth: depth, MaxDepth: r.subagents.cfg.MaxDepth, ReadOnly: mode == ModeReadOnly}
-	return &Session{rt: r, workspace: ws, log: log, depth: depth, child: child, project: parent.projectRoot(), effort: agent.ReasoningEffort,
-		parent: parent, accounts: accounts, sharesWorkspace: shared, meta: Meta{
-			ID: id, Workspace: ws.Root(), ParentID: parent.ID(), Depth: depth, Mode: mode, Model: model, CreatedAt: now, UpdatedAt: now,
-		}}, nil
+		Depth: meta.Depth, MaxDepth: r.subagents.cfg.MaxDepth, ReadOnly: meta.Mode == ModeReadOnly}
+	return &Session{rt: r, workspace: ws, log: log, depth: meta.Depth, child: child, project: parent.projectRoot(), effort: agent.ReasoningEffort,
+		parent: parent, accounts: accounts, sharesWorkspace: ws == parent.workspace, meta: meta}
+}
+
+// wakeChildSession makes again the session of a Subagent that its Manager
+// let go between runs (Manager.retire), working in dir with its Log at
+// logPath: its History folded from the Log, as a resumed session's is, and
+// the rest from what was kept.
+func (r *Runtime) wakeChildSession(was *dormantSession, dir, logPath string, parent *Session, agent AgentSpec, accounts budget.Accounts) (*Session, error) {
+	ws := parent.workspace
+	if dir != ws.Root() {
+		var err error
+		if ws, err = NewWorkspace(dir); err != nil {
+			return nil, err
+		}
+	}
+	fold := &historyFold{log: r.log}
+	log, report, err := OpenLog(logPath, fold.add)
+	if err != nil {
+		if ws != parent.workspace {
+			ws.Close()
+		}
+		return nil, fmt.Errorf("opening the subagent's log: %w", err)
+	}
+	if !report.Intact() {
+		r.log.Info("subagent log was damaged; kept what was intact", "session", was.meta.ID, "log", logPath, "report", report.String())
+	}
+	agent.ReasoningEffort = was.effort
+	s := r.childSession(ws, log, parent, agent, accounts, was.meta)
+	s.history, s.histBytes, s.callIDs, s.interrupted = fold.history, historyBytes(fold.history), fold.callIDs, fold.unanswered()
+	s.calib, s.allowAlways, s.sandboxTold = was.calib, was.allowAlways, was.sandboxTold
+	if was.prompt != "" { // the prompt it had, so that providers' prompt caches hold
+		s.promptOnce.Do(func() { s.prompt = was.prompt })
+	}
+	return s, nil
 }
 
 // SystemPrompt is the system prompt of a session in the workspace dir: what

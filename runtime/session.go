@@ -496,6 +496,34 @@ func (s *Session) release() {
 	}
 }
 
+// dormantSession is what a finished Subagent's session keeps beside its
+// Log once its Manager lets the session go (Manager.retire): what a next
+// run (send_input) needs and the Log does not hold. Its History is folded
+// from the Log again, its tools made again from its subagent's record
+// (Runtime.wakeChildSession).
+type dormantSession struct {
+	meta   Meta
+	prompt string // its system prompt, once built
+	effort string
+	calib  float64
+	// allowAlways and sandboxTold: what the user allowed for the rest of
+	// the session, and whether it was told its commands are not sandboxed.
+	allowAlways map[string]bool
+	sandboxTold bool
+}
+
+// dormant is what this session keeps when it is let go between runs, or
+// false while it cannot be: a turn runs, or calls of its last answer have
+// no result yet.
+func (s *Session) dormant() (*dormantSession, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.turnCancel != nil || len(s.pending) > 0 || len(s.interrupted) > 0 {
+		return nil, false
+	}
+	return &dormantSession{meta: s.meta, prompt: s.prompt, effort: s.effort, calib: s.calib, allowAlways: s.allowAlways, sandboxTold: s.sandboxTold}, true
+}
+
 func (s *Session) reacquire() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

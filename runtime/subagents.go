@@ -238,7 +238,11 @@ type subagent struct {
 	mcpServers []string
 
 	// Guarded by Manager.mu.
+	// child is its session, made at its first run; once a run has ended
+	// the session is let go (dormant keeps what a next run needs), unless
+	// it has children of its own (Manager.retire).
 	child        *Session
+	dormant      *dormantSession
 	snap         Snapshot
 	status       tools.SubagentStatus
 	summary      string
@@ -412,9 +416,6 @@ func (m *Manager) viewLocked(sa *subagent) tools.SubagentView {
 		ID: sa.id, Agent: sa.agent, Task: sa.task, Status: sa.status, Depth: sa.depth,
 		Workspace: sa.workspace, WorkspaceMode: sa.mode, ElapsedMS: m.elapsedLocked(sa),
 		ChildSessionID: sa.childSession,
-	}
-	if sa.child != nil {
-		v.ChildSessionID = sa.child.ID()
 	}
 	if sa.status.Ended() {
 		v.Summary, v.Error, v.Changes, v.WriteSetViolation = sa.summary, sa.failure, sa.changes, sa.violation

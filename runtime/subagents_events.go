@@ -79,8 +79,8 @@ func (m *Manager) eventLocked(sa *subagent, event tools.SubagentEvent, input str
 		d.Task = sa.task
 	}
 	d.ChildSessionID = sa.childSession
-	if sa.child != nil {
-		d.ChildSessionID, d.ChildLog = sa.child.ID(), sa.childLog
+	if sa.child != nil || sa.dormant != nil { // its session was made
+		d.ChildLog = sa.childLog
 	}
 	if status.Ended() {
 		d.Summary, d.Error, d.Changes = sa.summary, sa.failure, sa.changes

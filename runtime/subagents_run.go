@@ -146,6 +146,7 @@ func (m *Manager) run(ctx context.Context, sa *subagent, event tools.SubagentEve
 	if !m.hasLiveChildren(child.ID()) {
 		// Its grandchildren, if any, still report into its Log.
 		child.release()
+		m.retire(sa, child)
 	}
 	switch {
 	case err != nil:
@@ -182,12 +183,12 @@ func (m *Manager) outcome(ctx context.Context, sa *subagent, f *tools.Failure) (
 // snapshot, or the parent's) and its Log.
 func (m *Manager) prepare(ctx context.Context, sa *subagent) (*Session, error) {
 	m.mu.Lock()
-	child := sa.child
+	child, was := sa.child, sa.dormant
 	m.mu.Unlock()
 	if child != nil {
 		return child, child.reacquire()
 	}
-	if sa.mode == WorkspaceIsolated {
+	if sa.mode == WorkspaceIsolated && was == nil {
 		root := sa.parent.workspace.Root()
 		lock := m.workspaceLock(root)
 		lock.RLock()
@@ -224,7 +225,15 @@ func (m *Manager) prepare(ctx context.Context, sa *subagent) (*Session, error) {
 	if sa.run != nil {
 		accounts = append(accounts, sa.run)
 	}
-	child, err := m.rt.newChildSession(sa.childSession, sa.workspace, m.home(sa), sa.parent, sa.depth, mode, model, agent, append(accounts, sa.parent.accounts...))
+	accounts = append(accounts, sa.parent.accounts...)
+	var err error
+	if was != nil {
+		// It ran before: as it was then, whatever its parent is now.
+		mode = was.meta.Mode
+		child, err = m.rt.wakeChildSession(was, sa.workspace, sa.childLog, sa.parent, agent, accounts)
+	} else {
+		child, err = m.rt.newChildSession(sa.childSession, sa.workspace, m.home(sa), sa.parent, sa.depth, mode, model, agent, accounts)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -244,9 +253,28 @@ func (m *Manager) prepare(ctx context.Context, sa *subagent) (*Session, error) {
 	child.offerTools(offered, sa.extra)
 	child.inheritMCP(sa.parent, sa.mcpServers, offered)
 	m.mu.Lock()
-	sa.child, sa.childLog = child, child.log.Path()
+	sa.child, sa.childLog, sa.dormant = child, child.log.Path(), nil
 	m.mu.Unlock()
 	return child, nil
+}
+
+// retire lets a finished child's session go: a workflow of thousands of
+// steps kept every one (its History, tools, commands, contexts: a few KiB
+// each, which every collection marked again), though a step's child runs
+// again only if it is sent input. What a next run needs beside the Log is
+// kept (dormantSession), and prepare makes the session again from it. A
+// child with children of its own keeps its session (they hold it as their
+// parent), as does one started from a fork of its parent's History (which
+// its Log does not hold) or one whose last answer has calls without
+// results.
+func (m *Manager) retire(sa *subagent, child *Session) {
+	was, ok := child.dormant()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !ok || sa.forkHistory != nil || len(m.children[child.ID()]) > 0 {
+		return
+	}
+	sa.child, sa.dormant = nil, was
 }
 
 // agentTools are the tools that spawn and steer Subagents: of no use to a
@@ -319,6 +347,7 @@ func (m *Manager) end(sa *subagent, event tools.SubagentEvent, status tools.Suba
 	sa.status = status
 	if freeSlot {
 		m.running--
+		sa.cancel = nil // its run's context (cancelled by finish) goes with the run
 	}
 	done := sa.done
 	stepEnd := sa.stepEnd

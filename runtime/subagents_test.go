@@ -217,6 +217,18 @@ func newManagerFixtureSandboxed(t *testing.T, cfg SubagentConfig, p provider.Pro
 	return &managerFixture{rt: rt, parent: parent, b: binding{m: rt.subagents, parent: parent, toolCallID: "call-1"}, events: c}
 }
 
+// session is the session of the child id, made again if its Manager let
+// it go when its run ended (as a next run would).
+func (f *managerFixture) session(t *testing.T, id string) *Session {
+	t.Helper()
+	f.rt.subagents.mu.Lock()
+	sa := f.rt.subagents.byID[id]
+	f.rt.subagents.mu.Unlock()
+	s, err := f.rt.subagents.prepare(context.Background(), sa)
+	require.NoError(t, err)
+	return s
+}
+
 func (f *managerFixture) spawn(t *testing.T, task string) tools.SubagentView {
 	t.Helper()
 	v, err := f.b.Spawn(context.Background(), tools.SpawnRequest{Task: task})

@@ -119,9 +119,7 @@ func TestStepReadOnlyRunsTheChildReadOnly(t *testing.T) {
 	got := st.await(t, v.ID)
 	require.Equal(t, tools.SubagentCompleted, got.Status, "%+v", got.Error)
 	require.NoFileExists(t, filepath.Join(f.parent.workspace.Root(), "x.txt"))
-	f.rt.subagents.mu.Lock()
-	child := f.rt.subagents.byID[v.ID].child
-	f.rt.subagents.mu.Unlock()
+	child := f.session(t, v.ID)
 	require.Equal(t, ModeReadOnly, child.Mode())
 	// It is not offered write: a call to it anyway is an unknown tool.
 	_, offered := child.registry().Get("write")
