@@ -79,10 +79,10 @@ type Runtime struct {
 
 	specsOnce sync.Once
 	specs     []provider.ToolSpec
-	// childSpecs is the last list of specs made for a child's own tools
+	// kept is the last set of the runtime's tools made for a child's own
 	// (Session.makeTools): every child of a workflow is offered the same
-	// tools, and each made the same list again.
-	childSpecs atomic.Pointer[childSpecs]
+	// tools, and each made the same registry and specs again.
+	kept atomic.Pointer[keptTools]
 
 	subagents *Manager
 

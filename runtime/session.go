@@ -220,21 +220,20 @@ type ownTools struct {
 func (s *Session) makeTools() *ownTools {
 	keep, extra := s.offered.keep, s.offered.extra
 	// Every child of a workflow comes through here: one walk of the
-	// runtime's tools, their specs made once (rt.toolSpecs), and the
-	// extras' names checked against the runtime's (which a keep may drop).
-	// The list of specs is shared with the last child offered the same.
-	base, baseSpecs := s.rt.tools.Tools(), s.rt.toolSpecs()
-	all := make([]tools.Tool, 0, len(base)+len(extra))
+	// runtime's tools, their registry and specs made once for the children
+	// that keep the same ones (rt.keptTools), and the extras' names
+	// checked against the runtime's (which a keep may drop).
+	base := s.rt.tools.Tools()
 	var kept []bool
 	for i, t := range base {
 		if keep == nil || keep(t) {
-			all = append(all, t)
 			if kept == nil {
 				kept = make([]bool, len(base))
 			}
 			kept[i] = true
 		}
 	}
+	var own []tools.Tool
 	var extraSpecs []provider.ToolSpec
 	for i, t := range extra {
 		name := t.Name()
@@ -243,35 +242,65 @@ func (s *Session) makeTools() *ownTools {
 			s.rt.log.Warn("an extra tool is named like another; dropped", "session", s.ID(), "tool", name)
 			continue
 		}
-		all = append(all, t)
+		own = append(own, t)
 		extraSpecs = append(extraSpecs, provider.ToolSpec{Name: name, Description: t.Description(), Parameters: t.Schema()})
 	}
-	return &ownTools{registry: tools.NewRegistry(all...), specs: s.rt.specsOf(kept, baseSpecs, extraSpecs)}
+	shared := s.rt.keptTools(kept)
+	return &ownTools{registry: shared.registry.With(own...), specs: s.rt.specsOf(shared, extraSpecs)}
 }
 
-// childSpecs is a list of tool specs and what it was made of: which of
-// the runtime's tools were kept, and the extras' specs. Never changed once
-// made: the children that share it only read it.
+// keptTools are the runtime's tools that kept marks, as a registry and
+// their specs. Never changed once made: the children that share them
+// only read them.
+type keptTools struct {
+	kept     []bool
+	registry *tools.Registry
+	specs    []provider.ToolSpec
+	// last is the last list of specs with extras made from these
+	// (specsOf).
+	last atomic.Pointer[childSpecs]
+}
+
+// keptTools is the runtime's tools that kept marks: those made for the
+// last child when it kept the same ones (every child of a workflow's
+// agent keeps the same).
+func (r *Runtime) keptTools(kept []bool) *keptTools {
+	if last := r.kept.Load(); last != nil && slices.Equal(last.kept, kept) {
+		return last
+	}
+	base, baseSpecs := r.tools.Tools(), r.toolSpecs()
+	k := &keptTools{kept: kept, specs: make([]provider.ToolSpec, 0, len(base))}
+	var ts []tools.Tool
+	for i, keep := range kept {
+		if keep {
+			ts = append(ts, base[i])
+			k.specs = append(k.specs, baseSpecs[i])
+		}
+	}
+	k.registry = tools.NewRegistry(ts...)
+	r.kept.Store(k)
+	return k
+}
+
+// childSpecs is a list of tool specs with the extras' specs it was made
+// with. Never changed once made: the children that share it only read
+// it.
 type childSpecs struct {
-	kept  []bool
 	extra []provider.ToolSpec
 	specs []provider.ToolSpec
 }
 
-// specsOf is the specs of the runtime's tools that kept marks, then extra:
-// the last child's list when it is the same.
-func (r *Runtime) specsOf(kept []bool, baseSpecs, extra []provider.ToolSpec) []provider.ToolSpec {
-	if last := r.childSpecs.Load(); last != nil && slices.Equal(last.kept, kept) && slices.EqualFunc(last.extra, extra, sameSpec) {
+// specsOf is the specs of k's tools, then extra: the last child's list
+// when it is the same.
+func (r *Runtime) specsOf(k *keptTools, extra []provider.ToolSpec) []provider.ToolSpec {
+	if len(extra) == 0 {
+		return k.specs
+	}
+	if last := k.last.Load(); last != nil && slices.EqualFunc(last.extra, extra, sameSpec) {
 		return last.specs
 	}
-	specs := make([]provider.ToolSpec, 0, len(baseSpecs)+len(extra))
-	for i, k := range kept {
-		if k {
-			specs = append(specs, baseSpecs[i])
-		}
-	}
-	specs = append(specs, extra...)
-	r.childSpecs.Store(&childSpecs{kept: kept, extra: extra, specs: specs})
+	specs := append(slices.Clip(k.specs), extra...)
+	k.last.Store(&childSpecs{extra: extra, specs: specs})
 	return specs
 }
 

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -10,6 +11,9 @@ import (
 type Registry struct {
 	order  []Tool
 	byName map[string]Tool
+	// extra are the tools With added after byName's: a few, found by a
+	// scan, so that byName is shared, not copied.
+	extra []Tool
 }
 
 // NewRegistry keeps ts in the order given. Two tools with one name would
@@ -26,10 +30,37 @@ func NewRegistry(ts ...Tool) *Registry {
 	return r
 }
 
+// With is a registry of r's tools and then extra, in that order; r is
+// not changed, and its index is shared, not copied (a workflow's thousands
+// of children share their tools and add a step's own). A name r has, or
+// two extras with one name, panic as in NewRegistry.
+func (r *Registry) With(extra ...Tool) *Registry {
+	if len(extra) == 0 {
+		return r
+	}
+	w := &Registry{byName: r.byName, order: make([]Tool, 0, len(r.order)+len(extra)), extra: slices.Clip(r.extra)}
+	w.order = append(w.order, r.order...)
+	for _, t := range extra {
+		if _, dup := w.Get(t.Name()); dup {
+			panic(fmt.Sprintf("tools.Registry.With: two tools are named %q", t.Name()))
+		}
+		w.extra = append(w.extra, t)
+		w.order = append(w.order, t)
+	}
+	return w
+}
+
 // Get finds a tool by name.
 func (r *Registry) Get(name string) (Tool, bool) {
-	t, ok := r.byName[name]
-	return t, ok
+	if t, ok := r.byName[name]; ok {
+		return t, true
+	}
+	for _, t := range r.extra {
+		if t.Name() == name {
+			return t, true
+		}
+	}
+	return nil, false
 }
 
 // All returns the tools in declaration order; the slice is the caller's.

@@ -48,3 +48,35 @@ func TestBuiltinsPostureAndDescription(t *testing.T) {
 		require.NotEmpty(t, tool.Description(), tool.Name())
 	}
 }
+
+// With adds tools after a registry's own and leaves that registry as it
+// was: two children sharing one set of tools each add their own.
+func TestRegistryWith(t *testing.T) {
+	base := NewRegistry(ReadTool(), GrepTool())
+	a, b := base.With(WriteTool()), base.With(EditTool(), GlobTool())
+	names := func(r *Registry) []string {
+		var out []string
+		for _, tool := range r.Tools() {
+			out = append(out, tool.Name())
+		}
+		return out
+	}
+	require.Equal(t, []string{"read", "grep"}, names(base))
+	require.Equal(t, []string{"read", "grep", "write"}, names(a))
+	require.Equal(t, []string{"read", "grep", "edit", "glob"}, names(b))
+	for _, c := range []struct {
+		r    *Registry
+		name string
+		has  bool
+	}{{a, "read", true}, {a, "write", true}, {a, "edit", false}, {b, "glob", true}, {b, "write", false}, {base, "write", false}} {
+		tool, ok := c.r.Get(c.name)
+		require.Equal(t, c.has, ok, c.name)
+		if ok {
+			require.Equal(t, c.name, tool.Name())
+		}
+	}
+	require.Same(t, base, base.With(), "nothing to add: the registry itself")
+	require.Equal(t, []string{"read", "grep", "write", "glob"}, names(a.With(GlobTool())), "a With of a With")
+	require.PanicsWithValue(t, `tools.Registry.With: two tools are named "read"`, func() { base.With(ReadTool()) })
+	require.PanicsWithValue(t, `tools.Registry.With: two tools are named "bash"`, func() { base.With(BashTool(), BashTool()) })
+}
