@@ -12,6 +12,7 @@ import (
 
 	"github.com/pixir-go/pixir/acp/rpc"
 	"github.com/pixir-go/pixir/internal/jsonraw"
+	"github.com/pixir-go/pixir/internal/plural"
 	"github.com/pixir-go/pixir/runtime"
 	"github.com/pixir-go/pixir/tools"
 )
@@ -662,7 +663,7 @@ func planUpdate(entries []tools.PlanEntry) Plan {
 	u := Plan{SessionUpdate: "plan", Entries: []PlanEntry{}}
 	for i, e := range entries {
 		if i == maxPlanEntries-1 && len(entries) > maxPlanEntries {
-			u.Entries = append(u.Entries, PlanEntry{Content: fmt.Sprintf("… and %d more entries", len(entries)-i),
+			u.Entries = append(u.Entries, PlanEntry{Content: "… and " + plural.Of(len(entries)-i, "more entry", "more entries"),
 				Priority: tools.PlanPriorityMedium, Status: tools.PlanPending})
 			break
 		}

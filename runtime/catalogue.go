@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/pixir-go/pixir/internal/plural"
 	"github.com/pixir-go/pixir/workflows"
 )
 
@@ -48,7 +49,7 @@ func catalogueText(agents []AgentSpec, templates []*workflows.Template) string {
 		b.WriteString("Agents (spawn_agent's agent, or a workflow step's agent):\n")
 		for i, a := range agents {
 			if i == maxCatalogueAgents {
-				fmt.Fprintf(&b, "- … and %d more agents (list_agents and `pixir agents` name them all)\n", len(agents)-i)
+				fmt.Fprintf(&b, "- … and %s (list_agents and `pixir agents` name them all)\n", plural.Of(len(agents)-i, "more agent", "more agents"))
 				break
 			}
 			name := a.Name
@@ -65,7 +66,7 @@ func catalogueText(agents []AgentSpec, templates []*workflows.Template) string {
 		b.WriteString(`Workflow templates (run_workflow {"template": NAME, "args": {…}}; a ? marks a parameter with a default):` + "\n")
 		for i, t := range templates {
 			if i == maxCatalogueTemplates {
-				fmt.Fprintf(&b, "- … and %d more templates (`pixir workflows` lists them all)\n", len(templates)-i)
+				fmt.Fprintf(&b, "- … and %s (`pixir workflows` lists them all)\n", plural.Of(len(templates)-i, "more template", "more templates"))
 				break
 			}
 			b.WriteString(catalogueLine(templateCall(t), t.Description))

@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pixir-go/pixir/internal/jsonraw"
+	"github.com/pixir-go/pixir/internal/plural"
 )
 
 // Log is a Session's append-only NDJSON file of canonical Events: the truth
@@ -123,7 +124,7 @@ type LoadReport struct {
 func (r LoadReport) Intact() bool { return r.TornBytes == 0 && r.Skipped == 0 }
 
 func (r LoadReport) String() string {
-	s := fmt.Sprintf("%d events", r.Events)
+	s := plural.Of(r.Events, "event", "events")
 	if r.Intact() {
 		return s
 	}
@@ -139,7 +140,7 @@ func (r LoadReport) String() string {
 		}
 	}
 	if listed := len(r.Damaged); r.Skipped+btoi(r.TornBytes > 0) > listed {
-		parts = append(parts, fmt.Sprintf("and %d more damaged lines", r.Skipped+btoi(r.TornBytes > 0)-listed))
+		parts = append(parts, "and "+plural.Of(r.Skipped+btoi(r.TornBytes > 0)-listed, "more damaged line", "more damaged lines"))
 	}
 	return s + "; " + strings.Join(parts, "; ")
 }

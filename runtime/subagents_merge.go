@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/pixir-go/pixir/internal/plural"
 	"github.com/pixir-go/pixir/runtime/merge"
 	"github.com/pixir-go/pixir/tools"
 	"github.com/pixir-go/pixir/workflows"
@@ -133,7 +134,7 @@ func (b binding) approveMerge(ctx context.Context, sa *subagent, cm childMerge, 
 		b.recordMerge(sa, "denied", "mode", "", reason)
 		return false, reason, nil
 	}
-	title := fmt.Sprintf("Merge %s into the workspace: %d files", cm.label, plan.Applied.Count())
+	title := fmt.Sprintf("Merge %s into the workspace: %s", cm.label, plural.Of(plan.Applied.Count(), "file", "files"))
 	if n := len(plan.Conflicts); n > 0 {
 		title += fmt.Sprintf(" (%d conflicting left out)", n)
 	}

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+
+	"github.com/pixir-go/pixir/internal/plural"
 )
 
 //go:embed read.md
@@ -167,7 +169,7 @@ func readLines(ctx context.Context, file io.Reader, t target, offset, limit int)
 	out.TotalLines = line
 	if start > line && (line > 0 || offset > 1) {
 		return ReadOutput{}, &Failure{Kind: ErrInvalidArgs, Message: fmt.Sprintf(
-			"offset %d is past the end of %s, which has %d lines; read from an offset between 1 and %d", offset, t.rel, line, max(line, 1))}
+			"offset %d is past the end of %s, which has %s; read from an offset between 1 and %d", offset, t.rel, plural.Of(line, "line", "lines"), max(line, 1))}
 	}
 	if out.EndLine > 0 {
 		out.StartLine = start

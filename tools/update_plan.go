@@ -5,6 +5,8 @@ import (
 	_ "embed"
 	"fmt"
 	"strings"
+
+	"github.com/pixir-go/pixir/internal/plural"
 )
 
 //go:embed update_plan.md
@@ -75,7 +77,7 @@ func runUpdatePlan(_ context.Context, _ Env, a UpdatePlanArgs, dryRun bool) Resu
 	}
 	out.Summary = planSummary(out, current)
 	if dryRun {
-		return Preview("would replace the plan with %d %s", len(plan), plural(len(plan), "entry", "entries"))
+		return Preview("would replace the plan with %d %s", len(plan), plural.Word(len(plan), "entry", "entries"))
 	}
 	res := OK(out)
 	res.Plan = plan
@@ -87,16 +89,9 @@ func planSummary(out UpdatePlanOutput, current []string) string {
 		return "Plan cleared."
 	}
 	s := fmt.Sprintf("Plan updated: %d %s (%d completed, %d in progress, %d pending).",
-		out.Entries, plural(out.Entries, "entry", "entries"), out.Completed, out.InProgress, out.Pending)
+		out.Entries, plural.Word(out.Entries, "entry", "entries"), out.Completed, out.InProgress, out.Pending)
 	if len(current) > 0 {
 		s += " In progress: " + strings.Join(current, "; ")
 	}
 	return s
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/pixir-go/pixir/budget"
+	"github.com/pixir-go/pixir/internal/plural"
 	"github.com/pixir-go/pixir/tools"
 )
 
@@ -79,8 +80,8 @@ func assemble(w *Workflow, id string, steps []StepOutcome, loops []LoopOutcome, 
 			loopHolds = true
 			continue
 		}
-		limitation := fmt.Sprintf("loop %s ended %s after %d of %d iterations; its dependents proceeded with %d unresolved blocker(s)",
-			l.Run, l.State, l.Iterations, l.MaxIterations, len(l.Blockers))
+		limitation := fmt.Sprintf("loop %s ended %s after %d of %d iterations; its dependents proceeded with %s",
+			l.Run, l.State, l.Iterations, l.MaxIterations, plural.Of(len(l.Blockers), "unresolved blocker", "unresolved blockers"))
 		if len(l.Blockers) > 0 {
 			limitation += ": " + strings.Join(l.Blockers, "; ")
 		}
@@ -498,7 +499,7 @@ func Render(o *Outcome) string {
 	c := o.Summary
 	fmt.Fprintf(&b, "Workflow %s: %s", o.WorkflowID, strings.ToUpper(string(o.Status)))
 	final := c.Steps - c.SupersededRuns
-	fmt.Fprintf(&b, " — %d of %d steps checkpoint_ready", c.CheckpointReadySteps, final)
+	fmt.Fprintf(&b, " — %d of %s checkpoint_ready", c.CheckpointReadySteps, plural.Of(final, "step", "steps"))
 	for _, part := range []struct {
 		n    int
 		what CheckpointStatus
@@ -508,7 +509,7 @@ func Render(o *Outcome) string {
 		}
 	}
 	if c.SupersededRuns > 0 {
-		fmt.Fprintf(&b, "; %d runs of earlier iterations", c.SupersededRuns)
+		fmt.Fprintf(&b, "; %s of earlier iterations", plural.Of(c.SupersededRuns, "run", "runs"))
 	}
 	fmt.Fprintf(&b, " (%s)", seconds(o.ElapsedMS))
 	if o.StoppedBy != "" {
@@ -563,7 +564,7 @@ func Render(o *Outcome) string {
 		}
 		// The table shows the runs that are not checkpoint_ready, skipped
 		// or superseded first.
-		fmt.Fprintf(&b, "| … | | | | |%s | | | %d more steps (checkpoint_ready, skipped, or earlier iterations): see steps |\n", gap, hidden)
+		fmt.Fprintf(&b, "| … | | | | |%s | | | %s (checkpoint_ready, skipped, or earlier iterations): see steps |\n", gap, plural.Of(hidden, "more step", "more steps"))
 	}
 	if len(o.Loops) > 0 {
 		b.WriteString("\nLoops:\n")
@@ -580,7 +581,7 @@ func Render(o *Outcome) string {
 			b.WriteString("\n")
 		}
 		if more := len(o.Loops) - listed; more > 0 {
-			fmt.Fprintf(&b, "- … and %d more loop runs: see loops\n", more)
+			fmt.Fprintf(&b, "- … and %s: see loops\n", plural.Of(more, "more loop run", "more loop runs"))
 		}
 	}
 	if r := o.MergeConflictRiskCount; r.Pairs > 0 {
@@ -593,7 +594,7 @@ func Render(o *Outcome) string {
 			fmt.Fprintf(&b, "%s write overlapping files (%s)", strings.Join(m.Steps, " and "), strings.Join(m.Patterns, " ~ "))
 		}
 		if more := r.Pairs - len(listed); more > 0 {
-			fmt.Fprintf(&b, "; … and %s%d more pairs", atLeast(r.AtLeast), more)
+			fmt.Fprintf(&b, "; … and %s%s", atLeast(r.AtLeast), plural.Of(more, "more pair", "more pairs"))
 		}
 		b.WriteString("\n")
 	}

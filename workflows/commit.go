@@ -8,6 +8,7 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
+	"github.com/pixir-go/pixir/internal/plural"
 	"github.com/pixir-go/pixir/tools"
 )
 
@@ -463,9 +464,9 @@ func commitText(c *CommitReport) string {
 			hash = hash[:12]
 		}
 		if hash == "" { // made, its hash not read
-			return fmt.Sprintf("Committed (%d files): %s; its hash is unknown: %s", len(c.Files), firstLine(c.Message), c.Reason)
+			return fmt.Sprintf("Committed (%s): %s; its hash is unknown: %s", plural.Of(len(c.Files), "file", "files"), firstLine(c.Message), c.Reason)
 		}
-		return fmt.Sprintf("Committed %s (%d files): %s", hash, len(c.Files), firstLine(c.Message))
+		return fmt.Sprintf("Committed %s (%s): %s", hash, plural.Of(len(c.Files), "file", "files"), firstLine(c.Message))
 	}
 	return "Not committed: " + c.Reason
 }

@@ -231,7 +231,7 @@ func TestLoopsRepeatUntilAndEndHonestly(t *testing.T) {
 		require.Equal(t, LoopExhausted, out.Loops[0].State)
 		require.Equal(t, []string{"c", "d"}, out.Loops[0].Blockers)
 		require.Equal(t, []string{"loop plan (exhausted): c", "loop plan (exhausted): d"}, out.SeamObligations)
-		require.Equal(t, []string{"loop plan ended exhausted after 3 of 3 iterations; its dependents proceeded with 2 unresolved blocker(s): c; d"}, out.KnownLimitations)
+		require.Equal(t, []string{"loop plan ended exhausted after 3 of 3 iterations; its dependents proceeded with 2 unresolved blockers: c; d"}, out.KnownLimitations)
 		require.Contains(t, sim.prompts["ship"], "- c\n- d\n")
 		require.Contains(t, out.Output, "- plan: exhausted after 3 of 3 iterations → proceeding with 2 blockers: c; d")
 		rebuiltEquals(t, sim, out)

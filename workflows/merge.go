@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pixir-go/pixir/internal/plural"
 	"github.com/pixir-go/pixir/tools"
 )
 
@@ -120,9 +121,9 @@ func mergeCell(m *StepMerge) string {
 	}
 	switch m.Status {
 	case tools.MergeMerged:
-		return fmt.Sprintf("merged (%d files)", m.Applied.Count())
+		return "merged (" + plural.Of(m.Applied.Count(), "file", "files") + ")"
 	case tools.MergeConflicted:
-		return fmt.Sprintf("conflicted (%d files; %d merged)", len(m.Conflicts), m.Applied.Count())
+		return fmt.Sprintf("conflicted (%s; %d merged)", plural.Of(len(m.Conflicts), "file", "files"), m.Applied.Count())
 	}
 	if m.Policy != MergeOnReady {
 		return "not merged (" + string(m.Policy) + ")"

@@ -89,7 +89,7 @@ func TestMergeOnReadyBeforeDependentsInDecisionOrder(t *testing.T) {
 	// c's snapshot inherits nothing: its dependencies are in the workspace.
 	require.Empty(t, sim.reqs["c"].Inherit)
 	require.Contains(t, out.Output, "| merge |")
-	require.Contains(t, out.Output, "merged (1 files)")
+	require.Contains(t, out.Output, "merged (1 file)")
 }
 
 func TestMergeConflictMakesTheStepNeedOrchestrator(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pixir-go/pixir/budget"
+	"github.com/pixir-go/pixir/internal/plural"
 	"github.com/pixir-go/pixir/tools"
 )
 
@@ -707,7 +708,7 @@ type planRest struct{ steps, done, ready int }
 
 func (p planRest) entry() tools.PlanEntry {
 	e := tools.PlanEntry{Priority: tools.PlanPriorityMedium, Status: tools.PlanInProgress,
-		Content: fmt.Sprintf("… and %d more steps: %d done (%d checkpoint_ready), %d to do", p.steps, p.done, p.ready, p.steps-p.done)}
+		Content: fmt.Sprintf("… and %s: %d done (%d checkpoint_ready), %d to do", plural.Of(p.steps, "more step", "more steps"), p.done, p.ready, p.steps-p.done)}
 	if p.done == p.steps {
 		e.Status = tools.PlanCompleted
 	}

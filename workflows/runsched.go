@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pixir-go/pixir/internal/plural"
 	"github.com/pixir-go/pixir/tools"
 )
 
@@ -688,7 +689,7 @@ func (r *runner) fanOut(f *frame, local, s int, fan *fanOut, views []depView) {
 	for k, v := range views {
 		if g.paired[s][k] && len(v.runs) != len(arr) {
 			if _, ok := instanceView(v, 0); ok {
-				fail(fmt.Sprintf("its condition pairs its instances with those of %s, which has %d, and the payload of %s holds %d items at %s", v.label, len(v.runs), src.runs[0].label, len(arr), st.ForEach.Path))
+				fail(fmt.Sprintf("its condition pairs its instances with those of %s, which has %d, and the payload of %s holds %s at %s", v.label, len(v.runs), src.runs[0].label, plural.Of(len(arr), "item", "items"), st.ForEach.Path))
 				return
 			}
 		}

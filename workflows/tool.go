@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/pixir-go/pixir/internal/plural"
 	"github.com/pixir-go/pixir/tools"
 )
 
@@ -29,11 +30,11 @@ var runWorkflow = tools.DefineWith(tools.SpecWith[Workflow, Ports]{
 	Posture:     tools.PostureMutation,
 	Kind:        tools.KindThink,
 	Describe: func(a Workflow) tools.Presentation {
-		title := fmt.Sprintf("Workflow of %d steps", len(a.Steps))
+		title := "Workflow of " + plural.Of(len(a.Steps), "step", "steps")
 		if a.Template != "" {
 			title = "Workflow template " + a.Template
 		} else if a.Name != "" {
-			title = "Workflow " + a.Name + fmt.Sprintf(" (%d steps)", len(a.Steps))
+			title = "Workflow " + a.Name + " (" + plural.Of(len(a.Steps), "step", "steps") + ")"
 		}
 		if a.DryRun || a.ValidateOnly {
 			title = "Plan: " + title
@@ -102,8 +103,8 @@ func runWorkflowTool(ctx context.Context, env tools.Env, ports Ports, a Workflow
 func RenderPlan(p *DryRun) string {
 	var b strings.Builder
 	sum := p.Summary
-	fmt.Fprintf(&b, "Dry run: %d steps in %d waves (max_concurrency %d, %s); nothing was started.\n",
-		sum.Steps, sum.Waves, p.MaxConcurrency, p.FailurePolicy)
+	fmt.Fprintf(&b, "Dry run: %s in %s (max_concurrency %d, %s); nothing was started.\n",
+		plural.Of(sum.Steps, "step", "steps"), plural.Of(sum.Waves, "wave", "waves"), p.MaxConcurrency, p.FailurePolicy)
 	if p.Incomplete != "" {
 		fmt.Fprintf(&b, "Incomplete: %s.\n", p.Incomplete)
 	}
@@ -127,7 +128,7 @@ func RenderPlan(p *DryRun) string {
 		shown++
 	}
 	if more := sum.Waves - shown; more > 0 {
-		fmt.Fprintf(&b, "\n… and %d more waves", more)
+		fmt.Fprintf(&b, "\n… and %s", plural.Of(more, "more wave", "more waves"))
 	}
 	rows := p.Steps[:min(len(p.Steps), maxTableRows)]
 	if !control {
@@ -137,7 +138,7 @@ func RenderPlan(p *DryRun) string {
 				cell(orDash(s.DependsOn)), cell(orDash(s.WriteSet)), orDashString(string(s.Merge)))
 		}
 		if more := sum.Steps - len(rows); more > 0 {
-			fmt.Fprintf(&b, "| … | | | | | %d more steps |\n", more)
+			fmt.Fprintf(&b, "| … | | | | | %s |\n", plural.Of(more, "more step", "more steps"))
 		}
 	} else {
 		b.WriteString("\n\n| step | posture | workspace | depends on | writes | merge | loop | runs if | fans out over | max runs |\n|---|---|---|---|---|---|---|---|---|---|\n")
@@ -154,14 +155,14 @@ func RenderPlan(p *DryRun) string {
 				cell(orDash(s.DependsOn)), cell(orDash(s.WriteSet)), orDashString(string(s.Merge)), orDashString(s.Loop), orDashString(cell(when)), orDashString(cell(over)), s.MaxRuns)
 		}
 		if more := sum.Steps - len(rows); more > 0 {
-			fmt.Fprintf(&b, "| … | | | | | | | | | %d more steps |\n", more)
+			fmt.Fprintf(&b, "| … | | | | | | | | | %s |\n", plural.Of(more, "more step", "more steps"))
 		}
 	}
 	if len(p.Loops) > 0 {
 		b.WriteString("\nLoops:\n")
 		listed := p.Loops[:min(len(p.Loops), maxRenderedLines)]
 		for _, l := range listed {
-			fmt.Fprintf(&b, "- %s [%s]: at most %d iterations", l.ID, cell(strings.Join(l.Steps, ", ")), l.MaxIterations)
+			fmt.Fprintf(&b, "- %s [%s]: at most %s", l.ID, cell(strings.Join(l.Steps, ", ")), plural.Of(l.MaxIterations, "iteration", "iterations"))
 			if l.Within != "" {
 				fmt.Fprintf(&b, ", within loop %s", l.Within)
 			}
@@ -175,7 +176,7 @@ func RenderPlan(p *DryRun) string {
 			fmt.Fprintf(&b, "; unresolved: %s\n", l.OnExhausted)
 		}
 		if more := len(p.Loops) - len(listed); more > 0 {
-			fmt.Fprintf(&b, "- … and %d more loops\n", more)
+			fmt.Fprintf(&b, "- … and %s\n", plural.Of(more, "more loop", "more loops"))
 		}
 	}
 	var verify []string
@@ -195,7 +196,7 @@ func RenderPlan(p *DryRun) string {
 		}
 	}
 	if sum.SerializedSteps > 0 {
-		fmt.Fprintf(&b, "\nSerialized (%d %s held back; each keeps its wave and waits for another step or a slot):\n", sum.SerializedSteps, plural(sum.SerializedSteps, "step", "steps"))
+		fmt.Fprintf(&b, "\nSerialized (%d %s held back; each keeps its wave and waits for another step or a slot):\n", sum.SerializedSteps, plural.Word(sum.SerializedSteps, "step", "steps"))
 		listed := p.Serialized[:min(len(p.Serialized), maxRenderedLines)]
 		for _, s := range listed {
 			fmt.Fprintf(&b, "- %s: %s\n", s.order(), s.Reason)
@@ -231,7 +232,7 @@ func (s Serialization) order() string {
 
 // riskPairs says how many pairs of writers are at merge risk.
 func riskPairs(c RiskCount) string {
-	return fmt.Sprintf("%s%d %s of writers", atLeast(c.AtLeast), c.Pairs, plural(c.Pairs, "pair", "pairs"))
+	return fmt.Sprintf("%s%d %s of writers", atLeast(c.AtLeast), c.Pairs, plural.Word(c.Pairs, "pair", "pairs"))
 }
 
 func atLeast(yes bool) string {
@@ -239,13 +240,6 @@ func atLeast(yes bool) string {
 		return "at least "
 	}
 	return ""
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 func orDashString(s string) string {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/pixir-go/pixir/internal/plural"
 	"github.com/pixir-go/pixir/tools"
 )
 
@@ -81,7 +82,7 @@ func problemsFailure(problems []Problem) *tools.Failure {
 		lines[i] = p.Message
 	}
 	if d.MoreProblems > 0 {
-		lines = append(lines, fmt.Sprintf("… and %d more problems (details.more_problems); fix these and check again", d.MoreProblems))
+		lines = append(lines, fmt.Sprintf("… and %s (details.more_problems); fix these and check again", plural.Of(d.MoreProblems, "more problem", "more problems")))
 	}
 	return &tools.Failure{Kind: tools.ErrInvalidArgs, Message: strings.Join(lines, "\n"), Details: d}
 }

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"sync"
+
+	"github.com/pixir-go/pixir/internal/plural"
 )
 
 // Renderer prints session/update notifications as an editor would show
@@ -122,7 +124,7 @@ func (r *Renderer) indent(s string) {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	const maxLines = 8
 	if len(lines) > maxLines {
-		lines = append(lines[:maxLines], fmt.Sprintf("… %d more lines", len(lines)-maxLines))
+		lines = append(lines[:maxLines], "… "+plural.Of(len(lines)-maxLines, "more line", "more lines"))
 	}
 	for _, l := range lines {
 		fmt.Fprintln(r.w, "      │ "+l)

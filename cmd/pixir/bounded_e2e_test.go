@@ -104,7 +104,7 @@ func TestBigDryRunSendsBoundedMessagesAndLogLines(t *testing.T) {
 	require.Equal(t, map[string]any{"waves": 1.0, "steps": 100.0, "serialized": 249.0, "merge_conflict_risk": 44800.0,
 		"note": res.Output.Truncated["note"]}, res.Output.Truncated)
 	require.Contains(t, res.Output.Output, "- … and 44830 more pairs")
-	require.Contains(t, res.Output.Output, "Dry run: 300 steps in 1 waves")
+	require.Contains(t, res.Output.Output, "Dry run: 300 steps in 1 wave")
 	require.Contains(t, res.Output.Output, "… and 280 more\n")
 	require.Equal(t, "The result was dry_run of 300 steps.", agentText(updates(t, before)))
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pixir-go/pixir/internal/plural"
 	"github.com/pixir-go/pixir/runtime/cleanup"
 )
 
@@ -56,7 +57,7 @@ func runGC(args []string, stdout, stderr io.Writer) int {
 		for _, it := range rep.Removed {
 			fmt.Fprintf(stdout, "%s %s (%s, %s, last written %s)\n", verb, it.Path, it.Kind, bytesText(it.Bytes), it.LastWrite.Local().Format("2006-01-02 15:04"))
 		}
-		fmt.Fprintf(stdout, "%s %d items, %s; kept %d written in the last %s.\n", did, len(rep.Removed), bytesText(rep.Freed), rep.Kept, age.String())
+		fmt.Fprintf(stdout, "%s %s, %s; kept %d written in the last %s.\n", did, plural.Of(len(rep.Removed), "item", "items"), bytesText(rep.Freed), rep.Kept, age.String())
 		for _, e := range rep.Errors {
 			fmt.Fprintln(stderr, "pixir gc: not removed:", e)
 		}

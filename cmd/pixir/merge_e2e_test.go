@@ -380,11 +380,11 @@ func TestWorkflowMergeConflictNeedsTheOrchestrator(t *testing.T) {
 
 	// The live view and pixir inspect say it too.
 	require.Contains(t, stderr, "step fix needs_orchestrator")
-	require.Contains(t, stderr, "conflicted (1 files; 1 merged)")
+	require.Contains(t, stderr, "conflicted (1 file; 1 merged)")
 	sid := regexp.MustCompile(`pixir: session ([0-9a-f-]{8,}) `).FindStringSubmatch(stderr)[1]
 	stdout, stderr, code = e.pixir("inspect", sid)
 	require.Equal(t, exitOK, code, stderr)
-	require.Contains(t, stdout, "merge: conflicted (1 files; 1 merged)")
+	require.Contains(t, stdout, "merge: conflicted (1 file; 1 merged)")
 	require.Contains(t, stdout, "conflict: f.txt (content): both sides changed the same lines in 1 place")
 }
 

@@ -76,6 +76,8 @@ match = 'go'
 		}
 	}
 	require.NotNil(t, merge, "the merge was asked about: %+v", asked)
+	// One file is "1 file" (the question said "1 files").
+	require.Regexp(t, `^Merge step w \(sa-[0-9a-f]+\) into the workspace: 1 file$`, merge.ToolCall["title"])
 	require.Equal(t, sid, merge.SessionID)
 	require.NotContains(t, merge.ToolCall, "status", "the workflow's call keeps its status")
 }

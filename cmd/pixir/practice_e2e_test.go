@@ -431,7 +431,7 @@ func TestThePracticeConvergesAndProceedsWithItsBlocker(t *testing.T) {
 	require.Contains(t, practiceLoops(out), state)
 	require.Contains(t, out.Output, "- "+state+": "+blocker)
 	require.Equal(t, []string{"loop final-review#1 (converged): " + blocker}, out.SeamObligations)
-	require.Equal(t, []string{"loop final-review#1 ended converged after 2 of 3 iterations; its dependents proceeded with 1 unresolved blocker(s): " + blocker}, out.KnownLimitations)
+	require.Equal(t, []string{"loop final-review#1 ended converged after 2 of 3 iterations; its dependents proceeded with 1 unresolved blocker: " + blocker}, out.KnownLimitations)
 	// The second make got the finding; pm got the blocker to file.
 	require.Contains(t, p.prompt(out, "make#1.2.1[1]"), finding)
 	require.Contains(t, p.prompt(out, "commit"), "Loop final-review#1 ended "+strings.TrimPrefix(state, "final-review#1: ")+" without meeting its until")

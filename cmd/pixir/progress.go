@@ -15,6 +15,7 @@ import (
 
 	"github.com/pixir-go/pixir/budget"
 	"github.com/pixir-go/pixir/internal/jsonraw"
+	"github.com/pixir-go/pixir/internal/plural"
 	"github.com/pixir-go/pixir/internal/termtext"
 	"github.com/pixir-go/pixir/runtime"
 	"github.com/pixir-go/pixir/tools"
@@ -813,7 +814,7 @@ func (v *workflowView) workflowEvent(d workflows.WorkflowEvent) {
 	}
 	switch d.Kind {
 	case workflows.EventWorkflowStarted:
-		v.line("workflow %s started: %d steps", d.WorkflowID, len(v.steps))
+		v.line("workflow %s started: %s", d.WorkflowID, plural.Of(len(v.steps), "step", "steps"))
 	case workflows.EventStepScheduled:
 		v.row(run, d.StepID)
 		v.children[d.SubagentID] = run

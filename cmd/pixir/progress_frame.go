@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pixir-go/pixir/internal/plural"
 	"github.com/pixir-go/pixir/internal/termtext"
 )
 
@@ -123,7 +124,7 @@ func (v *workflowView) frameLines(room int) []string {
 		lines = append(lines, v.loopLine(l))
 	}
 	if hidden := len(v.loops) - len(shown); hidden > 0 {
-		lines = append(lines, fmt.Sprintf("  … %d more loops (%d finished)", hidden, len(v.loops)-len(running)))
+		lines = append(lines, fmt.Sprintf("  … %s (%d finished)", plural.Of(hidden, "more loop", "more loops"), len(v.loops)-len(running)))
 	}
 	rows := room - len(lines) - 1 // the last line says what is left out
 	active := slices.SortedFunc(maps.Keys(v.active), func(a, b *stepRow) int { return cmp.Compare(a.made, b.made) })
@@ -144,7 +145,7 @@ func (v *workflowView) frameLines(room int) []string {
 		lines = append(lines, v.rowLine(r))
 	}
 	if hidden := v.made - len(ended) - len(active); hidden > 0 {
-		more := fmt.Sprintf("  … %d more rows", hidden)
+		more := "  … " + plural.Of(hidden, "more row", "more rows")
 		if n := len(v.active) - len(active); n > 0 {
 			more += fmt.Sprintf(" (%d of them running or queued)", n)
 		}

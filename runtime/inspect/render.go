@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pixir-go/pixir/budget"
+	"github.com/pixir-go/pixir/internal/plural"
 	"github.com/pixir-go/pixir/runtime"
 	"github.com/pixir-go/pixir/tools"
 	"github.com/pixir-go/pixir/workflows"
@@ -57,7 +58,7 @@ func Render(w io.Writer, s *Session, opt RenderOptions) error {
 		fmt.Fprintf(bw, "  workspace %s\n", s.Workspace)
 	}
 	if s.Log != "" {
-		fmt.Fprintf(bw, "  log %s (%d events)\n", s.Log, s.Load.Events)
+		fmt.Fprintf(bw, "  log %s (%s)\n", s.Log, plural.Of(s.Load.Events, "event", "events"))
 	}
 	var facts []string
 	if s.Mode != "" {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/pixir-go/pixir/internal/plural"
 	"github.com/pixir-go/pixir/tools"
 )
 
@@ -63,7 +64,7 @@ func mergeText(ctx context.Context, tmp string, ours, base, theirs []byte, label
 		// The exit code counts the conflicts.
 		hunks := parseConflicts(out.Bytes(), size)
 		if len(hunks) == 0 {
-			return threeWay{}, fmt.Errorf("git merge-file reported %d conflicts that its output does not show", exit.ExitCode())
+			return threeWay{}, fmt.Errorf("git merge-file reported %s that its output does not show", plural.Of(exit.ExitCode(), "conflict", "conflicts"))
 		}
 		return threeWay{merged: out.Bytes(), conflicts: hunks}, nil
 	}

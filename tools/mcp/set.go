@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/pixir-go/pixir/internal/plural"
 	"github.com/pixir-go/pixir/tools"
 )
 
@@ -511,7 +512,7 @@ func (srv *server) died(log *slog.Logger) {
 	// The session records the notice before the log says so: whoever
 	// reads the log line and prompts next finds the notice in that turn.
 	srv.set.notify(Notice{Server: srv.cfg.Name, Severity: SeverityError,
-		Title:  fmt.Sprintf("MCP server %q stopped (%s); its %d tools are withdrawn", srv.cfg.Name, reason, n),
+		Title:  fmt.Sprintf("MCP server %q stopped (%s); its %s withdrawn", srv.cfg.Name, reason, plural.Of(n, "tool is", "tools are")),
 		Detail: detail})
 	log.Warn("MCP server stopped", "reason", reason)
 }

@@ -9,6 +9,8 @@ import (
 	"text/template"
 	"text/template/parse"
 	"unicode/utf8"
+
+	"github.com/pixir-go/pixir/internal/plural"
 )
 
 // data is what the text and reasoning templates of a reply see.
@@ -68,7 +70,7 @@ func firstLines(n int, s string) string {
 	if len(ls) <= n {
 		return s
 	}
-	return strings.Join(ls[:n], "\n") + fmt.Sprintf("\n… (%d more lines)", len(ls)-n)
+	return strings.Join(ls[:n], "\n") + "\n… (" + plural.Of(len(ls)-n, "more line", "more lines") + ")"
 }
 
 // oneline collapses all runs of white space in s into single spaces.
