@@ -244,34 +244,14 @@ func itersOf(label string) []int {
 // markSuperseded marks the runs of every iteration that is not its loop's
 // last (at any level), and the loop runs inside such iterations.
 func markSuperseded(g *graph, steps []StepOutcome, loops []LoopOutcome) {
-	last := map[string]int{}
-	key := func(l int, outer []int) string { return strconv.Itoa(l) + "#" + joinInts(outer) }
-	chains := make([][]int, len(steps))
+	it := &Iterations{g: g, last: map[string]int{}}
 	for i := range steps {
-		s := &steps[i]
-		step, ok := g.index[s.StepID]
-		if !ok {
-			continue
-		}
-		chains[i] = g.loopChain(step)
-		for d, l := range chains[i] {
-			if d >= len(s.Iteration) {
-				break
-			}
-			k := key(l, s.Iteration[:d])
-			last[k] = max(last[k], s.Iteration[d])
+		if step, ok := g.index[steps[i].StepID]; ok {
+			it.saw(g.loopChain(step), steps[i].Iteration)
 		}
 	}
-	earlier := func(chain, iters []int) bool {
-		for d, l := range chain {
-			if d < len(iters) && iters[d] < last[key(l, iters[:d])] {
-				return true
-			}
-		}
-		return false
-	}
 	for i := range steps {
-		steps[i].Superseded = earlier(chains[i], steps[i].Iteration)
+		steps[i].Superseded = it.superseded(steps[i].StepID, steps[i].Iteration)
 	}
 	for i := range loops {
 		l := &loops[i]
@@ -279,13 +259,108 @@ func markSuperseded(g *graph, steps []StepOutcome, loops []LoopOutcome) {
 		if !ok {
 			continue
 		}
-		var chain []int // the loops holding this one, outermost first
-		for p := g.loops[li].parent; p >= 0; p = g.loops[p].parent {
-			chain = append(chain, p)
-		}
-		slices.Reverse(chain)
-		l.Superseded = earlier(chain, itersOf(l.Run))
+		l.Superseded = it.earlier(g.outerLoops(li), itersOf(l.Run))
 	}
+}
+
+// Iterations are the last iterations a run's loops reached, each loop's
+// by the iterations of the loops around it: a step run of an earlier
+// iteration than its loop's last, at any level, is a run the outcome does
+// not count among its steps (Superseded). The outcome finds them from its
+// runs; the live view from the iterations as they start, so that a frame
+// mid-run counts as the outcome will.
+type Iterations struct {
+	g    *graph
+	w    *Workflow // for Runs; nil in markSuperseded
+	last map[string]int
+}
+
+// NewIterations follows the loops of w, a checked workflow.
+func NewIterations(w *Workflow) *Iterations {
+	return &Iterations{g: w.graph(), w: w, last: map[string]int{}}
+}
+
+// Started records that iteration of loop began in its loop run labelled
+// run (an iteration_started event's Loop, Run and Iteration).
+func (it *Iterations) Started(loop, run string, iteration int) {
+	li, ok := it.g.loopIndex[loop]
+	if !ok {
+		return
+	}
+	k := loopIterKey(li, itersOf(run))
+	it.last[k] = max(it.last[k], iteration)
+}
+
+// IterationRun is a step run an iteration will have: its step and label.
+type IterationRun struct{ Step, Run string }
+
+// Runs are the step runs of an iteration of loop in its loop run labelled
+// run, one for each step of the loop that no loop inside it holds (a
+// fan-out's as one), labelled as the run labels them (draft#2), in
+// declaration order.
+func (it *Iterations) Runs(loop, run string, iteration int) []IterationRun {
+	li, ok := it.g.loopIndex[loop]
+	if !ok || it.w == nil {
+		return nil
+	}
+	iters := strconv.Itoa(iteration)
+	if outer := itersOf(run); len(outer) > 0 {
+		iters = joinInts(outer) + "." + iters
+	}
+	var runs []IterationRun
+	for s, l := range it.g.loopOf {
+		if l == li {
+			id := it.w.Steps[s].ID
+			runs = append(runs, IterationRun{id, id + "#" + iters})
+		}
+	}
+	return runs
+}
+
+// Superseded says whether the run of step labelled run (check-plan#1) is
+// of an earlier iteration of one of its loops than the last recorded.
+func (it *Iterations) Superseded(step, run string) bool {
+	return it.superseded(step, itersOf(run))
+}
+
+func (it *Iterations) superseded(step string, iters []int) bool {
+	s, ok := it.g.index[step]
+	if !ok {
+		return false
+	}
+	return it.earlier(it.g.loopChain(s), iters)
+}
+
+// saw records the iterations of a run in the loops of chain.
+func (it *Iterations) saw(chain, iters []int) {
+	for d, l := range chain {
+		if d >= len(iters) {
+			break
+		}
+		k := loopIterKey(l, iters[:d])
+		it.last[k] = max(it.last[k], iters[d])
+	}
+}
+
+func (it *Iterations) earlier(chain, iters []int) bool {
+	for d, l := range chain {
+		if d < len(iters) && iters[d] < it.last[loopIterKey(l, iters[:d])] {
+			return true
+		}
+	}
+	return false
+}
+
+func loopIterKey(loop int, outer []int) string { return strconv.Itoa(loop) + "#" + joinInts(outer) }
+
+// outerLoops are the loops holding loop li, outermost first.
+func (g *graph) outerLoops(li int) []int {
+	var chain []int
+	for p := g.loops[li].parent; p >= 0; p = g.loops[p].parent {
+		chain = append(chain, p)
+	}
+	slices.Reverse(chain)
+	return chain
 }
 
 // riskSteps are the steps whose write sets the merge risks pair: all but

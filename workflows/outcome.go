@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/pixir-go/pixir/budget"
+	"github.com/pixir-go/pixir/internal/plural"
 	"github.com/pixir-go/pixir/tools"
 )
 
@@ -242,7 +243,7 @@ func (c *Counts) Brief() string {
 		text += ", " + strconv.Itoa(c.SkippedSteps) + " skipped"
 	}
 	if c.SupersededRuns > 0 {
-		text += "; " + strconv.Itoa(c.SupersededRuns) + " runs of earlier iterations"
+		text += "; " + plural.Of(c.SupersededRuns, "run", "runs") + " of earlier iterations"
 	}
 	return text
 }

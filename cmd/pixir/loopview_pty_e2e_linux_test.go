@@ -46,4 +46,10 @@ func TestLiveViewsLastFrameCountsAsTheOutcome(t *testing.T) {
 	head, _, _ := strings.Cut(got[last:], "\n")
 	require.Contains(t, head, "Workflow review loop — 3/3 checkpoint_ready; 2 runs of earlier iterations · ")
 	require.Contains(t, head, "COMPLETED")
+	// Every frame before it counts as the outcome does too: three steps,
+	// whichever iteration runs (mid-run frames said 2/4, 3/5).
+	for _, frame := range strings.Split(got, "Workflow review loop — ")[1:] {
+		head, _, _ := strings.Cut(frame, " · ")
+		require.Regexp(t, `^\d/3 checkpoint_ready`, head)
+	}
 }

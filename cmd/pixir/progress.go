@@ -498,6 +498,9 @@ type stepRow struct {
 	started, ended            time.Time
 	made                      int // the order rows were made in: active rows are shown in it
 	endedAs                   int // the view's count of ends when this row last ended (see recent)
+	// superseded: a later iteration of its loop has started (the
+	// outcome's Superseded): it no longer counts among the steps.
+	superseded bool
 }
 
 // rowState is what a step's row shows: pending until its child is queued,
@@ -544,11 +547,16 @@ type workflowView struct {
 	children map[string]string // subagent id -> run label
 	// What a frame shows of thousands of rows, kept as rows change so a
 	// frame costs the terminal's height, not the number of rows.
-	made   int                   // rows made so far
-	counts map[rowState]int      // rows by state
-	active map[*stepRow]struct{} // queued or running
-	recent []endedRow            // rows in the order they ended, newest last
-	ends   int                   // ends so far
+	made   int              // rows made so far
+	counts map[rowState]int // rows by state
+	// iters follows the loops' iterations; superseded counts the rows of
+	// earlier iterations by state (in counts too), outdated their number.
+	iters      *workflows.Iterations
+	superseded map[rowState]int
+	outdated   int
+	active     map[*stepRow]struct{} // queued or running
+	recent     []endedRow            // rows in the order they ended, newest last
+	ends       int                   // ends so far
 	// size is the terminal's width and height (0 when unknown).
 	size   func() (width, height int)
 	drawn  int // lines of the last frame
@@ -587,7 +595,8 @@ func (c *stampCache) append(b []byte, t time.Time) []byte {
 func newWorkflowView(w io.Writer, tty bool, wf *workflows.Workflow) *workflowView {
 	v := &workflowView{w: w, tty: tty, name: wf.Name, now: time.Now, wf: wf, runs: map[string][]*stepRow{}, byID: map[string]*stepRow{},
 		agents: map[string]string{}, byLoop: map[string]*loopRow{}, children: map[string]string{},
-		counts: map[rowState]int{}, active: map[*stepRow]struct{}{}, size: terminalSize(w)}
+		counts: map[rowState]int{}, active: map[*stepRow]struct{}{}, size: terminalSize(w),
+		iters: workflows.NewIterations(wf), superseded: map[rowState]int{}}
 	for _, st := range wf.Steps {
 		agent := st.Agent
 		if agent == "" {
@@ -645,10 +654,66 @@ func (v *workflowView) row(run, step string) *stepRow {
 		v.byID[run] = first
 		return first
 	}
+	if iteration, _, ok := strings.Cut(run, "["); ok {
+		if pending := v.byID[iteration]; pending != nil && pending.state == rowPending {
+			// An iteration's pending row of a fan-out becomes its first
+			// instance's.
+			delete(v.byID, iteration)
+			pending.id = run
+			v.byID[run] = pending
+			return pending
+		}
+	}
 	r := v.newRow(run, step, v.agents[step])
 	v.runs[step] = append(v.runs[step], r) // below the step's last row
 	v.byID[run] = r
+	if v.iters.Superseded(step, run) {
+		v.supersede(r)
+	}
 	return r
+}
+
+// supersede counts r as a run of an earlier iteration of its loop, as the
+// outcome will.
+func (v *workflowView) supersede(r *stepRow) {
+	if r.superseded {
+		return
+	}
+	r.superseded = true
+	v.superseded[r.state]++
+	v.outdated++
+}
+
+// iterationStarted records a loop's new iteration: the rows of its
+// earlier ones no longer count among the steps.
+func (v *workflowView) iterationStarted(loop, run string, iteration int) {
+	v.iters.Started(loop, run, iteration)
+	v.eachRow(func(r *stepRow) {
+		if !r.superseded && v.iters.Superseded(r.step, r.id) {
+			v.supersede(r)
+		}
+	})
+	// The iteration's runs, pending until they show up: the outcome
+	// counts them among the steps (a step's own pending row is its first
+	// run's).
+	for _, ir := range v.iters.Runs(loop, run, iteration) {
+		if first := v.byID[ir.Step]; first != nil && first.id == ir.Step && first.state == rowPending {
+			continue
+		}
+		v.row(ir.Run, ir.Step)
+	}
+}
+
+// brief is the counts of the rows as the outcome's verdict line counts
+// them (Counts.Brief): a loop's earlier iterations are not steps.
+func (v *workflowView) brief() string {
+	c := workflows.Counts{
+		Steps:                v.made,
+		CheckpointReadySteps: v.counts[rowReady] - v.superseded[rowReady],
+		SkippedSteps:         v.counts[rowSkipped] - v.superseded[rowSkipped],
+		SupersededRuns:       v.outdated,
+	}
+	return c.Brief()
 }
 
 // eachRow calls f with every row, in the order they are shown: steps in
@@ -866,6 +931,7 @@ func (v *workflowView) workflowEvent(d workflows.WorkflowEvent) {
 		}
 		v.line("step %s fans out over %d %s (max %d)", run, d.Items, items, d.MaxItems)
 	case workflows.EventIterationStarted:
+		v.iterationStarted(d.Loop, d.Run, d.Iteration)
 		l := v.loopRow(d.Run)
 		l.text = fmt.Sprintf("iteration %d of %d", d.Iteration, v.maxIterations(d.Loop))
 		v.line("loop %s: %s started", d.Run, l.text)

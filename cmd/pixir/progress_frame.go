@@ -35,6 +35,10 @@ func (v *workflowView) setState(r *stepRow, s rowState) {
 		delete(v.counts, r.state)
 	}
 	v.counts[s]++
+	if r.superseded {
+		v.superseded[r.state]--
+		v.superseded[s]++
+	}
 	r.state = s
 	switch s {
 	case rowQueued, rowRunning:
@@ -87,12 +91,11 @@ func (v *workflowView) draw() {
 
 // frameLines are the lines of a frame of at most room lines.
 func (v *workflowView) frameLines(room int) []string {
-	skipped := v.counts[rowSkipped]
 	title := "Workflow"
 	if v.name != "" {
 		title += " " + v.name
 	}
-	counted := fmt.Sprintf("%d/%d checkpoint_ready", v.counts[rowReady], v.made-skipped)
+	counted := v.brief()
 	if v.final != nil {
 		// The run's outcome: counted as its verdict line counts.
 		counted = v.final.Brief()

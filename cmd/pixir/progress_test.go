@@ -240,3 +240,47 @@ func TestHeadlessViewCountsOneItem(t *testing.T) {
 	v.workflowEvent(workflows.WorkflowEvent{Kind: workflows.EventFanOut, Run: "b", Items: 1, MaxItems: 5})
 	require.Equal(t, "2026-11-24T16:00:00.000Z step b fans out over 1 item (max 5)\n", out.String())
 }
+
+// Every frame counts a looped run as the outcome will: the runs of an
+// earlier iteration are not steps, and the new iteration's are, pending
+// until they show up. Mid-run the header said "2/3 checkpoint_ready" when
+// the loop's second iteration began (its first iteration's runs counted
+// ready), then "2/4", "3/5"; only the last frame, the outcome's, said
+// "3/3 …; 2 runs of earlier iterations".
+func TestEveryFrameCountsALoopAsTheOutcomeDoes(t *testing.T) {
+	w, err := workflows.Parse(json.RawMessage(`{"name":"review loop","steps":[
+		{"id":"draft","task":"d"},{"id":"review","task":"r","depends_on":["draft"]},{"id":"ship","task":"s","depends_on":["review"]}],
+		"loops":[{"id":"plan","steps":["draft","review"],"max_iterations":3}]}`))
+	require.NoError(t, err)
+	var screen strings.Builder
+	v := newWorkflowView(&screen, true, w)
+	v.begin = v.now()
+	head := func() string {
+		h, _, _ := strings.Cut(v.frameLines(100)[0], " · ")
+		return strings.TrimPrefix(h, "Workflow review loop — ")
+	}
+	ev := func(d workflows.WorkflowEvent) { v.observe(viewEvent(t, runtime.EventWorkflow, d)) }
+	ready := func(step, run string) {
+		ev(workflows.WorkflowEvent{Kind: workflows.EventStepScheduled, StepID: step, Run: run})
+		ev(workflows.WorkflowEvent{Kind: workflows.EventCheckpointDecided, StepID: step, Run: run,
+			Outcome: &workflows.StepOutcome{StepID: step, Run: run, CheckpointStatus: workflows.CheckpointReady, SubagentStatus: "completed"}})
+	}
+	require.Equal(t, "0/3 checkpoint_ready", head())
+	ev(workflows.WorkflowEvent{Kind: workflows.EventIterationStarted, Loop: "plan", Run: "plan", Iteration: 1})
+	require.Equal(t, "0/3 checkpoint_ready", head())
+	ready("draft", "draft#1")
+	ready("review", "review#1")
+	require.Equal(t, "2/3 checkpoint_ready", head())
+	ev(workflows.WorkflowEvent{Kind: workflows.EventIterationStarted, Loop: "plan", Run: "plan", Iteration: 2})
+	require.Equal(t, "0/3 checkpoint_ready; 2 runs of earlier iterations", head())
+	ready("draft", "draft#2")
+	require.Equal(t, "1/3 checkpoint_ready; 2 runs of earlier iterations", head())
+	ready("review", "review#2")
+	ev(workflows.WorkflowEvent{Kind: workflows.EventStepSkipped, StepID: "ship", Run: "ship", SkipReason: "skipped: no"})
+	require.Equal(t, "2/3 checkpoint_ready, 1 skipped; 2 runs of earlier iterations", head())
+	final := workflows.Counts{Steps: 5, CheckpointReadySteps: 2, SkippedSteps: 1, SupersededRuns: 2}
+	require.Equal(t, final.Brief(), head(), "as the outcome counts")
+	var rows []string
+	v.eachRow(func(r *stepRow) { rows = append(rows, r.id+" "+string(r.state)) })
+	require.Equal(t, []string{"draft#1 checkpoint_ready", "draft#2 checkpoint_ready", "review#1 checkpoint_ready", "review#2 checkpoint_ready", "ship skipped"}, rows, "one row per run")
+}
