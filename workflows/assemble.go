@@ -398,10 +398,6 @@ func seamObligation(s *StepOutcome) string {
 	return runName(s) + ": " + strings.TrimSpace(text)
 }
 
-// ResumeAgain ends a holding loop's next action; pixir run puts its
-// command in its place.
-const ResumeAgain = "then call run_workflow again with resume_from"
-
 // holdingLoops are the loops that ended unresolved and hold their
 // dependents (on_exhausted: hold), and the held runs that wait for
 // nothing else.
@@ -452,27 +448,14 @@ func nextActions(o *Outcome) []NextAction {
 	for _, l := range loops {
 		// Resuming reuses the loop's iterations and ends it the same way:
 		// what it holds runs only once the spec or the work changes.
-		var steps []string
+		h := &HeldLoop{Run: l.Run, State: l.State, Iterations: l.Iterations, MaxIterations: l.MaxIterations}
 		for k := range o.Steps {
 			if s := &o.Steps[k]; heldByLoops[runName(s)] && slices.Contains(s.BlockedBy, "loop "+l.Run) {
-				steps = append(steps, runName(s))
+				h.Holds = append(h.Holds, runName(s))
 			}
 		}
-		what := "its dependents"
-		if len(steps) > 0 {
-			what = strings.Join(steps, ", ")
-		}
-		// Its blockers settled in the workspace change nothing: the loop
-		// is decided again from the same checkpoints. What does: proceed,
-		// or, for an exhausted loop, more iterations (it goes on).
-		state := fmt.Sprintf("converged at iteration %d of %d", l.Iterations, l.MaxIterations)
-		change := "set its on_exhausted to proceed (its dependents run, told its blockers)"
-		if l.State == LoopExhausted {
-			state = fmt.Sprintf("exhausted after %d of %d iterations", l.Iterations, l.MaxIterations)
-			change = fmt.Sprintf("raise its max_iterations (it goes on with iteration %d) or set its on_exhausted to proceed (its dependents run, told its blockers)", l.Iterations+1)
-		}
-		acts = append(acts, NextAction{Action: "ask_user", Args: resume,
-			Reason: fmt.Sprintf("loop %s ended %s and holds %s (on_exhausted: hold): a resume_from run reuses its iterations and ends it the same way; %s, "+ResumeAgain, l.Run, state, what, change)})
+		acts = append(acts, NextAction{Action: "ask_user", Args: resume, Loop: h,
+			Reason: h.Situation() + ": a resume_from run reuses its iterations and ends it the same way; " + h.Change() + ", then call run_workflow again with resume_from"})
 	}
 	if ask := append(slices.Clone(o.NeedsOrchestratorSteps), o.PartialSteps...); len(ask) > 0 {
 		acts = append(acts, NextAction{Action: "ask_user", StepIDs: ask,

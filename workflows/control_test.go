@@ -81,7 +81,7 @@ func TestConditionsSkipBranchesAndJoinsWaitForAny(t *testing.T) {
 	require.Len(t, decided, 2)
 	require.Equal(t, "accept", decided[0].Run)
 	require.False(t, *decided[0].Result)
-	require.Equal(t, []ConditionSeen{{Condition: `review /verdict = "ACCEPTABLE"`, Run: "review", Status: CheckpointReady, Value: json.RawMessage(`"BLOCK"`), Result: false}}, decided[0].Seen)
+	require.Equal(t, []ConditionSeen{{Condition: `review /verdict = "ACCEPTABLE"`, Path: "/verdict", Run: "review", Status: CheckpointReady, Value: json.RawMessage(`"BLOCK"`), Result: false}}, decided[0].Seen)
 	require.True(t, *decided[1].Result)
 	accept := runOf(out, "accept")
 	require.Equal(t, CheckpointSkipped, accept.CheckpointStatus)
@@ -480,6 +480,30 @@ func TestASkipReasonSaysAPathHadNoValue(t *testing.T) {
 	require.Equal(t, `skipped: its condition was false: review status in [checkpoint_ready] and /escalate exists (saw nothing at /escalate; review is checkpoint_ready): false`, runOf(out, "mixed").SkipReason)
 	require.Equal(t, `skipped: its condition was false: review /verdict = "BLOCK" (saw "ACCEPTABLE"): false`, runOf(out, "other").SkipReason)
 	rebuiltEquals(t, sim, out)
+}
+
+// What a test looked at is recorded as it is (ConditionSeen.Path), not
+// read back from the condition's text. A Log written before Path was
+// recorded still rebuilds the same outcome, each test with its path.
+func TestAConditionsPathIsRecordedAndOldLogsStillRead(t *testing.T) {
+	spec := `{"steps":[
+		{"id":"review","task":"x","output_schema":{"type":"object","properties":{"verdict":{"type":"string"},"escalate":{"type":"boolean"}}}},
+		{"id":"escalated","task":"x","depends_on":["review"],"when":{"step":"review","path":"/escalate","equals":true}},
+		{"id":"plain","task":"x","depends_on":["review"],"when":{"step":"review","status":["failed"]}}]}`
+	out, sim := runSim(t, spec, reports(map[string]string{"review": ready(`{"verdict":"ACCEPTABLE"}`)}))
+	require.Equal(t, "/escalate", runOf(out, "escalated").Conditions[0].Path)
+	require.Empty(t, runOf(out, "plain").Conditions[0].Path, "a test of a status alone has no path")
+	events, _ := sim.WorkflowEvents()
+	raw, err := json.Marshal(events)
+	require.NoError(t, err)
+	require.Contains(t, string(raw), `"path":"/escalate"`)
+	old := strings.ReplaceAll(string(raw), `"path":"/escalate",`, "")
+	require.NotContains(t, old, `"path":"/escalate"`)
+	var decoded []WorkflowEvent
+	require.NoError(t, json.Unmarshal([]byte(old), &decoded))
+	want, _ := json.Marshal(out)
+	got, _ := json.Marshal(Rebuild(decoded)[0])
+	require.JSONEq(t, string(want), string(got), "an old Log's outcome, paths and all")
 }
 
 // A loop that ends unresolved and holds its dependents names itself once

@@ -105,6 +105,9 @@ type ConvergeSeen struct {
 type ConditionSeen struct {
 	// Condition is the test as written: `check-plan /verdict = "ACCEPTABLE"`.
 	Condition string `json:"condition"`
+	// Path is the JSON Pointer of a payload test, "" for a test of a
+	// status alone.
+	Path string `json:"path,omitempty"`
 	// Run is the run it looked at (the last iteration's, for a step in a
 	// loop that ended); Status that run's checkpoint status.
 	Run    string           `json:"run,omitempty"`
@@ -121,10 +124,10 @@ func (s ConditionSeen) text() string {
 	saw := string(s.Status)
 	if s.Value != nil {
 		saw = string(s.Value)
-	} else if path := conditionPath(s.Condition); path != "" {
+	} else if s.Path != "" {
 		// A payload test that found nothing: said as such, not as the
 		// run's status, which would read as the value.
-		saw = "nothing at " + path
+		saw = "nothing at " + s.Path
 		if s.Status != "" {
 			saw += "; " + cmp.Or(s.Run, "it") + " is " + string(s.Status)
 		}
@@ -135,10 +138,24 @@ func (s ConditionSeen) text() string {
 	return s.Condition + " (saw " + saw + ")"
 }
 
+// UnmarshalJSON reads a ConditionSeen, also as a Log written before Path
+// was recorded has it: there the path is read from the condition's text.
+func (s *ConditionSeen) UnmarshalJSON(b []byte) error {
+	type plain ConditionSeen
+	if err := json.Unmarshal(b, (*plain)(s)); err != nil {
+		return err
+	}
+	if s.Path == "" {
+		s.Path = conditionPath(s.Condition)
+	}
+	return nil
+}
+
 // conditionPath is the JSON Pointer a leaf's text tests (`review /verdict
 // = "BLOCK"`, `review status in [failed] and /notes exists`), as
 // conditionText writes it, "" for a test of a status alone: a step id has
-// no space, a status no slash.
+// no space, a status no slash. Only Logs written before ConditionSeen had
+// its Path need it.
 func conditionPath(text string) string {
 	_, rest, ok := strings.Cut(text, " /")
 	if !ok {

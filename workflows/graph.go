@@ -445,11 +445,14 @@ type cond struct {
 	step   int
 	status []CheckpointStatus // nil: checkpoint_ready
 	path   []string
-	text   string // the condition as written, for evidence
-	test   string // equals, in, contains, exists, ""
-	values []string
-	exists bool
-	subs   []cond
+	// pointer is path as written (for evidence: what a test that found
+	// nothing looked at).
+	pointer string
+	text    string // the condition as written, for evidence
+	test    string // equals, in, contains, exists, ""
+	values  []string
+	exists  bool
+	subs    []cond
 }
 
 func (g *graph) compileConds(cs Conditions) []cond {
@@ -480,6 +483,7 @@ func valueTest(c *Condition) cond {
 	var out cond
 	if c.Path != "" {
 		out.path, _ = parsePointer(c.Path)
+		out.pointer = c.Path
 	}
 	switch {
 	case c.Equals != nil:

@@ -2,7 +2,9 @@ package workflows
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/pixir-go/pixir/budget"
 	"github.com/pixir-go/pixir/internal/plural"
@@ -170,6 +172,48 @@ type NextAction struct {
 	// Args are run_workflow arguments that do it (resume_from).
 	Args   map[string]string `json:"args,omitempty"`
 	Reason string            `json:"reason"`
+	// Loop, on an ask_user about a loop that holds its dependents, is that
+	// loop, so each surface words the action its own way (Reason is the
+	// model's words).
+	Loop *HeldLoop `json:"loop,omitempty"`
+}
+
+// HeldLoop is a loop run that ended unresolved and holds its dependents
+// (on_exhausted: hold). Resuming reuses its iterations and ends it the
+// same way, so what to change comes before the command.
+type HeldLoop struct {
+	Run           string    `json:"run"`
+	State         LoopState `json:"state"`
+	Iterations    int       `json:"iterations"`
+	MaxIterations int       `json:"max_iterations"`
+	// Holds are the runs it holds that wait for nothing else; none: its
+	// dependents.
+	Holds []string `json:"holds,omitempty"`
+}
+
+// Situation is how the loop ended and what it holds: `loop plan ended
+// exhausted after 2 of 2 iterations and holds ship (on_exhausted: hold)`.
+func (h *HeldLoop) Situation() string {
+	state := fmt.Sprintf("converged at iteration %d of %d", h.Iterations, h.MaxIterations)
+	if h.State == LoopExhausted {
+		state = fmt.Sprintf("exhausted after %d of %d iterations", h.Iterations, h.MaxIterations)
+	}
+	what := "its dependents"
+	if len(h.Holds) > 0 {
+		what = strings.Join(h.Holds, ", ")
+	}
+	return fmt.Sprintf("loop %s ended %s and holds %s (on_exhausted: hold)", h.Run, state, what)
+}
+
+// Change is what to change in the spec before resuming: its blockers
+// settled in the workspace change nothing (the loop is decided again from
+// the same checkpoints); proceed does, and for an exhausted loop more
+// iterations (it goes on).
+func (h *HeldLoop) Change() string {
+	if h.State == LoopExhausted {
+		return fmt.Sprintf("raise its max_iterations (it goes on with iteration %d) or set its on_exhausted to proceed (its dependents run, told its blockers)", h.Iterations+1)
+	}
+	return "set its on_exhausted to proceed (its dependents run, told its blockers)"
 }
 
 // LoopState is where a loop run is, or how it ended.

@@ -1466,7 +1466,7 @@ func (r *runner) eval(c *cond, f *frame, p *pairing, seen *[]ConditionSeen) bool
 	if p != nil && r.s.g.pairs(p.step, c.step) {
 		v, _ = instanceView(v, p.item)
 	}
-	s := ConditionSeen{Condition: c.text, Run: v.label, Status: v.status}
+	s := ConditionSeen{Condition: c.text, Path: c.pointer, Run: v.label, Status: v.status}
 	ok := false
 	if c.status == nil {
 		ok = v.status == CheckpointReady

@@ -649,3 +649,36 @@ func TestAFileWithAFanOutOverNoArrayOrAnUnknownPlaceholderIsRefusedBeforeStart(t
 	require.Equal(t, exitUsage, code, stderr)
 	require.Contains(t, stderr, `steps[2].task uses ${itm.title}, which is not a declared parameter (declared: none); did you mean ${item.title}?`)
 }
+
+// A Log written before a condition's test recorded its path (ConditionSeen
+// "path") still inspects and resumes as one written now: the resumed run
+// reuses the loop, holds ship again and says so in the same words.
+func TestALogWithoutConditionPathsStillInspectsAndResumes(t *testing.T) {
+	e := newRunEnv(t)
+	script := e.file("script.toml", drafter+reviewer("1", "NEEDS WORK", "name the owner")+reviewer("2", "NEEDS WORK", "name the owner"))
+	wf := e.file("wf.yaml", strings.Replace(reviewLoop, "on_exhausted: proceed", "on_exhausted: hold", 1))
+	stdout, stderr, code := e.pixir("run", "--script", script, "--workflow", wf)
+	require.Equal(t, exitPartial, code, stderr)
+	sid := sessionOf(t, e.ws, stderr)
+	wfID := regexp.MustCompile(`--resume-from (wf-[0-9a-f]{12})`).FindStringSubmatch(stdout)
+	require.NotNil(t, wfID, stdout)
+	before, _, code := e.pixir("inspect", sid)
+	require.Equal(t, exitOK, code)
+
+	// The Log as the previous version wrote it: no "path" in what a
+	// condition saw.
+	logFile := filepath.Join(e.ws, ".pixir", "sessions", sid+".ndjson")
+	b, err := os.ReadFile(logFile)
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"path":"/verdict",`)
+	old := strings.ReplaceAll(string(b), `"path":"/verdict",`, "")
+	require.NoError(t, os.WriteFile(logFile, []byte(old), 0o644))
+
+	after, errOut, code := e.pixir("inspect", sid)
+	require.Equal(t, exitOK, code, errOut)
+	require.Equal(t, before, after)
+	stdout, stderr, code = e.pixir("resume", sid, "--script", script, "--workflow", wf, "--resume-from", wfID[1])
+	require.Equal(t, exitPartial, code, stderr)
+	require.Contains(t, stdout, "| ship | default | – | not_started | held | ")
+	require.Contains(t, stdout, "- loop plan ended converged at iteration 2 of 3 and holds ship (on_exhausted: hold): resuming reuses its iterations and ends it the same way; set its on_exhausted to proceed (its dependents run, told its blockers), then:\n    pixir resume ")
+}

@@ -202,11 +202,10 @@ func (n sessionNext) actions(w io.Writer, out workflows.Outcome) {
 			retried = true
 			fmt.Fprintf(w, "- every step is done, but a commit was not made (why is said above): settle that, then make only the missing commits:\n    %s\n", retry)
 		case "ask_user":
-			if reason, ok := strings.CutSuffix(a.Reason, workflows.ResumeAgain); ok && steps == "" {
+			if l := a.Loop; l != nil {
 				// A loop that holds its dependents: resuming alone decides
 				// the same, so the command comes after what to change.
-				reason = strings.ReplaceAll(reason, "a resume_from run", "resuming")
-				fmt.Fprintf(w, "- %sthen:\n    %s\n", reason, retry)
+				fmt.Fprintf(w, "- %s: resuming reuses its iterations and ends it the same way; %s, then:\n    %s\n", l.Situation(), l.Change(), retry)
 				break
 			}
 			if steps == "" { // about the run as a whole (its Log could not all be written)
