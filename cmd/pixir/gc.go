@@ -25,7 +25,7 @@ func runGC(args []string, stdout, stderr io.Writer) int {
 	dryRun := fs.Bool("dry-run", false, "say what would be removed, and remove nothing")
 	age := ageFlag(defaultGCAge)
 	fs.Var(&age, "older-than", "remove what nothing wrote to for this long: 7d, 36h, 90m (0 removes everything not being written now)")
-	asJSON := fs.Bool("json", false, "print {workspace, dry_run, older_than_ms, removed: [{kind, path, bytes, last_write}], freed_bytes, kept, errors}")
+	asJSON := fs.Bool("json", false, "print {workspace, dry_run, older_than_ms, removed: [{kind, path, bytes, last_write}], freed_bytes, kept, in_use, errors}")
 	cwd := fs.String("cwd", "", "the workspace to clean (default: the current directory)")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
@@ -57,7 +57,15 @@ func runGC(args []string, stdout, stderr io.Writer) int {
 		for _, it := range rep.Removed {
 			fmt.Fprintf(stdout, "%s %s (%s, %s, last written %s)\n", verb, it.Path, it.Kind, bytesText(it.Bytes), it.LastWrite.Local().Format("2006-01-02 15:04"))
 		}
-		fmt.Fprintf(stdout, "%s %s, %s; kept %d written in the last %s.\n", did, plural.Of(len(rep.Removed), "item", "items"), bytesText(rep.Freed), rep.Kept, age.String())
+		fmt.Fprintf(stdout, "%s %s, %s; kept %d written in the last %s", did, plural.Of(len(rep.Removed), "item", "items"), bytesText(rep.Freed), rep.Kept, age.String())
+		switch rep.InUse {
+		case 0:
+		case 1:
+			fmt.Fprint(stdout, ", and 1 older session a running process has open")
+		default:
+			fmt.Fprintf(stdout, ", and %d older sessions running processes have open", rep.InUse)
+		}
+		fmt.Fprintln(stdout, ".")
 		for _, e := range rep.Errors {
 			fmt.Fprintln(stderr, "pixir gc: not removed:", e)
 		}

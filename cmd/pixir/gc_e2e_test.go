@@ -97,3 +97,63 @@ func TestGCRemovesASessionsMetadataWithItsLog(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, entries, "nothing of the session is left")
 }
+
+// A session an editor has open writes its Log only when something
+// happens: one idle for longer than the age is still in use. pixir gc
+// removed its Log, and its next turn went to the removed file: the session
+// could not be loaded any more, that turn lost (found by qa30p). It is
+// kept, and counted apart, while its process has it open; once that ends,
+// the age decides again.
+func TestGCKeepsAnIdleSessionAProcessHasOpen(t *testing.T) {
+	e := newEnv(t, "")
+	a := e.start()
+	a.initialize()
+	sid := a.newSession()
+	m, _ := a.call(2, "session/prompt", promptParams(sid, "hello"))
+	require.Equal(t, "end_turn", stopReason(t, m))
+	dir := filepath.Join(e.ws, ".pixir", "sessions")
+	backdate := func() {
+		old := time.Now().Add(-10 * 24 * time.Hour)
+		for _, name := range []string{sid + ".ndjson", sid + ".json"} {
+			require.NoError(t, os.Chtimes(filepath.Join(dir, name), old, old))
+		}
+	}
+	backdate() // the editor sat idle for ten days
+	r := &runEnv{t: t, home: e.home, ws: e.ws}
+	stdout, stderr, code := r.pixir("gc", "--dry-run")
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, stdout, "Would remove 0 items, 0 B; kept 0 written in the last 7d, and 1 older session a running process has open.")
+	stdout, stderr, code = r.pixir("gc", "--json")
+	require.Equal(t, exitOK, code, stderr)
+	var rep struct {
+		Removed []struct{ Path string } `json:"removed"`
+		InUse   int                     `json:"in_use"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rep))
+	require.Empty(t, rep.Removed, stdout)
+	require.Equal(t, 1, rep.InUse)
+	require.FileExists(t, filepath.Join(dir, sid+".ndjson"))
+
+	m, _ = a.call(3, "session/prompt", promptParams(sid, "hello again"))
+	require.Equal(t, "end_turn", stopReason(t, m))
+	a.exit()
+	b := e.start()
+	b.initialize()
+	m, replay := b.call(1, "session/load", loadParams(sid, e.ws))
+	require.Nil(t, m.Error, m.raw)
+	var prompts []string
+	for _, u := range ofKind(updates(t, replay), "user_message_chunk") {
+		prompts = append(prompts, u["content"].(map[string]any)["text"].(string))
+	}
+	require.Equal(t, []string{"hello", "hello again"}, prompts, "the turn after the gc is in the Log")
+	b.exit()
+
+	backdate() // no process has it open now: the age decides
+	stdout, stderr, code = r.pixir("gc", "--json")
+	require.Equal(t, exitOK, code, stderr)
+	rep.Removed, rep.InUse = nil, 0
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rep))
+	require.Len(t, rep.Removed, 1, stdout)
+	require.Zero(t, rep.InUse)
+	require.NoFileExists(t, filepath.Join(dir, sid+".ndjson"))
+}

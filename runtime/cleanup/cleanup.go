@@ -2,9 +2,10 @@
 // is old: the Logs of sessions and the folders of Subagents (their
 // snapshots, bases and Logs) nothing has written to for a while (pixir gc).
 //
-// Age is the only rule, because it is the one that is safe without asking
-// a running process: a session in use writes its Log, and a child in use
-// writes its own. The snapshots of closed children and of closed sessions'
+// Age is the rule, because it is the one that is safe without asking a
+// running process: a session in use writes its Log, and a child in use
+// writes its own. A session open in a process that has been idle for
+// longer is known by the lock on its Log, and kept. The snapshots of closed children and of closed sessions'
 // children are removed when they close (close_agent, session/close);
 // what is left is the work of sessions that were never closed (pixir run,
 // an editor that went away), which stays as evidence until it is old.
@@ -55,6 +56,9 @@ type Report struct {
 	Freed int64 `json:"freed_bytes"`
 	// Kept counts what is younger and stays.
 	Kept int `json:"kept"`
+	// InUse counts the old session Logs that stay because a process has
+	// the session open (an editor's session idle for longer than the age).
+	InUse int `json:"in_use,omitempty"`
 	// Errors are the items that could not be removed, and why.
 	Errors []string `json:"errors,omitempty"`
 }
@@ -105,6 +109,17 @@ func Collect(root string, olderThan time.Duration, now time.Time, dryRun bool) (
 					it.LastWrite = mi.ModTime()
 				}
 			}
+			// An open session writes its Log only when something
+			// happens: one idle for longer than the age is still in
+			// use, and its later turns would go to a removed file.
+			if !it.LastWrite.After(cutoff) {
+				release, idle := lockIdle(filepath.Join(state, "sessions", e.Name()))
+				if !idle {
+					rep.InUse++
+					continue
+				}
+				release()
+			}
 		}
 		rep.consider(it, cutoff)
 	}
@@ -133,12 +148,18 @@ func Collect(root string, olderThan time.Duration, now time.Time, dryRun bool) (
 		case it.Kind == KindSubagent:
 			err = snapshot.Remove(p) // read-only folders a child left are removed too
 		case strings.HasSuffix(p, ".ndjson"):
+			release, idle := lockIdle(p) // opened since it was found?
+			if !idle {
+				rep.InUse++
+				continue
+			}
 			// The metadata first: a Log without it is still a session
 			// (pixir sessions lists it, session/load loads it).
 			err = os.Remove(strings.TrimSuffix(p, ".ndjson") + ".json")
 			if err == nil || errors.Is(err, fs.ErrNotExist) {
 				err = os.Remove(p)
 			}
+			release()
 		default:
 			err = os.Remove(p)
 		}
