@@ -61,9 +61,9 @@ func runGC(args []string, stdout, stderr io.Writer) int {
 		switch rep.InUse {
 		case 0:
 		case 1:
-			fmt.Fprint(stdout, ", and 1 older session a running process has open")
+			fmt.Fprint(stdout, ", and 1 older item of a session a running process has open")
 		default:
-			fmt.Fprintf(stdout, ", and %d older sessions running processes have open", rep.InUse)
+			fmt.Fprintf(stdout, ", and %d older items of sessions running processes have open", rep.InUse)
 		}
 		fmt.Fprintln(stdout, ".")
 		for _, e := range rep.Errors {

@@ -103,26 +103,34 @@ func TestGCRemovesASessionsMetadataWithItsLog(t *testing.T) {
 // removed its Log, and its next turn went to the removed file: the session
 // could not be loaded any more, that turn lost (found by qa30p). It is
 // kept, and counted apart, while its process has it open; once that ends,
-// the age decides again.
+// the age decides again. So do the Subagent folders its Log names: its
+// children are its own to go on with, however long ago they ran.
 func TestGCKeepsAnIdleSessionAProcessHasOpen(t *testing.T) {
 	e := newEnv(t, "")
 	a := e.start()
 	a.initialize()
 	sid := a.newSession()
-	m, _ := a.call(2, "session/prompt", promptParams(sid, "hello"))
+	m, _ := a.call(2, "session/prompt", promptParams(sid, "delegate")) // a child, in a snapshot of its own
 	require.Equal(t, "end_turn", stopReason(t, m))
 	dir := filepath.Join(e.ws, ".pixir", "sessions")
+	children, err := filepath.Glob(filepath.Join(e.ws, ".pixir", "subagents", "sa-*"))
+	require.NoError(t, err)
+	require.Len(t, children, 1)
 	backdate := func() {
 		old := time.Now().Add(-10 * 24 * time.Hour)
 		for _, name := range []string{sid + ".ndjson", sid + ".json"} {
 			require.NoError(t, os.Chtimes(filepath.Join(dir, name), old, old))
 		}
+		require.NoError(t, filepath.WalkDir(children[0], func(p string, _ os.DirEntry, err error) error {
+			require.NoError(t, err)
+			return os.Chtimes(p, old, old)
+		}))
 	}
 	backdate() // the editor sat idle for ten days
 	r := &runEnv{t: t, home: e.home, ws: e.ws}
 	stdout, stderr, code := r.pixir("gc", "--dry-run")
 	require.Equal(t, exitOK, code, stderr)
-	require.Contains(t, stdout, "Would remove 0 items, 0 B; kept 0 written in the last 7d, and 1 older session a running process has open.")
+	require.Contains(t, stdout, "Would remove 0 items, 0 B; kept 0 written in the last 7d, and 2 older items of sessions running processes have open.")
 	stdout, stderr, code = r.pixir("gc", "--json")
 	require.Equal(t, exitOK, code, stderr)
 	var rep struct {
@@ -131,8 +139,9 @@ func TestGCKeepsAnIdleSessionAProcessHasOpen(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal([]byte(stdout), &rep))
 	require.Empty(t, rep.Removed, stdout)
-	require.Equal(t, 1, rep.InUse)
+	require.Equal(t, 2, rep.InUse, "its Log and its child's folder")
 	require.FileExists(t, filepath.Join(dir, sid+".ndjson"))
+	require.DirExists(t, children[0])
 
 	m, _ = a.call(3, "session/prompt", promptParams(sid, "hello again"))
 	require.Equal(t, "end_turn", stopReason(t, m))
@@ -145,7 +154,7 @@ func TestGCKeepsAnIdleSessionAProcessHasOpen(t *testing.T) {
 	for _, u := range ofKind(updates(t, replay), "user_message_chunk") {
 		prompts = append(prompts, u["content"].(map[string]any)["text"].(string))
 	}
-	require.Equal(t, []string{"hello", "hello again"}, prompts, "the turn after the gc is in the Log")
+	require.Equal(t, []string{"delegate", "hello again"}, prompts, "the turn after the gc is in the Log")
 	b.exit()
 
 	backdate() // no process has it open now: the age decides
@@ -153,7 +162,8 @@ func TestGCKeepsAnIdleSessionAProcessHasOpen(t *testing.T) {
 	require.Equal(t, exitOK, code, stderr)
 	rep.Removed, rep.InUse = nil, 0
 	require.NoError(t, json.Unmarshal([]byte(stdout), &rep))
-	require.Len(t, rep.Removed, 1, stdout)
+	require.Len(t, rep.Removed, 2, stdout)
 	require.Zero(t, rep.InUse)
 	require.NoFileExists(t, filepath.Join(dir, sid+".ndjson"))
+	require.NoDirExists(t, children[0])
 }

@@ -12,6 +12,9 @@
 package cleanup
 
 import (
+	"bufio"
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -56,8 +59,9 @@ type Report struct {
 	Freed int64 `json:"freed_bytes"`
 	// Kept counts what is younger and stays.
 	Kept int `json:"kept"`
-	// InUse counts the old session Logs that stay because a process has
-	// the session open (an editor's session idle for longer than the age).
+	// InUse counts the old session Logs and Subagent folders that stay
+	// because a process has their session open (an editor's session idle
+	// for longer than the age, a child it ran days ago).
 	InUse int `json:"in_use,omitempty"`
 	// Errors are the items that could not be removed, and why.
 	Errors []string `json:"errors,omitempty"`
@@ -79,6 +83,7 @@ func Collect(root string, olderThan time.Duration, now time.Time, dryRun bool) (
 		return rep, err
 	}
 	logs := map[string]bool{}
+	open := map[string]bool{} // the Subagents of sessions a process has open
 	for _, e := range sessions {
 		if id, ok := strings.CutSuffix(e.Name(), ".ndjson"); ok && e.Type().IsRegular() {
 			logs[id] = true
@@ -111,13 +116,18 @@ func Collect(root string, olderThan time.Duration, now time.Time, dryRun bool) (
 			}
 			// An open session writes its Log only when something
 			// happens: one idle for longer than the age is still in
-			// use, and its later turns would go to a removed file.
-			if !it.LastWrite.After(cutoff) {
-				release, idle := lockIdle(filepath.Join(state, "sessions", e.Name()))
-				if !idle {
+			// use, and its later turns would go to a removed file. Its
+			// children are its own to go on with (send_input, a merge
+			// of what a snapshot holds), however long ago they ran.
+			logPath := filepath.Join(state, "sessions", e.Name())
+			release, idle := lockIdle(logPath)
+			if !idle {
+				childrenOf(logPath, open)
+				if !it.LastWrite.After(cutoff) {
 					rep.InUse++
 					continue
 				}
+			} else {
 				release()
 			}
 		}
@@ -133,6 +143,10 @@ func Collect(root string, olderThan time.Duration, now time.Time, dryRun bool) (
 		}
 		dir := filepath.Join(state, "subagents", e.Name())
 		last, bytes := lastWrite(dir)
+		if open[e.Name()] && !last.After(cutoff) {
+			rep.InUse++
+			continue
+		}
 		rep.consider(Item{Kind: KindSubagent, Path: "subagents/" + e.Name(), Bytes: bytes, LastWrite: last}, cutoff)
 	}
 	slices.SortFunc(rep.Removed, func(a, b Item) int { return strings.Compare(a.Path, b.Path) })
@@ -184,6 +198,33 @@ func (r *Report) consider(it Item, cutoff time.Time) {
 	it.LastWrite = it.LastWrite.UTC()
 	r.Removed = append(r.Removed, it)
 	r.Freed += it.Bytes
+}
+
+// childrenOf adds to ids the Subagents a session's Log names (its
+// subagent_events). A Log that cannot be read names none.
+func childrenOf(logPath string, ids map[string]bool) {
+	f, err := os.Open(logPath)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	r := bufio.NewReader(f)
+	for {
+		line, err := r.ReadBytes('\n')
+		if bytes.Contains(line, []byte(`"type":"subagent_event"`)) {
+			var ev struct {
+				Data struct {
+					SubagentID string `json:"subagent_id"`
+				} `json:"data"`
+			}
+			if json.Unmarshal(line, &ev) == nil && ev.Data.SubagentID != "" {
+				ids[ev.Data.SubagentID] = true
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // readDir lists a folder; a missing one is empty.
