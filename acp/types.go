@@ -3,6 +3,7 @@ package acp
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 )
 
 // The subset of ACP v1 wire types Pixir uses, hand-written (DESIGN.md);
@@ -357,6 +358,49 @@ type ContentBlock struct {
 	// rawText is a large Text as the JSON string it came as, Text being
 	// left empty (see decodePrompt).
 	rawText []byte
+	// textProblem, in a decoded block, says what was wrong with its
+	// "text" member: "missing", "null"; empty when it was a string.
+	textProblem string
+}
+
+// UnmarshalJSON decodes a block and notes whether its text was there: a
+// text block must carry its text (the schema requires it), and one
+// without it is refused, not taken as an empty prompt. A text that is not
+// a string is the type error encoding/json reports.
+func (b *ContentBlock) UnmarshalJSON(data []byte) error {
+	type plain ContentBlock
+	aux := struct {
+		*plain
+		Text json.RawMessage `json:"text"`
+	}{plain: (*plain)(b)}
+	if err := json.Unmarshal(data, &aux); err != nil {
+		return err
+	}
+	switch {
+	case aux.Text == nil:
+		b.textProblem = "missing"
+	case string(aux.Text) == "null":
+		b.textProblem = "null"
+	case aux.Text[0] != '"':
+		return &json.UnmarshalTypeError{Value: jsonKind(aux.Text[0]), Type: reflect.TypeFor[string](), Field: "text"}
+	default:
+		return json.Unmarshal(aux.Text, &b.Text)
+	}
+	return nil
+}
+
+// jsonKind names the kind of JSON value that starts with c, as
+// encoding/json's type errors do.
+func jsonKind(c byte) string {
+	switch c {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case 't', 'f':
+		return "bool"
+	}
+	return "number"
 }
 
 type EmbeddedResource struct {
@@ -373,6 +417,12 @@ type EmbeddedResource struct {
 func (b ContentBlock) validate(at string) error {
 	switch b.Type {
 	case "text":
+		switch b.textProblem {
+		case "missing":
+			return missing(at + ".text")
+		case "null":
+			return invalid(at+".text", "must be a string, got null")
+		}
 		return nil
 	case "resource_link":
 		if b.URI == "" {

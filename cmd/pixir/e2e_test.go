@@ -415,6 +415,12 @@ func TestTransportEdgesOverTheBinary(t *testing.T) {
 		{"relative cwd", `{"jsonrpc":"2.0","id":7,"method":"session/new","params":{"cwd":"rel","mcpServers":[]}}`, "7", -32602, `invalid params: "cwd" must be an absolute path, got "rel"`},
 		{"mcpServers missing", `{"jsonrpc":"2.0","id":8,"method":"session/new","params":{"cwd":"/tmp"}}`, "8", -32602, `invalid params: missing required field "mcpServers"`},
 		{"prompt block without type", `{"jsonrpc":"2.0","id":9,"method":"session/prompt","params":{"sessionId":"s","prompt":[{}]}}`, "9", -32602, `invalid params: missing required field "prompt[0].type"`},
+		// A block without its content is refused, never taken as empty.
+		{"text block without text", `{"jsonrpc":"2.0","id":13,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"a"},{"type":"text"}]}}`, "13", -32602, `invalid params: missing required field "prompt[1].text"`},
+		{"text block with null text", `{"jsonrpc":"2.0","id":14,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":null}]}}`, "14", -32602, `invalid params: "prompt[0].text" must be a string, got null`},
+		{"text block with a number", `{"jsonrpc":"2.0","id":15,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":5}]}}`, "15", -32602, `invalid params: "prompt.text" must be a string, got number`},
+		{"resource without uri", `{"jsonrpc":"2.0","id":16,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"resource","resource":{"text":"x"}}]}}`, "16", -32602, `invalid params: missing required field "prompt[0].resource.uri"`},
+		{"resource with null text", `{"jsonrpc":"2.0","id":17,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"resource","resource":{"uri":"file:///a","text":null}}]}}`, "17", -32602, `invalid params: "prompt[0].resource" needs text or blob`},
 		{"unknown session", `{"jsonrpc":"2.0","id":10,"method":"session/prompt","params":{"sessionId":"nope","prompt":[]}}`, "10", -32002, "session not found: nope is not open in this process; load or resume it first"},
 		{"unknown mode", `{"jsonrpc":"2.0","id":11,"method":"session/set_mode","params":{"sessionId":"nope","modeId":"x"}}`, "11", -32002, "session not found: nope is not open in this process; load or resume it first"},
 	}
