@@ -43,6 +43,19 @@ type presenter struct {
 	// ends holds workflow steps' Subagent ends until their checkpoints
 	// are decided (see holdStepEnd).
 	ends stepEnds
+	// runs, while a session/load replays, are the workflow runs whose
+	// plans are still to show (see replayPlan).
+	runs replayedRuns
+}
+
+// replayedRuns are the workflow_events of each workflow run a replay has
+// not seen end, by workflow id, and the runs in the order they started.
+// Plans are live only (not in the Log): a replay shows each run's plan,
+// rebuilt from its events, where its run ended, and those of the runs the
+// Log cut off at its end.
+type replayedRuns struct {
+	order  []string
+	events map[string][]runtime.Event
 }
 
 // stepEnds are workflow steps' Subagent ends waiting for the workflow to
@@ -166,8 +179,59 @@ func (p *presenter) replay(ev runtime.Event) {
 		p.replayText("agent_thought_chunk", ev)
 	case runtime.EventAssistantMessage:
 		p.replayText("agent_message_chunk", ev)
-	case runtime.EventToolCall, runtime.EventToolResult, runtime.EventTurnFailed, runtime.EventSubagent, runtime.EventCompaction, runtime.EventWorkflow:
+	case runtime.EventWorkflow:
 		p.common(ev)
+		p.replayPlan(ev)
+	case runtime.EventToolCall, runtime.EventToolResult, runtime.EventTurnFailed, runtime.EventSubagent, runtime.EventCompaction:
+		p.common(ev)
+	}
+}
+
+// replayPlan keeps a replayed workflow_event with its run's, and at the
+// run's end shows the plan the run showed last, as the live session did
+// (after the run's last event, before its tool call's end).
+func (p *presenter) replayPlan(ev runtime.Event) {
+	raw, ok := jsonraw.Lookup(ev.Data, "workflow_id")
+	var id string
+	if !ok || json.Unmarshal(raw, &id) != nil || id == "" {
+		return
+	}
+	r := &p.runs
+	if r.events == nil {
+		r.events = map[string][]runtime.Event{}
+	}
+	if _, seen := r.events[id]; !seen {
+		r.order = append(r.order, id)
+	}
+	r.events[id] = append(r.events[id], ev)
+	if kind, _ := jsonraw.Lookup(ev.Data, "kind"); string(kind) == `"workflow_finished"` {
+		p.showReplayedPlan(id)
+	}
+}
+
+// flushPlans shows the plans of the runs the replayed Log cut off (their
+// process ended before they did): what Rebuild makes of them, runs that
+// were running detached.
+func (p *presenter) flushPlans() {
+	for _, id := range p.runs.order {
+		if _, open := p.runs.events[id]; open {
+			p.showReplayedPlan(id)
+		}
+	}
+	p.runs = replayedRuns{}
+}
+
+// showReplayedPlan shows the plan of run id from its events, and forgets
+// them.
+func (p *presenter) showReplayedPlan(id string) {
+	events := p.runs.events[id]
+	delete(p.runs.events, id)
+	d, ok, err := runtime.WorkflowPlan(events)
+	switch {
+	case err != nil:
+		p.s.log.Warn("workflow plan not shown", "workflow", id, "err", err)
+	case ok:
+		p.sendPlan(d)
 	}
 }
 

@@ -41,6 +41,20 @@ func rebuiltEquals(t *testing.T, sim *simRuntime, out Outcome) {
 	want, _ := json.Marshal(out)
 	got, _ := json.Marshal(rebuilt[len(rebuilt)-1])
 	require.JSONEq(t, string(want), string(got))
+	// And the plan the run showed last (a client that reopens the session
+	// is shown it again, from the Log).
+	var last []WorkflowEvent
+	for _, ev := range decoded {
+		if ev.WorkflowID == out.WorkflowID {
+			last = append(last, ev)
+		}
+	}
+	plan, ok := PlanOf(last)
+	require.True(t, ok)
+	sim.mu.Lock()
+	shown := sim.plans[len(sim.plans)-1]
+	sim.mu.Unlock()
+	require.Equal(t, shown, plan, "the plan rebuilt from the Log is the one the run showed last")
 }
 
 func TestConditionsSkipBranchesAndJoinsWaitForAny(t *testing.T) {

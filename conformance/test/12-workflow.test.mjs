@@ -11,7 +11,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { withFixture, toolCalls, toolCallUpdates, finalToolState, toolContentText, TEST_TIMEOUT_MS } from "../harness.mjs";
+import { acp, withFixture, toolCalls, toolCallUpdates, finalToolState, toolContentText, TEST_TIMEOUT_MS } from "../harness.mjs";
 
 const STEPS = [
   { id: "survey", agent: "explorer", task: "[ready] Survey the source tree." },
@@ -258,4 +258,65 @@ test("workflow: parallel pair, serialized writers and a timeout, shown as a plan
     // The parent model read the outcome.
     const textAfter = updates.slice(wfEnd).filter((u) => u.sessionUpdate === "agent_message_chunk").map((u) => u.content.text).join("");
     assert.match(textAfter, /The workflow ended partial\./);
+
+    // --- reopened: a session/load in a fresh process shows the plan the
+    // run showed last (plans are not in the Log: it is rebuilt from the
+    // workflow's events), where the live session showed it, before the
+    // run_workflow call's end.
+    await a.close();
+    const b = await f.start(SCRIPT);
+    await b.request(acp.methods.agent.session.load, { sessionId, cwd: f.sandbox.workspace, mcpServers: [] });
+    const replay = b.updates(sessionId);
+    const replayedPlans = replay.filter((u) => u.sessionUpdate === "plan");
+    assert.equal(replayedPlans.length, 1, `one plan replayed: ${JSON.stringify(replayedPlans)}`);
+    assert.deepEqual(replayedPlans[0].entries, last, "the replayed plan is the one the live session showed last");
+    const rWfEnd = replay.findIndex((u) => u.sessionUpdate === "tool_call_update" && u.toolCallId === wf.toolCallId && TERMINAL.has(u.status));
+    const rPlanAt = replay.indexOf(replayedPlans[0]);
+    assert.ok(rPlanAt >= 0 && rPlanAt < rWfEnd, `the plan is replayed before the run_workflow call's end (${rPlanAt} < ${rWfEnd})`);
+    const rChildEnds = children.map((c) => replay.findIndex((u) => u.sessionUpdate === "tool_call_update" && u.toolCallId === c.toolCallId && TERMINAL.has(u.status)));
+    assert.ok(rChildEnds.every((i) => i >= 0 && i < rPlanAt), `after every step's end (${rChildEnds} < ${rPlanAt})`);
+  }));
+
+// A workflow cut off by a crash: nothing in the Log says how it ended, and
+// a session/load shows its plan as the Log tells it (Rebuild): the step
+// that was running detached (failed), the step after it held.
+const CRASH_STEPS = [
+  { id: "first", agent: "explorer", task: "[ready] Look first." },
+  { id: "stuck", agent: "explorer", task: "[hang] Never end.", depends_on: ["first"] },
+  { id: "later", agent: "explorer", task: "[ready] Look later.", depends_on: ["stuck"] },
+];
+const CRASH_SCRIPT =
+  SCRIPT +
+  `
+[[rule]]
+name = "crashing parent"
+match = "^run and crash$"
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "run_workflow"
+  arguments_json = ${JSON.stringify(JSON.stringify({ name: "cut", steps: CRASH_STEPS }))}
+`;
+
+test("workflow cut off by a crash: session/load shows its plan as the Log tells it", { timeout: TEST_TIMEOUT_MS }, () =>
+  withFixture(async (f) => {
+    const a = await f.start(CRASH_SCRIPT);
+    const { sessionId } = await a.newSession(f.sandbox.workspace);
+    const turn = a.prompt(sessionId, "run and crash").catch(() => undefined); // ends with the process
+    const plan = () => a.updates(sessionId).filter((u) => u.sessionUpdate === "plan").at(-1)?.entries;
+    await a.waitFor(() => plan()?.[1]?.status === "in_progress", "the stuck step running");
+    await a.kill();
+    await turn;
+
+    const b = await f.start(CRASH_SCRIPT);
+    await b.request(acp.methods.agent.session.load, { sessionId, cwd: f.sandbox.workspace, mcpServers: [] });
+    const replayed = b.updates(sessionId).filter((u) => u.sessionUpdate === "plan");
+    assert.equal(replayed.length, 1, `one plan replayed: ${JSON.stringify(replayed)}`);
+    const entries = replayed[0].entries;
+    assert.deepEqual(entries.map((e) => e.content.split(":")[0]), ["first", "stuck", "later"]);
+    assert.match(entries[0].content, /checkpoint_ready/);
+    assert.equal(entries[0].status, "completed");
+    assert.match(entries[1].content, /failed \(detached\)/);
+    assert.equal(entries[1].status, "completed");
+    assert.match(entries[2].content, /held/);
+    assert.equal(entries[2].status, "pending");
   }));

@@ -265,4 +265,13 @@ test("plans with ids: two workflows in one turn keep two plans; their steps' chi
 
     const children = subagentUpdates(a, sessionId).filter((u) => u.update.title);
     assert.deepEqual(children.map((u) => u.update.title.split(" ")[0]).sort(), ["a", "b"], "each step's child announced, titled by its step");
+
+    // Reopened in a fresh process: each run's plan again, by its id, as
+    // the live session left it (rebuilt from the Log's workflow events).
+    await a.close();
+    const b = await startNative(f, TWO_WORKFLOWS);
+    await b.request(acpUnstable.methods.agent.session.load, { sessionId, cwd: f.sandbox.workspace, mcpServers: [] });
+    const replayed = new Map();
+    for (const u of b.updates(sessionId).filter((u) => u.sessionUpdate === "plan_update")) replayed.set(u.plan.planId, u.plan);
+    assert.deepEqual(Object.fromEntries(replayed), Object.fromEntries(plans), "the replayed plans are those the live session showed last");
   }));
