@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -41,8 +42,10 @@ type presenter struct {
 	native, plans, child bool
 
 	// ends holds workflow steps' Subagent ends until their checkpoints
-	// are decided (see holdStepEnd).
-	ends stepEnds
+	// are decided (see holdStepEnd); a session's presenters share it (a
+	// workflow's events reach the session's observer, the end of its
+	// run_workflow call the turn's).
+	ends *stepEnds
 	// runs, while a session/load replays, are the workflow runs whose
 	// plans are still to show (see replayPlan).
 	runs replayedRuns
@@ -63,19 +66,36 @@ type replayedRuns struct {
 // scheduled and not yet decided (a step's child sent input after its
 // workflow ended runs again, and that end is not the step's), held their
 // ends in the order they came, decided the decisions that came before
-// their ends. Events outside a turn reach the presenter from the
-// children's goroutines: mu guards them.
+// their ends. Each is kept with its workflow run (runKey), so that one
+// run's end releases its own steps only. Events outside a turn reach the
+// presenter from the children's goroutines: mu guards them.
 type stepEnds struct {
 	mu       sync.Mutex
-	awaiting map[string]bool
+	awaiting map[string]string
 	held     []heldEnd
-	decided  map[string]stepCheckpoint
+	decided  map[string]decidedStep
 }
 
-// heldEnd is a step's Subagent end, held.
+// heldEnd is a step's Subagent end, held, and its workflow run.
 type heldEnd struct {
-	subagent string
-	update   ToolCall
+	subagent, run string
+	update        ToolCall
+}
+
+// decidedStep is a step's checkpoint decided before its end came.
+type decidedStep struct {
+	run        string
+	checkpoint stepCheckpoint
+}
+
+// runKey names a workflow run for stepEnds: its run_workflow call, which
+// ends however the run ended (a panic in the runner, a Log that cannot be
+// written), or, run without a call, its id.
+func runKey(toolCallID, workflowID string) string {
+	if toolCallID != "" {
+		return toolCallID
+	}
+	return "workflow " + workflowID
 }
 
 // stepCheckpoint is what a checkpoint_decided workflow_event says of a
@@ -92,7 +112,23 @@ type stepCheckpoint struct {
 
 func (s *Server) presenter(ctx context.Context, sess *runtime.Session) *presenter {
 	return &presenter{s: s, ctx: ctx, sess: sess, sessionID: sess.ID(), root: sess.Workspace().Root(),
-		native: s.nativeChildren(), plans: s.plansByID()}
+		native: s.nativeChildren(), plans: s.plansByID(), ends: s.stepEndsOf(sess.ID())}
+}
+
+// stepEndsOf is the step ends held for session id, shared by its
+// presenters.
+func (s *Server) stepEndsOf(id string) *stepEnds {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.stepEnds[id]
+	if e == nil {
+		if s.stepEnds == nil {
+			s.stepEnds = map[string]*stepEnds{}
+		}
+		e = &stepEnds{}
+		s.stepEnds[id] = e
+	}
+	return e
 }
 
 func (p *presenter) send(update any) {
@@ -249,6 +285,13 @@ func (p *presenter) common(ev runtime.Event) {
 			})
 		}
 	case runtime.EventToolResult:
+		if id, ok := jsonraw.Lookup(ev.Data, "tool_call_id"); ok {
+			// A run_workflow call's end: its run is over, however it ended.
+			var call string
+			if json.Unmarshal(id, &call) == nil && call != "" {
+				p.releaseStepEnds(call)
+			}
+		}
 		if p.replaying {
 			if line, ok := p.replayedTextResult(ev); ok {
 				p.sendRaw(line)
@@ -316,12 +359,13 @@ func (p *presenter) holdStepEnd(subagent string, u ToolCall) (ToolCall, bool) {
 	defer p.ends.mu.Unlock()
 	if c, ok := p.ends.decided[subagent]; ok {
 		delete(p.ends.decided, subagent)
-		return withCheckpoint(u, c), true
+		return withCheckpoint(u, c.checkpoint), true
 	}
-	if !p.ends.awaiting[subagent] {
+	run, waited := p.ends.awaiting[subagent]
+	if !waited {
 		return u, true
 	}
-	p.ends.held = append(p.ends.held, heldEnd{subagent: subagent, update: u})
+	p.ends.held = append(p.ends.held, heldEnd{subagent: subagent, run: run, update: u})
 	return u, false
 }
 
@@ -337,14 +381,16 @@ func (p *presenter) workflowEvent(ev runtime.Event) {
 	switch string(raw) {
 	case `"step_scheduled"`:
 		var d struct {
+			WorkflowID string `json:"workflow_id"`
+			ToolCallID string `json:"tool_call_id"`
 			SubagentID string `json:"subagent_id"`
 		}
 		if p.decode(ev, &d) && d.SubagentID != "" {
 			p.ends.mu.Lock()
 			if p.ends.awaiting == nil {
-				p.ends.awaiting = map[string]bool{}
+				p.ends.awaiting = map[string]string{}
 			}
-			p.ends.awaiting[d.SubagentID] = true
+			p.ends.awaiting[d.SubagentID] = runKey(d.ToolCallID, d.WorkflowID)
 			p.ends.mu.Unlock()
 		}
 	case `"checkpoint_decided"`:
@@ -354,7 +400,7 @@ func (p *presenter) workflowEvent(ev runtime.Event) {
 		}
 		id := d.Outcome.AgentID
 		p.ends.mu.Lock()
-		waited := p.ends.awaiting[id]
+		run, waited := p.ends.awaiting[id]
 		delete(p.ends.awaiting, id)
 		i := slices.IndexFunc(p.ends.held, func(h heldEnd) bool { return h.subagent == id })
 		var u ToolCall
@@ -363,22 +409,54 @@ func (p *presenter) workflowEvent(ev runtime.Event) {
 			p.ends.held = slices.Delete(p.ends.held, i, i+1)
 		} else if waited {
 			if p.ends.decided == nil {
-				p.ends.decided = map[string]stepCheckpoint{}
+				p.ends.decided = map[string]decidedStep{}
 			}
-			p.ends.decided[id] = d
+			p.ends.decided[id] = decidedStep{run: run, checkpoint: d}
 		}
 		p.ends.mu.Unlock()
 		if i >= 0 {
 			p.send(withCheckpoint(u, d))
 		}
 	case `"workflow_finished"`:
-		p.flushStepEnds()
+		var d struct {
+			WorkflowID string `json:"workflow_id"`
+			ToolCallID string `json:"tool_call_id"`
+		}
+		if p.decode(ev, &d) {
+			p.releaseStepEnds(runKey(d.ToolCallID, d.WorkflowID))
+		}
 	}
 }
 
-// flushStepEnds sends the step ends still held, in the order they came,
-// as they are, and forgets what it waited for: the workflow has ended (or
-// the replay of a Log cut off before it did).
+// releaseStepEnds sends the step ends of workflow run key still held, in
+// the order they came, as they are, and forgets what it waited for: the
+// run has ended, by its workflow_finished or, when the runner did not
+// live to write one, by its run_workflow call's end (anything else would
+// leave its steps' calls running for good in the editor).
+func (p *presenter) releaseStepEnds(key string) {
+	if p.ends == nil { // a child's own session (native): it holds none
+		return
+	}
+	p.ends.mu.Lock()
+	var held []heldEnd
+	p.ends.held = slices.DeleteFunc(p.ends.held, func(h heldEnd) bool {
+		if h.run == key {
+			held = append(held, h)
+			return true
+		}
+		return false
+	})
+	maps.DeleteFunc(p.ends.awaiting, func(_, run string) bool { return run == key })
+	maps.DeleteFunc(p.ends.decided, func(_ string, d decidedStep) bool { return d.run == key })
+	p.ends.mu.Unlock()
+	for _, h := range held {
+		p.send(h.update)
+	}
+}
+
+// flushStepEnds sends every step end still held, in the order they came,
+// as they are, and forgets what it waited for: the replay of a Log cut off
+// before its workflows ended.
 func (p *presenter) flushStepEnds() {
 	p.ends.mu.Lock()
 	held := p.ends.held

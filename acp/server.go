@@ -50,6 +50,9 @@ type Server struct {
 	// children are the Subagents' sessions this client was told of, by
 	// their id (children.go).
 	children map[string]*childSession
+	// stepEnds are the workflow steps' ends held for each session's
+	// presenters (see presenter.ends).
+	stepEnds map[string]*stepEnds
 }
 
 // promptRun is a session/prompt request from its start until its reply is
@@ -329,7 +332,7 @@ func (s *Server) loadSession(ctx context.Context, p *LoadSessionRequest) (any, e
 	// Presenting runs beside the reading (replayer), so on a machine with
 	// two cores a load costs little more than reading the Log.
 	pr := &presenter{s: s, ctx: ctx, sessionID: p.SessionID, root: root, replaying: true, batch: s.conn.Batch(),
-		native: s.nativeChildren(), plans: s.plansByID()}
+		native: s.nativeChildren(), plans: s.plansByID(), ends: &stepEnds{}}
 	rp := startReplayer(pr)
 	sess, report, err := s.rt.OpenSession(p.SessionID, p.Cwd, rp.add, runtime.WithMCPServers(servers))
 	rp.finish()
@@ -489,6 +492,7 @@ func (s *Server) closeSession(p *SessionRequest) (any, error) {
 	}
 	s.mu.Lock()
 	delete(s.pendingNotices, p.SessionID) // no turn will show them now
+	delete(s.stepEnds, p.SessionID)
 	s.mu.Unlock()
 	return struct{}{}, nil
 }
@@ -525,6 +529,7 @@ func (s *Server) deleteSession(p *SessionRequest) (any, error) {
 	s.mu.Lock()
 	delete(s.titles, p.SessionID)
 	delete(s.pendingNotices, p.SessionID)
+	delete(s.stepEnds, p.SessionID)
 	s.mu.Unlock()
 	return struct{}{}, nil
 }

@@ -99,6 +99,16 @@ func run(ctx context.Context, p *Prepared, opt RunOptions) Outcome {
 		schemas: make([]*tools.Schema, n), schemaOf: map[string]*tools.Schema{}, byAgent: map[string]*stepRun{}, conditions: map[string][]ConditionSeen{},
 		ends: make(chan tools.SubagentView, max(1, w.MaxConcurrency)), started: opt.Now(),
 	}
+	defer func() {
+		if p := recover(); p != nil {
+			// A fault in the runner: no child it started outlives it (each
+			// is stopped, its end sent and shown), and the panic goes on to
+			// the tool's recover, which reports an internal failure as the
+			// run_workflow call's end (the editor's steps end with it).
+			r.stopRunning()
+			panic(p)
+		}
+	}()
 	r.record(WorkflowEvent{Kind: EventWorkflowStarted, Workflow: w})
 	r.s.heads.rank = r.s.headKey
 	r.s.root = r.newFrame(0, nil, 0, nil, nil, 0)
@@ -507,6 +517,16 @@ func (r *runner) stop(reason string) {
 		if run.reason == "" {
 			run.reason = reason
 		}
+		wg.Go(func() { r.children.Stop(run.agentID) })
+	}
+	wg.Wait()
+}
+
+// stopRunning stops every child still running and returns once their
+// ends are sent, deciding nothing: what a runner that cannot go on does.
+func (r *runner) stopRunning() {
+	var wg sync.WaitGroup
+	for _, run := range r.s.running {
 		wg.Go(func() { r.children.Stop(run.agentID) })
 	}
 	wg.Wait()

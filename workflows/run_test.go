@@ -528,3 +528,32 @@ func TestStepsWorkOnTheirIsolatedAncestorsChanges(t *testing.T) {
 	require.Equal(t, "shared", sim.reqs["plain"].WorkspaceMode)
 	require.Empty(t, sim.reqs["plain"].Inherit)
 }
+
+// panickingChildren is the simulated runtime whose Start panics for one
+// step, as a fault in the runner would.
+type panickingChildren struct {
+	*simRuntime
+	step string
+}
+
+func (c panickingChildren) Start(ctx context.Context, req StepRequest) (tools.SubagentView, error) {
+	if req.Name == c.step {
+		panic("a fault in the runner")
+	}
+	return c.simRuntime.Start(ctx, req)
+}
+
+// A runner that panics stops the children it started before the panic goes
+// on (to the tool's recover): none is left running unowned, its end never
+// shown.
+func TestARunnerThatPanicsStopsItsChildren(t *testing.T) {
+	w := mustParse(t, `{"steps":[{"id":"a","task":"x"},{"id":"b","task":"x"}]}`)
+	sim := newSim(func(string) childPlan { return childPlan{hang: true} })
+	p, err := Prepare(w, Ports{Agents: sim, Children: panickingChildren{sim, "b"}, Evidence: sim})
+	require.NoError(t, err)
+	require.PanicsWithValue(t, "a fault in the runner", func() {
+		p.Run(context.Background(), RunOptions{WorkflowID: "wf-test", ToolCallID: "call-1", Now: fixedClock()})
+	})
+	require.Equal(t, []string{"a"}, sim.order)
+	require.Equal(t, []string{"a"}, sim.stopped, "the child that was running was stopped")
+}
