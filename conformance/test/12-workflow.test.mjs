@@ -320,3 +320,47 @@ test("workflow cut off by a crash: session/load shows its plan as the Log tells 
     assert.match(entries[2].content, /held/);
     assert.equal(entries[2].status, "pending");
   }));
+
+// A workflow cancelled mid-run (session/cancel): every call the editor was
+// shown ends — each step's child, the running one failed, and the
+// run_workflow call — before the prompt answers cancelled.
+const CANCEL_STEPS = [
+  { id: "quick", agent: "explorer", task: "[ready] Look quickly." },
+  { id: "stuck", agent: "explorer", task: "[hang] Never end." },
+  { id: "after", agent: "explorer", task: "[ready] Look after.", depends_on: ["stuck"] },
+];
+const CANCEL_SCRIPT =
+  SCRIPT +
+  `
+[[rule]]
+name = "cancelled parent"
+match = "^run until cancelled$"
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "run_workflow"
+  arguments_json = ${JSON.stringify(JSON.stringify({ name: "cancelled", steps: CANCEL_STEPS }))}
+`;
+
+test("workflow cancelled mid-run: every call shown ends before the prompt answers", { timeout: TEST_TIMEOUT_MS }, () =>
+  withFixture(async (f) => {
+    const a = await f.start(CANCEL_SCRIPT);
+    const { sessionId } = await a.newSession(f.sandbox.workspace);
+    const turn = a.turn(sessionId, "run until cancelled");
+    const plan = () => a.updates(sessionId).filter((u) => u.sessionUpdate === "plan").at(-1)?.entries;
+    await a.waitFor(() => plan()?.[0]?.content.includes("checkpoint_ready") && plan()?.[1]?.status === "in_progress", "quick done and stuck running");
+    await a.cancel(sessionId);
+    const t = await turn;
+    assert.equal(t.response.stopReason, "cancelled");
+    assert.deepEqual(t.late, [], "no conversation update after the prompt answered");
+    const calls = toolCalls(t.updates);
+    assert.equal(calls.length, 3, `the run_workflow call and two steps' children: ${JSON.stringify(calls.map((c) => c.title))}`);
+    for (const c of calls) {
+      const fin = finalToolState(t.updates, c.toolCallId);
+      assert.ok(TERMINAL.has(fin.status), `${c.title}: ended (${fin.status})`);
+    }
+    const byStep = Object.fromEntries(calls.filter((c) => c._meta?.pixir?.stepId).map((c) => [c._meta.pixir.stepId, c.toolCallId]));
+    assert.equal(finalToolState(t.updates, byStep.quick).status, "completed");
+    assert.equal(finalToolState(t.updates, byStep.stuck).status, "failed");
+    const wf = calls.find((c) => !c._meta?.pixir?.stepId);
+    assert.equal(finalToolState(t.updates, wf.toolCallId).status, "failed", "a cancelled workflow is never shown completed");
+  }));
