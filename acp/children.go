@@ -164,6 +164,14 @@ func (p *presenter) subagentNative(d runtime.SubagentEventData, seq int64) {
 		return
 	case tools.SubagentEventFinished:
 		u.State = &SubagentState{State: "idle", StopReason: "end_turn", Usage: usageOf(d.Usage)}
+		if d.Name != "" {
+			// A workflow step's: its end waits for its checkpoint (see
+			// holdStepEnd), which may say the step did not end well.
+			if held, ok := p.holdStepEnd(d.SubagentID, u); ok {
+				p.send(held)
+			}
+			return
+		}
 	case tools.SubagentEventCancelled:
 		u.State = &SubagentState{State: "idle", StopReason: "cancelled", Usage: usageOf(d.Usage)}
 	case tools.SubagentEventFailed, tools.SubagentEventTimedOut:

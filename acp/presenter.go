@@ -76,10 +76,12 @@ type stepEnds struct {
 	decided  map[string]decidedStep
 }
 
-// heldEnd is a step's Subagent end, held, and its workflow run.
+// heldEnd is a step's Subagent end, held, and its workflow run: its
+// tool call's end (a ToolCall) or, for a client that shows children as
+// sessions, its child session's idle state (a SubagentUpdate).
 type heldEnd struct {
 	subagent, run string
-	update        ToolCall
+	update        any
 }
 
 // decidedStep is a step's checkpoint decided before its end came.
@@ -333,18 +335,17 @@ func (p *presenter) common(ev runtime.Event) {
 			p.subagentNative(d, ev.Seq)
 		default:
 			if u, ok := subagentUpdate(d); ok {
+				var shown any = u
 				if d.Event == tools.SubagentEventFinished && d.Name != "" {
-					u, ok = p.holdStepEnd(d.SubagentID, u)
+					shown, ok = p.holdStepEnd(d.SubagentID, u)
 				}
 				if ok {
-					p.send(u)
+					p.send(shown)
 				}
 			}
 		}
 	case runtime.EventWorkflow:
-		if !p.native {
-			p.workflowEvent(ev)
-		}
+		p.workflowEvent(ev)
 	}
 }
 
@@ -354,7 +355,10 @@ func (p *presenter) common(ev runtime.Event) {
 // for a step that failed would call partial work success. A decision that
 // came first is applied at once, and an end no workflow waits for is not
 // held (ok: send it).
-func (p *presenter) holdStepEnd(subagent string, u ToolCall) (ToolCall, bool) {
+func (p *presenter) holdStepEnd(subagent string, u any) (any, bool) {
+	if p.ends == nil { // a child's own session (native): it holds none
+		return u, true
+	}
 	p.ends.mu.Lock()
 	defer p.ends.mu.Unlock()
 	if c, ok := p.ends.decided[subagent]; ok {
@@ -374,6 +378,9 @@ func (p *presenter) holdStepEnd(subagent string, u ToolCall) (ToolCall, bool) {
 // is still held as it is. Only the kinds it uses are decoded (the kind is
 // found by a scan that decodes nothing).
 func (p *presenter) workflowEvent(ev runtime.Event) {
+	if p.ends == nil {
+		return
+	}
 	raw, ok := jsonraw.Lookup(ev.Data, "kind")
 	if !ok {
 		return
@@ -403,7 +410,7 @@ func (p *presenter) workflowEvent(ev runtime.Event) {
 		run, waited := p.ends.awaiting[id]
 		delete(p.ends.awaiting, id)
 		i := slices.IndexFunc(p.ends.held, func(h heldEnd) bool { return h.subagent == id })
-		var u ToolCall
+		var u any
 		if i >= 0 {
 			u = p.ends.held[i].update
 			p.ends.held = slices.Delete(p.ends.held, i, i+1)
@@ -468,18 +475,41 @@ func (p *presenter) flushStepEnds() {
 }
 
 // withCheckpoint is a step's Subagent end as its checkpoint decided it: a
-// step that did not end checkpoint_ready is a failed call, saying why.
-func withCheckpoint(u ToolCall, c stepCheckpoint) ToolCall {
+// step that did not end checkpoint_ready is a failed call, saying why; to a
+// client that shows children as sessions, its child's idle state ends with
+// stopReason error ("the work ended because something failed": the step's
+// work did, though its child completed), the error saying why and _meta
+// the checkpoint status, so the child's own end says what the plan says.
+func withCheckpoint(u any, c stepCheckpoint) any {
 	if c.Outcome.CheckpointStatus == "checkpoint_ready" {
 		return u
 	}
-	u.Status = "failed"
 	text := "Step " + c.Outcome.Run + " ended " + c.Outcome.CheckpointStatus
 	if c.Outcome.Summary != "" {
 		text += ": " + c.Outcome.Summary
 	}
-	block := textBlock(tools.Truncate(text, displayLimit))
-	u.Content = append([]ToolCallContent{{Type: "content", Content: &block}}, u.Content...)
+	text = tools.Truncate(text, displayLimit)
+	switch u := u.(type) {
+	case ToolCall:
+		u.Status = "failed"
+		block := textBlock(text)
+		u.Content = append([]ToolCallContent{{Type: "content", Content: &block}}, u.Content...)
+		return u
+	case SubagentUpdate:
+		if u.State == nil {
+			return u
+		}
+		st := *u.State
+		st.StopReason = "error"
+		st.Error = &ErrorObject{Code: -32603, Message: text}
+		meta := map[string]any{"checkpointStatus": c.Outcome.CheckpointStatus}
+		if pixir, ok := u.Meta["pixir"].(map[string]any); ok {
+			meta["status"] = pixir["status"] // the child's own: it completed
+		}
+		st.Meta = map[string]any{"pixir": meta}
+		u.State = &st
+		return u
+	}
 	return u
 }
 

@@ -275,3 +275,77 @@ test("plans with ids: two workflows in one turn keep two plans; their steps' chi
     for (const u of b.updates(sessionId).filter((u) => u.sessionUpdate === "plan_update")) replayed.set(u.plan.planId, u.plan);
     assert.deepEqual(Object.fromEntries(replayed), Object.fromEntries(plans), "the replayed plans are those the live session showed last");
   }));
+
+// A step's child ended well but its step did not (partial,
+// needs_orchestrator): the child session's own end says so, as the
+// tool-call projection's failed call does — idle with stopReason error and
+// the step's verdict — live and after a load; a ready step's child ends
+// end_turn.
+const STEP_VERDICTS = `
+[[rule]]
+match = "^judge the steps$"
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "run_workflow"
+  arguments_json = ${JSON.stringify(
+    JSON.stringify({
+      name: "verdicts",
+      steps: [
+        { id: "good", agent: "explorer", task: "[verdict:checkpoint_ready] look" },
+        { id: "half", agent: "explorer", task: "[verdict:partial] look" },
+        { id: "ask", agent: "explorer", task: "[verdict:needs_orchestrator] look" },
+      ],
+    }),
+  )}
+  [[rule.reply]]
+  text = "Judged."
+${["checkpoint_ready", "partial", "needs_orchestrator"]
+  .map(
+    (status) => `
+[[rule]]
+match = '\\[verdict:${status}\\]'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "report_checkpoint"
+    [rule.reply.tool_calls.arguments]
+    status = "${status}"
+    summary = "the ${status} summary"
+    verification = ["looked"]
+  [[rule.reply]]
+  text = "Step done."
+`,
+  )
+  .join("")}
+`;
+
+test("native children: a step whose child ended well but whose checkpoint is not ready ends with an error stop reason saying so", { timeout: TEST_TIMEOUT_MS * 2 }, () =>
+  withFixture(async (f) => {
+    const a = await startNative(f, STEP_VERDICTS);
+    const { sessionId } = await a.newSession(f.sandbox.workspace);
+    const t = await a.turn(sessionId, "judge the steps");
+    assert.equal(t.response.stopReason, "end_turn");
+    const check = (client, when) => {
+      const byStep = new Map();
+      for (const { update } of subagentUpdates(client, sessionId)) {
+        const step = update._meta?.pixir?.stepId;
+        if (step) byStep.set(step, update.sessionId);
+      }
+      assert.deepEqual([...byStep.keys()].sort(), ["ask", "good", "half"], `${when}: each step's child`);
+      const good = lastState(client, sessionId, byStep.get("good"));
+      assert.equal(good.state, "idle");
+      assert.equal(good.stopReason, "end_turn", `${when}: good: ${JSON.stringify(good)}`);
+      for (const [step, status] of [["half", "partial"], ["ask", "needs_orchestrator"]]) {
+        const s = lastState(client, sessionId, byStep.get(step));
+        assert.equal(s.state, "idle", `${when}: ${step}: ${JSON.stringify(s)}`);
+        assert.equal(s.stopReason, "error", `${when}: ${step} ended ${status}, not end_turn: ${JSON.stringify(s)}`);
+        assert.match(s.error?.message ?? "", new RegExp(`Step ${step} ended ${status}: the ${status} summary`));
+        assert.equal(s._meta?.pixir?.checkpointStatus, status);
+        assert.equal(s._meta?.pixir?.status, "completed", "the child itself completed");
+      }
+    };
+    check(a, "live");
+    await a.close();
+    const b = await startNative(f, STEP_VERDICTS);
+    await b.request(acpUnstable.methods.agent.session.load, { sessionId, cwd: f.sandbox.workspace, mcpServers: [] });
+    check(b, "replayed");
+  }));
