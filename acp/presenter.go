@@ -287,10 +287,11 @@ func (p *presenter) common(ev runtime.Event) {
 			})
 		}
 	case runtime.EventToolResult:
-		if id, ok := jsonraw.Lookup(ev.Data, "tool_call_id"); ok {
-			// A run_workflow call's end: its run is over, however it ended.
+		if p.holdsStepEnds() {
+			// Maybe a run_workflow call's end: its run is over, however it
+			// ended.
 			var call string
-			if json.Unmarshal(id, &call) == nil && call != "" {
+			if id, ok := jsonraw.Lookup(ev.Data, "tool_call_id"); ok && json.Unmarshal(id, &call) == nil && call != "" {
 				p.releaseStepEnds(call)
 			}
 		}
@@ -433,6 +434,17 @@ func (p *presenter) workflowEvent(ev runtime.Event) {
 			p.releaseStepEnds(runKey(d.ToolCallID, d.WorkflowID))
 		}
 	}
+}
+
+// holdsStepEnds reports whether any step run is waited for or any end
+// held: whether a tool call's end may release some.
+func (p *presenter) holdsStepEnds() bool {
+	if p.ends == nil {
+		return false
+	}
+	p.ends.mu.Lock()
+	defer p.ends.mu.Unlock()
+	return len(p.ends.held)+len(p.ends.awaiting)+len(p.ends.decided) > 0
 }
 
 // releaseStepEnds sends the step ends of workflow run key still held, in
