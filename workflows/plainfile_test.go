@@ -81,6 +81,9 @@ func FuzzPlainFileDecodedOnceAsThroughTheTree(f *testing.F) {
 	f.Add(`null`)
 	f.Add(` {} `)
 	f.Add(`{"steps":[]} {}`)
+	f.Add(`{"name":"an \"id"}`)                             // room made for a step, and no steps
+	f.Add(`{"name":"an \"id","steps":[]}`)                  // and none in its array
+	f.Add(`{"steps":[{"task":"x"},{"id":"b","task":"y"}]}`) // less room than steps
 	f.Fuzz(func(t *testing.T, raw string) {
 		once, ok := decodePlainFile(json.RawMessage(raw))
 		if !ok {
