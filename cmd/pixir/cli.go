@@ -56,6 +56,11 @@ func flagProblem(fs *flag.FlagSet, err error) string {
 		if near := nearest(name, names); near != "" {
 			return fmt.Sprintf("unknown flag --%s; did you mean --%s?", name, near)
 		}
+		if name == "resume-from" && fs.Name() == "pixir run" {
+			// A run in a new session has no earlier run to reuse: resume_from
+			// names a run of the session it resumes.
+			return "unknown flag --resume-from: it belongs to pixir resume, which reuses an earlier run of the same session: pixir resume SESSION --workflow FILE --resume-from WORKFLOW_ID (a partial run prints that command)"
+		}
 		return fmt.Sprintf("unknown flag --%s", name)
 	}
 	if name, ok := strings.CutPrefix(msg, "flag needs an argument: "); ok {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -72,4 +73,17 @@ match = '\A\[ship\]'
 	require.Equal(t, workflows.StatusCompleted, out.Status, out.Output)
 	require.Equal(t, wfID, runOf(t, out, "survey").ReusedFrom, "survey was ready: reused, not run again")
 	require.Empty(t, runOf(t, out, "ship").ReusedFrom)
+}
+
+// --resume-from given to pixir run (a new session, with no earlier run to
+// reuse) was refused as any unknown flag, with nothing near it to
+// suggest: the refusal says whose flag it is and the command that takes it.
+func TestRunSaysResumeFromIsPixirResumes(t *testing.T) {
+	e := newRunEnv(t)
+	wf := e.file("wf.yaml", "steps:\n  - id: a\n    task: a\n")
+	stdout, stderr, code := e.pixir("run", "--workflow", wf, "--resume-from", "wf-5be1c0d2e3f4")
+	require.Equal(t, exitUsage, code)
+	require.Empty(t, stdout)
+	require.Contains(t, stderr, "pixir run: unknown flag --resume-from: it belongs to pixir resume, which reuses an earlier run of the same session: pixir resume SESSION --workflow FILE --resume-from WORKFLOW_ID")
+	require.NoDirExists(t, filepath.Join(e.ws, ".pixir", "sessions"), "nothing started")
 }
