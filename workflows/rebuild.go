@@ -22,7 +22,7 @@ type foldedRun struct {
 	finished  *WorkflowEvent
 	commit    *CommitReport
 	commits   []CommitReport  // each of several commits (commit.commits), in order
-	iterDone  map[string]bool // iterations finished: plan-review#2, escalation#1.2
+	iterDone  map[string]bool // iterations their loop decided: plan-review#2, escalation#1.2
 	whenSeen  map[string][]ConditionSeen
 	stepsByID map[string]*Step
 	// fanOuts are the fan_out events: a fan-out run and its items.
@@ -107,7 +107,13 @@ func fold(events []WorkflowEvent) []foldedRun {
 			}
 			lo.Iterations = max(lo.Iterations, ev.Iteration)
 		case EventIterationFinished:
-			r.iterDone[iterationKey(ev.Run, ev.Iteration)] = true
+			// An iteration the workflow's stop cut short (a cancel, its
+			// timeout_ms, fail_fast) was not decided by its loop: a
+			// resumed run runs what it did not finish, as after a kill,
+			// instead of keeping its failures as the loop's history.
+			if ev.Decision != string(LoopStopped) {
+				r.iterDone[iterationKey(ev.Run, ev.Iteration)] = true
+			}
 		case EventLoopFinished:
 			if ev.LoopOutcome == nil {
 				continue

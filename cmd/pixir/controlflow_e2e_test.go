@@ -682,3 +682,49 @@ func TestALogWithoutConditionPathsStillInspectsAndResumes(t *testing.T) {
 	require.Contains(t, stdout, "| ship | default | – | not_started | held | ")
 	require.Contains(t, stdout, "- loop plan ended converged at iteration 2 of 3 and holds ship (on_exhausted: hold): resuming reuses its iterations and ends it the same way; set its on_exhausted to proceed (its dependents run, told its blockers), then:\n    pixir resume ")
 }
+
+// A loop cancelled mid-iteration (Ctrl-C; as session/cancel or the
+// workflow's timeout_ms) is resumed where it stopped, as one killed is:
+// the iteration the cancel cut short was not decided by the loop, so its
+// cancelled run is run again, not kept as the loop's history. It was: the
+// resumed run reused review#2 (cancelled, failed) and went on to
+// iteration 3 (with max_iterations 2, ended exhausted at once, and each
+// resume the same, though its next action said to retry review#2; found
+// by qa30p).
+func TestALoopCancelledMidwayResumesTheIterationItStopped(t *testing.T) {
+	e := newRunEnv(t)
+	hung := e.file("hung.toml", drafter+reviewer("1", "NEEDS WORK", "name the owner")+`
+[[rule]]
+name = "the reviewer, iteration 2, never answers"
+match = '(?s)\A\[review\].*This is iteration 2 of'
+  [[rule.reply]]
+  hang = true
+`)
+	wf := e.file("wf.yaml", reviewLoop)
+	cmd := e.command("run", "--script", hung, "--workflow", wf, "--json")
+	var stdout bytes.Buffer
+	stderr := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = &stdout, stderr
+	require.NoError(t, cmd.Start())
+	stderr.waitFor("step review#2 running")
+	require.NoError(t, cmd.Process.Signal(os.Interrupt))
+	var exit *exec.ExitError
+	require.True(t, errors.As(cmd.Wait(), &exit))
+	require.Equal(t, exitPartial, exit.ExitCode(), stderr.String())
+	first := runOutcome(t, stdout.String())
+	require.Equal(t, workflows.StoppedCancelled, first.StoppedBy)
+	sid := sessionOf(t, e.ws, stderr.String())
+
+	good := e.file("good.toml", drafter+reviewer("1", "NEEDS WORK", "name the owner")+reviewer("2", "ACCEPTABLE"))
+	out2, err2, code := e.pixir("resume", sid, "--script", good, "--workflow", wf, "--resume-from", first.WorkflowID, "--json")
+	require.Equal(t, exitOK, code, err2)
+	out := runOutcome(t, out2)
+	require.Equal(t, workflows.StatusCompleted, out.Status, out.Output)
+	for _, r := range []string{"draft#1", "review#1", "draft#2"} {
+		require.Equal(t, first.WorkflowID, runOf(t, out, r).ReusedFrom, "%s was decided before the cancel: reused", r)
+	}
+	require.Empty(t, runOf(t, out, "review#2").ReusedFrom, "the cancelled review runs again")
+	require.Equal(t, workflows.CheckpointReady, runOf(t, out, "review#2").CheckpointStatus)
+	require.Equal(t, 2, out.Loops[0].Iterations, "no iteration 3: iteration 2 was not over")
+	require.Equal(t, workflows.LoopSatisfied, out.Loops[0].State)
+}
