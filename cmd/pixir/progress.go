@@ -386,7 +386,7 @@ func (v *turnView) observe(ev runtime.Event) {
 			if d.Name != "" {
 				who = "step " + d.Name + ", " + d.Agent
 			}
-			v.note("    ↳ subagent %s (%s): %s%s\n", d.SubagentID, who, d.Event, tokensNote(d.Usage))
+			v.note("    ↳ subagent %s (%s): %s%s%s\n", d.SubagentID, who, d.Event, tokensNote(d.Usage), snapshotNote(d))
 		}
 	case runtime.EventWorkflow:
 		var d workflows.WorkflowEvent
@@ -1026,6 +1026,23 @@ func (v *workflowView) pause() (resume func()) {
 		v.paused--
 		v.drawn = 0
 	}
+}
+
+// snapshotNote is where an isolated child that is no workflow step
+// left its changes, "; 2 files changed in its snapshot /ws/.pixir/…":
+// they are there and nowhere else until merge_agent merges them (a
+// step's are merged by its workflow, which says so). Nothing otherwise.
+func snapshotNote(d runtime.SubagentEventData) string {
+	if d.Name != "" || d.WorkspaceMode != string(workflows.Isolated) || d.Changes == nil || d.Changes.Empty() || d.Workspace == "" {
+		return ""
+	}
+	c := d.Changes
+	n := len(c.Added) + len(c.Changed) + len(c.Deleted) + len(c.Mode)
+	files := "files"
+	if n == 1 {
+		files = "file"
+	}
+	return fmt.Sprintf("; %d %s changed in its snapshot %s, not in the workspace until merge_agent merges them", n, files, d.Workspace)
 }
 
 // tokensNote is ", 1,234 tokens" for what a child spent, or nothing.
