@@ -84,6 +84,13 @@ func (c *childCommands) within(parent *childCommands) *childCommands {
 // does not exist. Landlock works on directories: which files beneath them
 // match is checked after the fact. Missing directories are made, so the
 // kernel has something to allow.
+//
+// A root reached through a symbolic link in the workspace (the link
+// itself, or a folder on the way) is left out: Landlock allows the
+// directory the link leads to, which may be anywhere (a snapshot keeps
+// the workspace's links as links), and the child would write there, not
+// in its workspace. Its commands may not write there, as the file tools
+// may not write through a link.
 func writeRoots(workspace string, patterns []string) []string {
 	roots := []string{}
 	for _, p := range patterns {
@@ -91,6 +98,9 @@ func writeRoots(workspace string, patterns []string) []string {
 		n := 0
 		for n < len(parts) && !strings.ContainsAny(parts[n], "*?[{\\") {
 			n++
+		}
+		if linkOnTheWay(workspace, parts[:n]) {
+			continue
 		}
 		root := filepath.Join(append([]string{workspace}, parts[:n]...)...)
 		if n == len(parts) { // a literal path
@@ -103,6 +113,27 @@ func writeRoots(workspace string, patterns []string) []string {
 		roots = append(roots, root)
 	}
 	return roots
+}
+
+// linkOnTheWay reports whether one of the components of rel (a pattern's
+// leading ones), below workspace, is a symbolic link. The components
+// that do not exist yet are made as folders, never links.
+func linkOnTheWay(workspace string, rel []string) bool {
+	path := workspace
+	for _, c := range rel {
+		if c == "." || c == "" {
+			continue
+		}
+		path = filepath.Join(path, c)
+		info, err := os.Lstat(path)
+		if err != nil {
+			return false
+		}
+		if info.Mode()&os.ModeSymlink != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // commandPolicy is the sandbox policy of this session's commands now. A

@@ -37,6 +37,24 @@ func TestWriteRoots(t *testing.T) {
 	require.True(t, info.IsDir())
 }
 
+// A write set's folder reached through a link in the workspace is not
+// opened to commands: Landlock would allow where the link leads, outside
+// the workspace (an isolated child's snapshot keeps the link, so it wrote
+// the real folder outside, not a copy), and no folder is made there.
+func TestWriteRootsNeverGoThroughALink(t *testing.T) {
+	ws, outside := t.TempDir(), t.TempDir()
+	require.NoError(t, os.Symlink(outside, filepath.Join(ws, "shared")))
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "f.txt"), []byte("f"), 0o644))
+	require.NoError(t, os.Symlink(filepath.Join(outside, "f.txt"), filepath.Join(ws, "link.txt")))
+	require.NoError(t, os.MkdirAll(filepath.Join(ws, "docs"), 0o755))
+	for _, pattern := range []string{"shared/**", "shared/sub/**", "shared/f.txt", "shared", "link.txt"} {
+		require.Equal(t, []string{}, writeRoots(ws, []string{pattern}), pattern)
+	}
+	require.NoDirExists(t, filepath.Join(outside, "sub"), "no folder is made through the link")
+	require.Equal(t, []string{filepath.Join(ws, "docs")}, writeRoots(ws, []string{"shared/**", "docs/**"}), "the other patterns keep theirs")
+	require.Equal(t, []string{}, writeLimit{agent: []string{"shared/**"}}.roots(ws), "nowhere, not the whole workspace")
+}
+
 func TestIsolatedChildsGitStopsAtItsSnapshot(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git")

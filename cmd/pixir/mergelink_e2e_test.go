@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/pixir-go/pixir/workflows"
 )
 
 // Two writers held to a/**, through the binary: the first makes a/dir a
@@ -72,4 +74,46 @@ match = '\A\[write\]'
 	require.NoError(t, err)
 	require.Equal(t, outside, target, "the workspace's link is as the first step left it")
 	require.Equal(t, "ok\n", e.read("a/ok.txt"))
+}
+
+// An isolated writer held to shared/**, where the workspace's shared is a
+// link to a folder outside it (the snapshot keeps it a link): its commands
+// wrote through the link into the real folder, overwriting a file outside
+// the workspace, and the run said completed, merged (0 files). The folder
+// reached through the link is not opened to its commands.
+func TestAnIsolatedWritersCommandsNeverWriteThroughALink(t *testing.T) {
+	needLandlock(t)
+	e := newRunEnv(t)
+	outside := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "data.txt"), []byte("precious\n"), 0o644))
+	require.NoError(t, os.Symlink(outside, filepath.Join(e.ws, "shared")))
+	script := e.file("script.toml", `
+[[rule]]
+match = '\A\[w\]'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "bash"
+  arguments = { command = "echo overwritten > shared/data.txt; echo new > shared/new.txt; mkdir shared/sub" }
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "report_checkpoint"
+  arguments_json = '{"status":"checkpoint_ready","summary":"written"}'
+  [[rule.reply]]
+  text = "written"
+`)
+	wf := e.file("wf.json", `{"steps":[{"id":"w","task":"[w] write","write_set":["shared/**"]}]}`)
+	stdout, stderr, code := e.pixir("run", "--script", script, "--workflow", wf, "--json")
+	require.NotEqual(t, exitError, code, "stdout: %s\nstderr: %s", stdout, stderr)
+
+	b, err := os.ReadFile(filepath.Join(outside, "data.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "precious\n", string(b), "the file outside the workspace is as it was")
+	entries, err := os.ReadDir(outside)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "nothing was added outside the workspace")
+	out := validEnvelope(t, stdout, "run_workflow_output.json")["output"].(map[string]any)
+	w := out["steps"].([]any)[0].(map[string]any)
+	step := workflows.StepOutcome{StepID: "w", AgentID: w["agent_id"].(string), ChildSessionID: w["child_session_id"].(string)}
+	bash := bashOutputOf(t, toolResultsOf(t, childLog(t, e.ws, step))[0])
+	require.Contains(t, bash.Output, "Permission denied", "its commands may write nothing through the link")
 }
