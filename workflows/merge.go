@@ -79,7 +79,7 @@ func unlanded(out *StepOutcome, why string) {
 	out.CheckpointStatus = CheckpointNeedsOrchestrator
 	if b := out.Checkpoint; b != nil {
 		b.Status, b.DependentSafe = CheckpointNeedsOrchestrator, false
-		b.KnownLimitations = append(b.KnownLimitations, "its changes were not merged into the workspace ("+why+"); they stay in its snapshot")
+		b.KnownLimitations = append(b.KnownLimitations, "its changes were not merged into the workspace ("+why+"); they are in its snapshot")
 	}
 }
 
@@ -143,7 +143,7 @@ func mergeActions(steps []StepOutcome) []NextAction {
 	var acts []NextAction
 	if unmerged := unmergedSteps(steps); len(unmerged) > 0 {
 		acts = append(acts, NextAction{Action: "merge_again", StepIDs: unmerged,
-			Reason: "each step was ready but its merge did not happen (merge.reason says why: declined, refused by the mode, or failed); its changes are all in its snapshot: merge_agent its agent_id when they should land, or keep_in_snapshot / discard them"})
+			Reason: "each step was ready but its merge did not happen (merge.reason says why: declined, refused by the mode, or failed, perhaps cut off midway); its changes are in its snapshot: merge_agent its agent_id when they should land (that also finishes a merge cut off midway), or keep_in_snapshot / discard them"})
 	}
 	if len(conflicted) == 0 {
 		return acts

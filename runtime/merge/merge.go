@@ -94,6 +94,12 @@ func Merge(ctx context.Context, req Request) (tools.MergeReport, error) {
 	}
 	if len(p.ops) > 0 {
 		id, moved, err := apply(ctx, req.Workspace, p.ops, req.Files)
+		if err != nil && id != "" {
+			// Committed (its journal written), then cut off: part of it
+			// may be in the workspace already, and the rest comes with the
+			// next merge or session here (Recover), not never.
+			return tools.MergeReport{}, fmt.Errorf("%w; the merge %s was cut off midway: some of its files may already be in the workspace, and the next merge (merge_agent) or session in this workspace finishes it", err, id)
+		}
 		if err != nil {
 			return tools.MergeReport{}, err
 		}

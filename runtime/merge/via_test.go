@@ -2,6 +2,7 @@ package merge
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -69,4 +70,39 @@ func TestMergeNeverWritesThroughALinkOnTheWay(t *testing.T) {
 		require.Equal(t, tools.ConflictMoved, rep.Conflicts[0].Kind)
 		require.NoFileExists(t, filepath.Join(outside, "new.txt"))
 	})
+}
+
+// refusingEditor writes every file but one.
+type refusingEditor struct {
+	editor
+	refuse string
+}
+
+func (e *refusingEditor) WriteFile(ctx context.Context, path string, data []byte) error {
+	if filepath.Base(path) == e.refuse {
+		return errors.New("disk full in the editor")
+	}
+	return e.editor.WriteFile(ctx, path, data)
+}
+
+// An editor that refuses one file of a merge cuts it off after its
+// journal was written: what was written stays, and the rest comes with
+// the next merge. The error says so; it said only that the editor did not
+// write the file, and a workflow reported the step's changes "in its
+// snapshot" with two of three files in the workspace.
+func TestAMergeCutOffMidwaySaysSo(t *testing.T) {
+	f := newFixture(t, map[string]string{"keep.txt": "keep\n"})
+	for _, n := range []string{"a.txt", "b.txt", "c.txt"} {
+		f.child(n, n+"\n")
+	}
+	_, err := Merge(context.Background(), Request{Workspace: f.ws, Snapshot: f.m, Label: "child sa-1", Files: &refusingEditor{refuse: "b.txt"}})
+	require.ErrorContains(t, err, "disk full in the editor")
+	require.ErrorContains(t, err, "was cut off midway: some of its files may already be in the workspace, and the next merge (merge_agent) or session in this workspace finishes it")
+	require.NoFileExists(t, filepath.Join(f.ws, "b.txt"))
+
+	rep := f.merge()
+	require.Equal(t, tools.MergeMerged, rep.Status, "%+v", rep.Conflicts)
+	for _, n := range []string{"a.txt", "b.txt", "c.txt"} {
+		require.Equal(t, n+"\n", read(t, f.ws, n), "finished by the next merge")
+	}
 }
