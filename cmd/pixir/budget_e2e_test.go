@@ -49,6 +49,12 @@ match = '.'
 	require.Equal(t, wfID, next["args"].(map[string]any)["resume_from"])
 	require.Contains(t, stderr, "pixir: usage: ", "pixir run says what it spent")
 	sid := regexp.MustCompile(`pixir: session ([0-9a-f-]{8,}) `).FindStringSubmatch(stderr)[1]
+	// Without --json, the next step names where the run's budget is: this
+	// file's (it said only "[budget] in config.toml", which does not raise a
+	// budget the workflow names).
+	stdout, _, code = e.pixir("run", "--script", script, "--workflow", wf)
+	require.Equal(t, exitPartial, code)
+	require.Contains(t, stdout, "- the budget was spent before plan, write started: raise it (the run's: budget in "+wf+", or workflow_tokens or workflow_cost in [budget] of config.toml; the session's: session_tokens or session_cost there)")
 
 	// Raised, and resumed: survey is reused, plan and write run.
 	e.file("wf.json", strings.Replace(spec, `"tokens":1`, `"tokens":1000000`, 1))

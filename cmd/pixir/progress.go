@@ -192,7 +192,7 @@ func (n sessionNext) actions(w io.Writer, out workflows.Outcome) {
 		case "rerun_held_steps":
 			switch {
 			case out.StoppedBy == workflows.StoppedBudget:
-				fmt.Fprintf(w, "- the budget was spent before %s started: raise it ([budget] in config.toml), then run only what is left:\n    %s\n", steps, retry)
+				fmt.Fprintf(w, "- the budget was spent before %s started: raise it (the run's: budget in %s, or workflow_tokens or workflow_cost in [budget] of config.toml; the session's: session_tokens or session_cost there), then run only what is left:\n    %s\n", steps, n.workflow, retry)
 			case retried:
 				fmt.Fprintf(w, "- %s never started: the same command runs them once what they wait for is checkpoint_ready\n", steps)
 			default:
