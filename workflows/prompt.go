@@ -111,6 +111,11 @@ func (r *runner) childPrompt(run *stepRun, deps []*StepOutcome, inherit []Inheri
 	return b.String()
 }
 
+// reportClosing is how every step's prompt closes: how to report.
+const reportClosing = "\nWhen you are done, call report_checkpoint with status checkpoint_ready, partial, failed or needs_orchestrator, " +
+	"a summary, what you produced, how you verified it and its known limitations; then end your turn with a short summary. " +
+	"If you cannot call it, end your final message with a line `checkpoint_status: <status>`.\n"
+
 // closing is the end of a run's prompt, which depends on its step alone:
 // how to report, the output schema the payload must match, what Pixir
 // verifies. Made once per step (a fan-out instance's spec, its bindings
@@ -130,10 +135,11 @@ func (r *runner) closing(run *stepRun) string {
 }
 
 func closingOf(st *Step) string {
+	if len(st.OutputSchema) == 0 && len(st.Verify) == 0 {
+		return reportClosing // one string for all such steps, not a copy each
+	}
 	var b strings.Builder
-	b.WriteString("\nWhen you are done, call report_checkpoint with status checkpoint_ready, partial, failed or needs_orchestrator, " +
-		"a summary, what you produced, how you verified it and its known limitations; then end your turn with a short summary. " +
-		"If you cannot call it, end your final message with a line `checkpoint_status: <status>`.\n")
+	b.WriteString(reportClosing)
 	if len(st.OutputSchema) > 0 {
 		var pretty bytes.Buffer
 		if json.Indent(&pretty, st.OutputSchema, "", "  ") != nil {
