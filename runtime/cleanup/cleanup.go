@@ -61,7 +61,8 @@ type Report struct {
 	Kept int `json:"kept"`
 	// InUse counts the old session Logs and Subagent folders that stay
 	// because a process has their session open (an editor's session idle
-	// for longer than the age, a child it ran days ago).
+	// for longer than the age, a child it ran days ago, that child's
+	// children).
 	InUse int `json:"in_use,omitempty"`
 	// Errors are the items that could not be removed, and why.
 	Errors []string `json:"errors,omitempty"`
@@ -83,7 +84,7 @@ func Collect(root string, olderThan time.Duration, now time.Time, dryRun bool) (
 		return rep, err
 	}
 	logs := map[string]bool{}
-	open := map[string]bool{} // the Subagents of sessions a process has open
+	var openLogs, youngLogs []string // Logs of sessions a process has open; Logs written within the age
 	for _, e := range sessions {
 		if id, ok := strings.CutSuffix(e.Name(), ".ndjson"); ok && e.Type().IsRegular() {
 			logs[id] = true
@@ -116,18 +117,19 @@ func Collect(root string, olderThan time.Duration, now time.Time, dryRun bool) (
 			}
 			// An open session writes its Log only when something
 			// happens: one idle for longer than the age is still in
-			// use, and its later turns would go to a removed file. Its
-			// children are its own to go on with (send_input, a merge
-			// of what a snapshot holds), however long ago they ran.
+			// use, and its later turns would go to a removed file.
+			// Only a Log gc may remove is tried here: a session/load or
+			// pixir resume of a young one never meets gc's lock.
 			logPath := filepath.Join(state, "sessions", e.Name())
-			release, idle := lockIdle(logPath)
-			if !idle {
-				childrenOf(logPath, open)
-				if !it.LastWrite.After(cutoff) {
+			if it.LastWrite.After(cutoff) {
+				youngLogs = append(youngLogs, logPath)
+			} else {
+				release, idle := lockLog(logPath)
+				if !idle {
+					openLogs = append(openLogs, logPath)
 					rep.InUse++
 					continue
 				}
-			} else {
 				release()
 			}
 		}
@@ -137,17 +139,58 @@ func Collect(root string, olderThan time.Duration, now time.Time, dryRun bool) (
 	if err != nil {
 		return rep, err
 	}
+	folders := map[string]Item{} // the old Subagent folders: what gc may remove
 	for _, e := range children {
 		if !e.IsDir() {
 			continue
 		}
 		dir := filepath.Join(state, "subagents", e.Name())
 		last, bytes := lastWrite(dir)
-		if open[e.Name()] && !last.After(cutoff) {
+		it := Item{Kind: KindSubagent, Path: "subagents/" + e.Name(), Bytes: bytes, LastWrite: last}
+		if last.After(cutoff) {
+			rep.consider(it, cutoff)
+			continue
+		}
+		folders[e.Name()] = it
+	}
+	// An open session's children are its own to go on with (send_input,
+	// a merge of what a snapshot holds), however long ago they ran, and so
+	// are their children: a child's subagent_events are in its parent's
+	// Log, a shared child's Log beside its folder.
+	open := map[string]bool{}
+	if len(folders) > 0 {
+		for _, p := range openLogs {
+			descendants(state, p, open)
+		}
+		// A young session may be open too: its Log is tried only when it
+		// names an old folder, and released at once (nothing of it is
+		// removed), so a load racing the gc meets the lock only then.
+		for _, p := range youngLogs {
+			ids := map[string]bool{}
+			descendants(state, p, ids)
+			if !namesAny(ids, folders) {
+				continue
+			}
+			release, idle := lockLog(p)
+			if idle {
+				release()
+				continue
+			}
+			for id := range ids {
+				open[id] = true
+			}
+		}
+	}
+	for _, e := range children {
+		it, ok := folders[e.Name()]
+		if !ok {
+			continue
+		}
+		if open[e.Name()] {
 			rep.InUse++
 			continue
 		}
-		rep.consider(Item{Kind: KindSubagent, Path: "subagents/" + e.Name(), Bytes: bytes, LastWrite: last}, cutoff)
+		rep.consider(it, cutoff)
 	}
 	slices.SortFunc(rep.Removed, func(a, b Item) int { return strings.Compare(a.Path, b.Path) })
 	if dryRun {
@@ -162,7 +205,7 @@ func Collect(root string, olderThan time.Duration, now time.Time, dryRun bool) (
 		case it.Kind == KindSubagent:
 			err = snapshot.Remove(p) // read-only folders a child left are removed too
 		case strings.HasSuffix(p, ".ndjson"):
-			release, idle := lockIdle(p) // opened since it was found?
+			release, idle := lockLog(p) // opened since it was found?
 			if !idle {
 				rep.InUse++
 				continue
@@ -200,9 +243,46 @@ func (r *Report) consider(it Item, cutoff time.Time) {
 	r.Freed += it.Bytes
 }
 
-// childrenOf adds to ids the Subagents a session's Log names (its
+// lockLog is lockIdle (a variable so a test can see which Logs gc tries).
+var lockLog = lockIdle
+
+// namesAny says whether ids holds a key of folders.
+func namesAny(ids map[string]bool, folders map[string]Item) bool {
+	for id := range ids {
+		if _, ok := folders[id]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// descendants adds to ids the Subagents a session's Log names (its
+// subagent_events), and theirs, found in the Logs in their folders under
+// state/subagents (a shared child's children are there; an isolated
+// child's are inside its own folder). A Subagent already in ids is not
+// read again, so a cycle ends.
+func descendants(state, logPath string, ids map[string]bool) {
+	var next []string
+	add := func(id string) {
+		if !ids[id] && id != "." && id != ".." && !strings.ContainsAny(id, `/\`) {
+			ids[id] = true
+			next = append(next, id)
+		}
+	}
+	childrenOf(logPath, add)
+	for len(next) > 0 {
+		id := next[len(next)-1]
+		next = next[:len(next)-1]
+		logs, _ := filepath.Glob(filepath.Join(state, "subagents", id, "*.ndjson"))
+		for _, l := range logs {
+			childrenOf(l, add)
+		}
+	}
+}
+
+// childrenOf calls add with each Subagent a Log names (its
 // subagent_events). A Log that cannot be read names none.
-func childrenOf(logPath string, ids map[string]bool) {
+func childrenOf(logPath string, add func(id string)) {
 	f, err := os.Open(logPath)
 	if err != nil {
 		return
@@ -218,7 +298,7 @@ func childrenOf(logPath string, ids map[string]bool) {
 				} `json:"data"`
 			}
 			if json.Unmarshal(line, &ev) == nil && ev.Data.SubagentID != "" {
-				ids[ev.Data.SubagentID] = true
+				add(ev.Data.SubagentID)
 			}
 		}
 		if err != nil {
