@@ -137,3 +137,19 @@ func TestRunWorkflowTemplateCallRefusedByItsSchema(t *testing.T) {
 	require.Equal(t, tools.ErrInvalidArgs, res.Error.Kind)
 	require.Equal(t, "args: got array, want object", res.Error.Message)
 }
+
+// tooDeep refuses every spawn as the Manager does at its depth limit.
+type tooDeep struct{}
+
+func (tooDeep) CheckSpawn(tools.SpawnRequest) error {
+	return &tools.Failure{Kind: tools.ErrPermissionDenied, Message: "max_depth reached"}
+}
+
+// Where the agents cannot be checked at all (depth), a refused spec still
+// gets its own problems, not that one failure alone.
+func TestRunWorkflowRefusedWhereAgentsCannotBeChecked(t *testing.T) {
+	res := RunWorkflowTool(Ports{Agents: tooDeep{}}).DryRun(t.Context(), tools.Env{ToolCallID: "c"},
+		json.RawMessage(`{"steps":[{"id":"a","task":"x","dependson":["b"]},{"id":"b","task":"y","depends_on":["zz"]}]}`))
+	require.Equal(t, tools.ErrInvalidArgs, res.Error.Kind)
+	require.Equal(t, "steps[0] \"a\": unknown key \"dependson\"; did you mean \"depends_on\"?\nsteps[1] \"b\": depends_on \"zz\" is not a step id; known ids: a, b", res.Error.Message)
+}

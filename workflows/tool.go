@@ -58,8 +58,10 @@ func refusedSpec(ports Ports, raw json.RawMessage, schema []string) *tools.Failu
 	}
 	if json.Unmarshal(raw, &call) == nil && call.Template == nil {
 		_, found, err := specProblems(raw, ports.Agents, nil)
-		if f := tools.AsFailure(err); err != nil && f.Kind != tools.ErrInvalidArgs {
-			return f
+		if err != nil && tools.AsFailure(err).Kind != tools.ErrInvalidArgs {
+			// The agents could not be checked (depth, shutdown): the
+			// spec's own problems still are.
+			_, found, _ = specProblems(raw, nil, nil)
 		}
 		problems = found
 	}
