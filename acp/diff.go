@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"hash/maphash"
 	"strings"
+
+	"github.com/pixir-go/pixir/internal/plural"
 )
 
 // How much of a change a tool call's diff content carries. A whole file
@@ -74,7 +76,7 @@ func hunkContents(path string, oldText *string, newText string, budget int) ([]T
 			out = append(out, ToolCallContent{Type: "diff", Path: path, NewText: &head})
 		}
 		if n < len(b) {
-			note("%s is a new file of %d lines (%d bytes); the first %d lines are shown.", path, len(b), len(newText), n)
+			note("%s is a new file of %s (%s); the first %s shown.", path, plural.Of(len(b), "line", "lines"), plural.Of(len(newText), "byte", "bytes"), plural.Of(n, "line is", "lines are"))
 		}
 		return out, budget - size
 	}
@@ -92,8 +94,8 @@ func hunkContents(path string, oldText *string, newText string, budget int) ([]T
 		shown++
 	}
 	if shown < len(hunks) {
-		note("%d of the %d changed regions of %s are too large to show here (%d lines were %d); the file is written in full.",
-			len(hunks)-shown, len(hunks), path, len(b), len(a))
+		note("%d of the %s of %s %s too large to show here (%s were %d); the file is written in full.",
+			len(hunks)-shown, plural.Of(len(hunks), "changed region", "changed regions"), path, plural.Word(len(hunks)-shown, "is", "are"), plural.Of(len(b), "line", "lines"), len(a))
 	}
 	return out, budget
 }
