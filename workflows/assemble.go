@@ -317,6 +317,22 @@ func (it *Iterations) Runs(loop, run string, iteration int) []IterationRun {
 	return runs
 }
 
+// Steps are the steps a loop repeats, its inner loops' included, in
+// declaration order.
+func (it *Iterations) Steps(loop string) []string {
+	li, ok := it.g.loopIndex[loop]
+	if !ok || it.w == nil {
+		return nil
+	}
+	var steps []string
+	for s := range it.w.Steps {
+		if slices.Contains(it.g.loopChain(s), li) {
+			steps = append(steps, it.w.Steps[s].ID)
+		}
+	}
+	return steps
+}
+
 // Superseded says whether the run of step labelled run (check-plan#1) is
 // of an earlier iteration of one of its loops than the last recorded.
 func (it *Iterations) Superseded(step, run string) bool {

@@ -553,6 +553,8 @@ type workflowView struct {
 	iters      *workflows.Iterations
 	superseded map[rowState]int
 	outdated   int
+	loopSteps  map[string][]string   // a loop's steps (Iterations.Steps), asked once
+	current    map[string]int        // per step, its first row not superseded
 	active     map[*stepRow]struct{} // queued or running
 	recent     []endedRow            // rows in the order they ended, newest last
 	ends       int                   // ends so far
@@ -595,7 +597,7 @@ func newWorkflowView(w io.Writer, tty bool, wf *workflows.Workflow) *workflowVie
 	v := &workflowView{w: w, tty: tty, name: wf.Name, now: time.Now, wf: wf, runs: map[string][]*stepRow{}, byID: map[string]*stepRow{},
 		agents: map[string]string{}, byLoop: map[string]*loopRow{}, children: map[string]string{},
 		counts: map[rowState]int{}, active: map[*stepRow]struct{}{}, size: terminalSize(w),
-		iters: workflows.NewIterations(wf), superseded: map[rowState]int{}}
+		iters: workflows.NewIterations(wf), superseded: map[rowState]int{}, loopSteps: map[string][]string{}, current: map[string]int{}}
 	for _, st := range wf.Steps {
 		agent := st.Agent
 		if agent == "" {
@@ -687,11 +689,22 @@ func (v *workflowView) supersede(r *stepRow) {
 // earlier ones no longer count among the steps.
 func (v *workflowView) iterationStarted(loop, run string, iteration int) {
 	v.iters.Started(loop, run, iteration)
-	v.eachRow(func(r *stepRow) {
-		if !r.superseded && v.iters.Superseded(r.step, r.id) {
-			v.supersede(r)
+	steps, ok := v.loopSteps[loop]
+	if !ok {
+		steps = v.iters.Steps(loop)
+		v.loopSteps[loop] = steps
+	}
+	for _, step := range steps {
+		// A step's rows are in the order its runs showed up, so those of
+		// earlier iterations come first: past the last row superseded.
+		rows := v.runs[step]
+		k := v.current[step]
+		for k < len(rows) && (rows[k].superseded || v.iters.Superseded(step, rows[k].id)) {
+			v.supersede(rows[k])
+			k++
 		}
-	})
+		v.current[step] = k
+	}
 	// The iteration's runs, pending until they show up: the outcome
 	// counts them among the steps (a step's own pending row is its first
 	// run's).
