@@ -49,10 +49,15 @@ func (m *Manager) schedule() {
 		sa := m.queue[0]
 		m.queue = m.queue[1:]
 		m.running++
-		ctx, cancel := context.WithTimeout(context.Background(), sa.timeout)
+		// Its deadline is counted from the start its elapsed time is: a
+		// run that timed out has run its whole timeout. Two readings of
+		// the clock (context.WithTimeout's, then started) differed by as
+		// much as 63 ms under load, and a step stopped at its timeout_ms
+		// of 300 said it had run 237 ms.
+		sa.started = time.Now()
+		ctx, cancel := context.WithDeadline(context.Background(), sa.started.Add(sa.timeout))
 		sa.cancel = cancel
 		sa.status = tools.SubagentRunning
-		sa.started = time.Now()
 		sa.runs++
 		input := sa.input
 		event := tools.SubagentEventStarted

@@ -367,6 +367,47 @@ func TestTimeoutPanicAndFailureBecomeStatuses(t *testing.T) {
 	require.Equal(t, []string{"queued", "started", "timed_out"}, f.events.of(hung.ID))
 }
 
+// deadlineProvider is childProvider that says, on deadlines, the
+// deadline of each call's context.
+type deadlineProvider struct {
+	childProvider
+	deadlines chan time.Time
+}
+
+func (p deadlineProvider) Generate(ctx context.Context, req provider.ModelRequest, d func(provider.Delta)) (*provider.ModelResponse, error) {
+	if at, ok := ctx.Deadline(); ok {
+		select {
+		case p.deadlines <- at:
+		default: // the first call's is enough
+		}
+	}
+	return p.childProvider.Generate(ctx, req, d)
+}
+
+// A run that timed out has run its whole timeout: its deadline is counted
+// from the start its elapsed time is. The deadline was armed from one
+// reading of the clock and started taken from a later one; under load
+// (63 ms apart once) a workflow step stopped at its timeout_ms of 300
+// said it had run 237 ms.
+func TestATimedOutRunsElapsedIsItsWholeTimeout(t *testing.T) {
+	p := deadlineProvider{deadlines: make(chan time.Time, 1)}
+	f := newManagerFixtureWith(t, SubagentConfig{}, p)
+	const timeout = 50 * time.Millisecond
+	hung, err := f.b.Spawn(context.Background(), tools.SpawnRequest{Task: "hang forever", Timeout: timeout})
+	require.NoError(t, err)
+	deadline := <-p.deadlines
+	v := f.wait(t, hung.ID).Agents[0]
+	require.Equal(t, tools.SubagentTimedOut, v.Status)
+
+	m := f.rt.subagents
+	m.mu.Lock()
+	started, ended := m.byID[hung.ID].started, m.byID[hung.ID].ended
+	m.mu.Unlock()
+	require.True(t, deadline.Equal(started.Add(timeout)), "deadline %s is not started %s + %s", deadline, started, timeout)
+	require.False(t, ended.Before(deadline), "it ended at %s, before its deadline %s", ended, deadline)
+	require.GreaterOrEqual(t, v.ElapsedMS, timeout.Milliseconds())
+}
+
 func TestWaitHorizonIsAnOutcomeNotAnError(t *testing.T) {
 	f := newManagerFixture(t, SubagentConfig{})
 	v := f.spawn(t, "hang on")
