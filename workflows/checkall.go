@@ -435,10 +435,12 @@ func pathOf(segs []string) string {
 // meant. (A run_workflow call's are left as they are: its task may hold a
 // shell's variables, and nothing substitutes parameters in it.)
 func DecodeAndCheckFile(raw json.RawMessage, agents Agents) (*Workflow, error) {
+	raw, described := withoutDescription(raw)
 	w, problems, err := specProblems(raw, agents, nil)
 	if err != nil {
 		return nil, err
 	}
+	problems = append(described, problems...)
 	if v, err := decodeValue(raw); err == nil {
 		if obj, ok := v.(map[string]any); ok {
 			problems = append(problems, (&Template{spec: obj}).checkReferences()...)
@@ -448,4 +450,30 @@ func DecodeAndCheckFile(raw json.RawMessage, agents Agents) (*Workflow, error) {
 		return nil, problemsFailure(inFileOrder(problems))
 	}
 	return w, nil
+}
+
+// withoutDescription is a file's spec without its description: a file may
+// have one (its line in catalogues, never substituted), a spec may not, and
+// the template reader takes it out the same way before it checks the rest.
+// A description that is not a string is the one problem it has.
+func withoutDescription(raw json.RawMessage) (json.RawMessage, []Problem) {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(raw, &top) != nil {
+		return raw, nil
+	}
+	d, ok := top["description"]
+	if !ok {
+		return raw, nil
+	}
+	var problems []Problem
+	if v, err := decodeValue(d); err != nil || jsonTypeOf(v) != "string" {
+		problems = append(problems, Problem{Code: "malformed_spec", Field: "description",
+			Message: "description must be a string (one line, for catalogues)"})
+	}
+	delete(top, "description")
+	stripped, err := json.Marshal(top)
+	if err != nil {
+		return raw, problems
+	}
+	return stripped, problems
 }

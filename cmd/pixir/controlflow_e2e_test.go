@@ -620,7 +620,10 @@ loops:
 func TestAFileWithAFanOutOverNoArrayOrAnUnknownPlaceholderIsRefusedBeforeStart(t *testing.T) {
 	t.Parallel()
 	e := newRunEnv(t)
-	spec := `steps:
+	// Its description is no problem: a file may have one (a ${x.y} in it
+	// included: it is never substituted).
+	spec := `description: fan out over ${x.y}
+steps:
   - id: split
     task: split the work
     output_schema: {type: object, properties: {kind: {enum: [small, large]}, tasks: {type: array, items: {type: object, properties: {title: {type: string}}}}}}
@@ -638,8 +641,8 @@ func TestAFileWithAFanOutOverNoArrayOrAnUnknownPlaceholderIsRefusedBeforeStart(t
 		stdout, stderr, code := e.pixir(append([]string{"run", "--workflow", wf}, args...)...)
 		require.Equal(t, exitUsage, code, stdout+stderr)
 		require.Contains(t, stderr, "wf.yaml has 2 problems:\n")
-		require.Contains(t, stderr, `wf.yaml:8:29: steps[1] "each": for_each.path /kind of "split" can only be "small", "large" (its enum) in its output_schema; fan out over an array`)
-		require.Contains(t, stderr, `wf.yaml:10:5: steps[2].task uses ${itm.title}, which is not a declared parameter (declared: none); did you mean ${item.title}?`)
+		require.Contains(t, stderr, `wf.yaml:9:29: steps[1] "each": for_each.path /kind of "split" can only be "small", "large" (its enum) in its output_schema; fan out over an array`)
+		require.Contains(t, stderr, `wf.yaml:11:5: steps[2].task uses ${itm.title}, which is not a declared parameter (declared: none); did you mean ${item.title}?`)
 		_, err := os.Stat(filepath.Join(e.ws, ".pixir", "sessions"))
 		require.ErrorIs(t, err, fs.ErrNotExist, "nothing started")
 	}
