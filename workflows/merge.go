@@ -40,6 +40,7 @@ func (r *runner) land(run *stepRun, out StepOutcome) StepOutcome {
 	case r.merger == nil:
 		m.Reason = "this run cannot merge (no merger); the changes stay in the step's snapshot"
 	default:
+		m.Tried = true
 		rep, err := r.merger.Merge(r.ctx, MergeRequest{StepID: run.label, AgentID: out.AgentID})
 		if err != nil {
 			m.Reason = "the merge could not be made: " + tools.AsFailure(err).Message
@@ -159,11 +160,13 @@ func mergeActions(steps []StepOutcome) []NextAction {
 }
 
 // unmergedSteps are the steps whose on_ready merge was tried and did not
-// happen (see unlanded).
+// happen (see unlanded): what land did, not what the checkpoint says (a
+// step its own child left needs_orchestrator was never merged, and must
+// not be merged as if it had been ready).
 func unmergedSteps(steps []StepOutcome) []string {
 	var ids []string
 	for _, s := range steps {
-		if s.Merge != nil && s.Merge.Status == tools.MergeNotMerged && s.Merge.Policy == MergeOnReady &&
+		if s.Merge != nil && s.Merge.Tried && s.Merge.Status == tools.MergeNotMerged && s.Merge.Policy == MergeOnReady &&
 			s.CheckpointStatus == CheckpointNeedsOrchestrator && !s.Superseded {
 			ids = append(ids, runName(&s))
 		}

@@ -160,6 +160,7 @@ func TestAMergeThatDidNotHappenIsNotCompleted(t *testing.T) {
 		require.Equal(t, tools.MergeNotMerged, s.Merge.Status, id)
 		require.False(t, s.Checkpoint.DependentSafe, id)
 		require.Contains(t, strings.Join(s.Checkpoint.KnownLimitations, "\n"), "not merged into the workspace", id)
+		require.True(t, s.Merge.Tried, id)
 	}
 	require.Equal(t, CheckpointHeld, stepOf(out, "after").CheckpointStatus, "not started on a workspace without its dependency's work")
 	var again *NextAction
@@ -170,6 +171,25 @@ func TestAMergeThatDidNotHappenIsNotCompleted(t *testing.T) {
 	}
 	require.NotNil(t, again, "%+v", out.SafeNextActions)
 	require.Equal(t, []string{"declined", "broken"}, again.StepIDs, "in declaration order")
+}
+
+// A writer whose own child reported needs_orchestrator was never merged
+// (it is not ready): merge_again, which says its merge was tried and did
+// not happen, would land work its child left undecided.
+func TestAStepThatWasNeverReadyIsNotMergedAgain(t *testing.T) {
+	spec := `{"steps":[{"id":"asks","task":"t","write_set":["d/**"]}]}`
+	m := &fakeMerger{answer: func(string) (tools.MergeReport, error) { return tools.MergeReport{Status: tools.MergeMerged}, nil }}
+	plan := func(step string) childPlan {
+		return childPlan{dur: 1, changes: changed(step + "/x"), report: `{"status":"needs_orchestrator","summary":"two APIs disagree"}`}
+	}
+	out, _ := runWithMerger(t, spec, plan, m)
+	s := stepOf(out, "asks")
+	require.Equal(t, CheckpointNeedsOrchestrator, s.CheckpointStatus)
+	require.Equal(t, tools.MergeNotMerged, s.Merge.Status)
+	require.False(t, s.Merge.Tried, "never ready: its merge was not tried")
+	for _, a := range out.SafeNextActions {
+		require.NotEqual(t, "merge_again", a.Action, "%+v", out.SafeNextActions)
+	}
 }
 
 func TestMergePolicies(t *testing.T) {

@@ -158,6 +158,11 @@ type StepOutcome struct {
 // and the merge-back's report.
 type StepMerge struct {
 	Policy MergePolicy `json:"policy"`
+	// Tried is set when the run asked for the merge (on_ready, the step
+	// ready): a not_merged merge that was tried was declined, refused or
+	// failed; one that was not was never meant to happen (the step was
+	// not ready, or the policy keeps it in the snapshot).
+	Tried bool `json:"tried,omitempty"`
 	tools.MergeReport
 }
 
