@@ -240,9 +240,13 @@ type Step struct {
 	ChildLog         string                     `json:"child_log,omitempty"`
 	// WorkspaceMode and Workspace are where the step's child worked: an
 	// isolated one's snapshot holds whatever of its work was not merged.
-	WorkspaceMode string        `json:"workspace_mode,omitempty"`
-	Workspace     string        `json:"workspace,omitempty"`
-	Usage         *budget.Usage `json:"usage,omitempty"`
+	WorkspaceMode string `json:"workspace_mode,omitempty"`
+	Workspace     string `json:"workspace,omitempty"`
+	// SnapshotDeleted: the child was closed later (close_agent, or its
+	// session closed), which deletes an isolated child's snapshot with
+	// whatever of its work was not merged.
+	SnapshotDeleted bool          `json:"snapshot_deleted,omitempty"`
+	Usage           *budget.Usage `json:"usage,omitempty"`
 	// Merge is what became of an isolated writer's changes (merge-back).
 	Merge *workflows.StepMerge `json:"merge,omitempty"`
 }
@@ -624,6 +628,7 @@ func (f *folder) rebuildWorkflows() {
 				if st.ChildSessionID == "" {
 					st.ChildSessionID = sa.ChildSessionID
 				}
+				st.SnapshotDeleted = st.WorkspaceMode == string(workflows.Isolated) && sa.Status == tools.SubagentClosed
 			}
 			w.Steps = append(w.Steps, st)
 		}

@@ -362,7 +362,12 @@ func stepNode(st *Step) *node {
 		}
 	}
 	unmerged := st.Merge != nil && st.Merge.Status != tools.MergeMerged || st.Merge == nil && st.SubagentStatus == tools.SubagentDetached
-	if st.WorkspaceMode == string(workflows.Isolated) && st.Workspace != "" && unmerged {
+	switch {
+	case st.WorkspaceMode != string(workflows.Isolated) || st.Workspace == "" || !unmerged:
+	case st.SnapshotDeleted:
+		// Not a folder that is gone.
+		n.note("snapshot deleted when the subagent was closed, with its work not merged into the workspace")
+	default:
 		// What `pixir run` sends the user here for: the work that is
 		// in the step's snapshot and nowhere else.
 		n.note("snapshot (its work not merged into the workspace): %s", st.Workspace)

@@ -202,6 +202,38 @@ func TestInspectRenderAWorkflowSession(t *testing.T) {
 	require.Contains(t, out, "snapshot (its work not merged into the workspace): /ws/.pixir/subagents/sa-b/workspace", "the step the process left running")
 }
 
+// A step's child closed after its run (close_agent discards its work, or
+// its session closed): its snapshot is deleted, so inspect names no
+// folder that is gone.
+func TestInspectRenderAClosedStepNamesNoSnapshot(t *testing.T) {
+	w := &workflows.Workflow{Name: "w", Steps: []workflows.Step{{ID: "a", Task: "write a", WriteSet: []string{"a/**"}}}}
+	declined := &workflows.StepOutcome{StepID: "a", Agent: "default", AgentID: "sa-a", Wave: 1, DependsOn: []string{},
+		WorkspaceMode: workflows.Isolated, Workspace: "/ws/.pixir/subagents/sa-a/workspace",
+		SubagentStatus: "completed", CheckpointStatus: workflows.CheckpointNeedsOrchestrator, ElapsedMS: 7,
+		Merge: &workflows.StepMerge{Policy: workflows.MergeOnReady, Tried: true, MergeReport: tools.MergeReport{Status: tools.MergeNotMerged, Reason: "the user declined the merge"}}}
+	isolated := func(d *runtime.SubagentEventData) {
+		d.Workspace = "/ws/.pixir/subagents/" + d.SubagentID + "/workspace"
+		d.WorkspaceMode = "isolated"
+	}
+	events := []ev{
+		wf(workflows.WorkflowEvent{Kind: workflows.EventWorkflowStarted, WorkflowID: "wf-1", Workflow: w}),
+		child("queued", "sa-a", "", "queued", func(d *runtime.SubagentEventData) { d.Name = "a" }),
+		wf(workflows.WorkflowEvent{Kind: workflows.EventStepScheduled, WorkflowID: "wf-1", StepID: "a", Wave: 1, SubagentID: "sa-a"}),
+		child("started", "sa-a", "", "running", isolated),
+		child("finished", "sa-a", "", "completed", isolated),
+		wf(workflows.WorkflowEvent{Kind: workflows.EventCheckpointDecided, WorkflowID: "wf-1", StepID: "a", Outcome: declined}),
+	}
+	render := func(evs ...ev) string {
+		var b bytes.Buffer
+		require.NoError(t, Render(&b, Fold(logOf(t, evs...)), RenderOptions{Location: time.UTC}))
+		return b.String()
+	}
+	require.Contains(t, render(events...), "snapshot (its work not merged into the workspace): /ws/.pixir/subagents/sa-a/workspace")
+	out := render(append(events, child("closed", "sa-a", "", "closed", isolated))...)
+	require.NotContains(t, out, "/ws/.pixir/subagents/sa-a/workspace")
+	require.Contains(t, out, "snapshot deleted when the subagent was closed")
+}
+
 // A session without prompts (pixir run --workflow) whose MCP server
 // stopped mid-run: the notice shows the end of the server's stderr, which
 // the Log keeps in its detail, and is no turn that missed an answer.
