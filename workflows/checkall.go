@@ -179,11 +179,7 @@ func typeProblems(raw json.RawMessage) ([]Problem, map[fieldAt]bool, json.RawMes
 	var steps []map[string]json.RawMessage
 	if b, ok := top["steps"]; ok && json.Unmarshal(b, &steps) == nil {
 		for i, st := range steps {
-			label := fmt.Sprintf("steps[%d]", i)
-			var id string
-			if json.Unmarshal(st["id"], &id) == nil && id != "" {
-				label += fmt.Sprintf(" %q", id)
-			}
+			label, id := stepLabel(i, st)
 			for _, k := range sortedKeys(st) {
 				var one Step
 				if err := json.Unmarshal(singleKey(k, st[k]), &one); err != nil {
@@ -204,6 +200,16 @@ func typeProblems(raw json.RawMessage) ([]Problem, map[fieldAt]bool, json.RawMes
 		return nil, nil, raw
 	}
 	return problems, left, stripped
+}
+
+// stepLabel is how a problem names step i of a spec: its index, and its id
+// where it has one (steps[2] "build"); id is that id, or "".
+func stepLabel(i int, st map[string]json.RawMessage) (label, id string) {
+	label = fmt.Sprintf("steps[%d]", i)
+	if json.Unmarshal(st["id"], &id) == nil && id != "" {
+		label += fmt.Sprintf(" %q", id)
+	}
+	return label, id
 }
 
 // singleKey is the JSON object {k: v}.
@@ -247,11 +253,7 @@ func unknownKeys(raw json.RawMessage) ([]Problem, json.RawMessage) {
 	if s, ok := top["steps"]; ok && json.Unmarshal(s, &steps) == nil {
 		known := jsonKeys(reflect.TypeFor[Step]())
 		for i, st := range steps {
-			label := fmt.Sprintf("steps[%d]", i)
-			var id string
-			if json.Unmarshal(st["id"], &id) == nil && id != "" {
-				label += fmt.Sprintf(" %q", id)
-			}
+			label, id := stepLabel(i, st)
 			for _, k := range sortedKeys(st) {
 				if !slices.Contains(known, k) {
 					idx := i
