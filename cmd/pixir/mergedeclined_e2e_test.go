@@ -17,20 +17,7 @@ import (
 // workspace without it): the step needs the orchestrator, its dependent
 // is held, and the next actions say how to land it.
 func TestADeclinedMergeIsNotACompletedWorkflow(t *testing.T) {
-	e := newEnv(t, `
-[[rule]]
-match = '\A\[w\]'
-  [[rule.reply]]
-  [[rule.reply.tool_calls]]
-  name = "write"
-  arguments = { path = "out/a.txt", content = "hi\n" }
-  [[rule.reply]]
-  [[rule.reply.tool_calls]]
-  name = "report_checkpoint"
-  arguments_json = '{"status":"checkpoint_ready","summary":"wrote it"}'
-  [[rule.reply]]
-  text = "ok"
-
+	e := newEnv(t, writesOutA+`
 [[rule]]
 match = '\A\[d\]'
   [[rule.reply]]

@@ -8,13 +8,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// A client that shows Subagents as sessions of their own is never told of
-// a "subagent-…" tool call; the question whether to merge a workflow step's
-// changes names the run_workflow call it was told of, without changing
-// that call's status. It named subagent-<id>, a tool call the client did
-// not know.
-func TestANativeClientIsAskedAboutAMergeOnTheWorkflowsCall(t *testing.T) {
-	e := newEnv(t, `
+// writesOutA is a script's rule for a writer step whose task starts
+// "[w]": it writes out/a.txt, then reports checkpoint_ready.
+const writesOutA = `
 [[rule]]
 match = '\A\[w\]'
   [[rule.reply]]
@@ -27,7 +23,15 @@ match = '\A\[w\]'
   arguments_json = '{"status":"checkpoint_ready","summary":"wrote it"}'
   [[rule.reply]]
   text = "ok"
+`
 
+// A client that shows Subagents as sessions of their own is never told of
+// a "subagent-…" tool call; the question whether to merge a workflow step's
+// changes names the run_workflow call it was told of, without changing
+// that call's status. It named subagent-<id>, a tool call the client did
+// not know.
+func TestANativeClientIsAskedAboutAMergeOnTheWorkflowsCall(t *testing.T) {
+	e := newEnv(t, writesOutA+`
 [[rule]]
 match = 'go'
   [[rule.reply]]
