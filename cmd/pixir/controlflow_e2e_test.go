@@ -389,11 +389,11 @@ loops:
 	require.Contains(t, text, "skipped: its condition was false: make status in [partial, needs_orchestrator] (saw checkpoint_ready): false")
 }
 
-// A loop killed mid-way (kill -9) and resumed: the iterations that ended
-// and the ready runs of the one under way are reused; only what was not
-// decided runs.
-func TestALoopKilledMidwayResumesWhereItStopped(t *testing.T) {
-	e := newRunEnv(t)
+// loopStoppedInReview2 runs reviewLoop headless with a reviewer that never
+// answers in iteration 2, and sends sig to pixir once review#2 runs: what
+// it printed, how it exited, and the workflow file.
+func loopStoppedInReview2(t *testing.T, e *runEnv, sig os.Signal) (stdout, stderr string, exit *exec.ExitError, wf string) {
+	t.Helper()
 	hung := e.file("hung.toml", drafter+reviewer("1", "NEEDS WORK", "name the owner")+`
 [[rule]]
 name = "the reviewer, iteration 2, never answers"
@@ -401,16 +401,24 @@ match = '(?s)\A\[review\].*This is iteration 2 of'
   [[rule.reply]]
   hang = true
 `)
-	wf := e.file("wf.yaml", reviewLoop)
+	wf = e.file("wf.yaml", reviewLoop)
 	cmd := e.command("run", "--script", hung, "--workflow", wf, "--json")
-	var stdout bytes.Buffer
-	stderr := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = &stdout, stderr
+	var out bytes.Buffer
+	errOut := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = &out, errOut
 	require.NoError(t, cmd.Start())
-	stderr.waitFor("step review#2 running")
-	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-	var exit *exec.ExitError
+	errOut.waitFor("step review#2 running")
+	require.NoError(t, cmd.Process.Signal(sig))
 	require.True(t, errors.As(cmd.Wait(), &exit))
+	return out.String(), errOut.String(), exit, wf
+}
+
+// A loop killed mid-way (kill -9) and resumed: the iterations that ended
+// and the ready runs of the one under way are reused; only what was not
+// decided runs.
+func TestALoopKilledMidwayResumesWhereItStopped(t *testing.T) {
+	e := newRunEnv(t)
+	_, _, _, wf := loopStoppedInReview2(t, e, syscall.SIGKILL)
 	// The session id is printed at the end, which never came: the Log
 	// is the one session of the workspace.
 	sid := onlySession(t, e.ws)
@@ -696,27 +704,11 @@ func TestALogWithoutConditionPathsStillInspectsAndResumes(t *testing.T) {
 // by qa30p).
 func TestALoopCancelledMidwayResumesTheIterationItStopped(t *testing.T) {
 	e := newRunEnv(t)
-	hung := e.file("hung.toml", drafter+reviewer("1", "NEEDS WORK", "name the owner")+`
-[[rule]]
-name = "the reviewer, iteration 2, never answers"
-match = '(?s)\A\[review\].*This is iteration 2 of'
-  [[rule.reply]]
-  hang = true
-`)
-	wf := e.file("wf.yaml", reviewLoop)
-	cmd := e.command("run", "--script", hung, "--workflow", wf, "--json")
-	var stdout bytes.Buffer
-	stderr := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = &stdout, stderr
-	require.NoError(t, cmd.Start())
-	stderr.waitFor("step review#2 running")
-	require.NoError(t, cmd.Process.Signal(os.Interrupt))
-	var exit *exec.ExitError
-	require.True(t, errors.As(cmd.Wait(), &exit))
-	require.Equal(t, exitPartial, exit.ExitCode(), stderr.String())
-	first := runOutcome(t, stdout.String())
+	stdout, stderr, exit, wf := loopStoppedInReview2(t, e, os.Interrupt)
+	require.Equal(t, exitPartial, exit.ExitCode(), stderr)
+	first := runOutcome(t, stdout)
 	require.Equal(t, workflows.StoppedCancelled, first.StoppedBy)
-	sid := sessionOf(t, e.ws, stderr.String())
+	sid := sessionOf(t, e.ws, stderr)
 
 	good := e.file("good.toml", drafter+reviewer("1", "NEEDS WORK", "name the owner")+reviewer("2", "ACCEPTABLE"))
 	out2, err2, code := e.pixir("resume", sid, "--script", good, "--workflow", wf, "--resume-from", first.WorkflowID, "--json")
