@@ -60,9 +60,15 @@ func decodePlainFile(raw json.RawMessage) (*Workflow, bool) {
 	// a copy of every step decoded so far at each doubling, twice the
 	// steps' size again for a file of thousands (13 of its 23 MB at
 	// 10,000 steps). A step has an "id" key, so there is room for every
-	// one that has; an "id" anywhere else only leaves room unused.
+	// one that has; an "id" anywhere else only leaves room unused. That
+	// room is made before the file is decoded or checked, so it is
+	// bounded: by the steps the file's bytes could hold, and by
+	// maxPlainStepRoom (a step is ~36 times the size of the smallest
+	// "id" object in the file; a 9 MB file of {"id":1} outside the steps
+	// reserved 344 MB before it was refused). Past it the decoder's
+	// append grows the slice as before.
 	if n := bytes.Count(raw, []byte(`"id"`)); n > 0 {
-		steps.Steps = make([]plainStep, 0, n)
+		steps.Steps = make([]plainStep, 0, min(n, len(raw)/len(smallestStep), maxPlainStepRoom))
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if err := w.decodeStrictlyInto(dec, &steps); err != nil {
@@ -87,6 +93,15 @@ func decodePlainFile(raw json.RawMessage) (*Workflow, bool) {
 	}
 	return w, true
 }
+
+// smallestStep is the fewest bytes a step with an "id" key takes in a
+// steps array, its comma included.
+const smallestStep = `{"id":""},`
+
+// maxPlainStepRoom bounds the steps decodePlainFile makes room for ahead
+// of decoding them (~21 MB of steps; a file of 10,000 steps, the largest
+// measured, fits in it).
+const maxPlainStepRoom = 1 << 16
 
 // maxPlainKeys bounds the keys of one object that distinctPlainKeys
 // compares pairwise; an object with more takes the tree's way.

@@ -2,7 +2,10 @@ package workflows
 
 import (
 	"encoding/json"
+	"runtime"
+	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
@@ -42,6 +45,22 @@ func TestAPlainFileIsDecodedOnceIntoWhatItsTreeGives(t *testing.T) {
 	require.Equal(t, second, first)
 	require.Equal(t, `{"properties":{"tasks":{"type":"array"}},"required":["tasks"],"type":"object"}`, string(first.Steps[0].OutputSchema))
 	require.Equal(t, `{"a":"\u003cx\u003e","b":1}`, string(first.Steps[2].When[0].All[1].Not.Contains))
+}
+
+// The room made for a plain file's steps before it is decoded is bounded:
+// "id" keys outside the steps (which the file is then refused for) do not
+// reserve a step each. 200,000 of them (1.8 MB) reserved 66 MB.
+func TestIDsOutsideAPlainFilesStepsReserveBoundedRoom(t *testing.T) {
+	const ids = 200_000
+	raw := json.RawMessage(`{"steps":[{"id":"a","task":"x"}],"x":[` + strings.Repeat(`{"id":1},`, ids-1) + `{"id":1}]}`)
+	bound := uint64(maxPlainStepRoom)*uint64(unsafe.Sizeof(Step{})) + 8*uint64(len(raw))
+	require.Less(t, bound, uint64(ids)*uint64(unsafe.Sizeof(Step{})), "the test tells a bounded room from one per id")
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, ok := decodePlainFile(raw)
+	runtime.ReadMemStats(&after)
+	require.False(t, ok, "an unknown key is the tree's to refuse")
+	require.Less(t, after.TotalAlloc-before.TotalAlloc, bound)
 }
 
 // What the tree's way reads differently from a straight decoding, or must
