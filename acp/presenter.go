@@ -52,13 +52,16 @@ type presenter struct {
 }
 
 // replayedRuns are the workflow_events of each workflow run a replay has
-// not seen end, by workflow id, and the runs in the order they started.
-// Plans are live only (not in the Log): a replay shows each run's plan,
-// rebuilt from its events, where its run ended, and those of the runs the
+// not seen end, by workflow id, the runs in the order they started, and
+// the run_workflow call of each run that has one. Plans are live only
+// (not in the Log): a replay shows each run's plan, rebuilt from its
+// events, where its run ended (its workflow_finished or, when its runner
+// did not live to write one, its call's end), and those of the runs the
 // Log cut off at its end.
 type replayedRuns struct {
 	order  []string
 	events map[string][]runtime.Event
+	calls  map[string]string
 }
 
 // stepEnds are workflow steps' Subagent ends waiting for the workflow to
@@ -220,7 +223,10 @@ func (p *presenter) replay(ev runtime.Event) {
 	case runtime.EventWorkflow:
 		p.common(ev)
 		p.replayPlan(ev)
-	case runtime.EventToolCall, runtime.EventToolResult, runtime.EventTurnFailed, runtime.EventSubagent, runtime.EventCompaction:
+	case runtime.EventToolResult:
+		p.replayCallEnd(ev) // before the call's end, as the live session showed it
+		p.common(ev)
+	case runtime.EventToolCall, runtime.EventTurnFailed, runtime.EventSubagent, runtime.EventCompaction:
 		p.common(ev)
 	}
 }
@@ -242,14 +248,45 @@ func (p *presenter) replayPlan(ev runtime.Event) {
 		r.order = append(r.order, id)
 	}
 	r.events[id] = append(r.events[id], ev)
+	if _, known := r.calls[id]; !known {
+		var call string
+		if raw, ok := jsonraw.Lookup(ev.Data, "tool_call_id"); ok && json.Unmarshal(raw, &call) == nil && call != "" {
+			if r.calls == nil {
+				r.calls = map[string]string{}
+			}
+			r.calls[id] = call
+		}
+	}
 	if kind, _ := jsonraw.Lookup(ev.Data, "kind"); string(kind) == `"workflow_finished"` {
 		p.showReplayedPlan(id)
 	}
 }
 
+// replayCallEnd shows, at a replayed tool call's end, the plans of the
+// runs that call ran and whose end the Log does not hold (the runner did
+// not live to write workflow_finished: a panic, or a process that ended
+// before its next turn answered the call as interrupted): where the live
+// session's run ended, not after the runs that came after it (a client
+// without plan ids shows the last plan sent).
+func (p *presenter) replayCallEnd(ev runtime.Event) {
+	if len(p.runs.calls) == 0 {
+		return
+	}
+	var call string
+	if raw, ok := jsonraw.Lookup(ev.Data, "tool_call_id"); !ok || json.Unmarshal(raw, &call) != nil || call == "" {
+		return
+	}
+	for _, id := range p.runs.order {
+		if _, open := p.runs.events[id]; open && p.runs.calls[id] == call {
+			p.showReplayedPlan(id)
+		}
+	}
+}
+
 // flushPlans shows the plans of the runs the replayed Log cut off (their
-// process ended before they did): what Rebuild makes of them, runs that
-// were running detached.
+// process ended before they did, and neither their workflow_finished nor
+// their call's end is in it; the others were shown there): what Rebuild
+// makes of them, runs that were running detached.
 func (p *presenter) flushPlans() {
 	for _, id := range p.runs.order {
 		if _, open := p.runs.events[id]; open {
@@ -264,6 +301,7 @@ func (p *presenter) flushPlans() {
 func (p *presenter) showReplayedPlan(id string) {
 	events := p.runs.events[id]
 	delete(p.runs.events, id)
+	delete(p.runs.calls, id)
 	d, ok, err := runtime.WorkflowPlan(events)
 	switch {
 	case err != nil:

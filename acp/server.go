@@ -337,7 +337,7 @@ func (s *Server) loadSession(ctx context.Context, p *LoadSessionRequest) (any, e
 	sess, report, err := s.rt.OpenSession(p.SessionID, p.Cwd, rp.add, runtime.WithMCPServers(servers))
 	rp.finish()
 	pr.flushStepEnds() // a Log cut off mid workflow: its steps' ends as they were
-	pr.flushPlans()    // and its plan as the Log tells it
+	pr.flushPlans()    // and the plans of runs whose call never ended, as the Log tells them
 	if ferr := pr.batch.Flush(); ferr != nil {
 		s.log.Debug("replay not sent", "err", ferr)
 	}
