@@ -29,6 +29,9 @@ type childCommands struct {
 	denyNetwork bool
 	// env is set for the child's commands (GIT_CEILING_DIRECTORIES).
 	env []string
+	// workspace is the folder writable is made for (the parent's, or the
+	// child's snapshot): no link below it is followed to open a root.
+	workspace string
 }
 
 // newChildCommands derives a child's command policy from its spawn: its
@@ -40,6 +43,7 @@ func newChildCommands(workspace, parentRoot string, limit writeLimit, spec Agent
 		denyNetwork: spec.DenyNetwork,
 		readOnly:    spec.Profile.Shell == ShellReadOnly,
 		writable:    limit.roots(workspace),
+		workspace:   workspace,
 	}
 	if spec.Profile.Commands != nil {
 		// The shell itself must start (bash runs commands with bash, or
@@ -162,6 +166,7 @@ func (s *Session) commandPolicy() sandbox.Policy {
 		if p.Writable == nil {
 			p.Writable = []string{s.workspace.Root()}
 		}
+		p.Workspace = c.workspace
 	}
 	return p
 }

@@ -100,7 +100,7 @@ func buildRuleset(abi int, p Policy, userns bool) (int, error) {
 		return rs, nil
 	}
 	add := func(path string, access uint64) error {
-		if err := addPath(rs, path, access&handled); err != nil {
+		if err := addPath(rs, "", path, access&handled); err != nil {
 			return fmt.Errorf("allowing %s: %w", path, err)
 		}
 		return nil
@@ -123,7 +123,9 @@ func buildRuleset(abi int, p Policy, userns bool) (int, error) {
 	}
 	for _, w := range p.Writable {
 		for _, path := range openUp(filepath.Clean(w), p.Protected) {
-			err = errors.Join(err, add(path, write))
+			if aerr := addPath(rs, p.Workspace, path, write&handled); aerr != nil {
+				err = errors.Join(err, fmt.Errorf("allowing %s: %w", path, aerr))
+			}
 		}
 	}
 	if err != nil {
@@ -134,10 +136,12 @@ func buildRuleset(abi int, p Policy, userns bool) (int, error) {
 }
 
 // addPath allows access beneath path. A path that does not exist is
-// skipped: there is nothing there to allow.
-func addPath(ruleset int, path string, access uint64) error {
-	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
-	if errors.Is(err, unix.ENOENT) {
+// skipped: there is nothing there to allow. So is a path inside workspace
+// (when set) reached through a symbolic link below it (see
+// Policy.Workspace).
+func addPath(ruleset int, workspace, path string, access uint64) error {
+	fd, err := openForRule(workspace, path)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) {
 		return nil
 	}
 	if err != nil {
@@ -160,6 +164,25 @@ func addPath(ruleset int, path string, access uint64) error {
 		return errno
 	}
 	return nil
+}
+
+// openForRule opens path for a rule. Inside workspace (when set) it is
+// resolved from workspace with no symbolic link on the way and never
+// out of it (ELOOP, EXDEV): a link there was made by a command, and would
+// lead the rule wherever it points. Workspace itself, and a path outside
+// it, are opened as they are (Pixir's own folders, the user's settings).
+func openForRule(workspace, path string) (int, error) {
+	rel, err := filepath.Rel(workspace, path)
+	if workspace == "" || err != nil || !filepath.IsLocal(rel) && rel != "." {
+		return unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	}
+	dir, err := unix.Open(workspace, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(dir)
+	return unix.Openat2(dir, rel, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_BENEATH})
 }
 
 // openUp is writable path w with the protected paths inside it taken out.

@@ -35,6 +35,13 @@ type Policy struct {
 	// a program it wrote or copied. What an allowed program does itself is
 	// not restricted (see Programs).
 	Execute []string
+	// Workspace, when set, is the folder the Writable paths inside it were
+	// made for (a Subagent's workspace, or its snapshot): each of them is
+	// opened to the command only as reached from Workspace without a
+	// symbolic link. A folder a command replaced by a link since (to
+	// anywhere, outside the workspace too) is not opened: Landlock would
+	// allow wherever the link leads, not the workspace's folder.
+	Workspace string
 	// Project is the user's workspace the command works for (a Subagent's
 	// too, whatever folder it runs in): confined commands of one project
 	// share a Go build cache, never another project's (ProjectGoCache).

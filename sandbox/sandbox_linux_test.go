@@ -79,6 +79,48 @@ func TestConfinedWritesOnlyWhereAllowed(t *testing.T) {
 	require.Equal(t, "package a\n", string(b))
 }
 
+// A writable path inside Workspace is opened only as reached from it with
+// no symbolic link on the way: one a command made a link since (to a
+// folder outside) is not opened, whether it is the root itself, a folder
+// on the way to it, or an entry of a folder opened up around a protected
+// path; outside Workspace (a TMPDIR reached through a link) a link is
+// followed as before.
+func TestWritablePathsInTheWorkspaceAreNeverOpenedThroughALink(t *testing.T) {
+	needLandlock(t)
+	ws, outside := t.TempDir(), t.TempDir()
+	for _, d := range []string{".git", "a", "real/b"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(ws, d), 0o755))
+	}
+	require.NoError(t, os.MkdirAll(filepath.Join(outside, "b"), 0o755))
+	require.NoError(t, os.Symlink(outside, filepath.Join(ws, "docs")))  // a root that is a link
+	require.NoError(t, os.Symlink(outside, filepath.Join(ws, "via")))   // a folder on the way to a root
+	require.NoError(t, os.Symlink(outside, filepath.Join(ws, "entry"))) // an entry of an opened-up root
+	for _, tc := range []struct {
+		name     string
+		writable []string
+		script   string
+		ok       bool
+	}{
+		{"a root that is a link", []string{filepath.Join(ws, "docs")}, "echo x > docs/o", false},
+		{"a link on the way", []string{filepath.Join(ws, "via", "b")}, "echo x > via/b/o", false},
+		{"an entry that is a link", []string{ws}, "echo x > entry/o", false},
+		{"the real folders still", []string{ws, filepath.Join(ws, "real", "b")}, "echo x > a/o && echo x > real/b/o", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := Policy{Confine: true, Writable: tc.writable, Protected: []string{filepath.Join(ws, ".git")}, Workspace: ws}
+			out, code, _ := sh(t, nil, p, ws, tc.script)
+			require.Equal(t, tc.ok, code == 0, out)
+		})
+	}
+	entries, err := os.ReadDir(outside)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "nothing was written outside the workspace (its b/ only)")
+	// Without Workspace the same root is opened through its link: the
+	// policy says which links are the workspace's own.
+	out, code, _ := sh(t, nil, Policy{Confine: true, Writable: []string{filepath.Join(ws, "docs")}}, ws, "echo x > docs/o")
+	require.Equal(t, 0, code, out)
+}
+
 func TestProtectedPathsStayReadOnly(t *testing.T) {
 	needLandlock(t)
 	ws := t.TempDir()

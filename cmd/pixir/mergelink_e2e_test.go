@@ -1,8 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -116,4 +118,55 @@ match = '\A\[w\]'
 	step := workflows.StepOutcome{StepID: "w", AgentID: w["agent_id"].(string), ChildSessionID: w["child_session_id"].(string)}
 	bash := bashOutputOf(t, toolResultsOf(t, childLog(t, e.ws, step))[0])
 	require.Contains(t, bash.Output, "Permission denied", "its commands may write nothing through the link")
+}
+
+// A writer's commands never write through a link made after its write
+// roots were found: a folder a command replaces by a link to a folder
+// outside the workspace (its own root, or one the whole workspace's
+// pattern covers), and a link already in the workspace that a pattern
+// over the whole workspace reaches. The sandbox opened every root again by
+// its path before each command, following the link (found by review30b).
+func TestAWritersCommandsNeverWriteThroughALinkMadeLater(t *testing.T) {
+	needLandlock(t)
+	for _, tc := range []struct {
+		name, mode, writeSet string
+		link                 string // a link to the outside folder made before the run, or ""
+		commands             []string
+	}{
+		{name: "isolated, its root made a link", mode: "isolated", writeSet: `["**/*.go","docs/**"]`,
+			commands: []string{"rm -r docs && ln -s OUTSIDE docs", "echo overwritten > docs/data.txt; echo new > docs/new.txt"}},
+		{name: "shared, a nested root made a link", mode: "shared", writeSet: `["src/**","src/shared/**"]`,
+			commands: []string{"rm -r src/shared && ln -s OUTSIDE src/shared", "echo overwritten > src/shared/data.txt; echo new > src/shared/new.txt"}},
+		{name: "shared, a link in the workspace", mode: "shared", writeSet: `["**/*.txt"]`, link: "shared",
+			commands: []string{"echo overwritten > shared/data.txt; echo new > shared/new.txt"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newRunEnv(t)
+			outside := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(outside, "data.txt"), []byte("precious\n"), 0o644))
+			require.NoError(t, os.MkdirAll(filepath.Join(e.ws, "src", "shared"), 0o755))
+			if tc.link != "" {
+				require.NoError(t, os.Symlink(outside, filepath.Join(e.ws, tc.link)))
+			}
+			var script strings.Builder
+			script.WriteString("[[rule]]\nmatch = '\\A\\[w\\]'\n")
+			for _, c := range tc.commands {
+				fmt.Fprintf(&script, "  [[rule.reply]]\n  [[rule.reply.tool_calls]]\n  name = \"bash\"\n  arguments = { command = %q }\n",
+					strings.ReplaceAll(c, "OUTSIDE", outside))
+			}
+			script.WriteString("  [[rule.reply]]\n  [[rule.reply.tool_calls]]\n  name = \"report_checkpoint\"\n" +
+				"  arguments_json = '{\"status\":\"checkpoint_ready\",\"summary\":\"written\"}'\n  [[rule.reply]]\n  text = \"written\"\n")
+			wf := e.file("wf.json", `{"steps":[{"id":"w","task":"[w] write","workspace_mode":"`+tc.mode+`","write_set":`+tc.writeSet+`}]}`)
+			stdout, stderr, code := e.pixir("run", "--script", e.file("script.toml", script.String()), "--workflow", wf, "--json")
+			require.NotEqual(t, exitError, code, "stdout: %s\nstderr: %s", stdout, stderr)
+
+			b, err := os.ReadFile(filepath.Join(outside, "data.txt"))
+			require.NoError(t, err)
+			require.Equal(t, "precious\n", string(b), "the file outside the workspace is as it was")
+			entries, err := os.ReadDir(outside)
+			require.NoError(t, err)
+			require.Len(t, entries, 1, "nothing was added outside the workspace")
+		})
+	}
 }
