@@ -1051,11 +1051,8 @@ func snapshotNote(d runtime.SubagentEventData) string {
 	}
 	c := d.Changes
 	n := len(c.Added) + len(c.Changed) + len(c.Deleted) + len(c.Mode)
-	files := "files"
-	if n == 1 {
-		files = "file"
-	}
-	return fmt.Sprintf("; %d %s changed in its snapshot %s, not in the workspace until merge_agent merges them", n, files, d.Workspace)
+	return fmt.Sprintf("; %s changed in its snapshot %s, not in the workspace until merge_agent merges %s",
+		plural.Of(n, "file", "files"), d.Workspace, plural.Word(n, "it", "them"))
 }
 
 // tokensNote is ", 1,234 tokens" for what a child spent, or nothing.

@@ -40,7 +40,7 @@ match = 'go'
 	stdout, stderr, code := e.pixir("run", "--script", script, "go")
 	require.Equal(t, exitOK, code, "stdout: %s\nstderr: %s", stdout, stderr)
 	require.NoFileExists(t, filepath.Join(e.ws, "new.txt"), "not merged")
-	m := regexp.MustCompile(`↳ subagent (sa-[0-9a-f]+) \(worker\): finished, [0-9,]+ tokens; 1 file changed in its snapshot (\S+), not in the workspace until merge_agent merges them\n`).FindStringSubmatch(stderr)
+	m := regexp.MustCompile(`↳ subagent (sa-[0-9a-f]+) \(worker\): finished, [0-9,]+ tokens; 1 file changed in its snapshot (\S+), not in the workspace until merge_agent merges it\n`).FindStringSubmatch(stderr)
 	require.NotNil(t, m, stderr)
 	require.Equal(t, filepath.Join(e.ws, ".pixir", "subagents", m[1], "workspace"), m[2])
 	require.FileExists(t, filepath.Join(m[2], "new.txt"))
