@@ -146,10 +146,12 @@ func (tooDeep) CheckSpawn(tools.SpawnRequest) error {
 }
 
 // Where the agents cannot be checked at all (depth), a refused spec still
-// gets its own problems, not that one failure alone.
+// gets its own problems, not that one failure alone, and that failure
+// too, not only once the spec is fixed.
 func TestRunWorkflowRefusedWhereAgentsCannotBeChecked(t *testing.T) {
 	res := RunWorkflowTool(Ports{Agents: tooDeep{}}).DryRun(t.Context(), tools.Env{ToolCallID: "c"},
 		json.RawMessage(`{"steps":[{"id":"a","task":"x","dependson":["b"]},{"id":"b","task":"y","depends_on":["zz"]}]}`))
 	require.Equal(t, tools.ErrInvalidArgs, res.Error.Kind)
-	require.Equal(t, "steps[0] \"a\": unknown key \"dependson\"; did you mean \"depends_on\"?\nsteps[1] \"b\": depends_on \"zz\" is not a step id; known ids: a, b", res.Error.Message)
+	require.Equal(t, "max_depth reached\nsteps[0] \"a\": unknown key \"dependson\"; did you mean \"depends_on\"?\nsteps[1] \"b\": depends_on \"zz\" is not a step id; known ids: a, b", res.Error.Message)
+	require.Equal(t, "cannot_spawn", res.Error.Details.(ValidationDetails).Problems[0].Code)
 }

@@ -58,10 +58,13 @@ func refusedSpec(ports Ports, raw json.RawMessage, schema []string) *tools.Failu
 	}
 	if json.Unmarshal(raw, &call) == nil && call.Template == nil {
 		_, found, err := specProblems(raw, ports.Agents, nil)
-		if err != nil && tools.AsFailure(err).Kind != tools.ErrInvalidArgs {
+		if f := tools.AsFailure(err); err != nil && f.Kind != tools.ErrInvalidArgs {
 			// The agents could not be checked (depth, shutdown): the
-			// spec's own problems still are.
+			// spec's own problems still are, and that failure is one
+			// more, so the model does not fix the spec only to learn
+			// then that nothing can be spawned here.
 			_, found, _ = specProblems(raw, nil, nil)
+			found = append(found, Problem{Code: "cannot_spawn", Message: f.Message})
 		}
 		problems = found
 	}

@@ -33,7 +33,9 @@ type Problem struct {
 	// empty_loop loop_overlap loop_not_contiguous fan_out_not_array
 	// nested_fan_out invalid_binding fan_out_self_conflict; merge_without_snapshot;
 	// invalid_verify, invalid_commit; for templates: invalid_argument; from
-	// DecodeAndCheck, unknown_field and unknown_agent; from DecodeAndCheckFile (and
+	// DecodeAndCheck, unknown_field and unknown_agent; from a spec the
+	// schema refused where no step can be spawned (max_depth, shutdown),
+	// cannot_spawn; from DecodeAndCheckFile (and
 	// a template's references), unknown_placeholder and invalid_placeholder.
 	Code string `json:"code"`
 	// Index is the step's position in steps; nil for workflow-level problems.
