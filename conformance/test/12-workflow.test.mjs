@@ -295,6 +295,16 @@ match = "^run and crash$"
   [[rule.reply.tool_calls]]
   name = "run_workflow"
   arguments_json = ${JSON.stringify(JSON.stringify({ name: "cut", steps: CRASH_STEPS }))}
+
+[[rule]]
+name = "finishing parent"
+match = "^run and finish$"
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "run_workflow"
+  arguments_json = ${JSON.stringify(JSON.stringify({ name: "whole", steps: [{ id: "only", agent: "explorer", task: "[ready] Look once." }] }))}
+  [[rule.reply]]
+  text = "Finished."
 `;
 
 test("workflow cut off by a crash: session/load shows its plan as the Log tells it", { timeout: TEST_TIMEOUT_MS }, () =>
@@ -319,6 +329,21 @@ test("workflow cut off by a crash: session/load shows its plan as the Log tells 
     assert.equal(entries[1].status, "completed");
     assert.match(entries[2].content, /held/);
     assert.equal(entries[2].status, "pending");
+
+    // A later run that finished: a load ends showing its plan, as the
+    // live session did, not the cut-off run's (shown where its call ended,
+    // answered as interrupted), to a client without plan ids.
+    const t = await b.turn(sessionId, "run and finish");
+    assert.equal(t.response.stopReason, "end_turn", `the second run's turn: ${JSON.stringify(t.response)}`);
+    const live = t.updates.filter((u) => u.sessionUpdate === "plan").at(-1)?.entries;
+    assert.deepEqual(live?.map((e) => e.content.split(":")[0]), ["only"], `the live session showed the second run's plan last: ${JSON.stringify(live)}`);
+    await b.kill();
+    const c = await f.start(CRASH_SCRIPT);
+    await c.request(acp.methods.agent.session.load, { sessionId, cwd: f.sandbox.workspace, mcpServers: [] });
+    const again = c.updates(sessionId).filter((u) => u.sessionUpdate === "plan");
+    assert.equal(again.length, 2, `two plans replayed: ${JSON.stringify(again)}`);
+    assert.deepEqual(again[0].entries.map((e) => e.content.split(":")[0]), ["first", "stuck", "later"]);
+    assert.deepEqual(again[1].entries, live, "the load ends showing the plan the live session showed last");
   }));
 
 // A workflow cancelled mid-run (session/cancel): every call the editor was
