@@ -141,7 +141,7 @@ func buildRuleset(abi int, p Policy, userns bool) (int, error) {
 // Policy.Workspace).
 func addPath(ruleset int, workspace, path string, access uint64) error {
 	fd, err := openForRule(workspace, path)
-	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) {
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) {
 		return nil
 	}
 	if err != nil {
@@ -167,22 +167,39 @@ func addPath(ruleset int, workspace, path string, access uint64) error {
 }
 
 // openForRule opens path for a rule. Inside workspace (when set) it is
-// resolved from workspace with no symbolic link on the way and never
-// out of it (ELOOP, EXDEV): a link there was made by a command, and would
-// lead the rule wherever it points. Workspace itself, and a path outside
-// it, are opened as they are (Pixir's own folders, the user's settings).
+// walked to from workspace one name at a time, none of them a symbolic
+// link (ELOOP): a link there was made by a command, and would lead the
+// rule wherever it points. (A walk, not openat2's RESOLVE_NO_SYMLINKS,
+// which some container seccomp profiles refuse.) Workspace itself, and a
+// path outside it, are opened as they are (Pixir's own folders, the
+// user's settings).
 func openForRule(workspace, path string) (int, error) {
 	rel, err := filepath.Rel(workspace, path)
-	if workspace == "" || err != nil || !filepath.IsLocal(rel) && rel != "." {
+	if workspace == "" || err != nil || rel != "." && !filepath.IsLocal(rel) {
 		return unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
 	}
-	dir, err := unix.Open(workspace, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return -1, err
+	fd, err := unix.Open(workspace, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil || rel == "." {
+		return fd, err
 	}
-	defer unix.Close(dir)
-	return unix.Openat2(dir, rel, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_BENEATH})
+	for _, name := range strings.Split(rel, string(filepath.Separator)) {
+		next, err := unix.Openat(fd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		unix.Close(fd)
+		if err != nil {
+			return -1, err
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(next, &st); err != nil {
+			unix.Close(next)
+			return -1, err
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			unix.Close(next)
+			return -1, unix.ELOOP
+		}
+		fd = next
+	}
+	return fd, nil
 }
 
 // openUp is writable path w with the protected paths inside it taken out.
