@@ -295,7 +295,7 @@ func (r *Runtime) NewSession(dir string, opts ...SessionOption) (*Session, error
 	log, err := CreateLog(logPath(ws.Root(), id))
 	if err != nil {
 		ws.Close()
-		return nil, fmt.Errorf("creating session log: %w", err)
+		return nil, logFileError(ws.Root(), logPath(ws.Root(), id), "creating session log", err)
 	}
 	now := time.Now().UTC()
 	s := &Session{rt: r, workspace: ws, log: log, accounts: budget.Accounts{r.sessionAccount()}, meta: Meta{
@@ -425,7 +425,7 @@ func (r *Runtime) openSession(id, dir string, visit func(Event)) (*Session, Load
 	})
 	if err != nil {
 		ws.Close()
-		return nil, report, fmt.Errorf("opening session log: %w", err)
+		return nil, report, logFileError(ws.Root(), path, "opening session log", err)
 	}
 	if !report.Intact() {
 		r.log.Info("session log was damaged; kept what was intact", "session", id, "log", path, "report", report.String())

@@ -252,10 +252,29 @@ func EnsureStateDir(root string) error {
 // session cannot start there.
 type StateDirError struct {
 	Dir string // <workspace>/.pixir
-	Err error
+	// File, when set, is the file in the folder that could not be created
+	// or opened for writing (a session's Log): the folder is there, but
+	// this process may not write in it (a read-only file system, or a
+	// folder another user made, as a pixir run under sudo does).
+	File string
+	Err  error
+}
+
+// logFileError is the failure to create or open for writing the Log at
+// path of the workspace root: a read-only file system or a permission
+// refused is said as a StateDirError, with what to do; others are wrapped
+// with what was being done.
+func logFileError(root, path, doing string, err error) error {
+	if errors.Is(err, syscall.EROFS) || errors.Is(err, fs.ErrPermission) {
+		return &StateDirError{Dir: filepath.Join(root, StateDir), File: path, Err: err}
+	}
+	return fmt.Errorf("%s: %w", doing, err)
 }
 
 func (e *StateDirError) Error() string {
+	if e.File != "" {
+		return e.fileError()
+	}
 	root := filepath.Dir(e.Dir)
 	reason, fix := e.Err.Error(), "work in a folder you can write"
 	switch {
@@ -270,6 +289,22 @@ func (e *StateDirError) Error() string {
 		fix = "make " + root + " writable for you, or work in a folder you can write"
 	}
 	return fmt.Sprintf("cannot create %s, where Pixir keeps this workspace's session Logs: %s; %s (pixir run --cwd DIR, or open another folder in the editor)", e.Dir, reason, fix)
+}
+
+// fileError says that a file in the state folder cannot be written.
+func (e *StateDirError) fileError() string {
+	dir := filepath.Dir(e.File)
+	reason, fix := e.Err.Error(), "work in a folder you can write"
+	switch {
+	case errors.Is(e.Err, syscall.EROFS):
+		reason = "the file system is read-only"
+		fix = "work in a folder on a writable file system"
+	case errors.Is(e.Err, fs.ErrPermission):
+		reason = "permission denied"
+		fix = "make " + dir + " and its files writable for you (another user made them, as a pixir run under sudo does), or work in a folder you can write"
+	}
+	return fmt.Sprintf("cannot write %s, where Pixir keeps this workspace's session Logs: %s; %s (pixir run --cwd DIR, or open another folder in the editor); pixir inspect and pixir sessions still read what is there",
+		e.File, reason, fix)
 }
 
 func (e *StateDirError) Unwrap() error { return e.Err }

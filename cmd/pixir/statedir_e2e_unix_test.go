@@ -87,3 +87,77 @@ func copyFile(t *testing.T, from, to string) {
 	require.NoError(t, err)
 	require.NoError(t, out.Close())
 }
+
+// TestASessionsFolderThatCannotBeWrittenSaysWhatToDo: .pixir/sessions is
+// there, with a session in it, but this user may not write in it (another
+// user made it, as a pixir run under sudo does). A new session and a
+// resume of the old one are refused as invalid input naming the folder,
+// why and what to do, and the session's Log is left as it was; reading it
+// still works. They said "creating session log: open …: permission
+// denied", which says neither whose the folder is nor what to do. As
+// root, the binary runs as nobody, to whom root's files are closed.
+func TestASessionsFolderThatCannotBeWrittenSaysWhatToDo(t *testing.T) {
+	base, err := os.MkdirTemp("", "pixir-sessions-closed-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(base) })
+	require.NoError(t, os.Chmod(base, 0o755))
+	e := &runEnv{t: t, home: filepath.Join(base, "home"), ws: filepath.Join(base, "ws")}
+	require.NoError(t, os.MkdirAll(e.ws, 0o777))
+	require.NoError(t, os.Chmod(e.ws, 0o777))
+	_, stderr, code := e.pixir("run", "hello")
+	require.Equal(t, exitOK, code, stderr)
+	sid := onlySession(t, e.ws)
+	sessions := filepath.Join(e.ws, ".pixir", "sessions")
+	logPath := filepath.Join(sessions, sid+".ndjson")
+	before, err := os.ReadFile(logPath)
+	require.NoError(t, err)
+
+	home := filepath.Join(base, "other-home")
+	require.NoError(t, os.Mkdir(home, 0o777))
+	require.NoError(t, os.Chmod(home, 0o777))
+	bin := pixirBin
+	var cred *syscall.Credential
+	if os.Geteuid() == 0 {
+		bin = filepath.Join(base, "pixir")
+		copyFile(t, pixirBin, bin)
+		cred = &syscall.Credential{Uid: 65534, Gid: 65534}
+	} else {
+		require.NoError(t, os.Chmod(logPath, 0o444))
+		require.NoError(t, os.Chmod(sessions, 0o555))
+		t.Cleanup(func() { _ = os.Chmod(sessions, 0o755) })
+	}
+	run := func(args ...string) (string, string, int) {
+		cmd := exec.Command(bin, args...)
+		cmd.Dir = e.ws
+		cmd.Env = append(os.Environ(), "PIXIR_HOME="+home, "HOME="+home, "PIXIR_PROVIDER=", "PIXIR_SCRIPT=", "PIXIR_MODEL=")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) {
+			if cred != nil && err != nil {
+				t.Skipf("running as root, and cannot start the binary as nobody to meet a permission check: %v", err)
+			}
+			require.NoError(t, err)
+			return stdout.String(), stderr.String(), 0
+		}
+		return stdout.String(), stderr.String(), exit.ExitCode()
+	}
+	for _, args := range [][]string{{"run", "hello"}, {"resume", sid[:8], "hello"}} {
+		_, stderr, code := run(args...)
+		require.Equal(t, exitUsage, code, "%v: %s", args, stderr)
+		require.Contains(t, stderr, "where Pixir keeps this workspace's session Logs: permission denied; make "+sessions+
+			" and its files writable for you (another user made them, as a pixir run under sudo does), or work in a folder you can write", args)
+		require.Contains(t, stderr, "pixir inspect and pixir sessions still read what is there", args)
+	}
+	_, stderr, code = run("resume", sid[:8], "hello")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, stderr, "cannot write "+logPath)
+	stdout, stderr, code := run("inspect", sid[:8])
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, stdout, "hello")
+	after, err := os.ReadFile(logPath)
+	require.NoError(t, err)
+	require.Equal(t, string(before), string(after), "the Log is as it was")
+}
