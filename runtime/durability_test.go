@@ -266,3 +266,26 @@ func countType(events []Event, typ EventType) int {
 	}
 	return n
 }
+
+// TestAMetadataSaveCutShortLeavesNoTemporaryFile: the save's temporary
+// file is written on a full disk (/dev/full, where every write fails with
+// ENOSPC): the save fails, the mode is unchanged, and no <id>.json.tmp is
+// left in the sessions folder, where nothing would ever remove it (a
+// full disk left an empty one).
+func TestAMetadataSaveCutShortLeavesNoTemporaryFile(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("needs /dev/full")
+	}
+	s := newTestSession(t, &fakeProvider{})
+	tmp := metaPath(s.workspace.Root(), s.ID()) + ".tmp"
+	require.NoError(t, os.Symlink("/dev/full", tmp))
+	err := s.SetMode(ModeReadOnly)
+	require.ErrorIs(t, err, syscall.ENOSPC)
+	require.Equal(t, ModeAuto, s.Mode())
+	_, err = os.Lstat(tmp)
+	require.ErrorIs(t, err, os.ErrNotExist, "the temporary file is removed")
+	require.NoError(t, s.SetMode(ModeReadOnly), "with room, the next save goes through")
+	saved, err := readMeta(s.workspace.Root(), s.ID())
+	require.NoError(t, err)
+	require.Equal(t, ModeReadOnly, saved.Mode)
+}

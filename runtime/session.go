@@ -688,10 +688,24 @@ func writeMeta(m Meta) error {
 	}
 	path := metaPath(m.Workspace, m.ID)
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, path)
+	_, err = f.Write(append(b, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		// A write a full disk cut short leaves no temporary file behind:
+		// nothing else would ever remove it (pixir gc takes Logs and
+		// their metadata).
+		_ = os.Remove(tmp)
+	}
+	return err
 }
 
 func readMeta(workspace, id string) (Meta, error) {
