@@ -11,7 +11,7 @@ import (
 )
 
 // commands are the command names pixir accepts, for "did you mean".
-var commands = []string{"acp", "demo", "tools", "workflows", "agents", "doctor", "prompt", "run", "resume", "sessions", "inspect", "smoke", "version", "help"}
+var commands = []string{"acp", "demo", "tools", "workflows", "agents", "doctor", "prompt", "run", "resume", "sessions", "inspect", "gc", "smoke", "version", "help"}
 
 // parseFlags parses a command's flags the way every pixir command does:
 // -h and --help print the command's usage on stdout and exit 0; a flag that

@@ -39,6 +39,8 @@ func TestCLIOutputGolden(t *testing.T) {
 		{name: "unknown_command_flag_first", args: []string{"--json", "run"}},
 		{name: "unknown_flag_typo", args: []string{"run", "--jsn", "hello"}},
 		{name: "flag_without_value", args: []string{"run", "hello", "--mode"}},
+		{name: "gc_unknown_flag_typo", args: []string{"gc", "--dryrun"}},
+		{name: "gc_command_typo", args: []string{"gcc"}},
 	}
 	cases = append(cases, moreCLICases...)
 	for _, c := range cases {
@@ -72,7 +74,7 @@ func TestCLIOutputGolden(t *testing.T) {
 func TestEveryCommandHelpExitsZero(t *testing.T) {
 	e := newRunEnv(t)
 	for _, cmd := range append([][]string{{}}, [][]string{{"acp"}, {"demo"}, {"tools"}, {"workflows"}, {"agents"}, {"doctor"}, {"prompt"},
-		{"run"}, {"resume"}, {"sessions"}, {"inspect"}, {"smoke"}, {"smoke", "workflows"}, {"smoke", "workflows-real"}}...) {
+		{"run"}, {"resume"}, {"sessions"}, {"inspect"}, {"gc"}, {"smoke"}, {"smoke", "workflows"}, {"smoke", "workflows-real"}}...) {
 		for _, h := range []string{"-h", "--help"} {
 			stdout, stderr, code := e.pixir(append(append([]string{}, cmd...), h)...)
 			require.Equal(t, exitOK, code, "pixir %v %s: %s", cmd, h, stderr)

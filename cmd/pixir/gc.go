@@ -22,16 +22,18 @@ const defaultGCAge = 7 * 24 * time.Hour
 func runGC(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("pixir gc", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = usageFunc(fs, "Usage: pixir gc [--dry-run] [--older-than AGE] [--json] [--cwd DIR]\n\nRemoves the session Logs and Subagent folders of a workspace's .pixir/ that nothing wrote to\nfor AGE (default 7d), and says what it freed.\nExit codes: 0 done, 1 something could not be removed, 64 invalid flags.\n")
 	dryRun := fs.Bool("dry-run", false, "say what would be removed, and remove nothing")
 	age := ageFlag(defaultGCAge)
 	fs.Var(&age, "older-than", "remove what nothing wrote to for this long: 7d, 36h, 90m (0 removes everything not being written now)")
 	asJSON := fs.Bool("json", false, "print {workspace, dry_run, older_than_ms, removed: [{kind, path, bytes, last_write}], freed_bytes, kept, in_use, errors}")
 	cwd := fs.String("cwd", "", "the workspace to clean (default: the current directory)")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	rest, code, done := parseFlags(fs, args, false, stdout, stderr)
+	if done {
+		return code
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "pixir gc: unexpected argument %q; usage: pixir gc [--dry-run] [--older-than AGE] [--json] [--cwd DIR]\n", fs.Arg(0))
+	if len(rest) > 0 {
+		fmt.Fprintf(stderr, "pixir gc: unexpected argument %q; usage: pixir gc [--dry-run] [--older-than AGE] [--json] [--cwd DIR]\n", rest[0])
 		return exitUsage
 	}
 	dir, err := projectDir(*cwd)
