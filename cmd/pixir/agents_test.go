@@ -313,7 +313,9 @@ func TestAgentsProfileErrorsNameLineAndColumn(t *testing.T) {
 	require.Equal(t, []pos{
 		{4, 9, `shell "read_only" is not one of deny, read-only, write-set, or a list of programs; did you mean "read-only"?`},
 		{6, 1, `unknown key "shel"; an agent file may set name, description, developer_instructions, model, model_reasoning_effort, sandbox_mode, network, allowed_mcp_servers, tools, write_set, shell`},
-	}, errs, "ok.toml, then pm.toml, whose unknown key is reported first: it stops decoding")
+		{4, 18, `unknown tool "wirte"; tools are read, write, edit, bash, grep, glob, update_plan, spawn_agent, wait_agent, send_input, close_agent, list_agents, merge_agent, run_workflow, or an MCP server's tools as mcp__<server>__<tool> or mcp__<server>__*`},
+		{5, 14, `write_set pattern "../src/**" is invalid: it climbs out of the workspace with ..; paths stay inside the workspace (as in a workflow step: workspace paths such as "docs/**")`},
+	}, errs, "ok.toml, then pm.toml: its unknown key first, then the rest of it, checked too")
 
 	w = newAgentsWorld(t, map[string]string{
 		"project/.pixir/agents/pm.toml": agentFile("pm", `tools = ["read", "wirte"]`, `write_set = ["../src/**"]`),

@@ -250,6 +250,17 @@ func TestLoadFileErrors(t *testing.T) {
 			},
 		},
 		{
+			// The README's reviewer with three mistakes: every one is said
+			// at once, the unknown key first.
+			name:    "an unknown key beside bad values: every problem",
+			content: "name = \"Code Reviewer\"\ndescription = \"d\"\ndeveloper_instructions = \"i\"\nmodle = \"gpt-5\"\nsandbox_mode = \"read_only\"\n",
+			errs: []string{
+				`4:1: unknown key "modle"; an agent file may set name, description, developer_instructions, model, model_reasoning_effort, sandbox_mode, network, allowed_mcp_servers, tools, write_set, shell`,
+				`1:8: name "Code Reviewer" is not a valid agent name: start with a lowercase letter and use only lowercase letters, digits, '-' and '_', at most 64 characters (e.g. "code-reviewer")`,
+				`5:16: sandbox_mode "read_only" is not one of read-only, workspace-write, danger-full-access; did you mean "read-only"?`,
+			},
+		},
+		{
 			name:    "wrong type",
 			content: "name = 3\ndescription = \"d\"\ndeveloper_instructions = \"i\"\n",
 			errs:    []string{`1:8: name: got a TOML integer, want string`},

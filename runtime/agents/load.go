@@ -183,11 +183,19 @@ func loadFile(path string) (Agent, []Warning, []error) {
 func readAgent(path string, data []byte) (Agent, []Warning, []error) {
 	var f agentFile
 	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
+	var unknown []error
 	if err := dec.Decode(&f); err != nil {
-		return Agent{}, nil, decodeErrors(path, err)
+		// Unknown keys are found once the whole file was decoded: the rest
+		// of it is checked too, so that every problem is said at once (a
+		// misspelt key must not hide a bad value two lines below).
+		var strict *toml.StrictMissingError
+		if !errors.As(err, &strict) {
+			return Agent{}, nil, decodeErrors(path, err)
+		}
+		unknown = decodeErrors(path, err)
 	}
 	pos := locate(data)
-	v := validator{path: path, pos: pos}
+	v := validator{path: path, pos: pos, errs: unknown}
 	v.required("name", f.Name, `name = "my-agent" (the name spawn_agent takes)`)
 	v.required("description", f.Description, `description = "…" (what the agent is for; the parent reads it to choose)`)
 	v.required("developer_instructions", f.DeveloperInstructions, `developer_instructions = """…""" (what the child is told before its task)`)
