@@ -261,7 +261,7 @@ func runLogger(stderr io.Writer, verbose bool) *slog.Logger {
 	if verbose {
 		level = slog.LevelDebug
 	}
-	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	return slog.New(newPersonHandler(stderr, level))
 }
 
 // runWorkflowFile is `pixir run --workflow FILE` and `pixir resume ID

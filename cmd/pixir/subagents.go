@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/pixir-go/pixir/runtime"
@@ -14,6 +15,10 @@ import (
 // subagentConfig wires the Subagents Manager to the agent registry and to
 // workspace snapshots, with the limits of the configuration.
 func subagentConfig(limits runtime.SubagentLimits, logger *slog.Logger) runtime.SubagentConfig {
+	var (
+		mu       sync.Mutex
+		reported string // the agent files' problems last said
+	)
 	return runtime.SubagentConfig{
 		MaxThreads: limits.MaxThreads,
 		MaxDepth:   limits.MaxDepth,
@@ -27,7 +32,15 @@ func subagentConfig(limits runtime.SubagentLimits, logger *slog.Logger) runtime.
 			if err != nil {
 				// The agents that load are usable; a broken file is reported
 				// here and by `pixir agents`, not by refusing every spawn.
-				logger.Warn("some agent definitions do not load", "err", err)
+				// The folders are read at each spawn: the same problems are
+				// said once, not before every step of a workflow.
+				mu.Lock()
+				again := err.Error() == reported
+				reported = err.Error()
+				mu.Unlock()
+				if !again {
+					logger.Warn("some agent files do not load and are left out until they are fixed (pixir agents lists them)", "err", err)
+				}
 			}
 			return catalog{reg}, nil
 		},
