@@ -518,9 +518,14 @@ func (s *setFlags) Set(v string) error {
 	return nil
 }
 
+// isTerminal reports whether w is a terminal that pixir may redraw in
+// place (the live view, the waiting line). A terminal that says it cannot
+// move the cursor (TERM=dumb: Emacs' shell and compilation buffers) is
+// written to as a pipe is, in timestamped lines: it would print the escape
+// sequences as text.
 func isTerminal(w io.Writer) bool {
 	f, ok := termtext.Raw(w).(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
+	return ok && term.IsTerminal(int(f.Fd())) && os.Getenv("TERM") != "dumb"
 }
 
 // terminalAsker answers permission requests in ask mode: on a terminal it
