@@ -53,6 +53,9 @@ type Server struct {
 	// stepEnds are the workflow steps' ends held for each session's
 	// presenters (see presenter.ends).
 	stepEnds map[string]*stepEnds
+	// beforeReply, when set (tests), runs after a prompt's turn has
+	// returned and before its reply is made.
+	beforeReply func(sessionID string)
 }
 
 // promptRun is a session/prompt request from its start until its reply is
@@ -70,7 +73,7 @@ type promptRun struct {
 // the new turn comes before it; any other prompt in flight makes this one
 // busy. The returned funcs mark the end of its turn, and, run once the
 // reply is written, its end.
-func (s *Server) startPrompt(ctx context.Context, id string) (turnEnded, replied func(), err error) {
+func (s *Server) startPrompt(ctx context.Context, id string) (turnEnded func() (cancelled bool), replied func(), err error) {
 	for {
 		s.mu.Lock()
 		prev := s.prompts[id]
@@ -81,10 +84,11 @@ func (s *Server) startPrompt(ctx context.Context, id string) (turnEnded, replied
 			}
 			s.prompts[id] = run
 			s.mu.Unlock()
-			turnEnded = func() {
+			turnEnded = func() bool {
 				s.mu.Lock()
+				defer s.mu.Unlock()
 				run.ended = true
-				s.mu.Unlock()
+				return run.cancelled
 			}
 			replied = func() {
 				s.mu.Lock()
@@ -564,7 +568,7 @@ func (s *Server) prompt(ctx context.Context, p *PromptRequest) (any, error) {
 		return nil, err
 	}
 	rpc.AfterReply(ctx, replied)
-	defer turnEnded()
+	defer turnEnded() // once more on the ways out without a reason: it only marks the end
 	text, quoted := modelText(p.Prompt)
 	prompt := runtime.Prompt{Text: text, TextJSON: quoted, Content: promptContent(p)}
 	pr := s.presenter(ctx, sess)
@@ -578,8 +582,32 @@ func (s *Server) prompt(ctx context.Context, p *PromptRequest) (any, error) {
 	case err != nil:
 		return nil, err
 	}
+	if s.beforeReply != nil {
+		s.beforeReply(sess.ID())
+	}
+	// Decided once, as the turn is marked over: a session/cancel the
+	// client sent before then is answered "cancelled", whatever the turn
+	// decided before the cancel reached it.
+	cancelled := turnEnded()
 	pr.sessionInfo()
-	return PromptResponse{StopReason: string(stop)}, nil
+	return promptReply(stop, cancelled)
+}
+
+// promptReply is the answer to a session/prompt whose turn ended with
+// stop: "cancelled" when the client cancelled it, else stop, which must be
+// one of ACP's stop reasons. A reply without one is impossible: stopReason
+// is required by the schema, and a client reading "" cannot tell a
+// cancelled turn from a finished one; a turn that ended without a reason
+// is a fault of Pixir's, answered as one (-32603), never as a result.
+func promptReply(stop runtime.StopReason, cancelled bool) (PromptResponse, error) {
+	if cancelled {
+		stop = runtime.StopCancelled
+	}
+	switch stop {
+	case runtime.StopEndTurn, runtime.StopMaxTokens, runtime.StopMaxTurnRequests, runtime.StopCancelled:
+		return PromptResponse{StopReason: string(stop)}, nil
+	}
+	return PromptResponse{}, rpc.Errorf(rpc.CodeInternalError, "internal error: the turn ended without a stop reason (%q); its events are in the session's Log", stop)
 }
 
 // showsCompaction reports whether the client advertised

@@ -147,10 +147,33 @@ func (s *Session) Prompt(ctx context.Context, p Prompt, opt TurnOptions) (StopRe
 		t.abandon(err)
 		stop = StopEndTurn
 	}
+	if err == nil {
+		stop = s.turnEnd(ctx, stop)
+	}
 	if metaErr := s.saveMeta(); metaErr != nil && err == nil {
 		s.rt.log.Warn("saving session metadata", "session", s.ID(), "err", metaErr)
 	}
 	return stop, err
+}
+
+// turnEnd is the reason a turn that ran to its end without a fault
+// answers with: cancelled when it was told to stop (session/cancel, its
+// context) before it returned, whatever it decided before the cancel
+// came (a cancel that raced its last answer, a provider failure or a
+// spent budget): ACP answers a cancelled prompt "cancelled". Never
+// empty: a reason is required on the wire.
+func (s *Session) turnEnd(ctx context.Context, decided StopReason) StopReason {
+	s.mu.Lock()
+	cancelled := s.turnCancelled
+	s.mu.Unlock()
+	switch {
+	case cancelled || ctx.Err() != nil:
+		return StopCancelled
+	case decided == "":
+		s.rt.log.Error("a turn ended without a stop reason; answering end_turn", "session", s.ID())
+		return StopEndTurn
+	}
+	return decided
 }
 
 type turn struct {

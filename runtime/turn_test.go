@@ -339,3 +339,28 @@ func TestReopenedSessionKeepsModeModelAndHistory(t *testing.T) {
 	_, err = s2.Prompt(context.Background(), Prompt{Text: "again"}, TurnOptions{})
 	require.ErrorIs(t, err, ErrSessionClosed)
 }
+
+// A cancel that comes after the turn decided how it ends, before Prompt
+// returns, makes it end cancelled: the client asked, and ACP answers a
+// cancelled prompt "cancelled" (the provider failure's turn_failed is
+// where the cancel comes here, deterministically: the observer sends it).
+func TestACancelRacingTheTurnsEndAnswersCancelled(t *testing.T) {
+	p := &fakeProvider{calls: []func(context.Context, provider.ModelRequest, func(provider.Delta)) (*provider.ModelResponse, error){
+		func(context.Context, provider.ModelRequest, func(provider.Delta)) (*provider.ModelResponse, error) {
+			return nil, errors.New("the server is down")
+		},
+	}}
+	s := newTestSession(t, p)
+	stop, err := s.Prompt(context.Background(), Prompt{Text: "go"}, TurnOptions{Observe: func(ev Event) {
+		if ev.Type == EventTurnFailed {
+			s.CancelAsync() // after the turn checked for a cancel, before it returns
+		}
+	}})
+	require.NoError(t, err)
+	require.Equal(t, StopCancelled, stop)
+
+	// The next turn is not cancelled by it.
+	stop, err = s.Prompt(context.Background(), Prompt{Text: "again"}, TurnOptions{})
+	require.NoError(t, err)
+	require.Equal(t, StopEndTurn, stop)
+}
