@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -109,4 +111,29 @@ match = '^child work$'
 	require.Equal(t, float64(parentCalls+1), usage["model_calls"], "the parent's calls and the child's one")
 	require.Regexp(t, fmt.Sprintf(`pixir: usage: [0-9,]+ tokens \([0-9,]+ in, [0-9,]+ out\) in %d model calls`, parentCalls+1), stderr)
 	require.Regexp(t, `subagent sa-[0-9a-f]+ \(default\): finished, [0-9,]+ tokens`, stderr, "the child's end shows its tokens")
+}
+
+// pixir run tells the user when a budget passes its soft limit (warn_at):
+// the warning was only a notice in the Log, which pixir run did not show,
+// so a headless user learned of the budget only when it stopped the turn.
+func TestRunSaysWhenABudgetPassesItsSoftLimit(t *testing.T) {
+	e := newRunEnv(t)
+	script := e.file("script.toml", `
+[[rule]]
+match = '.'
+  [[rule.reply]]
+  text = 'Done as asked.'
+`)
+	// The reply costs 4 tokens: 80% of 5, the default warn_at, not past 5.
+	require.NoError(t, os.MkdirAll(e.home, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(e.home, "config.toml"), []byte("[budget]\nsession_tokens = 5\n"), 0o644))
+	stdout, stderr, code := e.pixir("run", "--script", script, "hi")
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, stdout, "Done as asked.")
+	var warned bool
+	for _, ev := range readLog(t, e.ws, onlySession(t, e.ws)) {
+		warned = warned || ev.Type == "notice"
+	}
+	require.True(t, warned, "the Log has the budget's warning")
+	require.Regexp(t, `(?m)^.*! The session has spent [0-9]+% of its budget: [0-9,]+ tokens .* of 5 tokens\. At the limit the next model call or spawn is refused; to allow more, raise session_tokens`, stderr)
 }

@@ -426,7 +426,26 @@ func (v *turnView) observe(ev runtime.Event) {
 		if json.Unmarshal(ev.Data, &d) == nil {
 			v.turnFail = &tools.Failure{Kind: d.Kind, Message: d.Message}
 		}
+	case runtime.EventNotice:
+		if line, ok := noticeLine(ev); ok {
+			v.note("  %s\n", line)
+		}
 	}
+}
+
+// noticeLine is a notice the user should read on stderr (a budget past
+// its soft limit), as one line. An MCP server's notice is left out: the
+// runtime's warning log, which pixir run shows, says it already.
+func noticeLine(ev runtime.Event) (string, bool) {
+	var d runtime.NoticeData
+	if json.Unmarshal(ev.Data, &d) != nil || d.Source == "mcp" {
+		return "", false
+	}
+	line := "! " + d.Title
+	if detail := strings.TrimSpace(d.Detail); detail != "" {
+		line += ": " + oneLine(detail, 400)
+	}
+	return line, true
 }
 
 // write adds answer text, streaming it to stdout unless --json.
@@ -827,6 +846,10 @@ func (v *workflowView) observe(ev runtime.Event) {
 		if r := v.byID[v.children[d.SubagentID]]; r != nil && r.state == rowRunning {
 			r.activity = oneLine(d.Activity, 80)
 			v.text("step ", r.id, ": ", r.activity)
+		}
+	case runtime.EventNotice:
+		if line, ok := noticeLine(ev); ok {
+			v.text(line)
 		}
 	case runtime.EventWorkflow:
 		if d, ok := ev.Value().(workflows.WorkflowEvent); ok {
