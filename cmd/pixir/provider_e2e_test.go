@@ -764,3 +764,19 @@ func TestOpenAIProviderNeedsAModel(t *testing.T) {
 	require.Equal(t, exitUsage, a.cmd.ProcessState.ExitCode())
 	require.Contains(t, a.stderr.String(), "the openai provider needs a model: set --model, PIXIR_MODEL or model in config.toml")
 }
+
+// pixir run says each retry on stderr, and how long it waits: a retry was
+// an info log, below what pixir run shows, so a server's Retry-After (up
+// to a minute, each attempt) was a silent wait that looked like a hang.
+func TestRunSaysEachRetryOfTheModelRequest(t *testing.T) {
+	srv := newFakeModel(t,
+		jsonReply(503, `{"error":{"message":"The engine is currently overloaded, please try again later","type":"server_error","param":null,"code":null}}`, "Retry-After", "0"),
+		oaAnswer("Fine now.", 20, 3))
+	e := newRunEnv(t)
+	e.env = append(e.env, "OPENAI_API_KEY=", "OPENAI_BASE_URL=")
+	stdout, stderr, code := e.pixir("run", "--provider", "openai", "--base-url", srv.URL+"/v1", "--model", "gpt-test", "hello")
+	require.Equal(t, exitOK, code, stderr)
+	require.Equal(t, "Fine now.\n", stdout)
+	require.Len(t, srv.received(), 2)
+	require.Regexp(t, `pixir: warning: the model request failed; trying again \(url: http://127\.0\.0\.1:[0-9]+/v1/chat/completions, attempt: 1 of 4, wait: [0-9.]+m?s, err: HTTP 503 Service Unavailable: The engine is currently overloaded`, stderr)
+}

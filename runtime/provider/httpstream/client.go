@@ -223,7 +223,9 @@ func (c *Client) Stream(ctx context.Context, req Request, consume func(*Stream) 
 			}
 			wait = se.RetryAfter
 		}
-		c.log.Info("model request failed; retrying", "url", req.URL, "attempt", attempt, "wait", wait.Round(time.Millisecond), "err", err)
+		// A warning, which pixir run shows: a wait of up to MaxRetryAfter
+		// with nothing said looks like a hang.
+		c.log.Warn("the model request failed; trying again", "url", req.URL, "attempt", fmt.Sprintf("%d of %d", attempt, c.policy.MaxRetries+1), "wait", wait.Round(time.Millisecond), "err", err)
 		if err := sleep(ctx, wait); err != nil {
 			return err
 		}

@@ -365,7 +365,7 @@ func TestStreamCancelDuringBackoff(t *testing.T) {
 	p := testPolicy()
 	p.MaxRetryAfter = 2 * time.Hour
 	waiting := make(chan struct{})
-	c := NewClient(p, slog.New(onMessage{msg: "model request failed; retrying", seen: sync.OnceFunc(func() { close(waiting) })}))
+	c := NewClient(p, slog.New(onMessage{msg: "the model request failed; trying again", seen: sync.OnceFunc(func() { close(waiting) })}))
 	t.Cleanup(c.CloseIdleConnections)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
