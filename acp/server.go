@@ -414,8 +414,8 @@ func (s *Server) reportDamage(ctx context.Context, sess *runtime.Session, report
 	}
 	title := "Part of this session's Log is damaged and was skipped"
 	detail := "Pixir read " + report.String() + ". The rest of the session is intact and usable."
-	if report.Skipped > 0 {
-		detail += " The skipped lines stay in " + sess.LogPath() + " for inspection (pixir inspect " + sess.ID() + ")."
+	if report.Skipped > 0 || report.Undecoded > 0 {
+		detail += " What was left out stays in " + sess.LogPath() + " for inspection (pixir inspect " + sess.ID() + ")."
 	}
 	if report.TornBytes > 0 {
 		detail += " The torn last line was cut off, so the Log goes on from its last whole event."

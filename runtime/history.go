@@ -49,6 +49,25 @@ type historyFold struct {
 	children map[string]budget.Usage
 	// callIDs are the ids of every tool call the model made.
 	callIDs map[string]bool
+	// undecoded counts the events left out because their data does not
+	// decode or their type is unknown; undecodedFirst lists the first.
+	undecoded      int
+	undecodedFirst []UndecodedEvent
+}
+
+// leaveOut notes an event the fold cannot read: it is left out of
+// History and reported with the load (noteIn), never silently.
+func (f *historyFold) leaveOut(ev Event, reason string) {
+	f.log.Debug("event left out of the session's history", "seq", ev.Seq, "type", ev.Type, "reason", reason)
+	f.undecoded++
+	if len(f.undecodedFirst) < maxReportedDamage {
+		f.undecodedFirst = append(f.undecodedFirst, UndecodedEvent{Seq: ev.Seq, Type: ev.Type, Reason: reason})
+	}
+}
+
+// noteIn adds the events the fold left out to a load's report.
+func (f *historyFold) noteIn(r *LoadReport) {
+	r.Undecoded, r.UndecodedEvents = f.undecoded, f.undecodedFirst
 }
 
 // spent is what the session spent, its Subagents included.
@@ -101,7 +120,7 @@ func (f *historyFold) add(ev Event) {
 	case EventCompaction:
 		var d CompactionData
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
-			f.log.Warn("undecodable event in log", "seq", ev.Seq, "type", ev.Type, "err", err)
+			f.leaveOut(ev, "its data does not decode ("+err.Error()+")")
 			return
 		}
 		f.closePending()
@@ -150,6 +169,10 @@ func (f *historyFold) add(ev Event) {
 		if f.read(ev, map[string]any{"input_tokens": &u.InputTokens, "output_tokens": &u.OutputTokens, "cost": &u.Cost, "currency": &u.Currency}) {
 			f.usage = f.usage.Add(u)
 		}
+	case EventReasoning, EventWorkflow, EventTurnFailed, EventPermissionDecision, EventNotice:
+		// Not part of History; their readers check them.
+	default:
+		f.leaveOut(ev, "its type is not one this Pixir knows (a Log a newer Pixir wrote?)")
 	}
 }
 
@@ -181,7 +204,7 @@ func (f *historyFold) read(ev Event, into map[string]any) bool {
 		}
 	}
 	if err != nil {
-		f.log.Warn("undecodable event in log", "seq", ev.Seq, "type", ev.Type, "err", err)
+		f.leaveOut(ev, "its data does not decode ("+err.Error()+")")
 		return false
 	}
 	return true

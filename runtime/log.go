@@ -118,10 +118,26 @@ type LoadReport struct {
 	Skipped int
 	// Damaged lists the first damaged lines, the torn last one included.
 	Damaged []Damage
+	// Undecoded counts events whose data the session's fold could not
+	// read, or of a type this Pixir does not know (a Log another version
+	// wrote, or an edited one): left out of the conversation.
+	Undecoded int
+	// UndecodedEvents lists the first of them.
+	UndecodedEvents []UndecodedEvent
 }
 
-// Intact reports whether every line of the Log was an event.
-func (r LoadReport) Intact() bool { return r.TornBytes == 0 && r.Skipped == 0 }
+// UndecodedEvent is an event a load left out though its line was whole.
+type UndecodedEvent struct {
+	Seq  int64     `json:"seq"`
+	Type EventType `json:"type"`
+	// Reason says what was wrong: its data does not decode, or its type
+	// is unknown.
+	Reason string `json:"reason"`
+}
+
+// Intact reports whether every line of the Log was an event, and every
+// event one this Pixir reads.
+func (r LoadReport) Intact() bool { return r.TornBytes == 0 && r.Skipped == 0 && r.Undecoded == 0 }
 
 func (r LoadReport) String() string {
 	s := plural.Of(r.Events, "event", "events")
@@ -141,6 +157,12 @@ func (r LoadReport) String() string {
 	}
 	if listed := len(r.Damaged); r.Skipped+btoi(r.TornBytes > 0) > listed {
 		parts = append(parts, "and "+plural.Of(r.Skipped+btoi(r.TornBytes > 0)-listed, "more damaged line", "more damaged lines"))
+	}
+	for _, u := range r.UndecodedEvents {
+		parts = append(parts, fmt.Sprintf("event %d (%s) was left out: %s", u.Seq, u.Type, u.Reason))
+	}
+	if listed := len(r.UndecodedEvents); r.Undecoded > listed {
+		parts = append(parts, "and "+plural.Of(r.Undecoded-listed, "more event", "more events")+" this Pixir cannot read")
 	}
 	return s + "; " + strings.Join(parts, "; ")
 }

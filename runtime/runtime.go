@@ -199,6 +199,7 @@ func (r *Runtime) wakeChildSession(was *dormantSession, dir, logPath string, par
 		}
 		return nil, fmt.Errorf("opening the subagent's log: %w", err)
 	}
+	fold.noteIn(&report)
 	if !report.Intact() {
 		r.log.Info("subagent log was damaged; kept what was intact", "session", was.meta.ID, "log", logPath, "report", report.String())
 	}
@@ -427,6 +428,7 @@ func (r *Runtime) openSession(id, dir string, visit func(Event)) (*Session, Load
 		ws.Close()
 		return nil, report, logFileError(ws.Root(), path, "opening session log", err)
 	}
+	fold.noteIn(&report)
 	if !report.Intact() {
 		r.log.Info("session log was damaged; kept what was intact", "session", id, "log", path, "report", report.String())
 	}

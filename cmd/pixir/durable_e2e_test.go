@@ -389,3 +389,65 @@ func TestTerminalEscapesArePrintedInert(t *testing.T) {
 	requireInert(t, "pixir agents", stdout+stderr)
 	require.Contains(t, stdout, "Reviews. ␛]0;pwned")
 }
+
+// TestEventsThisPixirCannotReadAreReported: a Log with whole lines that
+// are events this Pixir cannot fold into the conversation (a prompt whose
+// text is a number, an event of a type a newer Pixir might write) loads,
+// and what was left out is said to the editor and on pixir resume's
+// stderr, by seq and type, as a damaged line is. They were dropped from
+// the conversation with nothing said but a server log line (and raw log
+// lines on pixir resume's terminal).
+func TestEventsThisPixirCannotReadAreReported(t *testing.T) {
+	e := newEnv(t, testScript)
+	a := e.start()
+	a.initialize()
+	sid := a.newSession()
+	for i, p := range []string{"write a file", "run it"} {
+		m, _ := a.call(2+i, "session/prompt", promptParams(sid, p))
+		require.Equal(t, "end_turn", stopReason(t, m))
+	}
+	a.exit()
+
+	path := filepath.Join(e.ws, ".pixir", "sessions", sid+".ndjson")
+	events, report := logOf(t, e.ws, sid)
+	require.True(t, report.Intact())
+	last := events[len(events)-1].Seq
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	for i, line := range []string{
+		`{"id":"x1","session_id":"%s","seq":%d,"ts":"2026-11-25T06:00:00Z","type":"user_message","data":{"text":42}}`,
+		`{"id":"x2","session_id":"%s","seq":%d,"ts":"2026-11-25T06:00:01Z","type":"mode_changed","data":{"mode":"read_only"}}`,
+	} {
+		_, err := fmt.Fprintf(f, line+"\n", sid, last+int64(i)+1)
+		require.NoError(t, err)
+	}
+	require.NoError(t, f.Close())
+	first, second := fmt.Sprintf("event %d (user_message) was left out: its data does not decode", last+1),
+		fmt.Sprintf("event %d (mode_changed) was left out: its type is not one this Pixir knows", last+2)
+
+	b := e.start()
+	b.result(0, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{"session": map[string]any{"notices": map[string]any{}}}}, nil)
+	m, replay := b.call(1, "session/load", loadParams(sid, e.ws))
+	require.Nil(t, m.Error, m.raw)
+	ups := updates(t, replay)
+	var notice map[string]any
+	for _, u := range ups {
+		if u["sessionUpdate"] == "notice" {
+			notice = u
+		}
+	}
+	require.NotNil(t, notice, "what was left out is reported")
+	require.Contains(t, notice["description"], first)
+	require.Contains(t, notice["description"], second)
+	require.Contains(t, notice["description"], "What was left out stays in "+path)
+	require.Contains(t, agentText(ups), "Ran it.", "the rest replays")
+	b.exit()
+
+	cli := &runEnv{t: t, home: e.home, ws: e.ws}
+	_, stderr, code := cli.pixir("resume", "--script", e.script, sid, "run it")
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, stderr, "part of session "+sid+"'s Log is damaged and was skipped: ")
+	require.Contains(t, stderr, first)
+	require.Contains(t, stderr, second)
+	require.NotContains(t, stderr, "level=", "no raw log lines on the terminal")
+}
