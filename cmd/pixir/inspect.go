@@ -107,13 +107,11 @@ func runInspect(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// warnLoad says on stderr what the Log lost, when stdout is for scripts.
+// warnLoad says on stderr what the Log lost, when stdout is for scripts:
+// what the tree's header says.
 func warnLoad(stderr io.Writer, l inspect.LoadInfo) {
-	if l.TornBytes > 0 {
-		fmt.Fprintf(stderr, "pixir inspect: warning: the Log's last line is torn (%d bytes, cut off mid-write by a crash); it is left out\n", l.TornBytes)
-	}
-	if l.SkippedLines > 0 {
-		fmt.Fprintf(stderr, "pixir inspect: warning: %d line(s) of the Log are not events; they are left out\n", l.SkippedLines)
+	for _, w := range inspect.LoadWarnings(l) {
+		fmt.Fprintln(stderr, "pixir inspect: warning: "+w)
 	}
 }
 

@@ -79,7 +79,7 @@ func Render(w io.Writer, s *Session, opt RenderOptions) error {
 	if !s.Usage.IsZero() {
 		fmt.Fprintf(bw, "  usage %s\n", s.Usage)
 	}
-	for _, warning := range loadWarnings(s.Load) {
+	for _, warning := range LoadWarnings(s.Load) {
 		fmt.Fprintf(bw, "  warning: %s\n", warning)
 	}
 	var roots []*node
@@ -106,17 +106,17 @@ func Render(w io.Writer, s *Session, opt RenderOptions) error {
 	return bw.Flush()
 }
 
-// loadWarnings says what reading the Log left out.
-func loadWarnings(l LoadInfo) []string {
+// LoadWarnings says what reading the Log left out, a sentence each.
+func LoadWarnings(l LoadInfo) []string {
 	var out []string
 	if l.TornBytes > 0 {
 		out = append(out, fmt.Sprintf("the Log's last line is torn (%d bytes, cut off mid-write by a crash); it is left out", l.TornBytes))
 	}
-	if l.SkippedLines > 0 {
-		out = append(out, fmt.Sprintf("%d line(s) of the Log are not events; they are left out", l.SkippedLines))
+	if n := l.SkippedLines; n > 0 {
+		out = append(out, plural.Of(n, "line", "lines")+" of the Log "+plural.Word(n, "is not an event; it is", "are not events; they are")+" left out")
 	}
-	if l.UndecodedEvents > 0 {
-		out = append(out, fmt.Sprintf("%d event(s) have data that does not decode; they are left out", l.UndecodedEvents))
+	if n := l.UndecodedEvents; n > 0 {
+		out = append(out, plural.Of(n, "event has", "events have")+" data that does not decode; "+plural.Word(n, "it is", "they are")+" left out")
 	}
 	return out
 }

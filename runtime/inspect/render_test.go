@@ -251,3 +251,27 @@ func TestInspectRenderAStoppedServersNoticeWithItsStderr(t *testing.T) {
 	require.NotContains(t, out, "no final answer")
 	require.Contains(t, out, "\nbefore the first prompt\n└─ notice (error): MCP server \"t\" stopped (it exited: exit status 3); its 4 tools are withdrawn\n      boom: crashing now\n")
 }
+
+// TestLoadWarningsCountWithTheirNouns: what a load left out is said with
+// its count and its noun agreeing ("1 line(s) of the Log are not events"
+// before), the same in the tree's header and on stderr with --json or
+// --events, where events whose data does not decode were not said at all.
+func TestLoadWarningsCountWithTheirNouns(t *testing.T) {
+	for _, tc := range []struct {
+		load LoadInfo
+		want []string
+	}{
+		{LoadInfo{}, nil},
+		{LoadInfo{SkippedLines: 1, UndecodedEvents: 1}, []string{
+			"1 line of the Log is not an event; it is left out",
+			"1 event has data that does not decode; it is left out",
+		}},
+		{LoadInfo{TornBytes: 7, SkippedLines: 2, UndecodedEvents: 3}, []string{
+			"the Log's last line is torn (7 bytes, cut off mid-write by a crash); it is left out",
+			"2 lines of the Log are not events; they are left out",
+			"3 events have data that does not decode; they are left out",
+		}},
+	} {
+		require.Equal(t, tc.want, LoadWarnings(tc.load), "%+v", tc.load)
+	}
+}
