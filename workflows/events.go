@@ -12,8 +12,14 @@ const (
 	EventWorkflowStarted   = "workflow_started"
 	EventStepScheduled     = "step_scheduled"
 	EventCheckpointDecided = "checkpoint_decided"
-	EventStepHeld          = "step_held"
-	EventWorkflowFinished  = "workflow_finished"
+	// EventStepMerging: a ready isolated step's on_ready merge begins;
+	// its outcome as decided before the merge. A run whose process ended
+	// before its checkpoint_decided (mid-merge, or just after) is merged
+	// again when resumed, not run again: its work may be in the
+	// workspace already (the merge's journal finishes a merge cut off).
+	EventStepMerging      = "step_merging"
+	EventStepHeld         = "step_held"
+	EventWorkflowFinished = "workflow_finished"
 
 	// The control flow's decisions (issue 12).
 	EventConditionDecided  = "condition_decided"  // a when or until, with the values it saw
@@ -79,7 +85,8 @@ type WorkflowEvent struct {
 	// committed: the run's commit.
 	Commit *CommitReport `json:"commit,omitempty"`
 
-	// checkpoint_decided: the step's outcome.
+	// checkpoint_decided: the step's outcome; step_merging: its outcome
+	// before its merge.
 	Outcome *StepOutcome `json:"outcome,omitempty"`
 
 	// workflow_finished: the verdict and the run's wall time.

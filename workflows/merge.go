@@ -41,6 +41,11 @@ func (r *runner) land(run *stepRun, out StepOutcome) StepOutcome {
 		m.Reason = "this run cannot merge (no merger); the changes stay in the step's snapshot"
 	default:
 		m.Tried = true
+		// Said before the merge writes anything: a process that ends
+		// before the step is decided leaves a run that a resume merges
+		// again (reuse) instead of running the step again on top of work
+		// that may have landed.
+		r.record(WorkflowEvent{Kind: EventStepMerging, StepID: out.StepID, Run: run.label, Outcome: &out})
 		rep, err := r.merger.Merge(r.ctx, MergeRequest{StepID: run.label, AgentID: out.AgentID})
 		if err != nil {
 			m.Reason = "the merge could not be made: " + tools.AsFailure(err).Message

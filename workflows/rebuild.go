@@ -33,6 +33,7 @@ type foldedRun struct {
 type foldedStepRun struct {
 	stepID, label string
 	outcome       *StepOutcome // checkpoint_decided
+	merging       *StepOutcome // step_merging: its outcome before the merge
 	agent         string       // step_scheduled
 	wave          int
 	held          *WorkflowEvent
@@ -67,7 +68,7 @@ func fold(events []WorkflowEvent) []foldedRun {
 			continue
 		}
 		switch ev.Kind {
-		case EventStepScheduled, EventCheckpointDecided, EventStepHeld, EventStepSkipped:
+		case EventStepScheduled, EventCheckpointDecided, EventStepMerging, EventStepHeld, EventStepSkipped:
 			if r.stepsByID[ev.StepID] == nil {
 				continue
 			}
@@ -88,6 +89,11 @@ func fold(events []WorkflowEvent) []foldedRun {
 				if ev.Outcome != nil {
 					o := *ev.Outcome
 					sr.outcome = &o
+				}
+			case EventStepMerging:
+				if ev.Outcome != nil {
+					o := *ev.Outcome
+					sr.merging = &o
 				}
 			case EventStepHeld:
 				sr.held = ev

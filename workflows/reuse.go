@@ -19,6 +19,10 @@ type Reuse struct {
 	Finished map[string]bool
 	// Steps are its steps, by id, as it ran them.
 	Steps map[string]*Step
+	// Merging are the runs whose merge began and was never decided (the
+	// process ended mid-merge): their Runs outcome is the one before the
+	// merge, and reusing them merges their child again.
+	Merging map[string]bool
 }
 
 // Reusable finds, in a session's workflow events, the run w resumes from.
@@ -39,10 +43,14 @@ func Reusable(events []WorkflowEvent, w *Workflow) (*Reuse, error) {
 			Message: fmt.Sprintf("resume_from: there is no workflow %q in this session's Log; earlier runs: %s", w.ResumeFrom, orNone(known))}
 		return nil, &tools.Failure{Kind: tools.ErrInvalidArgs, Message: p.Message, Details: ValidationDetails{Problems: []Problem{p}}}
 	}
-	r := &Reuse{From: prior.id, Runs: map[string]StepOutcome{}, Finished: prior.iterDone, Steps: prior.stepsByID}
+	r := &Reuse{From: prior.id, Runs: map[string]StepOutcome{}, Finished: prior.iterDone, Steps: prior.stepsByID, Merging: map[string]bool{}}
 	for _, sr := range prior.runs {
-		if o := sr.outcome; o != nil && (o.AgentID != "" || o.ReusedFrom != "") {
+		switch o := sr.outcome; {
+		case o != nil && (o.AgentID != "" || o.ReusedFrom != ""):
 			r.Runs[sr.label] = *o
+		case o == nil && sr.merging != nil && sr.merging.AgentID != "":
+			r.Runs[sr.label] = *sr.merging
+			r.Merging[sr.label] = true
 		}
 	}
 	return r, nil

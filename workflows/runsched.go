@@ -893,6 +893,19 @@ func (r *runner) startOrReuse(run *stepRun) {
 // startOrReuse so that the outcome, which the run keeps, is allocated for
 // a reused run only, not for every run started.
 func (r *runner) reuse(run *stepRun, out StepOutcome) {
+	merging := r.prior.Merging[run.label]
+	if merging {
+		// Ready, and its merge was cut off: the child's work is merged
+		// now (what landed already brings nothing new), as it would
+		// have been; the step is not run again.
+		if b := out.Checkpoint; b != nil {
+			c := *b
+			c.KnownLimitations = slices.Clone(b.KnownLimitations)
+			out.Checkpoint = &c
+		}
+		out.Merge = nil
+		out = r.land(run, out)
+	}
 	run.state = runReady
 	if out.CheckpointStatus != CheckpointReady {
 		run.state = runNotReady
@@ -908,6 +921,9 @@ func (r *runner) reuse(run *stepRun, out StepOutcome) {
 	}
 	r.record(WorkflowEvent{Kind: EventCheckpointDecided, StepID: out.StepID, Run: run.label, Outcome: &out})
 	r.runDecided(run)
+	if merging {
+		r.failFast(run)
+	}
 }
 
 // runKey places a waiting run in priority order: its step's rank (the

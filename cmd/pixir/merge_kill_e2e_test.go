@@ -100,9 +100,9 @@ match = '\[write\]'
 	require.Contains(t, errOut, "finished a merge an earlier process left half-done", "the session finished it when it opened")
 	outcome := runOutcome(t, out)
 	require.Equal(t, workflows.StatusCompleted, outcome.Status, outcome.Output)
-	// The session finished the journal when it opened, before the step
-	// (whose merge was never recorded) ran again: its new child found
-	// every file new, and its own merge had nothing left to write.
+	// The session finished the journal when it opened; the step, whose
+	// merge began but was never decided, is not run again: its child is
+	// merged again, and that merge had nothing left to write.
 	step := runOf(t, outcome, "make")
 	require.NotNil(t, step.Merge, outcome.Output)
 	require.Equal(t, "merged", string(step.Merge.Status), outcome.Output)
@@ -119,4 +119,77 @@ func oldContent(i int) string { return fmt.Sprintf("old %02d\n", i) }
 
 func newContent(i int) string {
 	return fmt.Sprintf("new %02d\n%s\n", i, strings.Repeat("n", 3000))
+}
+
+// kill -9 in the middle of a ready writer's merge, then a resume of the
+// run: the step is not run again on top of its own work. Its writer
+// appended a line to each of two files; the kill came after the first
+// was merged, and the resumed session's recovery finished the merge when
+// it opened. The resumed run merged the killed run's child again (nothing
+// left to write) and reused its checkpoint: each file has the line once.
+// Before, the step ran again, since the Log had no checkpoint for it, and
+// its new child appended the line a second time: the work was applied
+// twice and the run said completed.
+func TestKillDuringAMergeThenResumeDoesNotRunTheStepAgain(t *testing.T) {
+	e := newRunEnv(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(e.ws, "src"), 0o755))
+	e.file("src/a.txt", "base\n")
+	e.file("src/b.txt", "base\n")
+	script := e.file("script.toml", `
+[[rule]]
+match = '\[append\]'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "bash"
+  arguments = { command = 'echo "one more line" >> src/a.txt; echo "one more line" >> src/b.txt' }
+  [[rule.reply]]
+  text = "appended"
+`)
+	wf := e.file("wf.json", `{"steps":[{"id":"app","task":"[append] add a line to each file","write_set":["src/**"]}]}`)
+
+	cmd := e.command("run", "--script", script, "--workflow", wf, "--json")
+	cmd.Env = append(cmd.Env, merge.HoldEnv+"=1")
+	var stdout bytes.Buffer
+	stderr := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = &stdout, stderr
+	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	held := make(chan struct{})
+	go func() {
+		stderr.waitFor("merge held after 1 operations")
+		close(held)
+	}()
+	select {
+	case <-held:
+	case err := <-exited:
+		t.Fatalf("pixir ended before its merge was held (%v):\nstdout: %s\nstderr: %s", err, stdout.String(), stderr.String())
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	var exit *exec.ExitError
+	require.True(t, errors.As(<-exited, &exit), "killed")
+
+	sid := onlySession(t, e.ws)
+	var wfID, child string
+	for _, ev := range workflowEvents(t, readLog(t, e.ws, sid)) {
+		wfID = ev.WorkflowID
+		require.NotEqual(t, workflows.EventCheckpointDecided, ev.Kind, "killed before the step was decided")
+		if ev.Kind == workflows.EventStepMerging {
+			child = ev.Outcome.AgentID
+		}
+	}
+	require.NotEmpty(t, child, "the merge's start is in the Log")
+
+	out, errOut, code := e.pixir("resume", sid, "--script", script, "--workflow", wf, "--resume-from", wfID, "--json")
+	require.Equal(t, exitOK, code, "stdout: %s\nstderr: %s", out, errOut)
+	outcome := runOutcome(t, out)
+	require.Equal(t, workflows.StatusCompleted, outcome.Status, outcome.Output)
+	step := runOf(t, outcome, "app")
+	require.Equal(t, wfID, step.ReusedFrom, "the step is not run again: %s", outcome.Output)
+	require.Equal(t, child, step.AgentID, "the killed run's child is the one merged")
+	require.NotNil(t, step.Merge, outcome.Output)
+	require.Equal(t, "merged", string(step.Merge.Status), outcome.Output)
+	for _, f := range []string{"src/a.txt", "src/b.txt"} {
+		require.Equal(t, "base\none more line\n", e.read(f), "%s has the step's line once", f)
+	}
 }
