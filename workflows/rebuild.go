@@ -197,6 +197,24 @@ func Rebuild(events []WorkflowEvent) []Outcome {
 				o = skippedOutcome(st, sr.skipped.SkipReason, sr.skipped.Seen)
 			case sr.held != nil:
 				o = heldOutcome(st, sr.held.HeldReason, sr.held.BlockedBy)
+			case sr.merging != nil:
+				// Ready, and the process ended during its merge: what the
+				// merge had committed is finished from its journal when a
+				// session next opens in the workspace; the rest is in the
+				// snapshot, which resume_from merges again.
+				o = *sr.merging
+				m := StepMerge{MergeReport: tools.MergeReport{Status: tools.MergeNotMerged}, Tried: true}
+				if o.Merge != nil {
+					m.Policy = o.Merge.Policy
+				}
+				m.Reason = "the process ended during the merge; the files it had begun to write are finished when a session next opens in the workspace, and resume_from merges the rest"
+				o.Merge = &m
+				if b := o.Checkpoint; b != nil { // the event's own stays as it was
+					c := *b
+					c.KnownLimitations = slices.Clone(b.KnownLimitations)
+					o.Checkpoint = &c
+				}
+				unlanded(&o, "the process ended during the merge")
 			case sr.agent != "":
 				o = StepOutcome{
 					StepID: st.ID, Agent: agentOrDefault(st.Agent), AgentID: sr.agent, Wave: sr.wave,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -179,6 +180,32 @@ match = '\[append\]'
 		}
 	}
 	require.NotEmpty(t, child, "the merge's start is in the Log")
+
+	// pixir inspect tells it as the Log does: the step was ready, its
+	// child completed, its merge cut off. It said the child was running
+	// when the process ended, its work not known to be complete.
+	insp, errOut, code := e.pixir("inspect", "--json", sid)
+	require.Equal(t, exitOK, code, errOut)
+	var tree struct {
+		Workflows []struct {
+			Steps []struct {
+				CheckpointStatus string `json:"checkpoint_status"`
+				SubagentStatus   string `json:"subagent_status"`
+				Merge            struct {
+					Status string `json:"status"`
+					Reason string `json:"reason"`
+				} `json:"merge"`
+			} `json:"steps"`
+		} `json:"workflows"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(insp), &tree), insp)
+	require.Len(t, tree.Workflows, 1, insp)
+	require.Len(t, tree.Workflows[0].Steps, 1, insp)
+	st := tree.Workflows[0].Steps[0]
+	require.Equal(t, "needs_orchestrator", st.CheckpointStatus, insp)
+	require.Equal(t, "completed", st.SubagentStatus, insp)
+	require.Equal(t, "not_merged", st.Merge.Status, insp)
+	require.Contains(t, st.Merge.Reason, "the process ended during the merge", insp)
 
 	out, errOut, code := e.pixir("resume", sid, "--script", script, "--workflow", wf, "--resume-from", wfID, "--json")
 	require.Equal(t, exitOK, code, "stdout: %s\nstderr: %s", out, errOut)
