@@ -350,10 +350,51 @@ func TestTemplateDiscoveryPrecedenceAndWarnings(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, SourceBuiltin, got.Source)
 
-	// A lookup that misses says which files did not load.
+	// A lookup of a file that does not load says so, with its problems;
+	// one that misses says which files did not load.
 	_, err = DirTemplates{Project: project, Home: home}.Template("broken")
-	require.ErrorContains(t, err, `there is no workflow template named "broken"`)
+	require.ErrorContains(t, err, `the workflow template "broken" does not load`)
+	require.ErrorContains(t, err, "broken.yaml")
+	_, err = DirTemplates{Project: project, Home: home}.Template("nosuch")
+	require.ErrorContains(t, err, `there is no workflow template named "nosuch"`)
 	require.ErrorContains(t, err, "some template files do not load")
+}
+
+// TestABrokenTemplateIsNotStoodInFor: a project's survey.yaml that does
+// not load leaves survey broken: neither the user's survey.yaml nor the
+// built-in runs in its place (a typo in the file being edited would run
+// another workflow, unsaid), and a lookup gets the file's problems.
+func TestABrokenTemplateIsNotStoodInFor(t *testing.T) {
+	project, home := t.TempDir(), t.TempDir()
+	broken := writeFile(t, project, ".pixir/workflows/survey.yaml", "steps: [{id: a, task: x, dependson: [b]}]")
+	userSurvey := writeFile(t, home, ".pixir/workflows/survey.yaml", tplText("my survey"))
+
+	reg, err := LoadTemplates(project, home)
+	require.ErrorContains(t, err, "survey.yaml")
+	_, ok := reg.Get("survey")
+	require.False(t, ok, "no survey stands in for the broken one")
+	require.Equal(t, []string{"practice"}, reg.Names())
+	fe, ok := reg.Broken("survey")
+	require.True(t, ok)
+	require.Equal(t, broken, fe.File)
+	var warnings []string
+	for _, w := range reg.Warnings() {
+		warnings = append(warnings, w.String())
+	}
+	require.Equal(t, []string{userSurvey + `: template "survey" is also defined in ` + broken + ", which takes precedence and does not load; this file is ignored"}, warnings)
+
+	_, err = DirTemplates{Project: project, Home: home}.Template("survey")
+	require.ErrorContains(t, err, `the workflow template "survey" does not load; fix its file (pixir workflows shows its problems): `+broken)
+	require.ErrorContains(t, err, "dependson")
+	require.NotContains(t, err.Error(), "some template files do not load", "said once")
+
+	// Without the broken file, the user's; without that, the built-in.
+	require.NoError(t, os.Remove(broken))
+	reg, err = LoadTemplates(project, home)
+	require.NoError(t, err)
+	got, ok := reg.Get("survey")
+	require.True(t, ok)
+	require.Equal(t, userSurvey, got.Source)
 }
 
 // A workflow file without parameters is decoded as a workflow once, by

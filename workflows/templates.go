@@ -73,6 +73,17 @@ func (e *TemplateFileError) Unwrap() error { return e.err }
 type TemplateRegistry struct {
 	templates []*Template // sorted by name
 	warnings  []TemplateWarning
+	// broken are the names whose highest-precedence file does not load:
+	// no file further down, nor a built-in, stands in for it, so a typo in
+	// a project's survey.yaml is said, not run as the built-in survey.
+	broken map[string]*TemplateFileError
+}
+
+// Broken returns the error of the file that defines name and does not
+// load, when that file would have won.
+func (r *TemplateRegistry) Broken(name string) (*TemplateFileError, bool) {
+	e, ok := r.broken[name]
+	return e, ok
 }
 
 // Get returns the template called name.
@@ -152,9 +163,21 @@ func LoadTemplates(project, home string) (*TemplateRegistry, error) {
 			errs = append(errs, err)
 		}
 		for _, file := range files {
+			name := templateName(file)
+			if prev, ok := r.broken[name]; ok {
+				r.warnings = append(r.warnings, TemplateWarning{File: file, Message: fmt.Sprintf(
+					"template %q is also defined in %s, which takes precedence and does not load; this file is ignored", name, prev.File)})
+				continue
+			}
 			t, err := loadTemplateFile(file)
 			if err != nil {
 				errs = append(errs, err)
+				if fe, ok := errors.AsType[*TemplateFileError](err); ok && IsTemplateName(name) && byName[name] == nil {
+					if r.broken == nil {
+						r.broken = map[string]*TemplateFileError{}
+					}
+					r.broken[name] = fe
+				}
 				continue
 			}
 			if prev, dup := byName[t.Name]; dup {
@@ -170,7 +193,7 @@ func LoadTemplates(project, home string) (*TemplateRegistry, error) {
 		}
 	}
 	for _, t := range builtinTemplates() {
-		if _, ok := byName[t.Name]; !ok {
+		if _, ok := byName[t.Name]; !ok && r.broken[t.Name] == nil {
 			byName[t.Name] = t
 		}
 	}
@@ -463,6 +486,10 @@ func (r RegistryTemplates) Template(name string) (*Template, error) {
 	if t, ok := r.Registry.Get(name); ok {
 		return t, nil
 	}
+	if fe, ok := r.Registry.Broken(name); ok {
+		return nil, &tools.Failure{Kind: tools.ErrInvalidArgs, Message: fmt.Sprintf("the workflow template %q does not load; fix its file (pixir workflows shows its problems): %s",
+			name, strings.ReplaceAll(fe.Error(), "\n", "; "))}
+	}
 	return nil, &tools.Failure{Kind: tools.ErrNotFound, Message: fmt.Sprintf("there is no workflow template named %q; the templates here: %s", name, strings.Join(r.Registry.Names(), ", "))}
 }
 
@@ -475,7 +502,7 @@ type DirTemplates struct{ Project, Home string }
 func (d DirTemplates) Template(name string) (*Template, error) {
 	reg, loadErr := LoadTemplates(d.Project, d.Home)
 	t, err := RegistryTemplates{reg}.Template(name)
-	if err != nil && loadErr != nil {
+	if _, broken := reg.Broken(name); err != nil && loadErr != nil && !broken {
 		f := tools.AsFailure(err)
 		f.Message += "; some template files do not load (pixir workflows shows them): " + strings.ReplaceAll(loadErr.Error(), "\n", "; ")
 		return nil, f

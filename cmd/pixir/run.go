@@ -405,6 +405,11 @@ func instantiateWorkflow(ref, dir string, sets setFlags, agents workflows.Agents
 		home, _ := os.UserHomeDir()
 		reg, loadErr := workflows.LoadTemplates(dir, home)
 		t, ok := reg.Get(ref)
+		if fe, broken := reg.Broken(ref); broken {
+			// The file that defines ref does not load: its problems, as
+			// --workflow FILE reports them, not a template further down.
+			return instantiateWorkflow(fe.File, dir, sets, agents)
+		}
 		if !ok {
 			msg := fmt.Sprintf("there is no workflow file or template named %q; the templates here: %s (pixir workflows lists them)", ref, strings.Join(reg.Names(), ", "))
 			if loadErr != nil {

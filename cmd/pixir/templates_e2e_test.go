@@ -230,3 +230,17 @@ func TestPixirRunATemplateRequiresAFileInAFolderWithItsTrailingSlash(t *testing.
 	require.Equal(t, exitUsage, code, stderr)
 	require.Contains(t, stderr, `/dir: is "notes//" in the path commit.requires[0], which has an empty or "." segment`)
 }
+
+// TestRunABrokenOverrideOfABuiltinTemplate: pixir run --workflow survey
+// in a project whose survey.yaml does not load reports that file's
+// problems, each at its line, and runs nothing: not the built-in survey
+// in its place, as it did without a word.
+func TestRunABrokenOverrideOfABuiltinTemplate(t *testing.T) {
+	e := newRunEnv(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(e.ws, ".pixir", "workflows"), 0o755))
+	e.file(".pixir/workflows/survey.yaml", "name: my survey\nsteps:\n  - id: a\n    task: look\n    dependson: [b]\n")
+	stdout, stderr, code := e.pixir("run", "--workflow", "survey", "--dry-run")
+	require.Equal(t, exitUsage, code, stderr)
+	require.Empty(t, stdout, "nothing planned, the built-in survey least of all")
+	require.Contains(t, stderr, "survey.yaml:5:5: steps[0] \"a\": unknown key \"dependson\"; did you mean \"depends_on\"?")
+}
