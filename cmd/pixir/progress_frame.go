@@ -11,6 +11,9 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"unicode"
+
+	"golang.org/x/text/width"
 
 	"github.com/pixir-go/pixir/internal/plural"
 	"github.com/pixir-go/pixir/internal/termtext"
@@ -65,9 +68,9 @@ func (v *workflowView) draw() {
 		return
 	}
 	v.frame++
-	width, height := v.size()
-	if width <= 20 {
-		width = 100
+	cols, height := v.size()
+	if cols <= 0 { // unknown
+		cols = 100
 	}
 	if height <= 0 {
 		height = 24
@@ -79,9 +82,7 @@ func (v *workflowView) draw() {
 	lines := v.frameLines(max(height-1, 4))
 	for _, l := range lines {
 		l = termtext.Inert(l) // step ids, agent names and activities are not Pixir's own text
-		if r := []rune(l); len(r) >= width {
-			l = string(r[:width-1])
-		}
+		l = cutToColumns(l, cols-1)
 		b.WriteString(l)
 		b.WriteString("\x1b[K\n")
 	}
@@ -209,4 +210,36 @@ func (v *workflowView) rowLine(r *stepRow) string {
 		elapsed = seconds(v.now().Sub(r.started).Milliseconds())
 	}
 	return fmt.Sprintf("  %s %-14s %-10s %7s  %-18s %s", mark, r.id, r.agent, elapsed, r.state, r.activity)
+}
+
+// cutToColumns is s cut to the columns a terminal gives it: a wide
+// character (CJK, fullwidth forms, most emoji) takes two, a combining
+// mark none. Counting runes, a line of Chinese summary took twice the
+// room counted, wrapped, and the next frame's move up (one line a line)
+// left the wrapped rows on the screen, frame after frame.
+func cutToColumns(s string, cols int) string {
+	used := 0
+	for i, r := range s {
+		w := runeColumns(r)
+		if used+w > cols {
+			return s[:i]
+		}
+		used += w
+	}
+	return s
+}
+
+// runeColumns is how many columns a terminal gives r.
+func runeColumns(r rune) int {
+	switch {
+	case unicode.In(r, unicode.Mn, unicode.Me, unicode.Cf):
+		return 0
+	case r >= 0x1F300 && r <= 0x1FAFF: // emoji pictographs: wide on today's terminals
+		return 2
+	}
+	switch width.LookupRune(r).Kind() {
+	case width.EastAsianWide, width.EastAsianFullwidth:
+		return 2
+	}
+	return 1
 }

@@ -284,3 +284,40 @@ func TestEveryFrameCountsALoopAsTheOutcomeDoes(t *testing.T) {
 	v.eachRow(func(r *stepRow) { rows = append(rows, r.id+" "+string(r.state)) })
 	require.Equal(t, []string{"draft#1 checkpoint_ready", "draft#2 checkpoint_ready", "review#1 checkpoint_ready", "review#2 checkpoint_ready", "ship skipped"}, rows, "one row per run")
 }
+
+// TestAFrameLineFitsTheTerminalsColumns: a row whose summary is Chinese
+// is cut to the columns the terminal has, a wide character counting two,
+// so no line wraps and the next frame's move up covers the whole frame;
+// a terminal narrower than 20 columns gets lines its width too, not 100
+// columns that wrap.
+func TestAFrameLineFitsTheTerminalsColumns(t *testing.T) {
+	require.Equal(t, "ab", cutToColumns("ab漢字", 3), "a wide character that does not fit is left out whole")
+	require.Equal(t, "ab漢", cutToColumns("ab漢字", 4))
+	require.Equal(t, "e\u0301té", cutToColumns("e\u0301té!", 3), "a combining mark takes no column")
+	require.Equal(t, "✓ 🙂", cutToColumns("✓ 🙂x", 4))
+
+	for _, cols := range []int{80, 12} {
+		w := &workflows.Workflow{Name: "wf", Steps: []workflows.Step{{ID: "a"}, {ID: "b"}}}
+		var screen strings.Builder
+		v := newWorkflowView(&screen, true, w)
+		v.size = func() (int, int) { return cols, 24 }
+		v.begin = v.now()
+		v.observe(viewEvent(t, runtime.EventSubagent, runtime.SubagentEventData{Event: tools.SubagentEventQueued, SubagentID: "sa-a", Name: "a"}))
+		v.observe(viewEvent(t, runtime.EventSubagent, runtime.SubagentEventData{Event: tools.SubagentEventStarted, SubagentID: "sa-a", Name: "a", WorkspaceMode: "shared"}))
+		v.observe(viewEvent(t, runtime.EventWorkflow, workflows.WorkflowEvent{Kind: workflows.EventCheckpointDecided, StepID: "a",
+			Outcome: &workflows.StepOutcome{StepID: "a", CheckpointStatus: workflows.CheckpointReady, SubagentStatus: "completed", Summary: "已完成：读取了全部文件并总结了项目的结构和承诺"}}))
+		v.draw()
+		frame := strings.Split(strings.TrimSuffix(screen.String(), "\x1b[K\n"), "\x1b[K\n")
+		require.Len(t, frame, 3)
+		for _, l := range frame {
+			n := 0
+			for _, r := range l {
+				n += runeColumns(r)
+			}
+			require.Less(t, n, cols, "%q takes %d columns of %d", l, n, cols)
+		}
+		if cols == 80 {
+			require.Contains(t, frame[1], "已完成", "the summary is shown, as far as it fits")
+		}
+	}
+}
