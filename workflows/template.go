@@ -415,6 +415,13 @@ func (t *Template) argFailure(lines []string) *tools.Failure {
 func (t *Template) ParseArgValue(name, text string) (any, error) {
 	p, ok := t.Param(name)
 	if !ok {
+		names := make([]string, len(t.Params))
+		for i, p := range t.Params {
+			names[i] = p.Name
+		}
+		if near := suggest.Nearest(name, names); near != "" {
+			return nil, fmt.Errorf("template %s has no parameter %q; did you mean %q? Its parameters: %s", t.Name, name, near, t.Signature())
+		}
 		return nil, fmt.Errorf("template %s has no parameter %q; its parameters: %s", t.Name, name, t.Signature())
 	}
 	if p.Type == "" || p.Type == "string" {

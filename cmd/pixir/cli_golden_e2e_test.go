@@ -41,6 +41,8 @@ func TestCLIOutputGolden(t *testing.T) {
 		{name: "flag_without_value", args: []string{"run", "hello", "--mode"}},
 		{name: "gc_unknown_flag_typo", args: []string{"gc", "--dryrun"}},
 		{name: "gc_command_typo", args: []string{"gcc"}},
+		{name: "smoke_typo", args: []string{"smoke", "workflow"}},
+		{name: "mode_typo", args: []string{"run", "--mode", "read-only", "hello"}},
 	}
 	cases = append(cases, moreCLICases...)
 	for _, c := range cases {

@@ -151,6 +151,10 @@ func parseMode(s string) (runtime.Mode, error) {
 	case runtime.ModeAuto, runtime.ModeAsk, runtime.ModeReadOnly:
 		return m, nil
 	}
+	modes := []string{string(runtime.ModeAuto), string(runtime.ModeAsk), string(runtime.ModeReadOnly)}
+	if near := nearest(strings.ReplaceAll(s, "-", "_"), modes); near != "" {
+		return "", fmt.Errorf("--mode %q is not one of auto, ask, read_only; did you mean %s?", s, near)
+	}
 	return "", fmt.Errorf("--mode %q is not one of auto, ask, read_only", s)
 }
 

@@ -50,7 +50,11 @@ func runSmoke(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, smokeUsage)
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "pixir smoke: unknown smoke %q\n\n%s", args[0], smokeUsage)
+	fmt.Fprintf(stderr, "pixir smoke: unknown smoke %q", args[0])
+	if near := nearest(args[0], []string{"workflows", "workflows-real"}); near != "" {
+		fmt.Fprintf(stderr, "; did you mean %q?", near)
+	}
+	fmt.Fprintf(stderr, "\n\n%s", smokeUsage)
 	return exitUsage
 }
 

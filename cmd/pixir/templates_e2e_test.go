@@ -164,7 +164,7 @@ func TestPixirRunTemplateRefusesBadArguments(t *testing.T) {
 		{[]string{"--workflow", "review", "--set", "issue=gal-1"}, "/issue: 'gal-1' does not match pattern '^[A-Z]+-[0-9]+$'"},
 		{[]string{"--workflow", "review", "--set", "issue=GAL-1", "--set", "report=../../etc/passwd"},
 			`/report: makes steps[1].write_set[0] the path pattern "../../etc/passwd", which is not allowed: it climbs out of the workspace`},
-		{[]string{"--workflow", "review", "--set", "isue=GAL-1"}, `--set isue=GAL-1: template review has no parameter "isue"; its parameters: review(issue, report?)`},
+		{[]string{"--workflow", "review", "--set", "isue=GAL-1"}, `--set isue=GAL-1: template review has no parameter "isue"; did you mean "issue"? Its parameters: review(issue, report?)`},
 		{[]string{"--workflow", "review", "--set", "issue"}, `invalid value "issue" for flag -set: "issue" is not name=value`},
 		{[]string{"--workflow", "nope"}, `there is no workflow file or template named "nope"; the templates here: practice, review, survey, triage`},
 		{[]string{"--set", "issue=x", "do it"}, "--set gives a template's parameters: it goes with --workflow NAME"},
