@@ -25,8 +25,10 @@
 //     content was not kept (larger than snapshot.MaxBaseSize); a change of
 //     type (file, link); a file outside the child's write set; a path
 //     beneath a folder that is a link (or a file) in the workspace, which
-//     a merge never writes through, at the plan or at the apply (see
-//     linkOnTheWay). A
+//     a merge never writes through, at the plan (see linkOnTheWay) or at
+//     the apply, which makes every operation by name in a folder it
+//     opened without following links (see wsDirs), so that a link made
+//     on the way meanwhile is never followed either. A
 //     conflicting file is not written. For a content conflict, the child's
 //     snapshot gets the file with conflict markers and its base becomes the
 //     workspace's version, so the child (or whoever edits its snapshot)

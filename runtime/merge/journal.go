@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/pixir-go/pixir/runtime/snapshot"
 	"github.com/pixir-go/pixir/tools"
 )
@@ -196,40 +198,63 @@ func writeJournal(dir string, j journal) error {
 // in its Before state is left alone and reported moved. With aside, the
 // version a write replaces or a deletion removes is kept there (a link to
 // it, or the file moved), so that freeing its blocks is not part of the
-// merge's time.
+// merge's time. Every operation is made by name in its folder, opened
+// without following a link (see wsDirs): one whose way holds a link or a
+// file, whenever it appeared, is left, as one whose path changed.
 func run(ctx context.Context, workspace, dir string, j journal, files tools.Files, hook func(applied int), aside string) (map[string]bool, error) {
-	// A folder on the way that became a link (or a file) since the plan
-	// is never written through: the operation is left, as one whose path
-	// changed (see linkOnTheWay).
+	dirs, err := openDirs(workspace)
+	if err != nil {
+		return nil, fmt.Errorf("merging into the workspace: %w", err)
+	}
+	defer dirs.close()
 	var mu sync.Mutex
 	moved := map[string]bool{}
-	var folders sync.Map
-	for _, jo := range j.Ops {
-		if linkOnTheWay(workspace, jo.Path, &folders) != "" {
-			moved[jo.Path] = true
+	// Folders first, one at a time (those a write needs are made): each
+	// is opened once, and a folder on the way that became a link (or a
+	// file) since the plan leaves its operations alone.
+	at := make([]int, len(j.Ops)) // each operation's folder; -1: absent
+	stages := map[string]int{}
+	defer func() {
+		for _, fd := range stages {
+			_ = unix.Close(fd)
 		}
-	}
-	// Folders first, one at a time: parallel MkdirAll of nested folders
-	// race each other.
-	made := map[string]bool{}
-	for _, jo := range j.Ops {
-		if moved[jo.Path] {
+	}()
+	for n, jo := range j.Ops {
+		folder, _ := splitRel(jo.Path)
+		fd, err := dirs.dir(folder, jo.Op == opWrite)
+		switch {
+		case err == nil:
+			at[n] = fd
+		case errors.Is(err, errOnTheWay):
+			moved[jo.Path] = true
+		case errors.Is(err, fs.ErrNotExist):
+			at[n] = -1
+		default:
+			return nil, fmt.Errorf("merging %s: %w", jo.Path, err)
+		}
+		if jo.Op != opWrite || moved[jo.Path] {
 			continue
 		}
-		if d := filepath.Dir(filepath.Join(workspace, filepath.FromSlash(jo.Path))); jo.Op == opWrite && !made[d] {
-			made[d] = true
-			if err := mkdirs(d); err != nil {
-				return nil, fmt.Errorf("merging %s: %w", jo.Path, err)
+		k, _ := splitRel(jo.Stage)
+		if _, ok := stages[k]; !ok {
+			fd, err := unix.Open(filepath.Join(dir, stageDir, filepath.FromSlash(k)), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return nil, fmt.Errorf("merging %s: the staged content: %w", jo.Path, err)
+			}
+			stages[k] = fd
+		}
+	}
+	asideFd := -1
+	if aside != "" {
+		if err := os.Mkdir(aside, 0o700); err == nil || errors.Is(err, fs.ErrExist) {
+			if fd, err := unix.Open(aside, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+				asideFd = fd // else the old versions are freed as they are replaced
+				defer unix.Close(fd)
 			}
 		}
 	}
-	if aside != "" {
-		if err := os.Mkdir(aside, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-			aside = "" // the old versions are freed as they are replaced
-		}
-	}
 	var applied atomic.Int64
-	err := parallel(ctx, len(j.Ops), func(n int) error {
+	err = parallel(ctx, len(j.Ops), func(n int) error {
 		jo := j.Ops[n]
 		mu.Lock()
 		skip := moved[jo.Path]
@@ -237,9 +262,23 @@ func run(ctx context.Context, workspace, dir string, j journal, files tools.File
 		if skip {
 			return nil
 		}
-		target := filepath.Join(workspace, filepath.FromSlash(jo.Path))
-		if !unchanged(target, jo) {
-			cur, err := readSide(target)
+		leave := func() error {
+			mu.Lock()
+			moved[jo.Path] = true
+			mu.Unlock()
+			return nil
+		}
+		if at[n] < 0 {
+			// Its folder is gone: the path is absent.
+			if jo.After == "" {
+				return nil
+			}
+			return leave()
+		}
+		_, name := splitRel(jo.Path)
+		a := opAt{dir: at[n], name: name, target: filepath.Join(workspace, filepath.FromSlash(jo.Path)), aside: asideFd}
+		if !unchangedAt(a, jo) {
+			cur, err := readSide(a.target)
 			if err != nil {
 				return fmt.Errorf("merging %s: %w", jo.Path, err)
 			}
@@ -247,17 +286,20 @@ func run(ctx context.Context, workspace, dir string, j journal, files tools.File
 			case st == jo.After:
 				return nil
 			case st != jo.Before:
-				mu.Lock()
-				moved[jo.Path] = true
-				mu.Unlock()
-				return nil
+				return leave()
 			}
 		}
-		keep := ""
-		if aside != "" {
-			keep = filepath.Join(aside, strconv.Itoa(n))
+		if asideFd >= 0 {
+			a.keep = strconv.Itoa(n)
 		}
-		if err := runOp(ctx, target, dir, jo, files, keep); err != nil {
+		if jo.Op == opWrite {
+			k, name := splitRel(jo.Stage)
+			a.stage, a.staged = stages[k], name
+		}
+		if err := runOp(ctx, a, dir, jo, files); err != nil {
+			if errors.Is(err, errOnTheWay) {
+				return leave()
+			}
 			return fmt.Errorf("merging %s: %w", jo.Path, err)
 		}
 		if done := applied.Add(1); hook != nil {
@@ -268,21 +310,25 @@ func run(ctx context.Context, workspace, dir string, j journal, files tools.File
 	return moved, err
 }
 
-// mkdirs makes a folder and its parents; a file where a folder must be is
-// an error (the operation under it is then a conflict on the next plan).
-func mkdirs(d string) error {
-	if fi, err := os.Stat(d); err == nil && fi.IsDir() {
-		return nil
-	}
-	return os.MkdirAll(d, 0o755)
+// opAt is where an operation is made: the name in its folder (held open),
+// its path for what goes by path (reading, the editor), the staged
+// content's folder and name (a write's), and the name its old version
+// keeps in the aside folder ("" for none).
+type opAt struct {
+	dir    int
+	name   string
+	target string
+	stage  int
+	staged string
+	aside  int
+	keep   string
 }
 
 // stageSpread is how many folders the staged files are spread over, and
-// workers how many operations run at once.
-const (
-	stageSpread = 8
-	workers     = 4
-)
+// workers how many operations run at once (a variable for the tests).
+const stageSpread = 8
+
+var workers = 4
 
 // parallel runs do(0..n-1) on a few goroutines, all ended when it
 // returns, and returns the first error (the rest are not started).
@@ -314,55 +360,73 @@ func parallel(ctx context.Context, n int, do func(i int) error) error {
 	return first
 }
 
-// unchanged reports whether target still has the stat it had when
+// unchangedAt reports whether the path still has the stat it had when
 // planned (then it has its Before state: nobody can set a ctime), or is
 // still absent as it was.
-func unchanged(target string, jo journalOp) bool {
-	fi, err := os.Lstat(target)
+func unchangedAt(a opAt, jo journalOp) bool {
+	st, err := lstatAt(a.dir, a.name)
 	if jo.Before == "" {
-		return errors.Is(err, fs.ErrNotExist)
+		return errors.Is(err, unix.ENOENT)
 	}
-	return err == nil && jo.BeforeStat != "" && statOf(fi) == jo.BeforeStat
+	return err == nil && jo.BeforeStat != "" && st == jo.BeforeStat
 }
 
-// runOp applies one operation. With keep, the version it replaces or
-// removes stays there (see run); when that cannot be, it is freed at once.
-func runOp(ctx context.Context, target, dir string, jo journalOp, files tools.Files, keep string) error {
+// runOp applies one operation in its folder. With a.keep, the version it
+// replaces or removes stays in the aside folder (see run); when that
+// cannot be, it is freed at once.
+func runOp(ctx context.Context, a opAt, dir string, jo journalOp, files tools.Files) error {
 	switch jo.Op {
 	case opDelete:
-		if keep != "" && os.Rename(target, keep) == nil {
+		if a.keep != "" && unix.Renameat(a.dir, a.name, a.aside, a.keep) == nil {
 			return nil
 		}
-		err := os.Remove(target)
-		if errors.Is(err, fs.ErrNotExist) {
+		err := unix.Unlinkat(a.dir, a.name, 0)
+		if errors.Is(err, unix.ENOENT) {
 			return nil
 		}
 		return err
 	case opChmod:
-		return os.Chmod(target, fs.FileMode(jo.Mode))
+		return chmodAt(a.dir, a.name, fs.FileMode(jo.Mode))
 	}
-	staged := filepath.Join(dir, stageDir, jo.Stage)
 	if jo.Editor && files != nil {
-		data, err := os.ReadFile(staged)
+		// The editor writes by path: that path must still lead to the
+		// folder held (no link made on the way since it was opened).
+		if !samePlace(a.dir, filepath.Dir(a.target)) {
+			return fmt.Errorf("%s: %w", jo.Path, errOnTheWay)
+		}
+		data, err := os.ReadFile(filepath.Join(dir, stageDir, filepath.FromSlash(jo.Stage)))
 		if err != nil {
 			return err
 		}
-		if err := files.WriteFile(ctx, target, data); err != nil {
+		if err := files.WriteFile(ctx, a.target, data); err != nil {
 			return fmt.Errorf("the editor did not write it: %w", err)
 		}
 		// The editor writes text; the permission bits are the merge's.
-		if fi, err := os.Lstat(target); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm() != fs.FileMode(jo.Mode) {
-			return os.Chmod(target, fs.FileMode(jo.Mode))
+		var st unix.Stat_t
+		if err := unix.Fstatat(a.dir, a.name, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && fs.FileMode(st.Mode).Perm() != fs.FileMode(jo.Mode) {
+			return chmodAt(a.dir, a.name, fs.FileMode(jo.Mode))
 		}
 		return nil
 	}
-	if keep != "" && jo.Before != "" {
+	if a.keep != "" && jo.Before != "" {
 		// A second name for the old file: the rename below then drops
 		// one of two, and frees nothing. (A link that cannot be made
 		// costs only that.)
-		_ = os.Link(target, keep)
+		_ = unix.Linkat(a.dir, a.name, a.aside, a.keep, 0)
 	}
-	return os.Rename(staged, target)
+	return unix.Renameat(a.stage, a.staged, a.dir, a.name)
+}
+
+// samePlace reports whether path leads to the very folder dirfd.
+func samePlace(dirfd int, path string) bool {
+	var held, now unix.Stat_t
+	if unix.Fstat(dirfd, &held) != nil {
+		return false
+	}
+	if unix.Stat(path, &now) != nil {
+		return false
+	}
+	return held.Dev == now.Dev && held.Ino == now.Ino
 }
 
 // Recover finishes the merges of workspace that a process left

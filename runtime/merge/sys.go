@@ -25,5 +25,10 @@ func statOf(fi fs.FileInfo) string {
 	if !ok {
 		return ""
 	}
-	return fmt.Sprintf("%d:%d:%d:%d.%d:%d.%d", st.Dev, st.Ino, st.Size, st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec)
+	return statString(st.Dev, st.Ino, st.Size, st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec)
+}
+
+// statString is statOf's form of a stat.
+func statString(dev, ino uint64, size, msec, mnsec, csec, cnsec int64) string {
+	return fmt.Sprintf("%d:%d:%d:%d.%d:%d.%d", dev, ino, size, msec, mnsec, csec, cnsec)
 }

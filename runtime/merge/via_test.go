@@ -106,3 +106,60 @@ func TestAMergeCutOffMidwaySaysSo(t *testing.T) {
 		require.Equal(t, n+"\n", read(t, f.ws, n), "finished by the next merge")
 	}
 }
+
+// A link made on the way while the merge applies, between its last look
+// at the folder and the write (a shared child running meanwhile, or the
+// user), is not followed either: the apply opens each folder it writes in
+// once, one name at a time without following links, and makes every
+// operation by name in the folder it holds, so a folder renamed away and
+// replaced by a link meanwhile still gets the operations (the folder, not
+// the link), and nothing leaves the workspace. Before, the merge looked
+// for links once before it applied, then wrote, deleted and chmodded by
+// path: through a link made after that look.
+func TestMergeNeverWritesThroughALinkMadeWhileItApplies(t *testing.T) {
+	saved := workers
+	workers = 1 // in journal order: the link comes after the first operation
+	t.Cleanup(func() { workers = saved; testHookApplied = nil })
+
+	outside := t.TempDir()
+	f := newFixture(t, map[string]string{"a.txt": "a\n", "sub/old.txt": "old\n", "sub/run.sh": "echo\n"})
+	// What the link will point at: the same names, outside.
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "old.txt"), []byte("old\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "run.sh"), []byte("echo\n"), 0o644))
+	f.child("a.txt", "a (child)\n")
+	f.child("dir/new.txt", "new\n")
+	require.NoError(t, os.Remove(filepath.Join(f.m.Root, "sub", "old.txt")))
+	require.NoError(t, os.Chmod(filepath.Join(f.m.Root, "sub", "run.sh"), 0o755))
+	f.child("sub/added.txt", "added\n")
+
+	testHookApplied = func(n int) {
+		if n != 1 {
+			return
+		}
+		// dir was made by this merge, sub was there: both are renamed
+		// away and become links to a folder outside the workspace.
+		require.NoError(t, os.Rename(filepath.Join(f.ws, "dir"), filepath.Join(f.ws, "dir.was")))
+		require.NoError(t, os.Symlink(outside, filepath.Join(f.ws, "dir")))
+		require.NoError(t, os.Rename(filepath.Join(f.ws, "sub"), filepath.Join(f.ws, "sub.was")))
+		require.NoError(t, os.Symlink(outside, filepath.Join(f.ws, "sub")))
+	}
+	rep := f.merge()
+	require.Empty(t, rep.Conflicts)
+	entries, err := os.ReadDir(outside)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	require.Equal(t, []string{"old.txt", "run.sh"}, names, "nothing written or deleted outside")
+	fi, err := os.Stat(filepath.Join(outside, "run.sh"))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o644), fi.Mode().Perm(), "not chmodded through the link")
+	// The operations went to the folders the apply held.
+	require.Equal(t, "new\n", read(t, f.ws, "dir.was/new.txt"))
+	require.Equal(t, "added\n", read(t, f.ws, "sub.was/added.txt"))
+	require.NoFileExists(t, filepath.Join(f.ws, "sub.was", "old.txt"))
+	fi, err = os.Stat(filepath.Join(f.ws, "sub.was", "run.sh"))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o755), fi.Mode().Perm())
+}
