@@ -86,6 +86,9 @@ const (
 	// ConflictOutsideWriteSet: the child changed a file its write set does
 	// not cover; it is never merged.
 	ConflictOutsideWriteSet = "outside_write_set"
+	// ConflictLinkOutside: the child made a link that leads outside the
+	// workspace (or into its .pixir); it is never merged.
+	ConflictLinkOutside = "link_leads_outside"
 	// ConflictMoved: the workspace's file changed between the plan and
 	// the write; it was left as it is now.
 	ConflictMoved = "changed_during_merge"

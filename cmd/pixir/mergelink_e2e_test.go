@@ -13,16 +13,19 @@ import (
 )
 
 // Two writers held to a/**, through the binary: the first makes a/dir a
-// link to a folder outside the workspace (a link may lead anywhere; it is
-// merged as a link), the second replaces that link by a folder in its own
-// snapshot and writes a/dir/authorized_keys there. Merging that file back
-// would write it through the workspace's link, outside the write set and
-// the workspace: it is a conflict, nothing is written outside, and the
-// step needs the orchestrator instead of passing for merged.
+// link to the folder b of the workspace (a relative link that stays
+// inside is merged as a link), the second replaces that link by a folder
+// in its own snapshot and writes a/dir/authorized_keys there. Merging that
+// file back would write it through the workspace's link, outside the write
+// set (and, were the link to lead there, outside the workspace; such a
+// link is not merged at all, see TestAMergeRefusesALinkThatLeadsOutside):
+// it is a conflict, nothing is written through the link, and the step
+// needs the orchestrator instead of passing for merged.
 func TestAMergeNeverWritesThroughALinkInTheWorkspace(t *testing.T) {
 	e := newRunEnv(t)
-	outside := t.TempDir()
+	outside := filepath.Join(e.ws, "b")
 	require.NoError(t, os.MkdirAll(filepath.Join(e.ws, "a"), 0o755))
+	require.NoError(t, os.MkdirAll(outside, 0o755))
 	e.file("a/a.txt", "a\n")
 	script := e.file("script.toml", `
 [[rule]]
@@ -30,7 +33,7 @@ match = '\A\[link\]'
   [[rule.reply]]
   [[rule.reply.tool_calls]]
   name = "bash"
-  arguments = { command = "ln -s `+outside+` a/dir" }
+  arguments = { command = "ln -s ../b a/dir" }
   [[rule.reply]]
   [[rule.reply.tool_calls]]
   name = "report_checkpoint"
@@ -58,7 +61,7 @@ match = '\A\[write\]'
 
 	entries, err := os.ReadDir(outside)
 	require.NoError(t, err)
-	require.Empty(t, entries, "nothing is written outside the workspace")
+	require.Empty(t, entries, "nothing is written through the link, outside the write set")
 	out := validEnvelope(t, stdout, "run_workflow_output.json")["output"].(map[string]any)
 	require.Equal(t, "partial", out["status"])
 	write := out["steps"].([]any)[1].(map[string]any)
@@ -74,7 +77,66 @@ match = '\A\[write\]'
 	require.Equal(t, "type", kinds["a/dir/authorized_keys"], "%v", merge["conflicts"])
 	target, err := os.Readlink(filepath.Join(e.ws, "a", "dir"))
 	require.NoError(t, err)
-	require.Equal(t, outside, target, "the workspace's link is as the first step left it")
+	require.Equal(t, "../b", target, "the workspace's link is as the first step left it")
+	require.Equal(t, "ok\n", e.read("a/ok.txt"))
+}
+
+// A writer's link that leads outside the workspace is not merged, through
+// the binary: the merge report names it with the reason, the rest of the
+// step's work (a file, a relative link that stays inside) is merged, and
+// the step needs the orchestrator, the run (with a reader beside it that
+// is ready) partial. Before, the link was
+// merged as a link (review30b): the work reached, through it, a file
+// beyond the workspace.
+func TestAMergeRefusesALinkThatLeadsOutside(t *testing.T) {
+	e := newRunEnv(t)
+	outside := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(e.ws, "a"), 0o755))
+	e.file("a.txt", "a\n")
+	script := e.file("script.toml", `
+[[rule]]
+match = '\A\[w\]'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "bash"
+  arguments = { command = "ln -s `+outside+` a/out && ln -s ../a.txt a/up && echo ok > a/ok.txt" }
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "report_checkpoint"
+  arguments_json = '{"status":"checkpoint_ready","summary":"linked"}'
+  [[rule.reply]]
+  text = "linked"
+[[rule]]
+match = '\A\[r\]'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "report_checkpoint"
+  arguments_json = '{"status":"checkpoint_ready","summary":"read"}'
+  [[rule.reply]]
+  text = "read"
+`)
+	wf := e.file("wf.json", `{"steps":[{"id":"w","task":"[w] link","write_set":["a/**"]},{"id":"r","task":"[r] read","agent":"explorer"}]}`)
+	stdout, stderr, code := e.pixir("run", "--script", script, "--workflow", wf, "--json")
+	require.Equal(t, exitPartial, code, "stdout: %s\nstderr: %s", stdout, stderr)
+
+	out := validEnvelope(t, stdout, "run_workflow_output.json")["output"].(map[string]any)
+	require.Equal(t, "partial", out["status"])
+	w := out["steps"].([]any)[0].(map[string]any)
+	require.Equal(t, "needs_orchestrator", w["checkpoint_status"])
+	merge := w["merge"].(map[string]any)
+	require.Equal(t, "conflicted", merge["status"])
+	require.Equal(t, map[string]any{"added": []any{"a/ok.txt", "a/up"}}, merge["applied"])
+	conflicts := merge["conflicts"].([]any)
+	require.Len(t, conflicts, 1, "%v", conflicts)
+	c := conflicts[0].(map[string]any)
+	require.Equal(t, "a/out", c["path"])
+	require.Equal(t, "link_leads_outside", c["kind"])
+	require.Contains(t, c["message"], "which leads outside the workspace")
+	_, err := os.Lstat(filepath.Join(e.ws, "a", "out"))
+	require.ErrorIs(t, err, os.ErrNotExist, "the link is not in the workspace")
+	target, err := os.Readlink(filepath.Join(e.ws, "a", "up"))
+	require.NoError(t, err)
+	require.Equal(t, "../a.txt", target, "a link that stays inside is merged")
 	require.Equal(t, "ok\n", e.read("a/ok.txt"))
 }
 
@@ -159,7 +221,14 @@ func TestAWritersCommandsNeverWriteThroughALinkMadeLater(t *testing.T) {
 				"  arguments_json = '{\"status\":\"checkpoint_ready\",\"summary\":\"written\"}'\n  [[rule.reply]]\n  text = \"written\"\n")
 			wf := e.file("wf.json", `{"steps":[{"id":"w","task":"[w] write","workspace_mode":"`+tc.mode+`","write_set":`+tc.writeSet+`}]}`)
 			stdout, stderr, code := e.pixir("run", "--script", e.file("script.toml", script.String()), "--workflow", wf, "--json")
-			require.NotEqual(t, exitError, code, "stdout: %s\nstderr: %s", stdout, stderr)
+			if code == exitError {
+				// A run that failed, not an error: the isolated writer's
+				// link to the outside folder is not merged
+				// (link_leads_outside), and its one step needs the
+				// orchestrator.
+				validEnvelope(t, stdout, "run_workflow_output.json")
+				require.Contains(t, stdout, "link_leads_outside", "stderr: %s", stderr)
+			}
 
 			b, err := os.ReadFile(filepath.Join(outside, "data.txt"))
 			require.NoError(t, err)

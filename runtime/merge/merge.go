@@ -381,6 +381,10 @@ func (p *planner) write(target, path string, ours, theirs side, mode fs.FileMode
 	o := &op{path: path, kind: opWrite, bucket: b, theirs: theirs}
 	switch theirs.kind {
 	case link:
+		if why := linkLeadsOutside(p.req.Workspace, path, theirs.target); why != "" {
+			p.conflict(path, tools.ConflictLinkOutside, fmt.Sprintf("the child made a link to %q, which %s; a merge never brings a link that leads outside the workspace, where the work would reach files beyond it: make it a relative link to a path inside the workspace, or copy what it points to into the workspace, then merge again", theirs.target, why))
+			return
+		}
 		o.isLink, o.target = true, theirs.target
 		o.after = theirs.state()
 	default:

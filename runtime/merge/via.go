@@ -3,9 +3,13 @@ package merge
 import (
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+
+	"github.com/pixir-go/pixir/runtime/snapshot"
 )
 
 // linkOnTheWay returns the first folder on the way to rel, below
@@ -45,6 +49,44 @@ func linkOnTheWay(workspace, rel string, seen *sync.Map) string {
 		if !ok {
 			return filepath.ToSlash(d)
 		}
+	}
+	return ""
+}
+
+// linkLeadsOutside says why a link at rel (slash-separated, in the
+// workspace) to target leads outside the workspace, or "" when it stays
+// inside: a relative target that climbs above the workspace, an absolute
+// one elsewhere, or one into .pixir (Pixir's state, the children's
+// snapshots). A ".." after a name (a/../b) is counted as leading outside:
+// where it leads depends on whether a is a link, which the merge cannot
+// vouch for (a/.. is not the folder holding a when a is a link).
+func linkLeadsOutside(workspace, rel, target string) string {
+	var resolved string
+	if filepath.IsAbs(target) {
+		r, err := filepath.Rel(workspace, target)
+		if err != nil || !filepath.IsLocal(r) {
+			if filepath.Clean(target) == filepath.Clean(workspace) {
+				return "" // the workspace itself
+			}
+			return "leads outside the workspace"
+		}
+		resolved = filepath.ToSlash(r)
+	} else {
+		parts := strings.Split(filepath.ToSlash(target), "/")
+		up := 0
+		for up < len(parts) && parts[up] == ".." {
+			up++
+		}
+		if slices.Contains(parts[up:], "..") {
+			return "has a .. after a name, whose end depends on links the merge cannot vouch for"
+		}
+		if up > strings.Count(rel, "/") {
+			return "climbs above the workspace"
+		}
+		resolved = path.Join(path.Dir(rel), target)
+	}
+	if resolved == snapshot.StateDir || strings.HasPrefix(resolved, snapshot.StateDir+"/") {
+		return "leads into " + snapshot.StateDir + "/, Pixir's state"
 	}
 	return ""
 }

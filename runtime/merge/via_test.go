@@ -163,3 +163,76 @@ func TestMergeNeverWritesThroughALinkMadeWhileItApplies(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o755), fi.Mode().Perm())
 }
+
+// A link the child makes is merged when it stays inside the workspace,
+// and refused, with the reason, when it leads outside (or into .pixir):
+// the rest of the child's work is merged, and the merge says conflicted.
+// Before, such a link was merged as a link, and the work reached, through
+// it, files beyond the workspace.
+func TestMergeRefusesALinkThatLeadsOutside(t *testing.T) {
+	f := newFixture(t, map[string]string{"a.txt": "a\n", "src/lib/x.go": "package lib\n"})
+	for link, target := range map[string]string{
+		"src/in.go":      "lib/x.go",
+		"src/up.txt":     "../a.txt",
+		"abs.txt":        filepath.Join(f.ws, "a.txt"),
+		"src/out":        "../../elsewhere",
+		"passwd":         "/etc/passwd",
+		"src/roundabout": "lib/../../a.txt",
+		"state":          ".pixir/subagents",
+	} {
+		require.NoError(t, os.Symlink(target, filepath.Join(f.m.Root, filepath.FromSlash(link))))
+	}
+	f.child("a.txt", "a (child)\n")
+	rep := f.merge()
+	require.Equal(t, tools.MergeConflicted, rep.Status)
+	require.Equal(t, []string{"abs.txt", "src/in.go", "src/up.txt"}, rep.Applied.Added)
+	require.Equal(t, []string{"a.txt"}, rep.Applied.Updated)
+	why := map[string]string{}
+	for _, c := range rep.Conflicts {
+		require.Equal(t, tools.ConflictLinkOutside, c.Kind, "%+v", c)
+		why[c.Path] = c.Message
+	}
+	require.Len(t, why, 4, "%+v", rep.Conflicts)
+	require.Contains(t, why["passwd"], `the child made a link to "/etc/passwd", which leads outside the workspace; a merge never brings a link that leads outside the workspace`)
+	require.Contains(t, why["src/out"], "climbs above the workspace")
+	require.Contains(t, why["src/roundabout"], "a .. after a name")
+	require.Contains(t, why["state"], "leads into .pixir/")
+	for _, l := range []string{"passwd", "src/out", "src/roundabout", "state"} {
+		_, err := os.Lstat(filepath.Join(f.ws, filepath.FromSlash(l)))
+		require.ErrorIs(t, err, os.ErrNotExist, l)
+	}
+	target, err := os.Readlink(filepath.Join(f.ws, "src", "up.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "../a.txt", target)
+}
+
+func TestLinkLeadsOutside(t *testing.T) {
+	ws := "/w/ws"
+	for _, tc := range []struct{ rel, target, want string }{
+		{"a", "b", ""},
+		{"a", ".", ""},
+		{"d/a", "..", ""},
+		{"d/a", "../b/c", ""},
+		{"d/e/a", "../../b", ""},
+		{"a", "..", "climbs above"},
+		{"d/a", "../..", "climbs above"},
+		{"d/a", "../../../x", "climbs above"},
+		{"a", "b/../c", "a .. after a name"},
+		{"a", "/w/ws/b", ""},
+		{"a", "/w/ws", ""},
+		{"a", "/w/wsx/b", "leads outside"},
+		{"a", "/w/ws/../x", "leads outside"},
+		{"a", "/etc/passwd", "leads outside"},
+		{"a", ".pixir", "leads into .pixir/"},
+		{"d/a", "../.pixir/sessions", "leads into .pixir/"},
+		{"a", "/w/ws/.pixir/x", "leads into .pixir/"},
+		{"a", ".pixirx", ""},
+	} {
+		got := linkLeadsOutside(ws, tc.rel, tc.target)
+		if tc.want == "" {
+			require.Empty(t, got, "%s -> %s", tc.rel, tc.target)
+		} else {
+			require.Contains(t, got, tc.want, "%s -> %s", tc.rel, tc.target)
+		}
+	}
+}
