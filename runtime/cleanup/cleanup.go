@@ -18,7 +18,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -158,16 +160,37 @@ func Collect(root string, olderThan time.Duration, now time.Time, dryRun bool) (
 	// are their children: a child's subagent_events are in its parent's
 	// Log, a shared child's Log beside its folder.
 	open := map[string]bool{}
+	// owners are, of each old folder, the session Logs that name it (or
+	// an ancestor of it): the folder is removed under their locks.
+	owners := map[string][]string{}
+	named := map[string]map[string]bool{}
+	namedBy := func(p string) map[string]bool {
+		if ids, ok := named[p]; ok {
+			return ids
+		}
+		ids := map[string]bool{}
+		descendants(state, p, ids)
+		named[p] = ids
+		return ids
+	}
 	if len(folders) > 0 {
+		ids := slices.Sorted(maps.Keys(logs))
+		for _, id := range ids {
+			p := filepath.Join(state, "sessions", id+".ndjson")
+			for child := range namedBy(p) {
+				if _, ok := folders[child]; ok {
+					owners[child] = append(owners[child], p)
+				}
+			}
+		}
 		for _, p := range openLogs {
-			descendants(state, p, open)
+			maps.Copy(open, namedBy(p))
 		}
 		// A young session may be open too: its Log is tried only when it
 		// names an old folder, and released at once (nothing of it is
 		// removed), so a load racing the gc meets the lock only then.
 		for _, p := range youngLogs {
-			ids := map[string]bool{}
-			descendants(state, p, ids)
+			ids := namedBy(p)
 			if !namesAny(ids, folders) {
 				continue
 			}
@@ -203,7 +226,15 @@ func Collect(root string, olderThan time.Duration, now time.Time, dryRun bool) (
 		var err error
 		switch {
 		case it.Kind == KindSubagent:
+			// Under the locks of the sessions naming it: one opened since
+			// they were tried (a session/load, a pixir resume) keeps it.
+			release, idle := lockAll(owners[path.Base(it.Path)])
+			if !idle {
+				rep.InUse++
+				continue
+			}
 			err = snapshot.Remove(p) // read-only folders a child left are removed too
+			release()
 		case strings.HasSuffix(p, ".ndjson"):
 			release, idle := lockLog(p) // opened since it was found?
 			if !idle {
@@ -245,6 +276,26 @@ func (r *Report) consider(it Item, cutoff time.Time) {
 
 // lockLog is lockIdle (a variable so a test can see which Logs gc tries).
 var lockLog = lockIdle
+
+// lockAll takes the locks of the Logs (lockLog) and returns their
+// release, or false, holding none, when a process holds one of them.
+func lockAll(logs []string) (release func(), ok bool) {
+	var held []func()
+	release = func() {
+		for _, r := range held {
+			r()
+		}
+	}
+	for _, p := range logs {
+		r, idle := lockLog(p)
+		if !idle {
+			release()
+			return nil, false
+		}
+		held = append(held, r)
+	}
+	return release, true
+}
 
 // namesAny says whether ids holds a key of folders.
 func namesAny(ids map[string]bool, folders map[string]Item) bool {

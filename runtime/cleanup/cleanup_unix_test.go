@@ -102,3 +102,52 @@ func TestCollectTriesOnlyLogsWhatItRemovesDependsOn(t *testing.T) {
 	require.NoFileExists(t, filepath.Join(state, "sessions", "top.ndjson"))
 	require.DirExists(t, filepath.Join(state, "subagents", "sa-grand"))
 }
+
+// A session opened after gc found it idle and before gc removed its
+// children (a session/load, a pixir resume) keeps them: each Subagent
+// folder is removed while gc holds the lock of every session Log that
+// names it, and a Log a process took meanwhile keeps the folder. gc
+// checked the locks first and removed the folders later, without them:
+// the session's Log stayed (its removal tries the lock again) and its
+// children's folders went, snapshots with unmerged work included.
+func TestCollectKeepsTheChildrenOfASessionOpenedDuringIt(t *testing.T) {
+	for _, young := range []bool{false, true} {
+		name := "an old session"
+		if young {
+			name = "a young session"
+		}
+		t.Run(name, func(t *testing.T) {
+			root, state, _ := tree(t)
+			top := filepath.Join(state, "sessions", "top.ndjson")
+			if young {
+				now := time.Now()
+				require.NoError(t, os.Chtimes(top, now, now))
+			}
+			opened := false
+			lockLog = func(p string) (func(), bool) {
+				release, idle := lockIdle(p)
+				if filepath.Base(p) == "top.ndjson" && !opened && idle {
+					// Found idle: a process opens the session as soon as
+					// gc lets go of it.
+					opened = true
+					return func() { release(); hold(t, top) }, true
+				}
+				return release, idle
+			}
+			t.Cleanup(func() { lockLog = lockIdle })
+
+			rep, err := Collect(root, 7*24*time.Hour, time.Now(), false)
+			require.NoError(t, err)
+			require.True(t, opened)
+			require.FileExists(t, top)
+			require.DirExists(t, filepath.Join(state, "subagents", "sa-child"), "%+v", rep)
+			require.DirExists(t, filepath.Join(state, "subagents", "sa-grand"))
+			require.Empty(t, rep.Removed)
+			want := 2 // its child and grandchild
+			if !young {
+				want = 3 // and its Log
+			}
+			require.Equal(t, want, rep.InUse)
+		})
+	}
+}
