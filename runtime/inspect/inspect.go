@@ -245,10 +245,26 @@ type Step struct {
 	// SnapshotDeleted: the child was closed later (close_agent, or its
 	// session closed), which deletes an isolated child's snapshot with
 	// whatever of its work was not merged.
-	SnapshotDeleted bool          `json:"snapshot_deleted,omitempty"`
+	SnapshotDeleted bool `json:"snapshot_deleted,omitempty"`
+	// MergedLater is the last merge_agent of the step's child after the
+	// run (not a dry run): where its unmerged work went since.
+	MergedLater *LaterMerge `json:"merged_later,omitempty"`
+	// SnapshotRemoved: the snapshot is no longer on disk though its child
+	// was not closed (pixir gc removed it, or someone by hand); set by
+	// Load, which looks.
+	SnapshotRemoved bool          `json:"snapshot_removed,omitempty"`
 	Usage           *budget.Usage `json:"usage,omitempty"`
 	// Merge is what became of an isolated writer's changes (merge-back).
 	Merge *workflows.StepMerge `json:"merge,omitempty"`
+}
+
+// LaterMerge is a merge_agent of a step's child made after its run.
+type LaterMerge struct {
+	ToolCallID string            `json:"tool_call_id"`
+	TS         time.Time         `json:"ts"`
+	Status     tools.MergeStatus `json:"status"`
+	Files      int               `json:"files"`
+	Conflicts  int               `json:"conflicts,omitempty"`
 }
 
 // Fold builds the tree of a Log's events, in order. Events whose data does
@@ -257,7 +273,7 @@ func Fold(events []runtime.Event) *Session {
 	f := &folder{
 		s:     &Session{Turns: []*Turn{}, Subagents: []*Subagent{}, Workflows: []*Workflow{}},
 		calls: map[string]*ToolCall{}, subagents: map[string]*Subagent{}, runs: map[string]*Workflow{},
-		steps: stepChildren(events),
+		steps: stepChildren(events), mergeCalls: map[string]string{}, merges: map[string]*LaterMerge{},
 	}
 	f.s.Load.Events = len(events)
 	for i := range events {
@@ -307,6 +323,10 @@ type folder struct {
 	steps  map[string]*Subagent
 	runs   map[string]*Workflow
 	wfEvts []workflows.WorkflowEvent
+	// mergeCalls are the merge_agent calls waiting for their result (the
+	// child each merges), merges the last merge made of each child.
+	mergeCalls map[string]string
+	merges     map[string]*LaterMerge
 	// cancelledRuns are the tool calls whose workflow a cancel stopped:
 	// the call's result is the partial outcome, not a cancelled error.
 	cancelledRuns map[string]bool
@@ -371,6 +391,12 @@ func (f *folder) event(ev *runtime.Event) bool {
 		f.add(&Item{Kind: KindToolCall, Seq: ev.Seq, ToolCall: tc}, ev)
 		f.turnCalls[d.ToolCallID] = tc
 		f.calls[d.ToolCallID] = tc
+		if d.Name == "merge_agent" {
+			var a tools.MergeAgentArgs
+			if json.Unmarshal(d.Arguments, &a) == nil && a.ID != "" && !a.DryRun {
+				f.mergeCalls[d.ToolCallID] = a.ID
+			}
+		}
 	case runtime.EventToolResult:
 		d, ok := decode[runtime.ToolResultData](ev)
 		if !ok {
@@ -483,6 +509,13 @@ func (f *folder) result(ev *runtime.Event, d runtime.ToolResultData) {
 		f.add(&Item{Kind: KindToolCall, Seq: ev.Seq, ToolCall: tc}, ev)
 		f.turnCalls[d.ToolCallID] = tc
 		f.calls[d.ToolCallID] = tc
+	}
+	if id, ok := f.mergeCalls[d.ToolCallID]; ok && d.Name == "merge_agent" {
+		delete(f.mergeCalls, d.ToolCallID)
+		var rep tools.MergeReport
+		if b, err := json.Marshal(d.Result.Output); err == nil && json.Unmarshal(b, &rep) == nil && rep.Status != "" && !rep.DryRun {
+			f.merges[id] = &LaterMerge{ToolCallID: d.ToolCallID, TS: ev.TS, Status: rep.Status, Files: rep.Applied.Count(), Conflicts: len(rep.Conflicts)}
+		}
 	}
 	tc.ElapsedMS = d.ElapsedMS
 	tc.Status = ToolOK
@@ -629,6 +662,9 @@ func (f *folder) rebuildWorkflows() {
 					st.ChildSessionID = sa.ChildSessionID
 				}
 				st.SnapshotDeleted = st.WorkspaceMode == string(workflows.Isolated) && sa.Status == tools.SubagentClosed
+			}
+			if m := f.merges[so.AgentID]; so.AgentID != "" && m != nil {
+				st.MergedLater = m
 			}
 			w.Steps = append(w.Steps, st)
 		}

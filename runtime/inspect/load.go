@@ -191,6 +191,7 @@ func Load(found Found) (*Session, []runtime.Event, error) {
 	}
 	s := Fold(events)
 	s.SessionID, s.Workspace, s.Log = found.ID, found.Workspace, found.Log
+	lookForSnapshots(s)
 	s.Load.TornBytes, s.Load.SkippedLines = report.TornBytes, report.Skipped
 	if m, ok := readMeta(strings.TrimSuffix(found.Log, ".ndjson") + ".json"); ok {
 		if m.Title != "" {
@@ -311,6 +312,32 @@ func scanUserMessages(path string, fn func(runtime.UserMessageData) bool) error 
 		}
 		if err != nil {
 			return err
+		}
+	}
+}
+
+// lookForSnapshots marks the isolated steps whose snapshot, which the Log
+// names, is no longer on disk though their child was not closed: pixir gc
+// removed it (it writes nothing to the session's Log), or someone did by
+// hand. inspect must not send anyone to a folder that is gone.
+func lookForSnapshots(s *Session) {
+	var runs []*Workflow
+	runs = append(runs, s.Workflows...)
+	for _, t := range s.Turns {
+		for _, it := range t.Items {
+			if it.ToolCall != nil {
+				runs = append(runs, it.ToolCall.Workflows...)
+			}
+		}
+	}
+	for _, w := range runs {
+		for _, st := range w.Steps {
+			if st.WorkspaceMode != "isolated" || st.Workspace == "" || st.SnapshotDeleted {
+				continue
+			}
+			if _, err := os.Lstat(st.Workspace); errors.Is(err, fs.ErrNotExist) {
+				st.SnapshotRemoved = true
+			}
 		}
 	}
 }

@@ -89,7 +89,7 @@ func Render(w io.Writer, s *Session, opt RenderOptions) error {
 	if len(s.Subagents) > 0 || len(s.Workflows) > 0 {
 		outside := &node{text: "outside any turn"}
 		for _, wf := range s.Workflows {
-			outside.children = append(outside.children, workflowNode(wf))
+			outside.children = append(outside.children, workflowNode(wf, loc))
 		}
 		for _, sa := range s.Subagents {
 			outside.children = append(outside.children, subagentNode(sa))
@@ -174,7 +174,7 @@ func turnNode(t *Turn, loc *time.Location) *node {
 			}
 			n.children = append(n.children, &node{text: label + ": " + oneLine(m.Text, messageWidth)})
 		case KindToolCall:
-			n.children = append(n.children, toolNode(it.ToolCall))
+			n.children = append(n.children, toolNode(it.ToolCall, loc))
 		case KindTurnFailed:
 			n.children = append(n.children, &node{text: "turn failed: " + failure(it.Error)})
 		case KindPermissionDecision:
@@ -193,7 +193,7 @@ func turnNode(t *Turn, loc *time.Location) *node {
 	return n
 }
 
-func toolNode(tc *ToolCall) *node {
+func toolNode(tc *ToolCall, loc *time.Location) *node {
 	status := tc.Status
 	if tc.Error != nil {
 		status += ": " + tc.Error.Kind
@@ -219,7 +219,7 @@ func toolNode(tc *ToolCall) *node {
 		n.note("permission: %s", oneLine(p.Reason, lineWidth))
 	}
 	for _, wf := range tc.Workflows {
-		n.children = append(n.children, workflowNode(wf))
+		n.children = append(n.children, workflowNode(wf, loc))
 	}
 	for _, sa := range tc.Subagents {
 		n.children = append(n.children, subagentNode(sa))
@@ -266,7 +266,7 @@ func subagentNode(sa *Subagent) *node {
 	return n
 }
 
-func workflowNode(wf *Workflow) *node {
+func workflowNode(wf *Workflow, loc *time.Location) *node {
 	status := string(wf.Status)
 	if status == "" {
 		status = "unknown"
@@ -306,12 +306,12 @@ func workflowNode(wf *Workflow) *node {
 		n.note("%s", oneLine(text, lineWidth))
 	}
 	for _, st := range wf.Steps {
-		n.children = append(n.children, stepNode(st))
+		n.children = append(n.children, stepNode(st, loc))
 	}
 	return n
 }
 
-func stepNode(st *Step) *node {
+func stepNode(st *Step, loc *time.Location) *node {
 	label := st.Run
 	if label == "" {
 		label = st.StepID
@@ -362,11 +362,22 @@ func stepNode(st *Step) *node {
 		}
 	}
 	unmerged := st.Merge != nil && st.Merge.Status != tools.MergeMerged || st.Merge == nil && st.SubagentStatus == tools.SubagentDetached
+	later := st.MergedLater
+	if later != nil && unmerged && later.Status != tools.MergeMerged {
+		// Where the work is now: the run's own merge is not the last word.
+		n.note("merge_agent %s at %s: %s (%s merged, %s conflicting)", later.ToolCallID, later.TS.In(loc).Format(time.DateTime), later.Status,
+			plural.Of(later.Files, "file", "files"), plural.Of(later.Conflicts, "file", "files"))
+	}
 	switch {
 	case st.WorkspaceMode != string(workflows.Isolated) || st.Workspace == "" || !unmerged:
+	case later != nil && later.Status == tools.MergeMerged:
+		n.note("its work merged into the workspace since: merge_agent %s at %s (%s)", later.ToolCallID, later.TS.In(loc).Format(time.DateTime),
+			plural.Of(later.Files, "file", "files"))
 	case st.SnapshotDeleted:
 		// Not a folder that is gone.
 		n.note("snapshot deleted when the subagent was closed, with its work not merged into the workspace")
+	case st.SnapshotRemoved:
+		n.note("snapshot removed since (by pixir gc, or by hand), with its work not merged into the workspace: the work is gone")
 	default:
 		// What `pixir run` sends the user here for: the work that is
 		// in the step's snapshot and nowhere else.

@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -232,6 +233,97 @@ func TestInspectRenderAClosedStepNamesNoSnapshot(t *testing.T) {
 	out := render(append(events, child("closed", "sa-a", "", "closed", isolated))...)
 	require.NotContains(t, out, "/ws/.pixir/subagents/sa-a/workspace")
 	require.Contains(t, out, "snapshot deleted when the subagent was closed")
+}
+
+// An isolated step whose work the run did not merge, and that a later
+// merge_agent merged, or whose snapshot pixir gc removed since: inspect
+// says where the work is now. It named the snapshot as the one place of
+// the work after merge_agent had brought it into the workspace, and a
+// folder gc had removed.
+func TestInspectSaysWhereAStepsUnmergedWorkIsNow(t *testing.T) {
+	ws := t.TempDir()
+	snap := filepath.Join(ws, ".pixir", "subagents", "sa-a", "workspace")
+	require.NoError(t, os.MkdirAll(snap, 0o755))
+	w := &workflows.Workflow{Name: "w", Steps: []workflows.Step{{ID: "a", Task: "write a", WriteSet: []string{"a/**"}}}}
+	conflicted := &workflows.StepOutcome{StepID: "a", Agent: "default", AgentID: "sa-a", Wave: 1, DependsOn: []string{},
+		WorkspaceMode: workflows.Isolated, Workspace: snap,
+		SubagentStatus: "completed", CheckpointStatus: workflows.CheckpointNeedsOrchestrator, ElapsedMS: 7,
+		Merge: &workflows.StepMerge{Policy: workflows.MergeOnReady, Tried: true, MergeReport: tools.MergeReport{Status: tools.MergeConflicted,
+			Applied: tools.MergeFiles{Added: []string{"a/x"}}, Conflicts: []tools.MergeConflict{{Path: "a/y", Kind: tools.ConflictContent, Message: "both sides changed the same lines in 1 place"}}}}}
+	isolated := func(d *runtime.SubagentEventData) {
+		d.Workspace = snap
+		d.WorkspaceMode = "isolated"
+	}
+	mergeCall := func(id string, dry bool) ev {
+		args, err := json.Marshal(tools.MergeAgentArgs{ID: "sa-a", DryRun: dry})
+		require.NoError(t, err)
+		return ev{runtime.EventToolCall, runtime.ToolCallData{ToolCallID: id, Name: "merge_agent", Arguments: args, Title: "Merge sa-a into the workspace", Posture: tools.PostureMutation}}
+	}
+	merged := func(id string, rep tools.MergeReport) ev {
+		return result(id, "merge_agent", tools.Result{OK: rep.Status == tools.MergeMerged, Output: rep}, 3)
+	}
+	events := []ev{
+		user("run it"), say("", "call_1"), call("call_1", "run_workflow"),
+		wf(workflows.WorkflowEvent{Kind: workflows.EventWorkflowStarted, WorkflowID: "wf-1", Workflow: w, ToolCallID: "call_1"}),
+		child("queued", "sa-a", "", "queued", func(d *runtime.SubagentEventData) { d.Name = "a" }),
+		wf(workflows.WorkflowEvent{Kind: workflows.EventStepScheduled, WorkflowID: "wf-1", StepID: "a", Wave: 1, SubagentID: "sa-a"}),
+		child("started", "sa-a", "", "running", isolated),
+		child("finished", "sa-a", "", "completed", isolated),
+		wf(workflows.WorkflowEvent{Kind: workflows.EventCheckpointDecided, WorkflowID: "wf-1", StepID: "a", Outcome: conflicted}),
+		result("call_1", "run_workflow", tools.OK("partial"), 9), say("The step needs you."),
+		user("fix it and merge"),
+	}
+	inspect := func(evs ...ev) (string, *Session) {
+		dir := t.TempDir()
+		log := filepath.Join(dir, "s1.ndjson")
+		var b bytes.Buffer
+		for _, e := range logOf(t, evs...) {
+			line, err := json.Marshal(e)
+			require.NoError(t, err)
+			b.Write(append(line, '\n'))
+		}
+		require.NoError(t, os.WriteFile(log, b.Bytes(), 0o644))
+		s, _, err := Load(Found{ID: "s1", Workspace: ws, Log: log})
+		require.NoError(t, err)
+		b.Reset()
+		require.NoError(t, Render(&b, s, RenderOptions{Location: time.UTC}))
+		return b.String(), s
+	}
+	out, _ := inspect(events...)
+	require.Contains(t, out, "snapshot (its work not merged into the workspace): "+snap)
+
+	// A dry run merges nothing; a conflicted merge leaves the rest there.
+	out, _ = inspect(append(events, say("", "call_2"), mergeCall("call_2", true), merged("call_2", tools.MergeReport{Status: tools.MergeMerged, DryRun: true}),
+		say("", "call_3"), mergeCall("call_3", false), merged("call_3", tools.MergeReport{Status: tools.MergeConflicted, Applied: tools.MergeFiles{Updated: []string{"a/z"}},
+			Conflicts: []tools.MergeConflict{{Path: "a/y"}}}))...)
+	require.Contains(t, out, "merge_agent call_3 at ")
+	require.Contains(t, out, ": conflicted (1 file merged, 1 file conflicting)")
+	require.Contains(t, out, "snapshot (its work not merged into the workspace): "+snap)
+	require.NotContains(t, out, "call_2 at")
+
+	later := append(events, say("", "call_4"), mergeCall("call_4", false), merged("call_4", tools.MergeReport{Status: tools.MergeMerged, Applied: tools.MergeFiles{Updated: []string{"a/y"}}}))
+	out, s := inspect(later...)
+	require.Contains(t, out, "its work merged into the workspace since: merge_agent call_4 at ")
+	require.Contains(t, out, " (1 file)\n")
+	require.NotContains(t, out, "snapshot (its work not merged")
+	step := func(s *Session) *Step {
+		for _, it := range s.Turns[0].Items {
+			if it.ToolCall != nil && len(it.ToolCall.Workflows) > 0 {
+				return it.ToolCall.Workflows[0].Steps[0]
+			}
+		}
+		t.Fatal("no step")
+		return nil
+	}
+	st := step(s)
+	require.Equal(t, tools.MergeMerged, st.MergedLater.Status)
+
+	// pixir gc removed the snapshot (the session's Log says nothing of it).
+	require.NoError(t, os.RemoveAll(snap))
+	out, s = inspect(events...)
+	require.Contains(t, out, "snapshot removed since (by pixir gc, or by hand), with its work not merged into the workspace: the work is gone")
+	require.NotContains(t, out, "snapshot (its work not merged")
+	require.True(t, step(s).SnapshotRemoved)
 }
 
 // A session without prompts (pixir run --workflow) whose MCP server
