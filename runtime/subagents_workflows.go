@@ -30,12 +30,14 @@ func (s *Session) WorkflowPorts(ask Asker) workflows.Ports {
 // the agent files a thousand times.
 func (b binding) workflowPorts() workflows.Ports {
 	b.agents = &catalogOnce{}
+	budgets := b.m.rt.WorkflowBudgets()
+	budgets.Spent = b.parent.exhausted // the session's: a run stops on it as on its own
 	return workflows.Ports{
 		Agents:    agentCheck{m: b.m, parent: b.spawner(), mcpServers: b.parent.MCPServers},
 		Children:  stepChildren{b},
 		Evidence:  sessionEvidence{s: b.parent, planID: workflowPlanID(b.toolCallID)},
 		Committer: gitCommitter{root: b.parent.workspace.Root(), mode: b.parent.Mode},
-		Budgets:   b.m.rt.WorkflowBudgets(),
+		Budgets:   budgets,
 		Templates: WorkspaceTemplates(b.parent.workspace.Root()),
 		Merger:    stepMerger{b},
 	}

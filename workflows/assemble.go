@@ -450,8 +450,11 @@ func nextActions(o *Outcome) []NextAction {
 	}
 	resume := map[string]string{"resume_from": o.WorkflowID}
 	if len(o.FailedSteps) > 0 {
-		acts = append(acts, NextAction{Action: "retry_failed_steps", StepIDs: o.FailedSteps, Args: resume,
-			Reason: "call run_workflow again with the same steps and resume_from: the checkpoint_ready steps are reused, only these (and what waits for them) run again"})
+		reason := "call run_workflow again with the same steps and resume_from: the checkpoint_ready steps are reused, only these (and what waits for them) run again"
+		if o.StoppedBy == StoppedBudget {
+			reason = "the budget was spent while the run went on (a step whose model call it refused failed): raise it (budget of run_workflow, or [budget] in config.toml), then " + reason
+		}
+		acts = append(acts, NextAction{Action: "retry_failed_steps", StepIDs: o.FailedSteps, Args: resume, Reason: reason})
 	}
 	loops, heldByLoops := holdingLoops(o)
 	if held := slices.DeleteFunc(slices.Clone(o.HeldSteps), func(label string) bool { return heldByLoops[label] }); len(held) > 0 {

@@ -15,6 +15,22 @@ type Budgets struct {
 	Run    budget.Limit
 	Step   budget.Limit
 	WarnAt float64
+	// Spent, when set, reports whether a budget above the run's is spent
+	// (the session's, which every step's model calls count against too):
+	// nil, or the error saying which. A run stops on it as on its own.
+	Spent func() error
+}
+
+// spent reports whether the run may start or call nothing more: its own
+// budget, or one above it (Budgets.Spent), is spent.
+func (r *runner) spent() error {
+	if err := r.account.Exhausted(); err != nil {
+		return err
+	}
+	if f := r.budgets.Spent; f != nil {
+		return f()
+	}
+	return nil
 }
 
 // budgetLimit is what the run may spend: the spec's budget, the

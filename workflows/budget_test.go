@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"testing/synctest"
 
 	"github.com/stretchr/testify/require"
 
@@ -53,6 +54,43 @@ func TestARunPastItsBudgetEndsPartialAndResumesOnceRaised(t *testing.T) {
 	require.Equal(t, StatusCompleted, second.Status, second.Output)
 	require.Equal(t, []string{"c", "d"}, sim.order)
 	require.Equal(t, budget.Usage{InputTokens: 1200, ModelCalls: 2}, second.Usage, "reused steps cost this run nothing")
+}
+
+// The session's budget, spent while every step already runs (no start is
+// refused to say so), stops the run as the run's own does: stopped_by
+// budget_exhausted, in the outcome and as the Log rebuilds it.
+func TestASessionBudgetSpentWhileEveryStepRunsStopsTheRun(t *testing.T) {
+	w := mustParse(t, `{"steps":[{"id":"a","task":"x"},{"id":"b","task":"x"},{"id":"c","task":"x"}]}`)
+	sim := newSim(func(step string) childPlan {
+		switch step {
+		case "a":
+			return childPlan{dur: 1, spend: 600}
+		case "b":
+			return childPlan{dur: 2, spend: 600}
+		}
+		// c's next model call was refused: it ends failed.
+		return childPlan{dur: 3, status: tools.SubagentFailed}
+	})
+	sim.session = budget.NewAccount("the session", "raise session_tokens", budget.Limit{Tokens: 1000}, 0)
+	ports := sim.ports()
+	ports.Budgets.Spent = sim.session.Exhausted
+	p, err := Prepare(w, ports)
+	require.NoError(t, err)
+	var out Outcome
+	synctest.Test(t, func(*testing.T) {
+		out = p.Run(context.Background(), RunOptions{WorkflowID: "wf-1", Now: fixedClock(), waiting: sim.waiting})
+	})
+	require.Equal(t, [][]string{{"a", "b", "c"}}, sim.byStart(), "every step started before the budget was spent")
+	require.Equal(t, StatusPartial, out.Status, out.Output)
+	require.Equal(t, StoppedBudget, out.StoppedBy)
+	require.Contains(t, out.Output, "stopped early: budget_exhausted")
+
+	events, _ := sim.WorkflowEvents()
+	raw, _ := json.Marshal(events)
+	require.NoError(t, json.Unmarshal(raw, &events))
+	want, _ := json.Marshal(out)
+	got, _ := json.Marshal(Rebuild(events)[0])
+	require.JSONEq(t, string(want), string(got))
 }
 
 func TestARefusedStartHoldsTheStepAndStopsTheRun(t *testing.T) {

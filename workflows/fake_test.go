@@ -52,6 +52,9 @@ type simRuntime struct {
 	stopped []string
 	// onStart, if set, runs at each start (for latency probes).
 	onStart func(step string)
+	// session, if set, is charged what every child spends too, as a
+	// session's budget is.
+	session *budget.Account
 }
 
 type simChild struct {
@@ -180,6 +183,9 @@ func (s *simRuntime) end(c *simChild) {
 	}
 	if c.plan.spend > 0 {
 		c.req.Account.Charge(budget.Usage{InputTokens: c.plan.spend, ModelCalls: 1})
+		if s.session != nil {
+			s.session.Charge(budget.Usage{InputTokens: c.plan.spend, ModelCalls: 1})
+		}
 	}
 	c.req.Ended <- s.view(c, status, f)
 }

@@ -53,6 +53,7 @@ type runner struct {
 	// account is the run's budget, which its children's calls are charged
 	// to: once it is spent, no step starts.
 	account  *budget.Account
+	budgets  Budgets
 	w        *Workflow
 	opt      RunOptions
 	prior    *Reuse // the checkpoints reused from an earlier run
@@ -94,7 +95,7 @@ func run(ctx context.Context, p *Prepared, opt RunOptions) Outcome {
 	n := len(w.Steps)
 	r := &runner{
 		ctx: ctx, children: p.ports.Children, evidence: p.ports.Evidence, merger: p.ports.Merger, committer: p.ports.Committer, mergedBy: map[string][]string{},
-		account: p.runAccount(opt.WorkflowID), w: w, opt: opt, prior: p.reuse,
+		account: p.runAccount(opt.WorkflowID), budgets: p.ports.Budgets, w: w, opt: opt, prior: p.reuse,
 		s:       sched{g: w.graph(), index: newConflictIndex(newOverlapCache()), parked: map[*stepRun][]profileID{}, estimates: newRunEstimates(w)},
 		schemas: make([]*tools.Schema, n), schemaOf: map[string]*tools.Schema{}, byAgent: map[string]*stepRun{}, conditions: map[string][]ConditionSeen{},
 		ends: make(chan tools.SubagentView, max(1, w.MaxConcurrency)), started: opt.Now(),
@@ -226,7 +227,7 @@ func (r *runner) startRun(ctx context.Context, run *stepRun) bool {
 		r.holdUnstarted(run, r.s.stopped)
 		return false
 	}
-	if err := r.account.Exhausted(); err != nil {
+	if err := r.spent(); err != nil {
 		r.holdUnstarted(run, StoppedBudget)
 		return false
 	}
@@ -384,8 +385,10 @@ func (r *runner) ended(v tools.SubagentView) {
 	}
 	r.describeRun(&out, run)
 	r.decided(run, r.land(run, out))
-	if r.s.stopped == "" && r.account.Exhausted() != nil {
-		// Running steps get no more model calls; none starts.
+	if r.s.stopped == "" && r.spent() != nil {
+		// Running steps get no more model calls; none starts. The
+		// session's budget as much as the run's: spent while every step
+		// already ran, no start is refused to say so.
 		r.halt(StoppedBudget)
 	}
 }

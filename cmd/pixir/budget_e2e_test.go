@@ -137,3 +137,47 @@ match = '.'
 	require.True(t, warned, "the Log has the budget's warning")
 	require.Regexp(t, `(?m)^.*! The session has spent [0-9]+% of its budget: [0-9,]+ tokens .* of 5 tokens\. At the limit the next model call or spawn is refused; to allow more, raise session_tokens`, stderr)
 }
+
+// The session's budget spent while every step already runs, through the
+// binary: both children's first model calls meet (together = 2), so both
+// steps started before anything was spent; those calls spend the session's
+// budget and each child's next call is refused. The run says the budget
+// stopped it, as when a spent budget refuses a step's start: the outcome
+// (stopped_by), pixir run's table and pixir inspect.
+func TestASessionBudgetSpentWhileEveryStepRunsStopsTheRun(t *testing.T) {
+	e := newRunEnv(t)
+	require.NoError(t, os.MkdirAll(e.home, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(e.home, "config.toml"), []byte("[budget]\nsession_tokens = 1\n"), 0o644))
+	script := e.file("script.toml", `
+[[rule]]
+match = '.'
+  [[rule.reply]]
+  together = 2
+  [[rule.reply.tool_calls]]
+  name = "glob"
+  arguments = { pattern = "*" }
+  [[rule.reply]]
+  text = 'Done as asked.'
+`)
+	wf := e.file("wf.json", `{"steps":[{"id":"left","task":"Look left."},{"id":"right","task":"Look right."}]}`)
+	stdout, stderr, code := e.pixir("run", "--script", script, "--workflow", wf, "--json")
+	require.Equal(t, exitError, code, stderr) // failed: no step was ready
+	out := validEnvelope(t, stdout, "run_workflow_output.json")["output"].(map[string]any)
+	require.Equal(t, "failed", out["status"])
+	require.Equal(t, "budget_exhausted", out["stopped_by"], stdout)
+	for _, s := range out["steps"].([]any) {
+		step := s.(map[string]any)
+		require.Equal(t, "failed", step["subagent_status"], "%v", step)
+		require.Equal(t, "budget_exhausted", step["error"].(map[string]any)["kind"], "%v", step)
+	}
+	sid := regexp.MustCompile(`pixir: session ([0-9a-f-]{8,}) `).FindStringSubmatch(stderr)[1]
+
+	stdout, _, code = e.pixir("run", "--script", script, "--workflow", wf)
+	require.Equal(t, exitError, code)
+	require.Contains(t, stdout, "stopped early: budget_exhausted")
+	require.Contains(t, stdout, "- the budget was spent while the run went on: raise it (the run's: budget in "+wf+", or workflow_tokens or workflow_cost in [budget] of config.toml; the session's: session_tokens or session_cost there), then retry left, right, reusing the checkpoint_ready steps:")
+
+	stdout, stderr, code = e.pixir("inspect", sid)
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, stdout, "stopped by budget_exhausted")
+}

@@ -188,6 +188,10 @@ func (n sessionNext) actions(w io.Writer, out workflows.Outcome) {
 		switch a.Action {
 		case "retry_failed_steps":
 			retried = true
+			if out.StoppedBy == workflows.StoppedBudget {
+				fmt.Fprintf(w, "- the budget was spent while the run went on: raise it (the run's: budget in %s, or workflow_tokens or workflow_cost in [budget] of config.toml; the session's: session_tokens or session_cost there), then retry %s, reusing the checkpoint_ready steps:\n    %s\n", n.workflow, steps, retry)
+				break
+			}
 			fmt.Fprintf(w, "- retry %s, reusing the checkpoint_ready steps (fix what made them fail first):\n    %s\n", steps, retry)
 		case "rerun_held_steps":
 			switch {
