@@ -210,6 +210,23 @@ func (m *Manager) workspaceLock(root string) *sync.RWMutex {
 	return l.(*sync.RWMutex)
 }
 
+// inWorkspace runs f, a snapshot's copy or merge, holding the workspace's
+// lock at root (to write, or to read). The lock is released however f
+// ends, a panic included: a copy or merge that panicked (recovered by the
+// child's run, the tool, or a workflow's runner) must not leave every
+// later merge, or copy, waiting for good.
+func (m *Manager) inWorkspace(root string, write bool, f func() error) error {
+	l := m.workspaceLock(root)
+	if write {
+		l.Lock()
+		defer l.Unlock()
+	} else {
+		l.RLock()
+		defer l.RUnlock()
+	}
+	return f()
+}
+
 type subagent struct {
 	id, agent, task  string
 	parent           *Session

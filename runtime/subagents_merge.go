@@ -97,18 +97,11 @@ func (b binding) mergeChild(ctx context.Context, sa *subagent, cm childMerge) (t
 	// workspace would start from half of it: the copies wait. A dry run
 	// writes nothing: it reads beside them. (In ask mode the question is
 	// asked within the merge, so a copy waits for the answer.)
-	lock := m.workspaceLock(req.Workspace)
-	if cm.dryRun {
-		lock.RLock()
-	} else {
-		lock.Lock()
-	}
-	rep, err := snap.Merge(ctx, req)
-	if cm.dryRun {
-		lock.RUnlock()
-	} else {
-		lock.Unlock()
-	}
+	var rep tools.MergeReport
+	err := m.inWorkspace(req.Workspace, !cm.dryRun, func() (err error) {
+		rep, err = snap.Merge(ctx, req)
+		return err
+	})
 	if err != nil {
 		if errors.Is(err, merge.ErrNoSnapshot) {
 			return tools.MergeReport{}, failure(tools.ErrNotFound, "subagent %s's snapshot is gone: %v", sa.id, err)

@@ -195,10 +195,11 @@ func (m *Manager) prepare(ctx context.Context, sa *subagent) (*Session, error) {
 	}
 	if sa.mode == WorkspaceIsolated && was == nil {
 		root := sa.parent.workspace.Root()
-		lock := m.workspaceLock(root)
-		lock.RLock()
-		snap, err := m.cfg.Snapshot(ctx, root, sa.workspace)
-		lock.RUnlock()
+		var snap Snapshot
+		err := m.inWorkspace(root, false, func() (err error) {
+			snap, err = m.cfg.Snapshot(ctx, root, sa.workspace)
+			return err
+		})
 		if err != nil {
 			m.removeSnapshot(sa) // a partial copy is no use to anyone
 			return nil, fmt.Errorf("taking the workspace snapshot: %w", err)

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -69,4 +70,55 @@ func TestASnapshotNeverCopiesAWorkspaceBeingMerged(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	require.Equal(t, []string{"copy: merges wait", "merge: copies wait"}, seen)
+}
+
+// panickyMerge is a snapshot whose merge panics.
+type panickyMerge struct{ snapshotCopy }
+
+func (panickyMerge) Merge(context.Context, merge.Request) (tools.MergeReport, error) {
+	panic("a fault in the merge")
+}
+
+// A panic in the snapshot's copy or merge, which run holding the
+// workspace's lock, leaves the lock free: it was released only on the way
+// out without a panic, so the next merge (or, after a merge's panic, every
+// copy) waited for good, and a workflow runner recovering from the panic
+// hung in stopRunning on a child stuck before its copy. The copy's panic
+// is recovered by the child's run (it fails "crashed"); the merge's here.
+func TestAPanicInACopyOrMergeReleasesTheWorkspaceLock(t *testing.T) {
+	var mu sync.Mutex
+	copies := 0
+	f := newManagerFixture(t, SubagentConfig{Snapshot: func(ctx context.Context, src, dst string) (Snapshot, error) {
+		mu.Lock()
+		copies++
+		n := copies
+		mu.Unlock()
+		if n == 1 {
+			panic("a fault in the copy")
+		}
+		s, err := takeCopy(ctx, src, dst)
+		if err != nil {
+			return nil, err
+		}
+		return panickyMerge{s.(snapshotCopy)}, nil
+	}})
+	lock := f.rt.subagents.workspaceLock(f.parent.workspace.Root())
+	free := func(what string) {
+		t.Helper()
+		require.True(t, lock.TryLock(), "the workspace's lock is still held after %s", what)
+		lock.Unlock()
+	}
+
+	crashed := f.spawn(t, "write new.txt")
+	got := f.wait(t, crashed.ID).Agents[0]
+	require.Equal(t, tools.SubagentFailed, got.Status)
+	require.Contains(t, got.Error.Message, "a fault in the copy")
+	free("a copy that panicked")
+
+	v := f.spawn(t, "write new.txt")
+	require.Equal(t, tools.SubagentCompleted, f.wait(t, v.ID).Agents[0].Status)
+	for _, dryRun := range []bool{true, false} {
+		require.PanicsWithValue(t, "a fault in the merge", func() { _, _ = f.b.Merge(context.Background(), v.ID, dryRun) })
+		free(fmt.Sprintf("a merge (dry run %v) that panicked", dryRun))
+	}
 }
