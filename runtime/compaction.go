@@ -436,16 +436,18 @@ func (t *turn) modelSummary(id string, older []provider.Message, window int, sum
 	if logErr != nil {
 		return "", logErr
 	}
+	// What the server counted is charged, an answer that fails or is of
+	// no use included.
+	if resp != nil && resp.Usage != nil {
+		if err := t.recordUsage(req.Model, *resp.Usage, "compaction"); err != nil {
+			return "", err
+		}
+	}
 	if err != nil {
 		return "", err
 	}
 	if resp == nil || strings.TrimSpace(resp.Text) == "" {
 		return "", errors.New("the model answered with an empty summary")
-	}
-	if resp.Usage != nil {
-		if err := t.recordUsage(req.Model, *resp.Usage, "compaction"); err != nil {
-			return "", err
-		}
 	}
 	summary := strings.TrimSpace(resp.Text)
 	if most := int(float64(summaryTokens) * 2 * bytesPerToken); len(summary) > most {

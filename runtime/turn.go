@@ -264,6 +264,14 @@ func (t *turn) run(p Prompt) (StopReason, error) {
 					return "", err
 				}
 			}
+			// An answer the server completed and counted but that cannot
+			// be used (a tool call whose arguments are not JSON) still cost
+			// what it counted.
+			if resp != nil && resp.Usage != nil {
+				if err := t.recordUsage(s.Model(), *resp.Usage, ""); err != nil {
+					return "", err
+				}
+			}
 			if t.cancelled() {
 				return StopCancelled, nil
 			}

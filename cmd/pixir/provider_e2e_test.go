@@ -780,3 +780,32 @@ func TestRunSaysEachRetryOfTheModelRequest(t *testing.T) {
 	require.Len(t, srv.received(), 2)
 	require.Regexp(t, `pixir: warning: the model request failed; trying again \(url: http://127\.0\.0\.1:[0-9]+/v1/chat/completions, attempt: 1 of 4, wait: [0-9.]+m?s, err: HTTP 503 Service Unavailable: The engine is currently overloaded`, stderr)
 }
+
+// An answer the server completed and counted, whose tool call Pixir cannot
+// use (its arguments are not JSON), is still charged: the turn fails
+// readably, and its tokens are in the Log's provider_usage, in the budget
+// and in what pixir run says it spent. They were dropped with the answer,
+// so a model that kept sending broken calls spent a budget that never
+// counted them.
+func TestAnAnswerWithABrokenToolCallIsStillCharged(t *testing.T) {
+	srv := newFakeModel(t, sseReply(0, concat(
+		[]string{oaChunk(`{"role":"assistant","content":null,"refusal":null}`, "")},
+		oaToolCall(0, "call_1", "read", `{"path": "a.t`),
+		[]string{oaChunk(`{}`, "tool_calls"), oaUsage(50, 7), oaDone},
+	)...))
+	e := newRunEnv(t)
+	e.env = append(e.env, "OPENAI_API_KEY=", "OPENAI_BASE_URL=")
+	stdout, stderr, code := e.pixir("run", "--provider", "openai", "--base-url", srv.URL+"/v1", "--model", "gpt-test", "--json", "hello")
+	require.Equal(t, exitError, code, stderr)
+	require.Contains(t, stderr, `the model called "read" with arguments that are not valid JSON`)
+	require.Contains(t, stderr, "pixir: usage: 57 tokens (50 in, 7 out) in 1 model call")
+	out := validEnvelope(t, stdout, "pixir_run_output.json")["output"].(map[string]any)
+	require.Equal(t, map[string]any{"input_tokens": 50.0, "output_tokens": 7.0, "model_calls": 1.0}, out["usage"])
+	var usages []string
+	for _, ev := range readLog(t, e.ws, out["session_id"].(string)) {
+		if ev.Type == "provider_usage" || ev.Type == "turn_failed" {
+			usages = append(usages, ev.Type)
+		}
+	}
+	require.Equal(t, []string{"provider_usage", "turn_failed"}, usages, "charged once, before the turn failed")
+}

@@ -13,7 +13,10 @@ import (
 // Provider is a model behind a streaming API. Generate streams one model
 // response: it calls sink for each text or reasoning fragment as it arrives
 // and returns the assembled response when the model stops. It must return
-// promptly with ctx's error once ctx ends, leaving nothing running.
+// promptly with ctx's error once ctx ends, leaving nothing running. An
+// answer the server completed and counted but that cannot be used (a tool
+// call whose arguments are not JSON) is an error returned with a response
+// holding only the call's Usage, so that what it cost is still charged.
 type Provider interface {
 	Name() string
 	Generate(ctx context.Context, req ModelRequest, sink func(Delta)) (*ModelResponse, error)

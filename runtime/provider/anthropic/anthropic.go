@@ -141,11 +141,8 @@ func (p *Provider) Generate(ctx context.Context, req provider.ModelRequest, sink
 		return nil, subj.Describe(err)
 	}
 	resp, err := a.response()
-	if err != nil {
-		return nil, err
-	}
-	if resp.Usage != nil {
+	if resp != nil && resp.Usage != nil {
 		resp.Usage.ContextWindow = p.cfg.ContextWindow
 	}
-	return resp, nil
+	return resp, err
 }

@@ -275,8 +275,10 @@ func TestFaultInvalidJSONInToolInput(t *testing.T) {
 	wiretest.NoLeaks(t)
 	srv := wiretest.New(t, sse(t, "bad_input.sse"))
 	p := newProvider(t, srv)
-	_, err := p.Generate(context.Background(), request("m"), nil)
+	resp, err := p.Generate(context.Background(), request("m"), nil)
 	failure(t, err, httpstream.KindToolCall, `the model called "write" with input that is not valid JSON`, "cut off at the token limit: raise max_tokens")
+	// The server counted the answer: what it cost comes back to be charged.
+	require.Equal(t, &provider.ModelResponse{Usage: &provider.Usage{InputTokens: 300, OutputTokens: 64, ContextWindow: 200000}}, resp)
 }
 
 func TestFaultCancelWhileStreaming(t *testing.T) {

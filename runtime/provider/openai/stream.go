@@ -382,7 +382,8 @@ func (a *assembler) readCompletion(s *httpstream.Stream, sink func(provider.Delt
 }
 
 // response is the assembled answer; a tool call whose arguments are not
-// JSON fails it, readably.
+// JSON fails it, readably, with a response holding only the usage (the
+// server counted the call).
 func (a *assembler) response() (*provider.ModelResponse, error) {
 	resp := &provider.ModelResponse{Text: a.text.String(), Reasoning: a.reasoning.String()}
 	if a.usage != nil {
@@ -390,7 +391,7 @@ func (a *assembler) response() (*provider.ModelResponse, error) {
 	}
 	for i, c := range a.calls {
 		if c.name == "" {
-			return nil, &httpstream.Error{Kind: httpstream.KindToolCall, Err: errNoName,
+			return usageOnly(resp.Usage), &httpstream.Error{Kind: httpstream.KindToolCall, Err: errNoName,
 				Message: fmt.Sprintf("the model asked for tool call %d without naming the tool; send the prompt again, or use a model with reliable tool calling", i+1)}
 		}
 		args := strings.TrimSpace(c.args.String())
@@ -403,7 +404,7 @@ func (a *assembler) response() (*provider.ModelResponse, error) {
 			if a.finish == "length" {
 				msg += " (the answer was cut off at the token limit: raise max_tokens)"
 			}
-			return nil, &httpstream.Error{Kind: httpstream.KindToolCall, Message: msg, Err: err}
+			return usageOnly(resp.Usage), &httpstream.Error{Kind: httpstream.KindToolCall, Message: msg, Err: err}
 		}
 		id := c.id
 		if id == "" {
@@ -416,6 +417,15 @@ func (a *assembler) response() (*provider.ModelResponse, error) {
 		resp.ToolCalls = append(resp.ToolCalls, tc)
 	}
 	return resp, nil
+}
+
+// usageOnly is the response of an answer that cannot be used: only what
+// the server counted for it, or nil when it counted nothing.
+func usageOnly(u *provider.Usage) *provider.ModelResponse {
+	if u == nil {
+		return nil
+	}
+	return &provider.ModelResponse{Usage: u}
 }
 
 // validJSON says why s is not one JSON value.
