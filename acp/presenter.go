@@ -964,11 +964,8 @@ func chunkUpdate(kind string, text []byte) []byte {
 	b := make([]byte, 0, len(text)+80)
 	b = append(b, `{"sessionUpdate":`...)
 	b = jsonraw.AppendString(b, kind)
-	b = append(b, `,"content":{"type":"text"`...)
-	if string(text) != `""` { // as encoding/json omits an empty text
-		b = append(b, `,"text":`...)
-		b = append(b, text...)
-	}
+	b = append(b, `,"content":{"type":"text","text":`...) // required, empty or not
+	b = append(b, text...)
 	return append(b, `}}`...)
 }
 

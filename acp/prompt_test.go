@@ -82,3 +82,23 @@ func TestDecodePromptAgreesWithDecodeParams(t *testing.T) {
 		})
 	}
 }
+
+// A text block carries its text even when it is empty: TextContent requires
+// it (a prompt of an empty text, replayed; an MCP tool's empty text).
+func TestEmptyTextBlockKeepsItsText(t *testing.T) {
+	for _, tt := range []struct {
+		block ContentBlock
+		want  string
+	}{
+		{textBlock(""), `{"type":"text","text":""}`},
+		{textBlock("hi"), `{"type":"text","text":"hi"}`},
+		{ContentBlock{Type: "resource_link", URI: "file:///a", Name: "a"}, `{"type":"resource_link","uri":"file:///a","name":"a"}`},
+	} {
+		b, err := json.Marshal(ContentChunk{SessionUpdate: "user_message_chunk", Content: tt.block})
+		require.NoError(t, err)
+		require.JSONEq(t, `{"sessionUpdate":"user_message_chunk","content":`+tt.want+`}`, string(b))
+		require.Contains(t, string(b), tt.want) // no member beside those
+	}
+	require.JSONEq(t, `{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":""}}`,
+		string(chunkUpdate("agent_message_chunk", []byte(`""`))))
+}

@@ -363,6 +363,21 @@ type ContentBlock struct {
 	textProblem string
 }
 
+// MarshalJSON encodes a block as encoding/json would, except that a text
+// block always carries its text, an empty one too: the schema requires
+// "text" in TextContent, and omitempty would leave it out (a prompt of an
+// empty text, replayed by session/load; an MCP tool's empty text).
+func (b ContentBlock) MarshalJSON() ([]byte, error) {
+	type plain ContentBlock
+	if b.Type != "text" || b.Text != "" || b.rawText != nil {
+		return json.Marshal(plain(b))
+	}
+	return json.Marshal(struct {
+		plain
+		Text string `json:"text"`
+	}{plain: plain(b)})
+}
+
 // UnmarshalJSON decodes a block and notes whether its text was there: a
 // text block must carry its text (the schema requires it), and one
 // without it is refused, not taken as an empty prompt. A text that is not

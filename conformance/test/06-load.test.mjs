@@ -107,3 +107,26 @@ test("session/load of an unknown session is an error response, not a crash", { t
     const { sessionId } = await a.newSession();
     assert.equal(typeof sessionId, "string");
   }));
+
+test("session/load replays a prompt of an empty text, or of no block, as text blocks that carry their text", { timeout: TEST_TIMEOUT_MS }, () =>
+  withFixture(async (f) => {
+    // Before the fix the replayed user_message_chunk was {"type":"text"}:
+    // no "text", which TextContent requires (the SDK client refused it).
+    const a = await f.start(SCRIPT);
+    const { sessionId } = await a.newSession();
+    for (const prompt of [[{ type: "text", text: "" }], [], [{ type: "text", text: "" }, { type: "text", text: "hello" }]]) {
+      const t = await a.turn(sessionId, prompt);
+      assert.equal(t.response.stopReason, "end_turn", `${JSON.stringify(prompt)}: ${JSON.stringify(t.response)}`);
+    }
+    await a.close();
+
+    const b = await f.start(SCRIPT);
+    await b.request(acp.methods.agent.session.load, { sessionId, cwd: f.sandbox.workspace, mcpServers: [] });
+    const users = b.wireUpdates(sessionId).map((w) => w.update).filter((u) => u.sessionUpdate === "user_message_chunk");
+    assert.deepEqual(users.map((u) => u.content), [
+      { type: "text", text: "" },
+      { type: "text", text: "" },
+      { type: "text", text: "" },
+      { type: "text", text: "hello" },
+    ]);
+  }));
