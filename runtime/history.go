@@ -53,6 +53,9 @@ type historyFold struct {
 	// decode or their type is unknown; undecodedFirst lists the first.
 	undecoded      int
 	undecodedFirst []UndecodedEvent
+	// allowAlways are the tools (and merges) the user allowed for the rest
+	// of the session (allow_always): a session opened again remembers them.
+	allowAlways map[string]bool
 }
 
 // leaveOut notes an event the fold cannot read: it is left out of
@@ -164,12 +167,21 @@ func (f *historyFold) add(ev Event) {
 				f.children[id] = u
 			}
 		}
+	case EventPermissionDecision:
+		var tool, decision, source, option string
+		if f.read(ev, map[string]any{"tool": &tool, "decision": &decision, "source": &source, "option": &option}) &&
+			decision == "allowed" && source == "user" && option == string(AllowAlways) && tool != "" {
+			if f.allowAlways == nil {
+				f.allowAlways = map[string]bool{}
+			}
+			f.allowAlways[tool] = true
+		}
 	case EventProviderUsage:
 		u := budget.Usage{ModelCalls: 1}
 		if f.read(ev, map[string]any{"input_tokens": &u.InputTokens, "output_tokens": &u.OutputTokens, "cost": &u.Cost, "currency": &u.Currency}) {
 			f.usage = f.usage.Add(u)
 		}
-	case EventReasoning, EventWorkflow, EventTurnFailed, EventPermissionDecision, EventNotice:
+	case EventReasoning, EventWorkflow, EventTurnFailed, EventNotice:
 		// Not part of History; their readers check them.
 	default:
 		f.leaveOut(ev, "its type is not one this Pixir knows (a Log a newer Pixir wrote?)")

@@ -214,6 +214,43 @@ func TestAllowAlwaysIsRememberedPerTool(t *testing.T) {
 	require.Equal(t, []string{"user", "remembered"}, sources)
 }
 
+// "Always allow write in this session" holds for the session, not for the
+// process: opened again (session/load, session/resume, pixir resume) it
+// asks no more, and a rejection or a one-time allowance is not remembered.
+func TestAllowAlwaysIsRememberedWhenTheSessionIsOpenedAgain(t *testing.T) {
+	for _, tt := range []struct {
+		first PermissionOutcome
+		asked int
+	}{{AllowAlways, 0}, {AllowOnce, 1}, {RejectOnce, 1}} {
+		t.Run(string(tt.first), func(t *testing.T) {
+			p := &fakeProvider{calls: []func(context.Context, provider.ModelRequest, func(provider.Delta)) (*provider.ModelResponse, error){
+				calls(writeCall("c1", "a.txt")), text("ok"), calls(writeCall("c2", "b.txt")), text("ok"),
+			}}
+			home, ws := t.TempDir(), t.TempDir()
+			cfg := Config{Home: home, Provider: p, Model: "m", Tools: tools.Builtins()}
+			rt := New(cfg)
+			s, err := rt.NewSession(ws)
+			require.NoError(t, err)
+			require.NoError(t, s.SetMode(ModeAsk))
+			_, err = s.Prompt(context.Background(), Prompt{Text: "one"}, TurnOptions{Ask: answer(tt.first)})
+			require.NoError(t, err)
+			id := s.ID()
+			rt.Close()
+
+			rt2 := New(cfg)
+			defer rt2.Close()
+			s2, _, err := rt2.OpenSession(id, ws, nil)
+			require.NoError(t, err)
+			asker := &countingAsker{}
+			_, err = s2.Prompt(context.Background(), Prompt{Text: "two"}, TurnOptions{Ask: asker})
+			require.NoError(t, err)
+			require.Equal(t, tt.asked, asker.n)
+			_, err = os.Stat(filepath.Join(ws, "b.txt"))
+			require.NoError(t, err, "the second write ran")
+		})
+	}
+}
+
 func TestCancelWhileStreamingKeepsWhatWasShown(t *testing.T) {
 	started := make(chan struct{})
 	p := &fakeProvider{calls: []func(context.Context, provider.ModelRequest, func(provider.Delta)) (*provider.ModelResponse, error){

@@ -93,3 +93,42 @@ test("modes: read_only denies writes; ask requests permission; unknown mode is -
     assert.ok(error, `set_mode to an unknown mode succeeded: ${JSON.stringify(result)}`);
     assert.equal(error.code, -32602, `unknown mode error code: ${JSON.stringify({ code: error.code, message: error.message })}`);
   }));
+
+test("ask: \"always allow\" holds for the session after session/load and session/resume in a fresh process; allow once does not", { timeout: TEST_TIMEOUT_MS }, () =>
+  withFixture(async (f) => {
+    // Before the fix, the grant lived only in the process that was told it:
+    // an editor restarted (which loads its threads) asked again.
+    const bash = `
+[[rule]]
+match = "^run (\\\\w+)$"
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "bash"
+  arguments = { command = "echo ran >> ran.txt" }
+  [[rule.reply]]
+  text = "ran"
+`;
+    const script = bash + writeRule("later") + SCRIPT;
+    const a = await f.start(script);
+    const { sessionId } = await a.newSession();
+    await a.request(acp.methods.agent.session.setMode, { sessionId, modeId: "ask" });
+    a.permission = selectKind("allow_always");
+    await a.turn(sessionId, "run one");
+    a.permission = selectKind("allow_once");
+    await a.turn(sessionId, "allowed");
+    assert.equal(a.permissionRequests.length, 2);
+    await a.close();
+
+    for (const method of [acp.methods.agent.session.load, acp.methods.agent.session.resume]) {
+      const b = await f.start(script);
+      await b.request(method, { sessionId, cwd: f.sandbox.workspace, mcpServers: [] });
+      const t = await b.turn(sessionId, "run two");
+      assert.equal(finalToolState(t.updates, toolCalls(t.updates)[0].toolCallId).status, "completed");
+      assert.deepEqual(b.permissionRequests.map((r) => r.params.toolCall.title), [], `${method}: bash was always allowed`);
+      // write was allowed once only: it asks again.
+      await b.turn(sessionId, "later");
+      assert.equal(b.permissionRequests.length, 1, `${method}: write was allowed once, so it asks`);
+      await b.close();
+    }
+    assert.equal(readFileSync(join(f.sandbox.workspace, "ran.txt"), "utf8"), "ran\nran\nran\n");
+  }));
