@@ -784,12 +784,19 @@ func (a *permissionAsker) AskPermission(ctx context.Context, req runtime.Permiss
 		}
 		call.Status, call.Kind, call.Locations = "", "", nil
 	}
+	// What "always" covers: the session that asks. A Subagent asking
+	// through its parent's session (a client without native children)
+	// remembers it for itself only: its siblings ask again.
+	always := "Always allow " + req.Tool + " in this session"
+	if req.ChildSessionID != "" && !native {
+		always = "Always allow " + req.Tool + " for this subagent"
+	}
 	params := RequestPermissionRequest{
 		SessionID: req.SessionID,
 		ToolCall:  call,
 		Options: []PermissionOption{
 			{OptionID: string(runtime.AllowOnce), Name: "Allow once", Kind: "allow_once"},
-			{OptionID: string(runtime.AllowAlways), Name: "Always allow " + req.Tool + " in this session", Kind: "allow_always"},
+			{OptionID: string(runtime.AllowAlways), Name: always, Kind: "allow_always"},
 			{OptionID: string(runtime.RejectOnce), Name: "Reject", Kind: "reject_once"},
 		},
 	}

@@ -4,7 +4,7 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { withFixture, toolCalls, finalToolState, toolContentText, TEST_TIMEOUT_MS, fanOutScript } from "../harness.mjs";
+import { acp, withFixture, selectKind, toolCalls, finalToolState, toolContentText, TEST_TIMEOUT_MS, fanOutScript } from "../harness.mjs";
 
 const SCRIPT = fanOutScript(["child one", "child two", "child three"], { opening: "Spawning three children.", done: "All three are done." });
 
@@ -41,4 +41,61 @@ test("subagents: three children, each its own tool call with progress and a term
     const wait = calls.find((c) => c.title.startsWith("Wait"));
     assert.ok(wait, "the wait_agent call");
     assert.equal(finalToolState(t.updates, wait.toolCallId).status, "completed");
+  }));
+
+test("ask: a Subagent's question in its parent's session offers to always allow the tool for that Subagent, which is what it remembers", { timeout: TEST_TIMEOUT_MS }, () =>
+  withFixture(async (f) => {
+    // Before the fix the option said "Always allow bash in this session",
+    // in the parent's session, and the next child's bash asked again there.
+    const a = await f.start(`
+[[rule]]
+match = "^fan out$"
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "spawn_agent"
+  arguments = { task = "child one", workspace_mode = "shared" }
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "wait_agent"
+  arguments = { timeout_ms = 60000 }
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "spawn_agent"
+  arguments = { task = "child two", workspace_mode = "shared" }
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "wait_agent"
+  arguments = { timeout_ms = 60000 }
+  [[rule.reply]]
+  text = "both done"
+[[rule]]
+match = "^child"
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "bash"
+  arguments = { command = "true" }
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "bash"
+  arguments = { command = "true" }
+  [[rule.reply]]
+  text = "finished"
+`);
+    const { sessionId } = await a.newSession();
+    await a.request(acp.methods.agent.session.setMode, { sessionId, modeId: "ask" });
+    a.permission = selectKind("allow_always");
+    const t = await a.turn(sessionId, "fan out");
+    assert.equal(t.response.stopReason, "end_turn");
+    const asks = a.permissionRequests.map((r) => ({
+      session: r.params.sessionId,
+      child: r.params.toolCall.toolCallId.startsWith("subagent-"),
+      always: r.params.options.find((o) => o.kind === "allow_always").name,
+    }));
+    // The parent's spawn_agent once (then remembered for the parent), each
+    // child's bash once (then remembered for that child).
+    assert.deepEqual(asks, [
+      { session: sessionId, child: false, always: "Always allow spawn_agent in this session" },
+      { session: sessionId, child: true, always: "Always allow bash for this subagent" },
+      { session: sessionId, child: true, always: "Always allow bash for this subagent" },
+    ]);
   }));
