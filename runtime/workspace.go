@@ -56,7 +56,9 @@ func NewWorkspace(dir string) (*Workspace, error) {
 		return nil, err
 	}
 	if !st.IsDir() {
-		return nil, fmt.Errorf("workspace %s is not a directory", dir)
+		// A path error, as a missing directory's is: the caller's bad
+		// input (an ACP cwd: -32602), not Pixir's fault.
+		return nil, &fs.PathError{Op: "workspace", Path: dir, Err: syscall.ENOTDIR}
 	}
 	fsys, err := sandbox.OpenDir(real)
 	if err != nil {

@@ -396,6 +396,8 @@ match = "write"
 func TestTransportEdgesOverTheBinary(t *testing.T) {
 	e := newEnv(t, testScript)
 	a := e.start()
+	file := filepath.Join(t.TempDir(), "notes.txt")
+	require.NoError(t, os.WriteFile(file, []byte("x"), 0o644))
 	tests := []struct {
 		name, line, id string
 		code           int
@@ -413,6 +415,12 @@ func TestTransportEdgesOverTheBinary(t *testing.T) {
 		{"field of wrong type", `{"jsonrpc":"2.0","id":5,"method":"session/new","params":{"cwd":5,"mcpServers":[]}}`, "5", -32602, `invalid params: "cwd" must be a string, got number`},
 		{"field missing", `{"jsonrpc":"2.0","id":6,"method":"session/new","params":{"mcpServers":[]}}`, "6", -32602, `invalid params: missing required field "cwd"`},
 		{"relative cwd", `{"jsonrpc":"2.0","id":7,"method":"session/new","params":{"cwd":"rel","mcpServers":[]}}`, "7", -32602, `invalid params: "cwd" must be an absolute path, got "rel"`},
+		// A file given as cwd is the client's mistake, not an internal error
+		// (it was -32603 "internal error: workspace … is not a directory").
+		{"cwd a file", `{"jsonrpc":"2.0","id":18,"method":"session/new","params":{"cwd":"` + file + `","mcpServers":[]}}`, "18", -32602,
+			`invalid params: "cwd" is not usable: workspace ` + file + `: not a directory`},
+		{"list in a file", `{"jsonrpc":"2.0","id":19,"method":"session/list","params":{"cwd":"` + file + `"}}`, "19", -32602,
+			`invalid params: "cwd" is not usable: workspace ` + file + `: not a directory`},
 		{"mcpServers missing", `{"jsonrpc":"2.0","id":8,"method":"session/new","params":{"cwd":"/tmp"}}`, "8", -32602, `invalid params: missing required field "mcpServers"`},
 		{"prompt block without type", `{"jsonrpc":"2.0","id":9,"method":"session/prompt","params":{"sessionId":"s","prompt":[{}]}}`, "9", -32602, `invalid params: missing required field "prompt[0].type"`},
 		// A block without its content is refused, never taken as empty.
