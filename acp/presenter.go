@@ -710,6 +710,12 @@ func (p *presenter) toolEnd(d runtime.ToolResultData) ToolCall {
 		}
 		block := textBlock(msg)
 		u.Content = []ToolCallContent{{Type: "content", Content: &block}}
+		if d.TerminalID != "" && !p.replaying {
+			// A command that timed out or was cancelled in the editor's
+			// terminal: content replaces, so the terminal stays, with
+			// what it printed, above why it failed.
+			u.Content = append([]ToolCallContent{{Type: "terminal", TerminalID: d.TerminalID}}, u.Content...)
+		}
 		return u
 	}
 	if d.TerminalID != "" && !p.replaying {

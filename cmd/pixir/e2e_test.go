@@ -814,6 +814,7 @@ func (a *agent) serveUntilReply(id string, handlers map[string]func(params json.
 		h, ok := handlers[m.Method]
 		require.True(a.t, ok, "unexpected request from the agent: %s", m.raw)
 		switch v := h(m.Params).(type) {
+		case noReply: // the test leaves it unanswered
 		case *rpcError:
 			a.sendJSON(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": v})
 		default:
@@ -821,6 +822,10 @@ func (a *agent) serveUntilReply(id string, handlers map[string]func(params json.
 		}
 	}
 }
+
+// noReply, returned by a handler of serveUntilReply, leaves the agent's
+// request unanswered.
+type noReply struct{}
 
 type rpcError struct {
 	Code    int    `json:"code"`
@@ -901,6 +906,49 @@ func TestEditorFilesAndTerminalsAreUsedWhenOffered(t *testing.T) {
 	require.Equal(t, "completed", final["status"])
 	require.Equal(t, want, final["content"])
 	require.Contains(t, string(mustField(t, mustJSON(t, final["rawOutput"]), "output")), `"exit_code":0`)
+}
+
+// A command that fails in the editor's terminal (here: its time limit)
+// keeps the terminal in its tool call's final content, above the reason:
+// content replaces, and the final update used to carry the reason only, so
+// the editor stopped showing what the command printed just when it was
+// wanted.
+func TestAFailedCommandKeepsItsEditorTerminal(t *testing.T) {
+	e := newEnv(t, `
+[[rule]]
+match = "^run slowly$"
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "bash"
+  arguments = { command = "sleep 60", timeout_ms = 50 }
+  [[rule.reply]]
+  text = "It timed out."
+`)
+	a := e.start()
+	a.result(0, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{"terminal": true}}, nil)
+	sid := a.newSession()
+	a.sendJSON(map[string]any{"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": promptParams(sid, "run slowly")})
+	m, seen := a.serveUntilReply("2", map[string]func(json.RawMessage) any{
+		"terminal/create":        func(json.RawMessage) any { return map[string]any{"terminalId": "term-1"} },
+		"terminal/wait_for_exit": func(json.RawMessage) any { return noReply{} },
+		"terminal/kill":          func(json.RawMessage) any { return map[string]any{} },
+		"terminal/output": func(json.RawMessage) any {
+			return map[string]any{"output": "started\n", "truncated": false, "exitStatus": map[string]any{"signal": "SIGKILL"}}
+		},
+		"terminal/release": func(json.RawMessage) any { return map[string]any{} },
+	})
+	require.Equal(t, "end_turn", stopReason(t, m))
+	var final map[string]any
+	for _, u := range updates(t, seen) {
+		if u["sessionUpdate"] == "tool_call_update" && u["status"] == "failed" {
+			final = u
+		}
+	}
+	require.NotNil(t, final, "the call ends failed")
+	content, _ := final["content"].([]any)
+	require.Len(t, content, 2, "%v", final)
+	require.Equal(t, map[string]any{"type": "terminal", "terminalId": "term-1"}, content[0])
+	require.Contains(t, fmt.Sprint(content[1]), "timeout: the command did not finish within 50ms")
 }
 
 func mustJSON(t *testing.T, v any) json.RawMessage {
