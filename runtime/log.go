@@ -393,6 +393,53 @@ func CreateLog(path string) (*Log, error) {
 // Path is where the Log lives.
 func (l *Log) Path() string { return l.path }
 
+// Reattach checks that the Log is still the file at its path, and when
+// that file was removed while the Log was open (a git clean -fdx, an rm -r
+// of .pixir), writes it back from the open file, which still holds every
+// event, locks it and goes on in it: appends to the removed file would
+// be lost when the process ends, the session unloadable. It reports
+// whether it wrote the Log back. Another file at the path is never
+// overwritten: that is an error, as is a Log that cannot be written back.
+func (l *Log) Reattach() (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return false, errors.New("log is closed")
+	}
+	open, err := l.f.Stat()
+	if err != nil {
+		return false, &LogWriteError{Path: l.path, Err: err}
+	}
+	at, err := os.Stat(l.path)
+	switch {
+	case err == nil && os.SameFile(open, at):
+		return false, nil
+	case err == nil:
+		return false, &LogWriteError{Path: l.path, Err: errors.New("another file took the Log's place while the session was open; move it away and send the prompt again")}
+	case !errors.Is(err, fs.ErrNotExist):
+		return false, &LogWriteError{Path: l.path, Err: err}
+	}
+	if err := os.MkdirAll(filepath.Dir(l.path), 0o755); err != nil {
+		return false, &LogWriteError{Path: l.path, Err: fmt.Errorf("writing back the removed Log: %w", err)}
+	}
+	f, err := openLogFile(l.path, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
+	if err != nil {
+		return false, &LogWriteError{Path: l.path, Err: fmt.Errorf("writing back the removed Log: %w", err)}
+	}
+	if err := lockLog(f, l.path); err != nil {
+		f.Close()
+		return false, err
+	}
+	if _, err := io.Copy(f, io.NewSectionReader(l.f, 0, l.size)); err != nil {
+		f.Close()
+		_ = os.Remove(l.path)
+		return false, &LogWriteError{Path: l.path, Err: fmt.Errorf("writing back the removed Log: %w", err)}
+	}
+	l.f.Close()
+	l.f = f
+	return true, nil
+}
+
 // Append stamps ev with the next seq (and an id and time when missing) and
 // writes it as one line. When the write fails, the Log is cut back to its
 // last whole line and the error is a *LogWriteError.

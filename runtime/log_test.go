@@ -320,3 +320,39 @@ func TestAnAppendedEventStaysOnItsEmittersStack(t *testing.T) {
 	require.NoError(t, appendErr)
 	require.Zero(t, allocs)
 }
+
+// TestARemovedLogIsWrittenBackAndAnotherFileIsLeftAlone: Reattach writes
+// back a Log whose file (and folder) was removed while it was open, locked
+// again, and the next appends go to it; a file someone put in the Log's
+// place is never overwritten.
+func TestARemovedLogIsWrittenBackAndAnotherFileIsLeftAlone(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "sessions")
+	path := filepath.Join(dir, "s.ndjson")
+	l, _, _ := openLog(t, path)
+	defer l.Close()
+	appendTexts(t, l, "one", "two")
+	back, err := l.Reattach()
+	require.NoError(t, err)
+	require.False(t, back, "nothing to do while the file is there")
+
+	require.NoError(t, os.RemoveAll(dir))
+	back, err = l.Reattach()
+	require.NoError(t, err)
+	require.True(t, back)
+	appendTexts(t, l, "three")
+	events, report, err := ReadLog(path)
+	require.NoError(t, err)
+	require.True(t, report.Intact())
+	require.Equal(t, []string{"one", "two", "three"}, textsOf(t, events))
+	_, _, err = OpenLog(path, nil)
+	require.ErrorIs(t, err, ErrSessionInUse, "the written-back Log is locked")
+
+	require.NoError(t, os.Remove(path))
+	require.NoError(t, os.WriteFile(path, []byte("someone else's\n"), 0o644))
+	_, err = l.Reattach()
+	require.ErrorIs(t, err, ErrLogWrite)
+	require.Contains(t, err.Error(), "another file took the Log's place")
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, "someone else's\n", string(got))
+}

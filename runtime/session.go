@@ -612,6 +612,27 @@ func metaPath(workspace, id string) string {
 	return filepath.Join(SessionsDir(workspace), id+".json")
 }
 
+// reattachLog writes the session's Log back when its file was removed
+// while the session was open (see Log.Reattach), before a turn appends to
+// it, with the state folder's .gitignore: a git clean -fdx or an rm -r of
+// .pixir between two prompts lost every turn, the last ones included,
+// when the process ended. A Subagent's Log, beside its snapshot, is left
+// as it is.
+func (s *Session) reattachLog() error {
+	if s.depth > 0 {
+		return nil
+	}
+	back, err := s.log.Reattach()
+	if err != nil || !back {
+		return err
+	}
+	if err := EnsureStateDir(s.workspace.Root()); err != nil {
+		s.rt.log.Warn("writing back the state folder's .gitignore", "session", s.ID(), "err", err)
+	}
+	s.rt.log.Warn("the session's Log was removed while the session was open; it was written back from the open file", "session", s.ID(), "log", s.log.Path())
+	return nil
+}
+
 // saveMeta writes the metadata as it is.
 func (s *Session) saveMeta() error { return s.updateMeta(func(*Meta) {}) }
 

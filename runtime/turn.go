@@ -134,6 +134,10 @@ func (s *Session) Prompt(ctx context.Context, p Prompt, opt TurnOptions) (StopRe
 	}()
 
 	t := &turn{s: s, ctx: ctx, opt: opt}
+	if err := s.reattachLog(); err != nil {
+		t.abandon(err)
+		return StopEndTurn, err
+	}
 	s.mu.Lock()
 	s.interrupted = append(s.interrupted, s.pending...)
 	s.pending = nil

@@ -451,3 +451,38 @@ func TestEventsThisPixirCannotReadAreReported(t *testing.T) {
 	require.Contains(t, stderr, second)
 	require.NotContains(t, stderr, "level=", "no raw log lines on the terminal")
 }
+
+// TestALogRemovedWhileTheSessionIsOpenIsWrittenBack: .pixir is removed
+// between two prompts of an open session (git clean -fdx removes it with
+// everything git ignores). The next prompt writes the Log back from the
+// open file before its turn, so nothing is lost: another process loads
+// both turns, and the state folder has its .gitignore again. Before, the
+// turns went on into the removed file with end_turn answers, and the
+// session was "not found" once the process ended.
+func TestALogRemovedWhileTheSessionIsOpenIsWrittenBack(t *testing.T) {
+	e := newEnv(t, testScript)
+	a := e.start()
+	a.initialize()
+	sid := a.newSession()
+	m, _ := a.call(2, "session/prompt", promptParams(sid, "write a file"))
+	require.Equal(t, "end_turn", stopReason(t, m))
+	require.NoError(t, os.RemoveAll(filepath.Join(e.ws, ".pixir")))
+
+	m, _ = a.call(3, "session/prompt", promptParams(sid, "run it"))
+	require.Equal(t, "end_turn", stopReason(t, m))
+	events, report := logOf(t, e.ws, sid)
+	require.True(t, report.Intact(), report.String())
+	require.Equal(t, 2, countType(events, runtime.EventUserMessage), "both turns are in the Log")
+	for i, ev := range events {
+		require.Equal(t, int64(i+1), ev.Seq)
+	}
+	_, err := os.Stat(filepath.Join(e.ws, ".pixir", ".gitignore"))
+	require.NoError(t, err, "the state folder keeps out of git again")
+	a.exit()
+
+	b := e.start()
+	b.initialize()
+	m, replay := b.call(1, "session/load", loadParams(sid, e.ws))
+	require.Nil(t, m.Error, m.raw)
+	require.Contains(t, agentText(updates(t, replay)), "Ran it.")
+}
