@@ -98,3 +98,20 @@ func usageFunc(fs *flag.FlagSet, text string) func() {
 		fs.PrintDefaults()
 	}
 }
+
+// noArguments refuses what is left after a command's flags when the
+// command takes no argument: "pixir doctor openai" checked the configured
+// provider and said every check passed, and "pixir demo x" ran the demo,
+// as if the word had been understood. A provider's name gets its flag.
+func noArguments(name, usage string, rest []string, stderr io.Writer) (code int, done bool) {
+	if len(rest) == 0 {
+		return exitOK, false
+	}
+	fmt.Fprintf(stderr, "%s: unexpected argument %q; usage: %s", name, rest[0], usage)
+	switch rest[0] {
+	case "scripted", "openai", "anthropic":
+		fmt.Fprintf(stderr, " (a provider is chosen with --provider %s)", rest[0])
+	}
+	fmt.Fprintln(stderr)
+	return exitUsage, true
+}

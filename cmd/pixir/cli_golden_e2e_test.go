@@ -42,6 +42,10 @@ func TestCLIOutputGolden(t *testing.T) {
 		{name: "gc_unknown_flag_typo", args: []string{"gc", "--dryrun"}},
 		{name: "gc_command_typo", args: []string{"gcc"}},
 		{name: "smoke_typo", args: []string{"smoke", "workflow"}},
+		{name: "doctor_unexpected_argument", args: []string{"doctor", "openai"}},
+		{name: "demo_unexpected_argument", args: []string{"demo", "fast"}},
+		{name: "acp_unexpected_argument", args: []string{"acp", "--verbose", "zed"}},
+		{name: "version_unexpected_argument", args: []string{"version", "x"}},
 		{name: "mode_typo", args: []string{"run", "--mode", "read-only", "hello"}},
 	}
 	cases = append(cases, moreCLICases...)
@@ -76,7 +80,7 @@ func TestCLIOutputGolden(t *testing.T) {
 func TestEveryCommandHelpExitsZero(t *testing.T) {
 	e := newRunEnv(t)
 	for _, cmd := range append([][]string{{}}, [][]string{{"acp"}, {"demo"}, {"tools"}, {"workflows"}, {"agents"}, {"doctor"}, {"prompt"},
-		{"run"}, {"resume"}, {"sessions"}, {"inspect"}, {"gc"}, {"smoke"}, {"smoke", "workflows"}, {"smoke", "workflows-real"}}...) {
+		{"run"}, {"resume"}, {"sessions"}, {"inspect"}, {"gc"}, {"version"}, {"smoke"}, {"smoke", "workflows"}, {"smoke", "workflows-real"}}...) {
 		for _, h := range []string{"-h", "--help"} {
 			stdout, stderr, code := e.pixir(append(append([]string{}, cmd...), h)...)
 			require.Equal(t, exitOK, code, "pixir %v %s: %s", cmd, h, stderr)

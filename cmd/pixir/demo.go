@@ -24,7 +24,11 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	fs.Usage = usageFunc(fs, "Usage: pixir demo [--keep]\n\nRuns a short scripted session through a real ACP client, offline, in a scratch workspace.\n")
 	keep := fs.Bool("keep", false, "keep the scratch workspace and print where it is")
-	if _, code, done := parseFlags(fs, args, false, stdout, stderr); done {
+	rest, code, done := parseFlags(fs, args, false, stdout, stderr)
+	if done {
+		return code
+	}
+	if code, done := noArguments("pixir demo", "pixir demo [--keep]", rest, stderr); done {
 		return code
 	}
 	if err := demo(stdout, stderr, *keep); err != nil {

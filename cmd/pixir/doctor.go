@@ -33,7 +33,11 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 	var pf providerFlags
 	pf.register(fs)
 	asJSON := fs.Bool("json", false, "print a machine-readable report")
-	if _, code, done := parseFlags(fs, args, false, stdout, stderr); done {
+	rest, code, done := parseFlags(fs, args, false, stdout, stderr)
+	if done {
+		return code
+	}
+	if code, done := noArguments("pixir doctor", "pixir doctor [--json] [provider flags]", rest, stderr); done {
 		return code
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), doctorTimeout)

@@ -163,6 +163,13 @@ func runPrinting(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "smoke":
 		return runSmoke(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
+		if len(args) == 2 && (args[1] == "-h" || args[1] == "--help") {
+			fmt.Fprint(stdout, "Usage: pixir version\n\nPrints the version.\n")
+			return exitOK
+		}
+		if code, done := noArguments("pixir version", "pixir version", args[1:], stderr); done {
+			return code
+		}
 		fmt.Fprintln(stdout, "pixir", version)
 		return exitOK
 	case "help", "-h", "--help":
@@ -180,7 +187,11 @@ func runACP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	logFile := fs.String("log-file", "", "also write logs to this file")
 	verbose := fs.Bool("verbose", false, "log debug details")
 	fs.Usage = usageFunc(fs, "Usage: pixir acp [flags]\n\nServes the Agent Client Protocol (v1) on stdin/stdout, for editors and scripts.\n")
-	if _, code, done := parseFlags(fs, args, false, stdout, stderr); done {
+	rest, code, done := parseFlags(fs, args, false, stdout, stderr)
+	if done {
+		return code
+	}
+	if code, done := noArguments("pixir acp", "pixir acp [flags]", rest, stderr); done {
 		return code
 	}
 	logger, closeLog, err := newLogger(stderr, *logFile, *verbose)
