@@ -288,6 +288,9 @@ func LoadSettings(home string) (Settings, error) {
 	if err != nil {
 		return Settings{}, fmt.Errorf("reading %s: %w", path, err)
 	}
+	// A byte order mark (Windows editors write one) is no key: go-toml
+	// would refuse the file at 1:1 with "invalid character … 'ï'".
+	data = bytes.TrimPrefix(data, []byte("\ufeff"))
 	var s Settings
 	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {

@@ -551,3 +551,14 @@ commit: {message: m, requires: ["${todo}/X.md", " ", " ./${todo}//"]}
 	require.Contains(t, f.Message, `commit.requires[2] " ./TODO//" (read as "TODO//") is not a file path inside the workspace: it has an empty path segment`)
 	require.NotContains(t, f.Message, "commit.requires[0]")
 }
+
+// TestAWorkflowFileWithAByteOrderMark: JSON and YAML files saved with a
+// UTF-8 byte order mark decode; the JSON one was "not JSON: invalid
+// character 'ï'".
+func TestAWorkflowFileWithAByteOrderMark(t *testing.T) {
+	for _, name := range []string{"w.json", "w.yaml"} {
+		raw, err := DecodeFile(name, []byte("\ufeff{\"steps\": [{\"id\": \"a\", \"task\": \"x\"}]}"))
+		require.NoError(t, err, name)
+		require.JSONEq(t, `{"steps": [{"id": "a", "task": "x"}]}`, string(raw), name)
+	}
+}

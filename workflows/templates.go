@@ -314,6 +314,7 @@ func ReadTemplateFile(file string) (*Template, error) {
 // that starts with {) as it is, anything else as YAML, keys in their
 // written order.
 func DecodeFile(name string, b []byte) (json.RawMessage, error) {
+	b = bytes.TrimPrefix(b, []byte("\ufeff")) // a byte order mark is not JSON
 	trimmed := bytes.TrimSpace(b)
 	ext := strings.ToLower(filepath.Ext(name))
 	if ext == ".json" || (ext != ".yaml" && ext != ".yml" && len(trimmed) > 0 && trimmed[0] == '{') {

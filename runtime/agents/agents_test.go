@@ -657,3 +657,14 @@ func matchesAny(patterns []string, path string) bool {
 	}
 	return false
 }
+
+// TestAnAgentFileWithAByteOrderMark loads, its problems placed as an
+// editor shows them (the mark takes no column).
+func TestAnAgentFileWithAByteOrderMark(t *testing.T) {
+	a, _, errs := readAgent("a.toml", []byte("\ufeff"+agentTOML("bom")))
+	require.Empty(t, errs)
+	require.Equal(t, "bom", a.Name)
+	_, _, errs = readAgent("a.toml", []byte("\ufeffname = 3\n"))
+	require.Len(t, errs, 1)
+	require.Equal(t, "a.toml:1:8: name: got a TOML integer, want string", errs[0].Error())
+}

@@ -181,6 +181,7 @@ func loadFile(path string) (Agent, []Warning, []error) {
 
 // readAgent decodes and checks the agent file data read from path.
 func readAgent(path string, data []byte) (Agent, []Warning, []error) {
+	data = bytes.TrimPrefix(data, []byte("\ufeff")) // a byte order mark is no key
 	var f agentFile
 	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
 	var unknown []error

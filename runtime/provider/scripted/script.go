@@ -157,6 +157,7 @@ func Load(path string) (*Script, error) {
 // file path). Every problem found is reported, each as a *LoadError with the
 // line and column when known; several are joined with errors.Join.
 func Parse(name string, data []byte) (*Script, error) {
+	data = bytes.TrimPrefix(data, []byte("\ufeff")) // a byte order mark is no key
 	var f fileScript
 	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {

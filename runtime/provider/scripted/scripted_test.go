@@ -722,3 +722,10 @@ func TestTogetherMustBeAGroup(t *testing.T) {
 		require.ErrorContains(t, err, "together must be at least 2", n)
 	}
 }
+
+// TestAScriptWithAByteOrderMark parses.
+func TestAScriptWithAByteOrderMark(t *testing.T) {
+	s, err := Parse("bom.toml", []byte("\ufeff[[rule]]\n  [[rule.reply]]\n  text = \"hi\"\n"))
+	require.NoError(t, err)
+	require.NotNil(t, s)
+}
