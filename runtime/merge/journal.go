@@ -136,8 +136,8 @@ func apply(ctx context.Context, workspace string, ops []*op, files tools.Files) 
 	// Done: without its journal the folder is nothing but the old
 	// versions, which are freed in the background (see reap), under
 	// another name.
-	if err := os.Remove(filepath.Join(dir, journalFile)); err != nil {
-		return id, moved, err
+	if err := removeJournal(filepath.Join(dir, journalFile)); err != nil {
+		return id, moved, &journalLeftError{err: err}
 	}
 	freed := filepath.Join(mergesDir(workspace), freedPrefix+id)
 	if os.Rename(dir, freed) != nil {
@@ -146,6 +146,18 @@ func apply(ctx context.Context, workspace string, ops []*op, files tools.Files) 
 	reap(freed)
 	return id, moved, nil
 }
+
+// removeJournal removes a finished merge's journal (a variable for the
+// tests).
+var removeJournal = os.Remove
+
+// journalLeftError is apply's error when every operation was applied and
+// only the journal could not be removed: the merge is whole, and the next
+// Recover finds every path in its after state and removes the journal.
+type journalLeftError struct{ err error }
+
+func (e *journalLeftError) Error() string { return "removing the merge's journal: " + e.err.Error() }
+func (e *journalLeftError) Unwrap() error { return e.err }
 
 // stage writes an operation's new content where the journal will find it.
 func stage(path string, o *op) error {

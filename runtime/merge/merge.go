@@ -93,7 +93,15 @@ func Merge(ctx context.Context, req Request) (tools.MergeReport, error) {
 		}
 	}
 	if len(p.ops) > 0 {
+		journalNote := ""
 		id, moved, err := apply(ctx, req.Workspace, p.ops, req.Files)
+		var left *journalLeftError
+		if errors.As(err, &left) {
+			// Every file was written: the merge is whole, not cut off.
+			journalNote = fmt.Sprintf("Every file of the merge was written, but its journal (%s) could not be removed (%v); the next merge (merge_agent) or session in this workspace removes it.",
+				filepath.ToSlash(filepath.Join(snapshot.StateDir, "merges", id, journalFile)), left.err)
+			err = nil
+		}
 		if err != nil && id != "" {
 			// Committed (its journal written), then cut off: part of it
 			// may be in the workspace already, and the rest comes with the
@@ -107,6 +115,9 @@ func Merge(ctx context.Context, req Request) (tools.MergeReport, error) {
 		p.drop(moved)
 		rep = p.report()
 		rep.MergeID = id
+		if journalNote != "" {
+			rep.Reason = strings.TrimSpace(rep.Reason + " " + journalNote)
+		}
 	}
 	if err := p.settle(); err != nil {
 		// The workspace has the merge; only the child's side is stale.

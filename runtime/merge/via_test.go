@@ -236,3 +236,31 @@ func TestLinkLeadsOutside(t *testing.T) {
 		}
 	}
 }
+
+// A merge that wrote every file and could not remove its journal after
+// is whole: it reports what it merged, and says that the journal is left
+// for the next merge to remove. It said the merge was cut off midway,
+// some of its files maybe in the workspace, the rest to come.
+func TestAMergeWhoseJournalStaysSaysWhatIsTrue(t *testing.T) {
+	f := newFixture(t, map[string]string{"keep.txt": "keep\n"})
+	f.child("a.txt", "a\n")
+	f.child("keep.txt", "keep (child)\n")
+	removeJournal = func(string) error { return errors.New("read-only file system") }
+	t.Cleanup(func() { removeJournal = os.Remove })
+
+	rep := f.merge()
+	require.Equal(t, tools.MergeMerged, rep.Status)
+	require.Equal(t, []string{"a.txt"}, rep.Applied.Added)
+	require.Equal(t, []string{"keep.txt"}, rep.Applied.Updated)
+	require.Contains(t, rep.Reason, "Every file of the merge was written, but its journal (.pixir/merges/"+rep.MergeID+"/journal.json) could not be removed (read-only file system); the next merge (merge_agent) or session in this workspace removes it.")
+	require.NotContains(t, rep.Reason, "cut off")
+	require.FileExists(t, filepath.Join(f.ws, ".pixir", "merges", rep.MergeID, "journal.json"))
+
+	// The next one finds every path as the journal wants it, and removes it.
+	removeJournal = os.Remove
+	done, err := Recover(f.ws)
+	require.NoError(t, err)
+	require.Equal(t, []string{rep.MergeID}, done)
+	require.NoDirExists(t, filepath.Join(f.ws, ".pixir", "merges", rep.MergeID))
+	require.Equal(t, "keep (child)\n", read(t, f.ws, "keep.txt"))
+}
