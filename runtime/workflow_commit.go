@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -126,6 +127,11 @@ func (c gitCommitter) Commit(ctx context.Context, req workflows.CommitRequest) (
 		rep.Reason, rep.Unchanged = "the run's files are as the repository's HEAD has them (committed already): nothing to commit", true
 		return rep, nil
 	}
+	if touchesBefore(req.Before, paths[1:]) {
+		// The user had changed some of these files before the run: of
+		// those, only the run's part is committed.
+		return c.commitPart(ctx, req, rep, paths[1:], locked)
+	}
 	if out, err := git(append([]string{"add", "--all"}, paths...)...); err != nil {
 		rep.Reason = fmt.Sprintf("git add refused (%v): %s", err, out)
 		if why, ok := locked("add"); ok {
@@ -209,7 +215,13 @@ var gitStopGrace = 5 * time.Second
 // Pixir's: its output as it wrote it (paths of -z output may begin or end
 // with spaces); on failure, what it said, for the reason.
 func (c gitCommitter) git(ctx context.Context, env []string, args ...string) (string, error) {
+	return c.gitIn(ctx, env, nil, args...)
+}
+
+// gitIn is git with stdin read from in (nil: none).
+func (c gitCommitter) gitIn(ctx context.Context, env []string, in io.Reader, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "git", append([]string{"--literal-pathspecs"}, args...)...)
+	cmd.Stdin = in
 	cmd.Dir = c.root
 	if env != nil {
 		cmd.Env = append(os.Environ(), env...)

@@ -104,10 +104,42 @@ type Committer interface {
 	Preflight(ctx context.Context, req PreflightRequest) []string
 }
 
+// BeforeRecorder is a Committer that records, when a run starts, what
+// the workspace has then that its repository's HEAD does not: the user's
+// uncommitted work. A commit given that record takes only the run's part
+// of a file the user had changed too.
+type BeforeRecorder interface {
+	Before(ctx context.Context) BeforeRun
+}
+
+// BeforeRun is, of each workspace file (workspace-relative,
+// slash-separated) that differed from HEAD's when a run started, what it
+// was then: the id of the blob of its content (written to the
+// repository's objects), BeforeAbsent (deleted), or BeforeUnknown (not
+// in HEAD, or not a file: nothing of it can be told apart from the run's
+// part). A folder's entry ends with "/" (a folder not in HEAD); nil: no
+// record, a file is committed whole.
+type BeforeRun map[string]string
+
+// Values of a BeforeRun entry that are not blobs.
+const (
+	BeforeAbsent  = "-"
+	BeforeUnknown = "?"
+)
+
 // CommitRequest is one commit.
 type CommitRequest struct {
 	Message string
 	Paths   []string
+	// Before is the workspace's uncommitted work when the run started:
+	// of a file in it, only the run's part is committed.
+	Before BeforeRun
+}
+
+// LeftOut is a file of the run not committed, and why.
+type LeftOut struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
 }
 
 // Commit statuses.
@@ -138,6 +170,11 @@ type CommitReport struct {
 	// missed commit is partial: the work is done, the commit asked for is
 	// not.
 	Missed bool `json:"missed,omitempty"`
+	// LeftOut are the run's files left out of the commit: files the user
+	// had changed before the run, not committed, whose run's part cannot
+	// be told apart from the user's (it overlaps their changes, or the
+	// file was not in HEAD).
+	LeftOut []LeftOut `json:"left_out,omitempty"`
 }
 
 // commit reports the problems of a workflow's commit.
@@ -293,7 +330,7 @@ func (r *runner) commitWork(out *Outcome) *CommitReport {
 	case r.committer == nil:
 		rep.Reason, rep.Missed = "this run cannot commit (no committer)", true
 	default:
-		got, err := r.committer.Commit(r.ctx, CommitRequest{Message: spec.Message, Paths: rep.Files})
+		got, err := r.committer.Commit(r.ctx, CommitRequest{Message: spec.Message, Paths: rep.Files, Before: r.before})
 		if err != nil {
 			rep.Reason, rep.Missed = "the commit could not be made: "+tools.AsFailure(err).Message, true
 			break
@@ -345,7 +382,7 @@ func (r *runner) commitParts(out *Outcome) []CommitReport {
 		case len(files[k]) == 0:
 			rep.Reason = "the run brought no file this commit takes: nothing to commit"
 		default:
-			got, err := r.committer.Commit(r.ctx, CommitRequest{Message: part.Message, Paths: files[k]})
+			got, err := r.committer.Commit(r.ctx, CommitRequest{Message: part.Message, Paths: files[k], Before: r.before})
 			if err != nil {
 				got = CommitReport{Status: NotCommitted, Reason: "the commit could not be made: " + tools.AsFailure(err).Message}
 			}
@@ -466,7 +503,19 @@ func commitText(c *CommitReport) string {
 		if hash == "" { // made, its hash not read
 			return fmt.Sprintf("Committed (%s): %s; its hash is unknown: %s", plural.Of(len(c.Files), "file", "files"), firstLine(c.Message), c.Reason)
 		}
-		return fmt.Sprintf("Committed %s (%s): %s", hash, plural.Of(len(c.Files), "file", "files"), firstLine(c.Message))
+		return fmt.Sprintf("Committed %s (%s): %s", hash, plural.Of(len(c.Files), "file", "files"), firstLine(c.Message)) + leftOutText(c)
+	}
+	if len(c.LeftOut) > 0 {
+		return "Not committed: " + c.Reason + leftOutText(c)
 	}
 	return "Not committed: " + c.Reason
+}
+
+// leftOutText names the files a commit left out, and why.
+func leftOutText(c *CommitReport) string {
+	var b strings.Builder
+	for _, l := range c.LeftOut {
+		fmt.Fprintf(&b, "; %s left out: %s", l.Path, l.Reason)
+	}
+	return b.String()
 }

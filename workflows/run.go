@@ -46,8 +46,10 @@ type runner struct {
 	children Children
 	evidence Evidence
 	merger   Merger
-	// committer makes the run's commit (commitWork).
+	// committer makes the run's commit (commitWork); before is the
+	// workspace's uncommitted work when the run started.
 	committer Committer
+	before    BeforeRun
 	// mergedBy: a merged path, and the runs that merged it, in order.
 	mergedBy map[string][]string
 	// account is the run's budget, which its children's calls are charged
@@ -116,6 +118,12 @@ func run(ctx context.Context, p *Prepared, opt RunOptions) Outcome {
 	if why := r.preflight(); why != "" {
 		// Nothing starts: every step is held, naming why.
 		r.s.stopped = why
+	} else if rec, ok := r.committer.(BeforeRecorder); ok && w.Commit != nil && w.ResumeFrom == "" {
+		// The user's uncommitted work, before any step changes the
+		// workspace: the commit takes only the run's part of a file
+		// they changed too. (A resumed run's record would hold the work
+		// of the runs it reuses: it commits files whole.)
+		r.before = rec.Before(r.ctx)
 	}
 	r.drain()
 	r.dispatch(ctx)

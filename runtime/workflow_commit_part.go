@@ -1,0 +1,371 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/pixir-go/pixir/workflows"
+)
+
+// A run's part of a file the user had changed too (uncommitted) when the
+// run started: the commit takes HEAD's version with the run's change
+// applied (git merge-file of HEAD's version, the version before the run,
+// and the workspace's), staged in an index of the commit's own, so the
+// user's working file, their staged changes and their edits to that file
+// stay as they are, out of the commit. A change that does not apply to
+// HEAD's version cleanly leaves the file out, and says so.
+
+// Before records the workspace's uncommitted work when a run starts (see
+// workflows.BeforeRecorder): each tracked file that differs from HEAD
+// (its content then, written to the repository's objects, or deleted),
+// and each untracked file or folder (unknown: nothing of it is in HEAD).
+// Without a repository, on a branch with no commit yet, or when git
+// cannot tell, there is no record: files are committed whole.
+func (c gitCommitter) Before(ctx context.Context) workflows.BeforeRun {
+	if _, err := c.git(ctx, nil, "rev-parse", "--verify", "--quiet", "HEAD"); err != nil {
+		return nil
+	}
+	changed, err := c.git(ctx, nil, "diff", "HEAD", "--name-only", "--no-renames", "--relative", "-z")
+	if err != nil {
+		return nil
+	}
+	untracked, err := c.git(ctx, nil, "ls-files", "-z", "--others", "--exclude-standard", "--directory")
+	if err != nil {
+		return nil
+	}
+	rec := workflows.BeforeRun{}
+	for _, p := range splitZ(untracked) {
+		rec[p] = workflows.BeforeUnknown
+	}
+	var hash []string
+	for _, p := range splitZ(changed) {
+		fi, err := os.Lstat(filepath.Join(c.root, filepath.FromSlash(p)))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			rec[p] = workflows.BeforeAbsent
+		case err == nil && fi.Mode().IsRegular() && !strings.ContainsAny(c.root+p, "\n\r"):
+			hash = append(hash, p)
+		default:
+			rec[p] = workflows.BeforeUnknown
+		}
+	}
+	if len(hash) > 0 {
+		// --stdin-paths reads paths from the top of the work tree, not
+		// from the current folder: absolute ones are the same anywhere.
+		var in strings.Builder
+		for _, p := range hash {
+			in.WriteString(filepath.Join(c.root, filepath.FromSlash(p)) + "\n")
+		}
+		out, err := c.gitIn(ctx, nil, strings.NewReader(in.String()), "hash-object", "-w", "--stdin-paths")
+		blobs := strings.Fields(out)
+		if err != nil || len(blobs) != len(hash) {
+			for _, p := range hash {
+				rec[p] = workflows.BeforeUnknown
+			}
+		} else {
+			for i, p := range hash {
+				rec[p] = blobs[i]
+			}
+		}
+	}
+	if len(rec) == 0 {
+		return nil
+	}
+	return rec
+}
+
+// splitZ splits git's -z output.
+func splitZ(out string) []string {
+	out = strings.TrimRight(out, "\x00")
+	if out == "" {
+		return nil
+	}
+	return strings.Split(out, "\x00")
+}
+
+// beforeOf is what the record says of a path: its own entry, or that of
+// an untracked folder holding it.
+func beforeOf(rec workflows.BeforeRun, p string) (string, bool) {
+	if b, ok := rec[p]; ok {
+		return b, true
+	}
+	for dir := p; ; {
+		i := strings.LastIndexByte(dir, '/')
+		if i < 0 {
+			return "", false
+		}
+		dir = dir[:i]
+		if b, ok := rec[dir+"/"]; ok {
+			return b, true
+		}
+	}
+}
+
+// touchesBefore says whether a path of the commit was changed by the
+// user before the run.
+func touchesBefore(rec workflows.BeforeRun, paths []string) bool {
+	for _, p := range paths {
+		if _, ok := beforeOf(rec, p); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// part is the run's part of one file, to stage: its blob and mode, or its
+// removal.
+type part struct {
+	path, mode, blob string
+	remove           bool
+}
+
+// runsPart is the run's part of path, which the user had changed before
+// the run (b: what it was then): nil when the run's part is nothing,
+// or why it cannot be told apart from the user's.
+func (c gitCommitter) runsPart(ctx context.Context, head, prefix, path, b string) (*part, string, error) {
+	const yours = "you had changed it before the run, not committed, "
+	if b == workflows.BeforeUnknown {
+		return nil, yours + "and it is not in HEAD (or not a file): the run's part cannot be told apart from yours; commit it yourself", nil
+	}
+	tree, err := c.git(ctx, nil, "ls-tree", "-z", head, "--", path)
+	if err != nil {
+		return nil, "", fmt.Errorf("git ls-tree: %w: %s", err, firstLineOf(tree))
+	}
+	var headMode, headBlob string
+	if f := strings.Fields(strings.TrimRight(tree, "\x00")); len(f) >= 3 && f[1] == "blob" {
+		headMode, headBlob = f[0], f[2]
+	}
+	theirs, err := os.ReadFile(filepath.Join(c.root, filepath.FromSlash(path)))
+	fi, lerr := os.Lstat(filepath.Join(c.root, filepath.FromSlash(path)))
+	switch {
+	case errors.Is(lerr, fs.ErrNotExist):
+		if b == workflows.BeforeAbsent || headBlob == "" {
+			return nil, "", nil // absent before the run and after it
+		}
+		return &part{path: path, remove: true}, "", nil // the run deleted it
+	case lerr != nil || err != nil:
+		return nil, "", errors.Join(lerr, err)
+	case !fi.Mode().IsRegular():
+		return nil, yours + "and the run made it something other than a file: commit it yourself", nil
+	case b == workflows.BeforeAbsent:
+		return nil, yours + "by deleting it, and the run wrote it anew: commit it yourself", nil
+	case headBlob == "" || headMode == "160000" || headMode == "120000":
+		return nil, yours + "and it is not a file in HEAD: the run's part cannot be told apart from yours; commit it yourself", nil
+	}
+	base, err := c.git(ctx, nil, "cat-file", "blob", b)
+	if err != nil {
+		return nil, "", fmt.Errorf("git cat-file: %w: %s", err, firstLineOf(base))
+	}
+	if base == string(theirs) {
+		return nil, "", nil // the run left it as it was
+	}
+	ours, err := c.git(ctx, nil, "cat-file", "blob", headBlob)
+	if err != nil {
+		return nil, "", fmt.Errorf("git cat-file: %w: %s", err, firstLineOf(ours))
+	}
+	merged, clean, err := c.mergeFile(ctx, []byte(ours), []byte(base), theirs)
+	if err != nil {
+		return nil, "", err
+	}
+	if !clean {
+		return nil, yours + "and the run's change to it does not apply to HEAD's version cleanly (it overlaps your changes, or the file is not text): commit it yourself", nil
+	}
+	if bytes.Equal(merged, []byte(ours)) {
+		return nil, "", nil // HEAD has the run's change already
+	}
+	blob, err := c.gitIn(ctx, nil, bytes.NewReader(merged), "hash-object", "-w", "--stdin", "--path", prefix+path)
+	if err != nil {
+		return nil, "", fmt.Errorf("git hash-object: %w: %s", err, firstLineOf(blob))
+	}
+	return &part{path: path, mode: headMode, blob: strings.TrimSpace(blob)}, "", nil
+}
+
+// mergeFile is git merge-file's merge of theirs' change since base into
+// ours; clean is false when it conflicts or is refused (a binary file).
+func (c gitCommitter) mergeFile(ctx context.Context, ours, base, theirs []byte) ([]byte, bool, error) {
+	dir, err := os.MkdirTemp("", "pixir-commit-merge-*")
+	if err != nil {
+		return nil, false, err
+	}
+	defer os.RemoveAll(dir)
+	names := []string{"ours", "base", "theirs"}
+	for i, data := range [][]byte{ours, base, theirs} {
+		if err := os.WriteFile(filepath.Join(dir, names[i]), data, 0o600); err != nil {
+			return nil, false, err
+		}
+	}
+	cmd := exec.CommandContext(ctx, "git", "merge-file", "-p", "-q", "ours", "base", "theirs")
+	cmd.Dir = dir
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	err = cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return out.Bytes(), true, nil
+	case errors.As(err, &exit):
+		return nil, false, nil // conflicts (exit > 0), or refused
+	}
+	return nil, false, fmt.Errorf("git merge-file: %w", err)
+}
+
+// commitPart commits paths (each in the workspace or tracked) when some
+// of them the user had changed before the run: those by their run's part,
+// the others whole, in an index of the commit's own built from HEAD; then
+// the user's index takes the commit's version of each path whose entry
+// was HEAD's (what they had staged stays).
+func (c gitCommitter) commitPart(ctx context.Context, req workflows.CommitRequest, rep workflows.CommitReport, paths []string, locked func(string) (string, bool)) (workflows.CommitReport, error) {
+	git := func(env []string, args ...string) (string, error) { return c.git(ctx, env, args...) }
+	head, err := git(nil, "rev-parse", "--verify", "--quiet", "HEAD")
+	if err != nil {
+		rep.Reason = fmt.Sprintf("git rev-parse HEAD refused (%v): %s", err, firstLineOf(head))
+		return rep, nil
+	}
+	head = strings.TrimSpace(head)
+	prefix, err := git(nil, "rev-parse", "--show-prefix")
+	if err != nil {
+		rep.Reason = fmt.Sprintf("git rev-parse refused (%v): %s", err, firstLineOf(prefix))
+		return rep, nil
+	}
+	prefix = strings.TrimSpace(prefix)
+	index, err := os.CreateTemp("", "pixir-commit-index-*")
+	if err != nil {
+		return rep, err
+	}
+	index.Close()
+	os.Remove(index.Name()) // git writes a new index there
+	defer os.Remove(index.Name())
+	env := []string{"GIT_INDEX_FILE=" + index.Name()}
+	if out, err := git(env, "read-tree", head); err != nil {
+		rep.Reason = fmt.Sprintf("git read-tree refused (%v): %s", err, firstLineOf(out))
+		return rep, nil
+	}
+	var whole []string
+	var parts []part
+	rep.LeftOut = nil
+	for _, p := range paths {
+		b, ok := beforeOf(req.Before, p)
+		if !ok {
+			whole = append(whole, p)
+			continue
+		}
+		pt, why, err := c.runsPart(ctx, head, prefix, p, b)
+		if err != nil {
+			why = "its run's part could not be made (" + err.Error() + ")"
+		}
+		switch {
+		case why != "":
+			rep.LeftOut = append(rep.LeftOut, workflows.LeftOut{Path: p, Reason: why})
+		case pt != nil:
+			parts = append(parts, *pt)
+		}
+	}
+	if len(whole) > 0 {
+		if out, err := git(env, append([]string{"add", "--all", "--"}, whole...)...); err != nil {
+			rep.Reason = fmt.Sprintf("git add refused (%v): %s", err, out)
+			return rep, nil
+		}
+	}
+	for _, pt := range parts {
+		args := []string{"update-index", "--add", "--cacheinfo", pt.mode + "," + pt.blob + "," + prefix + pt.path}
+		if pt.remove {
+			args = []string{"update-index", "--force-remove", "--", pt.path}
+		}
+		if out, err := git(env, args...); err != nil {
+			rep.Reason = fmt.Sprintf("git update-index refused (%v): %s", err, out)
+			return rep, nil
+		}
+	}
+	out, err := git(env, append([]string{"diff", "--cached", "--name-only", "--relative", "--no-renames", "-z", head, "--"}, paths...)...)
+	if err != nil {
+		rep.Reason = fmt.Sprintf("git diff refused (%v): %s", err, out)
+		return rep, nil
+	}
+	kept := splitZ(out)
+	if len(kept) == 0 {
+		rep.Files = req.Paths
+		if len(rep.LeftOut) > 0 {
+			rep.Reason = "every file of the run that differs from HEAD is left out (see left_out): nothing to commit"
+			return rep, nil
+		}
+		rep.Reason, rep.Unchanged = "the run's files are as the repository's HEAD has them (committed already): nothing to commit", true
+		return rep, nil
+	}
+	rep.Files = kept
+	tree, err := git(env, "write-tree")
+	if err != nil {
+		rep.Reason = fmt.Sprintf("git write-tree refused (%v): %s", err, firstLineOf(tree))
+		return rep, nil
+	}
+	tree = strings.TrimSpace(tree)
+	if out, err := git(env, "commit", "--quiet", "-m", req.Message); err != nil {
+		// Made all the same (stopped in its post-commit hook)? HEAD says.
+		now, herr := c.git(context.WithoutCancel(ctx), nil, "show", "-s", "--format=%H %T %P", "HEAD")
+		if f := strings.Fields(now); herr == nil && len(f) == 3 && f[1] == tree && f[2] == head {
+			rep.Status, rep.Commit = workflows.Committed, f[0]
+			rep.Reason = fmt.Sprintf("git was stopped (%v) after it made the commit: HEAD holds it", err)
+			c.syncIndex(context.WithoutCancel(ctx), head, prefix, whole, parts)
+			return rep, nil
+		}
+		if cancelled := ctx.Err(); cancelled != nil {
+			rep.Reason = fmt.Sprintf("the run was cancelled (%v) while git made the commit, before it was made: %s", cancelled, out)
+			return rep, nil
+		}
+		rep.Reason = fmt.Sprintf("git commit refused (%v): %s", err, out)
+		if why, ok := locked("commit"); ok {
+			rep.Reason = why
+		}
+		return rep, nil
+	}
+	rep.Status = workflows.Committed
+	if why := c.syncIndex(context.WithoutCancel(ctx), head, prefix, whole, parts); why != "" {
+		rep.Reason = why
+	}
+	hash, err := c.git(context.WithoutCancel(ctx), nil, "rev-parse", "--verify", "HEAD")
+	if err != nil {
+		rep.Reason = strings.TrimSpace(rep.Reason + fmt.Sprintf(" The commit was made, but its hash could not be read (%v: %s); git log shows it", err, firstLineOf(hash)))
+		return rep, nil
+	}
+	rep.Commit = strings.TrimSpace(hash)
+	return rep, nil
+}
+
+// syncIndex brings the user's index to the commit made for its paths:
+// the files committed whole are staged as they are (as git commit --only
+// does), and each run's part is staged where the index had HEAD's version
+// (what the user had staged of that file stays). It returns what could
+// not be done, for the report.
+func (c gitCommitter) syncIndex(ctx context.Context, head, prefix string, whole []string, parts []part) string {
+	var failed []string
+	if len(whole) > 0 {
+		if out, err := c.git(ctx, nil, append([]string{"add", "--all", "--"}, whole...)...); err != nil {
+			failed = append(failed, fmt.Sprintf("git add: %v: %s", err, firstLineOf(out)))
+		}
+	}
+	for _, pt := range parts {
+		cur, err := c.git(ctx, nil, "ls-files", "-s", "-z", "--", pt.path)
+		f := strings.Fields(strings.TrimRight(cur, "\x00"))
+		old, oerr := c.git(ctx, nil, "rev-parse", "--verify", "--quiet", head+":./"+pt.path)
+		if err != nil || oerr != nil || len(f) < 2 || f[1] != strings.TrimSpace(old) {
+			continue // staged by the user: theirs
+		}
+		args := []string{"update-index", "--cacheinfo", pt.mode + "," + pt.blob + "," + prefix + pt.path}
+		if pt.remove {
+			args = []string{"update-index", "--force-remove", "--", pt.path}
+		}
+		if out, err := c.git(ctx, nil, args...); err != nil {
+			failed = append(failed, fmt.Sprintf("git update-index: %v: %s", err, firstLineOf(out)))
+		}
+	}
+	if len(failed) == 0 {
+		return ""
+	}
+	return "the commit was made, but the index could not be brought to it (" + strings.Join(failed, "; ") + "): git status shows the committed files as changed; git reset -- <file> fixes it"
+}

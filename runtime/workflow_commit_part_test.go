@@ -1,0 +1,90 @@
+package runtime
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pixir-go/pixir/workflows"
+)
+
+// lines is a text of n numbered lines.
+func lines(n int, edit map[int]string) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		if s, ok := edit[i]; ok {
+			b.WriteString(s + "\n")
+			continue
+		}
+		b.WriteString("line " + strings.Repeat("x", i%7) + "\n")
+	}
+	return b.String()
+}
+
+// A file the user had changed before the run (not committed) and the run
+// changed too is committed as HEAD's version with the run's change alone:
+// the user's edit stays in their working file, uncommitted, and what they
+// had staged stays staged. A run's change that overlaps theirs, and a file
+// not in HEAD that they had made, are left out of the commit, with why.
+// The commit took the whole file, the user's edits with the run's (README,
+// 2e2337a).
+func TestGitCommitterCommitsOnlyTheRunsPartOfAFileTheUserChanged(t *testing.T) {
+	_, ws, git := gitRepo(t)
+	write := func(name, content string) {
+		require.NoError(t, os.WriteFile(filepath.Join(ws, name), []byte(content), 0o644))
+	}
+	write("code.go", lines(40, nil))
+	write("clash.go", lines(40, nil))
+	git("add", "-A")
+	git("commit", "-q", "-m", "code")
+
+	// The user's uncommitted work: an edit near the top of code.go, one
+	// of clash.go, a staged change of other.txt, a new file.
+	write("code.go", lines(40, map[int]string{2: "the user's edit"}))
+	write("clash.go", lines(40, map[int]string{20: "the user's edit"}))
+	write("other.txt", "staged by the user\n")
+	git("add", "other.txt")
+	write("mine.txt", "the user's new file\n")
+	c := gitCommitter{root: ws, mode: func() Mode { return ModeAuto }}
+	before := c.Before(context.Background())
+	require.Len(t, before, 4, "%v", before)
+	require.Equal(t, workflows.BeforeUnknown, before["mine.txt"])
+	require.Len(t, before["code.go"], 40, "a blob")
+
+	// The run: a change near the end of code.go, the same lines of
+	// clash.go, mine.txt, and kept.txt, which the user had not touched.
+	write("code.go", lines(40, map[int]string{2: "the user's edit", 38: "the run's change"}))
+	write("clash.go", lines(40, map[int]string{20: "the run's change"}))
+	write("mine.txt", "the user's new file\nand the run's line\n")
+	write("kept.txt", "v2 (the run)\n")
+
+	rep, err := c.Commit(context.Background(), workflows.CommitRequest{Message: "the run", Paths: []string{"clash.go", "code.go", "kept.txt", "mine.txt"}, Before: before})
+	require.NoError(t, err)
+	require.Equal(t, workflows.Committed, rep.Status, rep.Reason)
+	require.Equal(t, git("rev-parse", "HEAD"), rep.Commit)
+	require.Equal(t, []string{"code.go", "kept.txt"}, rep.Files)
+	require.Equal(t, lines(40, map[int]string{38: "the run's change"}), git("show", "HEAD:./code.go")+"\n", "HEAD's version with the run's change alone")
+	require.Equal(t, "v2 (the run)", git("show", "HEAD:./kept.txt"))
+	require.Len(t, rep.LeftOut, 2)
+	require.Equal(t, "clash.go", rep.LeftOut[0].Path)
+	require.Contains(t, rep.LeftOut[0].Reason, "does not apply to HEAD's version cleanly")
+	require.Equal(t, "mine.txt", rep.LeftOut[1].Path)
+	require.Contains(t, rep.LeftOut[1].Reason, "it is not in HEAD")
+
+	// The user's work is as it was: their edit uncommitted in the working
+	// file (beside the run's, now committed), their staged change staged.
+	b, err := os.ReadFile(filepath.Join(ws, "code.go"))
+	require.NoError(t, err)
+	require.Equal(t, lines(40, map[int]string{2: "the user's edit", 38: "the run's change"}), string(b))
+	require.Contains(t, git("diff", "--", "code.go"), "+the user's edit")
+	require.NotContains(t, git("diff", "--", "code.go"), "the run's change")
+	require.Empty(t, git("diff", "--cached", "--", "code.go", "kept.txt"), "the index has what was committed")
+	require.Equal(t, "M  ws/other.txt", git("status", "--porcelain", "--", "other.txt"))
+	require.Empty(t, git("diff", "--cached", "--", "clash.go"), "left out: not staged either")
+	require.Contains(t, git("diff", "--", "clash.go"), "+the run's change")
+	require.Equal(t, "?? ws/mine.txt", git("status", "--porcelain", "--", "mine.txt"))
+}
