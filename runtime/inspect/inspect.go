@@ -5,6 +5,7 @@
 package inspect
 
 import (
+	"bytes"
 	"encoding/json"
 	"time"
 
@@ -268,7 +269,8 @@ type LaterMerge struct {
 }
 
 // Fold builds the tree of a Log's events, in order. Events whose data does
-// not decode are counted in Load.UndecodedEvents and left out.
+// not decode, or of a type this Pixir does not know, are counted in
+// Load.UndecodedEvents and left out.
 func Fold(events []runtime.Event) *Session {
 	f := &folder{
 		s:     &Session{Turns: []*Turn{}, Subagents: []*Subagent{}, Workflows: []*Workflow{}},
@@ -357,6 +359,9 @@ func stepChildren(events []runtime.Event) map[string]*Subagent {
 
 func decode[T any](ev *runtime.Event) (T, bool) {
 	var d T
+	if data := bytes.TrimSpace(ev.Data); len(data) == 0 || data[0] != '{' {
+		return d, false // null, or not an object: no event's data
+	}
 	err := json.Unmarshal(ev.Data, &d)
 	return d, err == nil
 }
@@ -468,8 +473,11 @@ func (f *folder) event(ev *runtime.Event) bool {
 			*t = t.Add(u)
 			f.turn.Usage = t
 		}
+	case runtime.EventReasoning:
+		// not part of the tree; --events shows it
+	default:
+		return false // a type this Pixir does not know (a newer Pixir's Log?)
 	}
-	// reasoning is not part of the tree; --events shows it.
 	return true
 }
 

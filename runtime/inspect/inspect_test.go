@@ -252,6 +252,19 @@ func TestInspectFoldTurns(t *testing.T) {
 				require.Equal(t, []string{KindAssistantMessage}, kinds(s.Turns[0]))
 			},
 		},
+		{
+			// Null data decoded as an empty result: the tree showed a
+			// call with no name, failed; a type it does not know was
+			// left out and not said.
+			name: "null data and a type this Pixir does not know are counted and left out",
+			events: []ev{
+				user("x"), {runtime.EventToolResult, `null`}, {runtime.EventType("mode_changed"), `{"mode":"ask"}`}, say("y"),
+			},
+			check: func(t *testing.T, s *Session) {
+				require.Equal(t, 2, s.Load.UndecodedEvents)
+				require.Equal(t, []string{KindAssistantMessage}, kinds(s.Turns[0]))
+			},
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

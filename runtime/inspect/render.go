@@ -116,7 +116,7 @@ func LoadWarnings(l LoadInfo) []string {
 		out = append(out, plural.Of(n, "line", "lines")+" of the Log "+plural.Word(n, "is not an event; it is", "are not events; they are")+" left out")
 	}
 	if n := l.UndecodedEvents; n > 0 {
-		out = append(out, plural.Of(n, "event has", "events have")+" data that does not decode; "+plural.Word(n, "it is", "they are")+" left out")
+		out = append(out, plural.Of(n, "event", "events")+" this Pixir cannot read (data that does not decode, or a type it does not know); "+plural.Word(n, "it is", "they are")+" left out")
 	}
 	return out
 }

@@ -356,12 +356,12 @@ func TestLoadWarningsCountWithTheirNouns(t *testing.T) {
 		{LoadInfo{}, nil},
 		{LoadInfo{SkippedLines: 1, UndecodedEvents: 1}, []string{
 			"1 line of the Log is not an event; it is left out",
-			"1 event has data that does not decode; it is left out",
+			"1 event this Pixir cannot read (data that does not decode, or a type it does not know); it is left out",
 		}},
 		{LoadInfo{TornBytes: 7, SkippedLines: 2, UndecodedEvents: 3}, []string{
 			"the Log's last line is torn (7 bytes, cut off mid-write by a crash); it is left out",
 			"2 lines of the Log are not events; they are left out",
-			"3 events have data that does not decode; they are left out",
+			"3 events this Pixir cannot read (data that does not decode, or a type it does not know); they are left out",
 		}},
 	} {
 		require.Equal(t, tc.want, LoadWarnings(tc.load), "%+v", tc.load)
