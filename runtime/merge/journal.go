@@ -221,10 +221,12 @@ func run(ctx context.Context, workspace, dir string, j journal, files tools.File
 	defer dirs.close()
 	var mu sync.Mutex
 	moved := map[string]bool{}
-	// Folders first, one at a time (those a write needs are made): each
-	// is opened once, and a folder on the way that became a link (or a
-	// file) since the plan leaves its operations alone.
-	at := make([]int, len(j.Ops)) // each operation's folder; -1: absent
+	// Folders first, one at a time (those a write needs are made, before
+	// any operation runs): a folder on the way that became a link (or a
+	// file) since the plan leaves its operations alone. Each operation
+	// then takes its folder again (still held, or opened again the same
+	// way: see wsDirs).
+	absent := make([]bool, len(j.Ops)) // the operation's folder is absent
 	stages := map[string]int{}
 	defer func() {
 		for _, fd := range stages {
@@ -233,14 +235,14 @@ func run(ctx context.Context, workspace, dir string, j journal, files tools.File
 	}()
 	for n, jo := range j.Ops {
 		folder, _ := splitRel(jo.Path)
-		fd, err := dirs.dir(folder, jo.Op == opWrite)
+		_, err := dirs.dir(folder, jo.Op == opWrite)
 		switch {
 		case err == nil:
-			at[n] = fd
+			dirs.done(folder)
 		case errors.Is(err, errOnTheWay):
 			moved[jo.Path] = true
 		case errors.Is(err, fs.ErrNotExist):
-			at[n] = -1
+			absent[n] = true
 		default:
 			return nil, fmt.Errorf("merging %s: %w", jo.Path, err)
 		}
@@ -280,15 +282,30 @@ func run(ctx context.Context, workspace, dir string, j journal, files tools.File
 			mu.Unlock()
 			return nil
 		}
-		if at[n] < 0 {
+		folder, name := splitRel(jo.Path)
+		fd := -1
+		if !absent[n] {
+			var err error
+			fd, err = dirs.dir(folder, jo.Op == opWrite)
+			switch {
+			case err == nil:
+				defer dirs.done(folder)
+			case errors.Is(err, errOnTheWay):
+				return leave()
+			case errors.Is(err, fs.ErrNotExist):
+				fd = -1
+			default:
+				return fmt.Errorf("merging %s: %w", jo.Path, err)
+			}
+		}
+		if fd < 0 {
 			// Its folder is gone: the path is absent.
 			if jo.After == "" {
 				return nil
 			}
 			return leave()
 		}
-		_, name := splitRel(jo.Path)
-		a := opAt{dir: at[n], name: name, target: filepath.Join(workspace, filepath.FromSlash(jo.Path)), aside: asideFd}
+		a := opAt{dir: fd, name: name, target: filepath.Join(workspace, filepath.FromSlash(jo.Path)), aside: asideFd}
 		if !unchangedAt(a, jo) {
 			cur, err := readSide(a.target)
 			if err != nil {
