@@ -57,12 +57,27 @@ func linkOnTheWay(workspace, rel string, seen *sync.Map) string {
 // workspace) to target leads outside the workspace, or "" when it stays
 // inside: a relative target that climbs above the workspace, an absolute
 // one elsewhere, or one into .pixir (Pixir's state, the children's
-// snapshots). A ".." after a name (a/../b) is counted as leading outside:
-// where it leads depends on whether a is a link, which the merge cannot
-// vouch for (a/.. is not the folder holding a when a is a link).
+// snapshots). A ".." after a name (a/../b, or /ws/a/../b) is counted as
+// leading outside: where it leads depends on whether a is a link, which
+// the merge cannot vouch for (a/.. is not the folder holding a when a is a
+// link). So an absolute target is looked at as written, before cleaning
+// it (filepath.Rel would make /ws/a/../b b).
 func linkLeadsOutside(workspace, rel, target string) string {
+	const dotdotAfterAName = "has a .. after a name, whose end depends on links the merge cannot vouch for"
 	var resolved string
 	if filepath.IsAbs(target) {
+		named := false // a name met: a .. at the root stays there
+		for _, part := range strings.Split(filepath.ToSlash(target), "/") {
+			switch part {
+			case "", ".":
+			case "..":
+				if named {
+					return dotdotAfterAName
+				}
+			default:
+				named = true
+			}
+		}
 		r, err := filepath.Rel(workspace, target)
 		if err != nil || !filepath.IsLocal(r) {
 			if filepath.Clean(target) == filepath.Clean(workspace) {
@@ -78,7 +93,7 @@ func linkLeadsOutside(workspace, rel, target string) string {
 			up++
 		}
 		if slices.Contains(parts[up:], "..") {
-			return "has a .. after a name, whose end depends on links the merge cannot vouch for"
+			return dotdotAfterAName
 		}
 		if up > strings.Count(rel, "/") {
 			return "climbs above the workspace"

@@ -179,6 +179,7 @@ func TestMergeRefusesALinkThatLeadsOutside(t *testing.T) {
 		"passwd":         "/etc/passwd",
 		"src/roundabout": "lib/../../a.txt",
 		"state":          ".pixir/subagents",
+		"absround":       f.ws + "/src/../a.txt",
 	} {
 		require.NoError(t, os.Symlink(target, filepath.Join(f.m.Root, filepath.FromSlash(link))))
 	}
@@ -192,12 +193,13 @@ func TestMergeRefusesALinkThatLeadsOutside(t *testing.T) {
 		require.Equal(t, tools.ConflictLinkOutside, c.Kind, "%+v", c)
 		why[c.Path] = c.Message
 	}
-	require.Len(t, why, 4, "%+v", rep.Conflicts)
+	require.Len(t, why, 5, "%+v", rep.Conflicts)
 	require.Contains(t, why["passwd"], `the child made a link to "/etc/passwd", which leads outside the workspace; a merge never brings a link that leads outside the workspace`)
 	require.Contains(t, why["src/out"], "climbs above the workspace")
 	require.Contains(t, why["src/roundabout"], "a .. after a name")
 	require.Contains(t, why["state"], "leads into .pixir/")
-	for _, l := range []string{"passwd", "src/out", "src/roundabout", "state"} {
+	require.Contains(t, why["absround"], "a .. after a name")
+	for _, l := range []string{"passwd", "src/out", "src/roundabout", "state", "absround"} {
 		_, err := os.Lstat(filepath.Join(f.ws, filepath.FromSlash(l)))
 		require.ErrorIs(t, err, os.ErrNotExist, l)
 	}
@@ -221,7 +223,11 @@ func TestLinkLeadsOutside(t *testing.T) {
 		{"a", "/w/ws/b", ""},
 		{"a", "/w/ws", ""},
 		{"a", "/w/wsx/b", "leads outside"},
-		{"a", "/w/ws/../x", "leads outside"},
+		{"a", "/w/ws/../x", "a .. after a name"},
+		{"a", "/w/ws/lnk/../y", "a .. after a name"},
+		{"d/a", "/w/ws/d/../y", "a .. after a name"},
+		{"a", "/../w/ws/b", ""},
+		{"a", "/w/./ws//b", ""},
 		{"a", "/etc/passwd", "leads outside"},
 		{"a", ".pixir", "leads into .pixir/"},
 		{"d/a", "../.pixir/sessions", "leads into .pixir/"},
