@@ -56,7 +56,8 @@ const (
 	StopEndTurn         StopReason = "end_turn"
 	StopMaxTurnRequests StopReason = "max_turn_requests"
 	// StopMaxTokens: a budget is spent, so the next model call was
-	// refused (ACP's max_tokens).
+	// refused, or the token limit of one answer cut the last one off
+	// (ACP's max_tokens).
 	StopMaxTokens StopReason = "max_tokens"
 	StopCancelled StopReason = "cancelled"
 )

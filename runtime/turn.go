@@ -303,6 +303,9 @@ func (t *turn) run(p Prompt) (StopReason, error) {
 			if t.cancelled() {
 				return StopCancelled, nil
 			}
+			if resp.Truncated {
+				return t.cutOff()
+			}
 			return StopEndTurn, nil
 		}
 		for i, tc := range resp.ToolCalls {
@@ -318,6 +321,20 @@ func (t *turn) run(p Prompt) (StopReason, error) {
 			}
 		}
 	}
+}
+
+// cutOff ends a turn whose last answer the token limit of one answer cut
+// off: the user is told (a notice, kept in the Log) and the turn ends
+// max_tokens, not as if the model had finished.
+func (t *turn) cutOff() (StopReason, error) {
+	err := t.emit(EventNotice, NoticeData{Source: "provider", Severity: "warning",
+		Title: "The answer was cut off at the model's token limit",
+		Detail: "The model stopped at the most tokens one answer may have, before it finished; what arrived is kept. " +
+			"To let it finish, raise max_tokens in config.toml (or the server's own limit), or ask for a shorter answer."})
+	if err != nil {
+		return "", err
+	}
+	return StopMaxTokens, nil
 }
 
 // foldUnseen tells the model, before its next call, how the children it

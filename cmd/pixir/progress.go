@@ -490,8 +490,8 @@ func (v *turnView) outcome(sessionID string, stop runtime.StopReason, err error)
 	case err != nil:
 		res.Status, res.Error = runtime.TurnFailed, tools.AsFailure(err)
 	case stop == runtime.StopMaxTokens:
-		// A budget stopped it: the work so far stands, as at the limit
-		// of model calls.
+		// A budget, or the token limit of one answer, stopped it: the
+		// work so far stands, as at the limit of model calls.
 		res.Status = runtime.TurnPartial
 	case v.turnFail != nil:
 		res.Status = runtime.TurnFailed

@@ -809,3 +809,47 @@ func TestAnAnswerWithABrokenToolCallIsStillCharged(t *testing.T) {
 	}
 	require.Equal(t, []string{"provider_usage", "turn_failed"}, usages, "charged once, before the turn failed")
 }
+
+// An answer the model's token limit cut off (OpenAI finish_reason
+// "length", Anthropic stop_reason "max_tokens") is not a finished turn: it
+// ends max_tokens (pixir run: partial, exit 2), and the user is told why
+// and what to raise, in the Log too. It was reported completed, the cut
+// answer shown as if the model had finished it.
+func TestAnAnswerCutOffAtTheTokenLimitIsNotAFinishedTurn(t *testing.T) {
+	for _, tt := range []struct {
+		name, provider string
+		reply          fakeReply
+	}{
+		{"openai", "openai", sseReply(0, concat(
+			[]string{oaChunk(`{"role":"assistant","content":"","refusal":null}`, "")},
+			oaText("The first ", "half of"),
+			[]string{oaChunk(`{}`, "length"), oaUsage(20, 4), oaDone})...)},
+		{"anthropic", "anthropic", sseReply(0, concat(
+			[]string{anMessageStart(20), anEvent("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`),
+				anDelta(0, `{"type":"text_delta","text":"The first "}`), anDelta(0, `{"type":"text_delta","text":"half of"}`), anStop(0)},
+			anEnd("max_tokens", 4))...)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newFakeModel(t, tt.reply)
+			e := newRunEnv(t)
+			base := srv.URL + "/v1"
+			if tt.provider == "anthropic" {
+				base = srv.URL
+			}
+			e.env = append(e.env, "OPENAI_API_KEY=", "OPENAI_BASE_URL=", "ANTHROPIC_API_KEY=sk-ant-test", "ANTHROPIC_BASE_URL=")
+			stdout, stderr, code := e.pixir("run", "--provider", tt.provider, "--base-url", base, "--model", "m", "hello")
+			require.Equal(t, exitPartial, code, stderr)
+			require.Equal(t, "The first half of", strings.TrimSpace(stdout), "what arrived is shown")
+			require.Contains(t, stderr, "! The answer was cut off at the model's token limit: ")
+			require.Contains(t, stderr, "raise max_tokens in config.toml")
+			require.Contains(t, stderr, "pixir: the turn ended max_tokens")
+			var notices int
+			for _, ev := range readLog(t, e.ws, onlySession(t, e.ws)) {
+				if ev.Type == "notice" {
+					notices++
+				}
+			}
+			require.Equal(t, 1, notices, "the Log says why the turn ended")
+		})
+	}
+}

@@ -108,6 +108,9 @@ type ModelResponse struct {
 	Reasoning string
 	ToolCalls []ToolCall
 	Usage     *Usage
+	// Truncated: the answer stopped at the token limit of one answer
+	// (max_tokens), not because the model finished it.
+	Truncated bool
 }
 
 // Usage is token accounting reported by a provider.

@@ -284,7 +284,7 @@ func (a *assembler) readMessage(s *httpstream.Stream, sink func(provider.Delta))
 // fails it, readably, with a response holding only the usage (the server
 // counted the call).
 func (a *assembler) response() (*provider.ModelResponse, error) {
-	resp := &provider.ModelResponse{Text: a.text.String(), Reasoning: a.reasoning.String()}
+	resp := &provider.ModelResponse{Text: a.text.String(), Reasoning: a.reasoning.String(), Truncated: a.stopReason == "max_tokens"}
 	if u := a.usage; u != nil {
 		resp.Usage = &provider.Usage{InputTokens: u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens, OutputTokens: u.OutputTokens}
 	}

@@ -385,7 +385,7 @@ func (a *assembler) readCompletion(s *httpstream.Stream, sink func(provider.Delt
 // JSON fails it, readably, with a response holding only the usage (the
 // server counted the call).
 func (a *assembler) response() (*provider.ModelResponse, error) {
-	resp := &provider.ModelResponse{Text: a.text.String(), Reasoning: a.reasoning.String()}
+	resp := &provider.ModelResponse{Text: a.text.String(), Reasoning: a.reasoning.String(), Truncated: a.finish == "length"}
 	if a.usage != nil {
 		resp.Usage = &provider.Usage{InputTokens: a.usage.PromptTokens, OutputTokens: a.usage.CompletionTokens}
 	}
