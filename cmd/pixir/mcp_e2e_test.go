@@ -76,6 +76,7 @@ func TestToolsListsTheConfiguredMCPServers(t *testing.T) {
 	require.Equal(t, exitError, code)
 	require.Contains(t, stdout, "mcp__gadgets__ping")
 	require.Contains(t, stderr, `pixir: MCP server "broken" did not start: `)
+	require.Equal(t, 1, strings.Count(stderr, "did not start"), "said once: %s", stderr)
 
 	// Without --mcp the catalogue needs no configuration at all.
 	stdout, _, code = e.pixir("tools")

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,7 +100,9 @@ func mcpCatalogue(stderr io.Writer) ([]tools.Tool, int) {
 	}
 	ctx, stop := interruptible()
 	defer stop()
-	set := mcp.Start(cfg.WithDefaults(), mcp.Options{Dir: dir, Version: version, Logger: runLogger(stderr, false)})
+	// Errors only: a server that did not start (or stopped) is said below,
+	// once, with the others' state; the set's own warning said it twice.
+	set := mcp.Start(cfg.WithDefaults(), mcp.Options{Dir: dir, Version: version, Logger: slog.New(newPersonHandler(stderr, slog.LevelError))})
 	defer set.Close()
 	if err := set.Ready(ctx); err != nil {
 		fmt.Fprintln(stderr, "pixir: interrupted while the MCP servers started")
