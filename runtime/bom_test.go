@@ -19,3 +19,13 @@ func TestConfigWithAByteOrderMark(t *testing.T) {
 	require.Equal(t, "m1", s.Model)
 	require.Equal(t, 3, s.Agents.MaxThreads)
 }
+
+// TestAConfigThatCannotBeReadIsNamedOnce: "reading X: read X: is a
+// directory" named the file twice and said nothing to do.
+func TestAConfigThatCannotBeReadIsNamedOnce(t *testing.T) {
+	home := t.TempDir()
+	path := filepath.Join(home, "config.toml")
+	require.NoError(t, os.Mkdir(path, 0o755))
+	_, err := LoadSettings(home)
+	require.EqualError(t, err, path+": cannot read it: is a directory; fix it, or move it away to use the defaults")
+}

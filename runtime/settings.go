@@ -286,7 +286,11 @@ func LoadSettings(home string) (Settings, error) {
 		return Settings{}, nil
 	}
 	if err != nil {
-		return Settings{}, fmt.Errorf("reading %s: %w", path, err)
+		// "reading X: read X: is a directory" named the file twice.
+		if pe, ok := errors.AsType[*fs.PathError](err); ok {
+			err = pe.Err
+		}
+		return Settings{}, fmt.Errorf("%s: cannot read it: %w; fix it, or move it away to use the defaults", path, err)
 	}
 	// A byte order mark (Windows editors write one) is no key: go-toml
 	// would refuse the file at 1:1 with "invalid character … 'ï'".
