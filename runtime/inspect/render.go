@@ -227,7 +227,18 @@ func toolNode(tc *ToolCall, loc *time.Location) *node {
 	return n
 }
 
+// permission says who decided a call's permission: the mode, the user
+// (asked now, or earlier with allow_always), the read-only sandbox, or the
+// call being a dry run.
 func permission(p *Permission) string {
+	switch p.Source {
+	case "remembered":
+		return p.Decision + " by the user before (" + p.Option + ", remembered)"
+	case "sandbox":
+		return p.Decision + " in the read-only sandbox"
+	case "dry_run":
+		return p.Decision + " as a dry run"
+	}
 	s := p.Decision + " by " + p.Source
 	if p.Source == "mode" {
 		s += " " + p.Mode

@@ -367,3 +367,22 @@ func TestLoadWarningsCountWithTheirNouns(t *testing.T) {
 		require.Equal(t, tc.want, LoadWarnings(tc.load), "%+v", tc.load)
 	}
 }
+
+// Who decided, in words: "allowed by remembered (allow_always)" read as if
+// "remembered" were someone.
+func TestPermissionSaysWhoDecided(t *testing.T) {
+	for _, tt := range []struct {
+		p    Permission
+		want string
+	}{
+		{Permission{Decision: "allowed", Source: "mode", Mode: "auto"}, "allowed by mode auto"},
+		{Permission{Decision: "allowed", Source: "user", Option: "allow_once"}, "allowed by user (allow_once)"},
+		{Permission{Decision: "denied", Source: "user", Option: "reject_once"}, "denied by user (reject_once)"},
+		{Permission{Decision: "cancelled", Source: "user"}, "cancelled by user"},
+		{Permission{Decision: "allowed", Source: "remembered", Option: "allow_always"}, "allowed by the user before (allow_always, remembered)"},
+		{Permission{Decision: "allowed", Source: "sandbox", Mode: "read_only"}, "allowed in the read-only sandbox"},
+		{Permission{Decision: "allowed", Source: "dry_run", Mode: "ask"}, "allowed as a dry run"},
+	} {
+		require.Equal(t, tt.want, permission(&tt.p))
+	}
+}
