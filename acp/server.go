@@ -47,6 +47,9 @@ type Server struct {
 	// prompts are the session/prompt requests not answered yet, by
 	// session.
 	prompts map[string]*promptRun
+	// cancelsAfter is, by session, how many requests the client had sent
+	// before its latest session/cancel (startPrompt).
+	cancelsAfter map[string]uint64
 	// children are the Subagents' sessions this client was told of, by
 	// their id (children.go).
 	children map[string]*childSession
@@ -56,6 +59,12 @@ type Server struct {
 	// beforeReply, when set (tests), runs after a prompt's turn has
 	// returned and before its reply is made.
 	beforeReply func(sessionID string)
+	// promptReached, when set (tests), runs as a prompt's handler reaches
+	// a stage: "received" (before it is the session's prompt in flight)
+	// and "registered" (before its turn starts); cancelHandled after a
+	// session/cancel of a session was handled.
+	promptReached func(stage, sessionID string)
+	cancelHandled func(sessionID string)
 }
 
 // promptRun is a session/prompt request from its start until its reply is
@@ -65,20 +74,33 @@ type promptRun struct {
 	// cancelled is set when the client sent session/cancel for it, ended
 	// when its turn is over and its reply is being written.
 	cancelled, ended bool
+	// cancelTurn ends the context its turn runs in: a cancel that comes
+	// before the turn has begun (when the session has no turn to stop
+	// yet) still stops it.
+	cancelTurn context.CancelFunc
 }
 
 // startPrompt makes p the session's prompt in flight. A prompt sent while
 // a cancelled one has not been answered yet (clients send session/cancel
 // and the next prompt at once) waits for that answer, so that no update of
 // the new turn comes before it; any other prompt in flight makes this one
-// busy. The returned funcs mark the end of its turn, and, run once the
-// reply is written, its end.
-func (s *Server) startPrompt(ctx context.Context, id string) (turnEnded func() (cancelled bool), replied func(), err error) {
+// busy. Its turn runs in turnCtx, which a session/cancel ends however
+// early it comes: one the client sent after this prompt, handled before
+// this handler got here, included. The returned funcs mark the end of its
+// turn, and, run once the reply is written, its end.
+func (s *Server) startPrompt(ctx context.Context, id string) (turnCtx context.Context, turnEnded func() (cancelled bool), replied func(), err error) {
+	seq := rpc.RequestSeq(ctx)
 	for {
 		s.mu.Lock()
 		prev := s.prompts[id]
 		if prev == nil {
-			run := &promptRun{replied: make(chan struct{})}
+			turnCtx, cancelTurn := context.WithCancel(ctx)
+			run := &promptRun{replied: make(chan struct{}), cancelTurn: cancelTurn}
+			if seq != 0 && s.cancelsAfter[id] >= seq {
+				// The client cancelled after it sent this prompt.
+				run.cancelled = true
+				cancelTurn()
+			}
 			if s.prompts == nil {
 				s.prompts = map[string]*promptRun{}
 			}
@@ -94,19 +116,20 @@ func (s *Server) startPrompt(ctx context.Context, id string) (turnEnded func() (
 				s.mu.Lock()
 				delete(s.prompts, id)
 				s.mu.Unlock()
+				cancelTurn()
 				close(run.replied)
 			}
-			return turnEnded, replied, nil
+			return turnCtx, turnEnded, replied, nil
 		}
 		wait := prev.cancelled || prev.ended
 		s.mu.Unlock()
 		if !wait {
-			return nil, nil, rpc.Errorf(rpc.CodeInvalidRequest, "%v", runtime.ErrBusy)
+			return nil, nil, nil, rpc.Errorf(rpc.CodeInvalidRequest, "%v", runtime.ErrBusy)
 		}
 		select {
 		case <-prev.replied:
 		case <-ctx.Done():
-			return nil, nil, ctx.Err()
+			return nil, nil, nil, ctx.Err()
 		}
 	}
 }
@@ -120,12 +143,24 @@ func (s *Server) promptCancelled(id string) bool {
 	return run != nil && run.cancelled
 }
 
-// cancelPrompt marks the session's prompt in flight, if any, cancelled.
-func (s *Server) cancelPrompt(id string) {
+// cancelPrompt marks the session's prompt in flight, if any, cancelled,
+// and ends its turn's context; requestsBefore (rpc.RequestsBefore) is how
+// many requests the client had sent before the cancel, so that a prompt
+// among them whose handler has not started it yet starts cancelled.
+func (s *Server) cancelPrompt(id string, requestsBefore uint64) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	if s.cancelsAfter == nil {
+		s.cancelsAfter = map[string]uint64{}
+	}
+	s.cancelsAfter[id] = max(s.cancelsAfter[id], requestsBefore)
+	var cancelTurn context.CancelFunc
 	if run := s.prompts[id]; run != nil {
 		run.cancelled = true
+		cancelTurn = run.cancelTurn
+	}
+	s.mu.Unlock()
+	if cancelTurn != nil {
+		cancelTurn()
 	}
 }
 
@@ -205,7 +240,7 @@ func (s *Server) HandleRequest(ctx context.Context, method string, params json.R
 
 // HandleNotification implements rpc.Handler. Unknown notifications are
 // ignored, as JSON-RPC and ACP require.
-func (s *Server) HandleNotification(_ context.Context, method string, params json.RawMessage) {
+func (s *Server) HandleNotification(ctx context.Context, method string, params json.RawMessage) {
 	if method != MethodSessionCancel {
 		s.log.Debug("ignored notification", "method", method)
 		return
@@ -216,8 +251,11 @@ func (s *Server) HandleNotification(_ context.Context, method string, params jso
 		return
 	}
 	if sess, err := s.rt.Session(p.SessionID); err == nil {
-		s.cancelPrompt(p.SessionID)
+		s.cancelPrompt(p.SessionID, rpc.RequestsBefore(ctx))
 		sess.CancelAsync()
+		if s.cancelHandled != nil {
+			s.cancelHandled(p.SessionID)
+		}
 		return
 	}
 	// A child's session (announced with capabilities.cancel): that child
@@ -497,6 +535,7 @@ func (s *Server) closeSession(p *SessionRequest) (any, error) {
 	s.mu.Lock()
 	delete(s.pendingNotices, p.SessionID) // no turn will show them now
 	delete(s.stepEnds, p.SessionID)
+	delete(s.cancelsAfter, p.SessionID)
 	s.mu.Unlock()
 	return struct{}{}, nil
 }
@@ -534,6 +573,7 @@ func (s *Server) deleteSession(p *SessionRequest) (any, error) {
 	delete(s.titles, p.SessionID)
 	delete(s.pendingNotices, p.SessionID)
 	delete(s.stepEnds, p.SessionID)
+	delete(s.cancelsAfter, p.SessionID)
 	s.mu.Unlock()
 	return struct{}{}, nil
 }
@@ -563,9 +603,15 @@ func (s *Server) prompt(ctx context.Context, p *PromptRequest) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	turnEnded, replied, err := s.startPrompt(ctx, sess.ID())
+	if s.promptReached != nil {
+		s.promptReached("received", sess.ID())
+	}
+	turnCtx, turnEnded, replied, err := s.startPrompt(ctx, sess.ID())
 	if err != nil {
 		return nil, err
+	}
+	if s.promptReached != nil {
+		s.promptReached("registered", sess.ID())
 	}
 	rpc.AfterReply(ctx, replied)
 	defer turnEnded() // once more on the ways out without a reason: it only marks the end
@@ -573,7 +619,7 @@ func (s *Server) prompt(ctx context.Context, p *PromptRequest) (any, error) {
 	prompt := runtime.Prompt{Text: text, TextJSON: quoted, Content: promptContent(p)}
 	pr := s.presenter(ctx, sess)
 	defer s.turnStarted(pr)()
-	stop, err := sess.Prompt(ctx, prompt, s.turnOptions(sess, pr))
+	stop, err := sess.Prompt(turnCtx, prompt, s.turnOptions(sess, pr))
 	switch {
 	case errors.Is(err, runtime.ErrBusy):
 		return nil, rpc.Errorf(rpc.CodeInvalidRequest, "%v", err)

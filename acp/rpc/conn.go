@@ -93,6 +93,10 @@ type Conn struct {
 	notesQueued  uint64
 	notesHandled uint64
 	notesChanged chan struct{}
+	// requestsRead counts the requests read (read loop only): a request's
+	// number, and for a notification the requests read before it
+	// (RequestSeq, RequestsBefore).
+	requestsRead uint64
 
 	nextID atomic.Uint64
 }
@@ -169,6 +173,7 @@ func (c *Conn) dispatch(_ context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Reque
 			c.cancelRequest(msg.params)
 			return
 		}
+		msg.seq = c.requestsRead
 		if c.notes == nil {
 			c.notes = make(chan *inbound, 1024)
 			go c.runNotifications(c.notes)
@@ -182,6 +187,8 @@ func (c *Conn) dispatch(_ context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Reque
 		}
 		return
 	}
+	c.requestsRead++
+	msg.seq = c.requestsRead
 	ctx, cancel := context.WithCancel(c.ctx)
 	running := &inflightRequest{id: string(msg.id), cancel: cancel}
 	c.mu.Lock()
@@ -208,7 +215,7 @@ func (c *Conn) serveRequest(ctx context.Context, req *inflightRequest, msg *inbo
 		req.cancel()
 	}()
 	c.awaitNotes(ctx, notesBefore)
-	hooks := &afterReply{}
+	hooks := &afterReply{seq: msg.seq}
 	defer hooks.run()
 	ctx = context.WithValue(ctx, afterReplyKey{}, hooks)
 	result, err := c.call(ctx, method, msg.params)
@@ -232,10 +239,33 @@ func (c *Conn) serveRequest(ctx context.Context, req *inflightRequest, msg *inbo
 
 type afterReplyKey struct{}
 
-// afterReply holds what runs once a request's reply is written.
+// afterReply holds what runs once a request's reply is written, and the
+// request's number (RequestSeq).
 type afterReply struct {
 	mu  sync.Mutex
 	fns []func()
+	seq uint64
+}
+
+type requestsBeforeKey struct{}
+
+// RequestSeq is the place of the request whose handler has ctx among the
+// requests read from the peer (1, 2, …), or 0 outside a request. With
+// RequestsBefore, it tells whether a notification was sent after a request
+// whose handler has not got far yet: a session/cancel sent right after a
+// session/prompt, handled before the prompt's handler began.
+func RequestSeq(ctx context.Context) uint64 {
+	if h, ok := ctx.Value(afterReplyKey{}).(*afterReply); ok {
+		return h.seq
+	}
+	return 0
+}
+
+// RequestsBefore is, in a notification's handler, how many requests had
+// been read from the peer before the notification.
+func RequestsBefore(ctx context.Context) uint64 {
+	n, _ := ctx.Value(requestsBeforeKey{}).(uint64)
+	return n
 }
 
 func (h *afterReply) run() {
@@ -290,7 +320,7 @@ func (c *Conn) runNotifications(notes <-chan *inbound) {
 						c.log.Error("notification handler panicked", "method", n.method, "panic", p)
 					}
 				}()
-				c.h.HandleNotification(c.ctx, n.method, n.params)
+				c.h.HandleNotification(context.WithValue(c.ctx, requestsBeforeKey{}, n.seq), n.method, n.params)
 			}()
 			c.mu.Lock()
 			c.notesHandled++

@@ -79,6 +79,9 @@ type inbound struct {
 	id     json.RawMessage // as echoed in the reply (see echoID); nil for a notification
 	method string
 	params json.RawMessage
+	// seq is, for a request, its place among the requests read (1, 2,
+	// …); for a notification, how many requests were read before it.
+	seq uint64
 }
 
 func newLineStream(r io.Reader, w io.Writer, closer func() error, maxLine int) *lineStream {
