@@ -42,6 +42,8 @@ func TestCLIOutputGolden(t *testing.T) {
 		{name: "gc_unknown_flag_typo", args: []string{"gc", "--dryrun"}},
 		{name: "gc_command_typo", args: []string{"gcc"}},
 		{name: "smoke_typo", args: []string{"smoke", "workflow"}},
+		{name: "dry_run_cwd_missing", setup: func(e *runEnv) { e.copyExample("survey-and-summarize.yaml") },
+			args: []string{"run", "--cwd", "missing", "--workflow", "survey-and-summarize.yaml", "--dry-run"}},
 		{name: "doctor_unexpected_argument", args: []string{"doctor", "openai"}},
 		{name: "demo_unexpected_argument", args: []string{"demo", "fast"}},
 		{name: "acp_unexpected_argument", args: []string{"acp", "--verbose", "zed"}},

@@ -158,12 +158,11 @@ func parseMode(s string) (runtime.Mode, error) {
 	return "", fmt.Errorf("--mode %q is not one of auto, ask, read_only", s)
 }
 
-func workspaceDir(cwd string) (string, error) {
-	if cwd == "" {
-		return os.Getwd()
-	}
-	return filepath.Abs(cwd)
-}
+// workspaceDir is the workspace of run and resume: --cwd, or the current
+// folder. A --cwd that is not a folder is refused here, first: a
+// dry run planned a workflow in a workspace that does not exist and said
+// nothing.
+func workspaceDir(cwd string) (string, error) { return projectDir(cwd) }
 
 // interruptible is a context cancelled by the first Ctrl-C (or SIGTERM):
 // the run stops its children, records their end and prints what it has.
