@@ -110,6 +110,46 @@ func BenchmarkMergeThreeWay(b *testing.B) {
 	})
 }
 
+// BenchmarkMergeManyFolders merges a child's 2,000 changed files of a
+// line, each in a folder of its own (gen/dNN/eNNNN/x.txt): far more folders
+// than the apply keeps open (maxHeld), so most are opened again, one name
+// at a time, when their operation runs. Per merge, the freeing outside.
+func BenchmarkMergeManyFolders(b *testing.B) {
+	const n = 2000
+	file := func(root string, i int) string {
+		return filepath.Join(root, "gen", fmt.Sprintf("d%02d", i%50), fmt.Sprintf("e%04d", i), "x.txt")
+	}
+	for b.Loop() {
+		b.StopTimer()
+		ws := filepath.Join(b.TempDir(), "ws")
+		for i := range n {
+			if err := os.MkdirAll(filepath.Dir(file(ws, i)), 0o755); err != nil {
+				b.Fatal(err)
+			}
+			if err := os.WriteFile(file(ws, i), []byte("x\n"), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+		home := filepath.Join(ws, ".pixir", "subagents", "sa-bench")
+		m, err := snapshot.TakeWith(context.Background(), ws, filepath.Join(home, "workspace"), snapshot.Options{BaseDir: filepath.Join(home, "base")})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := range n {
+			if err := os.WriteFile(file(m.Root, i), []byte("y\n"), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StartTimer()
+		if _, err := Merge(context.Background(), Request{Workspace: ws, Snapshot: m, Label: "bench"}); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		Wait()
+		b.StartTimer()
+	}
+}
+
 func benchMerge(b *testing.B, n, both int) {
 	if _, err := os.Stat("/usr/bin/git"); both > 0 && err != nil {
 		b.Skip("no git")
