@@ -262,6 +262,7 @@ type turnView struct {
 	paused       int  // questions on the screen: no waiting line
 	stopTicker   chan struct{}
 	tickerDone   chan struct{}
+	done         bool // outcome was called: the turn's end is being written
 }
 
 func newTurnView(out *runOutput) *turnView {
@@ -321,6 +322,25 @@ func (v *turnView) pause() (resume func()) {
 		defer v.mu.Unlock()
 		v.paused--
 	}
+}
+
+// writeAbove writes a line that is not the view's (a warning of the
+// runtime's log) on the terminal: the waiting line is cleared first, the
+// answer's line ended, and the waiting line drawn again below it.
+func (v *turnView) writeAbove(write func()) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.done {
+		write()
+		return
+	}
+	v.clearWaiting()
+	defer v.drawWaiting()
+	if v.midLine {
+		fmt.Fprintln(v.out.stdout)
+		v.midLine = false
+	}
+	write()
 }
 
 // clearWaiting takes the waiting line off the terminal.
@@ -484,6 +504,7 @@ func (v *turnView) outcome(sessionID string, stop runtime.StopReason, err error)
 	defer v.mu.Unlock()
 	v.waiting = false
 	v.clearWaiting()
+	v.done = true
 	res := runtime.TurnOutcome{SessionID: sessionID, StopReason: stop, Text: v.text.String(),
 		ToolCalls: v.calls, FailedToolCalls: v.failed, Error: v.turnFail}
 	switch {
@@ -1065,6 +1086,35 @@ func (v *workflowView) pause() (resume func()) {
 		defer v.mu.Unlock()
 		v.paused--
 		v.drawn = 0
+	}
+}
+
+// writeAbove writes a line that is not the frame's (a warning of the
+// runtime's log) on the terminal, above the frame: see above.
+func (v *workflowView) writeAbove(write func()) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.above(write)
+}
+
+// above writes a line above the frame: the frame is erased, the line
+// written where it began and the frame drawn again below it. Written
+// below the frame, a line was erased by the next frame, which moves up
+// over as many lines as it drew, and the old frame's head stayed above.
+// Once the last frame is drawn, or while a question is on the screen, the
+// line goes below them.
+func (v *workflowView) above(write func()) {
+	if v.final != nil || v.paused > 0 {
+		write()
+		return
+	}
+	if v.drawn > 0 {
+		fmt.Fprintf(v.w, "\x1b[%dF\x1b[J", v.drawn)
+		v.drawn = 0
+	}
+	write()
+	if v.stop != nil { // drawing has started
+		v.draw()
 	}
 }
 

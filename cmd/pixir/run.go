@@ -201,7 +201,8 @@ func runPrompt(o runOptions, mode runtime.Mode, id, prompt string, stdin io.Read
 	if err := requireKey(o.pf); err != nil {
 		return out.usage(err)
 	}
-	rt, err := newRuntime(o.pf, runLogger(out.stderr, o.verbose))
+	logs := &logSink{w: out.stderr}
+	rt, err := newRuntime(o.pf, runLogger(logs, o.verbose))
 	if err != nil {
 		return out.usage(err)
 	}
@@ -214,6 +215,10 @@ func runPrompt(o runOptions, mode runtime.Mode, id, prompt string, stdin io.Read
 	defer stop()
 
 	view := newTurnView(out)
+	detach := func() {}
+	if view.stopTicker != nil { // the waiting line is drawn
+		detach = logs.through(view)
+	}
 	sess.SetObserver(view.observe)
 	before := sess.Usage()
 	asker := newTerminalAsker(stdin, out.stderr)
@@ -221,6 +226,7 @@ func runPrompt(o runOptions, mode runtime.Mode, id, prompt string, stdin io.Read
 	stopReason, err := sess.Prompt(ctx, runtime.Prompt{Text: prompt}, runtime.TurnOptions{Observe: view.observe, Ask: asker})
 	sess.SetObserver(nil)
 	res := view.outcome(sess.ID(), stopReason, err)
+	detach()
 	res.Usage = sess.Usage().Sub(before)
 	return out.turn(res, sessionNext{short: inspect.ShortID(dir, sess.ID()), cwd: o.cwd})
 }
@@ -267,6 +273,49 @@ func runLogger(stderr io.Writer, verbose bool) *slog.Logger {
 	return slog.New(newPersonHandler(stderr, level))
 }
 
+// liveView is a view drawn in place on a terminal (the turn's waiting
+// line, the workflow's frame): a line written to the terminal while it is
+// drawn goes through writeAbove, which takes the view off the screen
+// first and draws it again below the line.
+type liveView interface {
+	writeAbove(write func())
+}
+
+// logSink is where pixir run's log lines go: to stderr, and while a live
+// view is drawn there, through it. Written straight, a warning was glued
+// to the waiting line, or written below the workflow's frame, which the
+// next frame erased a tenth of a second later.
+type logSink struct {
+	mu   sync.Mutex // one line at a time; held while view is used
+	w    io.Writer
+	view liveView
+}
+
+func (s *logSink) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.view == nil {
+		return s.w.Write(p)
+	}
+	var n int
+	var err error
+	s.view.writeAbove(func() { n, err = s.w.Write(p) })
+	return n, err
+}
+
+// through sends the lines through v until the returned function is
+// called; past its end, v writes a line as it comes.
+func (s *logSink) through(v liveView) (detach func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.view = v
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.view = nil
+	}
+}
+
 // runWorkflowFile is `pixir run --workflow FILE` and `pixir resume ID
 // --workflow FILE`: the workflow use case (workflows.Prepare, then DryRun
 // or Run) through the Subagents Manager of a new session (or of session
@@ -287,7 +336,8 @@ func runWorkflowFile(o runOptions, mode runtime.Mode, id string, stdin io.Reader
 		defer held.Flush()
 		out = holdingStderr(out, held)
 	}
-	rt, err := newRuntime(o.pf, runLogger(out.stderr, o.verbose))
+	logs := &logSink{w: out.stderr}
+	rt, err := newRuntime(o.pf, runLogger(logs, o.verbose))
 	if err != nil {
 		return out.usage(err)
 	}
@@ -361,9 +411,14 @@ func runWorkflowFile(o runOptions, mode runtime.Mode, id string, stdin io.Reader
 
 	sess.SetObserver(view.observe)
 	view.start()
+	detach := func() {}
+	if tty {
+		detach = logs.through(view)
+	}
 	// The view draws its rows from the events; it never reads a plan.
 	outcome := p.Run(ctx, workflows.RunOptions{WorkflowID: workflows.NewWorkflowID(), NoPlan: true})
 	view.finish(&outcome.Summary)
+	detach()
 	sess.SetObserver(nil)
 	if err := sess.SetTitle(title); err != nil { // and its update time
 		fmt.Fprintln(out.stderr, "pixir: recording the session's metadata:", err)

@@ -1,0 +1,164 @@
+//go:build linux
+
+package main
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A warning of the runtime's log (here a retry of the model request after
+// a 429) written while a live view is drawn on the terminal stays on the
+// screen, on a line of its own: in a turn it was glued to the waiting
+// line ("… waiting for the model · 0 spixir: warning: …"); in a workflow
+// it was written below the frame, and the next frame, moving up over as
+// many lines as it had drawn, erased it and left the old frame's head
+// above. The model answers 429 only once the view is on the screen.
+func TestWarningsStayOnTheTerminalAboveTheLiveView(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		args  []string
+		drawn *regexp.Regexp // the view is on the screen
+	}{
+		{"turn", []string{"hello"}, regexp.MustCompile(`waiting for the model`)},
+		{"workflow", []string{"--workflow", "wf.json"}, regexp.MustCompile(`Workflow.*\x1b\[K\r?\n`)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var out syncBuffer
+			model := newFakeModel(t,
+				func(w http.ResponseWriter, r *http.Request, body []byte) {
+					out.waitForMatch(c.drawn)
+					jsonReply(429, `{"error":{"message":"Rate limit reached for m1 on requests per min (RPM): Limit 3, Used 3, Requested 1.","type":"requests","param":null,"code":"rate_limit_exceeded"}}`, "Retry-After", "0")(w, r, body)
+				},
+				oaAnswer("Done as asked.", 10, 5))
+			e := newRunEnv(t)
+			e.file("wf.json", `{"steps":[{"id":"look","task":"Look around."}]}`)
+			cmd := e.command(append([]string{"run", "--provider", "openai", "--model", "m1"}, c.args...)...)
+			cmd.Env = append(cmd.Env, "PIXIR_PROFILE=", "OPENAI_API_KEY=test-key", "OPENAI_BASE_URL="+model.URL+"/v1", "TERM=xterm")
+			got := runOnPTY(t, cmd, &out)
+			require.Len(t, model.received(), 2, got)
+			const warning = "pixir: warning: the model request failed; trying again"
+			require.Contains(t, got, warning)
+			for i := strings.Index(got, "pixir: warning:"); i >= 0; i = nextIndex(got, "pixir: warning:", i) {
+				before := got[:i]
+				require.True(t, strings.HasSuffix(before, "\n") || strings.HasSuffix(before, "\r\x1b[K") || strings.HasSuffix(before, "\x1b[J"),
+					"a warning starts a line: %q", got[max(0, i-60):i+20])
+			}
+			require.True(t, slicesAny(screenOf(got), func(row string) bool { return strings.HasPrefix(row, warning) }),
+				"the warning is still on the screen at the end:\n%s\n(the stream: %q)", strings.Join(screenOf(got), "\n"), got)
+		})
+	}
+}
+
+// runOnPTY runs cmd with its stdout and stderr on a pseudo-terminal, to
+// its end, and is what it wrote there (out has it as it comes).
+func runOnPTY(t *testing.T, cmd *exec.Cmd, out *syncBuffer) string {
+	t.Helper()
+	master, tty := openPTY(t)
+	defer master.Close()
+	cmd.Stdout, cmd.Stderr = tty, tty
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = io.Copy(out, master) // ends with EIO once pixir exits and tty is closed
+	}()
+	require.NoError(t, cmd.Start())
+	tty.Close()
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		require.NoError(t, err)
+	}
+	<-done
+	return out.String()
+}
+
+func nextIndex(s, sub string, after int) int {
+	i := strings.Index(s[after+1:], sub)
+	if i < 0 {
+		return -1
+	}
+	return after + 1 + i
+}
+
+func slicesAny(rows []string, f func(string) bool) bool {
+	for _, r := range rows {
+		if f(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// screenOf is what a terminal shows once it has been written stream: the
+// lines, as the sequences the live views use move the cursor and erase
+// (CR, LF, ESC [ K, ESC [ n F, ESC [ J); other sequences are left out.
+// Lines do not wrap and the screen does not scroll: every line is kept.
+func screenOf(stream string) []string {
+	rows := [][]rune{nil}
+	row, col := 0, 0
+	rs := []rune(stream)
+	for i := 0; i < len(rs); i++ {
+		switch r := rs[i]; r {
+		case '\r':
+			col = 0
+		case '\n':
+			row++
+			col = 0
+			for len(rows) <= row {
+				rows = append(rows, nil)
+			}
+		case 0x1b:
+			if i+1 >= len(rs) || rs[i+1] != '[' {
+				i++ // a two-character sequence
+				continue
+			}
+			j := i + 2
+			for j < len(rs) && (rs[j] < 0x40 || rs[j] > 0x7e) {
+				j++
+			}
+			if j >= len(rs) {
+				i = j
+				continue
+			}
+			param := string(rs[i+2 : j])
+			switch rs[j] {
+			case 'K':
+				rows[row] = rows[row][:min(col, len(rows[row]))]
+			case 'F':
+				n, err := strconv.Atoi(param)
+				if err != nil {
+					n = 1
+				}
+				row, col = max(row-n, 0), 0
+			case 'J':
+				rows[row] = rows[row][:min(col, len(rows[row]))]
+				rows = rows[:row+1]
+			}
+			i = j
+		default:
+			for len(rows[row]) < col {
+				rows[row] = append(rows[row], ' ')
+			}
+			if col < len(rows[row]) {
+				rows[row][col] = r
+			} else {
+				rows[row] = append(rows[row], r)
+			}
+			col++
+		}
+	}
+	lines := make([]string, len(rows))
+	for i, r := range rows {
+		lines[i] = string(r)
+	}
+	return lines
+}
