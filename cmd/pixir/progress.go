@@ -873,7 +873,16 @@ func (v *workflowView) observe(ev runtime.Event) {
 			v.text("step ", r.id, ": ", r.activity)
 		}
 	case runtime.EventNotice:
-		if line, ok := noticeLine(ev); ok {
+		line, ok := noticeLine(ev)
+		switch {
+		case !ok:
+		case v.tty:
+			// The frame has no place for it (a budget past its soft limit):
+			// a line above the frame.
+			v.above(func() {
+				_, _ = v.w.Write(append(termtext.AppendInert([]byte("  "), []byte(line)), '\n'))
+			})
+		default:
 			v.text(line)
 		}
 	case runtime.EventWorkflow:

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -56,6 +58,30 @@ func TestWarningsStayOnTheTerminalAboveTheLiveView(t *testing.T) {
 				"the warning is still on the screen at the end:\n%s\n(the stream: %q)", strings.Join(screenOf(got), "\n"), got)
 		})
 	}
+}
+
+// A terminal workflow run shows a budget's soft limit (warn_at) above its
+// frame: the frame had no place for it, and the notice was written only
+// to the lines pipes get.
+func TestATerminalWorkflowRunSaysWhenABudgetPassesItsSoftLimit(t *testing.T) {
+	e := newRunEnv(t)
+	script := e.file("script.toml", `
+[[rule]]
+match = '.'
+  [[rule.reply]]
+  text = 'Done as asked.'
+`)
+	// The step's one model call passes 80% of 5 tokens, the default warn_at.
+	require.NoError(t, os.MkdirAll(e.home, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(e.home, "config.toml"), []byte("[budget]\nsession_tokens = 5\n"), 0o644))
+	e.file("wf.json", `{"steps":[{"id":"look","task":"Look around."}]}`)
+	cmd := e.command("run", "--script", script, "--workflow", "wf.json")
+	cmd.Env = append(cmd.Env, "TERM=xterm")
+	var out syncBuffer
+	got := runOnPTY(t, cmd, &out)
+	notice := regexp.MustCompile(`^  ! The session has spent [0-9]+% of its budget: [0-9,]+ tokens .* of 5 tokens\. At the limit the next model call or spawn is refused`)
+	require.True(t, slicesAny(screenOf(got), notice.MatchString),
+		"the budget's notice is on the screen:\n%s\n(the stream: %q)", strings.Join(screenOf(got), "\n"), got)
 }
 
 // runOnPTY runs cmd with its stdout and stderr on a pseudo-terminal, to
