@@ -260,6 +260,10 @@ type StateDirError struct {
 	// folder another user made, as a pixir run under sudo does).
 	File string
 	Err  error
+	// Readable: the Log at File (or, for a Log not made yet, its folder)
+	// opens for reading, so pixir inspect and pixir sessions still read
+	// what is there.
+	Readable bool
 }
 
 // logFileError is the failure to create or open for writing the Log at
@@ -268,9 +272,23 @@ type StateDirError struct {
 // with what was being done.
 func logFileError(root, path, doing string, err error) error {
 	if errors.Is(err, syscall.EROFS) || errors.Is(err, fs.ErrPermission) {
-		return &StateDirError{Dir: filepath.Join(root, StateDir), File: path, Err: err}
+		return &StateDirError{Dir: filepath.Join(root, StateDir), File: path, Err: err, Readable: opensForReading(path)}
 	}
 	return fmt.Errorf("%s: %w", doing, err)
+}
+
+// opensForReading reports whether the Log at path, or its folder when it
+// is not there, can be opened for reading.
+func opensForReading(path string) bool {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		f, err = os.Open(filepath.Dir(path))
+	}
+	if err != nil {
+		return false
+	}
+	_ = f.Close()
+	return true
 }
 
 func (e *StateDirError) Error() string {
@@ -305,8 +323,12 @@ func (e *StateDirError) fileError() string {
 		reason = "permission denied"
 		fix = "make " + dir + " and its files writable for you (another user made them, as a pixir run under sudo does), or work in a folder you can write"
 	}
-	return fmt.Sprintf("cannot write %s, where Pixir keeps this workspace's session Logs: %s; %s (pixir run --cwd DIR, or open another folder in the editor); pixir inspect and pixir sessions still read what is there",
+	msg := fmt.Sprintf("cannot write %s, where Pixir keeps this workspace's session Logs: %s; %s (pixir run --cwd DIR, or open another folder in the editor)",
 		e.File, reason, fix)
+	if e.Readable {
+		msg += "; pixir inspect and pixir sessions still read what is there"
+	}
+	return msg
 }
 
 func (e *StateDirError) Unwrap() error { return e.Err }

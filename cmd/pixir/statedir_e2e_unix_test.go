@@ -161,3 +161,60 @@ func TestASessionsFolderThatCannotBeWrittenSaysWhatToDo(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, string(before), string(after), "the Log is as it was")
 }
+
+// TestALogThatCannotBeReadEitherIsNotSaidToBeReadable: the session's Log
+// is closed to this user for reading too (another user's 0600 file), so
+// resuming it is refused without the promise that pixir inspect and pixir
+// sessions still read what is there, which they cannot. As root, the
+// binary runs as nobody, to whom root's 0600 file is closed.
+func TestALogThatCannotBeReadEitherIsNotSaidToBeReadable(t *testing.T) {
+	base, err := os.MkdirTemp("", "pixir-log-closed-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(base) })
+	require.NoError(t, os.Chmod(base, 0o755))
+	e := &runEnv{t: t, home: filepath.Join(base, "home"), ws: filepath.Join(base, "ws")}
+	require.NoError(t, os.MkdirAll(e.ws, 0o777))
+	require.NoError(t, os.Chmod(e.ws, 0o777))
+	_, stderr, code := e.pixir("run", "hello")
+	require.Equal(t, exitOK, code, stderr)
+	sid := onlySession(t, e.ws)
+	sessions := filepath.Join(e.ws, ".pixir", "sessions")
+	logPath := filepath.Join(sessions, sid+".ndjson")
+	before, err := os.ReadFile(logPath)
+	require.NoError(t, err)
+
+	home := filepath.Join(base, "other-home")
+	require.NoError(t, os.Mkdir(home, 0o777))
+	require.NoError(t, os.Chmod(home, 0o777))
+	bin := pixirBin
+	var cred *syscall.Credential
+	if os.Geteuid() == 0 {
+		bin = filepath.Join(base, "pixir")
+		copyFile(t, pixirBin, bin)
+		cred = &syscall.Credential{Uid: 65534, Gid: 65534}
+		require.NoError(t, os.Chmod(logPath, 0o600))
+	} else {
+		require.NoError(t, os.Chmod(logPath, 0o000))
+		t.Cleanup(func() { _ = os.Chmod(logPath, 0o644) })
+	}
+	cmd := exec.Command(bin, "resume", sid, "hello")
+	cmd.Dir = e.ws
+	cmd.Env = append(os.Environ(), "PIXIR_HOME="+home, "HOME="+home, "PIXIR_PROVIDER=", "PIXIR_SCRIPT=", "PIXIR_MODEL=")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err = cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		if cred != nil && err != nil {
+			t.Skipf("running as root, and cannot start the binary as nobody to meet a permission check: %v", err)
+		}
+		t.Fatalf("pixir resume of a Log closed to its user: want an exit code, got %v; output: %s", err, out.String())
+	}
+	require.Equal(t, exitUsage, exit.ExitCode(), out.String())
+	require.Contains(t, out.String(), "cannot write "+logPath+", where Pixir keeps this workspace's session Logs: permission denied")
+	require.NotContains(t, out.String(), "still read what is there")
+	after, err := os.ReadFile(logPath)
+	require.NoError(t, err)
+	require.Equal(t, string(before), string(after), "the Log is as it was")
+}
