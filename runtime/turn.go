@@ -780,9 +780,16 @@ func (s *Session) uniqueCallIDs(calls []provider.ToolCall) {
 		s.callIDs = map[string]bool{}
 	}
 	for i := range calls {
-		id := calls[i].ID
+		base := calls[i].ID
+		if base == "" {
+			// A provider that sent no id (a local server's, a proxy's):
+			// an editor keeps tool calls by id, and the model's result
+			// must name its call.
+			base = "pixir-call"
+		}
+		id := base
 		for n := 2; s.callIDs[id]; n++ {
-			id = fmt.Sprintf("%s-%d", calls[i].ID, n)
+			id = fmt.Sprintf("%s-%d", base, n)
 		}
 		calls[i].ID = id
 		s.callIDs[id] = true

@@ -401,3 +401,50 @@ func TestACancelRacingTheTurnsEndAnswersCancelled(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, StopEndTurn, stop)
 }
+
+// Tool call ids are unique in a session whatever the provider sends: one
+// that numbers its calls afresh each reply (a local model server: "call_0"
+// every time) or sends none. An editor keeps tool calls by id (a repeated
+// one updates the old entry, an empty one is no id), and the model's next
+// request pairs each result with its call under the id it was given.
+func TestToolCallIDsAreUniqueInASessionWhateverTheProviderSends(t *testing.T) {
+	read := func(id string) provider.ToolCall {
+		return provider.ToolCall{ID: id, Name: "glob", Arguments: json.RawMessage(`{"pattern":"*"}`)}
+	}
+	type gen = func(context.Context, provider.ModelRequest, func(provider.Delta)) (*provider.ModelResponse, error)
+	p := &fakeProvider{calls: []gen{
+		calls(read("call_0"), read("")), text("one"),
+		calls(read("call_0"), read(""), read("")), text("two"),
+	}}
+	s := newTestSession(t, p)
+	for _, prompt := range []string{"first", "second"} {
+		stop, err := s.Prompt(context.Background(), Prompt{Text: prompt}, TurnOptions{})
+		require.NoError(t, err)
+		require.Equal(t, StopEndTurn, stop)
+	}
+	events, _, err := s.Events()
+	require.NoError(t, err)
+	var ids []string
+	for _, ev := range events {
+		if ev.Type == EventToolCall {
+			var d ToolCallData
+			require.NoError(t, json.Unmarshal(ev.Data, &d))
+			ids = append(ids, d.ToolCallID)
+		}
+	}
+	require.Equal(t, []string{"call_0", "pixir-call", "call_0-2", "pixir-call-2", "pixir-call-3"}, ids)
+
+	// The last request answers each call under its id.
+	last := p.reqs[len(p.reqs)-1]
+	var asked, answered []string
+	for _, m := range last.Messages {
+		for _, tc := range m.ToolCalls {
+			asked = append(asked, tc.ID)
+		}
+		if m.Role == provider.RoleTool {
+			answered = append(answered, m.ToolCallID)
+		}
+	}
+	require.Equal(t, ids, asked)
+	require.Equal(t, ids, answered)
+}

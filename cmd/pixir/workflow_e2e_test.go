@@ -984,3 +984,43 @@ func TestAWorkflowStepsCallEndsAsItsCheckpointWasDecided(t *testing.T) {
 	require.Nil(t, m.Error, m.raw)
 	checkEnds(replay)
 }
+
+// The scripted provider numbers its tool calls afresh each turn (call_1_1
+// again and again); each workflow run of a session still gets its own
+// tool call id and plan id, so an editor never updates an earlier run's
+// entries with a later run's (the session makes the ids unique, for every
+// provider).
+func TestEachWorkflowRunOfASessionHasItsOwnCallAndPlanIDs(t *testing.T) {
+	script, err := os.ReadFile(filepath.Join("testdata", "workflows.toml"))
+	require.NoError(t, err)
+	e := newEnv(t, string(script))
+	a := e.start()
+	a.result(0, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{"plan": true}}, nil)
+	sid := a.newSession()
+	calls, plans := map[string]bool{}, map[string]bool{}
+	for id := 2; id <= 3; id++ {
+		m, before := a.call(id, "session/prompt", promptParams(sid, "wfe2e guarded"))
+		require.Equal(t, "end_turn", stopReason(t, m))
+		runCalls, runPlans := map[string]bool{}, map[string]bool{}
+		for _, u := range updates(t, before) {
+			switch u["sessionUpdate"] {
+			case "tool_call":
+				if id, _ := u["toolCallId"].(string); !strings.HasPrefix(id, "subagent-") {
+					runCalls[id] = true
+				}
+			case "plan_update":
+				runPlans[u["plan"].(map[string]any)["planId"].(string)] = true
+			}
+		}
+		require.Len(t, runCalls, 1, "one run_workflow call")
+		require.Len(t, runPlans, 1, "one plan")
+		for c := range runCalls {
+			require.False(t, calls[c], "tool call id %s was an earlier run's", c)
+			calls[c] = true
+		}
+		for p := range runPlans {
+			require.False(t, plans[p], "plan id %s was an earlier run's", p)
+			plans[p] = true
+		}
+	}
+}
