@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -82,8 +83,12 @@ func appendInert(b *strings.Builder, s string) {
 // Writer writes everything through Inert. Text may arrive in pieces (a
 // model's answer streams): a piece that ends inside a UTF-8 character, or
 // on a carriage return that may start a CRLF, keeps that end for the next
-// write.
+// write. It is safe for concurrent use: pixir run's log lines and its
+// views write to one Writer on stderr from goroutines of their own, and a
+// write must neither race on what the last one kept nor split another's
+// piece.
 type Writer struct {
+	mu    sync.Mutex
 	w     io.Writer
 	carry []byte
 }
@@ -106,6 +111,8 @@ func Raw(w io.Writer) io.Writer {
 // Write writes p made inert; it reports len(p) when the write succeeds,
 // whatever the stand-ins made of it.
 func (w *Writer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	data := p
 	if len(w.carry) > 0 {
 		data = append(w.carry, p...)
@@ -127,6 +134,8 @@ func (w *Writer) Write(p []byte) (int, error) {
 
 // Flush writes what a last piece left incomplete.
 func (w *Writer) Flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if len(w.carry) == 0 {
 		return nil
 	}

@@ -3,7 +3,9 @@ package termtext
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -64,4 +66,49 @@ func TestJSONThroughTheWriterMeansTheSame(t *testing.T) {
 	require.NoError(t, json.Unmarshal(out.Bytes(), &back))
 	require.Equal(t, map[string]string{"text": "a\u009b2J\x7f\x1b[31m é \ufffd"}, back, "the data is unchanged (json already makes bad bytes U+FFFD)")
 	require.False(t, strings.ContainsAny(out.String(), "\x1b\x7f\u009b"))
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writes, so that what
+// the race detector sees is the Writer's own state.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// pixir run's log lines and its views write to one Writer from goroutines
+// of their own (a retry warning during a workflow's line-per-change view,
+// a streamed answer whose pieces end on a CR or inside a character): under
+// -race nothing races on what a write keeps for the next, and nothing
+// written is lost.
+func TestWriterTakesWritesFromSeveralGoroutines(t *testing.T) {
+	var out lockedBuffer
+	w := NewWriter(&out)
+	var wg sync.WaitGroup
+	const writers, lines = 4, 200
+	for g := range writers {
+		wg.Go(func() {
+			for i := range lines {
+				// Pieces as a stream cuts them: the first ends on a CR
+				// and inside "é", so the Writer keeps its end.
+				_, err := fmt.Fprintf(w, "writer %d line %d \xc3", g, i)
+				require.NoError(t, err)
+				_, err = w.Write([]byte("\xa9\r"))
+				require.NoError(t, err)
+				_, err = w.Write([]byte("\n"))
+				require.NoError(t, err)
+			}
+		})
+	}
+	wg.Wait()
+	require.NoError(t, w.Flush())
+	require.Equal(t, writers*lines, strings.Count(out.b.String(), " line "), "every line written")
+	for g := range writers {
+		require.Equal(t, lines, strings.Count(out.b.String(), fmt.Sprintf("writer %d line ", g)), "writer %d", g)
+	}
 }
