@@ -212,7 +212,7 @@ func (s *Server) HandleRequest(ctx context.Context, method string, params json.R
 	case MethodSessionList:
 		return handle(params, s.listSessions)
 	case MethodSessionClose:
-		return handle(params, s.closeSession)
+		return handle(params, func(p *SessionRequest) (any, error) { return s.closeSession(ctx, p) })
 	case MethodSessionDelete:
 		return handle(params, s.deleteSession)
 	case MethodSessionFork:
@@ -528,9 +528,27 @@ func (s *Server) listSessions(p *ListSessionsRequest) (any, error) {
 	return resp, nil
 }
 
-func (s *Server) closeSession(p *SessionRequest) (any, error) {
+// closeSession cancels the session's work as session/cancel would, frees
+// it, and answers once the prompt in flight, if any, has been answered
+// ("cancelled"), so that nothing of the closed session comes after the
+// close's reply: the spec's "cancel any ongoing work, then free".
+func (s *Server) closeSession(ctx context.Context, p *SessionRequest) (any, error) {
+	if _, err := s.rt.Session(p.SessionID); err == nil {
+		s.cancelPrompt(p.SessionID, rpc.RequestsBefore(ctx))
+	}
 	if err := s.rt.CloseSession(p.SessionID); err != nil {
 		return nil, &rpc.Error{Code: rpc.CodeResourceNotFound, Message: err.Error()}
+	}
+	s.mu.Lock()
+	run := s.prompts[p.SessionID]
+	s.mu.Unlock()
+	if run != nil {
+		// Its turn has stopped (CloseSession waits for it): what is left
+		// is its last updates and its reply.
+		select {
+		case <-run.replied:
+		case <-ctx.Done():
+		}
 	}
 	s.mu.Lock()
 	delete(s.pendingNotices, p.SessionID) // no turn will show them now

@@ -353,8 +353,17 @@ func TestWithoutLandlockAWritersCommandsSayTheyAreNotConfined(t *testing.T) {
 func TestClosingTheSessionEndsEveryProcessOfItsCommand(t *testing.T) {
 	needPIDNamespaces(t)
 	_, a, sid, marker, _ := hangingCommand(t)
-	a.result(4, "session/close", map[string]any{"sessionId": sid}, nil)
+	before := a.result(4, "session/close", map[string]any{"sessionId": sid}, nil)
 	require.Empty(t, sandboxtest.Running("sleep "+marker), "a process outlived session/close")
+	// Closing cancels the work as session/cancel would, then frees the
+	// session: the prompt is answered "cancelled" before the close is, so
+	// nothing of the closed session (its last updates, its reply) comes
+	// after the close's reply (it did: a session_info_update and the
+	// prompt's reply followed it).
+	require.NotEmpty(t, before)
+	last := before[len(before)-1]
+	require.Equal(t, "3", string(last.ID), "the prompt's reply comes last before the close's: %s", last.raw)
+	require.Equal(t, "cancelled", stopReason(t, last))
 }
 
 func TestPixirExitingEndsEveryProcessOfItsCommands(t *testing.T) {
