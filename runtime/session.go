@@ -692,6 +692,12 @@ func (s *Session) updateMeta(change func(*Meta)) error {
 	change(&m)
 	m.UpdatedAt = time.Now().UTC()
 	if s.depth == 0 {
+		// .pixir removed while the session is open (a git clean -fdx): the
+		// Log is written back first, as before a turn, so that the change
+		// is saved beside it, not refused for a missing folder.
+		if err := s.reattachLog(); err != nil {
+			return fmt.Errorf("saving the session's metadata failed, so nothing was changed: %w", err)
+		}
 		if err := writeMeta(m); err != nil {
 			return fmt.Errorf("saving the session's metadata failed, so nothing was changed: %w", err)
 		}

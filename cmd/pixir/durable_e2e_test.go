@@ -486,3 +486,35 @@ func TestALogRemovedWhileTheSessionIsOpenIsWrittenBack(t *testing.T) {
 	require.Nil(t, m.Error, m.raw)
 	require.Contains(t, agentText(updates(t, replay)), "Ran it.")
 }
+
+// TestAModeSetAfterTheStateFolderWasRemovedIsSaved: .pixir removed while
+// the session is open, then session/set_mode, before any prompt: the Log
+// is written back and the mode saved beside it (another process loads the
+// session in that mode). Before, set_mode failed with "open
+// ….json.tmp: no such file or directory" until a prompt had written the
+// Log back.
+func TestAModeSetAfterTheStateFolderWasRemovedIsSaved(t *testing.T) {
+	e := newEnv(t, testScript)
+	a := e.start()
+	a.initialize()
+	sid := a.newSession()
+	m, _ := a.call(2, "session/prompt", promptParams(sid, "write a file"))
+	require.Equal(t, "end_turn", stopReason(t, m))
+	require.NoError(t, os.RemoveAll(filepath.Join(e.ws, ".pixir")))
+
+	a.result(3, "session/set_mode", map[string]any{"sessionId": sid, "modeId": "read_only"}, nil)
+	events, report := logOf(t, e.ws, sid)
+	require.True(t, report.Intact(), report.String())
+	require.Equal(t, 1, countType(events, runtime.EventUserMessage), "the Log is back, its turn in it")
+	a.exit()
+
+	b := e.start()
+	b.initialize()
+	var r struct {
+		Modes struct {
+			CurrentModeID string `json:"currentModeId"`
+		} `json:"modes"`
+	}
+	b.result(1, "session/load", loadParams(sid, e.ws), &r)
+	require.Equal(t, "read_only", r.Modes.CurrentModeID)
+}
