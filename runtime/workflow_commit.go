@@ -73,7 +73,46 @@ func (c gitCommitter) Preflight(ctx context.Context, req workflows.PreflightRequ
 	if branch == req.Base {
 		problems = append(problems, fmt.Sprintf("the workspace is on %s, the base branch; the work needs a branch of its own (git switch -c <branch>)", branch))
 	}
+	if why := c.inProgress(ctx); why != "" {
+		problems = append(problems, why)
+	}
 	return problems
+}
+
+// inProgress says which git operation the work tree is in the middle of
+// (a merge, cherry-pick, revert, rebase or am), and that a commit must
+// wait for it: "" when none is, or when git cannot tell (a commit then
+// says what git says). A run's commit made then would take the
+// operation's state as its own: a merge commit whose tree lacks the
+// other branch's changes (history calling it merged), a cherry-picked
+// commit's author, and the state cleared.
+func (c gitCommitter) inProgress(ctx context.Context) string {
+	states := []struct{ path, what string }{
+		{"MERGE_HEAD", "merge"}, {"CHERRY_PICK_HEAD", "cherry-pick"}, {"REVERT_HEAD", "revert"},
+		{"rebase-merge", "rebase"}, {"rebase-apply", "rebase (or git am)"},
+	}
+	args := []string{"rev-parse"}
+	for _, s := range states {
+		args = append(args, "--git-path", s.path)
+	}
+	out, err := c.git(ctx, nil, args...)
+	if err != nil {
+		return ""
+	}
+	where := strings.Split(strings.TrimSpace(out), "\n")
+	if len(where) != len(states) {
+		return ""
+	}
+	for i, s := range states {
+		p := where[i]
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(c.root, p)
+		}
+		if _, err := os.Lstat(p); err == nil {
+			return fmt.Sprintf("a %s is in progress in the repository (%s exists): nothing is committed during it; finish or abort the %s first (git status says how), then run again", s.what, filepath.ToSlash(where[i]), strings.Fields(s.what)[0])
+		}
+	}
+	return ""
 }
 
 func (c gitCommitter) Commit(ctx context.Context, req workflows.CommitRequest) (workflows.CommitReport, error) {
@@ -109,6 +148,10 @@ func (c gitCommitter) Commit(ctx context.Context, req workflows.CommitRequest) (
 			lock = rel // .git/index.lock, as the user finds it
 		}
 		return fmt.Sprintf("git %s refused: %s exists (another git process is running, or one was stopped: remove it if none is)", command, filepath.ToSlash(lock)), true
+	}
+	if why := c.inProgress(ctx); why != "" {
+		rep.Reason = why
+		return rep, nil
 	}
 	// A path neither in the workspace nor tracked has nothing to commit
 	// (a deletion committed already): git add would refuse it.

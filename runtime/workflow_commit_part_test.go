@@ -88,3 +88,60 @@ func TestGitCommitterCommitsOnlyTheRunsPartOfAFileTheUserChanged(t *testing.T) {
 	require.Contains(t, git("diff", "--", "clash.go"), "+the run's change")
 	require.Equal(t, "?? ws/mine.txt", git("status", "--porcelain", "--", "mine.txt"))
 }
+
+// A run's commit while the user is in the middle of a merge, cherry-pick,
+// revert or rebase is not made, and says why: the commit took the
+// operation's state as its own (a merge commit whose tree lacked the
+// other branch's changes, MERGE_HEAD cleared: history said merged; a
+// cherry-pick's author). The preflight of a workflow with a base says so
+// before any step starts. (review31b, finding 1)
+func TestGitCommitterCommitsNothingDuringAMergeOrRebase(t *testing.T) {
+	for _, state := range []string{"MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge", "rebase-apply"} {
+		t.Run(state, func(t *testing.T) {
+			_, ws, git := gitRepo(t)
+			write := func(name, content string) {
+				require.NoError(t, os.WriteFile(filepath.Join(ws, name), []byte(content), 0o644))
+			}
+			write("code.go", lines(40, nil))
+			git("add", "-A")
+			git("commit", "-q", "-m", "code")
+			git("switch", "-q", "-c", "other")
+			write("theirs.txt", "from other\n")
+			git("add", "-A")
+			git("commit", "-q", "-m", "other")
+			git("switch", "-q", "main")
+			git("switch", "-q", "-c", "work")
+			gitDir := git("rev-parse", "--absolute-git-dir")
+			switch state {
+			case "MERGE_HEAD":
+				git("merge", "--no-commit", "--no-ff", "-q", "other")
+			case "CHERRY_PICK_HEAD", "REVERT_HEAD":
+				// As git leaves it when the operation stops on a conflict.
+				require.NoError(t, os.WriteFile(filepath.Join(gitDir, state), []byte(git("rev-parse", "other")+"\n"), 0o644))
+			default:
+				require.NoError(t, os.Mkdir(filepath.Join(gitDir, state), 0o755))
+			}
+			head := git("rev-parse", "HEAD")
+			c := gitCommitter{root: ws, mode: func() Mode { return ModeAuto }}
+			problems := c.Preflight(context.Background(), workflows.PreflightRequest{Base: "main"})
+			require.Len(t, problems, 1, "%v", problems)
+			require.Contains(t, problems[0], "finish or abort")
+
+			// The run changes a file the user had changed (its part), and
+			// another whole.
+			write("code.go", lines(40, map[int]string{2: "the user's edit"}))
+			before := c.Before(context.Background())
+			write("code.go", lines(40, map[int]string{2: "the user's edit", 38: "the run's change"}))
+			write("kept.txt", "v2 (the run)\n")
+			for _, paths := range [][]string{{"code.go", "kept.txt"}, {"kept.txt"}} {
+				rep, err := c.Commit(context.Background(), workflows.CommitRequest{Message: "the run", Paths: paths, Before: before})
+				require.NoError(t, err)
+				require.Equal(t, workflows.NotCommitted, rep.Status, "%+v", rep)
+				require.Contains(t, rep.Reason, "finish or abort")
+				require.Equal(t, head, git("rev-parse", "HEAD"))
+				_, err = os.Lstat(filepath.Join(gitDir, state))
+				require.NoError(t, err, "the operation's state stays")
+			}
+		})
+	}
+}
