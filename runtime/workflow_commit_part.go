@@ -25,7 +25,7 @@ import (
 // Before records the workspace's uncommitted work when a run starts (see
 // workflows.BeforeRecorder): each tracked file that differs from HEAD
 // (its content then, written to the repository's objects, or deleted),
-// and each untracked file or folder (unknown: nothing of it is in HEAD).
+// and each untracked file (unknown: nothing of it is in HEAD).
 // Without a repository, on a branch with no commit yet, or when git
 // cannot tell, there is no record: files are committed whole.
 func (c gitCommitter) Before(ctx context.Context) workflows.BeforeRun {
@@ -36,7 +36,10 @@ func (c gitCommitter) Before(ctx context.Context) workflows.BeforeRun {
 	if err != nil {
 		return nil
 	}
-	untracked, err := c.git(ctx, nil, "ls-files", "-z", "--others", "--exclude-standard", "--directory")
+	// Untracked files, not folders: a file the run makes in a folder the
+	// user had made (or left empty) is the run's own. (A repository
+	// nested in the work tree is listed as its folder, "sub/".)
+	untracked, err := c.git(ctx, nil, "ls-files", "-z", "--others", "--exclude-standard")
 	if err != nil {
 		return nil
 	}

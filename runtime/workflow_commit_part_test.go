@@ -145,3 +145,32 @@ func TestGitCommitterCommitsNothingDuringAMergeOrRebase(t *testing.T) {
 		})
 	}
 }
+
+// A file the run makes in a folder the user had made before it (not
+// committed, or empty) is the run's own, and committed; the user's files
+// in that folder are theirs, left out. The record named the folder, and
+// every file the run made in it was left out as one the user had changed
+// (review31b, finding 3).
+func TestGitCommitterCommitsTheRunsFilesInAFolderTheUserMade(t *testing.T) {
+	_, ws, git := gitRepo(t)
+	write := func(name, content string) {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(ws, name)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(ws, name), []byte(content), 0o644))
+	}
+	write("gen/old.txt", "the user's file\n")
+	require.NoError(t, os.Mkdir(filepath.Join(ws, "empty"), 0o755))
+	c := gitCommitter{root: ws, mode: func() Mode { return ModeAuto }}
+	before := c.Before(context.Background())
+
+	write("gen/old.txt", "the user's file\nand the run's line\n")
+	write("gen/new.txt", "the run's\n")
+	write("empty/new.txt", "the run's too\n")
+	rep, err := c.Commit(context.Background(), workflows.CommitRequest{Message: "the run", Paths: []string{"empty/new.txt", "gen/new.txt", "gen/old.txt"}, Before: before})
+	require.NoError(t, err)
+	require.Equal(t, workflows.Committed, rep.Status, rep.Reason)
+	require.Equal(t, []string{"empty/new.txt", "gen/new.txt"}, rep.Files)
+	require.Len(t, rep.LeftOut, 1)
+	require.Equal(t, "gen/old.txt", rep.LeftOut[0].Path)
+	require.Equal(t, "the run's", git("show", "HEAD:./gen/new.txt"))
+	require.Equal(t, "?? ws/gen/old.txt", git("status", "--porcelain", "--", "gen/old.txt"))
+}

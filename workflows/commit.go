@@ -117,7 +117,8 @@ type BeforeRecorder interface {
 // was then: the id of the blob of its content (written to the
 // repository's objects), BeforeAbsent (deleted), or BeforeUnknown (not
 // in HEAD, or not a file: nothing of it can be told apart from the run's
-// part). A folder's entry ends with "/" (a folder not in HEAD); nil: no
+// part). A folder's entry ends with "/" (a repository nested in the
+// work tree, which git lists as its folder: every file in it); nil: no
 // record, a file is committed whole.
 type BeforeRun map[string]string
 
