@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -28,32 +29,73 @@ import (
 // and each untracked file (unknown: nothing of it is in HEAD).
 // Without a repository, on a branch with no commit yet, or when git
 // cannot tell, there is no record: files are committed whole.
+//
+// A read_only session commits nothing: it records nothing (and writes
+// nothing into the repository). git reads the index without refreshing
+// it (--no-optional-locks): a refresh rewrites the user's .git/index
+// under its lock, and a git the user runs meanwhile (their editor's)
+// fails. A binary file, or one over beforeMaxSize, is not copied into
+// the repository's objects (a 100 MB file took seconds, and its size
+// again on disk): it is recorded BeforeUnread, and a run that changes it
+// leaves it out of the commit (merge-file refuses a binary one anyway).
 func (c gitCommitter) Before(ctx context.Context) workflows.BeforeRun {
+	if c.mode() == ModeReadOnly {
+		return nil
+	}
 	if _, err := c.git(ctx, nil, "rev-parse", "--verify", "--quiet", "HEAD"); err != nil {
 		return nil
 	}
-	changed, err := c.git(ctx, nil, "diff", "HEAD", "--name-only", "--no-renames", "--relative", "-z")
+	// git status, not git diff: git diff refreshes the index and writes
+	// it whatever --no-optional-locks says. Untracked files, not
+	// folders: a file the run makes in a folder the user had made (or
+	// left empty) is the run's own. (A repository nested in the work tree
+	// is listed as its folder, "sub/".)
+	prefix, err := c.git(ctx, nil, "rev-parse", "--show-prefix")
 	if err != nil {
 		return nil
 	}
-	// Untracked files, not folders: a file the run makes in a folder the
-	// user had made (or left empty) is the run's own. (A repository
-	// nested in the work tree is listed as its folder, "sub/".)
-	untracked, err := c.git(ctx, nil, "ls-files", "-z", "--others", "--exclude-standard")
+	prefix = strings.TrimSpace(prefix)
+	status, err := c.git(ctx, nil, "--no-optional-locks", "status", "--porcelain=v2", "-z", "--no-renames", "--untracked-files=all", "--", ".")
 	if err != nil {
 		return nil
 	}
 	rec := workflows.BeforeRun{}
-	for _, p := range splitZ(untracked) {
-		rec[p] = workflows.BeforeUnknown
+	var changed []string
+	for _, e := range splitZ(status) {
+		// "1 XY sub mH mI mW hH hI path", "u XY sub m1 m2 m3 mW h1 h2 h3
+		// path", "? path"; paths from the top of the work tree.
+		var p string
+		switch f := strings.SplitN(e, " ", 11); {
+		case f[0] == "1" && len(f) >= 9:
+			p = strings.SplitN(e, " ", 9)[8]
+		case f[0] == "u" && len(f) == 11:
+			p = f[10]
+		case f[0] == "?" && len(f) >= 2:
+			p = e[2:]
+		default:
+			return nil // not what git status says: no record
+		}
+		if !strings.HasPrefix(p, prefix) {
+			return nil
+		}
+		p = p[len(prefix):]
+		if e[0] == '?' {
+			rec[p] = workflows.BeforeUnknown
+		} else {
+			changed = append(changed, p)
+		}
 	}
 	var hash []string
-	for _, p := range splitZ(changed) {
+	for _, p := range changed {
 		fi, err := os.Lstat(filepath.Join(c.root, filepath.FromSlash(p)))
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			rec[p] = workflows.BeforeAbsent
 		case err == nil && fi.Mode().IsRegular() && !strings.ContainsAny(c.root+p, "\n\r"):
+			if fi.Size() > beforeMaxSize || binaryFile(filepath.Join(c.root, filepath.FromSlash(p))) {
+				rec[p] = workflows.BeforeUnread
+				continue
+			}
 			hash = append(hash, p)
 		default:
 			rec[p] = workflows.BeforeUnknown
@@ -82,6 +124,26 @@ func (c gitCommitter) Before(ctx context.Context) workflows.BeforeRun {
 		return nil
 	}
 	return rec
+}
+
+// beforeMaxSize is the size of the largest file the record of the user's
+// work keeps a copy of.
+const beforeMaxSize = 8 << 20
+
+// binaryFile says whether the file at path is binary as git tells it (a
+// NUL in its first 8000 bytes), or cannot be read.
+func binaryFile(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return true
+	}
+	defer f.Close()
+	head := make([]byte, 8000)
+	n, err := io.ReadFull(f, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return true
+	}
+	return bytes.IndexByte(head[:n], 0) >= 0
 }
 
 // splitZ splits git's -z output.
@@ -134,6 +196,9 @@ type part struct {
 // or why it cannot be told apart from the user's.
 func (c gitCommitter) runsPart(ctx context.Context, head, prefix, path, b string) (*part, string, error) {
 	const yours = "you had changed it before the run, not committed, "
+	if b == workflows.BeforeUnread {
+		return nil, yours + "and it is binary or over 8 MiB (no copy of it was kept): the run's part cannot be told apart from yours; commit it yourself", nil
+	}
 	if b == workflows.BeforeUnknown {
 		return nil, yours + "and it is not in HEAD (or not a file): the run's part cannot be told apart from yours; commit it yourself", nil
 	}

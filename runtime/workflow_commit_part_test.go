@@ -3,9 +3,11 @@ package runtime
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -173,4 +175,58 @@ func TestGitCommitterCommitsTheRunsFilesInAFolderTheUserMade(t *testing.T) {
 	require.Equal(t, "gen/old.txt", rep.LeftOut[0].Path)
 	require.Equal(t, "the run's", git("show", "HEAD:./gen/new.txt"))
 	require.Equal(t, "?? ws/gen/old.txt", git("status", "--porcelain", "--", "gen/old.txt"))
+}
+
+// The record of the user's work at a run's start writes nothing into the
+// repository a run cannot commit to (read_only), keeps no copy of a
+// binary or large file (a 100 MB file took seconds and its size again in
+// .git/objects), and leaves the user's .git/index as it was (git diff
+// refreshed and rewrote it under its lock: a git the user ran meanwhile
+// failed). A run's change to a file not copied is left out, with why.
+// (review31b, finding 4)
+func TestGitCommitterRecordsTheUsersWorkWithoutWritingTheirs(t *testing.T) {
+	repo, ws, git := gitRepo(t)
+	write := func(name, content string) {
+		require.NoError(t, os.WriteFile(filepath.Join(ws, name), []byte(content), 0o644))
+	}
+	write("bin.dat", "\x00\x01v1")
+	write("big.txt", "v1\n")
+	git("add", "-A")
+	git("commit", "-q", "-m", "files")
+	write("kept.txt", "the user's edit\n")
+	write("bin.dat", "\x00\x01the user's edit")
+	big := strings.Repeat("a line of a large text file\n", (8<<20)/28+1)
+	write("big.txt", big)
+	// other.txt as committed, but its stat no longer the index's: a
+	// refresh would rewrite the index.
+	future := time.Now().Add(time.Hour)
+	require.NoError(t, os.Chtimes(filepath.Join(ws, "other.txt"), future, future))
+	index := filepath.Join(repo, ".git", "index")
+	was, err := os.ReadFile(index)
+	require.NoError(t, err)
+	objects := func() string { return git("count-objects", "-v") }
+	had := objects()
+
+	readOnly := gitCommitter{root: ws, mode: func() Mode { return ModeReadOnly }}
+	require.Nil(t, readOnly.Before(context.Background()))
+	require.Equal(t, had, objects(), "read_only: nothing written")
+
+	c := gitCommitter{root: ws, mode: func() Mode { return ModeAuto }}
+	before := c.Before(context.Background())
+	require.Equal(t, workflows.BeforeUnread, before["bin.dat"])
+	require.Equal(t, workflows.BeforeUnread, before["big.txt"])
+	require.Len(t, before["kept.txt"], 40)
+	now, err := os.ReadFile(index)
+	require.NoError(t, err)
+	require.Equal(t, was, now, "the user's index is as it was")
+	for _, name := range []string{"big.txt", "bin.dat"} {
+		require.Error(t, exec.Command("git", "-C", ws, "cat-file", "-e", git("hash-object", name)).Run(), "no copy of %s", name)
+	}
+
+	write("bin.dat", "\x00\x01the user's edit and the run's")
+	rep, err := c.Commit(context.Background(), workflows.CommitRequest{Message: "the run", Paths: []string{"bin.dat"}, Before: before})
+	require.NoError(t, err)
+	require.Equal(t, workflows.NotCommitted, rep.Status)
+	require.Len(t, rep.LeftOut, 1)
+	require.Contains(t, rep.LeftOut[0].Reason, "binary or over 8 MiB")
 }

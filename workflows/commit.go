@@ -115,7 +115,8 @@ type BeforeRecorder interface {
 // BeforeRun is, of each workspace file (workspace-relative,
 // slash-separated) that differed from HEAD's when a run started, what it
 // was then: the id of the blob of its content (written to the
-// repository's objects), BeforeAbsent (deleted), or BeforeUnknown (not
+// repository's objects), BeforeAbsent (deleted), BeforeUnread (binary,
+// or too large to keep a copy of), or BeforeUnknown (not
 // in HEAD, or not a file: nothing of it can be told apart from the run's
 // part). A folder's entry ends with "/" (a repository nested in the
 // work tree, which git lists as its folder: every file in it); nil: no
@@ -126,6 +127,7 @@ type BeforeRun map[string]string
 const (
 	BeforeAbsent  = "-"
 	BeforeUnknown = "?"
+	BeforeUnread  = "*"
 )
 
 // CommitRequest is one commit.
