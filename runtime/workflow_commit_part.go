@@ -189,6 +189,53 @@ func touchesBefore(rec workflows.BeforeRun, paths []string) bool {
 type part struct {
 	path, mode, blob string
 	remove           bool
+	// What the user's index is to hold of path once the commit is made
+	// (stageMode, stage), in place of the entry it held (seen): the
+	// committed version where it held HEAD's, else what the user had
+	// staged with the run's part merged in.
+	seen, stageMode, stage string
+}
+
+// userStage sets what the user's index is to hold of pt's path once the
+// commit is made, or says why it cannot (the file is then left out of
+// the commit): staged as it was, the user's next commit would take back
+// the run's change.
+func (c gitCommitter) userStage(ctx context.Context, head, prefix string, pt *part) string {
+	const staged = "you had staged a change to it before the run, "
+	cur, err := c.git(ctx, nil, "ls-files", "-s", "-z", "--", pt.path)
+	if err != nil {
+		return fmt.Sprintf("its entry in your index could not be read (%v: %s)", err, firstLineOf(cur))
+	}
+	f := strings.Fields(strings.TrimRight(cur, "\x00"))
+	old, err := c.git(ctx, nil, "rev-parse", "--verify", "--quiet", head+":./"+pt.path)
+	old = strings.TrimSpace(old)
+	switch {
+	case len(f) < 4 || f[2] != "0":
+		return staged + "its removal (or it is unmerged): commit it yourself"
+	case err == nil && f[1] == old:
+		pt.seen, pt.stageMode, pt.stage = f[1], pt.mode, pt.blob
+		return ""
+	case pt.remove:
+		return staged + "and the run deleted it: commit it yourself"
+	}
+	var blobs [3][]byte
+	for i, b := range []string{f[1], old, pt.blob} {
+		out, err := c.git(ctx, nil, "cat-file", "blob", b)
+		if err != nil {
+			return fmt.Sprintf("its versions could not be read (git cat-file: %v: %s)", err, firstLineOf(out))
+		}
+		blobs[i] = []byte(out)
+	}
+	merged, clean, err := c.mergeFile(ctx, blobs[0], blobs[1], blobs[2])
+	if err != nil || !clean {
+		return staged + "and the run's change to it does not merge with what you staged cleanly: commit it yourself"
+	}
+	blob, err := c.gitIn(ctx, nil, bytes.NewReader(merged), "hash-object", "-w", "--stdin", "--path", prefix+pt.path)
+	if err != nil {
+		return fmt.Sprintf("its run's part could not be staged (git hash-object: %v: %s)", err, firstLineOf(blob))
+	}
+	pt.seen, pt.stageMode, pt.stage = f[1], f[0], strings.TrimSpace(blob)
+	return ""
 }
 
 // runsPart is the run's part of path, which the user had changed before
@@ -328,6 +375,9 @@ func (c gitCommitter) commitPart(ctx context.Context, req workflows.CommitReques
 		if err != nil {
 			why = "its run's part could not be made (" + err.Error() + ")"
 		}
+		if why == "" && pt != nil {
+			why = c.userStage(ctx, head, prefix, pt)
+		}
 		switch {
 		case why != "":
 			rep.LeftOut = append(rep.LeftOut, workflows.LeftOut{Path: p, Reason: why})
@@ -379,7 +429,7 @@ func (c gitCommitter) commitPart(ctx context.Context, req workflows.CommitReques
 		if f := strings.Fields(now); herr == nil && len(f) == 3 && f[1] == tree && f[2] == head {
 			rep.Status, rep.Commit = workflows.Committed, f[0]
 			rep.Reason = fmt.Sprintf("git was stopped (%v) after it made the commit: HEAD holds it", err)
-			c.syncIndex(context.WithoutCancel(ctx), head, prefix, whole, parts)
+			c.syncIndex(context.WithoutCancel(ctx), prefix, whole, parts)
 			return rep, nil
 		}
 		if cancelled := ctx.Err(); cancelled != nil {
@@ -393,7 +443,7 @@ func (c gitCommitter) commitPart(ctx context.Context, req workflows.CommitReques
 		return rep, nil
 	}
 	rep.Status = workflows.Committed
-	if why := c.syncIndex(context.WithoutCancel(ctx), head, prefix, whole, parts); why != "" {
+	if why := c.syncIndex(context.WithoutCancel(ctx), prefix, whole, parts); why != "" {
 		rep.Reason = why
 	}
 	hash, err := c.git(context.WithoutCancel(ctx), nil, "rev-parse", "--verify", "HEAD")
@@ -407,10 +457,10 @@ func (c gitCommitter) commitPart(ctx context.Context, req workflows.CommitReques
 
 // syncIndex brings the user's index to the commit made for its paths:
 // the files committed whole are staged as they are (as git commit --only
-// does), and each run's part is staged where the index had HEAD's version
-// (what the user had staged of that file stays). It returns what could
-// not be done, for the report.
-func (c gitCommitter) syncIndex(ctx context.Context, head, prefix string, whole []string, parts []part) string {
+// does), and each run's part as userStage said: the committed version
+// where the index had HEAD's, else merged into what the user had staged
+// (which stays staged). It returns what could not be done, for the report.
+func (c gitCommitter) syncIndex(ctx context.Context, prefix string, whole []string, parts []part) string {
 	var failed []string
 	if len(whole) > 0 {
 		if out, err := c.git(ctx, nil, append([]string{"add", "--all", "--"}, whole...)...); err != nil {
@@ -419,12 +469,10 @@ func (c gitCommitter) syncIndex(ctx context.Context, head, prefix string, whole 
 	}
 	for _, pt := range parts {
 		cur, err := c.git(ctx, nil, "ls-files", "-s", "-z", "--", pt.path)
-		f := strings.Fields(strings.TrimRight(cur, "\x00"))
-		old, oerr := c.git(ctx, nil, "rev-parse", "--verify", "--quiet", head+":./"+pt.path)
-		if err != nil || oerr != nil || len(f) < 2 || f[1] != strings.TrimSpace(old) {
-			continue // staged by the user: theirs
+		if f := strings.Fields(strings.TrimRight(cur, "\x00")); err != nil || len(f) < 2 || f[1] != pt.seen {
+			continue // staged anew by the user meanwhile: theirs
 		}
-		args := []string{"update-index", "--cacheinfo", pt.mode + "," + pt.blob + "," + prefix + pt.path}
+		args := []string{"update-index", "--cacheinfo", pt.stageMode + "," + pt.stage + "," + prefix + pt.path}
 		if pt.remove {
 			args = []string{"update-index", "--force-remove", "--", pt.path}
 		}

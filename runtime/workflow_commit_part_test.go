@@ -230,3 +230,43 @@ func TestGitCommitterRecordsTheUsersWorkWithoutWritingTheirs(t *testing.T) {
 	require.Len(t, rep.LeftOut, 1)
 	require.Contains(t, rep.LeftOut[0].Reason, "binary or over 8 MiB")
 }
+
+// Of a file the user had staged a change to before the run, the run's
+// part is committed and merged into what they staged: their index holds
+// their change on top of the commit, not the removal of the run's (their
+// next git commit took the run's change back). When the two do not
+// merge cleanly the file is left out, with why. (review31b, finding 2)
+func TestGitCommitterKeepsTheRunsPartInWhatTheUserStaged(t *testing.T) {
+	_, ws, git := gitRepo(t)
+	write := func(name, content string) {
+		require.NoError(t, os.WriteFile(filepath.Join(ws, name), []byte(content), 0o644))
+	}
+	write("code.go", lines(40, nil))
+	write("clash.go", lines(40, nil))
+	git("add", "-A")
+	git("commit", "-q", "-m", "code")
+	// code.go: an edit staged, and another not. clash.go: an edit of
+	// line 30 staged, then undone in the working file.
+	write("code.go", lines(40, map[int]string{2: "the user's staged edit"}))
+	git("add", "code.go")
+	write("code.go", lines(40, map[int]string{2: "the user's staged edit", 10: "the user's edit"}))
+	write("clash.go", lines(40, map[int]string{30: "the user's staged edit"}))
+	git("add", "clash.go")
+	write("clash.go", lines(40, nil))
+	c := gitCommitter{root: ws, mode: func() Mode { return ModeAuto }}
+	before := c.Before(context.Background())
+
+	write("code.go", lines(40, map[int]string{2: "the user's staged edit", 10: "the user's edit", 38: "the run's change"}))
+	write("clash.go", lines(40, map[int]string{30: "the run's change"}))
+	rep, err := c.Commit(context.Background(), workflows.CommitRequest{Message: "the run", Paths: []string{"clash.go", "code.go"}, Before: before})
+	require.NoError(t, err)
+	require.Equal(t, workflows.Committed, rep.Status, rep.Reason)
+	require.Equal(t, []string{"code.go"}, rep.Files)
+	require.Equal(t, lines(40, map[int]string{38: "the run's change"}), git("show", "HEAD:./code.go")+"\n")
+	require.Equal(t, lines(40, map[int]string{2: "the user's staged edit", 38: "the run's change"}), git("show", ":./code.go")+"\n", "what they staged, on the commit")
+	require.Len(t, rep.LeftOut, 1)
+	require.Equal(t, "clash.go", rep.LeftOut[0].Path)
+	require.Contains(t, rep.LeftOut[0].Reason, "does not merge with what you staged cleanly")
+	require.Equal(t, lines(40, map[int]string{30: "the user's staged edit"}), git("show", ":./clash.go")+"\n", "left out: their staged change as it was")
+	require.Equal(t, lines(40, nil), git("show", "HEAD:./clash.go")+"\n")
+}
