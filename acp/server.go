@@ -534,7 +534,9 @@ func (s *Server) listSessions(p *ListSessionsRequest) (any, error) {
 // close's reply: the spec's "cancel any ongoing work, then free".
 func (s *Server) closeSession(ctx context.Context, p *SessionRequest) (any, error) {
 	if _, err := s.rt.Session(p.SessionID); err == nil {
-		s.cancelPrompt(p.SessionID, rpc.RequestsBefore(ctx))
+		// The requests read before this one: a prompt among them is
+		// cancelled, started or not.
+		s.cancelPrompt(p.SessionID, max(rpc.RequestSeq(ctx), 1)-1)
 	}
 	if err := s.rt.CloseSession(p.SessionID); err != nil {
 		return nil, &rpc.Error{Code: rpc.CodeResourceNotFound, Message: err.Error()}
