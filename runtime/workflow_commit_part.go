@@ -28,7 +28,9 @@ import (
 // (its content then, written to the repository's objects, or deleted),
 // and each untracked file (unknown: nothing of it is in HEAD).
 // Without a repository, on a branch with no commit yet, or when git
-// cannot tell, there is no record: files are committed whole.
+// cannot tell, there is no record: files are committed whole. Only the
+// paths reach allows are recorded (nil: all): a file no commit of the run
+// can take is neither read nor copied.
 //
 // A read_only session commits nothing: it records nothing (and writes
 // nothing into the repository). git reads the index without refreshing
@@ -38,7 +40,7 @@ import (
 // the repository's objects (a 100 MB file took seconds, and its size
 // again on disk): it is recorded BeforeUnread, and a run that changes it
 // leaves it out of the commit (merge-file refuses a binary one anyway).
-func (c gitCommitter) Before(ctx context.Context) workflows.BeforeRun {
+func (c gitCommitter) Before(ctx context.Context, reach func(path string) bool) workflows.BeforeRun {
 	if c.mode() == ModeReadOnly {
 		return nil
 	}
@@ -79,6 +81,9 @@ func (c gitCommitter) Before(ctx context.Context) workflows.BeforeRun {
 			return nil
 		}
 		p = p[len(prefix):]
+		if reach != nil && !strings.HasSuffix(p, "/") && !reach(p) {
+			continue // no commit of the run takes it
+		}
 		if e[0] == '?' {
 			rec[p] = workflows.BeforeUnknown
 		} else {

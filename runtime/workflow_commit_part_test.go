@@ -52,7 +52,7 @@ func TestGitCommitterCommitsOnlyTheRunsPartOfAFileTheUserChanged(t *testing.T) {
 	git("add", "other.txt")
 	write("mine.txt", "the user's new file\n")
 	c := gitCommitter{root: ws, mode: func() Mode { return ModeAuto }}
-	before := c.Before(context.Background())
+	before := c.Before(context.Background(), nil)
 	require.Len(t, before, 4, "%v", before)
 	require.Equal(t, workflows.BeforeUnknown, before["mine.txt"])
 	require.Len(t, before["code.go"], 40, "a blob")
@@ -132,7 +132,7 @@ func TestGitCommitterCommitsNothingDuringAMergeOrRebase(t *testing.T) {
 			// The run changes a file the user had changed (its part), and
 			// another whole.
 			write("code.go", lines(40, map[int]string{2: "the user's edit"}))
-			before := c.Before(context.Background())
+			before := c.Before(context.Background(), nil)
 			write("code.go", lines(40, map[int]string{2: "the user's edit", 38: "the run's change"}))
 			write("kept.txt", "v2 (the run)\n")
 			for _, paths := range [][]string{{"code.go", "kept.txt"}, {"kept.txt"}} {
@@ -162,7 +162,7 @@ func TestGitCommitterCommitsTheRunsFilesInAFolderTheUserMade(t *testing.T) {
 	write("gen/old.txt", "the user's file\n")
 	require.NoError(t, os.Mkdir(filepath.Join(ws, "empty"), 0o755))
 	c := gitCommitter{root: ws, mode: func() Mode { return ModeAuto }}
-	before := c.Before(context.Background())
+	before := c.Before(context.Background(), nil)
 
 	write("gen/old.txt", "the user's file\nand the run's line\n")
 	write("gen/new.txt", "the run's\n")
@@ -205,14 +205,22 @@ func TestGitCommitterRecordsTheUsersWorkWithoutWritingTheirs(t *testing.T) {
 	was, err := os.ReadFile(index)
 	require.NoError(t, err)
 	objects := func() string { return git("count-objects", "-v") }
-	had := objects()
 
+	// A file no commit of the run can take (excluded) is not recorded,
+	// nor copied.
+	write("gone.txt", "the user's edit of an excluded file\n")
+	c := gitCommitter{root: ws, mode: func() Mode { return ModeAuto }}
+	rec := c.Before(context.Background(), func(p string) bool { return p != "gone.txt" })
+	require.NotContains(t, rec, "gone.txt")
+	require.Contains(t, rec, "kept.txt")
+	require.Error(t, exec.Command("git", "-C", ws, "cat-file", "-e", git("hash-object", "gone.txt")).Run(), "no copy of gone.txt")
+
+	had := objects()
 	readOnly := gitCommitter{root: ws, mode: func() Mode { return ModeReadOnly }}
-	require.Nil(t, readOnly.Before(context.Background()))
+	require.Nil(t, readOnly.Before(context.Background(), nil))
 	require.Equal(t, had, objects(), "read_only: nothing written")
 
-	c := gitCommitter{root: ws, mode: func() Mode { return ModeAuto }}
-	before := c.Before(context.Background())
+	before := c.Before(context.Background(), nil)
 	require.Equal(t, workflows.BeforeUnread, before["bin.dat"])
 	require.Equal(t, workflows.BeforeUnread, before["big.txt"])
 	require.Len(t, before["kept.txt"], 40)
@@ -254,7 +262,7 @@ func TestGitCommitterKeepsTheRunsPartInWhatTheUserStaged(t *testing.T) {
 	git("add", "clash.go")
 	write("clash.go", lines(40, nil))
 	c := gitCommitter{root: ws, mode: func() Mode { return ModeAuto }}
-	before := c.Before(context.Background())
+	before := c.Before(context.Background(), nil)
 
 	write("code.go", lines(40, map[int]string{2: "the user's staged edit", 10: "the user's edit", 38: "the run's change"}))
 	write("clash.go", lines(40, map[int]string{30: "the run's change"}))

@@ -107,9 +107,17 @@ type Committer interface {
 // BeforeRecorder is a Committer that records, when a run starts, what
 // the workspace has then that its repository's HEAD does not: the user's
 // uncommitted work. A commit given that record takes only the run's part
-// of a file the user had changed too.
+// of a file the user had changed too. It records only the paths reach
+// says a commit of the run could take (nil: every path): what else the
+// user changed is no commit's business, and a copy of it costs time.
 type BeforeRecorder interface {
-	Before(ctx context.Context) BeforeRun
+	Before(ctx context.Context, reach func(path string) bool) BeforeRun
+}
+
+// reaches says whether a commit of spec could take path: not Pixir's own
+// state (.pixir/), nor what spec excludes.
+func (spec *CommitSpec) reaches(path string) bool {
+	return path != ".pixir" && !strings.HasPrefix(path, ".pixir/") && !excluded(spec.Exclude, path)
 }
 
 // BeforeRun is, of each workspace file (workspace-relative,
@@ -477,7 +485,7 @@ func committable(spec *CommitSpec, merged map[string][]string, steps []StepOutco
 	}
 	files := make([]string, 0, len(seen))
 	for p := range seen {
-		if p == ".pixir" || strings.HasPrefix(p, ".pixir/") || excluded(spec.Exclude, p) {
+		if !spec.reaches(p) {
 			continue
 		}
 		files = append(files, p)

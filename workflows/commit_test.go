@@ -490,3 +490,13 @@ func nextActionNames(acts []NextAction) []string {
 	}
 	return names
 }
+
+// The record of the user's work a run's commit takes its part from holds
+// only what a commit of the run could take: not .pixir/, nor what the
+// spec excludes (the runtime neither reads nor copies the rest).
+func TestTheRecordBeforeARunReachesWhatItsCommitCanTake(t *testing.T) {
+	spec := &CommitSpec{Message: "m", Exclude: []string{".workflow/**", "*.log"}}
+	for path, want := range map[string]bool{"code.go": true, "a/b.go": true, ".pixir": false, ".pixir/x.json": false, ".workflow/plan.md": false, "run.log": false, "a/run.log": true} {
+		require.Equal(t, want, spec.reaches(path), path)
+	}
+}

@@ -123,7 +123,7 @@ func run(ctx context.Context, p *Prepared, opt RunOptions) Outcome {
 		// workspace: the commit takes only the run's part of a file
 		// they changed too. (A resumed run's record would hold the work
 		// of the runs it reuses: it commits files whole.)
-		r.before = rec.Before(r.ctx)
+		r.before = rec.Before(r.ctx, w.Commit.reaches)
 	}
 	r.drain()
 	r.dispatch(ctx)
