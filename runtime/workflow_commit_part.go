@@ -205,7 +205,7 @@ type part struct {
 // commit is made, or says why it cannot (the file is then left out of
 // the commit): staged as it was, the user's next commit would take back
 // the run's change.
-func (c gitCommitter) userStage(ctx context.Context, head, prefix string, pt *part) string {
+func (c gitCommitter) userStage(ctx context.Context, head string, pt *part) string {
 	const staged = "you had staged a change to it before the run, "
 	cur, err := c.git(ctx, nil, "ls-files", "-s", "-z", "--", pt.path)
 	if err != nil {
@@ -235,7 +235,7 @@ func (c gitCommitter) userStage(ctx context.Context, head, prefix string, pt *pa
 	if err != nil || !clean {
 		return staged + "and the run's change to it does not merge with what you staged cleanly: commit it yourself"
 	}
-	blob, err := c.gitIn(ctx, nil, bytes.NewReader(merged), "hash-object", "-w", "--stdin", "--path", prefix+pt.path)
+	blob, err := c.gitIn(ctx, nil, bytes.NewReader(merged), "hash-object", "-w", "--stdin", "--path", pt.path)
 	if err != nil {
 		return fmt.Sprintf("its run's part could not be staged (git hash-object: %v: %s)", err, firstLineOf(blob))
 	}
@@ -246,7 +246,7 @@ func (c gitCommitter) userStage(ctx context.Context, head, prefix string, pt *pa
 // runsPart is the run's part of path, which the user had changed before
 // the run (b: what it was then): nil when the run's part is nothing,
 // or why it cannot be told apart from the user's.
-func (c gitCommitter) runsPart(ctx context.Context, head, prefix, path, b string) (*part, string, error) {
+func (c gitCommitter) runsPart(ctx context.Context, head, path, b string) (*part, string, error) {
 	const yours = "you had changed it before the run, not committed, "
 	if b == workflows.BeforeUnread {
 		return nil, yours + "and it is binary or over 8 MiB (no copy of it was kept): the run's part cannot be told apart from yours; commit it yourself", nil
@@ -279,12 +279,24 @@ func (c gitCommitter) runsPart(ctx context.Context, head, prefix, path, b string
 	case headBlob == "" || headMode == "160000" || headMode == "120000":
 		return nil, yours + "and it is not a file in HEAD: the run's part cannot be told apart from yours; commit it yourself", nil
 	}
+	// The working file as git stores it (its clean filters: autocrlf,
+	// eol, LFS), as the record's copy was made: the raw one, on a CRLF
+	// checkout, differed from that copy on every line.
+	id, err := c.gitIn(ctx, nil, bytes.NewReader(theirs), "hash-object", "-w", "--stdin", "--path", path)
+	if err != nil {
+		return nil, "", fmt.Errorf("git hash-object: %w: %s", err, firstLineOf(id))
+	}
+	if id = strings.TrimSpace(id); id == b {
+		return nil, "", nil // the run left it as it was
+	}
+	stored, err := c.git(ctx, nil, "cat-file", "blob", id)
+	if err != nil {
+		return nil, "", fmt.Errorf("git cat-file: %w: %s", err, firstLineOf(stored))
+	}
+	theirs = []byte(stored)
 	base, err := c.git(ctx, nil, "cat-file", "blob", b)
 	if err != nil {
 		return nil, "", fmt.Errorf("git cat-file: %w: %s", err, firstLineOf(base))
-	}
-	if base == string(theirs) {
-		return nil, "", nil // the run left it as it was
 	}
 	ours, err := c.git(ctx, nil, "cat-file", "blob", headBlob)
 	if err != nil {
@@ -300,7 +312,7 @@ func (c gitCommitter) runsPart(ctx context.Context, head, prefix, path, b string
 	if bytes.Equal(merged, []byte(ours)) {
 		return nil, "", nil // HEAD has the run's change already
 	}
-	blob, err := c.gitIn(ctx, nil, bytes.NewReader(merged), "hash-object", "-w", "--stdin", "--path", prefix+path)
+	blob, err := c.gitIn(ctx, nil, bytes.NewReader(merged), "hash-object", "-w", "--stdin", "--path", path)
 	if err != nil {
 		return nil, "", fmt.Errorf("git hash-object: %w: %s", err, firstLineOf(blob))
 	}
@@ -376,12 +388,12 @@ func (c gitCommitter) commitPart(ctx context.Context, req workflows.CommitReques
 			whole = append(whole, p)
 			continue
 		}
-		pt, why, err := c.runsPart(ctx, head, prefix, p, b)
+		pt, why, err := c.runsPart(ctx, head, p, b)
 		if err != nil {
 			why = "its run's part could not be made (" + err.Error() + ")"
 		}
 		if why == "" && pt != nil {
-			why = c.userStage(ctx, head, prefix, pt)
+			why = c.userStage(ctx, head, pt)
 		}
 		switch {
 		case why != "":

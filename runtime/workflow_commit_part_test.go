@@ -278,3 +278,35 @@ func TestGitCommitterKeepsTheRunsPartInWhatTheUserStaged(t *testing.T) {
 	require.Equal(t, lines(40, map[int]string{30: "the user's staged edit"}), git("show", ":./clash.go")+"\n", "left out: their staged change as it was")
 	require.Equal(t, lines(40, nil), git("show", "HEAD:./clash.go")+"\n")
 }
+
+// On a checkout whose files have CRLF line ends (eol=crlf, autocrlf), the
+// run's part of a file the user changed is committed: the record's copy
+// is the file as git stores it (LF), and the working file was compared
+// and merged raw (CRLF), so every such file was left out. The attributes
+// are those of the file's own path, in a workspace below the top of the
+// work tree. (review31b, finding 5)
+func TestGitCommitterCommitsTheRunsPartOfACRLFFile(t *testing.T) {
+	repo, ws, git := gitRepo(t)
+	require.NoError(t, os.WriteFile(filepath.Join(repo, ".gitattributes"), []byte("/ws/code.go text eol=crlf\n"), 0o644))
+	crlf := func(s string) string { return strings.ReplaceAll(s, "\n", "\r\n") }
+	write := func(name, content string) {
+		require.NoError(t, os.WriteFile(filepath.Join(ws, name), []byte(content), 0o644))
+	}
+	write("code.go", crlf(lines(40, nil)))
+	git("add", "-A", "..")
+	git("commit", "-q", "-m", "code")
+	require.Equal(t, lines(40, nil), git("show", "HEAD:./code.go")+"\n", "stored LF")
+
+	write("code.go", crlf(lines(40, map[int]string{2: "the user's edit"})))
+	c := gitCommitter{root: ws, mode: func() Mode { return ModeAuto }}
+	before := c.Before(context.Background(), nil)
+	write("code.go", crlf(lines(40, map[int]string{2: "the user's edit", 38: "the run's change"})))
+	rep, err := c.Commit(context.Background(), workflows.CommitRequest{Message: "the run", Paths: []string{"code.go"}, Before: before})
+	require.NoError(t, err)
+	require.Equal(t, workflows.Committed, rep.Status, "%+v", rep)
+	require.Empty(t, rep.LeftOut)
+	require.Equal(t, lines(40, map[int]string{38: "the run's change"}), git("show", "HEAD:./code.go")+"\n")
+	b, err := os.ReadFile(filepath.Join(ws, "code.go"))
+	require.NoError(t, err)
+	require.Equal(t, crlf(lines(40, map[int]string{2: "the user's edit", 38: "the run's change"})), string(b), "the working file as it was")
+}
