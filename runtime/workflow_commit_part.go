@@ -32,8 +32,10 @@ import (
 // paths reach allows are recorded (nil: all): a file no commit of the run
 // can take is neither read nor copied.
 //
-// A read_only session commits nothing: it records nothing (and writes
-// nothing into the repository). git reads the index without refreshing
+// A read_only session writes nothing into the repository: its record
+// says which files the user had changed without copying them (each
+// BeforeUnread), so that a commit made after its mode was changed during
+// the run still leaves the user's edits out. git reads the index without refreshing
 // it (--no-optional-locks): a refresh rewrites the user's .git/index
 // under its lock, and a git the user runs meanwhile (their editor's)
 // fails. A binary file, or one over beforeMaxSize, is not copied into
@@ -41,9 +43,7 @@ import (
 // again on disk): it is recorded BeforeUnread, and a run that changes it
 // leaves it out of the commit (merge-file refuses a binary one anyway).
 func (c gitCommitter) Before(ctx context.Context, reach func(path string) bool) workflows.BeforeRun {
-	if c.mode() == ModeReadOnly {
-		return nil
-	}
+	readOnly := c.mode() == ModeReadOnly
 	if _, err := c.git(ctx, nil, "rev-parse", "--verify", "--quiet", "HEAD"); err != nil {
 		return nil
 	}
@@ -57,7 +57,7 @@ func (c gitCommitter) Before(ctx context.Context, reach func(path string) bool) 
 		return nil
 	}
 	prefix = strings.TrimSpace(prefix)
-	status, err := c.git(ctx, nil, "--no-optional-locks", "status", "--porcelain=v2", "-z", "--no-renames", "--untracked-files=all", "--", ".")
+	status, err := c.git(ctx, nil, "--no-optional-locks", "status", "--porcelain=v2", "-z", "--no-renames", "--untracked-files=all", "--no-ahead-behind", "--", ".")
 	if err != nil {
 		return nil
 	}
@@ -68,6 +68,11 @@ func (c gitCommitter) Before(ctx context.Context, reach func(path string) bool) 
 		// path", "? path"; paths from the top of the work tree.
 		var p string
 		switch f := strings.SplitN(e, " ", 11); {
+		case f[0] == "#":
+			// A header the user's git config asks for (status.showStash
+			// gives "# stash N"): not a file. Taken for an unknown line,
+			// it left no record, and the user's edits were committed.
+			continue
 		case f[0] == "1" && len(f) >= 9:
 			p = strings.SplitN(e, " ", 9)[8]
 		case f[0] == "u" && len(f) == 11:
@@ -97,7 +102,7 @@ func (c gitCommitter) Before(ctx context.Context, reach func(path string) bool) 
 		case errors.Is(err, fs.ErrNotExist):
 			rec[p] = workflows.BeforeAbsent
 		case err == nil && fi.Mode().IsRegular() && !strings.ContainsAny(c.root+p, "\n\r"):
-			if fi.Size() > beforeMaxSize || binaryFile(filepath.Join(c.root, filepath.FromSlash(p))) {
+			if readOnly || fi.Size() > beforeMaxSize || binaryFile(filepath.Join(c.root, filepath.FromSlash(p))) {
 				rec[p] = workflows.BeforeUnread
 				continue
 			}
@@ -218,7 +223,9 @@ func (c gitCommitter) userStage(ctx context.Context, head string, pt *part) stri
 	case len(f) < 4 || f[2] != "0":
 		return staged + "its removal (or it is unmerged): commit it yourself"
 	case err == nil && f[1] == old:
-		pt.seen, pt.stageMode, pt.stage = f[1], pt.mode, pt.blob
+		// Its content as HEAD's: a mode the user staged alone (a chmod
+		// +x) stays staged.
+		pt.seen, pt.stageMode, pt.stage = f[1], f[0], pt.blob
 		return ""
 	case pt.remove:
 		return staged + "and the run deleted it: commit it yourself"
@@ -249,7 +256,7 @@ func (c gitCommitter) userStage(ctx context.Context, head string, pt *part) stri
 func (c gitCommitter) runsPart(ctx context.Context, head, path, b string) (*part, string, error) {
 	const yours = "you had changed it before the run, not committed, "
 	if b == workflows.BeforeUnread {
-		return nil, yours + "and it is binary or over 8 MiB (no copy of it was kept): the run's part cannot be told apart from yours; commit it yourself", nil
+		return nil, yours + "and no copy of it was kept (it is binary or over 8 MiB, or the run started read_only): the run's part cannot be told apart from yours; commit it yourself", nil
 	}
 	if b == workflows.BeforeUnknown {
 		return nil, yours + "and it is not in HEAD (or not a file): the run's part cannot be told apart from yours; commit it yourself", nil

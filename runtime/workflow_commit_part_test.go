@@ -217,8 +217,9 @@ func TestGitCommitterRecordsTheUsersWorkWithoutWritingTheirs(t *testing.T) {
 
 	had := objects()
 	readOnly := gitCommitter{root: ws, mode: func() Mode { return ModeReadOnly }}
-	require.Nil(t, readOnly.Before(context.Background(), nil))
+	seen := readOnly.Before(context.Background(), nil)
 	require.Equal(t, had, objects(), "read_only: nothing written")
+	require.Equal(t, workflows.BeforeUnread, seen["kept.txt"], "read_only: the user's file named, not copied")
 
 	before := c.Before(context.Background(), nil)
 	require.Equal(t, workflows.BeforeUnread, before["bin.dat"])
@@ -309,4 +310,62 @@ func TestGitCommitterCommitsTheRunsPartOfACRLFFile(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(ws, "code.go"))
 	require.NoError(t, err)
 	require.Equal(t, crlf(lines(40, map[int]string{2: "the user's edit", 38: "the run's change"})), string(b), "the working file as it was")
+}
+
+// The user's git config does not change the record: status.showStash adds
+// a "# stash N" line to git status, which was taken for an unknown line,
+// so the record was dropped and the user's edit committed with the run's
+// (review31c). A run that starts read_only and whose session is switched
+// to auto before its commit leaves the user's edit out too: read_only
+// recorded nothing, and the file was committed whole (review31c).
+func TestGitCommitterLeavesTheUsersEditOutWhateverTheirConfigOrMode(t *testing.T) {
+	for _, tc := range []struct{ name, startMode string }{{"status.showStash", "auto"}, {"read_only at the start", "read_only"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ws, git := gitRepo(t)
+			write := func(name, content string) {
+				require.NoError(t, os.WriteFile(filepath.Join(ws, name), []byte(content), 0o644))
+			}
+			write("code.go", lines(40, nil))
+			git("add", "-A")
+			git("commit", "-q", "-m", "code")
+			if tc.startMode == "auto" {
+				write("kept.txt", "stashed\n")
+				git("stash", "-q", "-u")
+				git("config", "status.showStash", "true")
+			}
+			write("code.go", lines(40, map[int]string{2: "the user's edit"}))
+			mode := Mode(tc.startMode)
+			c := gitCommitter{root: ws, mode: func() Mode { return mode }}
+			before := c.Before(context.Background(), nil)
+			mode = ModeAuto // session/set_mode during the run
+			write("code.go", lines(40, map[int]string{2: "the user's edit", 38: "the run's change"}))
+			_, err := c.Commit(context.Background(), workflows.CommitRequest{Message: "the run", Paths: []string{"code.go"}, Before: before})
+			require.NoError(t, err)
+			require.NotContains(t, git("show", "HEAD:./code.go"), "the user's edit", "the user's edit committed")
+			kept, err := os.ReadFile(filepath.Join(ws, "code.go"))
+			require.NoError(t, err)
+			require.Contains(t, string(kept), "the user's edit", "and kept in their file")
+		})
+	}
+}
+
+// A mode the user staged alone (chmod +x, its content HEAD's) of a file
+// the run commits its part of stays staged: the entry was staged again
+// with HEAD's mode (review31c).
+func TestGitCommitterKeepsAModeTheUserStaged(t *testing.T) {
+	_, ws, git := gitRepo(t)
+	path := filepath.Join(ws, "code.go")
+	require.NoError(t, os.WriteFile(path, []byte(lines(40, nil)), 0o644))
+	git("add", "-A")
+	git("commit", "-q", "-m", "code")
+	require.NoError(t, os.Chmod(path, 0o755))
+	git("update-index", "--chmod=+x", "code.go")
+	require.NoError(t, os.WriteFile(path, []byte(lines(40, map[int]string{2: "the user's edit"})), 0o755))
+	c := gitCommitter{root: ws, mode: func() Mode { return ModeAuto }}
+	before := c.Before(context.Background(), nil)
+	require.NoError(t, os.WriteFile(path, []byte(lines(40, map[int]string{2: "the user's edit", 38: "the run's change"})), 0o755))
+	_, err := c.Commit(context.Background(), workflows.CommitRequest{Message: "the run", Paths: []string{"code.go"}, Before: before})
+	require.NoError(t, err)
+	require.Contains(t, git("show", "HEAD:./code.go"), "the run's change")
+	require.True(t, strings.HasPrefix(git("ls-files", "-s", "code.go"), "100755 "), "the staged mode kept: %s", git("ls-files", "-s", "code.go"))
 }

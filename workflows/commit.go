@@ -124,7 +124,8 @@ func (spec *CommitSpec) reaches(path string) bool {
 // slash-separated) that differed from HEAD's when a run started, what it
 // was then: the id of the blob of its content (written to the
 // repository's objects), BeforeAbsent (deleted), BeforeUnread (binary,
-// or too large to keep a copy of), or BeforeUnknown (not
+// too large to keep a copy of, or recorded by a read_only run, which
+// writes nothing into the repository), or BeforeUnknown (not
 // in HEAD, or not a file: nothing of it can be told apart from the run's
 // part). A folder's entry ends with "/" (a repository nested in the
 // work tree, which git lists as its folder: every file in it); nil: no
