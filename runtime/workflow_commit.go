@@ -223,14 +223,7 @@ func (c gitCommitter) Commit(ctx context.Context, req workflows.CommitRequest) (
 			rep.Reason = fmt.Sprintf("git was stopped (%v) after it made the commit: HEAD holds it", err)
 			return rep, nil
 		}
-		if cancelled := ctx.Err(); cancelled != nil {
-			rep.Reason = fmt.Sprintf("the run was cancelled (%v) while git made the commit, before it was made: %s", cancelled, out)
-			return rep, nil
-		}
-		rep.Reason = fmt.Sprintf("git commit refused (%v): %s", err, out)
-		if why, ok := locked("commit"); ok {
-			rep.Reason = why
-		}
+		rep.Reason = commitRefused(ctx, err, out, locked)
 		return rep, nil
 	}
 	// The commit is made: whatever becomes of reading its hash, it is
@@ -358,4 +351,17 @@ func (c gitCommitter) madeAfterAll(ctx context.Context, before string, paths []s
 func firstLineOf(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
+}
+
+// commitRefused says why git commit did not make the commit (out: what
+// it printed): the run was cancelled meanwhile, another git held the
+// repository's lock, or git refused.
+func commitRefused(ctx context.Context, err error, out string, locked func(string) (string, bool)) string {
+	if cancelled := ctx.Err(); cancelled != nil {
+		return fmt.Sprintf("the run was cancelled (%v) while git made the commit, before it was made: %s", cancelled, out)
+	}
+	if why, ok := locked("commit"); ok {
+		return why
+	}
+	return fmt.Sprintf("git commit refused (%v): %s", err, out)
 }

@@ -456,14 +456,7 @@ func (c gitCommitter) commitPart(ctx context.Context, req workflows.CommitReques
 			c.syncIndex(context.WithoutCancel(ctx), prefix, whole, parts)
 			return rep, nil
 		}
-		if cancelled := ctx.Err(); cancelled != nil {
-			rep.Reason = fmt.Sprintf("the run was cancelled (%v) while git made the commit, before it was made: %s", cancelled, out)
-			return rep, nil
-		}
-		rep.Reason = fmt.Sprintf("git commit refused (%v): %s", err, out)
-		if why, ok := locked("commit"); ok {
-			rep.Reason = why
-		}
+		rep.Reason = commitRefused(ctx, err, out, locked)
 		return rep, nil
 	}
 	rep.Status = workflows.Committed
