@@ -113,6 +113,16 @@ type ModelResponse struct {
 	Truncated bool
 }
 
+// UsageOnly is the response of an answer that cannot be used: only what
+// the server counted for it (the turn charges it before it fails), or nil
+// when it counted nothing.
+func UsageOnly(u *Usage) *ModelResponse {
+	if u == nil {
+		return nil
+	}
+	return &ModelResponse{Usage: u}
+}
+
 // Usage is token accounting reported by a provider.
 type Usage struct {
 	InputTokens  int `json:"input_tokens"`

@@ -307,7 +307,7 @@ func (a *assembler) response() (*provider.ModelResponse, error) {
 			if a.stopReason == "max_tokens" {
 				msg += " (the answer was cut off at the token limit: raise max_tokens)"
 			}
-			return usageOnly(resp.Usage), &httpstream.Error{Kind: httpstream.KindToolCall, Message: msg, Err: err}
+			return provider.UsageOnly(resp.Usage), &httpstream.Error{Kind: httpstream.KindToolCall, Message: msg, Err: err}
 		}
 		resp.ToolCalls = append(resp.ToolCalls, provider.ToolCall{ID: t.id, Name: t.name, Arguments: json.RawMessage(input)})
 	}
@@ -336,13 +336,4 @@ func (a *assembler) thinkingData() json.RawMessage {
 	}
 	b, _ := json.Marshal(pd)
 	return b
-}
-
-// usageOnly is the response of an answer that cannot be used: only what
-// the server counted for it, or nil when it counted nothing.
-func usageOnly(u *provider.Usage) *provider.ModelResponse {
-	if u == nil {
-		return nil
-	}
-	return &provider.ModelResponse{Usage: u}
 }

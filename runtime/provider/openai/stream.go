@@ -391,7 +391,7 @@ func (a *assembler) response() (*provider.ModelResponse, error) {
 	}
 	for i, c := range a.calls {
 		if c.name == "" {
-			return usageOnly(resp.Usage), &httpstream.Error{Kind: httpstream.KindToolCall, Err: errNoName,
+			return provider.UsageOnly(resp.Usage), &httpstream.Error{Kind: httpstream.KindToolCall, Err: errNoName,
 				Message: fmt.Sprintf("the model asked for tool call %d without naming the tool; send the prompt again, or use a model with reliable tool calling", i+1)}
 		}
 		args := strings.TrimSpace(c.args.String())
@@ -404,7 +404,7 @@ func (a *assembler) response() (*provider.ModelResponse, error) {
 			if a.finish == "length" {
 				msg += " (the answer was cut off at the token limit: raise max_tokens)"
 			}
-			return usageOnly(resp.Usage), &httpstream.Error{Kind: httpstream.KindToolCall, Message: msg, Err: err}
+			return provider.UsageOnly(resp.Usage), &httpstream.Error{Kind: httpstream.KindToolCall, Message: msg, Err: err}
 		}
 		id := c.id
 		if id == "" {
@@ -417,15 +417,6 @@ func (a *assembler) response() (*provider.ModelResponse, error) {
 		resp.ToolCalls = append(resp.ToolCalls, tc)
 	}
 	return resp, nil
-}
-
-// usageOnly is the response of an answer that cannot be used: only what
-// the server counted for it, or nil when it counted nothing.
-func usageOnly(u *provider.Usage) *provider.ModelResponse {
-	if u == nil {
-		return nil
-	}
-	return &provider.ModelResponse{Usage: u}
 }
 
 // validJSON says why s is not one JSON value.
