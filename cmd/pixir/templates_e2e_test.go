@@ -244,3 +244,21 @@ func TestRunABrokenOverrideOfABuiltinTemplate(t *testing.T) {
 	require.Empty(t, stdout, "nothing planned, the built-in survey least of all")
 	require.Contains(t, stderr, "survey.yaml:5:5: steps[0] \"a\": unknown key \"dependson\"; did you mean \"depends_on\"?")
 }
+
+// The table a user scans fits an 80-column terminal: a template's
+// parameters are its own indented lines, not rows of the NAME column, and a
+// description too long for the line is cut (--json holds it whole).
+func TestPixirWorkflowsFitsEightyColumns(t *testing.T) {
+	e, home := templateEnv(t)
+	stdout, _, code := e.pixirAtHome(home, "workflows")
+	require.Equal(t, 1, code)
+	require.Contains(t, stdout, "practice")
+	for _, line := range strings.Split(strings.TrimRight(stdout, "\n"), "\n") {
+		require.LessOrEqual(t, len([]rune(line)), 80, "line %q", line)
+	}
+	require.Regexp(t, `(?m)^NAME +SOURCE +DESCRIPTION$`, stdout)
+	require.Regexp(t, `(?m)^practice +built-in +The multi-agent practice`, stdout)
+	require.Regexp(t, "(?m)^  --set issue=string \\(required\\)\n      The issue id; its file is TODO/<issue>\\.md\\.$", stdout)
+	// The name column is as wide as the longest name, not the longest --set line.
+	require.Regexp(t, `(?m)^review +\.pixir/workflows/review\.yaml +Review one issue`, stdout)
+}

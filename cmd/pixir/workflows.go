@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/pixir-go/pixir/workflows"
 )
@@ -85,27 +85,54 @@ func templateUsage(t *workflows.Template) string {
 	return strings.Join(parts, " ")
 }
 
+// tableWidth is the width `pixir workflows` keeps its lines within: a
+// terminal's default. A description that does not fit is cut with "…";
+// --json holds it whole.
+const tableWidth = 80
+
 // writeTemplates is the table of templates, each followed by its
-// parameters, one a line.
+// parameters: a parameter is an indented line (--set name=type, required
+// or its default) and its description a line indented further below it.
+// The NAME column is as wide as the longest name, and every line is cut to
+// tableWidth.
 func writeTemplates(w io.Writer, r templatesReport) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSOURCE\tDESCRIPTION")
+	nameW, sourceW := len("NAME"), len("SOURCE")
 	for _, t := range r.Templates {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, t.Source, summary(t.Description))
+		nameW = max(nameW, utf8.RuneCountInString(t.Name))
+		sourceW = max(sourceW, utf8.RuneCountInString(t.Source))
+	}
+	var b strings.Builder
+	line := func(s string) { b.WriteString(fitLine(strings.TrimRight(s, " "), tableWidth) + "\n") }
+	pad := func(s string, width int) string { return s + strings.Repeat(" ", width-utf8.RuneCountInString(s)+2) }
+	line(pad("NAME", nameW) + pad("SOURCE", sourceW) + "DESCRIPTION")
+	for _, t := range r.Templates {
+		line(pad(t.Name, nameW) + pad(t.Source, sourceW) + summary(t.Description))
 		for _, p := range t.Params {
 			typ := p.Type
 			if typ == "" {
 				typ = "any"
 			}
-			line := "  --set " + p.Name + "=" + typ
+			set := "  --set " + p.Name + "=" + typ
 			switch {
 			case p.Required:
-				line += " (required)"
+				set += " (required)"
 			default:
-				line += " (default " + string(p.Default) + ")"
+				set += " (default " + string(p.Default) + ")"
 			}
-			fmt.Fprintf(tw, "%s\t\t%s\n", line, summary(p.Description))
+			line(set)
+			if d := summary(p.Description); d != "" {
+				line("      " + d)
+			}
 		}
 	}
-	return tw.Flush()
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// fitLine cuts line to width runes, its last one "…" when cut.
+func fitLine(line string, width int) string {
+	if utf8.RuneCountInString(line) <= width {
+		return line
+	}
+	return strings.TrimRight(string([]rune(line)[:width-1]), " ") + "…"
 }
