@@ -2,12 +2,15 @@ package runtime
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -278,7 +281,8 @@ func HomeDir() (string, error) {
 }
 
 // LoadSettings reads <home>/config.toml. A missing file is not an error; an
-// unreadable or invalid one is, with the line and column of the problem.
+// unreadable or invalid one is, with the line and column of each problem:
+// every one the file has (one when it is not TOML at all).
 func LoadSettings(home string) (Settings, error) {
 	path := filepath.Join(home, "config.toml")
 	data, err := os.ReadFile(path)
@@ -295,31 +299,100 @@ func LoadSettings(home string) (Settings, error) {
 	// A byte order mark (Windows editors write one) is no key: go-toml
 	// would refuse the file at 1:1 with "invalid character … 'ï'".
 	data = bytes.TrimPrefix(data, []byte("\ufeff"))
-	var s Settings
-	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
-	if err := dec.Decode(&s); err != nil {
-		return Settings{}, settingsDecodeError(path, data, err)
+	s, problems := decodeSettings(path, data)
+	if s == nil {
+		return Settings{}, errors.Join(problems...)
 	}
 	s.Path = path
-	if err := s.validate(); err != nil {
-		return Settings{}, placeSettingsError(path, locateSettingsKeys(data), err)
+	if errs := s.validate(); len(errs) > 0 {
+		keys := locateSettingsKeys(data)
+		for _, err := range errs {
+			problems = append(problems, placeSettingsError(path, keys, err))
+		}
 	}
 	if s.Profile != "" {
 		if _, _, err := s.WithProfile(s.Profile); err != nil {
 			if p, ok := locateSettingsKeys(data)["profile"]; ok {
-				return Settings{}, fmt.Errorf("%s:%d:%d: %w", path, p.line, p.col, err)
+				err = fmt.Errorf("%s:%d:%d: %w", path, p.line, p.col, err)
 			}
-			return Settings{}, err
+			problems = append(problems, err)
 		}
 	}
-	return s, nil
+	if len(problems) > 0 {
+		return Settings{}, errors.Join(inFileOrder(path, problems)...)
+	}
+	return *s, nil
 }
 
-// validate checks the values of a decoded config.toml; each error starts
-// with the key it is about, which LoadSettings turns into a position.
-func (s Settings) validate() error {
+// inFileOrder sorts problems by the line and column they start with
+// (after "path:"); those without one go last, in the order they came.
+func inFileOrder(path string, problems []error) []error {
+	var all []error
+	for _, p := range problems {
+		all = append(all, joined(p)...)
+	}
+	pos := func(err error) (int, int) {
+		var line, col int
+		rest, ok := strings.CutPrefix(err.Error(), path+":")
+		if _, scanErr := fmt.Sscanf(rest, "%d:%d:", &line, &col); !ok || scanErr != nil {
+			return math.MaxInt, 0
+		}
+		return line, col
+	}
+	slices.SortStableFunc(all, func(a, b error) int {
+		la, ca := pos(a)
+		lb, cb := pos(b)
+		return cmp.Or(cmp.Compare(la, lb), cmp.Compare(ca, cb))
+	})
+	return all
+}
+
+// decodeSettings decodes config.toml, and every problem of it: go-toml
+// stops at the first value it cannot decode, so that value's key = value
+// is left out (withoutSettingsKey) and the rest decoded again, until the
+// rest decodes. The settings are nil when the file is not TOML (its one
+// problem is where it stops being TOML); otherwise they hold every value that decoded,
+// for validate to check.
+func decodeSettings(path string, data []byte) (*Settings, []error) {
+	var problems []error
+	for {
+		var s Settings
+		err := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields().Decode(&s)
+		if err == nil {
+			return &s, problems
+		}
+		if len(problems) == 0 {
+			// go-toml decodes as it parses: a value of the wrong type
+			// before a line that is not TOML would hide that line.
+			if syntaxErr := toml.Unmarshal(data, new(map[string]any)); syntaxErr != nil {
+				_, problem := settingsDecodeError(path, data, syntaxErr)
+				return nil, []error{problem}
+			}
+		}
+		key, problem := settingsDecodeError(path, data, err)
+		problems = append(problems, problem)
+		if _, unknown := errors.AsType[*toml.StrictMissingError](err); unknown {
+			// go-toml reports unknown keys after decoding all the others.
+			return &s, problems
+		}
+		if key == nil {
+			return nil, problems
+		}
+		rest, ok := withoutSettingsKey(data, key)
+		if !ok {
+			return nil, problems
+		}
+		data = rest
+	}
+}
+
+// validate checks the values of a decoded config.toml, and returns every
+// problem; each error starts with the key it is about, which LoadSettings
+// turns into a position.
+func (s Settings) validate() []error {
+	var errs []error
 	if s.MaxTurnRequests < 0 {
-		return fmt.Errorf("max_turn_requests must be positive, got %d", s.MaxTurnRequests)
+		errs = append(errs, fmt.Errorf("max_turn_requests must be positive, got %d", s.MaxTurnRequests))
 	}
 	for _, kv := range []struct {
 		key string
@@ -327,38 +400,50 @@ func (s Settings) validate() error {
 	}{{"max_threads", s.Agents.MaxThreads}, {"max_depth", s.Agents.MaxDepth}, {"timeout_ms", s.Agents.TimeoutMS},
 		{"max_subagents", s.Agents.MaxSubagents}, {"wait_timeout_ms", s.Agents.WaitTimeoutMS}} {
 		if kv.v < 0 {
-			return fmt.Errorf("[agents] %s must be positive, got %d", kv.key, kv.v)
+			errs = append(errs, fmt.Errorf("[agents] %s must be positive, got %d", kv.key, kv.v))
 		}
 	}
-	if err := s.validateCost(); err != nil {
-		return err
-	}
-	if err := s.Sandbox.Validate(); err != nil {
-		return err
-	}
-	if err := s.ProviderSettings.validate(); err != nil {
-		return err
-	}
+	errs = append(errs, s.validateCost()...)
+	errs = append(errs, joined(s.Sandbox.Validate())...)
+	errs = append(errs, s.ProviderSettings.validate()...)
 	for _, name := range slices.Sorted(maps.Keys(s.Profiles)) {
-		if err := s.Profiles[name].validate(); err != nil {
-			return fmt.Errorf("profiles.%s.%w", name, err)
+		for _, err := range s.Profiles[name].validate() {
+			errs = append(errs, fmt.Errorf("profiles.%s.%w", name, err))
 		}
 	}
-	return s.validateMCP()
+	return append(errs, joined(s.validateMCP())...)
 }
 
-func (p ProviderSettings) validate() error {
-	switch {
-	case p.ContextWindow < 0:
-		return fmt.Errorf("context_window must be positive, got %d", p.ContextWindow)
-	case p.MaxTokens < 0:
-		return fmt.Errorf("max_tokens must be positive, got %d", p.MaxTokens)
-	case p.MaxRetries != nil && *p.MaxRetries < 0:
-		return fmt.Errorf("max_retries must be 0 or more, got %d", *p.MaxRetries)
-	case p.ReasoningEffort != "" && !slices.Contains(provider.ReasoningEfforts, p.ReasoningEffort):
-		return fmt.Errorf("model_reasoning_effort %q is not one of %s", p.ReasoningEffort, strings.Join(provider.ReasoningEfforts, ", "))
+// joined is the errors errors.Join made err of, or err alone.
+func joined(err error) []error {
+	if err == nil {
+		return nil
 	}
-	return nil
+	if j, ok := err.(interface{ Unwrap() []error }); ok && reflect.TypeOf(err) == joinType {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// joinType is the type of errors.Join's errors (fmt.Errorf with several
+// %w has an Unwrap() []error too, and is one error).
+var joinType = reflect.TypeOf(errors.Join(errors.New("")))
+
+func (p ProviderSettings) validate() []error {
+	var errs []error
+	if p.ContextWindow < 0 {
+		errs = append(errs, fmt.Errorf("context_window must be positive, got %d", p.ContextWindow))
+	}
+	if p.MaxTokens < 0 {
+		errs = append(errs, fmt.Errorf("max_tokens must be positive, got %d", p.MaxTokens))
+	}
+	if p.MaxRetries != nil && *p.MaxRetries < 0 {
+		errs = append(errs, fmt.Errorf("max_retries must be 0 or more, got %d", *p.MaxRetries))
+	}
+	if p.ReasoningEffort != "" && !slices.Contains(provider.ReasoningEfforts, p.ReasoningEffort) {
+		errs = append(errs, fmt.Errorf("model_reasoning_effort %q is not one of %s", p.ReasoningEffort, strings.Join(provider.ReasoningEfforts, ", ")))
+	}
+	return errs
 }
 
 // MCPSettings are the [mcp] table: timeouts for every MCP server that sets

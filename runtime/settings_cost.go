@@ -89,14 +89,15 @@ func (c CompactionSettings) Config() CompactionConfig {
 }
 
 // validateCost checks [budget], [model_info] and [compaction].
-func (s Settings) validateCost() error {
+func (s Settings) validateCost() []error {
+	var errs []error
 	b := s.Budget
 	for _, kv := range []struct {
 		key string
 		v   int64
 	}{{"session_tokens", b.SessionTokens}, {"subagent_tokens", b.SubagentTokens}, {"workflow_tokens", b.WorkflowTokens}} {
 		if kv.v < 0 {
-			return fmt.Errorf("[budget] %s must be positive (or 0 for no limit), got %d", kv.key, kv.v)
+			errs = append(errs, fmt.Errorf("[budget] %s must be positive (or 0 for no limit), got %d", kv.key, kv.v))
 		}
 	}
 	for _, kv := range []struct {
@@ -104,11 +105,11 @@ func (s Settings) validateCost() error {
 		v   float64
 	}{{"session_cost", b.SessionCost}, {"subagent_cost", b.SubagentCost}, {"workflow_cost", b.WorkflowCost}} {
 		if kv.v < 0 || math.IsNaN(kv.v) || math.IsInf(kv.v, 0) {
-			return fmt.Errorf("[budget] %s must be a positive amount (or 0 for no limit), got %g", kv.key, kv.v)
+			errs = append(errs, fmt.Errorf("[budget] %s must be a positive amount (or 0 for no limit), got %g", kv.key, kv.v))
 		}
 	}
 	if b.WarnAt != 0 && (b.WarnAt <= 0 || b.WarnAt >= 1) {
-		return fmt.Errorf("[budget] warn_at is the fraction of a budget at which to warn, between 0 and 1 (such as 0.8), got %g", b.WarnAt)
+		errs = append(errs, fmt.Errorf("[budget] warn_at is the fraction of a budget at which to warn, between 0 and 1 (such as 0.8), got %g", b.WarnAt))
 	}
 	names := make([]string, 0, len(s.ModelInfo))
 	for name := range s.ModelInfo {
@@ -119,33 +120,37 @@ func (s Settings) validateCost() error {
 	for _, name := range names {
 		m := s.ModelInfo[name]
 		if m.ContextWindow < 0 {
-			return fmt.Errorf("[model_info.%q] context_window must be positive, got %d", name, m.ContextWindow)
+			errs = append(errs, fmt.Errorf("[model_info.%q] context_window must be positive, got %d", name, m.ContextWindow))
 		}
-		for key, p := range map[string]*float64{"input_price": m.InputPrice, "output_price": m.OutputPrice} {
+		for _, kp := range []struct {
+			key string
+			p   *float64
+		}{{"input_price", m.InputPrice}, {"output_price", m.OutputPrice}} {
+			key, p := kp.key, kp.p
 			if p != nil && (*p < 0 || math.IsNaN(*p) || math.IsInf(*p, 0)) {
-				return fmt.Errorf("[model_info.%q] %s is per million tokens and cannot be negative, got %g", name, key, *p)
+				errs = append(errs, fmt.Errorf("[model_info.%q] %s is per million tokens and cannot be negative, got %g", name, key, *p))
 			}
 		}
 		_, has := m.Price()
 		priced = priced || has
 	}
 	if !priced && (b.SessionCost > 0 || b.SubagentCost > 0 || b.WorkflowCost > 0) {
-		return fmt.Errorf("[budget] limits cost, but no model has a price: add input_price and output_price (per million tokens) under [model_info.\"MODEL\"], or limit tokens instead")
+		errs = append(errs, fmt.Errorf("[budget] limits cost, but no model has a price: add input_price and output_price (per million tokens) under [model_info.\"MODEL\"], or limit tokens instead"))
 	}
 	c := s.Compaction
 	if c.Threshold != 0 && (c.Threshold <= 0 || c.Threshold >= 1) {
-		return fmt.Errorf("[compaction] threshold is the fraction of the context window at which to compact, between 0 and 1 (such as 0.8), got %g", c.Threshold)
+		errs = append(errs, fmt.Errorf("[compaction] threshold is the fraction of the context window at which to compact, between 0 and 1 (such as 0.8), got %g", c.Threshold))
 	}
 	if c.KeepRecent != 0 && (c.KeepRecent <= 0 || c.KeepRecent >= 1) {
-		return fmt.Errorf("[compaction] keep_recent is the fraction of the context window the recent messages keep, between 0 and 1 (such as 0.3), got %g", c.KeepRecent)
+		errs = append(errs, fmt.Errorf("[compaction] keep_recent is the fraction of the context window the recent messages keep, between 0 and 1 (such as 0.3), got %g", c.KeepRecent))
 	}
 	if c.Threshold != 0 && c.KeepRecent != 0 && c.KeepRecent >= c.Threshold {
-		return fmt.Errorf("[compaction] keep_recent (%g) must be below threshold (%g): what is kept must leave room to grow", c.KeepRecent, c.Threshold)
+		errs = append(errs, fmt.Errorf("[compaction] keep_recent (%g) must be below threshold (%g): what is kept must leave room to grow", c.KeepRecent, c.Threshold))
 	}
 	switch c.Summarizer {
 	case "", SummarizerModel, SummarizerFallback:
 	default:
-		return fmt.Errorf("[compaction] summarizer %q is not one of %s, %s", c.Summarizer, SummarizerModel, SummarizerFallback)
+		errs = append(errs, fmt.Errorf("[compaction] summarizer %q is not one of %s, %s", c.Summarizer, SummarizerModel, SummarizerFallback))
 	}
-	return nil
+	return errs
 }

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"maps"
@@ -73,8 +74,11 @@ func locateSettingsKeys(data []byte) map[string]keyPos {
 }
 
 // settingsDecodeError turns go-toml's error into one per problem, with
-// the key and what it must hold.
-func settingsDecodeError(path string, data []byte, err error) error {
+// the key and what it must hold. key is the key of a value that could not
+// be decoded (go-toml stops at the first), for decodeSettings to leave out
+// and decode the rest; nil when the problem is not one value's (the file
+// is not TOML, or its unknown keys, which go-toml lists all at once).
+func settingsDecodeError(path string, data []byte, err error) (key []string, problem error) {
 	// Checked first: a strict-mode error also unwraps to a DecodeError.
 	var sm *toml.StrictMissingError
 	if errors.As(err, &sm) && len(sm.Errors) > 0 {
@@ -84,7 +88,7 @@ func settingsDecodeError(path string, data []byte, err error) error {
 			line, col := de.Position()
 			errs = append(errs, fmt.Errorf("%s:%d:%d: %s", path, line, col, unknownSettingsKey(de.Key())))
 		}
-		return errors.Join(errs...)
+		return nil, errors.Join(errs...)
 	}
 	var de *toml.DecodeError
 	if errors.As(err, &de) {
@@ -92,12 +96,12 @@ func settingsDecodeError(path string, data []byte, err error) error {
 		msg := strings.TrimPrefix(de.Error(), "toml: ")
 		key := de.Key()
 		if m := mismatchRE().FindStringSubmatch(msg); m != nil && len(key) > 0 {
-			return fmt.Errorf("%s:%d:%d: %s: got a TOML %s, want %s", path, line, col, strings.Join(key, "."), m[1], settingsWant(key, m[2]))
+			return key, fmt.Errorf("%s:%d:%d: %s: got a TOML %s, want %s", path, line, col, strings.Join(key, "."), m[1], settingsWant(key, m[2]))
 		}
 		if len(key) > 0 {
-			return fmt.Errorf("%s:%d:%d: %s: %s", path, line, col, strings.Join(key, "."), msg)
+			return key, fmt.Errorf("%s:%d:%d: %s: %s", path, line, col, strings.Join(key, "."), msg)
 		}
-		return fmt.Errorf("%s:%d:%d: not valid TOML: %s", path, line, col, msg)
+		return nil, fmt.Errorf("%s:%d:%d: not valid TOML: %s", path, line, col, msg)
 	}
 	keys := locateSettingsKeys(data)
 	// go-toml gives a value a text unmarshaler refused (a duration written
@@ -107,10 +111,71 @@ func settingsDecodeError(path string, data []byte, err error) error {
 		p := keys[key]
 		t, ok := settingsType(strings.Split(key, "."))
 		if ok && p.value != unstable.String && p.value != unstable.Invalid && (t == reflect.TypeFor[Duration]() || t == reflect.TypeFor[ByteSize]()) {
-			return fmt.Errorf("%s:%d:%d: %s: got a TOML %s, want %s", path, p.line, p.col, key, strings.ToLower(p.value.String()), settingsWant(strings.Split(key, "."), ""))
+			return strings.Split(key, "."), fmt.Errorf("%s:%d:%d: %s: got a TOML %s, want %s", path, p.line, p.col, key, strings.ToLower(p.value.String()), settingsWant(strings.Split(key, "."), ""))
 		}
 	}
-	return fmt.Errorf("%s: %w", path, err)
+	return nil, fmt.Errorf("%s: %w", path, err)
+}
+
+// withoutSettingsKey returns data with the key = value line(s) that set
+// key (or the inline table holding it) blanked: every byte but line ends
+// turned into a space, so that what is left decodes on and every position
+// in it stays where it was in the file. ok is false when no key = value
+// sets key.
+func withoutSettingsKey(data []byte, key []string) (_ []byte, ok bool) {
+	type expr struct {
+		key       []string
+		value     bool
+		start     int // the offset of its first key
+		lineStart int // the offset of the line it starts on
+	}
+	var exprs []expr
+	var p unstable.Parser
+	p.Reset(data)
+	var table []string
+	for p.NextExpression() {
+		e := p.Expression()
+		var parts []string
+		start := -1
+		for it := e.Key(); it.Next(); {
+			k := it.Node()
+			if start < 0 {
+				start = int(k.Raw.Offset)
+			}
+			parts = append(parts, string(k.Data))
+		}
+		if start < 0 {
+			continue
+		}
+		lineStart := bytes.LastIndexByte(data[:start], '\n') + 1
+		switch e.Kind {
+		case unstable.Table, unstable.ArrayTable:
+			table = parts
+			exprs = append(exprs, expr{key: parts, start: start, lineStart: lineStart})
+		case unstable.KeyValue:
+			exprs = append(exprs, expr{key: append(slices.Clip(table), parts...), value: true, start: start, lineStart: lineStart})
+		}
+	}
+	best := -1
+	for i, e := range exprs {
+		if e.value && len(e.key) <= len(key) && slices.Equal(e.key, key[:len(e.key)]) && (best < 0 || len(e.key) > len(exprs[best].key)) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return data, false
+	}
+	end := len(data)
+	if best+1 < len(exprs) {
+		end = exprs[best+1].lineStart
+	}
+	out := slices.Clone(data)
+	for i := exprs[best].start; i < end; i++ {
+		if out[i] != '\n' && out[i] != '\r' {
+			out[i] = ' '
+		}
+	}
+	return out, true
 }
 
 // mismatchRE is compiled at its first use, not at every start of pixir.

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -65,20 +66,21 @@ type Config struct {
 	Landlock *bool `toml:"landlock"`
 }
 
-// Validate checks the table, naming the key at fault.
+// Validate checks the table, naming the key at fault of each problem.
 func (c Config) Validate() error {
+	var errs []error
 	for _, n := range c.Env {
 		name := strings.TrimSuffix(n, "*")
 		if name == "" || strings.ContainsAny(name, "=* \t") {
-			return fmt.Errorf("[sandbox] env: %q is not a variable name or a NAME_* prefix", n)
+			errs = append(errs, fmt.Errorf("[sandbox] env: %q is not a variable name or a NAME_* prefix", n))
 		}
 	}
 	for _, p := range c.Writable {
 		if !filepath.IsAbs(p) && !strings.HasPrefix(p, "~/") {
-			return fmt.Errorf("[sandbox] writable: %q must be an absolute path or start with ~/", p)
+			errs = append(errs, fmt.Errorf("[sandbox] writable: %q must be an absolute path or start with ~/", p))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // DefaultEnv are the variables every command gets from Pixir's

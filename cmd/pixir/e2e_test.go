@@ -784,6 +784,69 @@ func TestBadConfigurationIsAClearError(t *testing.T) {
 	}
 }
 
+// A config.toml with several problems names every one of them, in the
+// order of the file, each with its line, column and key: wrong types (which
+// go-toml stops at), unknown keys and bad values together.
+func TestEveryProblemOfAConfigIsShownAtOnce(t *testing.T) {
+	const config = `max_turn_requests = -1
+model = 3
+connect_timeout = 90
+modle = "x"
+[agents]
+max_threads = -2
+max_depth = "x"
+[profiles.a]
+idle_timeout = "90"
+context_window = -1
+models = [
+  1,
+  2,
+]
+max_tokens = -3
+scripted = { script = 5 }
+`
+	home := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o644))
+	cmd := exec.Command(pixirBin, "run", "hello")
+	cmd.Env = append(os.Environ(), "PIXIR_HOME="+home, "PIXIR_PROVIDER=", "PIXIR_SCRIPT=")
+	cmd.Dir = t.TempDir()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	var exit *exec.ExitError
+	require.ErrorAs(t, cmd.Run(), &exit)
+	require.Equal(t, exitUsage, exit.ExitCode())
+	at := filepath.Join(home, "config.toml") + ":"
+	want := []string{
+		at + "1:1: max_turn_requests must be positive, got -1",
+		at + "2:9: model: got a TOML integer, want a string",
+		at + `3:1: connect_timeout: got a TOML integer, want a duration such as "2m30s"`,
+		at + `4:1: unknown key "modle"; did you mean "model"?`,
+		at + "6:1: [agents] max_threads must be positive, got -2",
+		at + "7:13: agents.max_depth: got a TOML string, want an integer",
+		at + `9:16: profiles.a.idle_timeout: want a duration with a unit, such as "90s" or "2m", got 90`,
+		at + "10:1: profiles.a.context_window must be positive, got -1",
+		at + "12:3: profiles.a.models: got a TOML integer, want an array of strings",
+		at + "15:1: profiles.a.max_tokens must be positive, got -3",
+		at + "16:",
+	}
+	got := strings.Split(strings.TrimSpace(strings.TrimPrefix(stderr.String(), "pixir: ")), "\n")
+	require.Len(t, got, len(want), "stderr:\n%s", stderr.String())
+	for i := range want {
+		require.True(t, strings.HasPrefix(got[i], want[i]), "line %d: got %q, want %q", i+1, got[i], want[i])
+	}
+	require.Contains(t, got[10], "16:23: profiles.a.scripted: got a TOML integer")
+
+	// A file that is not TOML has one problem: where it stops being TOML.
+	require.NoError(t, os.WriteFile(filepath.Join(home, "config.toml"), []byte("model = 3\nmax_tokens = = 2\n"), 0o644))
+	stderr.Reset()
+	cmd = exec.Command(pixirBin, "run", "hello")
+	cmd.Env = append(os.Environ(), "PIXIR_HOME="+home, "PIXIR_PROVIDER=", "PIXIR_SCRIPT=")
+	cmd.Dir = t.TempDir()
+	cmd.Stderr = &stderr
+	require.Error(t, cmd.Run())
+	require.Equal(t, "pixir: "+at+"2:14: not valid TOML: unexpected character U+003D '=' at start of value", strings.TrimSpace(stderr.String()))
+}
+
 func TestLogsGoToStderrAndTheLogFile(t *testing.T) {
 	e := newEnv(t, testScript)
 	logFile := filepath.Join(t.TempDir(), "pixir.log")
