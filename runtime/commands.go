@@ -150,7 +150,7 @@ func linkOnTheWay(workspace string, rel []string) bool {
 // machine), and its commands only get the allowlisted environment and end
 // with it.
 func (s *Session) commandPolicy() sandbox.Policy {
-	readOnly := s.Mode() == ModeReadOnly
+	readOnly := s.heldMode() == ModeReadOnly
 	project := s.project
 	if project == "" {
 		project = s.workspace.Root()

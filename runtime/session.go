@@ -369,6 +369,36 @@ func (s *Session) SetTitle(title string) error {
 // Mode is the current permission mode.
 func (s *Session) Mode() Mode { return s.Meta().Mode }
 
+// heldMode is the mode this session's calls are held to now: its own,
+// narrowed by each of its ancestors' as they are now. A user who switches
+// a session to read_only (or ask) while its children run means them too:
+// a child that started in auto must not go on changing the workspace, nor
+// a grandchild.
+func (s *Session) heldMode() Mode {
+	m := s.Mode()
+	for p := s.parent; p != nil; p = p.parent {
+		m = narrower(m, p.Mode())
+	}
+	return m
+}
+
+// narrower is the narrower of two modes: read_only, then ask, then auto.
+func narrower(a, b Mode) Mode {
+	rank := func(m Mode) int {
+		switch m {
+		case ModeReadOnly:
+			return 0
+		case ModeAsk:
+			return 1
+		}
+		return 2
+	}
+	if rank(b) < rank(a) {
+		return b
+	}
+	return a
+}
+
 // Model is the current model.
 func (s *Session) Model() string { return s.Meta().Model }
 

@@ -80,7 +80,7 @@ func (b binding) mergeChild(ctx context.Context, sa *subagent, cm childMerge) (t
 		req.Allow = limit.allows
 	}
 	if !cm.dryRun {
-		switch parent.Mode() {
+		switch parent.heldMode() {
 		case ModeReadOnly:
 			reason := "the session is in read_only mode, and a merge changes the workspace; ask the user to switch the mode to auto or ask, then merge again"
 			b.recordMerge(sa, "denied", "mode", "", reason)

@@ -214,7 +214,7 @@ func (m *Manager) prepare(ctx context.Context, sa *subagent) (*Session, error) {
 		sa.snap = snap
 		m.mu.Unlock()
 	}
-	mode := sa.parent.Mode()
+	mode := sa.parent.heldMode()
 	if sa.spec.ReadOnly || sa.readOnly {
 		mode = ModeReadOnly
 	}

@@ -30,7 +30,7 @@ type binding struct {
 
 // spawner is this binding's session as Manager.resolve sees it.
 func (b binding) spawner() spawnParent {
-	return spawnParent{workspace: b.parent.workspace.Root(), depth: b.parent.depth, mode: b.parent.Mode(), agents: b.agents}
+	return spawnParent{workspace: b.parent.workspace.Root(), depth: b.parent.depth, mode: b.parent.heldMode(), agents: b.agents}
 }
 
 // resolve picks the agent and checks the limits a spawn from this

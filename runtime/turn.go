@@ -495,7 +495,7 @@ func (t *turn) runTool(tc provider.ToolCall) error {
 		if dry {
 			// A dry run changes nothing, so every mode allows it unasked.
 			err = t.emit(EventPermissionDecision, PermissionDecisionData{
-				ToolCallID: tc.ID, Tool: tc.Name, Mode: s.Mode(), Decision: "allowed", Source: "dry_run",
+				ToolCallID: tc.ID, Tool: tc.Name, Mode: s.heldMode(), Decision: "allowed", Source: "dry_run",
 			})
 		} else {
 			allowed, denial, err = t.authorize(tc, tool, pres)
@@ -618,7 +618,7 @@ func (t *turn) authorize(tc provider.ToolCall, tool tools.Tool, pres tools.Prese
 	if tool.Posture() != tools.PostureMutation {
 		return true, tools.Result{}, nil
 	}
-	mode := s.Mode()
+	mode := s.heldMode()
 	decision := PermissionDecisionData{ToolCallID: tc.ID, Tool: tc.Name, Mode: mode}
 	record := func(d, source, option, reason string) error {
 		decision.Decision, decision.Source, decision.Option, decision.Reason = d, source, option, reason

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+// A session switched to read_only while its child runs holds the child
+// too: the child, spawned in auto into the shared workspace, waits on a
+// FIFO until the switch has been answered, then tries the write tool and
+// a command. Before, the child kept the mode it started with and wrote
+// both files after the user had said read_only.
+func TestASessionSwitchedToReadOnlyHoldsItsRunningChild(t *testing.T) {
+	needLandlock(t)
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "go-on")
+	require.NoError(t, unix.Mkfifo(fifo, 0o600))
+	e := newEnv(t, fmt.Sprintf(`
+[[rule]]
+match = '\ACHILD'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "bash"
+  arguments = { command = "read line < %s; echo waited" }
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "write"
+  arguments = { path = "by-write.txt", content = "written after read_only\n" }
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "bash"
+  arguments = { command = "echo x > by-bash.txt" }
+  [[rule.reply]]
+  text = "child done"
+
+[[rule]]
+match = 'spawn'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "spawn_agent"
+  arguments = { task = "CHILD go", agent = "default", workspace_mode = "shared" }
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "wait_agent"
+  arguments = { timeout_ms = 600000 }
+  [[rule.reply]]
+  text = "parent done"
+`, fifo))
+	a := e.start()
+	a.initialize()
+	sid := a.newSession()
+	a.sendJSON(map[string]any{"jsonrpc": "2.0", "id": 4, "method": "session/prompt", "params": promptParams(sid, "spawn")})
+	// The child's first command is running: it started in auto.
+	a.awaitUpdate(func(u map[string]any) bool {
+		raw, _ := json.Marshal(u)
+		return u["sessionUpdate"] == "tool_call_update" && strings.Contains(string(raw), "Run read line")
+	})
+	a.sendJSON(map[string]any{"jsonrpc": "2.0", "id": 5, "method": "session/set_mode", "params": map[string]any{"sessionId": sid, "modeId": "read_only"}})
+	m, _ := a.reply("5")
+	require.Nil(t, m.Error, m.raw)
+	f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString("go on\n")
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	m, _ = a.reply("4")
+	require.Equal(t, "end_turn", stopReason(t, m))
+
+	for _, name := range []string{"by-write.txt", "by-bash.txt"} {
+		_, err := os.Stat(filepath.Join(e.ws, name))
+		require.ErrorIs(t, err, fs.ErrNotExist, "%s was written after the session was switched to read_only", name)
+	}
+}
