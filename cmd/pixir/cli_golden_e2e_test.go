@@ -312,3 +312,26 @@ func checkGolden(t *testing.T, path, got string) {
 	require.NoError(t, err, "no golden file: run go test ./cmd/pixir -run %s -update", t.Name())
 	require.Equal(t, string(want), got, "the output changed; if on purpose: go test ./cmd/pixir -run TestCLIOutputGolden -update, and review the diff")
 }
+
+// TestDoctorWithABrokenConfigSaysWhyNoProviderIsShown: with a config.toml
+// it cannot read, the doctor's header said "provider " and nothing else;
+// it says why, and each of the config's problems is its own line of the
+// check's column.
+func TestDoctorWithABrokenConfigSaysWhyNoProviderIsShown(t *testing.T) {
+	e := newRunEnv(t)
+	require.NoError(t, os.MkdirAll(e.home, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(e.home, "config.toml"), []byte("modle = 1\nmax_tokens = -1\n"), 0o644))
+	stdout, _, code := e.pixir("doctor")
+	require.Equal(t, exitError, code, stdout)
+	lines := strings.Split(stdout, "\n")
+	require.Equal(t, "provider not chosen: the config check below failed", lines[0], stdout)
+	at := filepath.Join(e.home, "config.toml")
+	require.Contains(t, stdout, "  FAIL  config     "+at+`:1:1: unknown key "modle"; did you mean "model"?`+"\n"+
+		"                   "+at+":2:1: max_tokens must be positive, got -1\n"+
+		"                   fix: correct the configuration\n")
+
+	// A provider named by a flag is that one, whatever the file says.
+	stdout, _, code = e.pixir("doctor", "--provider", "openai")
+	require.Equal(t, exitError, code, stdout)
+	require.True(t, strings.HasPrefix(stdout, "provider openai\n"), stdout)
+}

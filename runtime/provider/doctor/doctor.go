@@ -52,7 +52,15 @@ func (r *Report) Add(cs ...Check) {
 // WriteText prints the report for a person.
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "provider %s", r.Provider)
+	switch failed := slices.IndexFunc(r.Checks, func(c Check) bool { return c.Status == Fail }); {
+	case r.Provider != "":
+		fmt.Fprintf(&b, "provider %s", r.Provider)
+	case failed >= 0:
+		// The configuration that would name it could not be read.
+		fmt.Fprintf(&b, "provider not chosen: the %s check below failed", r.Checks[failed].Name)
+	default:
+		b.WriteString("provider not chosen")
+	}
 	if r.Profile != "" {
 		fmt.Fprintf(&b, " (profile %q)", r.Profile)
 	}
@@ -66,7 +74,10 @@ func (r *Report) WriteText(w io.Writer) error {
 	failed := 0
 	for _, c := range r.Checks {
 		mark := map[Status]string{OK: "ok  ", Warn: "warn", Fail: "FAIL"}[c.Status]
-		fmt.Fprintf(&b, "  %s  %-10s %s\n", mark, c.Name, c.Detail)
+		// A detail of several lines (every problem of a config.toml)
+		// keeps to its column.
+		detail := strings.ReplaceAll(strings.TrimRight(c.Detail, "\n"), "\n", "\n"+strings.Repeat(" ", len("  ok    ")+11))
+		fmt.Fprintf(&b, "  %s  %-10s %s\n", mark, c.Name, detail)
 		if c.Fix != "" && c.Status != OK {
 			fmt.Fprintf(&b, "        %-10s fix: %s\n", "", c.Fix)
 		}
