@@ -231,6 +231,9 @@ func (r *Runtime) SystemPrompt(dir, agent string) (prompt.Prompt, error) {
 				return prompt.Prompt{}, err
 			}
 			s, ok := cat.Agent(agent)
+			if err := brokenAgent(cat, agent); !ok && err != nil {
+				return prompt.Prompt{}, fmt.Errorf("%w; fix the file (pixir agents lists its problems)", err)
+			}
 			if !ok {
 				return prompt.Prompt{}, fmt.Errorf("there is no agent named %q; pixir agents lists them", agent)
 			}

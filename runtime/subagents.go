@@ -122,6 +122,16 @@ type AgentCatalog interface {
 	Names() []string
 }
 
+// brokenAgent is the error of an agent whose definition does not load,
+// when cat knows of one (nil otherwise): a spawn of it is refused with
+// that error, and no other definition runs in its place.
+func brokenAgent(cat AgentCatalog, name string) error {
+	if b, ok := cat.(interface{ Broken(name string) error }); ok {
+		return b.Broken(name)
+	}
+	return nil
+}
+
 // Snapshot is a copy of a workspace taken for an isolated child; Changes
 // lists what the child did to it.
 type Snapshot interface {
@@ -376,6 +386,10 @@ func (m *Manager) resolve(parent spawnParent, req tools.SpawnRequest) (AgentSpec
 			return AgentSpec{}, "", 0, failure(tools.ErrInvalidArgs, "the agent definitions of this workspace do not load: %v", err)
 		}
 		s, ok := cat.Agent(name)
+		if err := brokenAgent(cat, name); !ok && err != nil {
+			return AgentSpec{}, "", 0, failure(tools.ErrInvalidArgs,
+				"%v. Tell the user to fix the file (pixir agents lists its problems); meanwhile spawn another agent or do the work yourself", err)
+		}
 		if !ok {
 			return AgentSpec{}, "", 0, failure(tools.ErrNotFound, "there is no agent named %q; use one of: %s", name, strings.Join(cat.Names(), ", "))
 		}

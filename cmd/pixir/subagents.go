@@ -68,6 +68,9 @@ func (c catalog) Agent(name string) (runtime.AgentSpec, bool) {
 
 func (c catalog) Names() []string { return c.reg.Names() }
 
+// Broken says why an agent whose file does not load is refused.
+func (c catalog) Broken(name string) error { return c.reg.Broken(name) }
+
 // Warnings are what `pixir agents` warns about the agent files, for the
 // notices of a session opened in the editor.
 func (c catalog) Warnings() []string {

@@ -75,6 +75,7 @@ import (
 	"embed"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -184,6 +185,30 @@ func (e *FileError) Error() string {
 type Registry struct {
 	agents   []Agent // sorted by name
 	warnings []Warning
+	// broken are the names whose highest-precedence file does not load:
+	// no other definition (a built-in) stands in for it.
+	broken map[string]*brokenAgent
+}
+
+// brokenAgent is the file of an agent that does not load, and why.
+type brokenAgent struct {
+	file string
+	errs []error
+}
+
+// Broken returns, for an agent whose file does not load, an error naming
+// the file and every problem of it; nil for any other name. Get does not
+// find such an agent.
+func (r *Registry) Broken(name string) error {
+	b := r.broken[name]
+	if b == nil {
+		return nil
+	}
+	problems := make([]string, len(b.errs))
+	for i, err := range b.errs {
+		problems[i] = err.Error()
+	}
+	return fmt.Errorf("agent %q is defined by %s, which does not load: %s", name, b.file, strings.Join(problems, "; "))
 }
 
 // Get returns the agent called name.

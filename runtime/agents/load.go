@@ -57,11 +57,31 @@ func Load(projectDir, userHome string) (*Registry, error) {
 			r.warnings = append(r.warnings, warns...)
 			if len(ferrs) > 0 {
 				errs = append(errs, ferrs...)
+				// The file is what the user means by its agent's name: a
+				// definition of lower precedence (a built-in) does not
+				// run in its place.
+				name := meantName(path)
+				if _, defined := byName[name]; defined || r.broken[name] != nil {
+					continue
+				}
+				if r.broken == nil {
+					r.broken = map[string]*brokenAgent{}
+				}
+				r.broken[name] = &brokenAgent{file: path, errs: ferrs}
+				if isBuiltin(name) {
+					r.warnings = append(r.warnings, Warning{File: path, Message: fmt.Sprintf(
+						"agent %q does not load, and the built-in %q is not used in its place: spawning it is refused until the file is fixed", name, name)})
+				}
 				continue
 			}
 			if prev, dup := byName[a.Name]; dup {
 				r.warnings = append(r.warnings, Warning{File: path, Message: fmt.Sprintf(
 					"agent %q is also defined in %s, which takes precedence; this file is ignored", a.Name, prev.Source)})
+				continue
+			}
+			if b := r.broken[a.Name]; b != nil {
+				r.warnings = append(r.warnings, Warning{File: path, Message: fmt.Sprintf(
+					"agent %q is also defined in %s, which takes precedence and does not load; this file is ignored", a.Name, b.file)})
 				continue
 			}
 			if isBuiltin(a.Name) {
@@ -72,7 +92,7 @@ func Load(projectDir, userHome string) (*Registry, error) {
 		}
 	}
 	for _, b := range builtins() {
-		if _, ok := byName[b.Name]; !ok {
+		if _, ok := byName[b.Name]; !ok && r.broken[b.Name] == nil {
 			byName[b.Name] = b
 		}
 	}
@@ -82,6 +102,19 @@ func Load(projectDir, userHome string) (*Registry, error) {
 	}
 	slices.SortFunc(r.agents, func(a, b Agent) int { return strings.Compare(a.Name, b.Name) })
 	return r, errors.Join(errs...)
+}
+
+// meantName is the agent a file that does not load was meant to define:
+// its name key when that can be read and is a valid name, else the name
+// of the file (explorer.toml: explorer).
+func meantName(path string) string {
+	var f struct {
+		Name string `toml:"name"`
+	}
+	if data, err := os.ReadFile(path); err == nil && toml.Unmarshal(data, &f) == nil && ValidName(f.Name) {
+		return f.Name
+	}
+	return strings.TrimSuffix(filepath.Base(path), ".toml")
 }
 
 func isBuiltin(name string) bool {
