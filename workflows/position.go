@@ -16,11 +16,20 @@ import (
 type SyntaxError struct {
 	Line int
 	Msg  string
+	JSON bool // a .json file (or one that starts with {): not valid JSON
+}
+
+// what is what the file is not valid as.
+func (e *SyntaxError) what() string {
+	if e.JSON {
+		return "JSON"
+	}
+	return "YAML"
 }
 
 func (e *SyntaxError) Error() string {
 	if e.Line > 0 {
-		return fmt.Sprintf("line %d: not valid YAML: %s", e.Line, e.Msg)
+		return fmt.Sprintf("line %d: not valid %s: %s", e.Line, e.what(), e.Msg)
 	}
 	return "neither JSON nor valid YAML: " + e.Msg
 }

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -560,5 +561,38 @@ func TestAWorkflowFileWithAByteOrderMark(t *testing.T) {
 		raw, err := DecodeFile(name, []byte("\ufeff{\"steps\": [{\"id\": \"a\", \"task\": \"x\"}]}"))
 		require.NoError(t, err, name)
 		require.JSONEq(t, `{"steps": [{"id": "a", "task": "x"}]}`, string(raw), name)
+	}
+}
+
+// TestAKeyWrittenTwiceIsAnError: a workflow file with a key written twice in
+// one mapping (a second steps:, a step's task: twice) is refused at the
+// second one's line; the JSON it became kept the last, so the first steps
+// were dropped and the run went on without them.
+func TestAKeyWrittenTwiceIsAnError(t *testing.T) {
+	for _, tc := range []struct {
+		name, text string
+		line       int
+		key        string
+	}{
+		{"w.yaml", "name: d\nsteps:\n  - id: a\n    task: A\nsteps:\n  - id: b\n    task: B\n", 5, "steps"},
+		{"w.yaml", "steps:\n  - id: a\n    task: A\n    task: B\n", 4, "task"},
+		{"w.yaml", "steps: [{id: a, task: A, id: b}]\n", 1, "id"},
+		{"w.json", "{\"steps\": [{\"id\": \"a\",\n \"task\": \"A\",\n \"task\": \"B\"}]}", 3, "task"},
+		{"w.json", "{\"steps\": [],\n \"name\": \"x\",\n \"steps\": [{\"id\": \"a\", \"task\": \"A\"}]}", 3, "steps"},
+	} {
+		_, err := DecodeFile(tc.name, []byte(tc.text))
+		se, ok := errors.AsType[*SyntaxError](err)
+		require.True(t, ok, "%s %q: %v", tc.name, tc.text, err)
+		require.Equal(t, tc.line, se.Line, tc.text)
+		require.Contains(t, se.Msg, `key "`+tc.key+`" is written twice`, tc.text)
+		require.Contains(t, se.Error(), "not valid "+map[bool]string{true: "JSON", false: "YAML"}[strings.HasSuffix(tc.name, ".json")], tc.text)
+	}
+	// The same key in different mappings, and values that look like keys, are fine.
+	for _, tc := range []struct{ name, text string }{
+		{"w.yaml", "steps:\n  - id: a\n    task: A\n  - id: b\n    task: B\n"},
+		{"w.json", `{"steps": [{"id": "a", "task": "id"}, {"id": "b", "task": "B", "output_schema": {"properties": {"id": {"type": "string"}}}}]}`},
+	} {
+		_, err := DecodeFile(tc.name, []byte(tc.text))
+		require.NoError(t, err, tc.text)
 	}
 }

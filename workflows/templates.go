@@ -60,7 +60,7 @@ type TemplateFileError struct {
 
 func (e *TemplateFileError) Error() string {
 	if se, ok := errors.AsType[*SyntaxError](e.err); ok && se.Line > 0 {
-		return fmt.Sprintf("%s:%d: not valid YAML: %s", e.File, se.Line, se.Msg)
+		return fmt.Sprintf("%s:%d: not valid %s: %s", e.File, se.Line, se.what(), se.Msg)
 	}
 	return e.File + ": " + e.Message
 }
@@ -318,6 +318,9 @@ func DecodeFile(name string, b []byte) (json.RawMessage, error) {
 	trimmed := bytes.TrimSpace(b)
 	ext := strings.ToLower(filepath.Ext(name))
 	if ext == ".json" || (ext != ".yaml" && ext != ".yml" && len(trimmed) > 0 && trimmed[0] == '{') {
+		if err := duplicateJSONKey(trimmed); err != nil {
+			return nil, err
+		}
 		return trimmed, nil
 	}
 	var doc yaml.Node
@@ -329,6 +332,50 @@ func DecodeFile(name string, b []byte) (json.RawMessage, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// duplicateJSONKey is a *SyntaxError at the first key written twice in
+// one object of b (JSON would keep the last, dropping the first unsaid),
+// or nil. Text that is not JSON is left to the decoder that reads it.
+func duplicateJSONKey(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	type object struct {
+		seen   map[string]int
+		expect bool // the next string is a key
+	}
+	var stack []*object
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil //nolint:nilerr // the end, or text that is not JSON: its decoder says so
+		}
+		var top *object
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if key, ok := tok.(string); ok && top != nil && top.expect {
+			line := 1 + bytes.Count(b[:dec.InputOffset()], []byte("\n"))
+			if first, dup := top.seen[key]; dup {
+				return &SyntaxError{Line: line, JSON: true, Msg: fmt.Sprintf("key %q is written twice in one object (first at line %d); keep one", key, first)}
+			}
+			top.seen[key] = line
+			top.expect = false
+			continue
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &object{seen: map[string]int{}, expect: true})
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		case json.Delim('['):
+			stack = append(stack, nil)
+			continue
+		}
+		if len(stack) > 0 && stack[len(stack)-1] != nil {
+			stack[len(stack)-1].expect = true // a value ended: a key comes next
+		}
+	}
 }
 
 // yamlToJSON writes a YAML node as JSON, keeping the order of mapping keys
@@ -346,11 +393,18 @@ func yamlToJSON(buf *bytes.Buffer, n *yaml.Node) error {
 		return yamlToJSON(buf, n.Alias)
 	case yaml.MappingNode:
 		buf.WriteByte('{')
+		seen := make(map[string]int, len(n.Content)/2)
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k := n.Content[i]
 			if k.Kind != yaml.ScalarNode {
 				return fmt.Errorf("line %d: a key must be a string, not a %s", k.Line, kindName(k))
 			}
+			// YAML requires a mapping's keys to be unique, and JSON would keep
+			// the last: a second steps: would drop the first list unsaid.
+			if first, dup := seen[k.Value]; dup {
+				return &SyntaxError{Line: k.Line, Msg: fmt.Sprintf("key %q is written twice in one mapping (first at line %d); keep one", k.Value, first)}
+			}
+			seen[k.Value] = k.Line
 			if i > 0 {
 				buf.WriteByte(',')
 			}
