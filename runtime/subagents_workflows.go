@@ -87,6 +87,16 @@ func (a agentCheck) CheckSpawn(req tools.SpawnRequest) error {
 	return err
 }
 
+// AgentWriteSet is the write set of the agent req would spawn (nil: none,
+// or it does not resolve, which CheckSpawn says).
+func (a agentCheck) AgentWriteSet(req tools.SpawnRequest) []string {
+	spec, _, _, err := a.m.resolve(a.parent, req)
+	if err != nil {
+		return nil
+	}
+	return spec.Profile.WriteSet
+}
+
 // stepChildren is workflows.Children: a step's child is a Subagent of the
 // Manager like any other, with the step's options.
 type stepChildren struct{ b binding }

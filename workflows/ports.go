@@ -48,6 +48,14 @@ type Agents interface {
 	CheckSpawn(req tools.SpawnRequest) error
 }
 
+// AgentWriteSets is what an Agents may also say of the agent a child
+// would run as: the write set of its profile, nil when it has none (the
+// step's alone holds). A writer step none of whose files its agent may
+// change is a mistake of the spec, found before anything starts.
+type AgentWriteSets interface {
+	AgentWriteSet(req tools.SpawnRequest) []string
+}
+
 // Children is the lifecycle of step children: the only way a workflow
 // makes work happen.
 type Children interface {

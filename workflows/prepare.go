@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/pixir-go/pixir/tools"
@@ -99,6 +100,46 @@ func (p *Prepared) Run(ctx context.Context, opt RunOptions) Outcome {
 	return run(ctx, p, opt)
 }
 
+// writeSetOutsideAgent is the problem of writer step st (steps[i]) whose
+// write set meets none of its agent's: a path must match both, so its
+// child could change no file, and the run would go on with every write
+// refused. A fan-out's binding counts as any path.
+func writeSetOutsideAgent(agents Agents, i int, st *Step) (Problem, bool) {
+	ws, ok := agents.(AgentWriteSets)
+	write := effectiveWrite(st)
+	if !ok || len(write) == 0 {
+		return Problem{}, false
+	}
+	agent := ws.AgentWriteSet(tools.SpawnRequest{Agent: st.Agent, Task: st.Task, WorkspaceMode: string(st.WorkspaceMode)})
+	if agent == nil {
+		return Problem{}, false
+	}
+	if _, meet := firstOverlap(Overlap, write, agent); meet {
+		return Problem{}, false
+	}
+	name := st.Agent
+	if name == "" {
+		name = "default"
+	}
+	idx := i
+	field := "write_set"
+	if len(st.WriteSet) == 0 {
+		field = "agent"
+	}
+	return Problem{Code: "write_set_outside_agent", Index: &idx, Step: st.ID, Field: field, Value: strings.Join(write, ", "),
+		Message: fmt.Sprintf("steps[%d] %q: write_set %s meets none of agent %q's write_set %s: a file must match both, so the step could change nothing; "+
+			"widen one of them, or give the step another agent", i, st.ID, quotedList(write), name, quotedList(agent))}, true
+}
+
+// quotedList is patterns as a list of quoted strings: ["a/**", "b"].
+func quotedList(patterns []string) string {
+	q := make([]string, len(patterns))
+	for k, p := range patterns {
+		q[k] = strconv.Quote(p)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
 // checkAgents resolves every step's agent before anything starts, so a
 // misspelt agent is an invalid spec instead of a failed step, and a spawn
 // the Manager would refuse (depth) is refused before the first step runs.
@@ -124,6 +165,9 @@ func checkAgents(agents Agents, w *Workflow) *tools.Failure {
 			continue
 		}
 		if f == nil {
+			if p, ok := writeSetOutsideAgent(agents, i, st); ok {
+				problems = append(problems, p)
+			}
 			continue
 		}
 		if f.Kind != tools.ErrNotFound && f.Kind != tools.ErrInvalidArgs {

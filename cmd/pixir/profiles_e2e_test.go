@@ -227,3 +227,32 @@ func TestAChildsToolListMatchesItsProfile(t *testing.T) {
 	}
 	require.False(t, strings.Contains(stdout, `"ok":false`), stdout)
 }
+
+// A writer step whose write_set meets none of its agent's (src/** for an
+// agent held to TODO/**) could change no file: a path must match both. It
+// was run, every write refused, and the run could end completed with
+// nothing written; it is an invalid workflow now, at the step's line,
+// before anything starts. A writer without a write_set of its own, and a
+// fan-out's binding, meet the agent's (found by qa32w).
+func TestAWriterStepOutsideItsAgentsWriteSetIsRefusedBeforeItStarts(t *testing.T) {
+	e := newEnv(t, "")
+	files := map[string]string{
+		".pixir/agents/tracker.toml": "name = \"tracker\"\ndescription = \"TODO files\"\ndeveloper_instructions = \"x\"\nwrite_set = [\"TODO/**\"]\n",
+		"bad.yaml":                   "name: bad\nsteps:\n  - id: ok\n    agent: tracker\n    task: t\n    permission_mode: writer\n  - id: src\n    agent: tracker\n    task: t\n    write_set: [\"src/**\"]\n",
+		"good.yaml":                  "name: good\nsteps:\n  - id: ok\n    agent: tracker\n    task: t\n    permission_mode: writer\n  - id: todo\n    agent: tracker\n    task: t\n    write_set: [\"TODO/a.md\"]\n",
+	}
+	for name, content := range files {
+		p := filepath.Join(e.ws, filepath.FromSlash(name))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+	}
+	stdout, stderr, code := e.cli("run", "--workflow", "bad.yaml")
+	require.Equal(t, 64, code, stdout+stderr)
+	require.Contains(t, stderr, `bad.yaml:10:5: steps[1] "src": write_set ["src/**"] meets none of agent "tracker"'s write_set ["TODO/**"]`)
+	require.NotContains(t, stderr, `"ok"`)
+	_, err := os.Stat(filepath.Join(e.ws, ".pixir", "sessions"))
+	require.True(t, os.IsNotExist(err), "nothing started")
+
+	stdout, stderr, code = e.cli("run", "--workflow", "good.yaml", "--dry-run")
+	require.Equal(t, 0, code, stdout+stderr)
+}
