@@ -677,18 +677,10 @@ func Render(o *Outcome) string {
 	}
 	writeConflicts(&b, o.Steps)
 	if o.Commit != nil {
-		b.WriteString("\n" + commitText(o.Commit) + "\n")
+		b.WriteString("\n" + CommitLines(o.Commit, nil)[0] + "\n")
 	}
 	if len(o.Commits) > 0 {
-		b.WriteString("\n")
-		for k := range o.Commits {
-			c := &o.Commits[k]
-			if c.Status != Committed { // which of the commits: the reasons may be alike
-				b.WriteString("Not committed (" + firstLine(c.Message) + "): " + c.Reason + "\n")
-				continue
-			}
-			b.WriteString(commitText(c) + "\n")
-		}
+		b.WriteString("\n" + strings.Join(CommitLines(nil, o.Commits), "\n") + "\n")
 	}
 	if len(o.SafeNextActions) > 0 {
 		b.WriteString("\nNext:\n")

@@ -505,6 +505,24 @@ func excluded(patterns []string, path string) bool {
 	return false
 }
 
+// CommitLines are an outcome's lines about its commit (commit) or its
+// commits (commits), as its table says them.
+func CommitLines(commit *CommitReport, commits []CommitReport) []string {
+	var lines []string
+	if commit != nil {
+		lines = append(lines, commitText(commit))
+	}
+	for k := range commits {
+		c := &commits[k]
+		if c.Status != Committed { // which of the commits: the reasons may be alike
+			lines = append(lines, "Not committed ("+firstLine(c.Message)+"): "+c.Reason)
+			continue
+		}
+		lines = append(lines, commitText(c))
+	}
+	return lines
+}
+
 // commitText is the outcome's line about its commit.
 func commitText(c *CommitReport) string {
 	if c.Status == Committed {

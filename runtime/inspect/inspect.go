@@ -213,6 +213,10 @@ type Workflow struct {
 	Steps     []*Step          `json:"steps"`
 	// Loops are its loop runs: iterations, state, blockers.
 	Loops []workflows.LoopOutcome `json:"loops,omitempty"`
+	// Commit and Commits are what became of the commit (or commits) of
+	// the run's work its spec asked for, as its outcome says.
+	Commit  *workflows.CommitReport  `json:"commit,omitempty"`
+	Commits []workflows.CommitReport `json:"commits,omitempty"`
 }
 
 // Step is one step run with its outcome and its child: a step, one
@@ -642,6 +646,7 @@ func (f *folder) rebuildWorkflows() {
 		if len(o.Loops) > 0 {
 			w.Loops = o.Loops
 		}
+		w.Commit, w.Commits = o.Commit, o.Commits
 		if o.Name != "" {
 			w.Name = o.Name
 		}

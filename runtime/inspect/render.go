@@ -316,6 +316,9 @@ func workflowNode(wf *Workflow, loc *time.Location) *node {
 		}
 		n.note("%s", oneLine(text, lineWidth))
 	}
+	for _, l := range workflows.CommitLines(wf.Commit, wf.Commits) {
+		n.note("%s", oneLine(l, lineWidth))
+	}
 	for _, st := range wf.Steps {
 		n.children = append(n.children, stepNode(st, loc))
 	}

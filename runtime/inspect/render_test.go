@@ -386,3 +386,30 @@ func TestPermissionSaysWhoDecided(t *testing.T) {
 		require.Equal(t, tt.want, permission(&tt.p))
 	}
 }
+
+// The commit a run's spec asked for is shown under the run, as its table
+// says it: committed with its hash and files, or not and why (one line
+// each of several). It was in the Log (committed events) and in
+// workflows.Rebuild's outcome, but neither the tree nor --json said
+// whether the work was committed (found by qa32w).
+func TestInspectShowsWhatBecameOfARunsCommit(t *testing.T) {
+	spec := &workflows.Workflow{Name: "w", Steps: []workflows.Step{{ID: "a", Task: "write a", WriteSet: []string{"a/**"}}},
+		Commit: &workflows.CommitSpec{Message: "a: the work"}}
+	committed := &workflows.CommitReport{Status: workflows.Committed, Commit: "1376af5be9bd0123456789", Message: "a: the work", Files: []string{"a/x"}}
+	s := Fold(logOf(t,
+		wf(workflows.WorkflowEvent{Kind: workflows.EventWorkflowStarted, WorkflowID: "wf-1", Workflow: spec}),
+		wf(workflows.WorkflowEvent{Kind: workflows.EventStepScheduled, WorkflowID: "wf-1", StepID: "a", Wave: 1, SubagentID: "sa-a"}),
+		wf(workflows.WorkflowEvent{Kind: workflows.EventCheckpointDecided, WorkflowID: "wf-1", StepID: "a", Outcome: ready("a", "sa-a", 1)}),
+		wf(workflows.WorkflowEvent{Kind: workflows.EventCommitted, WorkflowID: "wf-1", Commit: committed}),
+		wf(workflows.WorkflowEvent{Kind: workflows.EventWorkflowFinished, WorkflowID: "wf-1", Status: workflows.StatusCompleted}),
+	))
+	var b bytes.Buffer
+	require.NoError(t, Render(&b, s, RenderOptions{Location: time.UTC}))
+	require.Contains(t, b.String(), "Committed 1376af5be9bd (1 file): a: the work")
+	require.Len(t, s.Workflows, 1)
+	require.NotNil(t, s.Workflows[0].Commit)
+	require.Equal(t, "1376af5be9bd0123456789", s.Workflows[0].Commit.Commit)
+	j, err := json.Marshal(s.Workflows[0])
+	require.NoError(t, err)
+	require.Contains(t, string(j), `"commit":{"status":"committed","commit":"1376af5be9bd0123456789"`)
+}
