@@ -269,8 +269,8 @@ func (t *turn) run(p Prompt) (StopReason, error) {
 				}
 			}
 			// An answer the server completed and counted but that cannot
-			// be used (a tool call whose arguments are not JSON) still cost
-			// what it counted.
+			// be used (a tool call without a tool's name) still cost what
+			// it counted.
 			if resp != nil && resp.Usage != nil {
 				if err := t.recordUsage(s.Model(), *resp.Usage, ""); err != nil {
 					return "", err
@@ -294,6 +294,11 @@ func (t *turn) run(p Prompt) (StopReason, error) {
 			}
 			return StopEndTurn, nil
 		}
+		if resp.Truncated {
+			if i := slices.IndexFunc(resp.ToolCalls, func(tc provider.ToolCall) bool { return tc.Unparsed != "" }); i >= 0 {
+				return t.cutOffCall(resp, resp.ToolCalls[i].Name)
+			}
+		}
 		// A complete response is recorded even when a cancel raced it: the
 		// model's tool calls must each get an answer in History.
 		if err := t.recordResponse(resp, false); err != nil {
@@ -304,7 +309,7 @@ func (t *turn) run(p Prompt) (StopReason, error) {
 				return StopCancelled, nil
 			}
 			if resp.Truncated {
-				return t.cutOff()
+				return t.cutOff("")
 			}
 			return StopEndTurn, nil
 		}
@@ -325,16 +330,39 @@ func (t *turn) run(p Prompt) (StopReason, error) {
 
 // cutOff ends a turn whose last answer the token limit of one answer cut
 // off: the user is told (a notice, kept in the Log) and the turn ends
-// max_tokens, not as if the model had finished.
-func (t *turn) cutOff() (StopReason, error) {
+// max_tokens, not as if the model had finished. call names the tool whose
+// call the limit cut (not run), if it cut one.
+func (t *turn) cutOff(call string) (StopReason, error) {
+	what := "The model stopped at the most tokens one answer may have, before it finished; what arrived is kept. "
+	if call != "" {
+		what = fmt.Sprintf("The model stopped at the most tokens one answer may have in the middle of its call of %q, so none of the answer's tool calls ran; its text is kept. ", call)
+	}
 	err := t.emit(EventNotice, NoticeData{Source: "provider", Severity: "warning",
-		Title: "The answer was cut off at the model's token limit",
-		Detail: "The model stopped at the most tokens one answer may have, before it finished; what arrived is kept. " +
-			"To let it finish, raise max_tokens in config.toml (or the server's own limit), or ask for a shorter answer."})
+		Title:  "The answer was cut off at the model's token limit",
+		Detail: what + "To let it finish, raise max_tokens in config.toml (or the server's own limit), or ask for a shorter answer."})
 	if err != nil {
 		return "", err
 	}
 	return StopMaxTokens, nil
+}
+
+// cutOffCall ends a turn whose last answer the token limit cut off in the
+// middle of a tool call (its arguments are not JSON: the rest never came).
+// That is no call to answer invalid_args and go on: none of the answer's
+// calls runs, its text is kept as a cut-off answer (charged what the
+// server counted), and the turn ends max_tokens as for a cut-off text.
+func (t *turn) cutOffCall(resp *provider.ModelResponse, call string) (StopReason, error) {
+	if resp.Text != "" || resp.Reasoning != "" {
+		if err := t.recordResponse(&provider.ModelResponse{Text: resp.Text, Reasoning: resp.Reasoning}, true); err != nil {
+			return "", err
+		}
+	}
+	if resp.Usage != nil {
+		if err := t.recordUsage(t.s.Model(), *resp.Usage, ""); err != nil {
+			return "", err
+		}
+	}
+	return t.cutOff(call)
 }
 
 // foldUnseen tells the model, before its next call, how the children it
@@ -395,28 +423,37 @@ func (t *turn) generate(specs []provider.ToolSpec) (*provider.ModelResponse, *st
 		err = errors.New("the provider returned no response")
 	}
 	if err == nil {
-		err = argumentsNotJSON(resp.ToolCalls)
+		markUnparsed(resp.ToolCalls)
 	}
 	return resp, so, err
 }
 
-// argumentsNotJSON fails a response with a tool call whose arguments are
-// not JSON text (a reply cut off mid-call; the scripted provider's
-// arguments_json sent verbatim), as the hosted providers fail such an
-// answer themselves: the turn ends readably. Recorded as it came, the call
-// could not be written to the Log at all (json.RawMessage refuses it), and
-// the prompt died with an internal error.
-func argumentsNotJSON(calls []provider.ToolCall) error {
-	for _, tc := range calls {
+// markUnparsed moves the arguments of each call that are not JSON text
+// (a model with unreliable tool calling; a reply cut off mid-call; the
+// scripted provider's arguments_json sent verbatim) to Unparsed, and sets
+// {} in their place: the call can be recorded (json.RawMessage refuses
+// text that is not JSON) and sent back in later requests, and it is
+// answered invalid_args, so the model reads why and can call again, as
+// Codex, Claude Code and Gemini CLI do.
+func markUnparsed(calls []provider.ToolCall) {
+	for i := range calls {
+		tc := &calls[i]
 		if len(tc.Arguments) == 0 || json.Valid(tc.Arguments) {
 			continue
 		}
-		var v any
-		cause := json.Unmarshal(tc.Arguments, &v)
-		return fmt.Errorf("the model called %q with arguments that are not valid JSON (%w): %s; send the prompt again, or use a model with reliable tool calling",
-			tc.Name, cause, tools.Truncate(string(tc.Arguments), 200))
+		tc.Unparsed, tc.Arguments = string(tc.Arguments), json.RawMessage(`{}`)
 	}
-	return nil
+}
+
+// unparsedResult is the answer to a call whose arguments were not JSON.
+func unparsedResult(tc provider.ToolCall) tools.Result {
+	var v any
+	cause := json.Unmarshal([]byte(tc.Unparsed), &v)
+	if cause == nil {
+		cause = errors.New("more than one JSON value")
+	}
+	return tools.Fail(tools.ErrInvalidArgs, "the arguments of this call of %q are not valid JSON (%v), so it was not run: %s; call it again with its arguments as one JSON object",
+		tc.Name, cause, tools.Truncate(tc.Unparsed, 200))
 }
 
 func (t *turn) recordResponse(resp *provider.ModelResponse, partial bool) error {
@@ -474,12 +511,17 @@ func (t *turn) runTool(tc provider.ToolCall) error {
 	tool, known := t.tool(tc)
 	pres := tools.Presentation{Title: tc.Name, Kind: tools.KindOther}
 	var posture tools.Posture
-	if known {
+	if known && tc.Unparsed == "" {
 		pres = tool.Describe(tc.Arguments)
 		posture = tool.Posture()
 	}
+	args := tc.Arguments
+	if tc.Unparsed != "" {
+		// Shown as the text that came, a JSON string.
+		args, _ = json.Marshal(tc.Unparsed)
+	}
 	if err := t.emit(EventToolCall, ToolCallData{
-		ToolCallID: tc.ID, Name: tc.Name, Arguments: tc.Arguments,
+		ToolCallID: tc.ID, Name: tc.Name, Arguments: args,
 		Title: pres.Title, Kind: pres.Kind, Posture: posture, Locations: pres.Locations,
 	}); err != nil {
 		return err
@@ -489,6 +531,8 @@ func (t *turn) runTool(tc provider.ToolCall) error {
 	switch {
 	case !known:
 		result = t.registry().Unknown(tc.Name)
+	case tc.Unparsed != "":
+		result = unparsedResult(tc)
 	default:
 		dry := posture == tools.PostureMutation && dryRunArgs(tc.Arguments)
 		allowed, denial, err := true, tools.Result{}, error(nil)

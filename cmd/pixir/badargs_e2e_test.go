@@ -8,21 +8,24 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// A model that asks for a tool with arguments that are not JSON at all (a
-// reply cut off mid-call) gets its turn ended readably, like any provider
-// failure: the prompt answers end_turn with the reason shown, the Log has a
-// turn_failed event, and the session goes on. It was an internal error
-// (-32603: "encoding assistant_message event: json: error calling
-// MarshalJSON for type json.RawMessage"), the editor shown nothing.
-func TestToolArgumentsThatAreNotJSONEndTheTurnReadably(t *testing.T) {
+// A model that asks for a tool with arguments that are not JSON at all
+// reads why in the call's result, invalid_args, and the turn goes on: the
+// Log has the call and its result, the editor sees a failed tool call
+// showing the text that came, and the model's next answer ends the turn.
+// It ended the turn (turn_failed: "send the prompt again"); before that it
+// was an internal error (-32603: "encoding assistant_message event: json:
+// error calling MarshalJSON for type json.RawMessage").
+func TestToolArgumentsThatAreNotJSONAreAnsweredInvalidArgs(t *testing.T) {
 	e := newEnv(t, `
 [[rule]]
-match = 'cut off'
+match = 'broken'
   [[rule.reply]]
   text = "Running it."
   [[rule.reply.tool_calls]]
   name = "run_workflow"
   arguments_json = '{"steps":[{"id":"a","task":"x"'
+  [[rule.reply]]
+  text = "result: {{.ToolResult}}"
 
 [[rule]]
   [[rule.reply]]
@@ -31,18 +34,50 @@ match = 'cut off'
 	a := e.start()
 	a.initialize()
 	sid := a.newSession()
-	m, before := a.call(2, "session/prompt", promptParams(sid, "cut off"))
+	m, before := a.call(2, "session/prompt", promptParams(sid, "broken"))
 	require.Nil(t, m.Error, "the prompt is answered, not refused: %+v", m.Error)
 	require.Equal(t, "end_turn", stopReason(t, m))
-	text := agentText(updates(t, before))
+	ups := updates(t, before)
+	text := agentText(ups)
 	require.Contains(t, text, "Running it.")
-	require.Contains(t, text, `the model called "run_workflow" with arguments that are not valid JSON`)
+	require.Contains(t, text, `result: {"ok":false,"error":{"kind":"invalid_args","message":"the arguments of this call of \"run_workflow\" are not valid JSON (unexpected end of JSON input), so it was not run: {\"steps\":[{\"id\":\"a\",\"task\":\"x\"; call it again with its arguments as one JSON object"`)
+	var shown, failed bool
+	for _, u := range ups {
+		if u["sessionUpdate"] == "tool_call" && u["rawInput"] == `{"steps":[{"id":"a","task":"x"` {
+			shown = true
+		}
+		if u["sessionUpdate"] == "tool_call_update" && u["status"] == "failed" {
+			failed = true
+		}
+	}
+	require.True(t, shown, "the editor is shown the text that came: %v", ups)
+	require.True(t, failed, "and a failed tool call: %v", ups)
+	types := eventTypes(readLog(t, e.ws, sid))
+	require.Equal(t, []string{"user_message", "assistant_message", "provider_usage", "tool_call", "tool_result", "assistant_message", "provider_usage"}, types)
+
+	// Loaded again, the session goes on: the call is History.
 	m, before = a.call(3, "session/prompt", promptParams(sid, "and now?"))
 	require.Equal(t, "end_turn", stopReason(t, m))
 	require.Contains(t, agentText(updates(t, before)), "still here")
-	types := eventTypes(readLog(t, e.ws, sid))
-	require.Contains(t, types, "turn_failed")
-	require.Equal(t, 2, countOf(types, "user_message"))
+}
+
+// A model that sends arguments that are not JSON again and again does not
+// loop forever: every answer is a model call, and the turn's limit of them
+// ends it.
+func TestToolArgumentsThatAreNeverJSONStopAtTheModelCallLimit(t *testing.T) {
+	e := newEnv(t, `
+[[rule]]
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "read"
+  arguments_json = '{"path": "a.t'
+`)
+	a := e.start("--max-turn-requests", "4")
+	a.initialize()
+	sid := a.newSession()
+	m, _ := a.call(2, "session/prompt", promptParams(sid, "go"))
+	require.Equal(t, "max_turn_requests", stopReason(t, m))
+	require.Equal(t, 4, countOf(eventTypes(readLog(t, e.ws, sid)), "tool_result"))
 }
 
 // In ask mode, a change whose arguments its tool's schema refuses is

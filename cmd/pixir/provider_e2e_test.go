@@ -582,12 +582,6 @@ func TestProviderFailuresAreReadableTurnFailures(t *testing.T) {
 		{name: "unreachable server",
 			baseURL: func(t *testing.T, _ *fakeModel) string { return closedURL(t) + "/v1" },
 			want:    []string{"cannot reach the OpenAI-compatible server at http://127.0.0.1:", "connection refused", "--base-url, OPENAI_BASE_URL or base_url in config.toml"}},
-		{name: "invalid JSON in tool arguments",
-			replies: []fakeReply{sseReply(0, concat(
-				oaToolCall(0, "call_bad", "write", `{"path": "a.txt", `, `"content": "unterminated`),
-				[]string{oaChunk(`{}`, "tool_calls"), oaDone},
-			)...), ok},
-			want: []string{`the model called "write" with arguments that are not valid JSON`, "send the prompt again"}},
 		// The idle timeouts are long enough that a loaded machine's first
 		// chunk comes before them: only the stall after it runs out (at
 		// 300 ms a slow first chunk failed the turn before "Thinking").
@@ -781,33 +775,78 @@ func TestRunSaysEachRetryOfTheModelRequest(t *testing.T) {
 	require.Regexp(t, `pixir: warning: the model request failed; trying again \(url: http://127\.0\.0\.1:[0-9]+/v1/chat/completions, attempt: 1 of 4, wait: [0-9.]+m?s, err: HTTP 503 Service Unavailable: The engine is currently overloaded`, stderr)
 }
 
-// An answer the server completed and counted, whose tool call Pixir cannot
-// use (its arguments are not JSON), is still charged: the turn fails
-// readably, and its tokens are in the Log's provider_usage, in the budget
-// and in what pixir run says it spent. They were dropped with the answer,
-// so a model that kept sending broken calls spent a budget that never
-// counted them.
-func TestAnAnswerWithABrokenToolCallIsStillCharged(t *testing.T) {
+// An answer whose tool call's arguments are not JSON is charged, and the
+// call is answered invalid_args for the model to read: the turn goes on
+// (the model answers again), the call and its result are in the Log. The
+// turn failed ("send the prompt again"); before that the answer's tokens
+// were dropped with it.
+func TestABrokenToolCallIsAnsweredAndCharged(t *testing.T) {
 	srv := newFakeModel(t, sseReply(0, concat(
 		[]string{oaChunk(`{"role":"assistant","content":null,"refusal":null}`, "")},
 		oaToolCall(0, "call_1", "read", `{"path": "a.t`),
 		[]string{oaChunk(`{}`, "tool_calls"), oaUsage(50, 7), oaDone},
-	)...))
+	)...), sseReply(0, concat(
+		[]string{oaChunk(`{"role":"assistant","content":"","refusal":null}`, "")},
+		oaText("done"),
+		[]string{oaChunk(`{}`, "stop"), oaUsage(80, 2), oaDone})...))
 	e := newRunEnv(t)
 	e.env = append(e.env, "OPENAI_API_KEY=", "OPENAI_BASE_URL=")
 	stdout, stderr, code := e.pixir("run", "--provider", "openai", "--base-url", srv.URL+"/v1", "--model", "gpt-test", "--json", "hello")
-	require.Equal(t, exitError, code, stderr)
-	require.Contains(t, stderr, `the model called "read" with arguments that are not valid JSON`)
-	require.Contains(t, stderr, "pixir: usage: 57 tokens (50 in, 7 out) in 1 model call")
+	require.Equal(t, exitOK, code, stderr)
 	out := validEnvelope(t, stdout, "pixir_run_output.json")["output"].(map[string]any)
-	require.Equal(t, map[string]any{"input_tokens": 50.0, "output_tokens": 7.0, "model_calls": 1.0}, out["usage"])
-	var usages []string
-	for _, ev := range readLog(t, e.ws, out["session_id"].(string)) {
-		if ev.Type == "provider_usage" || ev.Type == "turn_failed" {
-			usages = append(usages, ev.Type)
-		}
+	require.Equal(t, map[string]any{"input_tokens": 130.0, "output_tokens": 9.0, "model_calls": 2.0}, out["usage"])
+	require.Equal(t, 1.0, out["failed_tool_calls"])
+	reqs := srv.received()
+	require.Len(t, reqs, 2)
+	// The second request answers the call: {} in place of what came, and
+	// the result saying why.
+	var sent struct {
+		Messages []struct {
+			Role      string `json:"role"`
+			Content   any    `json:"content"`
+			ToolCalls []struct {
+				Function struct{ Arguments string } `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"messages"`
 	}
-	require.Equal(t, []string{"provider_usage", "turn_failed"}, usages, "charged once, before the turn failed")
+	require.NoError(t, json.Unmarshal(reqs[1].Body, &sent))
+	msgs := sent.Messages[len(sent.Messages)-2:]
+	require.Equal(t, "{}", msgs[0].ToolCalls[0].Function.Arguments)
+	require.Equal(t, "tool", msgs[1].Role)
+	require.Equal(t, `{"ok":false,"error":{"kind":"invalid_args","message":"the arguments of this call of \"read\" are not valid JSON (unexpected end of JSON input), so it was not run: {\"path\": \"a.t; call it again with its arguments as one JSON object"}}`, msgs[1].Content)
+	var types []string
+	for _, ev := range readLog(t, e.ws, out["session_id"].(string)) {
+		types = append(types, ev.Type)
+	}
+	require.Equal(t, []string{"user_message", "assistant_message", "provider_usage", "tool_call", "tool_result", "assistant_message", "provider_usage"}, types)
+}
+
+// A tool call the token limit cut off (its arguments stop in the middle)
+// is not answered invalid_args for the model to try again: the answer was
+// cut, so the turn ends max_tokens (partial), none of its calls run, and
+// the notice names the call. It ended as a provider failure.
+func TestAToolCallCutOffAtTheTokenLimitEndsTheTurnMaxTokens(t *testing.T) {
+	srv := newFakeModel(t, sseReply(0, concat(
+		[]string{oaChunk(`{"role":"assistant","content":"","refusal":null}`, "")},
+		oaText("Writing it."),
+		oaToolCall(0, "call_1", "read", `{"path": "a.txt"}`),
+		oaToolCall(1, "call_2", "write", `{"path": "b.txt", "content": "the first half`),
+		[]string{oaChunk(`{}`, "length"), oaUsage(50, 7), oaDone},
+	)...))
+	e := newRunEnv(t)
+	e.env = append(e.env, "OPENAI_API_KEY=", "OPENAI_BASE_URL=")
+	stdout, stderr, code := e.pixir("run", "--provider", "openai", "--base-url", srv.URL+"/v1", "--model", "gpt-test", "hello")
+	require.Equal(t, exitPartial, code, stderr)
+	require.Equal(t, "Writing it.", strings.TrimSpace(stdout))
+	require.Contains(t, stderr, `in the middle of its call of "write", so none of the answer's tool calls ran`)
+	require.Contains(t, stderr, "pixir: the turn ended max_tokens")
+	require.Contains(t, stderr, "pixir: usage: 57 tokens (50 in, 7 out) in 1 model call")
+	require.Len(t, srv.received(), 1)
+	var types []string
+	for _, ev := range readLog(t, e.ws, onlySession(t, e.ws)) {
+		types = append(types, ev.Type)
+	}
+	require.Equal(t, []string{"user_message", "assistant_message", "provider_usage", "notice"}, types)
 }
 
 // An answer the model's token limit cut off (OpenAI finish_reason

@@ -69,9 +69,17 @@ type Message struct {
 
 // ToolCall is a model's request to run a tool.
 type ToolCall struct {
-	ID        string          `json:"id"`
-	Name      string          `json:"name"`
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Arguments are JSON. A provider hands over arguments the model sent
+	// that are not JSON as they came; the turn moves them to Unparsed and
+	// sets Arguments to {} before anything records the call.
 	Arguments json.RawMessage `json:"arguments"`
+	// Unparsed is the text the model sent as the call's arguments when it
+	// was not JSON: the call is not run, the model reads an invalid_args
+	// result saying why, and later requests send {} in its place (every
+	// API takes that).
+	Unparsed string `json:"unparsed_arguments,omitempty"`
 	// ProviderData is what the provider that made the call needs back with
 	// it in later requests, opaque to everyone else: the OpenAI-compatible
 	// endpoint of Gemini puts a thought signature on a call, Anthropic wants

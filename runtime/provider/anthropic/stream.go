@@ -280,9 +280,8 @@ func (a *assembler) readMessage(s *httpstream.Stream, sink func(provider.Delta))
 	return nil
 }
 
-// response is the assembled answer; a tool call whose input is not JSON
-// fails it, readably, with a response holding only the usage (the server
-// counted the call).
+// response is the assembled answer. Input that is not JSON is handed
+// over as it came: the turn answers such a call invalid_args.
 func (a *assembler) response() (*provider.ModelResponse, error) {
 	resp := &provider.ModelResponse{Text: a.text.String(), Reasoning: a.reasoning.String(), Truncated: a.stopReason == "max_tokens"}
 	if u := a.usage; u != nil {
@@ -298,16 +297,6 @@ func (a *assembler) response() (*provider.ModelResponse, error) {
 		input := strings.TrimSpace(t.input.String())
 		if input == "" {
 			input = "{}"
-		}
-		if !json.Valid([]byte(input)) {
-			var v any
-			err := json.Unmarshal([]byte(input), &v)
-			msg := fmt.Sprintf("the model called %q with input that is not valid JSON (%v): %s; send the prompt again",
-				t.name, err, httpstream.Truncate(input, 200))
-			if a.stopReason == "max_tokens" {
-				msg += " (the answer was cut off at the token limit: raise max_tokens)"
-			}
-			return provider.UsageOnly(resp.Usage), &httpstream.Error{Kind: httpstream.KindToolCall, Message: msg, Err: err}
 		}
 		resp.ToolCalls = append(resp.ToolCalls, provider.ToolCall{ID: t.id, Name: t.name, Arguments: json.RawMessage(input)})
 	}

@@ -381,9 +381,10 @@ func (a *assembler) readCompletion(s *httpstream.Stream, sink func(provider.Delt
 	return nil
 }
 
-// response is the assembled answer; a tool call whose arguments are not
-// JSON fails it, readably, with a response holding only the usage (the
-// server counted the call).
+// response is the assembled answer. Arguments that are not JSON are
+// handed over as they came (the turn answers such a call invalid_args);
+// a call without a tool's name fails the answer, readably, with a
+// response holding only the usage (the server counted the call).
 func (a *assembler) response() (*provider.ModelResponse, error) {
 	resp := &provider.ModelResponse{Text: a.text.String(), Reasoning: a.reasoning.String(), Truncated: a.finish == "length"}
 	if a.usage != nil {
@@ -398,14 +399,6 @@ func (a *assembler) response() (*provider.ModelResponse, error) {
 		if args == "" {
 			args = "{}"
 		}
-		if err := validJSON(args); err != nil {
-			msg := fmt.Sprintf("the model called %q with arguments that are not valid JSON (%v): %s; send the prompt again, or use a model with reliable tool calling",
-				c.name, err, httpstream.Truncate(args, 200))
-			if a.finish == "length" {
-				msg += " (the answer was cut off at the token limit: raise max_tokens)"
-			}
-			return provider.UsageOnly(resp.Usage), &httpstream.Error{Kind: httpstream.KindToolCall, Message: msg, Err: err}
-		}
 		id := c.id
 		if id == "" {
 			id = fmt.Sprintf("call_%016x", rand.Uint64())
@@ -417,19 +410,6 @@ func (a *assembler) response() (*provider.ModelResponse, error) {
 		resp.ToolCalls = append(resp.ToolCalls, tc)
 	}
 	return resp, nil
-}
-
-// validJSON says why s is not one JSON value.
-func validJSON(s string) error {
-	var v any
-	dec := json.NewDecoder(strings.NewReader(s))
-	if err := dec.Decode(&v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return errors.New("more than one JSON value")
-	}
-	return nil
 }
 
 func codeString(raw json.RawMessage) string {
