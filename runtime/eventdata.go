@@ -26,10 +26,17 @@ type UserMessageData struct {
 
 // AssistantMessageData is one model response. Partial is set when the turn
 // was cancelled while it streamed: Text is what was streamed until then.
+//
+// StopReason is set on the last event of a turn that stopped other than
+// end_turn (cancelled, max_turn_requests, max_tokens): an assistant
+// message with no text and no calls, which is no message of the model's
+// (History leaves it out), recorded so that the Log says why the turn
+// stopped (ACP's stop reason). Logs before 2026-11-25 have none.
 type AssistantMessageData struct {
-	Text      string              `json:"text"`
-	ToolCalls []provider.ToolCall `json:"tool_calls,omitempty"`
-	Partial   bool                `json:"partial,omitempty"`
+	Text       string              `json:"text"`
+	ToolCalls  []provider.ToolCall `json:"tool_calls,omitempty"`
+	Partial    bool                `json:"partial,omitempty"`
+	StopReason StopReason          `json:"stop_reason,omitempty"`
 }
 
 // ReasoningData is the model's reasoning for one response.
@@ -216,6 +223,9 @@ func encodeEventData(data any) (raw json.RawMessage, pieces [][]byte, err error)
 		}
 		if d.Partial {
 			b = append(b, `,"partial":true`...)
+		}
+		if d.StopReason != "" {
+			b = jsonraw.AppendString(append(b, `,"stop_reason":`...), string(d.StopReason))
 		}
 		return append(b, '}'), nil, nil
 	}

@@ -62,7 +62,7 @@ func TestTheFastEncodedEventTypesHaveTheFieldsTheEncoderWrites(t *testing.T) {
 		return names
 	}
 	require.Equal(t, []string{"Text", "Content"}, fields(UserMessageData{}))
-	require.Equal(t, []string{"Text", "ToolCalls", "Partial"}, fields(AssistantMessageData{}))
+	require.Equal(t, []string{"Text", "ToolCalls", "Partial", "StopReason"}, fields(AssistantMessageData{}))
 	require.Equal(t, []string{"Text"}, fields(ReasoningData{}))
 	require.Equal(t, []string{"Text"}, fields(TextDeltaData{}))
 	// ProviderUsageData.appendJSON too, the fields of the provider's Usage

@@ -101,8 +101,12 @@ func (f *historyFold) add(ev Event) {
 	case EventAssistantMessage:
 		var text string
 		var calls []provider.ToolCall
-		if !f.read(ev, map[string]any{"text": &text, "tool_calls": &calls}) {
+		var stop string
+		if !f.read(ev, map[string]any{"text": &text, "tool_calls": &calls, "stop_reason": &stop}) {
 			return
+		}
+		if stop != "" && text == "" && len(calls) == 0 {
+			return // why the turn stopped: no message of the model's
 		}
 		f.closePending()
 		f.history = append(f.history, provider.Message{Role: provider.RoleAssistant, Text: text, ToolCalls: calls})

@@ -153,11 +153,27 @@ func (s *Session) Prompt(ctx context.Context, p Prompt, opt TurnOptions) (StopRe
 	}
 	if err == nil {
 		stop = s.turnEnd(ctx, stop)
+		err = t.recordStop(stop)
+		if err != nil {
+			t.abandon(err)
+			stop = StopEndTurn
+		}
 	}
 	if metaErr := s.saveMeta(); metaErr != nil && err == nil {
 		s.rt.log.Warn("saving session metadata", "session", s.ID(), "err", metaErr)
 	}
 	return stop, err
+}
+
+// recordStop records why a turn that did not end end_turn stopped (an
+// assistant_message holding only the stop reason): a turn cancelled
+// between or during model calls, or stopped at a limit, left no final
+// answer in the Log, and inspect could only guess why.
+func (t *turn) recordStop(stop StopReason) error {
+	if stop == StopEndTurn || stop == t.stopRecorded {
+		return nil
+	}
+	return t.emit(EventAssistantMessage, AssistantMessageData{StopReason: stop})
 }
 
 // turnEnd is the reason a turn that ran to its end without a fault
@@ -190,6 +206,9 @@ type turn struct {
 	// requestBytes is what the last request weighed, to calibrate the
 	// estimate of tokens with what the provider counted.
 	requestBytes int
+	// stopRecorded is the stop reason the Log already holds for the turn
+	// (on the cut-off message of a cancel while the model streamed).
+	stopRecorded StopReason
 }
 
 // cancelled reports whether the turn was told to stop.
@@ -264,6 +283,10 @@ func (t *turn) run(p Prompt) (StopReason, error) {
 			// Keep what the user already saw, so a replay shows it too.
 			if streamed.text.Len() > 0 || streamed.reasoning.Len() > 0 {
 				partial := &provider.ModelResponse{Text: streamed.text.String(), Reasoning: streamed.reasoning.String()}
+				if t.cancelled() {
+					// Why the turn stopped, on the message it cut.
+					t.stopRecorded = StopCancelled
+				}
 				if err := t.recordResponse(partial, true); err != nil {
 					return "", err
 				}
@@ -465,7 +488,7 @@ func (t *turn) recordResponse(resp *provider.ModelResponse, partial bool) error 
 	if resp.Reasoning != "" {
 		group = append(group, eventOf{EventReasoning, ReasoningData{Text: resp.Reasoning}})
 	}
-	group = append(group, eventOf{EventAssistantMessage, AssistantMessageData{Text: resp.Text, ToolCalls: resp.ToolCalls, Partial: partial}})
+	group = append(group, eventOf{EventAssistantMessage, AssistantMessageData{Text: resp.Text, ToolCalls: resp.ToolCalls, Partial: partial, StopReason: t.stopRecorded}})
 	var call budget.Usage
 	charged := resp.Usage != nil && !partial
 	if charged {

@@ -276,7 +276,7 @@ func TestCancelWhileStreamingKeepsWhatWasShown(t *testing.T) {
 	require.Equal(t, EventAssistantMessage, last.Type)
 	var d AssistantMessageData
 	require.NoError(t, json.Unmarshal(last.Data, &d))
-	require.Equal(t, AssistantMessageData{Text: "partial ", Partial: true}, d)
+	require.Equal(t, AssistantMessageData{Text: "partial ", Partial: true, StopReason: StopCancelled}, d, "why the turn stopped, on the message it cut")
 	require.Equal(t, EventReasoning, events[len(events)-2].Type)
 }
 
@@ -447,4 +447,27 @@ func TestToolCallIDsAreUniqueInASessionWhateverTheProviderSends(t *testing.T) {
 	}
 	require.Equal(t, ids, asked)
 	require.Equal(t, ids, answered)
+}
+
+// A turn stopped at the limit of model calls records why, as the last
+// event of the turn: an assistant_message holding only the stop reason,
+// which History leaves out, live and folded from the Log alike.
+func TestATurnStoppedAtTheLimitRecordsWhy(t *testing.T) {
+	p := &fakeProvider{calls: []func(context.Context, provider.ModelRequest, func(provider.Delta)) (*provider.ModelResponse, error){
+		calls(writeCall("c1", "a.txt")), calls(writeCall("c2", "b.txt")),
+	}}
+	rt := New(Config{Home: t.TempDir(), Provider: p, Model: "m", Tools: tools.Builtins(), MaxTurnRequests: 2})
+	t.Cleanup(rt.Close)
+	s, err := rt.NewSession(t.TempDir())
+	require.NoError(t, err)
+	stop, err := s.Prompt(context.Background(), Prompt{Text: "go"}, TurnOptions{})
+	require.NoError(t, err)
+	require.Equal(t, StopMaxTurnRequests, stop)
+	events, _, err := s.Events()
+	require.NoError(t, err)
+	last := events[len(events)-1]
+	require.Equal(t, EventAssistantMessage, last.Type)
+	require.JSONEq(t, `{"text":"","stop_reason":"max_turn_requests"}`, string(last.Data))
+	require.Equal(t, s.historyCopy(), foldHistory(events, s.rt.log))
+	require.Equal(t, provider.RoleTool, s.historyCopy()[len(s.historyCopy())-1].Role)
 }

@@ -264,3 +264,50 @@ func TestInspectAndSessionsRefuseBadInput(t *testing.T) {
 	require.Empty(t, stdout)
 	require.Contains(t, stderr, "no sessions in")
 }
+
+// A turn that stopped other than end_turn says why in the Log, and inspect
+// shows it: one stopped at the limit of model calls is partial
+// (max_turn_requests), one cancelled while the model was asked is
+// cancelled. Both were "incomplete" ("cancelled between model calls,
+// stopped at the model-call limit, still running, or the process
+// ended"): the Log kept no stop. The session loaded again goes on.
+func TestInspectSaysWhyATurnStopped(t *testing.T) {
+	e := newEnv(t, testScript)
+	require.NoError(t, os.WriteFile(filepath.Join(e.ws, "a.txt"), []byte("x"), 0o644))
+	a := e.start("--max-turn-requests", "2")
+	a.initialize()
+	sid := a.newSession()
+	m, _ := a.call(2, "session/prompt", promptParams(sid, "loop forever"))
+	require.Equal(t, "max_turn_requests", stopReason(t, m))
+	a.sendJSON(map[string]any{"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": promptParams(sid, "hang please")})
+	a.awaitUpdate(func(u map[string]any) bool {
+		return u["sessionUpdate"] == "tool_call_update" && u["status"] == "completed"
+	})
+	a.sendJSON(map[string]any{"jsonrpc": "2.0", "method": "session/cancel", "params": map[string]any{"sessionId": sid}})
+	m, _ = a.reply("3")
+	require.Equal(t, "cancelled", stopReason(t, m))
+	a.exit()
+
+	stdout, stderr, code := e.cli("inspect", "--json", sid)
+	require.Equal(t, 0, code, stderr)
+	tree := decodeTree(t, stdout)
+	require.Len(t, tree.Turns, 2)
+	require.Equal(t, inspect.TurnPartial, tree.Turns[0].Status)
+	require.Equal(t, "max_turn_requests", tree.Turns[0].StopReason)
+	require.Equal(t, inspect.TurnCancelled, tree.Turns[1].Status)
+	require.Equal(t, "cancelled", tree.Turns[1].StopReason)
+	stdout, stderr, code = e.cli("inspect", sid)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, "turn 1 [partial]")
+	require.Contains(t, stdout, "stopped: at the limit of model calls per turn (max_turn_requests)")
+	require.Contains(t, stdout, "turn 2 [cancelled]")
+	require.Contains(t, stdout, "stopped: cancelled")
+	require.NotContains(t, stdout, "no final answer in the Log")
+
+	b := e.start()
+	b.initialize()
+	b.result(1, "session/load", map[string]any{"sessionId": sid, "cwd": e.ws, "mcpServers": []any{}}, nil)
+	m, before := b.call(2, "session/prompt", promptParams(sid, "hello"))
+	require.Equal(t, "end_turn", stopReason(t, m))
+	require.Equal(t, "You said: hello", agentText(updates(t, before)))
+}

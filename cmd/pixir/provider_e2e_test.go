@@ -846,7 +846,8 @@ func TestAToolCallCutOffAtTheTokenLimitEndsTheTurnMaxTokens(t *testing.T) {
 	for _, ev := range readLog(t, e.ws, onlySession(t, e.ws)) {
 		types = append(types, ev.Type)
 	}
-	require.Equal(t, []string{"user_message", "assistant_message", "provider_usage", "notice"}, types)
+	// The last is why the turn stopped (max_tokens).
+	require.Equal(t, []string{"user_message", "assistant_message", "provider_usage", "notice", "assistant_message"}, types)
 }
 
 // An answer the model's token limit cut off (OpenAI finish_reason

@@ -24,9 +24,13 @@ const (
 	// TurnCancelled: a reply was cut off, or the last calls were
 	// cancelled (a workflow among them stopped by the cancel).
 	TurnCancelled = "cancelled"
-	// TurnIncomplete: no final reply is in the Log: the turn was cancelled
-	// between model calls, stopped at the model-call limit, is still
-	// running, or its process ended.
+	// TurnPartial: the turn stopped at a limit (StopReason says which:
+	// max_turn_requests, max_tokens); the work so far stands.
+	TurnPartial = "partial"
+	// TurnIncomplete: no final reply is in the Log, and no stop: the turn
+	// is still running or its process ended (or, in a Log written before
+	// 2026-11-25, which kept no stop, it was cancelled between model calls
+	// or stopped at the model-call limit).
 	TurnIncomplete = "incomplete"
 )
 
@@ -94,8 +98,12 @@ type Turn struct {
 	Seq    int64     `json:"seq"`
 	TS     time.Time `json:"ts"`
 	Prompt string    `json:"prompt"`
-	// Status is completed, failed, cancelled or incomplete.
+	// Status is completed, failed, cancelled, partial or incomplete.
 	Status string `json:"status"`
+	// StopReason is why the turn stopped, as ACP names it, when the Log
+	// says so: a turn that did not end end_turn records it (Logs before
+	// 2026-11-25 do not).
+	StopReason string `json:"stop_reason,omitempty"`
 	// Error is the provider failure of a failed turn.
 	Error *Failure `json:"error,omitempty"`
 	// Usage is what the turn's own model calls spent (its Subagents' are
@@ -385,6 +393,12 @@ func (f *folder) event(ev *runtime.Event) bool {
 		if !ok {
 			return false
 		}
+		if d.StopReason != "" && f.turn != nil {
+			f.turn.StopReason = string(d.StopReason)
+		}
+		if d.StopReason != "" && d.Text == "" && len(d.ToolCalls) == 0 && !d.Partial {
+			return true // only why the turn stopped
+		}
 		m := &Message{Text: d.Text, Partial: d.Partial, ToolCalls: len(d.ToolCalls)}
 		f.last, f.lastCalls = m, nil
 		for _, tc := range d.ToolCalls {
@@ -548,6 +562,10 @@ func (f *folder) endTurn() {
 	switch {
 	case f.failed:
 		t.Status = TurnFailed
+	case t.StopReason == string(runtime.StopCancelled):
+		t.Status = TurnCancelled
+	case t.StopReason == string(runtime.StopMaxTurnRequests) || t.StopReason == string(runtime.StopMaxTokens):
+		t.Status = TurnPartial
 	case f.last == nil:
 		t.Status = TurnIncomplete
 	case f.last.Partial:

@@ -155,8 +155,11 @@ func turnNode(t *Turn, loc *time.Location) *node {
 	default:
 		n.text = fmt.Sprintf("turn %d [%s] %s: %s", t.Index, t.Status, t.TS.In(loc).Format(time.DateTime), oneLine(t.Prompt, messageWidth))
 	}
-	if t.Status == TurnIncomplete && !noTurn {
-		n.note("no final answer in the Log: cancelled between model calls, stopped at the model-call limit, still running, or the process ended")
+	switch {
+	case t.Status == TurnIncomplete && !noTurn:
+		n.note("no final answer in the Log: still running, or the process ended (a Log written before 2026-11-25 kept no stop: cancelled between model calls, or stopped at the model-call limit)")
+	case t.StopReason != "":
+		n.note("stopped: %s", stopText(t.StopReason))
 	}
 	if t.Usage != nil {
 		n.note("usage: %s", t.Usage)
@@ -191,6 +194,19 @@ func turnNode(t *Turn, loc *time.Location) *node {
 		}
 	}
 	return n
+}
+
+// stopText says why a turn stopped, from its ACP stop reason.
+func stopText(reason string) string {
+	switch runtime.StopReason(reason) {
+	case runtime.StopCancelled:
+		return "cancelled"
+	case runtime.StopMaxTurnRequests:
+		return "at the limit of model calls per turn (max_turn_requests)"
+	case runtime.StopMaxTokens:
+		return "at a token limit: a spent budget, or an answer cut off (max_tokens)"
+	}
+	return reason
 }
 
 func toolNode(tc *ToolCall, loc *time.Location) *node {
