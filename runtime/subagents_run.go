@@ -162,6 +162,12 @@ func (m *Manager) run(ctx context.Context, sa *subagent, event tools.SubagentEve
 		status, fail = tools.SubagentFailed, tracker.failed
 	case stop == StopMaxTurnRequests:
 		status, fail = tools.SubagentFailed, &tools.Failure{Kind: tools.ErrInternal, Message: "the subagent reached its limit of model calls in one turn"}
+	case stop == StopMaxTokens:
+		// Its last answer was cut off: the summary is what arrived, partial
+		// work, never reported completed (a workflow step's child counts as
+		// no checkpoint_ready for it).
+		status, fail = tools.SubagentFailed, &tools.Failure{Kind: tools.ErrProviderError,
+			Message: "the subagent's last answer was cut off at the model's token limit (max_tokens): its summary is what arrived before the cut, unfinished; raise max_tokens in config.toml, or give it a smaller task"}
 	default:
 		status = tools.SubagentCompleted
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -56,4 +57,69 @@ match = 'spawn'
 		st, _ := u["state"].(map[string]any)
 		return u["sessionUpdate"] == "subagent_update" && u["sessionId"] == child && st["state"] == "idle" && st["stopReason"] == "cancelled"
 	})
+}
+
+// A Subagent whose last answer the model's token limit cut off has not
+// finished: its parent is told so (wait_agent's result, the subagent_event
+// in the Log, inspect) with the partial summary kept, and a workflow step
+// it ran is not checkpoint_ready. It was reported completed; the notice
+// was in the child's Log only.
+func TestASubagentCutOffAtTheTokenLimitIsNotCompleted(t *testing.T) {
+	e := newEnv(t, `
+[[rule]]
+match = "^delegate$"
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "spawn_agent"
+  arguments = { task = "explain everything", agent = "explorer" }
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "wait_agent"
+  arguments = { timeout_ms = 3600000 }
+  [[rule.reply]]
+  text = "waited: {{.ToolResult}}"
+[[rule]]
+match = "^run a step$"
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "run_workflow"
+  arguments_json = '{"steps":[{"id":"explain","task":"explain everything"}]}'
+  [[rule.reply]]
+  text = "ran: {{.ToolResult}}"
+[[rule]]
+match = "explain everything"
+  [[rule.reply]]
+  text = "The first half of"
+  cut_off = true
+`)
+	a := e.start()
+	a.initialize()
+	sid := a.newSession()
+	m, before := a.call(2, "session/prompt", promptParams(sid, "delegate"))
+	require.Equal(t, "end_turn", stopReason(t, m))
+	text := agentText(updates(t, before))
+	require.Contains(t, text, `"status":"failed"`)
+	require.Contains(t, text, `"summary":"The first half of"`)
+	require.Contains(t, text, "cut off at the model's token limit (max_tokens)")
+	var ends []string
+	for _, ev := range readLog(t, e.ws, sid) {
+		if ev.Type == "subagent_event" {
+			var d struct{ Event, Status string }
+			require.NoError(t, json.Unmarshal(ev.Data, &d))
+			ends = append(ends, d.Event+"/"+d.Status)
+		}
+	}
+	require.Equal(t, []string{"queued/queued", "started/running", "failed/failed"}, ends)
+
+	m, before = a.call(3, "session/prompt", promptParams(sid, "run a step"))
+	require.Equal(t, "end_turn", stopReason(t, m))
+	text = agentText(updates(t, before))
+	require.Contains(t, text, `"checkpoint_status":"failed"`)
+	require.NotContains(t, text, `"checkpoint_status":"checkpoint_ready"`)
+	a.exit()
+
+	stdout, stderr, code := e.cli("inspect", sid)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, "[failed]")
+	require.Contains(t, stdout, "cut off at the model's token limit")
 }

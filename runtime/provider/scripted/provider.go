@@ -103,7 +103,7 @@ func (p *scriptedProvider) Generate(ctx context.Context, req provider.ModelReque
 		return nil, err
 	}
 
-	resp := &provider.ModelResponse{Text: text, Reasoning: reasoning}
+	resp := &provider.ModelResponse{Text: text, Reasoning: reasoning, Truncated: rep.cutOff}
 	out := reasoning + text
 	for i, c := range rep.calls {
 		resp.ToolCalls = append(resp.ToolCalls, provider.ToolCall{

@@ -67,7 +67,10 @@ type reply struct {
 	chunkDelay time.Duration
 	err        string
 	hang       bool
-	calls      []toolCall
+	// cutOff ends the answer as the model's token limit would (OpenAI
+	// finish_reason "length").
+	cutOff bool
+	calls  []toolCall
 	// together, when set, holds this reply until that many calls of it are
 	// waiting at once (see meeting).
 	together *meeting
@@ -97,6 +100,7 @@ type fileReply struct {
 	Error        string         `toml:"error"`
 	Hang         bool           `toml:"hang"`
 	Together     int            `toml:"together"`
+	CutOff       bool           `toml:"cut_off"`
 	ToolCalls    []fileToolCall `toml:"tool_calls"`
 }
 
@@ -120,6 +124,7 @@ var keysByTable = sync.OnceValue(func() map[string][][2]string {
 			{"text", "string (template)"}, {"reasoning", "string (template)"},
 			{"delay_ms", "integer"}, {"chunk_delay_ms", "integer"},
 			{"error", "string"}, {"hang", "boolean"}, {"together", "integer"},
+			{"cut_off", "boolean"},
 			{"tool_calls", "array of tables [[rule.reply.tool_calls]]"},
 		},
 		"rule.reply.tool_calls": {
@@ -281,6 +286,7 @@ func (v *validator) reply(i, j int, ruleLabel string, fp fileReply) reply {
 		label:      fmt.Sprintf("%s reply %d", ruleLabel, j),
 		err:        fp.Error,
 		hang:       fp.Hang,
+		cutOff:     fp.CutOff,
 		delay:      time.Duration(fp.DelayMS) * time.Millisecond,
 		chunkDelay: time.Duration(fp.ChunkDelayMS) * time.Millisecond,
 	}
@@ -303,8 +309,8 @@ func (v *validator) reply(i, j int, ruleLabel string, fp fileReply) reply {
 	switch {
 	case fp.Error != "" && fp.Hang:
 		v.add(at, "%s: error and hang cannot be combined; keep one", p.label)
-	case (fp.Error != "" || fp.Hang) && (hasContent || fp.Reasoning != ""):
-		v.add(at, "%s: error or hang cannot be combined with text, reasoning or tool_calls; move them to another reply", p.label)
+	case (fp.Error != "" || fp.Hang) && (hasContent || fp.Reasoning != "" || fp.CutOff):
+		v.add(at, "%s: error or hang cannot be combined with text, reasoning, tool_calls or cut_off; move them to another reply", p.label)
 	case fp.Error == "" && !fp.Hang && !hasContent:
 		v.add(at, "%s is empty: give it text, tool_calls, error or hang", p.label)
 	}

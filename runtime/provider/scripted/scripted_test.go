@@ -588,7 +588,7 @@ match = "x"
   [[rule.reply]]
   error = "x"
   text = "y"
-`, []string{`rule 1 reply 1: error or hang cannot be combined with text, reasoning or tool_calls`}, 3, 5},
+`, []string{`rule 1 reply 1: error or hang cannot be combined with text, reasoning, tool_calls or cut_off`}, 3, 5},
 		{"hang with tool call", `
 [[rule]]
   [[rule.reply]]
