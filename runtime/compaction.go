@@ -188,13 +188,23 @@ func (s *Session) requestBytes(specs []provider.ToolSpec) int {
 // calibrate corrects the estimates with what a provider counted: the
 // request estimated at est bytes had in input tokens.
 func (s *Session) calibrate(est int, in int) {
-	if est <= 0 || in <= 0 {
+	c := calibration(est, in)
+	if c == 0 {
 		return
 	}
-	c := float64(in) * bytesPerToken / float64(est)
 	s.mu.Lock()
-	s.calib = min(max(c, 0.5), 4)
+	s.calib = c
 	s.mu.Unlock()
+}
+
+// calibration is the correction of the estimate of tokens that a request
+// estimated at est bytes, counted in tokens by the provider, makes (0:
+// none).
+func calibration(est, in int) float64 {
+	if est <= 0 || in <= 0 {
+		return 0
+	}
+	return min(max(float64(in)*bytesPerToken/float64(est), 0.5), 4)
 }
 
 // compactionWindow is the context window compaction weighs requests

@@ -254,3 +254,40 @@ func TestKeptFromNeverOrphansAToolResult(t *testing.T) {
 	require.Less(t, len(after[2].Text), 1200)
 	require.Contains(t, after[2].Text, "bytes cut by compaction")
 }
+
+// The correction of the token estimate that the provider's counts made is
+// folded from the Log when the session is opened again: each turn's
+// provider_usage records what the request weighed. It lived in memory
+// only, so after pixir resume or session/load the first estimate was 4
+// bytes a token again, and compaction started later than it should.
+func TestTheTokenEstimatesCorrectionSurvivesALoad(t *testing.T) {
+	p := &fakeProvider{calls: []func(context.Context, provider.ModelRequest, func(provider.Delta)) (*provider.ModelResponse, error){
+		func(context.Context, provider.ModelRequest, func(provider.Delta)) (*provider.ModelResponse, error) {
+			// Twice what 4 bytes a token makes of the request.
+			return &provider.ModelResponse{Text: "hi", Usage: &provider.Usage{InputTokens: 1 << 20, OutputTokens: 1}}, nil
+		},
+	}}
+	home, ws := t.TempDir(), t.TempDir()
+	cfg := Config{Home: home, Provider: p, Model: "m", Tools: tools.Builtins()}
+	rt := New(cfg)
+	s, err := rt.NewSession(ws)
+	require.NoError(t, err)
+	_, err = s.Prompt(context.Background(), Prompt{Text: "hello"}, TurnOptions{})
+	require.NoError(t, err)
+	live := s.calib
+	require.Equal(t, 4.0, live, "the provider counted more than 4 bytes a token make (capped)")
+	events, _, err := s.Events()
+	require.NoError(t, err)
+	var usage ProviderUsageData
+	require.NoError(t, json.Unmarshal(events[len(events)-1].Data, &usage))
+	require.Positive(t, usage.RequestBytes, "what the request weighed is in the Log")
+	id := s.ID()
+	rt.Close()
+
+	rt2 := New(cfg)
+	defer rt2.Close()
+	s2, _, err := rt2.OpenSession(id, ws, nil)
+	require.NoError(t, err)
+	require.Equal(t, live, s2.calib)
+	require.Equal(t, s.tokens(1000), s2.tokens(1000))
+}

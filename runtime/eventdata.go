@@ -145,6 +145,11 @@ type ProviderUsageData struct {
 	// Purpose says why the call was made when it was not a turn's:
 	// "compaction".
 	Purpose string `json:"purpose,omitempty"`
+	// RequestBytes is what Pixir weighed the request at (its system
+	// prompt, tools and History, in bytes): with InputTokens, the
+	// correction of its token estimate, which a session loaded again
+	// folds from the Log. Logs before 2026-11-25 have none.
+	RequestBytes int `json:"request_bytes,omitempty"`
 }
 
 // appendJSON appends d, whose Cost is 0, as json.Marshal writes it (a
@@ -162,6 +167,9 @@ func (d ProviderUsageData) appendJSON(b []byte) []byte {
 	}
 	if d.Purpose != "" {
 		b = jsonraw.AppendStringHTML(append(b, `,"purpose":`...), d.Purpose)
+	}
+	if d.RequestBytes != 0 {
+		b = strconv.AppendInt(append(b, `,"request_bytes":`...), int64(d.RequestBytes), 10)
 	}
 	return append(b, '}')
 }

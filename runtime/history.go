@@ -56,6 +56,9 @@ type historyFold struct {
 	// allowAlways are the tools (and merges) the user allowed for the rest
 	// of the session (allow_always): a session opened again remembers them.
 	allowAlways map[string]bool
+	// calib is the correction of the estimate of tokens its last model
+	// call made (Session.calib), 0 when the Log holds none.
+	calib float64
 }
 
 // leaveOut notes an event the fold cannot read: it is left out of
@@ -182,8 +185,14 @@ func (f *historyFold) add(ev Event) {
 		}
 	case EventProviderUsage:
 		u := budget.Usage{ModelCalls: 1}
-		if f.read(ev, map[string]any{"input_tokens": &u.InputTokens, "output_tokens": &u.OutputTokens, "cost": &u.Cost, "currency": &u.Currency}) {
+		var est int64
+		if f.read(ev, map[string]any{"input_tokens": &u.InputTokens, "output_tokens": &u.OutputTokens, "cost": &u.Cost, "currency": &u.Currency, "request_bytes": &est}) {
 			f.usage = f.usage.Add(u)
+			// A turn's call records what its request weighed: the
+			// session's estimate of tokens is corrected as it was live.
+			if c := calibration(int(est), int(u.InputTokens)); c > 0 {
+				f.calib = c
+			}
 		}
 	case EventReasoning, EventWorkflow, EventTurnFailed, EventNotice:
 		// Not part of History; their readers check them.

@@ -459,7 +459,7 @@ func (r *Runtime) openSession(id, dir string, visit func(Event)) (*Session, Load
 	}
 	s := &Session{rt: r, workspace: ws, log: log, meta: meta, depth: meta.Depth, history: fold.history, histBytes: historyBytes(fold.history),
 		interrupted: fold.unanswered(), restoreEvents: fold.subagents, accounts: budget.Accounts{r.sessionAccount()},
-		callIDs: fold.callIDs, allowAlways: fold.allowAlways, fallbacks: fallbacks}
+		callIDs: fold.callIDs, allowAlways: fold.allowAlways, fallbacks: fallbacks, calib: fold.calib}
 	// What it spent before counts against its budget still.
 	s.accounts[0].Start(fold.spent())
 	// A crash left calls without results: answer them now, so the next

@@ -494,6 +494,7 @@ func (t *turn) recordResponse(resp *provider.ModelResponse, partial bool) error 
 	if charged {
 		var usage ProviderUsageData
 		usage, call = t.usageEvent(s.Model(), *resp.Usage, "")
+		usage.RequestBytes = t.requestBytes
 		group = append(group, eventOf{EventProviderUsage, usage})
 	}
 	if err := s.emitGroup(t.opt.Observe, group); err != nil {
