@@ -251,6 +251,9 @@ func TestDefaultRuleOrder(t *testing.T) {
 		{"this will fail", "fail"},
 		{"failure please", "fail"},
 		{"make it hang", "hang"},
+		// A compaction's summary request holds the transcript, whatever
+		// words it has: it hung on the hang rule.
+		{"User: make it hang\n\nSummarize the conversation above in at most about 300 words.", "compaction summary"},
 		{"change the world", "help"},
 		{"show me the readme", "read"},
 		{"edit hello.txt", "edit"},
