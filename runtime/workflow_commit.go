@@ -167,7 +167,18 @@ func (c gitCommitter) Commit(ctx context.Context, req workflows.CommitRequest) (
 		}
 	}
 	if len(paths) == 1 {
-		rep.Reason, rep.Unchanged = "the run's files are as the repository's HEAD has them (committed already): nothing to commit", true
+		rep.Reason, rep.Unchanged = nothingNew, true
+		return rep, nil
+	}
+	if why, failed := req.Before.Failed(); failed {
+		// Which of these files the user had changed is not known: none
+		// is committed, unless none differs from HEAD.
+		status, err := git(append([]string{"--no-optional-locks", "status", "--porcelain=v2", "-z", "--no-renames", "--untracked-files=all", "--no-ahead-behind"}, paths...)...)
+		if err == nil && !slices.ContainsFunc(splitZ(status), func(e string) bool { return !strings.HasPrefix(e, "# ") }) {
+			rep.Reason, rep.Unchanged = nothingNew, true
+			return rep, nil
+		}
+		rep.Reason = fmt.Sprintf("your uncommitted work when the run started could not be recorded (%s): nothing is committed, as your edits of the run's files could not be told apart from the run's; commit the run's files yourself", why)
 		return rep, nil
 	}
 	if touchesBefore(req.Before, paths[1:]) {
@@ -207,7 +218,7 @@ func (c gitCommitter) Commit(ctx context.Context, req workflows.CommitRequest) (
 		}
 		if rep.Files = kept; len(kept) == 0 {
 			rep.Files = req.Paths
-			rep.Reason, rep.Unchanged = "the run's files are as the repository's HEAD has them (committed already): nothing to commit", true
+			rep.Reason, rep.Unchanged = nothingNew, true
 			return rep, nil
 		}
 		paths = append([]string{"--"}, kept...)
@@ -346,6 +357,10 @@ func (c gitCommitter) madeAfterAll(ctx context.Context, before string, paths []s
 	}
 	return fields[0], true
 }
+
+// nothingNew is the reason of a commit not made because the run's files
+// are as HEAD has them.
+const nothingNew = "the run's files are as the repository's HEAD has them (committed already): nothing to commit"
 
 // firstLineOf is the first line of s.
 func firstLineOf(s string) string {

@@ -27,8 +27,11 @@ import (
 // workflows.BeforeRecorder): each tracked file that differs from HEAD
 // (its content then, written to the repository's objects, or deleted),
 // and each untracked file (unknown: nothing of it is in HEAD).
-// Without a repository, on a branch with no commit yet, or when git
-// cannot tell, there is no record: files are committed whole. Only the
+// Without a repository, or on a branch with no commit yet, there is no
+// record: files are committed whole. When git cannot tell (it fails, or
+// says what it is not expected to), the record says so
+// (workflows.BeforeFailed), and a commit given it commits nothing: no
+// record there meant "commit whole", the user's edits with the run's. Only the
 // paths reach allows are recorded (nil: all): a file no commit of the run
 // can take is neither read nor copied.
 //
@@ -54,12 +57,12 @@ func (c gitCommitter) Before(ctx context.Context, reach func(path string) bool) 
 	// is listed as its folder, "sub/".)
 	prefix, err := c.git(ctx, nil, "rev-parse", "--show-prefix")
 	if err != nil {
-		return nil
+		return workflows.BeforeFailed(fmt.Sprintf("git rev-parse --show-prefix: %v: %s", err, firstLineOf(prefix)))
 	}
 	prefix = strings.TrimSpace(prefix)
 	status, err := c.git(ctx, nil, "--no-optional-locks", "status", "--porcelain=v2", "-z", "--no-renames", "--untracked-files=all", "--no-ahead-behind", "--", ".")
 	if err != nil {
-		return nil
+		return workflows.BeforeFailed(fmt.Sprintf("git status: %v: %s", err, firstLineOf(status)))
 	}
 	rec := workflows.BeforeRun{}
 	var changed []string
@@ -80,10 +83,10 @@ func (c gitCommitter) Before(ctx context.Context, reach func(path string) bool) 
 		case f[0] == "?" && len(f) >= 2:
 			p = e[2:]
 		default:
-			return nil // not what git status says: no record
+			return workflows.BeforeFailed(fmt.Sprintf("git status gave a line this Pixir cannot read: %q", e))
 		}
 		if !strings.HasPrefix(p, prefix) {
-			return nil
+			return workflows.BeforeFailed(fmt.Sprintf("git status named %q, outside the workspace (%s)", p, prefix))
 		}
 		p = p[len(prefix):]
 		if reach != nil && !strings.HasSuffix(p, "/") && !reach(p) {
@@ -437,7 +440,7 @@ func (c gitCommitter) commitPart(ctx context.Context, req workflows.CommitReques
 			rep.Reason = "every file of the run that differs from HEAD is left out (see left_out): nothing to commit"
 			return rep, nil
 		}
-		rep.Reason, rep.Unchanged = "the run's files are as the repository's HEAD has them (committed already): nothing to commit", true
+		rep.Reason, rep.Unchanged = nothingNew, true
 		return rep, nil
 	}
 	rep.Files = kept

@@ -369,3 +369,46 @@ func TestGitCommitterKeepsAModeTheUserStaged(t *testing.T) {
 	require.Contains(t, git("show", "HEAD:./code.go"), "the run's change")
 	require.True(t, strings.HasPrefix(git("ls-files", "-s", "code.go"), "100755 "), "the staged mode kept: %s", git("ls-files", "-s", "code.go"))
 }
+
+// A record of the user's work at a run's start that git cannot give (its
+// status fails: here a damaged index, mended before the commit) commits
+// none of the user's edits: the commit is refused, saying why. No record
+// meant "commit whole", and the user's uncommitted edit of a file the run
+// changed too went into the run's commit.
+func TestGitCommitterCommitsNothingOfTheUsersWhenTheRecordFailed(t *testing.T) {
+	repo, ws, git := gitRepo(t)
+	write := func(name, content string) {
+		require.NoError(t, os.WriteFile(filepath.Join(ws, name), []byte(content), 0o644))
+	}
+	write("code.go", lines(40, nil))
+	git("add", "-A")
+	git("commit", "-q", "-m", "code")
+	write("code.go", lines(40, map[int]string{2: "the user's edit"}))
+	index := filepath.Join(repo, ".git", "index")
+	good, err := os.ReadFile(index)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(index, good[:20], 0o644))
+	c := gitCommitter{root: ws, mode: func() Mode { return ModeAuto }}
+	before := c.Before(context.Background(), nil)
+	why, failed := before.Failed()
+	require.True(t, failed, "%v", before)
+	require.Contains(t, why, "index file smaller than expected")
+	require.NoError(t, os.WriteFile(index, good, 0o644))
+
+	head := git("rev-parse", "HEAD")
+	write("code.go", lines(40, map[int]string{2: "the user's edit", 38: "the run's change"}))
+	write("kept.txt", "v2 (the run)\n")
+	rep, err := c.Commit(context.Background(), workflows.CommitRequest{Message: "the run", Paths: []string{"code.go", "kept.txt"}, Before: before})
+	require.NoError(t, err)
+	require.Equal(t, workflows.NotCommitted, rep.Status, "%+v", rep)
+	require.Contains(t, rep.Reason, "your uncommitted work when the run started could not be recorded")
+	require.Equal(t, head, git("rev-parse", "HEAD"))
+	require.NotContains(t, git("show", "HEAD:./code.go"), "the user's edit")
+
+	// A run whose files are all as HEAD has them has nothing to refuse.
+	write("code.go", lines(40, nil))
+	write("kept.txt", "v1\n")
+	rep, err = c.Commit(context.Background(), workflows.CommitRequest{Message: "the run", Paths: []string{"code.go", "kept.txt"}, Before: before})
+	require.NoError(t, err)
+	require.True(t, rep.Unchanged, "%+v", rep)
+}

@@ -129,8 +129,25 @@ func (spec *CommitSpec) reaches(path string) bool {
 // in HEAD, or not a file: nothing of it can be told apart from the run's
 // part). A folder's entry ends with "/" (a repository nested in the
 // work tree, which git lists as its folder: every file in it); nil: no
-// record, a file is committed whole.
+// record (no repository, or no commit yet), a file is committed whole;
+// BeforeFailed: the record could not be made.
 type BeforeRun map[string]string
+
+// beforeFailedKey is the key of a record that could not be made (git
+// failed, or said what it was not expected to): its value says why. No
+// path is "".
+const beforeFailedKey = ""
+
+// BeforeFailed is the record of a run's start that could not be made,
+// and why. A commit given it commits nothing of a file the user could
+// have changed: nothing, as it cannot tell which they had.
+func BeforeFailed(why string) BeforeRun { return BeforeRun{beforeFailedKey: why} }
+
+// Failed says whether the record could not be made, and why.
+func (b BeforeRun) Failed() (string, bool) {
+	why, ok := b[beforeFailedKey]
+	return why, ok
+}
 
 // Values of a BeforeRun entry that are not blobs.
 const (
