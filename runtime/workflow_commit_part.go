@@ -245,7 +245,9 @@ func (c gitCommitter) userStage(ctx context.Context, head string, pt *part) stri
 	if err != nil || !clean {
 		return staged + "and the run's change to it does not merge with what you staged cleanly: commit it yourself"
 	}
-	blob, err := c.gitIn(ctx, nil, bytes.NewReader(merged), "hash-object", "-w", "--stdin", "--path", pt.path)
+	// The three were as git stores them: the merge is too, and is not
+	// cleaned again (a filter that is not idempotent would change it).
+	blob, err := c.gitIn(ctx, nil, bytes.NewReader(merged), "hash-object", "-w", "--stdin", "--no-filters")
 	if err != nil {
 		return fmt.Sprintf("its run's part could not be staged (git hash-object: %v: %s)", err, firstLineOf(blob))
 	}
@@ -322,7 +324,9 @@ func (c gitCommitter) runsPart(ctx context.Context, head, path, b string) (*part
 	if bytes.Equal(merged, []byte(ours)) {
 		return nil, "", nil // HEAD has the run's change already
 	}
-	blob, err := c.gitIn(ctx, nil, bytes.NewReader(merged), "hash-object", "-w", "--stdin", "--path", path)
+	// Merged from versions as git stores them (the working file's
+	// cleaned above): stored as it is, not cleaned a second time.
+	blob, err := c.gitIn(ctx, nil, bytes.NewReader(merged), "hash-object", "-w", "--stdin", "--no-filters")
 	if err != nil {
 		return nil, "", fmt.Errorf("git hash-object: %w: %s", err, firstLineOf(blob))
 	}

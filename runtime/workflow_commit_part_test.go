@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -411,4 +412,58 @@ func TestGitCommitterCommitsNothingOfTheUsersWhenTheRecordFailed(t *testing.T) {
 	rep, err = c.Commit(context.Background(), workflows.CommitRequest{Message: "the run", Paths: []string{"code.go", "kept.txt"}, Before: before})
 	require.NoError(t, err)
 	require.True(t, rep.Unchanged, "%+v", rep)
+}
+
+// The run's part of a file with a clean filter is committed as the
+// filter stores it, once: the merge is of versions as git stores them
+// (cleaned), and hashing the merge ran the clean filter on it again
+// (review31c #4). The filter here reverses each line (its smudge too), so
+// cleaning twice gives the working form, and HEAD held that.
+func TestGitCommitterCleansTheRunsPartOnce(t *testing.T) {
+	if _, err := exec.LookPath("rev"); err != nil {
+		t.Skip("no rev (util-linux) for the filter")
+	}
+	repo, ws, git := gitRepo(t)
+	git("config", "filter.rev.clean", "rev")
+	git("config", "filter.rev.smudge", "rev")
+	require.NoError(t, os.WriteFile(filepath.Join(repo, ".gitattributes"), []byte("*.go filter=rev\n"), 0o644))
+	rev := func(s string) string {
+		ls := strings.SplitAfter(s, "\n")
+		for i, l := range ls {
+			r := []rune(strings.TrimSuffix(l, "\n"))
+			slices.Reverse(r)
+			if strings.HasSuffix(l, "\n") {
+				ls[i] = string(r) + "\n"
+			} else {
+				ls[i] = string(r)
+			}
+		}
+		return strings.Join(ls, "")
+	}
+	write := func(name, content string) {
+		require.NoError(t, os.WriteFile(filepath.Join(ws, name), []byte(content), 0o644))
+	}
+	write("code.go", lines(40, nil))
+	write("staged.go", lines(40, nil))
+	git("add", "-A", "..")
+	git("commit", "-q", "-m", "code")
+	require.Equal(t, rev(lines(40, nil)), git("show", "HEAD:./code.go")+"\n", "stored reversed")
+
+	write("code.go", lines(40, map[int]string{2: "the user's edit"}))
+	write("staged.go", lines(40, map[int]string{2: "the user's edit"}))
+	git("add", "staged.go")
+	c := gitCommitter{root: ws, mode: func() Mode { return ModeAuto }}
+	before := c.Before(context.Background(), nil)
+	write("code.go", lines(40, map[int]string{2: "the user's edit", 38: "the run's change"}))
+	write("staged.go", lines(40, map[int]string{2: "the user's edit", 38: "the run's change"}))
+	rep, err := c.Commit(context.Background(), workflows.CommitRequest{Message: "the run", Paths: []string{"code.go", "staged.go"}, Before: before})
+	require.NoError(t, err)
+	require.Equal(t, workflows.Committed, rep.Status, "%+v", rep)
+	require.Empty(t, rep.LeftOut)
+	for _, f := range []string{"code.go", "staged.go"} {
+		require.Equal(t, rev(lines(40, map[int]string{38: "the run's change"})), git("show", "HEAD:./"+f)+"\n", f)
+	}
+	require.Equal(t, rev(lines(40, map[int]string{2: "the user's edit", 38: "the run's change"})), git("show", ":./staged.go")+"\n", "what the user staged, with the run's part")
+	require.Contains(t, git("diff", "--", "code.go"), "+"+rev("the user's edit"), "the user's edit, not committed")
+	require.NotContains(t, git("diff", "HEAD", "--", "code.go"), rev("the run's change"))
 }
