@@ -80,16 +80,21 @@ func (c gitCommitter) Preflight(ctx context.Context, req workflows.PreflightRequ
 }
 
 // inProgress says which git operation the work tree is in the middle of
-// (a merge, cherry-pick, revert, rebase or am), and that a commit must
+// (a merge, cherry-pick, revert, rebase or am, or a sequence of
+// cherry-picks or reverts paused between two), and that a commit must
 // wait for it: "" when none is, or when git cannot tell (a commit then
 // says what git says). A run's commit made then would take the
 // operation's state as its own: a merge commit whose tree lacks the
 // other branch's changes (history calling it merged), a cherry-picked
 // commit's author, and the state cleared.
 func (c gitCommitter) inProgress(ctx context.Context) string {
-	states := []struct{ path, what string }{
-		{"MERGE_HEAD", "merge"}, {"CHERRY_PICK_HEAD", "cherry-pick"}, {"REVERT_HEAD", "revert"},
-		{"rebase-merge", "rebase"}, {"rebase-apply", "rebase (or git am)"},
+	// sequencer/: a cherry-pick or revert of several commits, paused
+	// after a step the user resolved and committed (its _HEAD is gone
+	// then; git cherry-pick --continue picks the rest).
+	states := []struct{ path, what, finish string }{
+		{"MERGE_HEAD", "merge", "merge"}, {"CHERRY_PICK_HEAD", "cherry-pick", "cherry-pick"}, {"REVERT_HEAD", "revert", "revert"},
+		{"rebase-merge", "rebase", "rebase"}, {"rebase-apply", "rebase (or git am)", "rebase"},
+		{"sequencer", "cherry-pick or revert of several commits", "cherry-pick or revert (git cherry-pick --continue or --abort, git revert likewise)"},
 	}
 	args := []string{"rev-parse"}
 	for _, s := range states {
@@ -109,7 +114,7 @@ func (c gitCommitter) inProgress(ctx context.Context) string {
 			p = filepath.Join(c.root, p)
 		}
 		if _, err := os.Lstat(p); err == nil {
-			return fmt.Sprintf("a %s is in progress in the repository (%s exists): nothing is committed during it; finish or abort the %s first (git status says how), then run again", s.what, filepath.ToSlash(where[i]), strings.Fields(s.what)[0])
+			return fmt.Sprintf("a %s is in progress in the repository (%s exists): nothing is committed during it; finish or abort the %s first (git status says how), then run again", s.what, filepath.ToSlash(where[i]), s.finish)
 		}
 	}
 	return ""

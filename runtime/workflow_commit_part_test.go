@@ -467,3 +467,48 @@ func TestGitCommitterCleansTheRunsPartOnce(t *testing.T) {
 	require.Contains(t, git("diff", "--", "code.go"), "+"+rev("the user's edit"), "the user's edit, not committed")
 	require.NotContains(t, git("diff", "HEAD", "--", "code.go"), rev("the run's change"))
 }
+
+// A cherry-pick of several commits paused after a step the user resolved
+// and committed (CHERRY_PICK_HEAD gone, .git/sequencer/ left for git
+// cherry-pick --continue) is an operation in progress too: the run's
+// commit waits for it, and a base's preflight says so. It was not seen,
+// and the run's commit went between the picks.
+func TestGitCommitterCommitsNothingDuringAPausedSequence(t *testing.T) {
+	_, ws, git := gitRepo(t)
+	write := func(name, content string) {
+		require.NoError(t, os.WriteFile(filepath.Join(ws, name), []byte(content), 0o644))
+	}
+	git("switch", "-q", "-c", "other")
+	write("other.txt", "from other\n")
+	git("commit", "-q", "-am", "o1")
+	write("theirs.txt", "from other\n")
+	git("add", "theirs.txt")
+	git("commit", "-q", "-m", "o2")
+	git("switch", "-q", "main")
+	git("switch", "-q", "-c", "work")
+	write("other.txt", "on work\n")
+	git("commit", "-q", "-am", "w")
+	cmd := exec.Command("git", "cherry-pick", "other~1", "other")
+	cmd.Dir = ws
+	require.Error(t, cmd.Run(), "the first pick conflicts")
+	write("other.txt", "resolved\n")
+	git("add", "other.txt")
+	git("commit", "-q", "--no-edit")
+	gitDir := git("rev-parse", "--absolute-git-dir")
+	_, err := os.Lstat(filepath.Join(gitDir, "CHERRY_PICK_HEAD"))
+	require.ErrorIs(t, err, os.ErrNotExist)
+	_, err = os.Lstat(filepath.Join(gitDir, "sequencer"))
+	require.NoError(t, err, "the sequence is paused")
+
+	head := git("rev-parse", "HEAD")
+	c := gitCommitter{root: ws, mode: func() Mode { return ModeAuto }}
+	problems := c.Preflight(context.Background(), workflows.PreflightRequest{Base: "main"})
+	require.Len(t, problems, 1, "%v", problems)
+	require.Contains(t, problems[0], "git cherry-pick --continue")
+	write("kept.txt", "v2 (the run)\n")
+	rep, err := c.Commit(context.Background(), workflows.CommitRequest{Message: "the run", Paths: []string{"kept.txt"}})
+	require.NoError(t, err)
+	require.Equal(t, workflows.NotCommitted, rep.Status, "%+v", rep)
+	require.Contains(t, rep.Reason, "finish or abort")
+	require.Equal(t, head, git("rev-parse", "HEAD"))
+}
