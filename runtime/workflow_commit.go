@@ -228,13 +228,22 @@ func (c gitCommitter) Commit(ctx context.Context, req workflows.CommitRequest) (
 		}
 		paths = append([]string{"--"}, kept...)
 	}
+	// The tree the commit is to make, for madeAfterAll.
+	tree, err := c.treeOf(ctx, before, paths[1:])
+	if err != nil {
+		rep.Reason = fmt.Sprintf("the commit's tree could not be made (%v)", err)
+		if cancelled := ctx.Err(); cancelled != nil {
+			rep.Reason = fmt.Sprintf("the run was cancelled (%v) before this commit: nothing is committed", cancelled)
+		}
+		return rep, nil
+	}
 	// --only (implied by the paths): only these paths' contents, whatever
 	// else the index holds.
 	if out, err := git(append([]string{"commit", "--quiet", "--only", "-m", req.Message}, paths...)...); err != nil {
 		// git moves HEAD before its post-commit hook runs: stopped there
 		// (the run cancelled) it has made the commit, and calling it
 		// refused would have the run call it missed. The repository says.
-		if hash, made := c.madeAfterAll(ctx, before, paths[1:]); made {
+		if hash, made := c.madeAfterAll(ctx, before, tree); made {
 			rep.Status, rep.Commit = workflows.Committed, hash
 			rep.Reason = fmt.Sprintf("git was stopped (%v) after it made the commit: HEAD holds it", err)
 			return rep, nil
@@ -324,23 +333,31 @@ func (c gitCommitter) gitIn(ctx context.Context, env []string, in io.Reader, arg
 
 // madeAfterAll reports whether a git commit that failed made its commit
 // all the same, and its hash: HEAD moved from before ("" on an unborn
-// branch) to a commit whose parent is before and whose tree is the one
-// the commit was to make — before's tree with paths as the workspace has
-// them (what --only commits), built in an index of its own. It runs on
-// when ctx is cancelled: it reads what a cancelled commit left.
-func (c gitCommitter) madeAfterAll(ctx context.Context, before string, paths []string) (string, bool) {
-	ctx = context.WithoutCancel(ctx)
-	head, err := c.git(ctx, nil, "show", "-s", "--format=%H %T %P", "HEAD")
+// branch) to a commit whose parent is before and whose tree is tree, the
+// one the commit was to make, decided before git ran (a hook may change
+// the working files after git made the commit: a tree made from them
+// afterwards says "not made" of a commit made). Both ways of committing
+// (Commit's whole files, commitPart's run's part) decide by it. It runs
+// on when ctx is cancelled: it reads what a cancelled commit left.
+func (c gitCommitter) madeAfterAll(ctx context.Context, before, tree string) (string, bool) {
+	head, err := c.git(context.WithoutCancel(ctx), nil, "show", "-s", "--format=%H %T %P", "HEAD")
 	fields := strings.Fields(head)
-	if err != nil || len(fields) < 2 || fields[0] == before {
-		return "", false // HEAD did not move
+	if err != nil || len(fields) < 2 || fields[0] == before || fields[1] != tree {
+		return "", false // HEAD did not move, or not to the commit's tree
 	}
 	if parents := fields[2:]; !slices.Equal(parents, slices.DeleteFunc([]string{before}, func(s string) bool { return s == "" })) {
 		return "", false // not a commit made on before
 	}
+	return fields[0], true
+}
+
+// treeOf is the tree a commit of paths on before ("": an unborn branch)
+// makes: before's tree with paths as the workspace has them (what git
+// commit --only commits), built in an index of its own.
+func (c gitCommitter) treeOf(ctx context.Context, before string, paths []string) (string, error) {
 	index, err := os.CreateTemp("", "pixir-commit-index-*")
 	if err != nil {
-		return "", false
+		return "", err
 	}
 	index.Close()
 	os.Remove(index.Name()) // git writes a new index there, and removes nothing
@@ -350,17 +367,17 @@ func (c gitCommitter) madeAfterAll(ctx context.Context, before string, paths []s
 	if before == "" {
 		readTree = []string{"read-tree", "--empty"}
 	}
-	if _, err := c.git(ctx, env, readTree...); err != nil {
-		return "", false
+	if out, err := c.git(ctx, env, readTree...); err != nil {
+		return "", fmt.Errorf("git read-tree: %w: %s", err, firstLineOf(out))
 	}
-	if _, err := c.git(ctx, env, append([]string{"add", "--all", "--"}, paths...)...); err != nil {
-		return "", false
+	if out, err := c.git(ctx, env, append([]string{"add", "--all", "--"}, paths...)...); err != nil {
+		return "", fmt.Errorf("git add: %w: %s", err, firstLineOf(out))
 	}
 	tree, err := c.git(ctx, env, "write-tree")
-	if err != nil || strings.TrimSpace(tree) != fields[1] {
-		return "", false
+	if err != nil {
+		return "", fmt.Errorf("git write-tree: %w: %s", err, firstLineOf(tree))
 	}
-	return fields[0], true
+	return strings.TrimSpace(tree), nil
 }
 
 // nothingNew is the reason of a commit not made because the run's files

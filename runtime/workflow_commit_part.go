@@ -456,9 +456,8 @@ func (c gitCommitter) commitPart(ctx context.Context, req workflows.CommitReques
 	tree = strings.TrimSpace(tree)
 	if out, err := git(env, "commit", "--quiet", "-m", req.Message); err != nil {
 		// Made all the same (stopped in its post-commit hook)? HEAD says.
-		now, herr := c.git(context.WithoutCancel(ctx), nil, "show", "-s", "--format=%H %T %P", "HEAD")
-		if f := strings.Fields(now); herr == nil && len(f) == 3 && f[1] == tree && f[2] == head {
-			rep.Status, rep.Commit = workflows.Committed, f[0]
+		if hash, made := c.madeAfterAll(ctx, head, tree); made {
+			rep.Status, rep.Commit = workflows.Committed, hash
 			rep.Reason = fmt.Sprintf("git was stopped (%v) after it made the commit: HEAD holds it", err)
 			c.syncIndex(context.WithoutCancel(ctx), prefix, whole, parts)
 			return rep, nil

@@ -437,22 +437,28 @@ func TestGitCommitterMadeAfterAllNeedsTheIntendedTree(t *testing.T) {
 	c := gitCommitter{root: ws, mode: func() Mode { return ModeAuto }}
 	before := git("rev-parse", "HEAD")
 	require.NoError(t, os.WriteFile(filepath.Join(ws, "kept.txt"), []byte("v2\n"), 0o644))
-	_, made := c.madeAfterAll(context.Background(), before, []string{"kept.txt"})
+	tree, err := c.treeOf(context.Background(), before, []string{"kept.txt"})
+	require.NoError(t, err)
+	_, made := c.madeAfterAll(context.Background(), before, tree)
 	require.False(t, made, "HEAD did not move")
 
 	git("commit", "-q", "--allow-empty", "-m", "someone else's")
-	_, made = c.madeAfterAll(context.Background(), before, []string{"kept.txt"})
+	_, made = c.madeAfterAll(context.Background(), before, tree)
 	require.False(t, made, "a commit without the change")
 
 	git("commit", "-q", "-m", "the change", "--", "kept.txt")
-	_, made = c.madeAfterAll(context.Background(), before, []string{"kept.txt"})
+	_, made = c.madeAfterAll(context.Background(), before, tree)
 	require.False(t, made, "the change, but not on before")
-	hash, made := c.madeAfterAll(context.Background(), git("rev-parse", "HEAD^"), []string{"kept.txt"})
+	tree, err = c.treeOf(context.Background(), git("rev-parse", "HEAD^"), []string{"kept.txt"})
+	require.NoError(t, err)
+	hash, made := c.madeAfterAll(context.Background(), git("rev-parse", "HEAD^"), tree)
 	require.True(t, made)
 	require.Equal(t, git("rev-parse", "HEAD"), hash)
 
 	require.NoError(t, os.WriteFile(filepath.Join(ws, "other.txt"), []byte("v2\n"), 0o644))
-	_, made = c.madeAfterAll(context.Background(), git("rev-parse", "HEAD^"), []string{"kept.txt", "other.txt"})
+	tree, err = c.treeOf(context.Background(), git("rev-parse", "HEAD^"), []string{"kept.txt", "other.txt"})
+	require.NoError(t, err)
+	_, made = c.madeAfterAll(context.Background(), git("rev-parse", "HEAD^"), tree)
 	require.False(t, made, "a path the commit was to hold is not as HEAD has it")
 }
 
@@ -511,4 +517,73 @@ func TestGitCommitterPreflightNamesEachProblem(t *testing.T) {
 	t.Run("files alone need no repository", func(t *testing.T) {
 		require.Empty(t, check(t.TempDir(), workflows.PreflightRequest{}))
 	})
+}
+
+// A commit git made and was then stopped in is made whatever its
+// post-commit hook did to the working files meanwhile: the commit of
+// whole files decided "made after all" by the tree the working files
+// would give after the fact, so a hook that changed a committed file
+// (a version stamp, a formatter) before the run was cancelled had the
+// made commit reported not made, and a resumed run commit again. The
+// commit of a run's part decided by the tree it had built, and both
+// decide so now (one check, madeAfterAll). Real git, a real hook that
+// writes to the committed file, tells the test it has (a fifo) and
+// waits until the test has cancelled and git is gone.
+func TestGitCommitterMadeAfterAllWhateverAHookWroteAfterTheCommit(t *testing.T) {
+	for _, part := range []bool{false, true} {
+		t.Run(fmt.Sprintf("part=%v", part), func(t *testing.T) {
+			repo, ws, git := gitRepo(t)
+			write := func(name, content string) {
+				require.NoError(t, os.WriteFile(filepath.Join(ws, name), []byte(content), 0o644))
+			}
+			write("code.go", lines(40, nil))
+			git("add", "-A")
+			git("commit", "-q", "-m", "code")
+			c := gitCommitter{root: ws, mode: func() Mode { return ModeAuto }}
+			var rec workflows.BeforeRun
+			if part {
+				write("code.go", lines(40, map[int]string{2: "the user's edit"}))
+				rec = c.Before(context.Background(), nil)
+				require.NotNil(t, rec)
+			}
+			write("code.go", lines(40, map[int]string{2: map[bool]string{false: "line x", true: "the user's edit"}[part], 38: "the run's change"}))
+			write("kept.txt", "v2\n")
+
+			fifos := t.TempDir()
+			started, release := filepath.Join(fifos, "started"), filepath.Join(fifos, "release")
+			require.NoError(t, unix.Mkfifo(started, 0o600))
+			require.NoError(t, unix.Mkfifo(release, 0o600))
+			grace := gitStopGrace
+			gitStopGrace = time.Hour
+			t.Cleanup(func() { gitStopGrace = grace })
+			script := fmt.Sprintf("#!/bin/sh\ntrap '' TERM\necho stamped >> '%s'\necho $PPID > '%s'\nread line < '%s'\n", filepath.Join(ws, "kept.txt"), started, release)
+			require.NoError(t, os.WriteFile(filepath.Join(repo, ".git", "hooks", "post-commit"), []byte(script), 0o755))
+			before := git("rev-parse", "HEAD")
+
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			type result struct {
+				rep workflows.CommitReport
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				rep, err := c.Commit(ctx, workflows.CommitRequest{Message: "the run", Paths: []string{"code.go", "kept.txt"}, Before: rec})
+				done <- result{rep, err}
+			}()
+			said, err := os.ReadFile(started)
+			require.NoError(t, err)
+			gitPID, err := strconv.Atoi(strings.TrimSpace(string(said)))
+			require.NoError(t, err)
+			cancel()
+			require.NoError(t, sandboxtest.AwaitExit([]int{gitPID}))
+			require.NoError(t, os.WriteFile(release, nil, 0))
+			got := <-done
+			require.NoError(t, got.err)
+			require.Equal(t, workflows.Committed, got.rep.Status, got.rep.Reason)
+			require.Equal(t, git("rev-parse", "HEAD"), got.rep.Commit)
+			require.Equal(t, before, git("rev-parse", "HEAD^"))
+			require.Equal(t, "v2", git("show", "HEAD:./kept.txt"))
+		})
+	}
 }
