@@ -114,6 +114,34 @@ type BeforeRecorder interface {
 	Before(ctx context.Context, reach func(path string) bool) BeforeRun
 }
 
+// recordBefore is the record of the user's uncommitted work for the run's
+// commit, made before any step changes the workspace (and kept in the
+// run's workflow_started): the commit takes only the run's part of a file
+// they changed too. A resumed run takes the record of the run it resumes,
+// made before that run's steps (whose work it reuses) changed anything:
+// a record made now would take that work for the user's, and it was
+// committed whole, the user's edits with it. When that run made none (a
+// Log of an older Pixir, or a workflow without a commit then), the
+// record is BeforeFailed: nothing of a file the user could have changed
+// is committed. nil: no commit, or no recorder.
+func (r *runner) recordBefore() *BeforeRun {
+	rec, ok := r.committer.(BeforeRecorder)
+	switch {
+	case r.w.ResumeFrom != "" && r.prior != nil && r.prior.Before != nil:
+		return r.prior.Before // carried on: a resume of this run finds it too
+	case !ok || r.w.Commit == nil:
+		return nil
+	case r.w.ResumeFrom != "":
+		b := BeforeFailed(fmt.Sprintf("the run this one resumes (%s) kept no record of it", r.w.ResumeFrom))
+		return &b
+	}
+	b := rec.Before(r.ctx, r.w.Commit.reaches)
+	if b == nil {
+		b = BeforeRun{} // made, and nothing in it: an empty record, not an absent one
+	}
+	return &b
+}
+
 // reaches says whether a commit of spec could take path: not Pixir's own
 // state (.pixir/), nor what spec excludes.
 func (spec *CommitSpec) reaches(path string) bool {

@@ -500,3 +500,83 @@ func TestTheRecordBeforeARunReachesWhatItsCommitCanTake(t *testing.T) {
 		require.Equal(t, want, spec.reaches(path), path)
 	}
 }
+
+// recordingCommitter is a fakeCommitter that records the user's work at a
+// run's start (BeforeRecorder): rec, each time it is asked.
+type recordingCommitter struct {
+	fakeCommitter
+	rec   BeforeRun
+	asked int
+}
+
+func (f *recordingCommitter) Before(context.Context, func(string) bool) BeforeRun {
+	f.asked++
+	return f.rec
+}
+
+// A run resumed after its process was killed commits with the record of
+// the user's work made when the run it resumes started, read from the Log
+// (its workflow_started): a record made at the resume would take the
+// reused steps' work for the user's, and none was made, so a file the
+// user had changed was committed whole, their edits with the run's. A
+// resume of the resumed run finds it too; a run resumed from one that
+// kept no record (an older Pixir's Log) commits nothing of the user's.
+func TestAResumedRunCommitsWithTheRecordOfTheRunItResumes(t *testing.T) {
+	const spec = `{"commit": {"message": "feat: add"}, "steps": [
+	  {"id": "code", "task": "t", "write_set": ["src/**"], "workspace_mode": "shared"},
+	  {"id": "look", "task": "t", "depends_on": ["code"]}]}`
+	lookFails := true
+	sim := newSim(func(step string) childPlan {
+		switch {
+		case step == "code":
+			return childPlan{dur: 5, changes: &tools.FileChanges{Changed: []string{"src/a.go"}}}
+		case step == "look" && lookFails:
+			return childPlan{dur: 5, status: tools.SubagentFailed}
+		}
+		return childPlan{dur: 5}
+	})
+	// The Log as a new process reads it: written and read back.
+	reload := func() {
+		for k, ev := range sim.events {
+			b, err := ev.AppendJSON(nil)
+			require.NoError(t, err)
+			var back WorkflowEvent
+			require.NoError(t, json.Unmarshal(b, &back))
+			sim.events[k] = back
+		}
+	}
+	atStart := BeforeRun{"src/a.go": "1111111111111111111111111111111111111111", "src/new.go": BeforeUnknown}
+	fc := &recordingCommitter{rec: atStart}
+	p, err := Prepare(mustParse(t, spec), Ports{Agents: sim, Children: sim, Evidence: sim, Committer: fc})
+	require.NoError(t, err)
+	first := p.Run(context.Background(), RunOptions{WorkflowID: "wf-1", Now: fixedClock(), waiting: sim.waiting})
+	require.Equal(t, StatusPartial, first.Status)
+	require.Equal(t, 1, fc.asked)
+	require.Equal(t, &atStart, sim.events[0].Before, "kept in the run's workflow_started")
+
+	lookFails = false
+	for k, id := range []string{"wf-2", "wf-3"} {
+		reload()
+		fc.rec = BeforeRun{"src/a.go": "2222222222222222222222222222222222222222"} // the run's work, taken for the user's
+		w := mustParse(t, spec)
+		w.ResumeFrom = []string{"wf-1", "wf-2"}[k]
+		p, err = Prepare(w, Ports{Agents: sim, Children: sim, Evidence: sim, Committer: fc})
+		require.NoError(t, err)
+		out := p.Run(context.Background(), RunOptions{WorkflowID: id, Now: fixedClock(), waiting: sim.waiting})
+		require.Equal(t, StatusCompleted, out.Status, out.Output)
+		require.Equal(t, 1, fc.asked, "no record made at the resume")
+		require.Equal(t, CommitRequest{Message: "feat: add", Paths: []string{"src/a.go"}, Before: atStart}, fc.reqs[len(fc.reqs)-1], id)
+	}
+
+	// A run resumed from one that kept no record: the record says so.
+	sim.events[0].Before = nil
+	reload()
+	w := mustParse(t, spec)
+	w.ResumeFrom = "wf-1"
+	p, err = Prepare(w, Ports{Agents: sim, Children: sim, Evidence: sim, Committer: fc})
+	require.NoError(t, err)
+	p.Run(context.Background(), RunOptions{WorkflowID: "wf-4", Now: fixedClock(), waiting: sim.waiting})
+	why, failed := fc.reqs[len(fc.reqs)-1].Before.Failed()
+	require.True(t, failed)
+	require.Contains(t, why, "the run this one resumes (wf-1) kept no record")
+}

@@ -43,6 +43,12 @@ type WorkflowEvent struct {
 
 	// workflow_started: the normalised spec.
 	Workflow *Workflow `json:"workflow,omitempty"`
+	// workflow_started: the record of the user's uncommitted work when the
+	// run started (of a resumed run, the record of the run it resumes),
+	// for its commit: a run resumed after a kill takes only the run's part
+	// of a file the user had changed too. Absent: no record was made (the
+	// workflow has no commit, or the Log is of an older Pixir).
+	Before *BeforeRun `json:"before,omitempty"`
 
 	// The step, and its run (check-plan#2, make[3]; a plain step's run is
 	// its id).

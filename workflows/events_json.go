@@ -49,6 +49,9 @@ func (e *WorkflowEvent) AppendJSON(b []byte) ([]byte, error) {
 	if e.Workflow != nil {
 		b = nested(b, `,"workflow":`, e.Workflow)
 	}
+	if e.Before != nil {
+		b = nested(b, `,"before":`, e.Before)
+	}
 	b = str(b, `,"step_id":`, e.StepID)
 	b = str(b, `,"run":`, e.Run)
 	b = num(b, `,"wave":`, int64(e.Wave))

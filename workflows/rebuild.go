@@ -17,9 +17,11 @@ type foldedRun struct {
 	byRun map[string]*foldedStepRun
 	// loops are the loop runs' outcomes (loop_finished) and, for those
 	// that never finished, the last iteration started.
-	loops     []*LoopOutcome
-	byLoop    map[string]*LoopOutcome
-	finished  *WorkflowEvent
+	loops    []*LoopOutcome
+	byLoop   map[string]*LoopOutcome
+	finished *WorkflowEvent
+	// before is its workflow_started's record of the user's work.
+	before    *BeforeRun
 	commit    *CommitReport
 	commits   []CommitReport  // each of several commits (commit.commits), in order
 	iterDone  map[string]bool // iterations their loop decided: plan-review#2, escalation#1.2
@@ -52,7 +54,7 @@ func fold(events []WorkflowEvent) []foldedRun {
 			if ev.Workflow == nil {
 				continue
 			}
-			r := &foldedRun{id: ev.WorkflowID, w: ev.Workflow, byRun: map[string]*foldedStepRun{}, byLoop: map[string]*LoopOutcome{},
+			r := &foldedRun{id: ev.WorkflowID, w: ev.Workflow, before: ev.Before, byRun: map[string]*foldedStepRun{}, byLoop: map[string]*LoopOutcome{},
 				iterDone: map[string]bool{}, whenSeen: map[string][]ConditionSeen{}, stepsByID: map[string]*Step{}}
 			for i := range ev.Workflow.Steps {
 				r.stepsByID[ev.Workflow.Steps[i].ID] = &ev.Workflow.Steps[i]

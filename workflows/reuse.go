@@ -23,6 +23,9 @@ type Reuse struct {
 	// process ended mid-merge): their Runs outcome is the one before the
 	// merge, and reusing them merges their child again.
 	Merging map[string]bool
+	// Before is the record of the user's work when that run started
+	// (its workflow_started's): nil when it made none.
+	Before *BeforeRun
 }
 
 // Reusable finds, in a session's workflow events, the run w resumes from.
@@ -43,7 +46,7 @@ func Reusable(events []WorkflowEvent, w *Workflow) (*Reuse, error) {
 			Message: fmt.Sprintf("resume_from: there is no workflow %q in this session's Log; earlier runs: %s", w.ResumeFrom, orNone(known))}
 		return nil, &tools.Failure{Kind: tools.ErrInvalidArgs, Message: p.Message, Details: ValidationDetails{Problems: []Problem{p}}}
 	}
-	r := &Reuse{From: prior.id, Runs: map[string]StepOutcome{}, Finished: prior.iterDone, Steps: prior.stepsByID, Merging: map[string]bool{}}
+	r := &Reuse{From: prior.id, Runs: map[string]StepOutcome{}, Finished: prior.iterDone, Steps: prior.stepsByID, Merging: map[string]bool{}, Before: prior.before}
 	for _, sr := range prior.runs {
 		switch o := sr.outcome; {
 		case o != nil && (o.AgentID != "" || o.ReusedFrom != ""):

@@ -112,18 +112,17 @@ func run(ctx context.Context, p *Prepared, opt RunOptions) Outcome {
 			panic(p)
 		}
 	}()
-	r.record(WorkflowEvent{Kind: EventWorkflowStarted, Workflow: w})
 	r.s.heads.rank = r.s.headKey
 	r.s.root = r.newFrame(0, nil, 0, nil, nil, 0)
-	if why := r.preflight(); why != "" {
+	why := r.preflight()
+	started := WorkflowEvent{Kind: EventWorkflowStarted, Workflow: w, Before: r.recordBefore()}
+	if started.Before != nil {
+		r.before = *started.Before
+	}
+	r.record(started)
+	if why != "" {
 		// Nothing starts: every step is held, naming why.
 		r.s.stopped = why
-	} else if rec, ok := r.committer.(BeforeRecorder); ok && w.Commit != nil && w.ResumeFrom == "" {
-		// The user's uncommitted work, before any step changes the
-		// workspace: the commit takes only the run's part of a file
-		// they changed too. (A resumed run's record would hold the work
-		// of the runs it reuses: it commits files whole.)
-		r.before = rec.Before(r.ctx, w.Commit.reaches)
 	}
 	r.drain()
 	r.dispatch(ctx)
