@@ -243,9 +243,13 @@ type turnView struct {
 
 	stamp bool // timestamp progress lines: stderr is not a terminal
 
-	mu       sync.Mutex
-	text     strings.Builder
-	midLine  bool // stdout's last line is not ended
+	mu      sync.Mutex
+	text    strings.Builder
+	midLine bool // stdout's last line is not ended, on the terminal stderr is on
+	// shared: stdout and stderr are terminals (one, as a rule): a line on
+	// stderr ends the answer's line first. Otherwise stdout holds the
+	// answer byte for byte: a file, a pipe.
+	shared   bool
 	newMsg   bool // the next text starts another message
 	calls    int
 	failed   int
@@ -267,6 +271,7 @@ type turnView struct {
 
 func newTurnView(out *runOutput) *turnView {
 	v := &turnView{out: out, titles: map[string]string{}, stamp: !isTerminal(out.stderr)}
+	v.shared = !v.stamp && isTerminal(out.stdout)
 	if !out.json && !v.stamp {
 		v.stopTicker, v.tickerDone = make(chan struct{}), make(chan struct{})
 		go v.tick()
@@ -477,7 +482,7 @@ func (v *turnView) write(s string) {
 	v.text.WriteString(s)
 	if !v.out.json {
 		fmt.Fprint(v.out.stdout, s)
-		v.midLine = !strings.HasSuffix(s, "\n")
+		v.midLine = v.shared && !strings.HasSuffix(s, "\n")
 	}
 }
 
