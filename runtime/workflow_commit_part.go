@@ -33,7 +33,8 @@ import (
 // (workflows.BeforeFailed), and a commit given it commits nothing: no
 // record there meant "commit whole", the user's edits with the run's. Only the
 // paths reach allows are recorded (nil: all): a file no commit of the run
-// can take is neither read nor copied.
+// can take is neither read nor copied. Of those, only the files copy
+// allows (nil: all) are copied; the others are BeforeUnread.
 //
 // A read_only session writes nothing into the repository: its record
 // says which files the user had changed without copying them (each
@@ -45,7 +46,7 @@ import (
 // the repository's objects (a 100 MB file took seconds, and its size
 // again on disk): it is recorded BeforeUnread, and a run that changes it
 // leaves it out of the commit (merge-file refuses a binary one anyway).
-func (c gitCommitter) Before(ctx context.Context, reach func(path string) bool) workflows.BeforeRun {
+func (c gitCommitter) Before(ctx context.Context, reach, copy func(path string) bool) workflows.BeforeRun {
 	readOnly := c.mode() == ModeReadOnly
 	if _, err := c.git(ctx, nil, "rev-parse", "--verify", "--quiet", "HEAD"); err != nil {
 		return nil
@@ -105,7 +106,7 @@ func (c gitCommitter) Before(ctx context.Context, reach func(path string) bool) 
 		case errors.Is(err, fs.ErrNotExist):
 			rec[p] = workflows.BeforeAbsent
 		case err == nil && fi.Mode().IsRegular() && !strings.ContainsAny(c.root+p, "\n\r"):
-			if readOnly || fi.Size() > beforeMaxSize || binaryFile(filepath.Join(c.root, filepath.FromSlash(p))) {
+			if readOnly || (copy != nil && !copy(p)) || fi.Size() > beforeMaxSize || binaryFile(filepath.Join(c.root, filepath.FromSlash(p))) {
 				rec[p] = workflows.BeforeUnread
 				continue
 			}
@@ -261,7 +262,7 @@ func (c gitCommitter) userStage(ctx context.Context, head string, pt *part) stri
 func (c gitCommitter) runsPart(ctx context.Context, head, path, b string) (*part, string, error) {
 	const yours = "you had changed it before the run, not committed, "
 	if b == workflows.BeforeUnread {
-		return nil, yours + "and no copy of it was kept (it is binary or over 8 MiB, or the run started read_only): the run's part cannot be told apart from yours; commit it yourself", nil
+		return nil, yours + "and no copy of it was kept (it is binary or over 8 MiB, no step's write set names it, or the run started read_only): the run's part cannot be told apart from yours; commit it yourself", nil
 	}
 	if b == workflows.BeforeUnknown {
 		return nil, yours + "and it is not in HEAD (or not a file): the run's part cannot be told apart from yours; commit it yourself", nil

@@ -53,7 +53,7 @@ func TestGitCommitterCommitsOnlyTheRunsPartOfAFileTheUserChanged(t *testing.T) {
 	git("add", "other.txt")
 	write("mine.txt", "the user's new file\n")
 	c := gitCommitter{root: ws, mode: func() Mode { return ModeAuto }}
-	before := c.Before(context.Background(), nil)
+	before := c.Before(context.Background(), nil, nil)
 	require.Len(t, before, 4, "%v", before)
 	require.Equal(t, workflows.BeforeUnknown, before["mine.txt"])
 	require.Len(t, before["code.go"], 40, "a blob")
@@ -133,7 +133,7 @@ func TestGitCommitterCommitsNothingDuringAMergeOrRebase(t *testing.T) {
 			// The run changes a file the user had changed (its part), and
 			// another whole.
 			write("code.go", lines(40, map[int]string{2: "the user's edit"}))
-			before := c.Before(context.Background(), nil)
+			before := c.Before(context.Background(), nil, nil)
 			write("code.go", lines(40, map[int]string{2: "the user's edit", 38: "the run's change"}))
 			write("kept.txt", "v2 (the run)\n")
 			for _, paths := range [][]string{{"code.go", "kept.txt"}, {"kept.txt"}} {
@@ -163,7 +163,7 @@ func TestGitCommitterCommitsTheRunsFilesInAFolderTheUserMade(t *testing.T) {
 	write("gen/old.txt", "the user's file\n")
 	require.NoError(t, os.Mkdir(filepath.Join(ws, "empty"), 0o755))
 	c := gitCommitter{root: ws, mode: func() Mode { return ModeAuto }}
-	before := c.Before(context.Background(), nil)
+	before := c.Before(context.Background(), nil, nil)
 
 	write("gen/old.txt", "the user's file\nand the run's line\n")
 	write("gen/new.txt", "the run's\n")
@@ -211,18 +211,32 @@ func TestGitCommitterRecordsTheUsersWorkWithoutWritingTheirs(t *testing.T) {
 	// nor copied.
 	write("gone.txt", "the user's edit of an excluded file\n")
 	c := gitCommitter{root: ws, mode: func() Mode { return ModeAuto }}
-	rec := c.Before(context.Background(), func(p string) bool { return p != "gone.txt" })
+	rec := c.Before(context.Background(), func(p string) bool { return p != "gone.txt" }, nil)
 	require.NotContains(t, rec, "gone.txt")
 	require.Contains(t, rec, "kept.txt")
 	require.Error(t, exec.Command("git", "-C", ws, "cat-file", "-e", git("hash-object", "gone.txt")).Run(), "no copy of gone.txt")
 
+	// A file no step of the run may write (copy says no) is named, not
+	// copied: the commit leaves it out, whatever becomes of it.
+	write("kept.txt", "the user's second edit\n")
 	had := objects()
+	named := c.Before(context.Background(), func(p string) bool { return p != "gone.txt" }, func(p string) bool { return p != "kept.txt" })
+	require.Equal(t, workflows.BeforeUnread, named["kept.txt"])
+	require.Equal(t, had, objects(), "nothing copied")
+	require.Error(t, exec.Command("git", "-C", ws, "cat-file", "-e", git("hash-object", "kept.txt")).Run(), "no copy of kept.txt")
+	write("kept.txt", "the user's edit\nand the run's\n")
+	rep, err := c.Commit(context.Background(), workflows.CommitRequest{Message: "the run", Paths: []string{"kept.txt"}, Before: named})
+	require.NoError(t, err)
+	require.Equal(t, workflows.NotCommitted, rep.Status)
+	require.Contains(t, rep.LeftOut[0].Reason, "no step's write set names it")
+	write("kept.txt", "the user's edit\n")
+
 	readOnly := gitCommitter{root: ws, mode: func() Mode { return ModeReadOnly }}
-	seen := readOnly.Before(context.Background(), nil)
+	seen := readOnly.Before(context.Background(), nil, nil)
 	require.Equal(t, had, objects(), "read_only: nothing written")
 	require.Equal(t, workflows.BeforeUnread, seen["kept.txt"], "read_only: the user's file named, not copied")
 
-	before := c.Before(context.Background(), nil)
+	before := c.Before(context.Background(), nil, nil)
 	require.Equal(t, workflows.BeforeUnread, before["bin.dat"])
 	require.Equal(t, workflows.BeforeUnread, before["big.txt"])
 	require.Len(t, before["kept.txt"], 40)
@@ -234,7 +248,7 @@ func TestGitCommitterRecordsTheUsersWorkWithoutWritingTheirs(t *testing.T) {
 	}
 
 	write("bin.dat", "\x00\x01the user's edit and the run's")
-	rep, err := c.Commit(context.Background(), workflows.CommitRequest{Message: "the run", Paths: []string{"bin.dat"}, Before: before})
+	rep, err = c.Commit(context.Background(), workflows.CommitRequest{Message: "the run", Paths: []string{"bin.dat"}, Before: before})
 	require.NoError(t, err)
 	require.Equal(t, workflows.NotCommitted, rep.Status)
 	require.Len(t, rep.LeftOut, 1)
@@ -264,7 +278,7 @@ func TestGitCommitterKeepsTheRunsPartInWhatTheUserStaged(t *testing.T) {
 	git("add", "clash.go")
 	write("clash.go", lines(40, nil))
 	c := gitCommitter{root: ws, mode: func() Mode { return ModeAuto }}
-	before := c.Before(context.Background(), nil)
+	before := c.Before(context.Background(), nil, nil)
 
 	write("code.go", lines(40, map[int]string{2: "the user's staged edit", 10: "the user's edit", 38: "the run's change"}))
 	write("clash.go", lines(40, map[int]string{30: "the run's change"}))
@@ -301,7 +315,7 @@ func TestGitCommitterCommitsTheRunsPartOfACRLFFile(t *testing.T) {
 
 	write("code.go", crlf(lines(40, map[int]string{2: "the user's edit"})))
 	c := gitCommitter{root: ws, mode: func() Mode { return ModeAuto }}
-	before := c.Before(context.Background(), nil)
+	before := c.Before(context.Background(), nil, nil)
 	write("code.go", crlf(lines(40, map[int]string{2: "the user's edit", 38: "the run's change"})))
 	rep, err := c.Commit(context.Background(), workflows.CommitRequest{Message: "the run", Paths: []string{"code.go"}, Before: before})
 	require.NoError(t, err)
@@ -337,7 +351,7 @@ func TestGitCommitterLeavesTheUsersEditOutWhateverTheirConfigOrMode(t *testing.T
 			write("code.go", lines(40, map[int]string{2: "the user's edit"}))
 			mode := Mode(tc.startMode)
 			c := gitCommitter{root: ws, mode: func() Mode { return mode }}
-			before := c.Before(context.Background(), nil)
+			before := c.Before(context.Background(), nil, nil)
 			mode = ModeAuto // session/set_mode during the run
 			write("code.go", lines(40, map[int]string{2: "the user's edit", 38: "the run's change"}))
 			_, err := c.Commit(context.Background(), workflows.CommitRequest{Message: "the run", Paths: []string{"code.go"}, Before: before})
@@ -363,7 +377,7 @@ func TestGitCommitterKeepsAModeTheUserStaged(t *testing.T) {
 	git("update-index", "--chmod=+x", "code.go")
 	require.NoError(t, os.WriteFile(path, []byte(lines(40, map[int]string{2: "the user's edit"})), 0o755))
 	c := gitCommitter{root: ws, mode: func() Mode { return ModeAuto }}
-	before := c.Before(context.Background(), nil)
+	before := c.Before(context.Background(), nil, nil)
 	require.NoError(t, os.WriteFile(path, []byte(lines(40, map[int]string{2: "the user's edit", 38: "the run's change"})), 0o755))
 	_, err := c.Commit(context.Background(), workflows.CommitRequest{Message: "the run", Paths: []string{"code.go"}, Before: before})
 	require.NoError(t, err)
@@ -390,7 +404,7 @@ func TestGitCommitterCommitsNothingOfTheUsersWhenTheRecordFailed(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(index, good[:20], 0o644))
 	c := gitCommitter{root: ws, mode: func() Mode { return ModeAuto }}
-	before := c.Before(context.Background(), nil)
+	before := c.Before(context.Background(), nil, nil)
 	why, failed := before.Failed()
 	require.True(t, failed, "%v", before)
 	require.Contains(t, why, "index file smaller than expected")
@@ -453,7 +467,7 @@ func TestGitCommitterCleansTheRunsPartOnce(t *testing.T) {
 	write("staged.go", lines(40, map[int]string{2: "the user's edit"}))
 	git("add", "staged.go")
 	c := gitCommitter{root: ws, mode: func() Mode { return ModeAuto }}
-	before := c.Before(context.Background(), nil)
+	before := c.Before(context.Background(), nil, nil)
 	write("code.go", lines(40, map[int]string{2: "the user's edit", 38: "the run's change"}))
 	write("staged.go", lines(40, map[int]string{2: "the user's edit", 38: "the run's change"}))
 	rep, err := c.Commit(context.Background(), workflows.CommitRequest{Message: "the run", Paths: []string{"code.go", "staged.go"}, Before: before})

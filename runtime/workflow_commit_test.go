@@ -543,7 +543,7 @@ func TestGitCommitterMadeAfterAllWhateverAHookWroteAfterTheCommit(t *testing.T) 
 			var rec workflows.BeforeRun
 			if part {
 				write("code.go", lines(40, map[int]string{2: "the user's edit"}))
-				rec = c.Before(context.Background(), nil)
+				rec = c.Before(context.Background(), nil, nil)
 				require.NotNil(t, rec)
 			}
 			write("code.go", lines(40, map[int]string{2: map[bool]string{false: "line x", true: "the user's edit"}[part], 38: "the run's change"}))

@@ -509,7 +509,7 @@ type recordingCommitter struct {
 	asked int
 }
 
-func (f *recordingCommitter) Before(context.Context, func(string) bool) BeforeRun {
+func (f *recordingCommitter) Before(context.Context, func(string) bool, func(string) bool) BeforeRun {
 	f.asked++
 	return f.rec
 }
@@ -579,4 +579,22 @@ func TestAResumedRunCommitsWithTheRecordOfTheRunItResumes(t *testing.T) {
 	why, failed := fc.reqs[len(fc.reqs)-1].Before.Failed()
 	require.True(t, failed)
 	require.Contains(t, why, "the run this one resumes (wf-1) kept no record")
+}
+
+// The record copies only the files a step may write (its write set): a
+// commit takes nothing else. Every file when a fan-out's write set
+// depends on its items.
+func TestTheRecordCopiesWhatAStepMayWrite(t *testing.T) {
+	w := mustParse(t, `{"commit": {"message": "m"}, "steps": [
+	  {"id": "code", "task": "t", "write_set": ["src/**"], "workspace_mode": "shared"},
+	  {"id": "docs", "task": "t", "write_set": ["docs/*.md"], "depends_on": ["code"]},
+	  {"id": "look", "task": "t", "depends_on": ["docs"]}]}`)
+	writable := w.writable()
+	for path, want := range map[string]bool{"src/a.go": true, "src/x/y.go": true, "docs/a.md": true, "docs/x/a.md": false, "README.md": false, "a.go": false} {
+		require.Equal(t, want, writable(path), path)
+	}
+	w = mustParse(t, `{"commit": {"message": "m"}, "steps": [
+	  {"id": "split", "task": "t", "output_schema": {"type": "object", "properties": {"tasks": {"type": "array", "items": {"type": "object", "properties": {"files": {"type": "array", "items": {"type": "string"}}}}}}}},
+	  {"id": "make", "task": "do it", "depends_on": ["split"], "for_each": {"step": "split", "path": "/tasks"}, "write_set": ["${item.files}"]}]}`)
+	require.Nil(t, w.writable(), "a write set known only as the fan-out runs")
 }
