@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -78,4 +79,53 @@ match = 'spawn'
 		_, err := os.Stat(filepath.Join(e.ws, name))
 		require.ErrorIs(t, err, fs.ErrNotExist, "%s was written after the session was switched to read_only", name)
 	}
+}
+
+// pixir resume without --mode keeps the session's mode: a session left
+// read_only is not widened to auto by a resume that did not ask (before,
+// --mode's default was set on it, and the resumed turn wrote the file),
+// nor does it run a workflow; --mode auto given says so, and is kept.
+func TestResumeKeepsTheSessionsModeWithoutModeFlag(t *testing.T) {
+	e := newRunEnv(t)
+	script := e.file("script.toml", `
+[[rule]]
+match = 'write'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "write"
+  arguments = { path = "out.txt", content = "written\n" }
+  [[rule.reply]]
+  text = "{{output .ToolResult}}"
+
+[[rule]]
+  [[rule.reply]]
+  text = "hello"
+`)
+	wf := e.file("wf.json", `{"steps":[{"id":"w","task":"write","write_set":["out.txt"]}]}`)
+	_, stderr, code := e.pixir("run", "--script", script, "--mode", "read_only", "hello")
+	require.Equal(t, 0, code, stderr)
+	sid := regexp.MustCompile(`pixir: session ([0-9a-f-]{8,}) `).FindStringSubmatch(stderr)[1]
+
+	stdout, stderr, code := e.pixir("resume", "--script", script, sid, "write it")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, "permission_denied")
+	require.Contains(t, stderr, "pixir: session "+sid+" is in read_only mode, as it was left; --mode auto (or ask) changes it")
+	_, err := os.Stat(filepath.Join(e.ws, "out.txt"))
+	require.ErrorIs(t, err, fs.ErrNotExist, "a resume without --mode wrote in a read_only session")
+
+	_, stderr, code = e.pixir("resume", "--script", script, "--workflow", wf, sid)
+	require.Equal(t, 1, code, stderr)
+	require.Contains(t, stderr, "read_only mode does not allow")
+	_, err = os.Stat(filepath.Join(e.ws, "out.txt"))
+	require.ErrorIs(t, err, fs.ErrNotExist)
+
+	_, stderr, code = e.pixir("resume", "--script", script, "--mode", "auto", sid, "write it")
+	require.Equal(t, 0, code, stderr)
+	require.NotContains(t, stderr, "as it was left")
+	b, err := os.ReadFile(filepath.Join(e.ws, "out.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "written\n", string(b))
+	_, stderr, code = e.pixir("resume", "--script", script, sid, "hello again")
+	require.Equal(t, 0, code, stderr)
+	require.NotContains(t, stderr, "as it was left", "the session is in auto mode now")
 }

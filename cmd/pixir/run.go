@@ -53,7 +53,11 @@ func (o *runOptions) register(fs *flag.FlagSet, resume bool) {
 		fs.BoolVar(&o.dryRun, "dry-run", false, "with --workflow: validate it and print the waves it would run; start nothing, write nothing")
 	}
 	fs.BoolVar(&o.asJSON, "json", false, "print the final result envelope as JSON on stdout")
-	fs.StringVar(&o.mode, "mode", "auto", "permission mode: auto, ask (the terminal asks y/n/always) or read_only")
+	if resume {
+		fs.StringVar(&o.mode, "mode", "", "permission mode: auto, ask (the terminal asks y/n/always) or read_only (default: the session's own, as it was left)")
+	} else {
+		fs.StringVar(&o.mode, "mode", "auto", "permission mode: auto, ask (the terminal asks y/n/always) or read_only")
+	}
 	fs.StringVar(&o.cwd, "cwd", "", "the workspace (default: the current directory)")
 	fs.BoolVar(&o.verbose, "verbose", false, "log debug details on stderr")
 }
@@ -101,6 +105,9 @@ func parseRunCommand(name, usage string, resume bool, args []string, stdout, std
 	}
 	var err error
 	c.rest, c.out = rest, newRunOutput(stdout, stderr, c.o.asJSON)
+	if resume && !flagGiven(fs, "mode") {
+		return c, exitOK, false // the session's own mode, as it was left (openSession)
+	}
 	if c.mode, err = parseMode(c.o.mode); err != nil {
 		return c, c.out.usage(err), true
 	}
@@ -144,6 +151,12 @@ func runResume(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return c.out.usage(errors.New(`give the session id and a prompt, or a workflow: pixir resume SESSION_ID "what next", or pixir resume SESSION_ID --workflow FILE (pixir sessions lists the ids)`))
 	}
 	return runPrompt(c.o, c.mode, c.rest[0], c.rest[1], stdin, c.out)
+}
+
+// flagGiven reports whether the command line set the flag name.
+func flagGiven(fs *flag.FlagSet, name string) (given bool) {
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }
 
 func parseMode(s string) (runtime.Mode, error) {
@@ -232,7 +245,11 @@ func runPrompt(o runOptions, mode runtime.Mode, id, prompt string, stdin io.Read
 }
 
 // openSession starts a session in dir, or reopens session id there, in
-// mode. Damage found in a reopened session's Log is said on stderr.
+// mode; a reopened session without one (pixir resume without --mode) keeps
+// its own, which stderr names when it is not auto: a session left
+// read_only (by --mode or an editor's session/set_mode) must not be
+// widened by a resume that did not ask. Damage found in a reopened
+// session's Log is said on stderr.
 func openSession(rt *runtime.Runtime, id, dir string, mode runtime.Mode, stderr io.Writer) (*runtime.Session, error) {
 	var sess *runtime.Session
 	var err error
@@ -259,6 +276,12 @@ func openSession(rt *runtime.Runtime, id, dir string, mode runtime.Mode, stderr 
 	}
 	if err != nil {
 		return nil, err
+	}
+	if mode == "" {
+		if m := sess.Mode(); m != runtime.ModeAuto {
+			fmt.Fprintf(stderr, "pixir: session %s is in %s mode, as it was left; --mode auto (or ask) changes it\n", inspect.ShortID(dir, sess.ID()), m)
+		}
+		return sess, nil
 	}
 	return sess, sess.SetMode(mode)
 }
@@ -355,9 +378,10 @@ func runWorkflowFile(o runOptions, mode runtime.Mode, id string, stdin io.Reader
 	if !dryRun && w.ResumeFrom != "" && id == "" {
 		return out.usage(errors.New("resume_from names a run of an earlier session: pixir resume SESSION_ID --workflow FILE --resume-from WORKFLOW_ID"))
 	}
+	readOnly := &tools.Failure{Kind: tools.ErrPermissionDenied,
+		Message: "a workflow starts Subagents, which read_only mode does not allow; use --dry-run to plan it, or --mode auto or ask"}
 	if !dryRun && mode == runtime.ModeReadOnly {
-		return out.refuse(&tools.Failure{Kind: tools.ErrPermissionDenied,
-			Message: "a workflow starts Subagents, which read_only mode does not allow; use --dry-run to plan it, or --mode auto or ask"})
+		return out.refuse(readOnly)
 	}
 	if !dryRun {
 		if err := requireKey(o.pf); err != nil {
@@ -382,6 +406,9 @@ func runWorkflowFile(o runOptions, mode runtime.Mode, id string, stdin io.Reader
 	sess, err := openSession(rt, id, dir, mode, out.stderr)
 	if err != nil {
 		return out.openFailed(err)
+	}
+	if sess.Mode() == runtime.ModeReadOnly { // a resumed session's own
+		return out.refuse(readOnly)
 	}
 	// The live view draws with control sequences of its own, so it writes
 	// to the terminal itself; it makes what it shows inert.
