@@ -178,9 +178,12 @@ func (s *httpStream) roundTrip(ctx context.Context, method string, id json.RawMe
 	}
 	switch mediaType(resp) {
 	case "application/json":
-		msg, err := io.ReadAll(resp.Body)
+		msg, err := io.ReadAll(io.LimitReader(resp.Body, int64(maxMessage)+1))
 		if err != nil {
 			return fmt.Errorf("reading the answer to %q: %w", method, err)
+		}
+		if len(msg) > maxMessage {
+			return tooLarge(fmt.Sprintf("the answer to %q", method))
 		}
 		s.queue(ctx, msg)
 		return nil
@@ -231,7 +234,7 @@ type sseState struct {
 // whether one of them was the answer to the call with id (nil: the GET
 // stream, which answers none).
 func (s *httpStream) readEvents(ctx context.Context, body io.Reader, id json.RawMessage, st *sseState) (answered bool, err error) {
-	r := bufio.NewReaderSize(body, 64<<10)
+	r := bufio.NewReaderSize(&lineLimit{r: body, what: "a line of its event stream"}, 64<<10)
 	var data []byte
 	event := ""
 	var eventID *string // the id field of the event being read, if any
@@ -258,6 +261,9 @@ func (s *httpStream) readEvents(ctx context.Context, body io.Reader, id json.Raw
 			} else if v, ok := field(line, "data"); ok {
 				if data != nil {
 					data = append(data, '\n')
+				}
+				if len(data)+len(v) > maxMessage {
+					return answered, tooLarge("an event it sent")
 				}
 				data = append(data, v...)
 			} else if v, ok := field(line, "event"); ok {

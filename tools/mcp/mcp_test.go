@@ -479,3 +479,31 @@ func TestProgressReachesTheCaller(t *testing.T) {
 	// SDK's http server waiting for the call at session close.
 	require.Equal(t, "cancelled steps", hs.next(t))
 }
+
+// A message over the limit is refused, not held: a stdio server that sends
+// one is stopped, with the reason in its notice (reading on, its line
+// would have taken Pixir's memory); an http server's call fails, and the
+// server goes on, whether it answers with JSON or an event stream.
+func TestAMessageOverTheLimitIsRefused(t *testing.T) {
+	was := maxMessage
+	t.Cleanup(func() { maxMessage = was }) // after the servers' Cleanup
+	maxMessage = 64 << 10                  // below big's 96 KiB
+	rec := newRecorder()
+	stream := newHTTPServer(t)
+	plain := newHTTPServerOpts(t, nil, &sdk.StreamableHTTPOptions{JSONResponse: true})
+	s := startReady(t, []ServerConfig{stdioConfig(t, "local"), {Name: "web", URL: stream.URL}, {Name: "json", URL: plain.URL}}, rec.options(t))
+
+	res := call(t, byName(t, s, "mcp__local__big"), `{}`)
+	require.False(t, res.OK)
+	require.Equal(t, tools.ErrInternal, res.Error.Kind)
+	n := <-rec.notices
+	require.Equal(t, "local", n.Server)
+	require.Contains(t, n.Title, `MCP server "local" stopped (a message it sent is over 64 KiB, more than Pixir takes from an MCP server); its `)
+
+	for _, name := range []string{"web", "json"} {
+		res = call(t, byName(t, s, "mcp__"+name+"__big"), `{}`)
+		require.False(t, res.OK, name)
+		require.Contains(t, res.Error.Message, "is over 64 KiB, more than Pixir takes from an MCP server", name)
+		require.True(t, call(t, byName(t, s, "mcp__"+name+"__echo"), `{"text":"still here"}`).OK, name)
+	}
+}

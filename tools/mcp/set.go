@@ -490,13 +490,15 @@ func (srv *server) fail(detail string) {
 // wanted it: its tools are withdrawn and the user is told.
 func (srv *server) died(log *slog.Logger) {
 	reason := "its connection closed"
-	if err := srv.session.stream.ended(); err != nil {
-		reason = err.Error()
+	ours := srv.session.stream.ended()
+	if ours != nil {
+		reason = ours.Error()
 	}
 	if srv.proc != nil {
 		// Its output ended: it is exiting, or gone. stop reaps it (and
-		// ends one that closed its stdout but lingers).
-		exitedAlone := srv.proc.waitExit(exitGrace)
+		// ends one that closed its stdout but lingers, or that Pixir
+		// stopped reading).
+		exitedAlone := ours == nil && srv.proc.waitExit(exitGrace)
 		srv.proc.stop()
 		if exitedAlone {
 			reason = srv.proc.exitReason()

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sourcegraph/jsonrpc2"
@@ -25,6 +27,24 @@ const (
 // stderrTailLimit bounds what is kept of a server's stderr, to say why it
 // failed.
 const stderrTailLimit = 2 << 10
+
+// maxMessage bounds one message from a server: a line of a stdio server's
+// stdout, an http answer or event. What the model and the editor are shown
+// of a result is cut far below it (64 KiB a part, media over 512 KiB
+// named), while a message is held whole, about five times over, while it
+// is decoded: a server that sends without end (a runaway log on stdout, a
+// result of gigabytes) would otherwise take Pixir's memory with it. A
+// variable for the tests.
+var maxMessage = 64 << 20
+
+// tooLarge is the error of a message over maxMessage.
+func tooLarge(what string) error {
+	size := fmt.Sprintf("%d MiB", maxMessage>>20)
+	if maxMessage < 1<<20 {
+		size = fmt.Sprintf("%d KiB", maxMessage>>10)
+	}
+	return fmt.Errorf("%s is over %s, %w", what, size, errTooLarge)
+}
 
 // process is a stdio server: its own process group (so that what it starts
 // ends with it), our ends of its three pipes, and the tail of its stderr.
@@ -43,6 +63,9 @@ type process struct {
 
 	mu   sync.Mutex
 	tail []byte
+
+	out      *lineLimit   // stdout, as its one reader reads it
+	overflow atomic.Value // the error that ended reading stdout, when a line was over maxMessage
 }
 
 // startProcess starts cfg's command in dir. Its stdout carries MCP; its
@@ -94,7 +117,8 @@ func startProcess(cfg ServerConfig, dir string, log *slog.Logger) (p *process, e
 	outW.Close()
 	errW.Close()
 
-	p = &process{cmd: cmd, stdin: inW, stdout: outR, stderr: errR, exited: make(chan struct{}), stderrDone: make(chan struct{})}
+	p = &process{cmd: cmd, stdin: inW, stdout: outR, stderr: errR, exited: make(chan struct{}), stderrDone: make(chan struct{}),
+		out: &lineLimit{r: outR, what: "a message it sent"}}
 	p.wg.Add(2)
 	go func() {
 		defer p.wg.Done()
@@ -207,21 +231,73 @@ func (p *process) waitExit(d time.Duration) bool {
 // a line. Closing it stops the process.
 type stdioStream struct {
 	jsonrpc2.ObjectStream
+	p *process
 }
 
 func (p *process) stream() stdioStream {
-	return stdioStream{jsonrpc2.NewPlainObjectStream(pipes{p})}
+	return stdioStream{jsonrpc2.NewPlainObjectStream(pipes{p}), p}
 }
 
 func (stdioStream) callEnded(uint64)        {}
 func (stdioStream) callFailed(uint64) error { return nil }
 func (stdioStream) negotiated(string)       {}
-func (stdioStream) ended() error            { return nil }
+
+// ended says why the connection ended when Pixir ended it: a message over
+// maxMessage.
+func (s stdioStream) ended() error {
+	if err, ok := s.p.overflow.Load().(error); ok {
+		return err
+	}
+	return nil
+}
 
 // pipes are the process's stdout and stdin; closing them stops the process.
 type pipes struct{ p *process }
 
-func (c pipes) Read(b []byte) (int, error)  { return c.p.stdout.Read(b) }
+// Read reads stdout, and ends it with an error when a line (a message)
+// runs over maxMessage.
+func (c pipes) Read(b []byte) (int, error) {
+	if err, ok := c.p.overflow.Load().(error); ok {
+		return 0, err
+	}
+	n, err := c.p.out.Read(b)
+	if errors.Is(err, errTooLarge) {
+		c.p.overflow.Store(err)
+	}
+	return n, err
+}
+
+// errTooLarge is the error of a message over maxMessage.
+var errTooLarge = errors.New("more than Pixir takes from an MCP server")
+
+// lineLimit reads r, and fails once a line (one message of a stdio
+// server, one line of an event stream) runs over maxMessage.
+type lineLimit struct {
+	r    io.Reader
+	line int // bytes since the last newline
+	what string
+}
+
+func (l *lineLimit) Read(b []byte) (int, error) {
+	n, err := l.r.Read(b)
+	for chunk := b[:n]; ; {
+		i := bytes.IndexByte(chunk, '\n')
+		if i < 0 {
+			l.line += len(chunk)
+			break
+		}
+		if l.line+i > maxMessage {
+			l.line += i
+			break
+		}
+		l.line, chunk = 0, chunk[i+1:]
+	}
+	if l.line > maxMessage {
+		return 0, tooLarge(l.what)
+	}
+	return n, err
+}
+
 func (c pipes) Write(b []byte) (int, error) { return c.p.stdin.Write(b) }
 func (c pipes) Close() error {
 	c.p.stop()
