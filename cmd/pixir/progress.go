@@ -148,9 +148,10 @@ func (o *runOutput) turn(res runtime.TurnOutcome, next sessionNext) int {
 // session's id, shortened to what a person types, and the commands that
 // go on with it, ready to paste.
 type sessionNext struct {
-	short    string // the id's shortest unique start (inspect.ShortID)
-	cwd      string // the --cwd the run was given, repeated in the commands
-	workflow string // the --workflow file, for a retry
+	short    string   // the id's shortest unique start (inspect.ShortID)
+	cwd      string   // the --cwd the run was given, repeated in the commands
+	workflow string   // the --workflow file, for a retry
+	sets     []string // its --set name=value arguments (a template's), repeated in a retry
 }
 
 func (n sessionNext) print(w io.Writer) {
@@ -173,7 +174,11 @@ func (n sessionNext) actions(w io.Writer, out workflows.Outcome) {
 	if len(out.SafeNextActions) == 0 {
 		return
 	}
-	retry := fmt.Sprintf("pixir resume%s %s --workflow %s --resume-from %s", n.cwdFlag(), n.short, shellQuote(n.workflow), out.WorkflowID)
+	var sets strings.Builder
+	for _, set := range n.sets {
+		sets.WriteString(" --set " + shellQuote(set))
+	}
+	retry := fmt.Sprintf("pixir resume%s %s --workflow %s%s --resume-from %s", n.cwdFlag(), n.short, shellQuote(n.workflow), sets.String(), out.WorkflowID)
 	fmt.Fprintln(w, "\nNext:")
 	retried := false
 	for _, a := range out.SafeNextActions {
@@ -197,6 +202,8 @@ func (n sessionNext) actions(w io.Writer, out workflows.Outcome) {
 			switch {
 			case out.StoppedBy == workflows.StoppedBudget:
 				fmt.Fprintf(w, "- the budget was spent before %s started: raise it (the run's: budget in %s, or workflow_tokens or workflow_cost in [budget] of config.toml; the session's: session_tokens or session_cost there), then run only what is left:\n    %s\n", steps, n.workflow, retry)
+			case strings.HasPrefix(out.StoppedBy, workflows.StoppedPreflight):
+				fmt.Fprintf(w, "- no step started: the checks before the first one failed (said above); fix what they found, then run it:\n    %s\n", retry)
 			case retried:
 				fmt.Fprintf(w, "- %s never started: the same command runs them once what they wait for is checkpoint_ready\n", steps)
 			default:

@@ -456,7 +456,7 @@ func runWorkflowFile(o runOptions, mode runtime.Mode, id string, stdin io.Reader
 	if !outcome.Usage.IsZero() {
 		fmt.Fprintf(out.stderr, "pixir: usage: %s\n", outcome.Usage)
 	}
-	next := sessionNext{short: inspect.ShortID(dir, sess.ID()), cwd: o.cwd, workflow: o.workflow}
+	next := sessionNext{short: inspect.ShortID(dir, sess.ID()), cwd: o.cwd, workflow: o.workflow, sets: o.sets}
 	code := out.workflow(outcome, next)
 	next.print(out.stderr)
 	return code

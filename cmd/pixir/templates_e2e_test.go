@@ -262,3 +262,34 @@ func TestPixirWorkflowsFitsEightyColumns(t *testing.T) {
 	// The name column is as wide as the longest name, not the longest --set line.
 	require.Regexp(t, `(?m)^review +\.pixir/workflows/review\.yaml +Review one issue`, stdout)
 }
+
+// The command a partial template run prints to go on with it repeats its
+// --set arguments: it was `pixir resume ID --workflow planned --resume-from
+// WF`, which the template refused for its missing parameter (exit 64). A
+// run stopped by the checks before its first step says to fix what they
+// found (found by qa32w).
+func TestTheResumeCommandOfATemplateRunRepeatsItsArguments(t *testing.T) {
+	e, home := templateEnv(t)
+	require.NoError(t, os.WriteFile(filepath.Join(e.ws, ".pixir/workflows/planned.yaml"),
+		[]byte("params: {dir: {type: string}, note: {type: string, default: x}}\ncommit: {message: notes, requires: [\"${dir}/PLAN.md\"]}\nsteps: [{id: write, task: \"Write notes into ${dir}.\", write_set: [\"${dir}/**\"]}]\n"), 0o644))
+	stdout, stderr, code := e.pixirAtHome(home, "run", "--workflow", "planned", "--set", "dir=notes", "--set", "note=two words")
+	require.Equal(t, exitError, code, stderr)
+	require.Contains(t, stdout, "- no step started: the checks before the first one failed (said above); fix what they found, then run it:\n")
+	var resume string
+	for l := range strings.Lines(stdout) {
+		if strings.HasPrefix(l, "    pixir resume ") {
+			resume = strings.TrimSpace(l)
+		}
+	}
+	require.Contains(t, resume, " --workflow planned --set dir=notes --set 'note=two words' --resume-from wf-", stdout)
+
+	require.NoError(t, os.MkdirAll(filepath.Join(e.ws, "notes"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(e.ws, "notes", "PLAN.md"), []byte("plan\n"), 0o644))
+	args := strings.Fields(strings.Replace(strings.TrimPrefix(resume, "pixir "), "'note=two words'", "note=two\x00words", 1))
+	for i := range args {
+		args[i] = strings.ReplaceAll(args[i], "\x00", " ")
+	}
+	stdout, stderr, code = e.pixirAtHome(home, args...)
+	require.NotEqual(t, exitUsage, code, stderr)
+	require.Contains(t, stdout, "| write |", stdout+stderr)
+}
