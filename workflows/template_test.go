@@ -596,3 +596,41 @@ func TestAKeyWrittenTwiceIsAnError(t *testing.T) {
 		require.NoError(t, err, tc.text)
 	}
 }
+
+// TestAMergeKeyMergesItsMappings: YAML's merge key (<<: *defaults, or a
+// list of them) puts the named mappings' keys into the step, a key written
+// in the step winning, the first merge winning over a later one; it was
+// read as a key named "<<", and the step was refused for it ("unknown key
+// "<<"") (found by qa32w).
+func TestAMergeKeyMergesItsMappings(t *testing.T) {
+	text := `steps:
+  - &reader
+    id: survey
+    agent: explorer
+    task: look
+    timeout_ms: 1000
+  - &writer {id: w0, task: x, write_set: ["docs/**"], timeout_ms: 5}
+  - <<: *reader
+    id: again
+    timeout_ms: 2000
+  - <<: [*writer, *reader]
+    id: both
+`
+	raw, err := DecodeFile("w.yaml", []byte(text))
+	require.NoError(t, err)
+	require.JSONEq(t, `{"steps": [
+		{"id": "survey", "agent": "explorer", "task": "look", "timeout_ms": 1000},
+		{"id": "w0", "task": "x", "write_set": ["docs/**"], "timeout_ms": 5},
+		{"agent": "explorer", "task": "look", "id": "again", "timeout_ms": 2000},
+		{"task": "x", "write_set": ["docs/**"], "timeout_ms": 5, "agent": "explorer", "id": "both"}]}`, string(raw))
+	require.True(t, strings.Index(string(raw), `"agent":"explorer","task":"look","id":"again"`) > 0, "merged keys stand where << was: %s", raw)
+
+	_, err = DecodeFile("w.yaml", []byte("steps:\n  - <<: [a, b]\n    id: x\n"))
+	se, ok := errors.AsType[*SyntaxError](err)
+	require.True(t, ok, "%v", err)
+	require.Equal(t, 2, se.Line)
+	require.Contains(t, se.Msg, "the merge key << takes a mapping")
+	// A key written twice is still refused, a merged one is not.
+	_, err = DecodeFile("w.yaml", []byte("steps:\n  - &a {id: a, task: t}\n  - <<: *a\n    id: b\n    id: c\n"))
+	require.ErrorContains(t, err, `key "id" is written twice`)
+}

@@ -392,26 +392,19 @@ func yamlToJSON(buf *bytes.Buffer, n *yaml.Node) error {
 	case yaml.AliasNode:
 		return yamlToJSON(buf, n.Alias)
 	case yaml.MappingNode:
+		pairs, err := mappingPairs(n, 0)
+		if err != nil {
+			return err
+		}
 		buf.WriteByte('{')
-		seen := make(map[string]int, len(n.Content)/2)
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k := n.Content[i]
-			if k.Kind != yaml.ScalarNode {
-				return fmt.Errorf("line %d: a key must be a string, not a %s", k.Line, kindName(k))
-			}
-			// YAML requires a mapping's keys to be unique, and JSON would keep
-			// the last: a second steps: would drop the first list unsaid.
-			if first, dup := seen[k.Value]; dup {
-				return &SyntaxError{Line: k.Line, Msg: fmt.Sprintf("key %q is written twice in one mapping (first at line %d); keep one", k.Value, first)}
-			}
-			seen[k.Value] = k.Line
+		for i, p := range pairs {
 			if i > 0 {
 				buf.WriteByte(',')
 			}
-			key, _ := json.Marshal(k.Value)
+			key, _ := json.Marshal(p.k.Value)
 			buf.Write(key)
 			buf.WriteByte(':')
-			if err := yamlToJSON(buf, n.Content[i+1]); err != nil {
+			if err := yamlToJSON(buf, p.v); err != nil {
 				return err
 			}
 		}
@@ -441,6 +434,79 @@ func yamlToJSON(buf *bytes.Buffer, n *yaml.Node) error {
 		return fmt.Errorf("line %d: unexpected YAML", n.Line)
 	}
 	return nil
+}
+
+// yamlPair is a key of a mapping and its value.
+type yamlPair struct{ k, v *yaml.Node }
+
+// mappingPairs are the keys and values of mapping n as written, each merge
+// key (<<: *defaults, or a list of them) replaced by the pairs of the
+// mappings it names that no key written in n, nor an earlier merge, sets.
+// A key written twice in n is an error: YAML requires a mapping's keys to
+// be unique, and JSON would keep the last (a second steps: would drop the
+// first list unsaid).
+func mappingPairs(n *yaml.Node, depth int) ([]yamlPair, error) {
+	if depth > 32 {
+		return nil, &SyntaxError{Line: n.Line, Msg: "merge keys (<<) nested more than 32 deep"}
+	}
+	written := make(map[string]int, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i]
+		if isMergeKey(k) {
+			continue
+		}
+		if k.Kind != yaml.ScalarNode {
+			return nil, fmt.Errorf("line %d: a key must be a string, not a %s", k.Line, kindName(k))
+		}
+		if first, dup := written[k.Value]; dup {
+			return nil, &SyntaxError{Line: k.Line, Msg: fmt.Sprintf("key %q is written twice in one mapping (first at line %d); keep one", k.Value, first)}
+		}
+		written[k.Value] = k.Line
+	}
+	merged := map[string]bool{}
+	pairs := make([]yamlPair, 0, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if !isMergeKey(k) {
+			pairs = append(pairs, yamlPair{k, v})
+			continue
+		}
+		sources := []*yaml.Node{v}
+		if d := dealias(v); d.Kind == yaml.SequenceNode {
+			sources = d.Content
+		}
+		for _, src := range sources {
+			m := dealias(src)
+			if m.Kind != yaml.MappingNode {
+				return nil, &SyntaxError{Line: k.Line, Msg: fmt.Sprintf("the merge key << takes a mapping (<<: *defaults) or a list of them, not a %s", kindName(m))}
+			}
+			from, err := mappingPairs(m, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			for _, p := range from {
+				if _, set := written[p.k.Value]; set || merged[p.k.Value] {
+					continue
+				}
+				merged[p.k.Value] = true
+				pairs = append(pairs, p)
+			}
+		}
+	}
+	return pairs, nil
+}
+
+// isMergeKey reports whether k is YAML's merge key: << unquoted.
+func isMergeKey(k *yaml.Node) bool {
+	return k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge"
+}
+
+// dealias is the node an alias names (n itself when it is none).
+func dealias(n *yaml.Node) *yaml.Node {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	return n
 }
 
 func kindName(n *yaml.Node) string {
