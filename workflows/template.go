@@ -424,7 +424,16 @@ func (t *Template) ParseArgValue(name, text string) (any, error) {
 		}
 		return nil, fmt.Errorf("template %s has no parameter %q; its parameters: %s", t.Name, name, t.Signature())
 	}
-	if p.Type == "" || p.Type == "string" {
+	if p.Type == "string" {
+		return text, nil
+	}
+	if p.Type == "" {
+		// Without a type, the text as it is, unless the parameter's schema
+		// refuses it and takes it read as JSON: {enum: [1, 2, 3]},
+		// {const: true}, {type: [integer, "null"]} could not be given at all.
+		if v, err := decodeValue([]byte(text)); err == nil && !p.accepts(text) && p.accepts(v) {
+			return v, nil
+		}
 		return text, nil
 	}
 	v, err := decodeValue([]byte(text))
@@ -432,6 +441,12 @@ func (t *Template) ParseArgValue(name, text string) (any, error) {
 		return nil, fmt.Errorf("parameter %s is %s: %q is not a JSON %s (%w)", name, p.Type, text, p.Type, err)
 	}
 	return v, nil
+}
+
+// accepts reports whether v is a value of the parameter's schema.
+func (p Param) accepts(v any) bool {
+	sch, err := tools.CompileSchema("parameter "+p.Name, p.Schema)
+	return err == nil && len(sch.ValidateValue(normalizeNumbers(v))) == 0
 }
 
 // checkReferences lists the template's bad ${…} references: undeclared

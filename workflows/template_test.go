@@ -634,3 +634,46 @@ func TestAMergeKeyMergesItsMappings(t *testing.T) {
 	_, err = DecodeFile("w.yaml", []byte("steps:\n  - &a {id: a, task: t}\n  - <<: *a\n    id: b\n    id: c\n"))
 	require.ErrorContains(t, err, `key "id" is written twice`)
 }
+
+// TestASetValueOfAParameterWithoutATypeIsReadAsItsSchemaTakesIt: --set of a
+// parameter without a type is its text, unless the schema refuses the text
+// and takes it read as JSON; level=2 for {enum: [1, 2, 3]} was the string
+// "2", refused with "value must be one of 1, 2, 3", and such a parameter
+// could not be given at all (found by qa32w).
+func TestASetValueOfAParameterWithoutATypeIsReadAsItsSchemaTakesIt(t *testing.T) {
+	tpl := mustTemplate(t, `params:
+  level: {enum: [1, 2, 3]}
+  on: {const: true}
+  n: {type: [integer, "null"], default: null}
+  word: {enum: ["1", two]}
+  any: {}
+steps:
+  - id: a
+    task: ${level} ${on} ${n} ${word} ${any}
+`)
+	for _, tc := range []struct {
+		name, text string
+		want       any
+	}{
+		{"level", "2", json.Number("2")},
+		{"level", "4", "4"}, // neither: the text, which the schema then refuses
+		{"on", "true", true},
+		{"n", "5", json.Number("5")},
+		{"n", "null", nil},
+		{"word", "1", "1"}, // the text is taken: it is one of the enum
+		{"word", "two", "two"},
+		{"any", "[1]", "[1]"},
+	} {
+		v, err := tpl.ParseArgValue(tc.name, tc.text)
+		require.NoError(t, err, tc.name)
+		if n, ok := v.(json.Number); ok {
+			require.Equal(t, tc.want, n, tc.name+"="+tc.text)
+			continue
+		}
+		require.Equal(t, tc.want, v, tc.name+"="+tc.text)
+	}
+	v, err := tpl.ParseArgValue("level", "2")
+	require.NoError(t, err)
+	_, err = tpl.Instantiate(map[string]any{"level": v, "on": true, "word": "two", "any": "x"})
+	require.NoError(t, err)
+}
