@@ -44,7 +44,8 @@ type Item struct {
 	Kind string `json:"kind"`
 	// Path is workspace-relative, slash-separated.
 	Path string `json:"path"`
-	// Bytes is the size of its files.
+	// Bytes is the room it takes on disk (its files' and folders' blocks,
+	// as du counts them): what removing it frees.
 	Bytes int64 `json:"bytes"`
 	// LastWrite is when anything in it was last written.
 	LastWrite time.Time `json:"last_write"`
@@ -109,10 +110,10 @@ func Collect(root string, olderThan time.Duration, now time.Time, dryRun bool) (
 		if err != nil {
 			continue // gone meanwhile
 		}
-		it := Item{Kind: KindSessionLog, Path: "sessions/" + e.Name(), Bytes: fi.Size(), LastWrite: fi.ModTime()}
+		it := Item{Kind: KindSessionLog, Path: "sessions/" + e.Name(), Bytes: diskBytes(fi), LastWrite: fi.ModTime()}
 		if isLog {
 			if mi, err := os.Lstat(filepath.Join(state, "sessions", id+".json")); err == nil && mi.Mode().IsRegular() {
-				it.Bytes += mi.Size()
+				it.Bytes += diskBytes(mi)
 				if mi.ModTime().After(it.LastWrite) {
 					it.LastWrite = mi.ModTime()
 				}
@@ -371,7 +372,8 @@ func readDir(dir string) ([]os.DirEntry, error) {
 }
 
 // lastWrite is the latest modification time in a child's folder and the
-// size of its files. A running child writes its Log (beside its snapshot)
+// room it takes on disk (diskBytes of every entry, the folder's own
+// included). A running child writes its Log (beside its snapshot)
 // with every step, so the folder's Logs and the folder itself say when it
 // was last in use; the snapshot's own files keep the times they were
 // copied with, so they are counted for their size only.
@@ -382,9 +384,7 @@ func lastWrite(dir string) (time.Time, int64) {
 		last = fi.ModTime()
 	}
 	count := func(p string, fi fs.FileInfo) {
-		if fi.Mode().IsRegular() {
-			bytes += fi.Size()
-		}
+		bytes += diskBytes(fi)
 		if filepath.Dir(p) == dir && fi.ModTime().After(last) {
 			last = fi.ModTime() // the child's Log, base, workspace folder
 		}
