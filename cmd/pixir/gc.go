@@ -41,7 +41,16 @@ func runGC(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "pixir gc:", err)
 		return exitUsage
 	}
-	rep, err := cleanup.Collect(dir, time.Duration(age), time.Now(), *dryRun)
+	line := func(verb string, it cleanup.Item) {
+		fmt.Fprintf(stdout, "%s %s (%s, %s, last written %s)\n", verb, it.Path, it.Kind, bytesText(it.Bytes), it.LastWrite.Local().Format("2006-01-02 15:04"))
+	}
+	var each func(cleanup.Item)
+	if !*asJSON {
+		// Each removal is said when it is done: a workflow's snapshots
+		// take minutes to remove, and nothing else would show meanwhile.
+		each = func(it cleanup.Item) { line("remove", it) }
+	}
+	rep, err := cleanup.CollectEach(dir, time.Duration(age), time.Now(), *dryRun, each)
 	if err != nil {
 		fmt.Fprintln(stderr, "pixir gc:", err)
 		return exitError
@@ -52,12 +61,12 @@ func runGC(args []string, stdout, stderr io.Writer) int {
 			return exitError
 		}
 	} else {
-		verb, did := "remove", "Removed"
+		did := "Removed"
 		if *dryRun {
-			verb, did = "would remove", "Would remove"
-		}
-		for _, it := range rep.Removed {
-			fmt.Fprintf(stdout, "%s %s (%s, %s, last written %s)\n", verb, it.Path, it.Kind, bytesText(it.Bytes), it.LastWrite.Local().Format("2006-01-02 15:04"))
+			did = "Would remove"
+			for _, it := range rep.Removed {
+				line("would remove", it)
+			}
 		}
 		fmt.Fprintf(stdout, "%s %s, %s; kept %d written in the last %s", did, plural.Of(len(rep.Removed), "item", "items"), bytesText(rep.Freed), rep.Kept, age.String())
 		switch rep.InUse {

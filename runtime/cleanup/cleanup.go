@@ -75,6 +75,14 @@ type Report struct {
 // folders nothing wrote to for olderThan before now; with dryRun it only
 // reports them.
 func Collect(root string, olderThan time.Duration, now time.Time, dryRun bool) (Report, error) {
+	return CollectEach(root, olderThan, now, dryRun, nil)
+}
+
+// CollectEach is Collect calling removed (when not nil) with each item
+// once it is removed, as it goes: removing a workflow's snapshots can take
+// minutes, and a caller can say what is done meanwhile. A dry run calls it
+// for none.
+func CollectEach(root string, olderThan time.Duration, now time.Time, dryRun bool, removed func(Item)) (Report, error) {
 	rep := Report{Workspace: root, DryRun: dryRun, OlderThanMS: olderThan.Milliseconds(), Removed: []Item{}}
 	if olderThan < 0 {
 		return rep, errors.New("the age must not be negative")
@@ -258,6 +266,9 @@ func Collect(root string, olderThan time.Duration, now time.Time, dryRun bool) (
 		}
 		kept = append(kept, it)
 		rep.Freed += it.Bytes
+		if removed != nil {
+			removed(it)
+		}
 	}
 	rep.Removed = kept
 	return rep, nil
