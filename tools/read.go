@@ -140,6 +140,9 @@ func readLines(ctx context.Context, file io.Reader, t target, offset, limit int)
 	out := ReadOutput{Path: t.rel}
 	var kept []byte
 	selected, line, atLineStart := 0, 0, true
+	// whole is how much of kept ends on a whole line, and wholeLine that
+	// line's number: a cut ends there when a line fits.
+	whole, wholeLine := 0, 0
 	for {
 		if err := ctx.Err(); err != nil {
 			return ReadOutput{}, AsFailure(err)
@@ -154,8 +157,12 @@ func readLines(ctx context.Context, file io.Reader, t target, offset, limit int)
 				if len(kept) < readLimit {
 					out.EndLine = line
 				}
+				fits := len(chunk) <= readLimit-len(kept)
 				kept = append(kept, chunk[:min(len(chunk), readLimit-len(kept))]...)
 				selected += len(chunk)
+				if fits && atLineStart {
+					whole, wholeLine = len(kept), line
+				}
 			}
 		}
 		if errors.Is(err, io.EOF) {
@@ -173,6 +180,12 @@ func readLines(ctx context.Context, file io.Reader, t target, offset, limit int)
 	}
 	if out.EndLine > 0 {
 		out.StartLine = start
+	}
+	if selected > len(kept) && whole > 0 {
+		// The cut ends on the last whole line, and end_line names it:
+		// the next range, from end_line+1, misses nothing. Only a first
+		// line longer than the cap is shown in part.
+		kept, out.EndLine = kept[:whole], wholeLine
 	}
 	out.Content = string(kept)
 	if selected > len(kept) {

@@ -173,10 +173,14 @@ func TestReadTruncatesLargeFiles(t *testing.T) {
 	out := requireOK[ReadOutput](t, run(t, ReadTool(), env, `{"path":"big.txt"}`))
 	require.Equal(t, 3000, out.TotalLines)
 	require.Equal(t, 1, out.StartLine)
-	require.Equal(t, readLimit/100+1, out.EndLine, "the partly shown line counts")
-	require.True(t, strings.HasSuffix(out.Content,
-		"\n[… truncated 37856 bytes of 300000; narrow the request (line range, grep) to see more]"), out.Content[len(out.Content)-200:])
-	require.Len(t, strings.TrimSuffix(out.Content, "\n[… truncated 37856 bytes of 300000; narrow the request (line range, grep) to see more]"), readLimit)
+	// The cut ends on a whole line, and end_line is the last one shown
+	// whole: a model that goes on from end_line+1 misses nothing. The
+	// line the cap fell in was shown in part and counted as read.
+	require.Equal(t, readLimit/100, out.EndLine)
+	require.Equal(t, strings.Repeat(line, readLimit/100)+
+		"\n[… truncated 37900 bytes of 300000; narrow the request (line range, grep) to see more]", out.Content)
+	next := requireOK[ReadOutput](t, run(t, ReadTool(), env, fmt.Sprintf(`{"path":"big.txt","offset":%d}`, out.EndLine+1)))
+	require.Equal(t, strings.Repeat(line, 3000-readLimit/100), next.Content, "the next range starts where the first ended")
 
 	// A range that fits is not cut.
 	out = requireOK[ReadOutput](t, run(t, ReadTool(), env, `{"path":"big.txt","offset":2900}`))
