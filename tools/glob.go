@@ -32,6 +32,9 @@ type GlobOutput struct {
 	// Truncated, set when files were left out, says how many and how to
 	// see them.
 	Truncated string `json:"truncated,omitempty"`
+	// Unreadable, set when folders could not be read for want of
+	// permission, names them: the files in them are not listed.
+	Unreadable string `json:"unreadable,omitempty"`
 }
 
 // GlobTool lists the files whose paths match a glob.
@@ -91,6 +94,7 @@ func runGlob(ctx context.Context, env Env, a GlobArgs, dryRun bool) Result {
 	if err != nil {
 		return Failed(AsFailure(err))
 	}
+	out.Unreadable = w.unreadableNote()
 	out.Omitted = out.Total - len(out.Files)
 	if out.Omitted > 0 {
 		out.Truncated = fmt.Sprintf("[… %d of %d matching files not listed; narrow path or pattern, or raise max_results (at most %d)]",

@@ -77,6 +77,9 @@ type GrepOutput struct {
 	// Truncated, set when matches were left out, says how many and how to
 	// see them.
 	Truncated string `json:"truncated,omitempty"`
+	// Unreadable, set when folders or files could not be read for want of
+	// permission, names them: what they hold was not searched.
+	Unreadable string `json:"unreadable,omitempty"`
 }
 
 // GrepTool searches file contents with a regular expression.
@@ -283,6 +286,7 @@ func runGrep(ctx context.Context, env Env, a GrepArgs, dryRun bool) Result {
 		return Failed(AsFailure(err))
 	}
 	out := s.out
+	out.Unreadable = w.unreadableNote()
 	out.Omitted = out.TotalMatches - len(out.Matches)
 	switch {
 	case out.Omitted == 0:
@@ -328,6 +332,7 @@ type grepSearch struct {
 func (s *grepSearch) file(ctx context.Context, w *fileWalk, f walkedFile) error {
 	file, size, err := w.openFile(f)
 	if err != nil {
+		w.noteUnreadable(f.rel, err)
 		return nil
 	}
 	defer file.Close()

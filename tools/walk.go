@@ -13,6 +13,7 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
+	"github.com/pixir-go/pixir/internal/plural"
 	"github.com/pixir-go/pixir/sandbox"
 )
 
@@ -49,6 +50,40 @@ type fileWalk struct {
 	// workspace root ("" for the root); startIsDir says what it is.
 	start      string
 	startIsDir bool
+	// unreadable lists (the first maxUnreadable of unreadableCount) the
+	// folders and files the walk could not read for want of permission:
+	// what they hold was not searched, and the result says so.
+	unreadable      []string
+	unreadableCount int
+}
+
+// maxUnreadable bounds the unreadable paths a search names.
+const maxUnreadable = 20
+
+// noteUnreadable records rel (a folder's ending in /) when err says it may
+// not be read; a path removed meanwhile is no loss.
+func (w *fileWalk) noteUnreadable(rel string, err error) {
+	if !errors.Is(err, fs.ErrPermission) {
+		return
+	}
+	w.unreadableCount++
+	if len(w.unreadable) < maxUnreadable {
+		w.unreadable = append(w.unreadable, rel)
+	}
+}
+
+// unreadableNote says what a search could not read, or "".
+func (w *fileWalk) unreadableNote() string {
+	if w.unreadableCount == 0 {
+		return ""
+	}
+	more := ""
+	if n := w.unreadableCount - len(w.unreadable); n > 0 {
+		more = fmt.Sprintf(" and %d more", n)
+	}
+	return fmt.Sprintf("[%d %s could not be read (permission denied), so %s not searched: %s%s]",
+		w.unreadableCount, plural.Word(w.unreadableCount, "path", "paths"), plural.Word(w.unreadableCount, "it was", "they were"),
+		strings.Join(w.unreadable, ", "), more)
 }
 
 // openWalk resolves path (empty for the workspace root) through the
@@ -192,6 +227,11 @@ func (w *fileWalk) dir(ctx context.Context, dir string, visit func(walkedFile) e
 func (w *fileWalk) readDir(dir string) []entry {
 	f, err := w.root.OpenFile(osPath(dir), os.O_RDONLY|syscall.O_DIRECTORY)
 	if err != nil {
+		name := dir + "/"
+		if dir == "" {
+			name = "./"
+		}
+		w.noteUnreadable(name, err)
 		return nil
 	}
 	defer f.Close()
