@@ -41,6 +41,7 @@ type wantCall struct {
 type step struct {
 	result    string // tool result of the previous call's tool call
 	contains  []string
+	absent    []string // in no step's text
 	reasoning bool
 	calls     []wantCall
 }
@@ -99,6 +100,18 @@ func TestDefaultConversations(t *testing.T) {
 			{reasoning: true, calls: []wantCall{{name: "run_workflow"}}},
 			{result: `{"ok":false,"output":{"output":"Workflow wf-1: PARTIAL — 2 of 3 steps checkpoint_ready","status":"partial","summary":{"steps":3,"checkpoint_ready_steps":2}}}`,
 				contains: []string{"ended **partial**: 2 of 3 steps", "Workflow wf-1: PARTIAL"}},
+		}},
+		{"workflow refused", "run a workflow please", []step{
+			{reasoning: true, calls: []wantCall{{name: "run_workflow"}}},
+			{result: failResult("permission_denied", "run_workflow changes the workspace and the session is in read_only mode"),
+				contains: []string{"The workflow did not run: permission_denied: run_workflow changes the workspace"}, absent: []string{"****", " of  steps"}},
+		}},
+		{"delegate refused", "delegate it to a subagent", []step{
+			{reasoning: true, calls: []wantCall{{name: "spawn_agent"}}},
+			{result: failResult("permission_denied", "spawn_agent changes the workspace and the session is in read_only mode"),
+				calls: []wantCall{{name: "wait_agent", args: `{"timeout_ms":60000}`}}},
+			{result: okResult(map[string]any{"agents": []any{}}),
+				contains: []string{"No subagent ran, so there is no report"}, absent: []string{"The subagent ()", "status ."}},
 		}},
 		{"plan a workflow", "plan a workflow", []step{
 			{reasoning: true, calls: []wantCall{{name: "run_workflow"}}},
@@ -160,6 +173,9 @@ func TestDefaultConversations(t *testing.T) {
 				resp := gen(t, Default(), msgs...)
 				for _, c := range st.contains {
 					require.Contains(t, resp.Text, c, "step %d", i+1)
+				}
+				for _, c := range st.absent {
+					require.NotContains(t, resp.Text, c, "step %d", i+1)
 				}
 				if st.reasoning {
 					require.NotEmpty(t, resp.Reasoning, "step %d", i+1)
