@@ -187,9 +187,27 @@ func (c gitCommitter) Commit(ctx context.Context, req workflows.CommitRequest) (
 		return rep, nil
 	}
 	if touchesBefore(req.Before, paths[1:]) {
-		// The user had changed some of these files before the run: of
-		// those, only the run's part is committed.
-		return c.commitPart(ctx, req, rep, paths[1:], locked)
+		if _, err := git("rev-parse", "--verify", "--quiet", "HEAD"); err == nil {
+			// The user had changed some of these files before the run:
+			// of those, only the run's part is committed.
+			return c.commitPart(ctx, req, rep, paths[1:], locked)
+		}
+		// A branch with no commit yet: the files the user had made are
+		// left out, as one not in HEAD is on any branch; the rest are
+		// committed whole (they were, the user's with them).
+		kept := []string{"--"}
+		for _, p := range paths[1:] {
+			if _, ok := beforeOf(req.Before, p); !ok {
+				kept = append(kept, p)
+				continue
+			}
+			rep.LeftOut = append(rep.LeftOut, workflows.LeftOut{Path: p, Reason: "you had made it before the run, not committed, and the branch has no commit yet: the run's part cannot be told apart from yours; commit it yourself"})
+		}
+		if len(kept) == 1 {
+			rep.Reason = "every file of the run that differs from HEAD is left out (see left_out): nothing to commit"
+			return rep, nil
+		}
+		paths, rep.Files = kept, kept[1:]
 	}
 	if out, err := git(append([]string{"add", "--all"}, paths...)...); err != nil {
 		rep.Reason = fmt.Sprintf("git add refused (%v): %s", err, out)

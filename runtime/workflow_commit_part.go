@@ -27,8 +27,8 @@ import (
 // workflows.BeforeRecorder): each tracked file that differs from HEAD
 // (its content then, written to the repository's objects, or deleted),
 // and each untracked file (unknown: nothing of it is in HEAD).
-// Without a repository, or on a branch with no commit yet, there is no
-// record: files are committed whole. When git cannot tell (it fails, or
+// Without a repository there is no record. On a branch with no commit
+// yet, each file the user has is BeforeUnknown. When git cannot tell (it fails, or
 // says what it is not expected to), the record says so
 // (workflows.BeforeFailed), and a commit given it commits nothing: no
 // record there meant "commit whole", the user's edits with the run's. Only the
@@ -48,8 +48,14 @@ import (
 // leaves it out of the commit (merge-file refuses a binary one anyway).
 func (c gitCommitter) Before(ctx context.Context, reach, copy func(path string) bool) workflows.BeforeRun {
 	readOnly := c.mode() == ModeReadOnly
+	unborn := false
 	if _, err := c.git(ctx, nil, "rev-parse", "--verify", "--quiet", "HEAD"); err != nil {
-		return nil
+		if _, err := c.git(ctx, nil, "rev-parse", "--git-dir"); err != nil {
+			return nil // no repository: nothing to commit to (the commit says so)
+		}
+		// A branch with no commit yet: no file is in HEAD, and every one
+		// the user has is theirs alone (a commit leaves it out).
+		unborn = true
 	}
 	// git status, not git diff: git diff refreshes the index and writes
 	// it whatever --no-optional-locks says. Untracked files, not
@@ -93,7 +99,7 @@ func (c gitCommitter) Before(ctx context.Context, reach, copy func(path string) 
 		if reach != nil && !strings.HasSuffix(p, "/") && !reach(p) {
 			continue // no commit of the run takes it
 		}
-		if e[0] == '?' {
+		if e[0] == '?' || unborn {
 			rec[p] = workflows.BeforeUnknown
 		} else {
 			changed = append(changed, p)

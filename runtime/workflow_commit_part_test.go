@@ -526,3 +526,52 @@ func TestGitCommitterCommitsNothingDuringAPausedSequence(t *testing.T) {
 	require.Contains(t, rep.Reason, "finish or abort")
 	require.Equal(t, head, git("rev-parse", "HEAD"))
 }
+
+// On a branch with no commit yet, a file the user had made before the run
+// (untracked, or staged) and the run changed is left out of the run's
+// commit, as one not in HEAD is on any branch: no record was made there,
+// and it was committed whole, the user's content with the run's. The
+// run's own files are committed.
+func TestGitCommitterLeavesTheUsersFilesOutOnABranchWithNoCommit(t *testing.T) {
+	for k, v := range map[string]string{"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"} {
+		t.Setenv(k, v)
+	}
+	ws := t.TempDir()
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = ws
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "git %v: %s", args, out)
+		return strings.TrimSpace(string(out))
+	}
+	write := func(name, content string) {
+		require.NoError(t, os.WriteFile(filepath.Join(ws, name), []byte(content), 0o644))
+	}
+	git("init", "-q", "-b", "main")
+	write("mine.txt", "the user's file\n")
+	write("staged.txt", "the user's staged file\n")
+	git("add", "staged.txt")
+	c := gitCommitter{root: ws, mode: func() Mode { return ModeAuto }}
+	before := c.Before(context.Background(), nil, nil)
+	require.Equal(t, workflows.BeforeRun{"mine.txt": workflows.BeforeUnknown, "staged.txt": workflows.BeforeUnknown}, before)
+
+	write("mine.txt", "the user's file\nand the run's line\n")
+	write("staged.txt", "the user's staged file\nand the run's line\n")
+	write("run.txt", "the run's file\n")
+	rep, err := c.Commit(context.Background(), workflows.CommitRequest{Message: "the run", Paths: []string{"mine.txt", "run.txt", "staged.txt"}, Before: before})
+	require.NoError(t, err)
+	require.Equal(t, workflows.Committed, rep.Status, "%+v", rep)
+	require.Equal(t, []string{"run.txt"}, rep.Files)
+	require.Equal(t, "run.txt", git("ls-tree", "--name-only", "HEAD"))
+	require.Len(t, rep.LeftOut, 2)
+	require.Contains(t, rep.LeftOut[0].Reason, "no commit yet")
+	require.Equal(t, "the user's staged file", git("show", ":staged.txt"), "what the user staged stays staged")
+
+	// Only the user's files: nothing is committed, and it says why.
+	write("run.txt", "the run's file, again\n")
+	rep, err = c.Commit(context.Background(), workflows.CommitRequest{Message: "the run", Paths: []string{"mine.txt"}, Before: before})
+	require.NoError(t, err)
+	require.Equal(t, workflows.NotCommitted, rep.Status, "%+v", rep)
+	require.Contains(t, rep.Reason, "left out")
+}
