@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bytes"
 	"context"
 	_ "embed"
 	"fmt"
@@ -238,8 +239,38 @@ func (w *headWriter) Write(p []byte) (int, error) {
 }
 
 func (w *headWriter) String() string {
+	if i := binaryAt(w.head); i >= 0 {
+		// Binary output is noise to a model (every byte that is not
+		// UTF-8 a U+FFFD): the text before it stays, up to its last line.
+		text := w.head[:bytes.LastIndexByte(w.head[:i], '\n')+1]
+		return fmt.Sprintf("%s[… binary output not shown (%d bytes): pipe it through xxd | head, strings or file - to see a part of it]",
+			text, w.total-len(text))
+	}
 	if w.total > len(w.head) {
 		return truncated(string(w.head), w.total)
 	}
 	return string(w.head)
+}
+
+// binaryAt says where binary output starts in b (its first byte that is
+// not UTF-8), or -1 when b reads as text: at most a third of it is not
+// UTF-8, so Latin-1 text with its accents, or NUL-separated names (find
+// -print0), stay text.
+func binaryAt(b []byte) int {
+	first, invalid := -1, 0
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 {
+			if first < 0 {
+				first = i
+			}
+			invalid++
+			n = 1
+		}
+		i += n
+	}
+	if invalid*3 <= len(b) {
+		return -1
+	}
+	return first
 }

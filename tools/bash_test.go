@@ -194,6 +194,20 @@ func TestBashOutputIsBounded(t *testing.T) {
 		"\n[… truncated 134469 bytes of 200005; narrow the request (line range, grep) to see more]", out.Output)
 }
 
+// Binary output (a cat of an image, a build artefact) is not shown: its
+// 64 KiB head went to the model as text, every byte that is not UTF-8 a
+// U+FFFD, about 60,000 tokens of noise and 240 KB of JSON in the Log and
+// to the editor. The text before it stays; text that is merely not UTF-8
+// in places (Latin-1) or holds NULs (find -print0) is text.
+func TestBashSaysBinaryOutputInsteadOfShowingIt(t *testing.T) {
+	env, _ := newEnv(t)
+	out := requireOK[BashOutput](t, run(t, BashTool(), env, `{"command":"echo start; head -c 100000 /dev/urandom; echo"}`))
+	require.Equal(t, "start\n[… binary output not shown (100001 bytes): pipe it through xxd | head, strings or file - to see a part of it]", out.Output)
+
+	out = requireOK[BashOutput](t, run(t, BashTool(), env, `{"command":"printf 'caf\\351 cr\\350me\\n'; printf 'a\\0b\\0'"}`))
+	require.Equal(t, "caf\xe9 cr\xe8me\na\x00b\x00", out.Output)
+}
+
 func TestBashDryRunDoesNotRun(t *testing.T) {
 	env, root := newEnv(t)
 	out := requireOK[DryRunOutput](t, dryRun(t, BashTool(), env, `{"command":"touch ran","timeout_ms":5000}`))
