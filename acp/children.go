@@ -175,6 +175,12 @@ func (p *presenter) subagentNative(d runtime.SubagentEventData, seq int64) {
 	case tools.SubagentEventCancelled:
 		u.State = &SubagentState{State: "idle", StopReason: "cancelled", Usage: usageOf(d.Usage)}
 	case tools.SubagentEventFailed, tools.SubagentEventTimedOut:
+		if d.Status == tools.SubagentDetached {
+			// A load found it without an end (detachedNative): what it
+			// did after its process ended is not known.
+			u.State = &SubagentState{State: "unknown", Meta: map[string]any{"pixir": detachedMeta(d)}}
+			break
+		}
 		// The closest stop reason; Pixir's own status is in _meta.
 		u.State = &SubagentState{State: "idle", StopReason: "error", Usage: usageOf(d.Usage),
 			Meta: map[string]any{"pixir": map[string]any{"status": d.Status}}}
@@ -198,13 +204,18 @@ func (p *presenter) detachedNative(d runtime.SubagentEventData) {
 	if !known {
 		return // never announced (a Log older than child ids at the spawn)
 	}
+	u := SubagentUpdate{SessionUpdate: "subagent_update", SessionID: d.ChildSessionID,
+		State: &SubagentState{State: "unknown", Meta: map[string]any{"pixir": detachedMeta(d)}}}
+	p.send(u)
+}
+
+// detachedMeta is the _meta.pixir of a detached child's state.
+func detachedMeta(d runtime.SubagentEventData) map[string]any {
 	meta := map[string]any{"status": d.Status}
 	if d.Error != nil {
 		meta["detail"] = d.Error.Message
 	}
-	u := SubagentUpdate{SessionUpdate: "subagent_update", SessionID: d.ChildSessionID,
-		State: &SubagentState{State: "unknown", Meta: map[string]any{"pixir": meta}}}
-	p.send(u)
+	return meta
 }
 
 // usageOf is a child's usage as ACP counts it, or nil when none is known.

@@ -400,8 +400,14 @@ func (r *Runtime) openLive(id, dir string, visit func(Event)) (*Session, LoadRep
 	if err != nil {
 		return nil, report, err
 	}
-	r.subagents.restore(s, s.restoreEvents)
+	detached := r.subagents.restore(s, s.restoreEvents)
+	s.mu.Lock()
 	s.restoreEvents = nil
+	s.detachedNow, s.unrecorded = detached, slices.Clone(detached)
+	s.mu.Unlock()
+	if err := s.recordDetached(); err != nil {
+		r.log.Warn("recording the children a crash left detached", "session", id, "err", err)
+	}
 	return s, report, nil
 }
 

@@ -152,9 +152,14 @@ type Session struct {
 	// restoreEvents are the subagent events read on opening, for the
 	// Subagents Manager; dropped once it has them.
 	restoreEvents []Event
-	allowAlways   map[string]bool
-	turnCancel    context.CancelFunc // non-nil while a turn runs
-	turnDone      chan struct{}
+	// detachedNow are the children this process found detached when it
+	// opened the session (their end was not in the Log); unrecorded, the
+	// events that say so not in the Log yet (recordDetached).
+	detachedNow []SubagentEventData
+	unrecorded  []SubagentEventData
+	allowAlways map[string]bool
+	turnCancel  context.CancelFunc // non-nil while a turn runs
+	turnDone    chan struct{}
 	// turnCancelled is set once the running turn was told to stop: a
 	// prompt then waits for it to end instead of being refused.
 	turnCancelled bool
@@ -529,10 +534,39 @@ func (s *Session) backgroundObserver() Observer {
 	return obs
 }
 
-// DetachedSubagents lists children rebuilt from the Log that no process
-// runs any more.
+// DetachedSubagents lists the children this process found detached when
+// it opened the session: the Log had no end of theirs, and now has their
+// detached end (or will before the next turn, when it could not be
+// written). A child a load before this one found detached is not in it:
+// the Log says so already.
 func (s *Session) DetachedSubagents() []SubagentEventData {
-	return s.rt.subagents.detached(s.ID())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.detachedNow)
+}
+
+// recordDetached records in the Log, once and durably, the end of every
+// child the process that ran it left without one: a subagent_event failed
+// with status detached and the reason, so that what reads the Log alone
+// (pixir inspect, a later load) sees it ended. It runs when a session
+// opens and before each turn; what it could not record (the Log cannot be
+// written) stays for the next time.
+func (s *Session) recordDetached() error {
+	s.mu.Lock()
+	ds := slices.Clone(s.unrecorded)
+	s.mu.Unlock()
+	if len(ds) == 0 {
+		return nil
+	}
+	for _, d := range ds {
+		if err := s.emit(nil, EventSubagent, d); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		s.unrecorded = s.unrecorded[1:]
+		s.mu.Unlock()
+	}
+	return s.log.Sync()
 }
 
 // release closes the files a Subagent's session holds between its runs, so

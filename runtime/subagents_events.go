@@ -97,8 +97,10 @@ func (m *Manager) emit(sa *subagent, d SubagentEventData) {
 
 // restore rebuilds the children of a session reopened from its Log. A
 // child that was not over when its process ended is detached: no process
-// runs it, and nothing says it finished.
-func (m *Manager) restore(parent *Session, events []Event) {
+// runs it, and nothing says it finished. It returns the events that say
+// so, for the parent's Log (Session.recordDetached): a child whose
+// detached end is in the Log already is not returned again.
+func (m *Manager) restore(parent *Session, events []Event) []SubagentEventData {
 	last := map[string]SubagentEventData{}
 	var order []string
 	for _, ev := range events {
@@ -120,6 +122,7 @@ func (m *Manager) restore(parent *Session, events []Event) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	var detached []SubagentEventData
 	for _, id := range order {
 		if _, live := m.byID[id]; live {
 			continue
@@ -138,25 +141,19 @@ func (m *Manager) restore(parent *Session, events []Event) {
 		if !sa.status.Ended() {
 			sa.status = tools.SubagentDetached
 			sa.failure = &tools.Failure{Kind: tools.ErrDetached, Message: "the process that ran this subagent ended before it did; its work is not known to be complete"}
+			// Its end is news to the parent's model too (a workflow's
+			// step is reported by its workflow).
+			sa.seen = sa.name != ""
+			e := d
+			e.Event, e.Status, e.Error, e.Task, e.Input = tools.SubagentEventFailed, sa.status, sa.failure, "", ""
+			detached = append(detached, e)
 		}
 		close(sa.done)
 		m.byID[id] = sa
 		m.children[parent.ID()] = append(m.children[parent.ID()], sa)
 		m.spawned[parent.root().ID()]++
 	}
-}
-
-// detached lists the children of a session that are detached.
-func (m *Manager) detached(parentID string) []SubagentEventData {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []SubagentEventData
-	for _, sa := range m.children[parentID] {
-		if sa.status == tools.SubagentDetached {
-			out = append(out, SubagentEventData{SubagentID: sa.id, ChildSessionID: sa.childSession, Agent: sa.agent, Task: sa.task, Status: sa.status, Error: sa.failure, ParentToolCallID: sa.parentToolCallID})
-		}
-	}
-	return out
+	return detached
 }
 
 // childTracker watches a child's turn: it remembers the final answer and a

@@ -507,6 +507,24 @@ func TestReloadedSessionReportsUnfinishedChildrenDetached(t *testing.T) {
 	out, err := binding{m: rt2.subagents, parent: reopened}.Wait(context.Background(), tools.WaitRequest{Timeout: time.Second})
 	require.NoError(t, err)
 	require.False(t, out.Incomplete, "waiting on a detached child returns at once")
+	rt2.Close()
+
+	// The first reopening recorded the detached end in the Log: a second
+	// one finds it there, records nothing, and lists it the same.
+	events1, _, err := ReadLog(logFile)
+	require.NoError(t, err)
+	rt3 := New(cfg)
+	defer rt3.Close()
+	again, _, err := rt3.OpenSession(parent.ID(), ws, nil)
+	require.NoError(t, err)
+	require.Empty(t, again.DetachedSubagents(), "nothing found detached anew")
+	events2, _, err := ReadLog(logFile)
+	require.NoError(t, err)
+	require.Equal(t, events1, events2, "nothing recorded again")
+	views, err = binding{m: rt3.subagents, parent: again}.List(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, tools.SubagentDetached, views[1].Status)
+	require.Equal(t, tools.ErrDetached, views[1].Error.Kind)
 }
 
 // A child's task is written once in its parent's Log, on the queued event

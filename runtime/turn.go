@@ -146,6 +146,10 @@ func (s *Session) Prompt(ctx context.Context, p Prompt, opt TurnOptions) (StopRe
 		t.abandon(err)
 		return StopEndTurn, err
 	}
+	if err := s.recordDetached(); err != nil {
+		t.abandon(err)
+		return StopEndTurn, err
+	}
 	stop, err := t.run(p)
 	if errors.Is(err, ErrLogWrite) {
 		t.abandon(err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -122,4 +123,59 @@ match = "explain everything"
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, stdout, "[failed]")
 	require.Contains(t, stdout, "cut off at the model's token limit")
+}
+
+// A child running when its process was killed comes back from a load in
+// the state "unknown" (what it did after is not known), with Pixir's
+// status detached in _meta: on the first load, which records its end in
+// the Log, and on every later one, which replays that record.
+func TestAChildDetachedByACrashComesBackUnknownOnEveryLoad(t *testing.T) {
+	e := newEnv(t, `
+[[rule]]
+match = '\A\[kid\]'
+  [[rule.reply]]
+  hang = true
+
+[[rule]]
+match = 'spawn'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "spawn_agent"
+  arguments = { task = "[kid] wait for me", agent = "explorer" }
+  [[rule.reply]]
+  text = "spawned"
+`)
+	native := map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{"subagents": map[string]any{}}}
+	a := e.start()
+	a.result(0, "initialize", native, nil)
+	sid := a.newSession()
+	a.sendJSON(map[string]any{"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": promptParams(sid, "spawn one")})
+	child := ""
+	a.awaitUpdate(func(u map[string]any) bool {
+		st, _ := u["state"].(map[string]any)
+		if u["sessionUpdate"] == "subagent_update" && st["state"] == "running" {
+			child, _ = u["sessionId"].(string)
+			return true
+		}
+		return false
+	})
+	require.NoError(t, a.cmd.Process.Signal(syscall.SIGKILL))
+	_ = a.cmd.Wait()
+
+	for i := range 2 {
+		b := e.start()
+		b.result(0, "initialize", native, nil)
+		m, replay := b.call(1, "session/load", loadParams(sid, e.ws))
+		require.Nil(t, m.Error, m.raw)
+		var last map[string]any
+		for _, u := range updates(t, replay) {
+			if st, ok := u["state"].(map[string]any); ok && u["sessionUpdate"] == "subagent_update" && u["sessionId"] == child {
+				last = st
+			}
+		}
+		require.NotNil(t, last, "load %d shows the child's state", i+1)
+		require.Equal(t, "unknown", last["state"], "load %d", i+1)
+		require.Equal(t, "detached", last["_meta"].(map[string]any)["pixir"].(map[string]any)["status"], "load %d", i+1)
+		b.exit()
+	}
 }

@@ -20,7 +20,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixir-go/pixir/acp/client"
+	"github.com/pixir-go/pixir/runtime"
 	"github.com/pixir-go/pixir/runtime/merge"
+	"github.com/pixir-go/pixir/tools"
 )
 
 // These tests drive the built pixir binary over real pipes, as an editor
@@ -1097,6 +1099,50 @@ func TestKilledWithChildrenRunningReloadsThemDetached(t *testing.T) {
 	text := agentText(updates(t, before))
 	require.Contains(t, text, `"status":"detached"`)
 	require.Contains(t, text, `"summary":"summary of child quick"`, "a completed child's summary is intact")
+
+	// The load recorded the hung child's end in the Log, detached with
+	// the reason, so what reads the Log alone says so after later turns.
+	// Before, inspect showed it "running, no end in the Log" for ever.
+	requireDetachedOnce := func() {
+		t.Helper()
+		n := 0
+		events, _ := logOf(t, e.ws, sid)
+		for _, ev := range events {
+			var d runtime.SubagentEventData
+			if ev.Type == runtime.EventSubagent && json.Unmarshal(ev.Data, &d) == nil && d.Status == tools.SubagentDetached {
+				n++
+				require.Equal(t, tools.SubagentEventFailed, d.Event)
+				require.Equal(t, tools.ErrDetached, d.Error.Kind)
+				require.Contains(t, d.Error.Message, "the process that ran this subagent ended before it did")
+			}
+		}
+		require.Equal(t, 1, n, "recorded once")
+	}
+	requireDetachedOnce()
+	stdout, stderr, code := (&runEnv{t: t, home: e.home, ws: e.ws}).pixir("inspect", sid)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, "[detached]")
+	require.Contains(t, stdout, "error: detached: the process that ran this subagent ended before it did")
+	require.NotContains(t, stdout, "no end in the Log")
+	b.exit()
+
+	// A second load records nothing again, and shows it ended the same.
+	c := e.start()
+	c.initialize()
+	_, replay = c.call(1, "session/load", map[string]any{"sessionId": sid, "cwd": e.ws, "mcpServers": []any{}})
+	failed := 0
+	for _, u := range updates(t, replay) {
+		if id, _ := u["toolCallId"].(string); strings.HasPrefix(id, "subagent-") && u["status"] == "failed" {
+			failed++
+			require.Contains(t, fmt.Sprint(u["content"]), "detached: the process that ran this subagent ended")
+		}
+	}
+	require.Equal(t, 1, failed, "shown ended once")
+	m, before = c.call(2, "session/prompt", promptParams(sid, "list them"))
+	require.Equal(t, "end_turn", stopReason(t, m))
+	require.Contains(t, agentText(updates(t, before)), `"status":"detached"`)
+	c.exit()
+	requireDetachedOnce()
 }
 
 func TestASubagentsPermissionRequestNamesItsToolCallInTheParentSession(t *testing.T) {
