@@ -419,7 +419,8 @@ func (l *Log) Reattach() (bool, error) {
 	case !errors.Is(err, fs.ErrNotExist):
 		return false, &LogWriteError{Path: l.path, Err: err}
 	}
-	if err := os.MkdirAll(filepath.Dir(l.path), 0o755); err != nil {
+	made, err := mkdirAllMade(filepath.Dir(l.path))
+	if err != nil {
 		return false, &LogWriteError{Path: l.path, Err: fmt.Errorf("writing back the removed Log: %w", err)}
 	}
 	f, err := openLogFile(l.path, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
@@ -430,7 +431,18 @@ func (l *Log) Reattach() (bool, error) {
 		f.Close()
 		return false, err
 	}
-	if _, err := io.Copy(f, io.NewSectionReader(l.f, 0, l.size)); err != nil {
+	_, err = io.Copy(f, io.NewSectionReader(l.f, 0, l.size))
+	if err == nil {
+		// Durable as a Log opened on load is: its content, its name in
+		// its folder, and the folders made for it in theirs.
+		err = f.Sync()
+	}
+	for _, dir := range append([]string{filepath.Dir(l.path)}, made...) {
+		if err == nil {
+			err = syncDir(dir)
+		}
+	}
+	if err != nil {
 		f.Close()
 		_ = os.Remove(l.path)
 		return false, &LogWriteError{Path: l.path, Err: fmt.Errorf("writing back the removed Log: %w", err)}
@@ -438,6 +450,26 @@ func (l *Log) Reattach() (bool, error) {
 	l.f.Close()
 	l.f = f
 	return true, nil
+}
+
+// mkdirAllMade is os.MkdirAll(dir, 0o755), and returns the parents of the
+// folders it made, deepest first: the folders whose entries changed.
+func mkdirAllMade(dir string) ([]string, error) {
+	var missing []string
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil || filepath.Dir(d) == d {
+			break
+		}
+		missing = append(missing, d)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	parents := make([]string, 0, len(missing))
+	for _, d := range missing {
+		parents = append(parents, filepath.Dir(d))
+	}
+	return parents, nil
 }
 
 // Append stamps ev with the next seq (and an id and time when missing) and

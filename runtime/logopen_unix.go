@@ -26,3 +26,16 @@ func openLogFile(path string, flag int, perm os.FileMode) (*os.File, error) {
 		return os.NewFile(uintptr(fd), path), nil
 	}
 }
+
+// syncDir makes the entries of a folder durable (fsync of the folder).
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -652,6 +652,7 @@ func (s *Session) stop() {
 	s.Cancel()
 	s.markClosed()
 	s.closeMCP()
+	s.writeBack()
 	s.release()
 }
 
@@ -660,7 +661,23 @@ func (s *Session) close() {
 	s.rt.subagents.closeChildren(s.ID())
 	s.markClosed()
 	s.closeMCP()
+	s.writeBack()
 	s.release()
+}
+
+// writeBack writes the Log back, as reattachLog does before a turn, when
+// the session ends: .pixir removed during its last turn (or after it) lost
+// that turn, and every one before it, once the process ended.
+func (s *Session) writeBack() {
+	s.mu.Lock()
+	released := s.released
+	s.mu.Unlock()
+	if released {
+		return
+	}
+	if err := s.reattachLog(); err != nil {
+		s.rt.log.Warn("writing back the session's Log at its end", "session", s.ID(), "err", err)
+	}
 }
 
 // SessionsDir is where the Logs and metadata of a workspace's sessions

@@ -518,3 +518,32 @@ func TestAModeSetAfterTheStateFolderWasRemovedIsSaved(t *testing.T) {
 	b.result(1, "session/load", loadParams(sid, e.ws), &r)
 	require.Equal(t, "read_only", r.Modes.CurrentModeID)
 }
+
+// TestALogRemovedAfterTheLastTurnIsWrittenBackAtTheEnd: .pixir is removed
+// after the last turn of a process (a git clean -fdx while the editor is
+// open, or during pixir run's only turn), and the process ends with no
+// prompt or setting after it. The Log is written back when the session
+// ends, with the state folder's .gitignore: another process loads it.
+// Before, it was written back only before a next turn or a metadata save,
+// and the session, every turn of it, was lost when the process ended.
+func TestALogRemovedAfterTheLastTurnIsWrittenBackAtTheEnd(t *testing.T) {
+	e := newEnv(t, testScript)
+	a := e.start()
+	a.initialize()
+	sid := a.newSession()
+	m, _ := a.call(2, "session/prompt", promptParams(sid, "write a file"))
+	require.Equal(t, "end_turn", stopReason(t, m))
+	require.NoError(t, os.RemoveAll(filepath.Join(e.ws, ".pixir")))
+	a.exit()
+
+	events, report := logOf(t, e.ws, sid)
+	require.True(t, report.Intact(), report.String())
+	require.Equal(t, 1, countType(events, runtime.EventUserMessage), "the turn is in the Log")
+	_, err := os.Stat(filepath.Join(e.ws, ".pixir", ".gitignore"))
+	require.NoError(t, err, "the state folder keeps out of git again")
+	b := e.start()
+	b.initialize()
+	m, replay := b.call(1, "session/load", loadParams(sid, e.ws))
+	require.Nil(t, m.Error, m.raw)
+	require.Contains(t, agentText(updates(t, replay)), "Wrote it.")
+}
