@@ -221,11 +221,13 @@ func (m *Manager) workspaceLock(root string) *sync.RWMutex {
 }
 
 // inWorkspace runs f, a snapshot's copy or merge, holding the workspace's
-// lock at root (to write, or to read). The lock is released however f
-// ends, a panic included: a copy or merge that panicked (recovered by the
-// child's run, the tool, or a workflow's runner) must not leave every
-// later merge, or copy, waiting for good.
-func (m *Manager) inWorkspace(root string, write bool, f func() error) error {
+// lock at root (to write, or to read): this process's, then the lock file
+// in its state folder, which keeps other processes' copies and merges
+// apart from it (a second pixir run, an editor's pixir acp). The locks
+// are released however f ends, a panic included: a copy or merge that
+// panicked (recovered by the child's run, the tool, or a workflow's
+// runner) must not leave every later merge, or copy, waiting for good.
+func (m *Manager) inWorkspace(ctx context.Context, root string, write bool, f func() error) error {
 	l := m.workspaceLock(root)
 	if write {
 		l.Lock()
@@ -234,6 +236,17 @@ func (m *Manager) inWorkspace(root string, write bool, f func() error) error {
 		l.RLock()
 		defer l.RUnlock()
 	}
+	what := "a snapshot's copy"
+	if write {
+		what = "a merge"
+	}
+	unlock, err := lockWorkspaceFile(ctx, root, write, func(holder string) {
+		m.rt.log.Warn(what+" waits for "+holder+" to end its merge or copy in the same workspace", "workspace", root)
+	})
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	return f()
 }
 

@@ -98,7 +98,7 @@ func (b binding) mergeChild(ctx context.Context, sa *subagent, cm childMerge) (t
 	// writes nothing: it reads beside them. (In ask mode the question is
 	// asked within the merge, so a copy waits for the answer.)
 	var rep tools.MergeReport
-	err := m.inWorkspace(req.Workspace, !cm.dryRun, func() (err error) {
+	err := m.inWorkspace(ctx, req.Workspace, !cm.dryRun, func() (err error) {
 		rep, err = snap.Merge(ctx, req)
 		return err
 	})
