@@ -64,6 +64,20 @@ func (r *Runtime) ForkSession(id, dir string, opts ...SessionOption) (*Session, 
 			return nil, LoadReport{}, fmt.Errorf("writing the fork's log: %w", err)
 		}
 	}
+	// A fork is a new line of work: what the user allowed always was for
+	// the source session (as Claude Code and Codex scope it), and the
+	// fork asks again. The notice says where it came from, and History's
+	// fold forgets the grants before it.
+	raw, _, err := encodeEventData(NoticeData{Source: "fork", Severity: "info", Title: "Forked from session " + id,
+		Detail: "This session starts with that session's conversation up to the fork. Its answers \"always allow\" stay with it: this session asks again."})
+	if err == nil {
+		err = log.Append(&Event{SessionID: fork, Type: EventNotice, Data: raw})
+	}
+	if err != nil {
+		log.Close()
+		_ = os.Remove(logPath(root, fork))
+		return nil, LoadReport{}, fmt.Errorf("writing the fork's log: %w", err)
+	}
 	err = errors.Join(log.Sync(), log.Close())
 	now := time.Now().UTC()
 	meta.ID, meta.Workspace, meta.ParentID, meta.Depth, meta.CreatedAt, meta.UpdatedAt = fork, root, "", 0, now, now

@@ -194,7 +194,14 @@ func (f *historyFold) add(ev Event) {
 				f.calib = c
 			}
 		}
-	case EventReasoning, EventWorkflow, EventTurnFailed, EventNotice:
+	case EventNotice:
+		// A session forked (session/fork) or started from a fork: the
+		// grants before it were the source's.
+		var source string
+		if f.read(ev, map[string]any{"source": &source}) && source == "fork" {
+			f.allowAlways = nil
+		}
+	case EventReasoning, EventWorkflow, EventTurnFailed:
 		// Not part of History; their readers check them.
 	default:
 		f.leaveOut(ev, "its type is not one this Pixir knows (a Log a newer Pixir wrote?)")

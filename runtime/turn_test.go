@@ -471,3 +471,47 @@ func TestATurnStoppedAtTheLimitRecordsWhy(t *testing.T) {
 	require.Equal(t, s.historyCopy(), foldHistory(events, s.rt.log))
 	require.Equal(t, provider.RoleTool, s.historyCopy()[len(s.historyCopy())-1].Role)
 }
+
+// A fork (session/fork) is a new line of work: "always allow" was
+// answered for the source session, and the fork asks again, opened now
+// or later; the source still remembers it. Before, the fork carried the
+// grant (its Log holds the source's decisions).
+func TestAForkAsksAgainWhatItsSourceAllowedAlways(t *testing.T) {
+	p := &fakeProvider{calls: []func(context.Context, provider.ModelRequest, func(provider.Delta)) (*provider.ModelResponse, error){
+		calls(writeCall("c1", "a.txt")), text("ok"), calls(writeCall("c2", "b.txt")), text("ok"),
+		calls(writeCall("c3", "c.txt")), text("ok"), calls(writeCall("c4", "d.txt")), text("ok"),
+	}}
+	home, ws := t.TempDir(), t.TempDir()
+	cfg := Config{Home: home, Provider: p, Model: "m", Tools: tools.Builtins()}
+	rt := New(cfg)
+	defer rt.Close()
+	src, err := rt.NewSession(ws)
+	require.NoError(t, err)
+	require.NoError(t, src.SetMode(ModeAsk))
+	_, err = src.Prompt(context.Background(), Prompt{Text: "one"}, TurnOptions{Ask: answer(AllowAlways)})
+	require.NoError(t, err)
+
+	fork, _, err := rt.ForkSession(src.ID(), ws)
+	require.NoError(t, err)
+	asker := &countingAsker{}
+	_, err = fork.Prompt(context.Background(), Prompt{Text: "two"}, TurnOptions{Ask: asker})
+	require.NoError(t, err)
+	require.Equal(t, 1, asker.n, "the fork asks")
+	forkID := fork.ID()
+
+	asker = &countingAsker{}
+	_, err = src.Prompt(context.Background(), Prompt{Text: "three"}, TurnOptions{Ask: asker})
+	require.NoError(t, err)
+	require.Equal(t, 0, asker.n, "the source remembers")
+	rt.Close()
+
+	// Opened again, the fork remembers what it was answered itself.
+	rt2 := New(cfg)
+	defer rt2.Close()
+	again, _, err := rt2.OpenSession(forkID, ws, nil)
+	require.NoError(t, err)
+	asker = &countingAsker{}
+	_, err = again.Prompt(context.Background(), Prompt{Text: "four"}, TurnOptions{Ask: asker})
+	require.NoError(t, err)
+	require.Equal(t, 0, asker.n, "its own allow always holds")
+}
