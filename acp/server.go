@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -336,7 +337,7 @@ func (s *Server) newSession(ctx context.Context, p *NewSessionRequest) (any, err
 		return nil, s.setupError(err)
 	}
 	s.watch(sess)
-	s.setupNotices(ctx, sess)
+	s.setupNotices(ctx, sess, p.AdditionalDirectories)
 	return NewSessionResponse{SessionID: sess.ID(), Modes: modeState(sess), ConfigOptions: s.configOptions(sess)}, nil
 }
 
@@ -400,7 +401,7 @@ func (s *Server) loadSession(ctx context.Context, p *LoadSessionRequest) (any, e
 			Content: []ToolCallContent{{Type: "content", Content: &ContentBlock{Type: "text", Text: "detached: " + d.Error.Message}}}})
 	}
 	s.watch(sess)
-	s.setupNotices(ctx, sess)
+	s.setupNotices(ctx, sess, p.AdditionalDirectories)
 	return SessionSetupResponse{Modes: modeState(sess), ConfigOptions: s.configOptions(sess)}, nil
 }
 
@@ -424,7 +425,7 @@ func (s *Server) resumeSession(ctx context.Context, p *ResumeSessionRequest) (an
 	}
 	s.reportDamage(ctx, sess, report)
 	s.watch(sess)
-	s.setupNotices(ctx, sess)
+	s.setupNotices(ctx, sess, p.AdditionalDirectories)
 	return SessionSetupResponse{Modes: modeState(sess), ConfigOptions: s.configOptions(sess)}, nil
 }
 
@@ -483,7 +484,19 @@ func (s *Server) watch(sess *runtime.Session) {
 // file warnings, no kernel sandbox, a setting that fell back), once the
 // request's answer has told it the session. Other clients see these where
 // they always did (pixir agents, a command's output, the logs).
-func (s *Server) setupNotices(ctx context.Context, sess *runtime.Session) {
+func (s *Server) setupNotices(ctx context.Context, sess *runtime.Session, dirs []string) {
+	if len(dirs) > 0 {
+		// Not advertised, so a client should not send it; one that does
+		// is told, after the answer (a notice, or a message at its next
+		// turn), and the session opens as it would without: refusing it
+		// would break a client that sends it to every agent.
+		s.log.Warn("additionalDirectories is not supported; the session works in its cwd only", "session", sess.ID(), "additionalDirectories", dirs)
+		d := runtime.NoticeData{Source: "acp", Severity: "warning",
+			Title: "Additional directories are not supported: " + strings.Join(dirs, ", "),
+			Detail: "Pixir works in the session's folder (" + sess.Workspace().Root() + ") and beneath it only: its tools refuse paths outside it, " +
+				"these directories included. Open a session in a folder that holds them all to work on them together."}
+		rpc.AfterReply(ctx, func() { s.notice(sess.ID(), d) })
+	}
 	s.mu.Lock()
 	notices := len(s.client.Session.Notices) > 0
 	s.mu.Unlock()
@@ -572,7 +585,7 @@ func (s *Server) forkSession(ctx context.Context, p *ForkSessionRequest) (any, e
 		return nil, s.setupError(err)
 	}
 	s.watch(sess)
-	s.setupNotices(ctx, sess)
+	s.setupNotices(ctx, sess, p.AdditionalDirectories)
 	return NewSessionResponse{SessionID: sess.ID(), Modes: modeState(sess), ConfigOptions: s.configOptions(sess)}, nil
 }
 

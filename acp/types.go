@@ -158,6 +158,9 @@ func (r *AuthenticateRequest) validate() error {
 type NewSessionRequest struct {
 	Cwd        string            `json:"cwd"`
 	MCPServers []json.RawMessage `json:"mcpServers"`
+	// AdditionalDirectories is read only to say that it is not supported
+	// (sessionCapabilities.additionalDirectories is not advertised).
+	AdditionalDirectories []string `json:"additionalDirectories,omitempty"`
 }
 
 func (r *NewSessionRequest) validate() error { return checkCwd(r.Cwd, r.MCPServers, true) }
@@ -172,6 +175,8 @@ type LoadSessionRequest struct {
 	SessionID  string            `json:"sessionId"`
 	Cwd        string            `json:"cwd"`
 	MCPServers []json.RawMessage `json:"mcpServers"`
+	// AdditionalDirectories: as NewSessionRequest's.
+	AdditionalDirectories []string `json:"additionalDirectories,omitempty"`
 }
 
 func (r *LoadSessionRequest) validate() error {

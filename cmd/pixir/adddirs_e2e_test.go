@@ -1,0 +1,50 @@
+package main
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// additionalDirectories is gated by sessionCapabilities.additionalDirectories,
+// which Pixir does not advertise. A client that sends it anyway gets its
+// session (refusing it would break a client that sends it to every
+// agent), and is told the directories are not used: a notice to a client
+// that shows notices, a message at the next turn to one that does not,
+// and a warning on stderr. Before, they were dropped without a word.
+func TestAdditionalDirectoriesAreSaidToBeUnsupported(t *testing.T) {
+	e := newEnv(t, testScript)
+	other := filepath.Join(t.TempDir(), "lib")
+	params := map[string]any{"cwd": e.ws, "mcpServers": []any{}, "additionalDirectories": []any{other}}
+
+	a := e.start()
+	a.result(0, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{"session": map[string]any{"notices": map[string]any{}}}}, nil)
+	var r struct {
+		SessionID string `json:"sessionId"`
+	}
+	a.result(1, "session/new", params, &r)
+	require.NotEmpty(t, r.SessionID, "the session opens")
+	// The notice follows session/new's answer: it is read before the
+	// answer to the next request.
+	m, seen := a.call(2, "session/prompt", promptParams(r.SessionID, "write a file"))
+	require.Equal(t, "end_turn", stopReason(t, m))
+	var notices []map[string]any
+	for _, u := range updates(t, seen) {
+		if u["sessionUpdate"] == "notice" && u["title"] != "Commands run without the kernel sandbox" {
+			notices = append(notices, u)
+		}
+	}
+	require.Len(t, notices, 1)
+	require.Equal(t, "warning", notices[0]["severity"])
+	require.Equal(t, "Additional directories are not supported: "+other, notices[0]["title"])
+	require.Contains(t, a.stderrAtExit(), "additionalDirectories is not supported")
+
+	b := e.start()
+	b.initialize()
+	b.result(1, "session/new", params, &r)
+	var during []message
+	m, during = b.call(2, "session/prompt", promptParams(r.SessionID, "write a file"))
+	require.Equal(t, "end_turn", stopReason(t, m))
+	require.Contains(t, agentText(updates(t, during)), "Additional directories are not supported: "+other)
+}
