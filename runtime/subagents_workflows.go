@@ -195,6 +195,32 @@ func (e sessionEvidence) WorkflowEvents() ([]workflows.WorkflowEvent, error) {
 	return out, nil
 }
 
+// ChildEnds reads the Log itself for the children whose end it records
+// (their last subagent_event has an ended status), for resume_from.
+func (e sessionEvidence) ChildEnds() (map[string]tools.SubagentStatus, error) {
+	events, _, err := ReadLog(e.s.log.Path())
+	if err != nil {
+		return nil, err
+	}
+	last := map[string]tools.SubagentStatus{}
+	for _, ev := range events {
+		if ev.Type != EventSubagent {
+			continue
+		}
+		var d SubagentEventData
+		if json.Unmarshal(ev.Data, &d) == nil && d.SubagentID != "" {
+			last[d.SubagentID] = d.Status
+		}
+	}
+	out := map[string]tools.SubagentStatus{}
+	for id, st := range last {
+		if st.Ended() && st != tools.SubagentDetached {
+			out[id] = st
+		}
+	}
+	return out, nil
+}
+
 // writeSetFiles holds a child to its write sets (a workflow step's, its
 // agent's): a write outside them is refused before it touches the disk, so
 // writers the scheduler let run side by side (disjoint write sets) cannot

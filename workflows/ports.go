@@ -85,6 +85,13 @@ type Evidence interface {
 	WorkflowEvents() ([]WorkflowEvent, error)
 }
 
+// ChildEnds is what an Evidence may tell besides: the children whose end
+// the parent's Log records, by subagent id. resume_from reads it to find a
+// shared writer that ended before its checkpoint was decided.
+type ChildEnds interface {
+	ChildEnds() (map[string]tools.SubagentStatus, error)
+}
+
 // StepRequest is one step's child as the Manager is asked for it.
 type StepRequest struct {
 	// Agent names the agent the child runs as ("" is default).

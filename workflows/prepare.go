@@ -54,6 +54,15 @@ func Prepare(w *Workflow, ports Ports) (*Prepared, error) {
 		if p.reuse, err = Reusable(events, w); err != nil {
 			return nil, err
 		}
+		if ce, ok := ports.Evidence.(ChildEnds); ok {
+			ends, err := ce.ChildEnds()
+			if err != nil {
+				return nil, &tools.Failure{Kind: tools.ErrInternal, Message: fmt.Sprintf("reading this session's Log for resume_from: %v", err)}
+			}
+			if err := p.reuse.undecidedWriters(w, ends); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return p, nil
 }

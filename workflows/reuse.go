@@ -26,6 +26,9 @@ type Reuse struct {
 	// Before is the record of the user's work when that run started
 	// (its workflow_started's): nil when it made none.
 	Before *BeforeRun
+	// undecided are the shared writers' runs with a start and no
+	// decision (undecidedWriters).
+	undecided []undecidedRun
 }
 
 // Reusable finds, in a session's workflow events, the run w resumes from.
@@ -54,9 +57,59 @@ func Reusable(events []WorkflowEvent, w *Workflow) (*Reuse, error) {
 		case o == nil && sr.merging != nil && sr.merging.AgentID != "":
 			r.Runs[sr.label] = *sr.merging
 			r.Merging[sr.label] = true
+		case o == nil && sr.merging == nil && sr.held == nil && sr.skipped == nil && sr.agent != "":
+			if st := prior.stepsByID[sr.stepID]; st != nil && st.WorkspaceMode == Shared && st.PermissionMode == Writer {
+				r.undecided = append(r.undecided, undecidedRun{label: sr.label, stepID: sr.stepID, agent: sr.agent})
+			}
 		}
 	}
 	return r, nil
+}
+
+// undecidedRun is a shared writer's run of the run resumed from that
+// started and has no decision: its process ended first.
+type undecidedRun struct{ label, stepID, agent string }
+
+// undecidedWriters refuses a resume that would run again a shared writer
+// whose child completed (ends: the children whose end the Log records) while
+// its checkpoint was never decided (the process ended in between): its
+// changes are in the workspace already, and a run on top of them would
+// make them twice. A step w changes (its task, say) is a new step, run
+// as the user asks; a child with no end in the Log runs again as after
+// any kill (what it did is its own retry's to see).
+func (r *Reuse) undecidedWriters(w *Workflow, ends map[string]tools.SubagentStatus) error {
+	var problems []Problem
+	for _, u := range r.undecided {
+		if ends[u.agent] != tools.SubagentCompleted {
+			// Not ended, or ended without its work done (failed, timed
+			// out, cancelled): its decision would not have been ready,
+			// and a resumed run retries it, as any step not ready.
+			continue
+		}
+		var now *Step
+		for i := range w.Steps {
+			if w.Steps[i].ID == u.stepID {
+				now = &w.Steps[i]
+			}
+		}
+		if now == nil || !sameStep(now, r.Steps[u.stepID]) {
+			continue
+		}
+		problems = append(problems, Problem{Code: "undecided_shared_writer", Field: "resume_from", Value: u.label, Message: fmt.Sprintf(
+			"step run %s of %s: its shared writer %s completed and the process ended before its checkpoint was decided; "+
+				"what it changed is in the workspace already, and running it again would apply it twice", u.label, r.From, u.agent)})
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(problems))
+	for i, p := range problems {
+		msgs[i] = p.Message
+	}
+	return &tools.Failure{Kind: tools.ErrConflict, Message: "resume_from would run again work that is done: " + strings.Join(msgs, "; ") +
+		". See what it did (pixir inspect shows the step's subagent, its summary and files), then run the workflow without resume_from, " +
+		"or with that step changed (its task) or left out, so that whatever runs again is what you chose.",
+		Details: ValidationDetails{Problems: problems}}
 }
 
 // reusable decides whether a run takes its checkpoint from the run resumed
