@@ -80,6 +80,13 @@ func TestDemoReadsInOrder(t *testing.T) {
 	require.Less(t, max(surveyRuns, notesRuns), firstDone, "the parallel steps ran one after the other:\n%s", strings.Join(lines[run:firstDone+1], "\n"))
 	require.Less(t, firstDone, index(run, "  … summary (default)"), "the summary waits for both")
 
+	// What the dry run plans is what runs: the same steps, and the index,
+	// which writes where the summary does, after it.
+	plan := index(0, "you> plan a workflow")
+	require.Contains(t, lines[index(plan, "  ✓ Plan: Workflow ")], "Workflow survey and summarize (4 steps)")
+	require.Contains(t, lines[index(run, "  ✓ Workflow ")], "Workflow survey and summarize (4 steps)")
+	require.Less(t, index(run, "  ✓ summary (default)"), index(run, "  … index (default)"), "the index runs after the summary, as planned")
+
 	// Nothing printed points at a file that is gone: the scratch folder is
 	// deleted, so no path into it may be printed.
 	entries, err := os.ReadDir(tmp)

@@ -130,7 +130,7 @@ func TestInspectAndSessionsOfARealSession(t *testing.T) {
 			require.NotEmpty(t, st.SubagentID, st.StepID)
 			require.FileExists(t, st.ChildLog, st.StepID)
 		}
-		require.Equal(t, []string{"survey", "notes", "summary"}, steps)
+		require.Equal(t, []string{"survey", "notes", "summary", "index"}, steps)
 		require.Equal(t, []int{1, 1, 2}, []int{w.Steps[0].Wave, w.Steps[1].Wave, w.Steps[2].Wave})
 	})
 
@@ -147,7 +147,7 @@ func TestInspectAndSessionsOfARealSession(t *testing.T) {
 			"└─ subagent sa-",
 			"default [completed]",
 			"turn 3 [completed]",
-			`"survey and summarize" [completed] 3/3 checkpoint_ready`,
+			`"survey and summarize" [completed] 4/4 checkpoint_ready`,
 			"step survey explorer wave 1 [checkpoint_ready] · subagent completed",
 			"step summary default wave 2 [checkpoint_ready]",
 		} {
