@@ -671,6 +671,20 @@ func newWorkflowView(w io.Writer, tty bool, wf *workflows.Workflow) *workflowVie
 	return v
 }
 
+// minLiveViewRows is the height the live view needs: its head, the
+// counts, one row, the line saying what is left out, and the cursor's
+// line below the frame. On a shorter terminal the frame scrolls off the
+// top, and the cursor moves that redraw it in place land on what was
+// above it.
+const minLiveViewRows = 5
+
+// liveViewFits reports whether the terminal w writes to is tall enough
+// for the live view (true when its height is unknown).
+func liveViewFits(w io.Writer) bool {
+	_, height := terminalSize(w)()
+	return height <= 0 || height >= minLiveViewRows
+}
+
 // terminalSize is the size of the terminal w writes to, asked at each
 // frame (it can be resized); 0, 0 when w is not one.
 func terminalSize(w io.Writer) func() (int, int) {
@@ -833,16 +847,18 @@ func (v *workflowView) start() {
 // finish draws the last frame, headed by the outcome's counts, and
 // leaves it on the screen.
 func (v *workflowView) finish(final *workflows.Counts) {
+	if v.stop != nil {
+		close(v.stop)
+		<-v.done
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	if !v.tty {
 		if v.held != nil {
 			v.held.Flush()
 		}
 		return
 	}
-	close(v.stop)
-	<-v.done
-	v.mu.Lock()
-	defer v.mu.Unlock()
 	v.final = final
 	v.draw()
 }

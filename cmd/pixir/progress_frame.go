@@ -64,7 +64,7 @@ func (v *workflowView) setState(r *stepRow, s rowState) {
 // the terminal's width, so none wraps, and a frame is shorter than the
 // terminal, so the cursor arithmetic holds.
 func (v *workflowView) draw() {
-	if v.paused > 0 {
+	if v.paused > 0 || !v.tty {
 		return
 	}
 	v.frame++
@@ -74,6 +74,13 @@ func (v *workflowView) draw() {
 	}
 	if height <= 0 {
 		height = 24
+	}
+	if height < minLiveViewRows {
+		// Resized too short for a frame: the lines pipes get from here
+		// on, below what was drawn.
+		v.tty, v.drawn = false, 0
+		v.line("the terminal has %d rows, too few for the live view (%d): plain lines from here on", height, minLiveViewRows)
+		return
 	}
 	var b strings.Builder
 	if v.drawn > 0 {

@@ -191,6 +191,31 @@ func TestTheTerminalViewOfAHugeWorkflowIsAWindow(t *testing.T) {
 	require.Regexp(t, `· c `, frame[3])
 }
 
+// A terminal resized below the live view's five rows while a workflow
+// runs: the view stops drawing frames (a frame no longer fits, and its
+// cursor moves would land above it) and says so, and what happens next is
+// a plain line below the last frame.
+func TestAViewResizedTooShortFallsBackToPlainLines(t *testing.T) {
+	w := &workflows.Workflow{Name: "small", Steps: []workflows.Step{{ID: "a"}, {ID: "b"}}}
+	var screen strings.Builder
+	v := newWorkflowView(&screen, true, w)
+	v.size = func() (int, int) { return 100, 24 }
+	v.begin = v.now()
+	v.draw()
+	require.Contains(t, screen.String(), "\x1b[K\n")
+
+	v.size = func() (int, int) { return 100, 4 }
+	screen.Reset()
+	v.draw()
+	require.NotContains(t, screen.String(), "\x1b[")
+	require.Contains(t, screen.String(), "the terminal has 4 rows, too few for the live view (5): plain lines from here on\n")
+	screen.Reset()
+	v.observe(viewEvent(t, runtime.EventSubagent, runtime.SubagentEventData{Event: tools.SubagentEventQueued, SubagentID: "sa-a", Name: "a"}))
+	v.draw()
+	require.NotContains(t, screen.String(), "\x1b[")
+	require.Regexp(t, `^\d{4}-\d\d-\d\dT[0-9:.]+Z step a queued \(default, subagent sa-a\)\n$`, screen.String())
+}
+
 // The headless view's lines are built in buffers it reuses: each line
 // written (or held) stays as it was when the next is built, and a
 // summary from a model prints inert in it.

@@ -352,7 +352,8 @@ func runWorkflowFile(o runOptions, mode runtime.Mode, id string, stdin io.Reader
 	}
 	// Headless, the live view's lines are held and written together;
 	// everything else on stderr goes through the same writer, after them.
-	tty := isTerminal(out.stderr)
+	// A terminal too short for the live view gets the same lines.
+	tty := isTerminal(out.stderr) && liveViewFits(termtext.Raw(out.stderr))
 	var held *heldLines
 	if !tty {
 		held = newHeldLines(termtext.Raw(out.stderr))
