@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"slices"
 	"strconv"
 
 	"github.com/pixir-go/pixir/tools"
@@ -33,52 +32,31 @@ func PlanOf(events []WorkflowEvent) (entries []tools.PlanEntry, ok bool) {
 	}
 	tasks := instanceTasks(w, o.WorkflowID, events)
 	g := w.graph()
-	byStep := make([][]*StepOutcome, len(w.Steps))
+	runs := make([]planItem, 0, len(o.Steps))
 	for k := range o.Steps {
-		if s, ok := g.index[o.Steps[k].StepID]; ok {
-			byStep[s] = append(byStep[s], &o.Steps[k])
-		}
-	}
-	// Each loop's entry goes before the first step of the loop, as the
-	// live plan shows it.
-	loopsByFirst := map[int][]*LoopOutcome{}
-	for k := range o.Loops {
-		l, ok := g.loopIndex[o.Loops[k].Loop]
+		out := &o.Steps[k]
+		s, ok := g.index[out.StepID]
 		if !ok {
 			continue
 		}
-		for s := range w.Steps {
-			if slices.Contains(g.loopChain(s), l) {
-				loopsByFirst[s] = append(loopsByFirst[s], &o.Loops[k])
-				break
-			}
+		label := runName(out)
+		task, bound := tasks[label]
+		if !bound {
+			task = w.Steps[s].Task
+		}
+		class := planAttention
+		if out.CheckpointStatus == CheckpointReady || out.CheckpointStatus == CheckpointSkipped || out.Superseded {
+			class = planSettled
+		}
+		runs = append(runs, planItem{at: s, label: label, task: task, out: out, class: class, ready: out.CheckpointStatus == CheckpointReady})
+	}
+	var loops []planItem
+	for k := range o.Loops {
+		if l, ok := g.loopIndex[o.Loops[k].Loop]; ok {
+			loops = append(loops, planItem{at: l, loop: &o.Loops[k], class: planRunning})
 		}
 	}
-	all := make([]planItem, 0, len(o.Steps)+len(o.Loops))
-	for s := range w.Steps {
-		for _, lo := range loopsByFirst[s] {
-			all = append(all, planItem{loop: lo, class: planRunning})
-		}
-		st := &w.Steps[s]
-		if len(byStep[s]) == 0 {
-			all = append(all, planItem{label: st.ID, task: st.Task, class: planToDo})
-			continue
-		}
-		for _, out := range byStep[s] {
-			label := runName(out)
-			task, bound := tasks[label]
-			if !bound {
-				task = st.Task
-			}
-			class := planAttention
-			if out.CheckpointStatus == CheckpointReady || out.CheckpointStatus == CheckpointSkipped || out.Superseded {
-				class = planSettled
-			}
-			all = append(all, planItem{label: label, task: task, out: out, class: class,
-				ready: out.CheckpointStatus == CheckpointReady})
-		}
-	}
-	return planPick(all), true
+	return buildPlan(w, g, runs, loops), true
 }
 
 // instanceTasks are the tasks of a run's fan-out instances, by run label

@@ -608,44 +608,19 @@ func (r *runner) showPlan() {
 	if r.opt.NoPlan {
 		return
 	}
-	g := r.s.g
-	byStep := make([][]*stepRun, len(r.w.Steps))
-	for _, run := range r.s.runs {
-		byStep[run.step] = append(byStep[run.step], run)
+	runs := make([]planItem, len(r.s.runs))
+	for k, run := range r.s.runs {
+		runs[k] = planItem{at: run.step, label: run.label, task: run.spec.Task, running: run.state == runRunning, out: run.outcome, class: planClass(run),
+			ready: run.outcome != nil && run.outcome.CheckpointStatus == CheckpointReady}
 	}
-	loopsByFirst := map[int][]*loopRun{}
+	var loops []planItem
 	if len(r.s.loops) > 0 {
-		first := make([]int, len(r.w.Loops))
-		for l := range first {
-			first[l] = -1
-		}
-		for s := range r.w.Steps {
-			for _, l := range g.loopChain(s) {
-				if first[l] < 0 {
-					first[l] = s
-				}
-			}
-		}
-		for _, lr := range r.s.loops {
-			loopsByFirst[first[lr.loop]] = append(loopsByFirst[first[lr.loop]], lr)
+		loops = make([]planItem, len(r.s.loops))
+		for k, lr := range r.s.loops {
+			loops[k] = planItem{at: lr.loop, loop: r.loopNow(lr), class: planRunning}
 		}
 	}
-	all := make([]planItem, 0, len(r.s.runs)+len(r.s.loops))
-	for s := range r.w.Steps {
-		for _, lr := range loopsByFirst[s] {
-			all = append(all, planItem{loop: r.loopNow(lr), class: planRunning})
-		}
-		st := &r.w.Steps[s]
-		if len(byStep[s]) == 0 {
-			all = append(all, planItem{label: st.ID, task: st.Task, class: planToDo})
-			continue
-		}
-		for _, run := range byStep[s] {
-			all = append(all, planItem{label: run.label, task: run.spec.Task, running: run.state == runRunning, out: run.outcome, class: planClass(run),
-				ready: run.outcome != nil && run.outcome.CheckpointStatus == CheckpointReady})
-		}
-	}
-	entries := planPick(all)
+	entries := buildPlan(r.w, r.s.g, runs, loops)
 	if slices.Equal(entries, r.lastPlan) {
 		return
 	}
@@ -653,10 +628,79 @@ func (r *runner) showPlan() {
 	r.evidence.ShowPlan(entries)
 }
 
+// buildPlan is the one builder of a run's plan: the live one (showPlan)
+// and the one its Log tells (PlanOf), which a client that reopens the
+// session gets, cannot differ. runs are the items of the step runs in the
+// order the runs were made, each at its step's index; loops the items of
+// the loop runs, each at its loop's index. The plan is in the steps'
+// order: each loop's entry before the first step of the loop (a loop no
+// step is in is not shown), then each step's runs in the order they were
+// made, or the step itself, to do, when it has none; planPick keeps what
+// a plan shows.
+func buildPlan(w *Workflow, g *graph, runs, loops []planItem) []tools.PlanEntry {
+	n := len(w.Steps)
+	// The runs by step, in the order they were made: a counting sort,
+	// end[s] the end of step s's runs in order.
+	end := make([]int32, n)
+	for k := range runs {
+		end[runs[k].at]++
+	}
+	var sum int32
+	for s := range end {
+		sum += end[s]
+		end[s] = sum - end[s] // the start, until the runs are placed
+	}
+	order := make([]int32, len(runs))
+	for k := range runs {
+		order[end[runs[k].at]] = int32(k)
+		end[runs[k].at]++
+	}
+	// The loops by their first step, in the order they came.
+	var loopAt []int
+	if len(loops) > 0 {
+		first := make([]int, len(w.Loops))
+		for l := range first {
+			first[l] = -1
+		}
+		for s := range w.Steps {
+			for _, l := range g.loopChain(s) {
+				if first[l] < 0 {
+					first[l] = s
+				}
+			}
+		}
+		loopAt = make([]int, len(loops))
+		for k := range loops {
+			loopAt[k] = first[loops[k].at]
+		}
+	}
+	all := make([]planItem, 0, len(runs)+len(loops))
+	var begin int32
+	for s := range w.Steps {
+		for k := range loops {
+			if loopAt[k] == s {
+				all = append(all, loops[k])
+			}
+		}
+		if begin == end[s] {
+			st := &w.Steps[s]
+			all = append(all, planItem{label: st.ID, task: st.Task, class: planToDo})
+			continue
+		}
+		for _, k := range order[begin:end[s]] {
+			all = append(all, runs[k])
+		}
+		begin = end[s]
+	}
+	return planPick(all)
+}
+
 // planItem is a plan entry, made only when it is shown (a plan of
 // 10,000 runs shows 100 of them, up to ten times a second), and how much
 // it needs to be seen.
 type planItem struct {
+	// at is the index of the item's step (of its loop, for a loop's).
+	at          int
 	label, task string
 	running     bool
 	out         *StepOutcome
