@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/pixir-go/pixir/runtime/agents"
 )
@@ -119,9 +119,15 @@ func projectDir(dir string) (string, error) {
 	return abs, nil
 }
 
+// writeAgentsTable is the table of agents, one row each (NAME, SOURCE,
+// MODEL, DESCRIPTION) cut to tableWidth like `pixir workflows`, and below
+// it the agent's profile on an indented line, wrapped at spaces so that a
+// long write set is shown whole: as a column it ran every row to ~280
+// characters.
 func writeAgentsTable(w io.Writer, r agentsReport, project, home string) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSOURCE\tPROFILE\tMODEL\tDESCRIPTION")
+	type row struct{ name, source, model, profile, description string }
+	rows := make([]row, 0, len(r.Agents))
+	nameW, sourceW, modelW := len("NAME"), len("SOURCE"), len("MODEL")
 	for _, a := range r.Agents {
 		model := a.Model
 		if model == "" {
@@ -130,9 +136,44 @@ func writeAgentsTable(w io.Writer, r agentsReport, project, home string) error {
 		if a.ModelReasoningEffort != "" {
 			model += " (" + a.ModelReasoningEffort + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.Name, shortPath(a.Source, project, home), a.Summary, model, summary(a.Description))
+		rw := row{a.Name, shortPath(a.Source, project, home), model, a.Summary, summary(a.Description)}
+		nameW = max(nameW, utf8.RuneCountInString(rw.name))
+		sourceW = max(sourceW, utf8.RuneCountInString(rw.source))
+		modelW = max(modelW, utf8.RuneCountInString(rw.model))
+		rows = append(rows, rw)
 	}
-	return tw.Flush()
+	var b strings.Builder
+	line := func(s string) { b.WriteString(fitLine(strings.TrimRight(s, " "), tableWidth) + "\n") }
+	pad := func(s string, width int) string { return s + strings.Repeat(" ", width-utf8.RuneCountInString(s)+2) }
+	line(pad("NAME", nameW) + pad("SOURCE", sourceW) + pad("MODEL", modelW) + "DESCRIPTION")
+	for _, rw := range rows {
+		line(pad(rw.name, nameW) + pad(rw.source, sourceW) + pad(rw.model, modelW) + rw.description)
+		for _, l := range wrapWords("profile: "+rw.profile, tableWidth-2, "         ") {
+			b.WriteString("  " + l + "\n")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// wrapWords breaks text at spaces into lines of at most width runes (a word
+// longer than that stands alone), every line after the first starting
+// with indent.
+func wrapWords(text string, width int, indent string) []string {
+	var lines []string
+	cur := ""
+	for _, word := range strings.Fields(text) {
+		switch {
+		case cur == "":
+			cur = word
+		case utf8.RuneCountInString(cur)+1+utf8.RuneCountInString(word) <= width:
+			cur += " " + word
+		default:
+			lines = append(lines, cur)
+			cur = indent + word
+		}
+	}
+	return append(lines, cur)
 }
 
 // writeAgentProblems prints the warnings and errors after the table.

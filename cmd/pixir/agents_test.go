@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -191,15 +192,20 @@ func TestAgentsTable(t *testing.T) {
 	stdout, stderr, code := w.run(t)
 	require.Equal(t, exitOK, code, stderr)
 	require.Empty(t, stderr)
-	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
-	require.Len(t, lines, 11, stdout)
-	require.Equal(t, []string{"NAME", "SOURCE", "PROFILE", "MODEL", "DESCRIPTION"}, strings.Fields(lines[0]))
-	require.Equal(t, []string{"check", "built-in", "read-only;", "tools", "read,", "grep,", "glob;", "shell", "deny;", "no", "network", "inherit"}, strings.Fields(lines[1])[:12])
-	require.Equal(t, []string{"default", "built-in", "inherit", "inherit"}, strings.Fields(lines[2])[:4])
-	require.Equal(t, []string{"explorer", "built-in", "read-only", "inherit"}, strings.Fields(lines[3])[:4])
-	require.Equal(t, []string{"reviewer", filepath.Join(".pixir", "agents", "r.toml"), "read-only", "gpt-5", "(low)", "The", "reviewer", "agent."}, strings.Fields(lines[6]))
-	require.Equal(t, []string{"scout", filepath.Join("~", ".codex", "agents", "s.toml"), "inherit", "inherit", "The", "scout", "agent."}, strings.Fields(lines[7]))
-	require.Equal(t, "worker", strings.Fields(lines[10])[0])
+	// Every line fits 80 columns; each agent is a row, its profile the
+	// indented lines below it (a long write set wrapped, never cut).
+	rows, profiles := agentsTableRows(t, stdout)
+	require.Len(t, rows, 11, stdout)
+	require.Equal(t, []string{"NAME", "SOURCE", "MODEL", "DESCRIPTION"}, strings.Fields(rows[0]))
+	require.Equal(t, []string{"check", "built-in", "inherit"}, strings.Fields(rows[1])[:3])
+	require.Equal(t, "profile: read-only; tools read, grep, glob; shell deny; no network", profiles["check"])
+	require.Equal(t, "profile: inherit", profiles["default"])
+	require.Equal(t, "profile: read-only", profiles["explorer"])
+	require.Equal(t, []string{"reviewer", filepath.Join(".pixir", "agents", "r.toml"), "gpt-5", "(low)", "The", "reviewer", "agent."}, strings.Fields(rows[6]))
+	require.Equal(t, "profile: read-only", profiles["reviewer"])
+	require.Equal(t, []string{"scout", filepath.Join("~", ".codex", "agents", "s.toml"), "inherit", "The", "scout", "agent."}, strings.Fields(rows[7]))
+	require.Equal(t, "profile: tools read, write, edit, grep, glob, bash; writes tests/**, test/**, **/testdata/**, **/*_test.go, **/*_test.*, **/test_*.*, **/*.test.*, **/*.spec.*; no network", profiles["test"], "a long profile is wrapped whole")
+	require.Equal(t, "worker", strings.Fields(rows[10])[0])
 }
 
 func TestAgentsTableWithProblems(t *testing.T) {
@@ -282,16 +288,30 @@ func TestAgentsShowProfiles(t *testing.T) {
 
 	stdout, stderr, code = w.run(t)
 	require.Equal(t, exitOK, code, stderr)
-	rows := map[string]string{}
-	for _, line := range strings.Split(stdout, "\n")[1:] {
-		if f := strings.Fields(line); len(f) > 0 {
-			rows[f[0]] = line
+	_, profiles := agentsTableRows(t, stdout)
+	require.Equal(t, "profile: tools read, grep, glob, write, edit; writes TODO/**; shell deny", profiles["pm"])
+	require.Contains(t, profiles["make"], "shell go, gofmt; no network")
+	require.Contains(t, profiles["check"], "read-only; shell read-only")
+	require.Equal(t, "profile: read-only", profiles["explorer"])
+}
+
+// agentsTableRows splits `pixir agents`' table into its rows (the header
+// first) and each agent's profile, its indented lines joined; every line
+// must fit 80 columns.
+func agentsTableRows(t *testing.T, stdout string) (rows []string, profiles map[string]string) {
+	t.Helper()
+	profiles = map[string]string{}
+	for _, l := range strings.Split(strings.TrimSuffix(stdout, "\n"), "\n") {
+		require.LessOrEqual(t, utf8.RuneCountInString(l), 80, "%q is wider than 80 columns", l)
+		if strings.HasPrefix(l, "  ") {
+			require.NotEmpty(t, rows, "a profile line before any row")
+			name := strings.Fields(rows[len(rows)-1])[0]
+			profiles[name] = strings.TrimSpace(profiles[name] + " " + strings.TrimSpace(l))
+			continue
 		}
+		rows = append(rows, l)
 	}
-	require.Contains(t, rows["pm"], "tools read, grep, glob, write, edit; writes TODO/**; shell deny")
-	require.Contains(t, rows["make"], "shell go, gofmt; no network")
-	require.Contains(t, rows["check"], "read-only; shell read-only")
-	require.Contains(t, rows["explorer"], " read-only ")
+	return rows, profiles
 }
 
 func TestAgentsProfileErrorsNameLineAndColumn(t *testing.T) {
