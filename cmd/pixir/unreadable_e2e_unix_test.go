@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -78,7 +79,7 @@ match = 'globit'
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		if err := cmd.Run(); err != nil {
-			if _, exited := err.(*exec.ExitError); !exited {
+			if exitErr := (*exec.ExitError)(nil); !errors.As(err, &exitErr) {
 				t.Skipf("cannot start the binary as nobody: %v", err)
 			}
 			t.Fatalf("pixir run %s: %v\n%s%s", prompt, err, stdout.String(), stderr.String())
