@@ -171,7 +171,6 @@ func checkAgents(agents Agents, w *Workflow) *tools.Failure {
 				problems = append(problems, Problem{Code: "unknown_mcp_server", Index: &idx, Step: st.ID, Field: "allowed_mcp_servers",
 					Value: strings.Join(st.MCPServers, ", "), Message: fmt.Sprintf("steps[%d] %q: %s", i, st.ID, tools.AsFailure(err).Message)})
 			}
-			continue
 		}
 		if f == nil {
 			if p, ok := writeSetOutsideAgent(agents, i, st); ok {

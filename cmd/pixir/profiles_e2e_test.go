@@ -255,4 +255,12 @@ func TestAWriterStepOutsideItsAgentsWriteSetIsRefusedBeforeItStarts(t *testing.T
 
 	stdout, stderr, code = e.cli("run", "--workflow", "good.yaml", "--dry-run")
 	require.Equal(t, 0, code, stdout+stderr)
+
+	// A step that names its MCP servers (even none) is held to its agent's
+	// write_set too: that check once ended the step's checks before this one.
+	p := filepath.Join(e.ws, "bad-mcp.yaml")
+	require.NoError(t, os.WriteFile(p, []byte("name: bad-mcp\nsteps:\n  - id: src\n    agent: tracker\n    task: t\n    write_set: [\"src/**\"]\n    allowed_mcp_servers: []\n"), 0o644))
+	stdout, stderr, code = e.cli("run", "--workflow", "bad-mcp.yaml", "--dry-run")
+	require.Equal(t, 64, code, stdout+stderr)
+	require.Contains(t, stderr, `steps[0] "src": write_set ["src/**"] meets none of agent "tracker"'s write_set ["TODO/**"]`)
 }
