@@ -299,7 +299,7 @@ func LoadSettings(home string) (Settings, error) {
 	// A byte order mark (Windows editors write one) is no key: go-toml
 	// would refuse the file at 1:1 with "invalid character … 'ï'".
 	data = bytes.TrimPrefix(data, []byte("\ufeff"))
-	s, problems := decodeSettings(path, data)
+	s, problems, blanked := decodeSettings(path, data)
 	if s == nil {
 		return Settings{}, errors.Join(problems...)
 	}
@@ -307,6 +307,9 @@ func LoadSettings(home string) (Settings, error) {
 	if errs := s.validate(); len(errs) > 0 {
 		keys := locateSettingsKeys(data)
 		for _, err := range errs {
+			if aboutBlanked(err, blanked) {
+				continue
+			}
 			problems = append(problems, placeSettingsError(path, keys, err))
 		}
 	}
@@ -352,38 +355,59 @@ func inFileOrder(path string, problems []error) []error {
 // is left out (withoutSettingsKey) and the rest decoded again, until the
 // rest decodes. The settings are nil when the file is not TOML (its one
 // problem is where it stops being TOML); otherwise they hold every value that decoded,
-// for validate to check.
-func decodeSettings(path string, data []byte) (*Settings, []error) {
-	var problems []error
+// for validate to check. blanked are the keys left out ("mcp_servers.foo.command").
+func decodeSettings(path string, data []byte) (_ *Settings, problems []error, blanked []string) {
 	for {
 		var s Settings
 		err := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields().Decode(&s)
 		if err == nil {
-			return &s, problems
+			return &s, problems, blanked
 		}
 		if len(problems) == 0 {
 			// go-toml decodes as it parses: a value of the wrong type
 			// before a line that is not TOML would hide that line.
 			if syntaxErr := toml.Unmarshal(data, new(map[string]any)); syntaxErr != nil {
 				_, problem := settingsDecodeError(path, data, syntaxErr)
-				return nil, []error{problem}
+				return nil, []error{problem}, nil
 			}
 		}
 		key, problem := settingsDecodeError(path, data, err)
 		problems = append(problems, problem)
 		if _, unknown := errors.AsType[*toml.StrictMissingError](err); unknown {
 			// go-toml reports unknown keys after decoding all the others.
-			return &s, problems
+			return &s, problems, blanked
 		}
 		if key == nil {
-			return nil, problems
+			return nil, problems, nil
 		}
 		rest, ok := withoutSettingsKey(data, key)
 		if !ok {
-			return nil, problems
+			return nil, problems, nil
 		}
 		data = rest
+		blanked = append(blanked, strings.Join(key, "."))
 	}
+}
+
+// aboutBlanked reports whether a validation problem comes of a value
+// decodeSettings left out for its type, a problem already: one of a whole
+// table holding such a value ("[mcp_servers.foo]: … neither a command nor
+// a url" for command = 42), or a cost budget without a price when a price
+// was left out.
+func aboutBlanked(err error, blanked []string) bool {
+	m := keyOfMessageRE().FindStringSubmatch(err.Error())
+	for _, key := range blanked {
+		if errors.Is(err, errNoPrice) && strings.HasPrefix(key, "model_info.") {
+			return true
+		}
+		if m != nil && m[1] != "" && m[2] == "" {
+			table := strings.NewReplacer(`"`, "", "'", "").Replace(m[1])
+			if strings.HasPrefix(key, table+".") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // validate checks the values of a decoded config.toml, and returns every

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -88,6 +89,9 @@ func (c CompactionSettings) Config() CompactionConfig {
 	return CompactionConfig{Disabled: c.Enabled != nil && !*c.Enabled, Threshold: c.Threshold, KeepRecent: c.KeepRecent, Summarizer: c.Summarizer}
 }
 
+// errNoPrice is validateCost's problem of a cost budget without a price.
+var errNoPrice = errors.New("[budget] limits cost, but no model has a price: add input_price and output_price (per million tokens) under [model_info.\"MODEL\"], or limit tokens instead")
+
 // validateCost checks [budget], [model_info] and [compaction].
 func (s Settings) validateCost() []error {
 	var errs []error
@@ -135,7 +139,7 @@ func (s Settings) validateCost() []error {
 		priced = priced || has
 	}
 	if !priced && (b.SessionCost > 0 || b.SubagentCost > 0 || b.WorkflowCost > 0) {
-		errs = append(errs, fmt.Errorf("[budget] limits cost, but no model has a price: add input_price and output_price (per million tokens) under [model_info.\"MODEL\"], or limit tokens instead"))
+		errs = append(errs, errNoPrice)
 	}
 	c := s.Compaction
 	if c.Threshold != 0 && (c.Threshold <= 0 || c.Threshold >= 1) {
