@@ -163,7 +163,7 @@ func (b binding) approveMerge(ctx context.Context, sa *subagent, cm childMerge, 
 // recordMerge writes the permission decision about a merge to the parent's
 // Log, as a turn does for a tool call.
 func (b binding) recordMerge(sa *subagent, decision, source, option, reason string) {
-	d := PermissionDecisionData{ToolCallID: b.toolCallID, Tool: MergeAgentName, Mode: b.parent.Mode(),
+	d := PermissionDecisionData{ToolCallID: b.toolCallID, Tool: MergeAgentName, Mode: b.parent.heldMode(),
 		Decision: decision, Source: source, Option: option, Reason: reason}
 	if d.ToolCallID == "" {
 		d.ToolCallID = "subagent-" + sa.id
