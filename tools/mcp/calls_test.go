@@ -107,7 +107,7 @@ func TestInitializeIsNeverCancelled(t *testing.T) {
 		// A server that never answers and says on stderr what it reads.
 		cfg := ServerConfig{Name: "mute", Command: "/bin/sh", Args: []string{"-c", "cat >&2"}}
 		rec := newRecorder()
-		p, err := startProcess(cfg, t.TempDir(), slog.New(stderrHandler{rec.stderr}))
+		p, err := startProcess(cfg, t.TempDir(), slog.New(stderrHandler{rec.stderr}), maxMessage)
 		require.NoError(t, err)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)

@@ -75,6 +75,7 @@ type httpStream struct {
 	headers []Header
 	client  *http.Client
 	clock   clock
+	max     int // bytes of one answer or event (maxMessage)
 
 	ctx    context.Context // ends every request and reader at Close
 	cancel context.CancelFunc
@@ -95,7 +96,7 @@ type httpStream struct {
 func newHTTPStream(url string, headers []Header) *httpStream {
 	ctx, cancel := context.WithCancel(context.Background())
 	transport := http.DefaultTransport.(*http.Transport).Clone()
-	return &httpStream{url: url, headers: headers, client: &http.Client{Transport: transport}, clock: realClock{},
+	return &httpStream{url: url, headers: headers, client: &http.Client{Transport: transport}, clock: realClock{}, max: maxMessage,
 		ctx: ctx, cancel: cancel, incoming: make(chan []byte, 16),
 		calls: map[uint64]context.CancelFunc{}, failed: map[uint64]error{}}
 }
@@ -178,12 +179,12 @@ func (s *httpStream) roundTrip(ctx context.Context, method string, id json.RawMe
 	}
 	switch mediaType(resp) {
 	case "application/json":
-		msg, err := io.ReadAll(io.LimitReader(resp.Body, int64(maxMessage)+1))
+		msg, err := io.ReadAll(io.LimitReader(resp.Body, int64(s.max)+1))
 		if err != nil {
 			return fmt.Errorf("reading the answer to %q: %w", method, err)
 		}
-		if len(msg) > maxMessage {
-			return tooLarge(fmt.Sprintf("the answer to %q", method))
+		if len(msg) > s.max {
+			return tooLarge(fmt.Sprintf("the answer to %q", method), s.max)
 		}
 		s.queue(ctx, msg)
 		return nil
@@ -234,7 +235,7 @@ type sseState struct {
 // whether one of them was the answer to the call with id (nil: the GET
 // stream, which answers none).
 func (s *httpStream) readEvents(ctx context.Context, body io.Reader, id json.RawMessage, st *sseState) (answered bool, err error) {
-	r := bufio.NewReaderSize(&lineLimit{r: body, what: "a line of its event stream"}, 64<<10)
+	r := bufio.NewReaderSize(&lineLimit{r: body, max: s.max, what: "a line of its event stream"}, 64<<10)
 	var data []byte
 	event := ""
 	var eventID *string // the id field of the event being read, if any
@@ -262,8 +263,8 @@ func (s *httpStream) readEvents(ctx context.Context, body io.Reader, id json.Raw
 				if data != nil {
 					data = append(data, '\n')
 				}
-				if len(data)+len(v) > maxMessage {
-					return answered, tooLarge("an event it sent")
+				if len(data)+len(v) > s.max {
+					return answered, tooLarge("an event it sent", s.max)
 				}
 				data = append(data, v...)
 			} else if v, ok := field(line, "event"); ok {

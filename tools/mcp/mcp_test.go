@@ -485,13 +485,12 @@ func TestProgressReachesTheCaller(t *testing.T) {
 // would have taken Pixir's memory); an http server's call fails, and the
 // server goes on, whether it answers with JSON or an event stream.
 func TestAMessageOverTheLimitIsRefused(t *testing.T) {
-	was := maxMessage
-	t.Cleanup(func() { maxMessage = was }) // after the servers' Cleanup
-	maxMessage = 64 << 10                  // below big's 96 KiB
 	rec := newRecorder()
 	stream := newHTTPServer(t)
 	plain := newHTTPServerOpts(t, nil, &sdk.StreamableHTTPOptions{JSONResponse: true})
-	s := startReady(t, []ServerConfig{stdioConfig(t, "local"), {Name: "web", URL: stream.URL}, {Name: "json", URL: plain.URL}}, rec.options(t))
+	opt := rec.options(t)
+	opt.maxMessage = 64 << 10 // below big's 96 KiB
+	s := startReady(t, []ServerConfig{stdioConfig(t, "local"), {Name: "web", URL: stream.URL}, {Name: "json", URL: plain.URL}}, opt)
 
 	res := call(t, byName(t, s, "mcp__local__big"), `{}`)
 	require.False(t, res.OK)

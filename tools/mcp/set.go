@@ -30,6 +30,17 @@ type Options struct {
 	// clock, when set by a test, is the time http servers' streams wait
 	// by to reconnect.
 	clock clock
+	// maxMessage, when set by a test, is the bound of one message from a
+	// server in place of the package's maxMessage.
+	maxMessage int
+}
+
+// messageLimit is the bound of one message from a server.
+func (o Options) messageLimit() int {
+	if o.maxMessage > 0 {
+		return o.maxMessage
+	}
+	return maxMessage
 }
 
 // Severities of a Notice (ACP's notice severities).
@@ -339,13 +350,14 @@ func (srv *server) connect(ctx context.Context, log *slog.Logger) error {
 		if srv.set.opt.clock != nil {
 			st.clock = srv.set.opt.clock
 		}
+		st.max = srv.set.opt.messageLimit()
 		cs, err := connect(ctx, st, srv.set.opt.Version, log, srv.onProgress, changed)
 		if err != nil {
 			return fmt.Errorf("connecting to %s: %w", srv.cfg.URL, err)
 		}
 		srv.session = cs
 	default:
-		p, err := startProcess(srv.cfg, srv.set.opt.Dir, log)
+		p, err := startProcess(srv.cfg, srv.set.opt.Dir, log, srv.set.opt.messageLimit())
 		if err != nil {
 			return err
 		}

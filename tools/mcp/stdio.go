@@ -33,15 +33,17 @@ const stderrTailLimit = 2 << 10
 // of a result is cut far below it (64 KiB a part, media over 512 KiB
 // named), while a message is held whole, about five times over, while it
 // is decoded: a server that sends without end (a runaway log on stdout, a
-// result of gigabytes) would otherwise take Pixir's memory with it. A
-// variable for the tests.
-var maxMessage = 64 << 20
+// result of gigabytes) would otherwise take Pixir's memory with it. Each
+// server's readers hold their own copy (Options.maxMessage for the tests),
+// not a variable the tests would change under goroutines of servers that
+// are still shutting down.
+const maxMessage = 64 << 20
 
-// tooLarge is the error of a message over maxMessage.
-func tooLarge(what string) error {
-	size := fmt.Sprintf("%d MiB", maxMessage>>20)
-	if maxMessage < 1<<20 {
-		size = fmt.Sprintf("%d KiB", maxMessage>>10)
+// tooLarge is the error of a message over limit bytes.
+func tooLarge(what string, limit int) error {
+	size := fmt.Sprintf("%d MiB", limit>>20)
+	if limit < 1<<20 {
+		size = fmt.Sprintf("%d KiB", limit>>10)
 	}
 	return fmt.Errorf("%s is over %s, %w", what, size, errTooLarge)
 }
@@ -70,7 +72,8 @@ type process struct {
 
 // startProcess starts cfg's command in dir. Its stdout carries MCP; its
 // stderr goes to the debug log, and its last lines are kept.
-func startProcess(cfg ServerConfig, dir string, log *slog.Logger) (p *process, err error) {
+// A line of its stdout over limit bytes stops it.
+func startProcess(cfg ServerConfig, dir string, log *slog.Logger, limit int) (p *process, err error) {
 	cmd := exec.Command(cfg.Command, cfg.Args...)
 	cmd.Dir = dir
 	cmd.Env = os.Environ()
@@ -118,7 +121,7 @@ func startProcess(cfg ServerConfig, dir string, log *slog.Logger) (p *process, e
 	errW.Close()
 
 	p = &process{cmd: cmd, stdin: inW, stdout: outR, stderr: errR, exited: make(chan struct{}), stderrDone: make(chan struct{}),
-		out: &lineLimit{r: outR, what: "a message it sent"}}
+		out: &lineLimit{r: outR, max: limit, what: "a message it sent"}}
 	p.wg.Add(2)
 	go func() {
 		defer p.wg.Done()
@@ -271,9 +274,10 @@ func (c pipes) Read(b []byte) (int, error) {
 var errTooLarge = errors.New("more than Pixir takes from an MCP server")
 
 // lineLimit reads r, and fails once a line (one message of a stdio
-// server, one line of an event stream) runs over maxMessage.
+// server, one line of an event stream) runs over max bytes.
 type lineLimit struct {
 	r    io.Reader
+	max  int
 	line int // bytes since the last newline
 	what string
 }
@@ -286,14 +290,14 @@ func (l *lineLimit) Read(b []byte) (int, error) {
 			l.line += len(chunk)
 			break
 		}
-		if l.line+i > maxMessage {
+		if l.line+i > l.max {
 			l.line += i
 			break
 		}
 		l.line, chunk = 0, chunk[i+1:]
 	}
-	if l.line > maxMessage {
-		return 0, tooLarge(l.what)
+	if l.line > l.max {
+		return 0, tooLarge(l.what, l.max)
 	}
 	return n, err
 }
