@@ -221,6 +221,46 @@ func TestReopeningRepairsCallsACrashLeftWithoutResults(t *testing.T) {
 	require.NotEqual(t, EventTurnFailed, last[len(last)-1].Type, "the provider accepted the conversation")
 }
 
+// A call whose arguments were not JSON, cut off by a crash before it was
+// announced, is announced on reopening as runTool shows it: the text that
+// came, as a JSON string, not the {} History sends in its place.
+func TestAnUnparsedCallACrashLeftUnannouncedIsShownAsItCame(t *testing.T) {
+	home, ws := t.TempDir(), t.TempDir()
+	cfg := Config{Home: home, Provider: &strictProvider{}, Model: "m", Tools: tools.Builtins()}
+	rt := New(cfg)
+	s, err := rt.NewSession(ws)
+	require.NoError(t, err)
+	id := s.ID()
+	const came = `{"path": "a.txt", "content": "x`
+	appendRaw(t, s.log,
+		ev(EventUserMessage, UserMessageData{Text: "one"}),
+		ev(EventAssistantMessage, AssistantMessageData{ToolCalls: []provider.ToolCall{
+			{ID: "c1", Name: "write", Arguments: json.RawMessage(`{}`), Unparsed: came},
+		}}),
+	)
+	rt.Close()
+
+	rt2 := New(cfg)
+	defer rt2.Close()
+	s2, _, err := rt2.OpenSession(id, ws, nil)
+	require.NoError(t, err)
+	events, _, err := s2.Events()
+	require.NoError(t, err)
+	var announced []ToolCallData
+	for _, e := range events {
+		if e.Type == EventToolCall {
+			var d ToolCallData
+			require.NoError(t, json.Unmarshal(e.Data, &d))
+			announced = append(announced, d)
+		}
+	}
+	require.Len(t, announced, 1)
+	want, _ := json.Marshal(came)
+	require.JSONEq(t, string(want), string(announced[0].Arguments), "the text that came, not {}")
+	require.Equal(t, "write", announced[0].Title, "nothing described from arguments that did not parse")
+	require.Equal(t, 1, countInterrupted(t, events))
+}
+
 func roles(msgs []provider.Message) []string {
 	var out []string
 	for _, m := range msgs {

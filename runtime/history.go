@@ -298,10 +298,10 @@ func (s *Session) recordInterrupted(obs Observer) error {
 		tc := c.call
 		if !c.announced {
 			pres := tools.Presentation{Title: tc.Name, Kind: tools.KindOther}
-			if tool, ok := s.registry().Get(tc.Name); ok {
+			if tool, ok := s.registry().Get(tc.Name); ok && tc.Unparsed == "" {
 				pres = tool.Describe(tc.Arguments)
 			}
-			if err := s.emit(obs, EventToolCall, ToolCallData{ToolCallID: tc.ID, Name: tc.Name, Arguments: tc.Arguments,
+			if err := s.emit(obs, EventToolCall, ToolCallData{ToolCallID: tc.ID, Name: tc.Name, Arguments: shownArguments(tc),
 				Title: pres.Title, Kind: pres.Kind, Locations: pres.Locations}); err != nil {
 				return err
 			}

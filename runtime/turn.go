@@ -472,6 +472,17 @@ func markUnparsed(calls []provider.ToolCall) {
 	}
 }
 
+// shownArguments is what a tool_call event shows of a call's arguments:
+// the text that came, as a JSON string, when it was not JSON (History sends
+// {} in its place).
+func shownArguments(tc provider.ToolCall) json.RawMessage {
+	if tc.Unparsed == "" {
+		return tc.Arguments
+	}
+	args, _ := json.Marshal(tc.Unparsed)
+	return args
+}
+
 // unparsedResult is the answer to a call whose arguments were not JSON.
 func unparsedResult(tc provider.ToolCall) tools.Result {
 	var v any
@@ -543,13 +554,8 @@ func (t *turn) runTool(tc provider.ToolCall) error {
 		pres = tool.Describe(tc.Arguments)
 		posture = tool.Posture()
 	}
-	args := tc.Arguments
-	if tc.Unparsed != "" {
-		// Shown as the text that came, a JSON string.
-		args, _ = json.Marshal(tc.Unparsed)
-	}
 	if err := t.emit(EventToolCall, ToolCallData{
-		ToolCallID: tc.ID, Name: tc.Name, Arguments: args,
+		ToolCallID: tc.ID, Name: tc.Name, Arguments: shownArguments(tc),
 		Title: pres.Title, Kind: pres.Kind, Posture: posture, Locations: pres.Locations,
 	}); err != nil {
 		return err
