@@ -142,15 +142,19 @@ func (w *Workflow) writable() func(path string) bool {
 // committed whole, the user's edits with it. When that run made none (a
 // Log of an older Pixir, or a workflow without a commit then), the
 // record is BeforeFailed: nothing of a file the user could have changed
-// is committed. nil: no commit, or no recorder.
-func (r *runner) recordBefore() *BeforeRun {
+// is committed. A run its preflight stopped starts nothing and records
+// nothing of its own (it carries on the record of a run it resumes): a
+// resume of it that finds no record makes one, as the user's edits since
+// are theirs (one run's record, kept, took them for the run's). nil: no
+// commit, no recorder, or a preflight that failed.
+func (r *runner) recordBefore(preflightFailed bool) *BeforeRun {
 	rec, ok := r.committer.(BeforeRecorder)
 	switch {
 	case r.w.ResumeFrom != "" && r.prior != nil && r.prior.Before != nil:
 		return r.prior.Before // carried on: a resume of this run finds it too
-	case !ok || r.w.Commit == nil:
+	case !ok || r.w.Commit == nil || preflightFailed:
 		return nil
-	case r.w.ResumeFrom != "":
+	case r.w.ResumeFrom != "" && (r.prior == nil || r.prior.Started):
 		b := BeforeFailed(fmt.Sprintf("the run this one resumes (%s) kept no record of it", r.w.ResumeFrom))
 		return &b
 	}

@@ -581,6 +581,39 @@ func TestAResumedRunCommitsWithTheRecordOfTheRunItResumes(t *testing.T) {
 	require.Contains(t, why, "the run this one resumes (wf-1) kept no record")
 }
 
+// A run its preflight stopped started nothing and changed nothing: it
+// makes no record (git status and hashing for a run that starts nothing),
+// and its resume, once the user fixed what the checks found, records the
+// user's work then. One record kept from the stopped run took the user's
+// edits made since (src/a.go a1 → a2) for the run's, and committed them.
+func TestAResumeOfARunItsPreflightStoppedRecordsTheUsersWorkAgain(t *testing.T) {
+	const spec = `{"commit": {"message": "feat: add", "requires": ["TODO/x.md"]}, "steps": [
+	  {"id": "code", "task": "t", "write_set": ["src/**"], "workspace_mode": "shared"}]}`
+	sim := newSim(func(string) childPlan {
+		return childPlan{dur: 5, changes: &tools.FileChanges{Changed: []string{"src/a.go"}}}
+	})
+	fc := &recordingCommitter{rec: BeforeRun{"src/a.go": "1111111111111111111111111111111111111111"}}
+	fc.problems = []string{"TODO/x.md does not exist"}
+	p, err := Prepare(mustParse(t, spec), Ports{Agents: sim, Children: sim, Evidence: sim, Committer: fc})
+	require.NoError(t, err)
+	first := p.Run(context.Background(), RunOptions{WorkflowID: "wf-1", Now: fixedClock(), waiting: sim.waiting})
+	require.Equal(t, StatusFailed, first.Status)
+	require.Equal(t, 0, fc.asked, "no record for a run that starts nothing")
+	require.Nil(t, sim.events[0].Before)
+
+	fc.problems = nil
+	now := BeforeRun{"src/a.go": "2222222222222222222222222222222222222222"}
+	fc.rec = now
+	w := mustParse(t, spec)
+	w.ResumeFrom = "wf-1"
+	p, err = Prepare(w, Ports{Agents: sim, Children: sim, Evidence: sim, Committer: fc})
+	require.NoError(t, err)
+	out := p.Run(context.Background(), RunOptions{WorkflowID: "wf-2", Now: fixedClock(), waiting: sim.waiting})
+	require.Equal(t, StatusCompleted, out.Status, out.Output)
+	require.Equal(t, 1, fc.asked, "recorded at the resume")
+	require.Equal(t, CommitRequest{Message: "feat: add", Paths: []string{"src/a.go"}, Before: now}, fc.reqs[len(fc.reqs)-1])
+}
+
 // The record copies only the files a step may write (its write set): a
 // commit takes nothing else. Every file when a fan-out's write set
 // depends on its items.

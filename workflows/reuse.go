@@ -26,6 +26,9 @@ type Reuse struct {
 	// Before is the record of the user's work when that run started
 	// (its workflow_started's): nil when it made none.
 	Before *BeforeRun
+	// Started says that run started (or reused) a step: only then can
+	// its work be in the workspace, and a resume must take its Before.
+	Started bool
 	// undecided are the shared writers' runs with a start and no
 	// decision (undecidedWriters).
 	undecided []undecidedRun
@@ -51,6 +54,9 @@ func Reusable(events []WorkflowEvent, w *Workflow) (*Reuse, error) {
 	}
 	r := &Reuse{From: prior.id, Runs: map[string]StepOutcome{}, Finished: prior.iterDone, Steps: prior.stepsByID, Merging: map[string]bool{}, Before: prior.before}
 	for _, sr := range prior.runs {
+		if sr.agent != "" || (sr.outcome != nil && (sr.outcome.AgentID != "" || sr.outcome.ReusedFrom != "")) {
+			r.Started = true
+		}
 		switch o := sr.outcome; {
 		case o != nil && (o.AgentID != "" || o.ReusedFrom != ""):
 			r.Runs[sr.label] = *o

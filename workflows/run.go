@@ -115,7 +115,7 @@ func run(ctx context.Context, p *Prepared, opt RunOptions) Outcome {
 	r.s.heads.rank = r.s.headKey
 	r.s.root = r.newFrame(0, nil, 0, nil, nil, 0)
 	why := r.preflight()
-	started := WorkflowEvent{Kind: EventWorkflowStarted, Workflow: w, Before: r.recordBefore()}
+	started := WorkflowEvent{Kind: EventWorkflowStarted, Workflow: w, Before: r.recordBefore(why != "")}
 	if started.Before != nil {
 		r.before = *started.Before
 	}
