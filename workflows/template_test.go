@@ -3,6 +3,7 @@ package workflows
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -602,6 +603,33 @@ func TestAKeyWrittenTwiceIsAnError(t *testing.T) {
 // in the step winning, the first merge winning over a later one; it was
 // read as a key named "<<", and the step was refused for it ("unknown key
 // "<<"") (found by qa32w).
+// A file of a few lines whose aliases name lists of aliases, or whose
+// merge keys merge mappings that merge, grows by a factor per level: it
+// is refused at the line where its expansion passes the bound, never
+// worked through for hours.
+func TestAliasesThatExpandWithoutEndAreRefused(t *testing.T) {
+	lists := "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n"
+	merges := "m0: &m0 {k0: v}\n"
+	for i := 1; i <= 9; i++ {
+		prev := fmt.Sprintf("*a%d", i-1)
+		lists += fmt.Sprintf("a%d: &a%d [%s]\n", i, i, strings.TrimSuffix(strings.Repeat(prev+", ", 10), ", "))
+		var srcs []string
+		for j := 0; j < 10; j++ {
+			srcs = append(srcs, fmt.Sprintf("*m%d", i-1))
+		}
+		merges += fmt.Sprintf("m%d: &m%d {<<: [%s], k%d: v}\n", i, i, strings.Join(srcs, ", "), i)
+	}
+	for name, text := range map[string]string{"lists": lists + "steps: *a9\n", "merges": merges + "steps: [{id: s, task: t, <<: *m9}]\n"} {
+		t.Run(name, func(t *testing.T) {
+			_, err := DecodeFile("bomb.yaml", []byte(text))
+			var syn *SyntaxError
+			require.ErrorAs(t, err, &syn)
+			require.Contains(t, syn.Msg, "expand to more than")
+			require.Less(t, len(text), 1500, "a small file")
+		})
+	}
+}
+
 func TestAMergeKeyMergesItsMappings(t *testing.T) {
 	text := `steps:
   - &reader

@@ -327,11 +327,33 @@ func DecodeFile(name string, b []byte) (json.RawMessage, error) {
 	if err := yaml.Unmarshal(b, &doc); err != nil {
 		return nil, yamlSyntaxError(err)
 	}
-	var buf bytes.Buffer
-	if err := yamlToJSON(&buf, &doc); err != nil {
+	c := yamlConverter{budget: maxYAMLNodes}
+	if err := c.toJSON(&doc); err != nil {
 		return nil, err
 	}
-	return buf.Bytes(), nil
+	return c.buf.Bytes(), nil
+}
+
+// maxYAMLNodes bounds the nodes a YAML file's conversion visits, aliases
+// and merge keys followed each time: a file of a few lines whose aliases
+// name lists of aliases (or merge keys of merges) grows by a factor per
+// level, hours and gigabytes for a file under 1 KB. A workflow of 10,000
+// steps of five keys each visits 110,000.
+const maxYAMLNodes = 1_000_000
+
+// yamlConverter writes YAML nodes as JSON into buf, each node it visits
+// counted against budget.
+type yamlConverter struct {
+	buf    bytes.Buffer
+	budget int
+}
+
+// visit counts one node; past the budget it is a *SyntaxError at n.
+func (c *yamlConverter) visit(n *yaml.Node) error {
+	if c.budget--; c.budget < 0 {
+		return &SyntaxError{Line: n.Line, Msg: fmt.Sprintf("aliases (*name) and merge keys (<<) expand to more than %d values", maxYAMLNodes)}
+	}
+	return nil
 }
 
 // duplicateJSONKey is a *SyntaxError at the first key written twice in
@@ -378,21 +400,25 @@ func duplicateJSONKey(b []byte) error {
 	}
 }
 
-// yamlToJSON writes a YAML node as JSON, keeping the order of mapping keys
+// toJSON writes a YAML node as JSON, keeping the order of mapping keys
 // (json.Marshal of a map would sort them, and a template's parameters are
 // listed as written).
-func yamlToJSON(buf *bytes.Buffer, n *yaml.Node) error {
+func (c *yamlConverter) toJSON(n *yaml.Node) error {
+	if err := c.visit(n); err != nil {
+		return err
+	}
+	buf := &c.buf
 	switch n.Kind {
 	case yaml.DocumentNode:
 		if len(n.Content) == 0 {
 			buf.WriteString("null")
 			return nil
 		}
-		return yamlToJSON(buf, n.Content[0])
+		return c.toJSON(n.Content[0])
 	case yaml.AliasNode:
-		return yamlToJSON(buf, n.Alias)
+		return c.toJSON(n.Alias)
 	case yaml.MappingNode:
-		pairs, err := mappingPairs(n, 0)
+		pairs, err := c.mappingPairs(n, 0)
 		if err != nil {
 			return err
 		}
@@ -404,18 +430,18 @@ func yamlToJSON(buf *bytes.Buffer, n *yaml.Node) error {
 			key, _ := json.Marshal(p.k.Value)
 			buf.Write(key)
 			buf.WriteByte(':')
-			if err := yamlToJSON(buf, p.v); err != nil {
+			if err := c.toJSON(p.v); err != nil {
 				return err
 			}
 		}
 		buf.WriteByte('}')
 	case yaml.SequenceNode:
 		buf.WriteByte('[')
-		for i, c := range n.Content {
+		for i, item := range n.Content {
 			if i > 0 {
 				buf.WriteByte(',')
 			}
-			if err := yamlToJSON(buf, c); err != nil {
+			if err := c.toJSON(item); err != nil {
 				return err
 			}
 		}
@@ -445,7 +471,10 @@ type yamlPair struct{ k, v *yaml.Node }
 // A key written twice in n is an error: YAML requires a mapping's keys to
 // be unique, and JSON would keep the last (a second steps: would drop the
 // first list unsaid).
-func mappingPairs(n *yaml.Node, depth int) ([]yamlPair, error) {
+func (c *yamlConverter) mappingPairs(n *yaml.Node, depth int) ([]yamlPair, error) {
+	if err := c.visit(n); err != nil {
+		return nil, err
+	}
 	if depth > 32 {
 		return nil, &SyntaxError{Line: n.Line, Msg: "merge keys (<<) nested more than 32 deep"}
 	}
@@ -480,7 +509,7 @@ func mappingPairs(n *yaml.Node, depth int) ([]yamlPair, error) {
 			if m.Kind != yaml.MappingNode {
 				return nil, &SyntaxError{Line: k.Line, Msg: fmt.Sprintf("the merge key << takes a mapping (<<: *defaults) or a list of them, not a %s", kindName(m))}
 			}
-			from, err := mappingPairs(m, depth+1)
+			from, err := c.mappingPairs(m, depth+1)
 			if err != nil {
 				return nil, err
 			}
