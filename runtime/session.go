@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -703,6 +704,12 @@ func metaPath(workspace, id string) string {
 func (s *Session) reattachLog() error {
 	if s.depth > 0 {
 		return nil
+	}
+	// A workspace removed whole is not made again for its Log: the user
+	// deleted the project, and the write-back at the session's end would
+	// bring the folder back with no action of theirs.
+	if _, err := os.Lstat(s.workspace.Root()); errors.Is(err, fs.ErrNotExist) {
+		return &LogWriteError{Path: s.log.Path(), Err: fmt.Errorf("the workspace %s was removed while the session was open; its Log is not written back", s.workspace.Root())}
 	}
 	back, err := s.log.Reattach()
 	if err != nil || !back {
