@@ -253,24 +253,36 @@ func (w *headWriter) String() string {
 }
 
 // binaryAt says where binary output starts in b (its first byte that is
-// not UTF-8), or -1 when b reads as text: at most a third of it is not
-// UTF-8, so Latin-1 text with its accents, or NUL-separated names (find
-// -print0), stay text.
+// not text: not UTF-8, or a control byte no text uses, NUL among them), or
+// -1 when b reads as text: at most a third of it is not, so Latin-1 text
+// with its accents, or NUL-separated names (find -print0), stay text. NUL
+// is valid UTF-8: an executable, a library or a database file, mostly
+// NULs, passed for text when only invalid UTF-8 was counted.
 func binaryAt(b []byte) int {
-	first, invalid := -1, 0
+	first, notText := -1, 0
 	for i := 0; i < len(b); {
 		r, n := utf8.DecodeRune(b[i:])
-		if r == utf8.RuneError && n <= 1 {
+		if (r == utf8.RuneError && n <= 1) || (r < 0x20 && !textControl(byte(r))) {
 			if first < 0 {
 				first = i
 			}
-			invalid++
+			notText++
 			n = 1
 		}
 		i += n
 	}
-	if invalid*3 <= len(b) {
+	if notText*3 <= len(b) {
 		return -1
 	}
 	return first
+}
+
+// textControl says whether control byte c is one text uses: tab, line
+// and page ends, backspace (man's bold), escape (colours).
+func textControl(c byte) bool {
+	switch c {
+	case '\t', '\n', '\r', '\f', '\v', '\b', 0x1b:
+		return true
+	}
+	return false
 }

@@ -204,6 +204,10 @@ func TestBashSaysBinaryOutputInsteadOfShowingIt(t *testing.T) {
 	out := requireOK[BashOutput](t, run(t, BashTool(), env, `{"command":"echo start; head -c 100000 /dev/urandom; echo"}`))
 	require.Equal(t, "start\n[… binary output not shown (100001 bytes): pipe it through xxd | head, strings or file - to see a part of it]", out.Output)
 
+	// An executable is mostly NULs, which are valid UTF-8.
+	out = requireOK[BashOutput](t, run(t, BashTool(), env, `{"command":"echo start; head -c 100000 \"$(command -v sh)\""}`))
+	require.Regexp(t, `^start\n\[… binary output not shown \(\d+ bytes\)`, out.Output)
+
 	out = requireOK[BashOutput](t, run(t, BashTool(), env, `{"command":"printf 'caf\\351 cr\\350me\\n'; printf 'a\\0b\\0'"}`))
 	require.Equal(t, "caf\xe9 cr\xe8me\na\x00b\x00", out.Output)
 }
