@@ -40,6 +40,9 @@ func TestAValueOfTheWrongTypeIsItsOnlyProblem(t *testing.T) {
 		"mcp command": {"[mcp_servers.foo]\ncommand = 42\n", "2:11: mcp_servers.foo.command: got a TOML integer, want a string"},
 		"prices": {"[budget]\nsession_cost = 5.0\n[model_info.\"gpt-x\"]\ninput_price = \"1.0\"\noutput_price = \"2.0\"\n",
 			"4:15: model_info.gpt-x.input_price: got a TOML string, want a number\n{path}:5:16: model_info.gpt-x.output_price: got a TOML string, want a number"},
+		// Not a price: the price is still missing, said now.
+		"another model_info key": {"[budget]\nsession_cost = 5.0\n[model_info.\"gpt-x\"]\ncontext_window = \"big\"\n",
+			"1:2: [budget] limits cost, but no model has a price: add input_price and output_price (per million tokens) under [model_info.\"MODEL\"], or limit tokens instead\n{path}:4:18: model_info.gpt-x.context_window: got a TOML string, want an integer"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			home := t.TempDir()

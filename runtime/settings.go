@@ -393,11 +393,12 @@ func decodeSettings(path string, data []byte) (_ *Settings, problems []error, bl
 // decodeSettings left out for its type, a problem already: one of a whole
 // table holding such a value ("[mcp_servers.foo]: … neither a command nor
 // a url" for command = 42), or a cost budget without a price when a price
-// was left out.
+// was left out (not another key of model_info: the price is still
+// missing, and said now rather than one round later).
 func aboutBlanked(err error, blanked []string) bool {
 	m := keyOfMessageRE().FindStringSubmatch(err.Error())
 	for _, key := range blanked {
-		if errors.Is(err, errNoPrice) && strings.HasPrefix(key, "model_info.") {
+		if errors.Is(err, errNoPrice) && strings.HasPrefix(key, "model_info.") && (strings.HasSuffix(key, ".input_price") || strings.HasSuffix(key, ".output_price")) {
 			return true
 		}
 		if m != nil && m[1] != "" && m[2] == "" {
