@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/pixir-go/pixir/runtime"
@@ -92,7 +93,11 @@ func (s *Server) notice(sessionID string, d runtime.NoticeData) {
 			if s.pendingNotices == nil {
 				s.pendingNotices = map[string][]string{}
 			}
-			s.pendingNotices[sessionID] = append(s.pendingNotices[sessionID], text)
+			if !slices.Contains(s.pendingNotices[sessionID], text) {
+				// Said once: a session loaded again before its next turn
+				// (its setup notices made anew) shows each one time.
+				s.pendingNotices[sessionID] = append(s.pendingNotices[sessionID], text)
+			}
 			s.mu.Unlock()
 			return
 		}

@@ -484,8 +484,16 @@ func (s *Server) watch(sess *runtime.Session) {
 // file warnings, no kernel sandbox, a setting that fell back), once the
 // request's answer has told it the session. Other clients see these where
 // they always did (pixir agents, a command's output, the logs).
-func (s *Server) setupNotices(ctx context.Context, sess *runtime.Session, dirs []string) {
-	if len(dirs) > 0 {
+func (s *Server) setupNotices(ctx context.Context, sess *runtime.Session, sent []json.RawMessage) {
+	if len(sent) > 0 {
+		dirs := make([]string, 0, len(sent))
+		for _, raw := range sent {
+			var dir string
+			if json.Unmarshal(raw, &dir) != nil {
+				dir = string(raw) // not a string: shown as it came
+			}
+			dirs = append(dirs, dir)
+		}
 		// Not advertised, so a client should not send it; one that does
 		// is told, after the answer (a notice, or a message at its next
 		// turn), and the session opens as it would without: refusing it
@@ -493,8 +501,8 @@ func (s *Server) setupNotices(ctx context.Context, sess *runtime.Session, dirs [
 		s.log.Warn("additionalDirectories is not supported; the session works in its cwd only", "session", sess.ID(), "additionalDirectories", dirs)
 		d := runtime.NoticeData{Source: "acp", Severity: "warning",
 			Title: "Additional directories are not supported: " + strings.Join(dirs, ", "),
-			Detail: "Pixir works in the session's folder (" + sess.Workspace().Root() + ") and beneath it only: its tools refuse paths outside it, " +
-				"these directories included. Open a session in a folder that holds them all to work on them together."}
+			Detail: "Pixir works in the session's folder (" + sess.Workspace().Root() + ") and beneath it only, and its tools refuse paths outside it: " +
+				"no directory is added to it. Open a session in a folder that holds them all to work on them together."}
 		rpc.AfterReply(ctx, func() { s.notice(sess.ID(), d) })
 	}
 	s.mu.Lock()

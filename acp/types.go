@@ -159,8 +159,10 @@ type NewSessionRequest struct {
 	Cwd        string            `json:"cwd"`
 	MCPServers []json.RawMessage `json:"mcpServers"`
 	// AdditionalDirectories is read only to say that it is not supported
-	// (sessionCapabilities.additionalDirectories is not advertised).
-	AdditionalDirectories []string `json:"additionalDirectories,omitempty"`
+	// (sessionCapabilities.additionalDirectories is not advertised): each
+	// entry as it came, so one that is not a string cannot fail a request
+	// that would open without it.
+	AdditionalDirectories []json.RawMessage `json:"additionalDirectories,omitempty"`
 }
 
 func (r *NewSessionRequest) validate() error { return checkCwd(r.Cwd, r.MCPServers, true) }
@@ -176,7 +178,7 @@ type LoadSessionRequest struct {
 	Cwd        string            `json:"cwd"`
 	MCPServers []json.RawMessage `json:"mcpServers"`
 	// AdditionalDirectories: as NewSessionRequest's.
-	AdditionalDirectories []string `json:"additionalDirectories,omitempty"`
+	AdditionalDirectories []json.RawMessage `json:"additionalDirectories,omitempty"`
 }
 
 func (r *LoadSessionRequest) validate() error {

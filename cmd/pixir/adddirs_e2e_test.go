@@ -2,6 +2,7 @@ package main
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -40,11 +41,22 @@ func TestAdditionalDirectoriesAreSaidToBeUnsupported(t *testing.T) {
 	require.Equal(t, "Additional directories are not supported: "+other, notices[0]["title"])
 	require.Contains(t, a.stderrAtExit(), "additionalDirectories is not supported")
 
+	// A client that shows no notices: an entry that is not a string opens
+	// the session too (it failed session/new as invalid params), and the
+	// message comes once at the next turn however often the session was
+	// loaded again before it.
 	b := e.start()
 	b.initialize()
+	params["additionalDirectories"] = []any{other, 5}
 	b.result(1, "session/new", params, &r)
+	for i := range 2 {
+		load := loadParams(r.SessionID, e.ws)
+		load["additionalDirectories"] = params["additionalDirectories"]
+		b.result(2+i, "session/load", load, nil)
+	}
 	var during []message
-	m, during = b.call(2, "session/prompt", promptParams(r.SessionID, "write a file"))
+	m, during = b.call(4, "session/prompt", promptParams(r.SessionID, "write a file"))
 	require.Equal(t, "end_turn", stopReason(t, m))
-	require.Contains(t, agentText(updates(t, during)), "Additional directories are not supported: "+other)
+	text := agentText(updates(t, during))
+	require.Equal(t, 1, strings.Count(text, "Additional directories are not supported: "+other+", 5"), text)
 }
