@@ -143,11 +143,9 @@ func writeAgentsTable(w io.Writer, r agentsReport, project, home string) error {
 		rows = append(rows, rw)
 	}
 	var b strings.Builder
-	line := func(s string) { b.WriteString(fitLine(strings.TrimRight(s, " "), tableWidth) + "\n") }
-	pad := func(s string, width int) string { return s + strings.Repeat(" ", width-utf8.RuneCountInString(s)+2) }
-	line(pad("NAME", nameW) + pad("SOURCE", sourceW) + pad("MODEL", modelW) + "DESCRIPTION")
+	writeRow(&b, padCell("NAME", nameW)+padCell("SOURCE", sourceW)+padCell("MODEL", modelW)+"DESCRIPTION")
 	for _, rw := range rows {
-		line(pad(rw.name, nameW) + pad(rw.source, sourceW) + pad(rw.model, modelW) + rw.description)
+		writeRow(&b, padCell(rw.name, nameW)+padCell(rw.source, sourceW)+padCell(rw.model, modelW)+rw.description)
 		for _, l := range wrapWords("profile: "+rw.profile, tableWidth-2, "         ") {
 			b.WriteString("  " + l + "\n")
 		}

@@ -102,11 +102,9 @@ func writeTemplates(w io.Writer, r templatesReport) error {
 		sourceW = max(sourceW, utf8.RuneCountInString(t.Source))
 	}
 	var b strings.Builder
-	line := func(s string) { b.WriteString(fitLine(strings.TrimRight(s, " "), tableWidth) + "\n") }
-	pad := func(s string, width int) string { return s + strings.Repeat(" ", width-utf8.RuneCountInString(s)+2) }
-	line(pad("NAME", nameW) + pad("SOURCE", sourceW) + "DESCRIPTION")
+	writeRow(&b, padCell("NAME", nameW)+padCell("SOURCE", sourceW)+"DESCRIPTION")
 	for _, t := range r.Templates {
-		line(pad(t.Name, nameW) + pad(t.Source, sourceW) + summary(t.Description))
+		writeRow(&b, padCell(t.Name, nameW)+padCell(t.Source, sourceW)+summary(t.Description))
 		for _, p := range t.Params {
 			typ := p.Type
 			if typ == "" {
@@ -119,14 +117,26 @@ func writeTemplates(w io.Writer, r templatesReport) error {
 			default:
 				set += " (default " + string(p.Default) + ")"
 			}
-			line(set)
+			writeRow(&b, set)
 			if d := summary(p.Description); d != "" {
-				line("      " + d)
+				writeRow(&b, "      "+d)
 			}
 		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// padCell is s and the spaces that bring it to width, then the two that
+// part it from the next column.
+func padCell(s string, width int) string {
+	return s + strings.Repeat(" ", width-utf8.RuneCountInString(s)+2)
+}
+
+// writeRow writes a table's line to b, its trailing spaces dropped and
+// cut to tableWidth.
+func writeRow(b *strings.Builder, s string) {
+	b.WriteString(fitLine(strings.TrimRight(s, " "), tableWidth) + "\n")
 }
 
 // fitLine cuts line to width runes, its last one "…" when cut.
