@@ -27,7 +27,8 @@ type Reuse struct {
 	// (its workflow_started's): nil when it made none.
 	Before *BeforeRun
 	// Started says that run started (or reused) a step: only then can
-	// its work be in the workspace, and a resume must take its Before.
+	// its work be in the workspace, so that a resume of it that finds no
+	// Before commits nothing of the user's (recordBefore).
 	Started bool
 	// undecided are the shared writers' runs with a start and no
 	// decision (undecidedWriters).
