@@ -208,50 +208,104 @@ type stamp struct {
 type tree map[string]stamp
 
 // scanTree stamps every file and link beneath roots (absolute paths inside
-// workspace), leaving out what snapshots leave out (.pixir, .git,
-// installed dependencies: snapshot.Excluded). A root that does not exist
-// has nothing.
+// workspace). Nothing beneath them is left out by its name or a mark
+// (node_modules, .venv, a folder with a CACHEDIR.TAG, a .git folder deep
+// in the tree): a child could make such a folder to hide a write. Only
+// the workspace's own .git and .pixir are not looked at: Landlock keeps a
+// child's commands out of them (protected), and Pixir and the user's git
+// write there while the child runs. A folder that cannot be read is
+// stamped itself, so one a command made unreadable is a change. A root
+// that does not exist has nothing.
 func scanTree(ctx context.Context, workspace string, roots []string) (tree, error) {
 	t := tree{}
 	for _, root := range roots {
-		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				if os.IsNotExist(err) {
-					return nil
-				}
-				return err
+		rel, err := filepath.Rel(workspace, root)
+		if err != nil {
+			return nil, err
+		}
+		rel = filepath.ToSlash(rel)
+		fi, err := os.Lstat(root)
+		switch {
+		case os.IsNotExist(err):
+			continue
+		case err != nil:
+			return nil, err
+		case !fi.IsDir():
+			if fi.Mode().IsRegular() || fi.Mode()&fs.ModeSymlink != 0 {
+				t[rel] = stampOf(fi)
 			}
-			if err := ctx.Err(); err != nil {
-				return err
+			continue
+		}
+		dir, err := os.Open(root)
+		if err != nil {
+			if os.IsNotExist(err) {
+				continue
 			}
-			rel, err := filepath.Rel(workspace, p)
-			if err != nil {
-				return err
-			}
-			if rel != "." && snapshot.Excluded(rel, d.IsDir()) {
-				if d.IsDir() {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if d.IsDir() || (!d.Type().IsRegular() && d.Type()&fs.ModeSymlink == 0) {
-				return nil
-			}
-			fi, err := d.Info()
-			if err != nil {
-				if os.IsNotExist(err) {
-					return nil // gone while we looked
-				}
-				return err
-			}
-			t[filepath.ToSlash(rel)] = stampOf(fi)
-			return nil
-		})
+			return nil, err
+		}
+		if rel == "." {
+			rel = ""
+		}
+		err = t.scanDir(ctx, dir, root, rel)
+		dir.Close()
 		if err != nil {
 			return nil, err
 		}
 	}
 	return t, nil
+}
+
+// scanDir stamps what lies beneath the open folder dir (path; rel inside
+// the workspace, "" for the workspace itself).
+func (t tree) scanDir(ctx context.Context, dir *os.File, path, rel string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	entries, err := dir.ReadDir(-1)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if rel == "" && (name == ".git" || name == snapshot.StateDir) {
+			continue
+		}
+		if e.Type()&^(fs.ModeDir|fs.ModeSymlink) != 0 {
+			continue // a device, a pipe, a socket
+		}
+		erel, epath := name, path+string(filepath.Separator)+name
+		if rel != "" {
+			erel = rel + "/" + name
+		}
+		if e.IsDir() {
+			sub, err := openDirIn(dir, epath, name)
+			if err == nil {
+				err = t.scanDir(ctx, sub, epath, erel)
+				sub.Close()
+				if err != nil {
+					return err
+				}
+				continue
+			}
+			if os.IsNotExist(err) {
+				continue // gone while we looked
+			}
+			// Unreadable (what is beneath cannot be told), or replaced by
+			// a link or a file while we looked: its own stamp stands for
+			// it.
+		}
+		st, err := stampIn(dir, epath, name)
+		if err != nil {
+			if os.IsNotExist(err) {
+				continue
+			}
+			return err
+		}
+		if st.mode.Type()&^(fs.ModeDir|fs.ModeSymlink) == 0 {
+			t[erel] = st
+		}
+	}
+	return nil
 }
 
 // changesSince lists what differs from before in after.

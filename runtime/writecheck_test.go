@@ -73,10 +73,13 @@ func TestChangesSince(t *testing.T) {
 	write("same-size.txt", "1234")
 	write("gone.txt", "g")
 	write(".git/HEAD", "ref")
+	write(".pixir/sessions/s.ndjson", "{}")
 	write("node_modules/x/index.js", "x")
+	write("hidden/h.txt", "h")
 	before, err := scanTree(context.Background(), ws, []string{ws})
 	require.NoError(t, err)
-	require.Len(t, before, 3, "VCS metadata and installed dependencies are left out, as snapshots leave them")
+	require.Len(t, before, 5, "the workspace's .git and .pixir are left out; installed dependencies are not")
+	require.Contains(t, before, "node_modules/x/index.js")
 
 	write("a.txt", "a, longer")
 	// Same size, and the modification time set back: the status-change
@@ -89,13 +92,26 @@ func TestChangesSince(t *testing.T) {
 	write("new/b.txt", "b")
 	write(".git/HEAD", "changed")
 	require.NoError(t, os.Symlink("a.txt", filepath.Join(ws, "link")))
+	write(".pixir/sessions/s.ndjson", "{}{}")
+	// A folder made unreadable hides what is beneath it, so it stands
+	// for it (root reads it all the same).
+	unreadable := os.Geteuid() != 0
+	if unreadable {
+		require.NoError(t, os.Chmod(filepath.Join(ws, "hidden"), 0))
+		t.Cleanup(func() { _ = os.Chmod(filepath.Join(ws, "hidden"), 0o755) })
+	}
 
 	after, err := scanTree(context.Background(), ws, []string{ws, filepath.Join(ws, "missing")})
 	require.NoError(t, err)
 	ch := changesSince(before, after)
-	require.Equal(t, []string{"link", "new/b.txt"}, ch.Added)
 	require.Equal(t, []string{"a.txt", "same-size.txt"}, ch.Changed)
-	require.Equal(t, []string{"gone.txt"}, ch.Deleted)
+	if unreadable {
+		require.Equal(t, []string{"hidden", "link", "new/b.txt"}, ch.Added)
+		require.Equal(t, []string{"gone.txt", "hidden/h.txt"}, ch.Deleted)
+	} else {
+		require.Equal(t, []string{"link", "new/b.txt"}, ch.Added)
+		require.Equal(t, []string{"gone.txt"}, ch.Deleted)
+	}
 	require.Equal(t, tools.FileChanges{Added: []string{}, Changed: []string{}, Deleted: []string{}}, changesSince(after, after))
 }
 
@@ -225,11 +241,32 @@ func TestAWriteSetOfEverythingLimitsNothing(t *testing.T) {
 // isolated writer pays before it starts: a snapshot of the workspace (for
 // the 286 files of the repository of issue 15; for 5,000 files only the
 // stamps, a snapshot there takes seconds). Files of 4 KiB. Wall and CPU
-// time (Pixir's own, user and system) per run.
+// time (Pixir's own, user and system) per run. The third tree is the 286
+// files beside an installed node_modules of 10,000 files (1,429 packages
+// of 7 files, a lib/ folder in each), which the stamping looks into since
+// it must see a write hidden there; snapshots leave it out.
 func BenchmarkSharedChangeList(b *testing.B) {
-	for _, files := range []int{286, 5000} {
+	for _, files := range []int{286, 5000, -286} {
 		ws := b.TempDir()
 		body := strings.Repeat("x", 4<<10)
+		name := fmt.Sprintf("%d-files", files)
+		if files < 0 {
+			files = -files
+			name = fmt.Sprintf("%d-files+node_modules-10000", files)
+			for i := range 10000 {
+				pkg := filepath.Join(ws, "node_modules", fmt.Sprintf("p%04d", i/7))
+				file := filepath.Join(pkg, []string{"package.json", "README.md", "index.js"}[min(i%7, 2)])
+				if i%7 > 2 {
+					file = filepath.Join(pkg, "lib", fmt.Sprintf("m%d.js", i%7))
+				}
+				if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+					b.Fatal(err)
+				}
+				if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
 		for i := range files {
 			dir := filepath.Join(ws, fmt.Sprintf("pkg%02d", i%50))
 			if i < 10 {
@@ -242,7 +279,7 @@ func BenchmarkSharedChangeList(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		b.Run(fmt.Sprintf("%d-files", files), func(b *testing.B) {
+		b.Run(name, func(b *testing.B) {
 			ctx := context.Background()
 			type cost struct{ wall, cpu time.Duration }
 			var root, whole, snap cost
@@ -317,4 +354,39 @@ func TestASharedChildsViolationOutlivesItsRun(t *testing.T) {
 		"an isolated child's change list covers every run: an undone escape is gone")
 	require.Equal(t, []string{"a", "b"}, laterViolation(&tools.WriteSetViolation{Workspace: WorkspaceShared, Paths: []string{"b", "a"}},
 		&tools.WriteSetViolation{Workspace: WorkspaceShared, Paths: []string{"a"}}).Paths)
+}
+
+// A shared writer whose commands may write the whole workspace (a
+// **/*_test.go write set opens it all to Landlock; without Landlock they
+// may write anything) cannot hide a write outside its set in a folder
+// snapshots leave out: one it names node_modules, .venv or .git, or marks
+// with a CACHEDIR.TAG. Only the workspace's own .git and .pixir, which
+// Landlock keeps from its commands, are not looked at.
+func TestASharedWritersWritesAreSeenInFoldersSnapshotsLeaveOut(t *testing.T) {
+	// Beneath src/: under Landlock a command cannot make a new folder at the
+	// top of the workspace, which holds .git.
+	const command = "cd src && mkdir -p cache node_modules/x .venv/bin .git .pixir && " +
+		"printf 'Signature: 8a477f597d28d172789f06886806bc55\\n' > cache/CACHEDIR.TAG && echo x > cache/hidden && " +
+		"echo x > node_modules/x/index.js && echo x > .venv/bin/activate && echo x > .git/config && echo x > .pixir/x && " +
+		"echo x > a_test.go"
+	want := []string{"src/.git/config", "src/.pixir/x", "src/.venv/bin/activate", "src/cache/CACHEDIR.TAG", "src/cache/hidden", "src/node_modules/x/index.js"}
+	for _, landlock := range []bool{true, false} {
+		t.Run(fmt.Sprintf("landlock=%v", landlock), func(t *testing.T) {
+			sbx := landlockOff()
+			if landlock {
+				needLandlock(t)
+				sbx = nil
+			}
+			f := newManagerFixtureSandboxed(t, SubagentConfig{}, childProvider{}, sbx)
+			require.NoError(t, os.MkdirAll(filepath.Join(f.parent.workspace.Root(), "src"), 0o755))
+			st := newSteps(f)
+			v := st.start(t, workflows.StepRequest{Name: "tests", Task: "bash " + command, WorkspaceMode: WorkspaceShared,
+				WriteSet: []string{"**/*_test.go"}, MayWrite: globMatcher("**/*_test.go")})
+			got := st.await(t, v.ID)
+			require.Equal(t, tools.SubagentFailed, got.Status)
+			require.NotNil(t, got.WriteSetViolation, "%+v", got.Error)
+			require.Equal(t, want, got.WriteSetViolation.Paths)
+			require.Contains(t, got.Changes.Added, "src/a_test.go")
+		})
+	}
 }
