@@ -60,6 +60,15 @@ func runEdit(ctx context.Context, env Env, a EditArgs, dryRun bool) Result {
 	if old == nil {
 		return Fail(ErrNotFound, "there is no file at %s; check the path, or create the file with write", t.rel)
 	}
+	if crlfOnly(*old) {
+		// Read shows the file's \r\n, but a model writes its lines with
+		// \n: taken as they came, a multi-line old_text would never match
+		// and a multi-line new_text would mix \n into the file's \r\n.
+		a.OldText, a.NewText = toCRLF(a.OldText), toCRLF(a.NewText)
+		if a.OldText == a.NewText {
+			return Fail(ErrInvalidArgs, "old_text and new_text differ only in line ends, and %s ends its lines with \\r\\n, as the edit would too: it would change nothing; put the changed text in new_text", t.rel)
+		}
+	}
 
 	lines := matchLines(*old, a.OldText)
 	switch {
@@ -91,6 +100,28 @@ func runEdit(ctx context.Context, env Env, a EditArgs, dryRun bool) Result {
 	res.Diffs = []Diff{{Path: t.abs, OldText: old, NewText: text}}
 	res.Locations = []Location{{Path: t.abs, Line: lines[0]}}
 	return res
+}
+
+// crlfOnly says whether every line of s ends with \r\n (and one does).
+func crlfOnly(s string) bool {
+	n := strings.Count(s, "\n")
+	return n > 0 && strings.Count(s, "\r\n") == n
+}
+
+// toCRLF makes every \n of s that has no \r before it \r\n.
+func toCRLF(s string) string {
+	if strings.Count(s, "\n") == strings.Count(s, "\r\n") {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + strings.Count(s, "\n"))
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' && (i == 0 || s[i-1] != '\r') {
+			b.WriteByte('\r')
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 // matchLines gives the 1-based line on which each non-overlapping match of

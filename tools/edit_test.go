@@ -135,3 +135,37 @@ func TestEditDescribe(t *testing.T) {
 	require.Equal(t, Presentation{Title: "Edit m.go", Kind: KindEdit, Locations: []Location{{Path: "m.go"}}},
 		EditTool().Describe(json.RawMessage(`{"path":"m.go","old_text":5}`)))
 }
+
+// A model writes its lines with \n whatever the file's line ends: in a file
+// that ends every line with \r\n, its old_text matches and its new_text
+// keeps the file's line ends (before, a multi-line old_text was "not
+// found", and a multi-line new_text left \n lines in a \r\n file).
+func TestEditKeepsCRLFLineEnds(t *testing.T) {
+	const crlf = "one\r\ntwo\r\nthree\r\n"
+	tests := []struct {
+		name, file, args, want string
+	}{
+		{"multi-line old_text written with \\n", crlf, `{"path":"f.txt","old_text":"one\ntwo\n","new_text":"1\n2\n"}`, "1\r\n2\r\nthree\r\n"},
+		{"new_text of several lines", crlf, `{"path":"f.txt","old_text":"two","new_text":"2\n2b"}`, "one\r\n2\r\n2b\r\nthree\r\n"},
+		{"old_text copied with its \\r\\n", crlf, `{"path":"f.txt","old_text":"one\r\ntwo","new_text":"1\r\n2"}`, "1\r\n2\r\nthree\r\n"},
+		{"a file of \\n lines is taken as it is", "one\ntwo\n", `{"path":"f.txt","old_text":"one\ntwo","new_text":"1\r\n2"}`, "1\r\n2\n"},
+		{"a file of mixed line ends is taken as it is", "one\r\ntwo\n", `{"path":"f.txt","old_text":"two\n","new_text":"2\n"}`, "one\r\n2\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env, root := newEnv(t)
+			writeFiles(t, root, map[string]string{"f.txt": tt.file})
+			res := run(t, EditTool(), env, tt.args)
+			require.Equal(t, EditOutput{"f.txt", 1}, requireOK[EditOutput](t, res))
+			got, err := os.ReadFile(filepath.Join(root, "f.txt"))
+			require.NoError(t, err)
+			require.Equal(t, tt.want, string(got))
+			require.Equal(t, tt.want, res.Diffs[0].NewText)
+		})
+	}
+
+	env, root := newEnv(t)
+	writeFiles(t, root, map[string]string{"f.txt": crlf})
+	requireFailure(t, run(t, EditTool(), env, `{"path":"f.txt","old_text":"one\r\n","new_text":"one\n"}`), ErrInvalidArgs,
+		`old_text and new_text differ only in line ends, and f.txt ends its lines with \r\n, as the edit would too: it would change nothing; put the changed text in new_text`)
+}
