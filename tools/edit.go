@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 //go:embed edit.md
@@ -72,6 +73,9 @@ func runEdit(ctx context.Context, env Env, a EditArgs, dryRun bool) Result {
 
 	lines := matchLines(*old, a.OldText)
 	switch {
+	case len(lines) == 0 && strings.ContainsRune(a.OldText, utf8.RuneError) && invalidUTF8(*old) > 0:
+		return Fail(ErrNotFound, "old_text was not found in %s: it holds \ufffd, which read shows for the bytes of %s that are not UTF-8, and they are not \ufffd in the file; "+
+			"choose old_text without them, or change those lines with bash (sed, or iconv to convert the file)", t.rel, t.rel)
 	case len(lines) == 0:
 		return Fail(ErrNotFound, "old_text was not found in %s; read the file and copy the exact text, including whitespace", t.rel)
 	case len(lines) > 1 && !a.ReplaceAll:

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"unicode/utf8"
 
 	"github.com/pixir-go/pixir/internal/plural"
 )
@@ -38,6 +39,10 @@ type ReadOutput struct {
 	// More is set when lines follow EndLine and TotalLines is not known
 	// (0): the editor served only the lines asked for.
 	More bool `json:"more,omitempty"`
+	// Note, set when Content has bytes that are not UTF-8 (a Latin-1 or
+	// Windows-1252 file), says they are shown as U+FFFD and what that
+	// means for an edit or a write.
+	Note string `json:"note,omitempty"`
 }
 
 // rangeLines is how many lines a read without a limit asks the editor
@@ -191,7 +196,28 @@ func readLines(ctx context.Context, file io.Reader, t target, offset, limit int)
 	if selected > len(kept) {
 		out.Content = truncated(out.Content, selected)
 	}
+	if n := invalidUTF8(out.Content); n > 0 {
+		out.Note = fmt.Sprintf("%s is not UTF-8 text: %s of these lines (Latin-1 or another encoding) are shown as \ufffd. "+
+			"edit keeps them where old_text does not cover them, but old_text holding \ufffd matches nothing, and write would put \ufffd in their place; "+
+			"change those lines with bash (sed, or iconv to convert the file)", t.rel, plural.Of(n, "byte", "bytes"))
+	}
 	return out, nil
+}
+
+// invalidUTF8 counts the bytes of s that are not part of UTF-8 text.
+func invalidUTF8(s string) int {
+	if utf8.ValidString(s) {
+		return 0
+	}
+	n := 0
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			n++
+		}
+		i += size
+	}
+	return n
 }
 
 // readRange reads lines the editor served from offset: at most limit (or

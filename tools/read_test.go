@@ -37,16 +37,16 @@ func TestRead(t *testing.T) {
 		args string
 		want ReadOutput
 	}{
-		{"whole file", `{"path":"src/main.go"}`, ReadOutput{"src/main.go", 1, 4, 4, "l1\nl2\nl3\nl4\n", false}},
-		{"range", `{"path":"src/main.go","offset":2,"limit":2}`, ReadOutput{"src/main.go", 2, 3, 4, "l2\nl3\n", false}},
-		{"offset only", `{"path":"src/main.go","offset":3}`, ReadOutput{"src/main.go", 3, 4, 4, "l3\nl4\n", false}},
-		{"limit only", `{"path":"src/main.go","limit":1}`, ReadOutput{"src/main.go", 1, 1, 4, "l1\n", false}},
-		{"limit past the end", `{"path":"src/main.go","offset":4,"limit":10}`, ReadOutput{"src/main.go", 4, 4, 4, "l4\n", false}},
-		{"absolute path shown relative", fmt.Sprintf(`{"path":%q}`, abs), ReadOutput{"src/main.go", 1, 4, 4, "l1\nl2\nl3\nl4\n", false}},
-		{"unclean path", `{"path":"./src/../src/main.go","limit":1}`, ReadOutput{"src/main.go", 1, 1, 4, "l1\n", false}},
-		{"no final newline", `{"path":"no-newline.go"}`, ReadOutput{"no-newline.go", 1, 2, 2, "a\nb", false}},
-		{"empty file", `{"path":"empty.txt"}`, ReadOutput{"empty.txt", 0, 0, 0, "", false}},
-		{"empty file from line 1", `{"path":"empty.txt","offset":1}`, ReadOutput{"empty.txt", 0, 0, 0, "", false}},
+		{"whole file", `{"path":"src/main.go"}`, ReadOutput{"src/main.go", 1, 4, 4, "l1\nl2\nl3\nl4\n", false, ""}},
+		{"range", `{"path":"src/main.go","offset":2,"limit":2}`, ReadOutput{"src/main.go", 2, 3, 4, "l2\nl3\n", false, ""}},
+		{"offset only", `{"path":"src/main.go","offset":3}`, ReadOutput{"src/main.go", 3, 4, 4, "l3\nl4\n", false, ""}},
+		{"limit only", `{"path":"src/main.go","limit":1}`, ReadOutput{"src/main.go", 1, 1, 4, "l1\n", false, ""}},
+		{"limit past the end", `{"path":"src/main.go","offset":4,"limit":10}`, ReadOutput{"src/main.go", 4, 4, 4, "l4\n", false, ""}},
+		{"absolute path shown relative", fmt.Sprintf(`{"path":%q}`, abs), ReadOutput{"src/main.go", 1, 4, 4, "l1\nl2\nl3\nl4\n", false, ""}},
+		{"unclean path", `{"path":"./src/../src/main.go","limit":1}`, ReadOutput{"src/main.go", 1, 1, 4, "l1\n", false, ""}},
+		{"no final newline", `{"path":"no-newline.go"}`, ReadOutput{"no-newline.go", 1, 2, 2, "a\nb", false, ""}},
+		{"empty file", `{"path":"empty.txt"}`, ReadOutput{"empty.txt", 0, 0, 0, "", false, ""}},
+		{"empty file from line 1", `{"path":"empty.txt","offset":1}`, ReadOutput{"empty.txt", 0, 0, 0, "", false, ""}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -97,11 +97,11 @@ func TestReadThroughLineRanges(t *testing.T) {
 		asked string
 		want  ReadOutput
 	}{
-		{"whole file", `{"path":"src/main.go"}`, "1+10001", ReadOutput{"src/main.go", 1, 4, 4, "l1\nl2\nl3\nl4\n", false}},
-		{"range, more follow", `{"path":"src/main.go","offset":2,"limit":2}`, "2+3", ReadOutput{"src/main.go", 2, 3, 0, "l2\nl3\n", true}},
-		{"range to the end", `{"path":"src/main.go","offset":3,"limit":2}`, "3+3", ReadOutput{"src/main.go", 3, 4, 4, "l3\nl4\n", false}},
-		{"limit only", `{"path":"src/main.go","limit":1}`, "1+2", ReadOutput{"src/main.go", 1, 1, 0, "l1\n", true}},
-		{"empty file", `{"path":"empty.txt"}`, "1+10001", ReadOutput{"empty.txt", 0, 0, 0, "", false}},
+		{"whole file", `{"path":"src/main.go"}`, "1+10001", ReadOutput{"src/main.go", 1, 4, 4, "l1\nl2\nl3\nl4\n", false, ""}},
+		{"range, more follow", `{"path":"src/main.go","offset":2,"limit":2}`, "2+3", ReadOutput{"src/main.go", 2, 3, 0, "l2\nl3\n", true, ""}},
+		{"range to the end", `{"path":"src/main.go","offset":3,"limit":2}`, "3+3", ReadOutput{"src/main.go", 3, 4, 4, "l3\nl4\n", false, ""}},
+		{"limit only", `{"path":"src/main.go","limit":1}`, "1+2", ReadOutput{"src/main.go", 1, 1, 0, "l1\n", true, ""}},
+		{"empty file", `{"path":"empty.txt"}`, "1+10001", ReadOutput{"empty.txt", 0, 0, 0, "", false, ""}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -220,4 +220,28 @@ func TestReadDescribe(t *testing.T) {
 			require.Equal(t, tt.want, ReadTool().Describe(json.RawMessage(tt.args)))
 		})
 	}
+}
+
+// A Latin-1 file's bytes that are not UTF-8 reach the model as U+FFFD (JSON
+// has no other way to carry them): the result says so, and what it means
+// for an edit or a write, so the model does not write the U+FFFD it read
+// back over the user's text. An edit whose old_text holds one says why it
+// matched nothing.
+func TestReadSaysTextIsNotUTF8(t *testing.T) {
+	env, root := newEnv(t)
+	writeFiles(t, root, map[string]string{"latin1.txt": "caf\xe9 cr\xe8me\nplain\n", "utf8.txt": "café\n"})
+	out := requireOK[ReadOutput](t, run(t, ReadTool(), env, `{"path":"latin1.txt"}`))
+	require.Equal(t, "latin1.txt is not UTF-8 text: 2 bytes of these lines (Latin-1 or another encoding) are shown as \ufffd. "+
+		"edit keeps them where old_text does not cover them, but old_text holding \ufffd matches nothing, and write would put \ufffd in their place; "+
+		"change those lines with bash (sed, or iconv to convert the file)", out.Note)
+	require.Empty(t, requireOK[ReadOutput](t, run(t, ReadTool(), env, `{"path":"latin1.txt","offset":2}`)).Note, "the lines read are UTF-8")
+	require.Empty(t, requireOK[ReadOutput](t, run(t, ReadTool(), env, `{"path":"utf8.txt"}`)).Note)
+
+	requireFailure(t, run(t, EditTool(), env, "{\"path\":\"latin1.txt\",\"old_text\":\"caf\ufffd\",\"new_text\":\"cafe\"}"), ErrNotFound,
+		"old_text was not found in latin1.txt: it holds \ufffd, which read shows for the bytes of latin1.txt that are not UTF-8, and they are not \ufffd in the file; "+
+			"choose old_text without them, or change those lines with bash (sed, or iconv to convert the file)")
+	require.Equal(t, EditOutput{"latin1.txt", 1}, requireOK[EditOutput](t, run(t, EditTool(), env, `{"path":"latin1.txt","old_text":"plain","new_text":"PLAIN"}`)))
+	got, err := os.ReadFile(filepath.Join(root, "latin1.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "caf\xe9 cr\xe8me\nPLAIN\n", string(got))
 }
