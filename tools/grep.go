@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"regexp/syntax"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -146,7 +147,37 @@ func compileGrepPattern(pattern string, caseInsensitive bool) (grepPattern, *Fai
 	for _, n := range p.needles {
 		p.fold = p.fold || n.fold
 	}
+	if tree, err := syntax.Parse(pattern, syntax.Perl); err == nil && spansLines(tree.Simplify()) {
+		return grepPattern{}, &Failure{Kind: ErrInvalidArgs, Message: "pattern can only match across a line end (it holds \\n), but grep matches each line on its own, so it would find nothing; " +
+			"search for one line of the text, then read the lines around the match"}
+	}
 	return p, nil
+}
+
+// spansLines reports whether every match of re holds a line end. Such a
+// pattern matches no line.
+func spansLines(re *syntax.Regexp) bool {
+	switch re.Op {
+	case syntax.OpLiteral:
+		return slices.Contains(re.Rune, '\n')
+	case syntax.OpCharClass:
+		// Pairs of bounds: a class of \n alone.
+		return len(re.Rune) == 2 && re.Rune[0] == '\n' && re.Rune[1] == '\n'
+	case syntax.OpCapture, syntax.OpPlus:
+		return spansLines(re.Sub[0])
+	case syntax.OpRepeat:
+		return re.Min >= 1 && spansLines(re.Sub[0])
+	case syntax.OpConcat:
+		return slices.ContainsFunc(re.Sub, spansLines)
+	case syntax.OpAlternate:
+		for _, sub := range re.Sub {
+			if !spansLines(sub) {
+				return false
+			}
+		}
+		return len(re.Sub) > 0
+	}
+	return false
 }
 
 // candidate reports whether text may hold a match: it holds a needle, or

@@ -311,3 +311,20 @@ func TestGrepStreamsLargeFiles(t *testing.T) {
 		TotalMatches: 1, FilesMatched: 1, FilesSearched: 1,
 	}, out)
 }
+
+// grep matches each line on its own, so a pattern every match of which
+// holds a line end finds nothing: it is refused with what to do, where it
+// answered "no matches" and the model took the text for absent. A pattern
+// that may match a line end but need not (\s, [^x]) still runs.
+func TestGrepRefusesAPatternThatSpansLines(t *testing.T) {
+	env, root := newEnv(t)
+	writeFiles(t, root, map[string]string{"a.go": "func a() {\n\treturn\n}\n"})
+	const msg = `pattern can only match across a line end (it holds \n), but grep matches each line on its own, so it would find nothing; ` +
+		"search for one line of the text, then read the lines around the match"
+	for _, p := range []string{`{\n\treturn`, `\{\n\treturn`, `a\(\) \{\n`, `(?s)func.*\n.*return`, `(a|b)\n`, `\r\n`} {
+		requireFailure(t, run(t, GrepTool(), env, fmt.Sprintf(`{"pattern":%q}`, p)), ErrInvalidArgs, msg)
+	}
+	for _, p := range []string{`\{\s*$`, `[^x]return`, `func|\n`, `\treturn`} {
+		require.Equal(t, 1, requireOK[GrepOutput](t, run(t, GrepTool(), env, fmt.Sprintf(`{"pattern":%q}`, p))).TotalMatches, p)
+	}
+}
