@@ -165,6 +165,9 @@ func (l localFiles) confined(path string, err error) error {
 		return &tools.Failure{Kind: tools.ErrPermissionDenied, Message: fmt.Sprintf(
 			"%s is a hard link: the same file has another name, perhaps outside the workspace or in Pixir's state, so file tools do not open it. "+
 				"Replace it with a copy of its own (cp --remove-destination) if it belongs to the workspace", path)}
+	case errors.Is(err, sandbox.ErrReadOnly):
+		return &tools.Failure{Kind: tools.ErrPermissionDenied, Message: fmt.Sprintf(
+			"%s is read-only (no write permission for anyone), so it was left as it is; if it is meant to change, make it writable first with bash (chmod u+w)", path)}
 	case errors.Is(err, syscall.EISDIR):
 		return fmt.Errorf("%s: %w", path, tools.ErrIsDir)
 	}

@@ -231,6 +231,33 @@ func TestFilesRefuseAHardLinkToALog(t *testing.T) {
 	require.Equal(t, "rewritten\n", string(got))
 }
 
+// A file its owner made read-only is not replaced by write or edit: the
+// rename that replaces a file needs no write permission on it, so it was
+// overwritten (keeping its 0444 mode) where the user's own shell would
+// have been refused. A file with any write bit is replaced, keeping its
+// mode.
+func TestFilesLeaveAReadOnlyFileAsItIs(t *testing.T) {
+	s := newConfinedWorkspace(t)
+	ro, rw := filepath.Join(s.root, "src", "generated.go"), filepath.Join(s.root, "src", "owner-only.go")
+	require.NoError(t, os.WriteFile(ro, []byte("keep\n"), 0o444))
+	require.NoError(t, os.Chmod(ro, 0o444))
+	require.NoError(t, os.WriteFile(rw, []byte("old\n"), 0o600))
+
+	err := s.ws.Files().WriteFile(t.Context(), ro, []byte("clobbered\n"))
+	var f *tools.Failure
+	require.ErrorAs(t, err, &f)
+	require.Equal(t, tools.ErrPermissionDenied, f.Kind)
+	require.Equal(t, ro+" is read-only (no write permission for anyone), so it was left as it is; if it is meant to change, make it writable first with bash (chmod u+w)", f.Message)
+	b, err := os.ReadFile(ro)
+	require.NoError(t, err)
+	require.Equal(t, "keep\n", string(b))
+
+	require.NoError(t, s.ws.Files().WriteFile(t.Context(), rw, []byte("new\n")))
+	info, err := os.Stat(rw)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+}
+
 // TestFilesRefuseALinkIntoStateSwappedInAfterTheCheck is the race made
 // certain: the check passes while "a" is a directory; "a" becomes a link
 // to .pixir/sessions before the use.

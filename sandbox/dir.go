@@ -18,6 +18,10 @@ var (
 	// may be outside the directory (or in Pixir's state), so its identity
 	// is not the path's.
 	ErrHardLink = errors.New("is a hard link")
+	// ErrReadOnly: the file has no write permission for anyone. Replacing
+	// it (a new file renamed over it) needs none, but its owner made it
+	// read-only to keep it as it is.
+	ErrReadOnly = errors.New("is read-only")
 )
 
 // checkRel refuses a path that is absolute or climbs out.

@@ -153,6 +153,8 @@ func (d *Dir) WriteFile(rel string, data []byte, perm os.FileMode) error {
 		return &fs.PathError{Op: "write", Path: rel, Err: unix.EISDIR}
 	case err == nil && st.Mode&unix.S_IFMT != unix.S_IFREG:
 		return &fs.PathError{Op: "write", Path: rel, Err: fmt.Errorf("not a regular file")}
+	case err == nil && st.Mode&0o222 == 0:
+		return &fs.PathError{Op: "write", Path: rel, Err: ErrReadOnly}
 	case err == nil:
 		mode = st.Mode & 0o7777
 	case !errors.Is(err, unix.ENOENT):

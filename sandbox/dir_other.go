@@ -101,6 +101,9 @@ func (d *Dir) WriteFile(rel string, data []byte, perm os.FileMode) error {
 		if !info.Mode().IsRegular() {
 			return &fs.PathError{Op: "write", Path: rel, Err: fmt.Errorf("not a regular file")}
 		}
+		if info.Mode().Perm()&0o222 == 0 {
+			return &fs.PathError{Op: "write", Path: rel, Err: ErrReadOnly}
+		}
 		perm = info.Mode().Perm()
 	}
 	tmp := filepath.Join(filepath.Dir(clean), "."+filepath.Base(clean)+".pixir-tmp")
