@@ -13,6 +13,7 @@ import (
 
 	"github.com/pixir-go/pixir/sandbox"
 	"github.com/pixir-go/pixir/tools"
+	"golang.org/x/text/unicode/norm"
 )
 
 // StateDir is the folder inside a workspace that holds Pixir's own state
@@ -92,7 +93,7 @@ func (w *Workspace) Resolve(path string) (string, error) {
 	if !within(w.root, p) {
 		return "", deny("%s is outside the workspace %s; use a path inside it", path, w.root)
 	}
-	real, err := resolveExisting(p)
+	real, err := resolveNormalized(p)
 	if err != nil {
 		return "", deny("%s cannot be resolved: %v", path, err)
 	}
@@ -106,27 +107,86 @@ func (w *Workspace) Resolve(path string) (string, error) {
 	return real, nil
 }
 
+// resolveNormalized is resolveExisting, and when a name on the way is
+// missing but its folder holds exactly one name that is the same text in
+// another Unicode form (é as one code point, NFC, or as e and a combining
+// accent, NFD, as macOS writes names), the path goes on through that one.
+// A model writes names in NFC whatever glob showed it, and the two forms
+// look alike: "there is no file at café.txt" beside a café.txt left it no
+// way on, and a write made a second café.txt.
+func resolveNormalized(p string) (string, error) {
+	for range strings.Count(p, string(filepath.Separator)) + 1 {
+		existing, missing, err := resolveExisting(p)
+		if err != nil {
+			return "", err
+		}
+		if len(missing) == 0 {
+			return existing, nil
+		}
+		alt := sameNameInOtherForm(existing, missing[0])
+		if alt == "" {
+			return filepath.Join(append([]string{existing}, missing...)...), nil
+		}
+		p = filepath.Join(append([]string{existing, alt}, missing[1:]...)...)
+	}
+	existing, missing, err := resolveExisting(p)
+	return filepath.Join(append([]string{existing}, missing...)...), err
+}
+
+// sameNameInOtherForm is the one entry of dir whose name is name in
+// another Unicode normalization form, or "".
+func sameNameInOtherForm(dir, name string) string {
+	if isASCII(name) {
+		return ""
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return ""
+	}
+	want, found := norm.NFC.String(name), ""
+	for _, e := range entries {
+		if e.Name() != name && !isASCII(e.Name()) && norm.NFC.String(e.Name()) == want {
+			if found != "" {
+				return ""
+			}
+			found = e.Name()
+		}
+	}
+	return found
+}
+
+func isASCII(s string) bool {
+	for i := range len(s) {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
 // resolveExisting resolves symlinks in the longest existing prefix of p and
 // appends the rest, so a path to a file not yet created resolves too.
-func resolveExisting(p string) (string, error) {
+// It returns the two apart: the existing prefix resolved, and the names
+// after it, not there yet.
+func resolveExisting(p string) (existing string, missing []string, err error) {
 	var rest []string
 	cur := p
 	for {
 		real, err := filepath.EvalSymlinks(cur)
 		if err == nil {
-			return filepath.Join(append([]string{real}, rest...)...), nil
+			return real, rest, nil
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
-			return "", err
+			return "", nil, err
 		}
 		if _, lerr := os.Lstat(cur); lerr == nil {
 			// cur exists, so its target does not: a dangling link could be
 			// pointed anywhere later.
-			return "", fmt.Errorf("%s is a dangling symbolic link", cur)
+			return "", nil, fmt.Errorf("%s is a dangling symbolic link", cur)
 		}
 		parent := filepath.Dir(cur)
 		if parent == cur {
-			return "", err
+			return "", nil, err
 		}
 		rest = append([]string{filepath.Base(cur)}, rest...)
 		cur = parent

@@ -231,6 +231,43 @@ func TestFilesRefuseAHardLinkToALog(t *testing.T) {
 	require.Equal(t, "rewritten\n", string(got))
 }
 
+// A name written in one Unicode form finds the file named in the other
+// (macOS writes names decomposed, NFD; a model writes them composed, NFC):
+// "there is no file at café.txt" beside café.txt left the model no way on,
+// and a write made a second café.txt. Only one such name is taken, and a
+// link it is still leads nowhere outside.
+func TestResolveFindsANameInTheOtherUnicodeForm(t *testing.T) {
+	s := newConfinedWorkspace(t)
+	const nfc, nfd = "caf\u00e9", "cafe\u0301"
+	require.NoError(t, os.MkdirAll(filepath.Join(s.root, "r\u00e9sum\u00e9s"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(s.root, "r\u00e9sum\u00e9s", nfd+".txt"), []byte("x\n"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(s.root, "re\u0301sume\u0301s-nfd"), 0o755))
+	require.NoError(t, os.Symlink(s.outside, filepath.Join(s.root, "dehors-"+nfd)))
+
+	tests := []struct{ path, want string }{
+		{"r\u00e9sum\u00e9s/" + nfc + ".txt", "r\u00e9sum\u00e9s/" + nfd + ".txt"},
+		{"re\u0301sume\u0301s/" + nfc + ".txt", "r\u00e9sum\u00e9s/" + nfd + ".txt"},
+		{"r\u00e9sum\u00e9s-nfd/new.txt", "re\u0301sume\u0301s-nfd/new.txt"},
+		{"r\u00e9sum\u00e9s/" + nfc + "-new.txt", "r\u00e9sum\u00e9s/" + nfc + "-new.txt"},
+		{"src/main.go", "src/main.go"},
+	}
+	for _, tt := range tests {
+		got, err := s.ws.Resolve(tt.path)
+		require.NoError(t, err, tt.path)
+		require.Equal(t, filepath.Join(s.root, tt.want), got, tt.path)
+	}
+	_, err := s.ws.Resolve("dehors-" + nfc + "/secret.txt")
+	require.ErrorContains(t, err, "leads outside the workspace")
+
+	// Two names of the same text (the accents in either order): neither
+	// is taken for the third form.
+	require.NoError(t, os.WriteFile(filepath.Join(s.root, "a\u0323\u0301.txt"), nil, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(s.root, "a\u0301\u0323.txt"), nil, 0o644))
+	got, err := s.ws.Resolve("\u1ea1\u0301.txt")
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(s.root, "\u1ea1\u0301.txt"), got)
+}
+
 // A file its owner made read-only is not replaced by write or edit: the
 // rename that replaces a file needs no write permission on it, so it was
 // overwritten (keeping its 0444 mode) where the user's own shell would
