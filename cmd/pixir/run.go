@@ -177,18 +177,24 @@ func parseMode(s string) (runtime.Mode, error) {
 // nothing.
 func workspaceDir(cwd string) (string, error) { return projectDir(cwd) }
 
-// interruptible is a context cancelled by the first Ctrl-C (or SIGTERM):
+// interruptible is a context cancelled by the first Ctrl-C (or SIGTERM,
+// or SIGHUP: a closed terminal or ssh session, a CI runner hanging up):
 // the run stops its children, records their end and prints what it has.
-// A second Ctrl-C kills the process at once, as usual.
+// A second signal kills the process at once, as usual. A SIGHUP the run
+// was started ignoring (nohup) stays ignored: catching it would undo nohup.
 func interruptible() (context.Context, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
+	caught := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if !signal.Ignored(syscall.SIGHUP) {
+		caught = append(caught, syscall.SIGHUP)
+	}
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, caught...)
 	done := make(chan struct{})
 	go func() {
 		select {
 		case <-sigs:
-			signal.Reset(os.Interrupt, syscall.SIGTERM)
+			signal.Reset(caught...)
 			cancel()
 		case <-done:
 		}
