@@ -123,6 +123,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage)
 		return exitUsage
 	}
+	switch args[0] {
+	case "acp", "run", "resume", "gc":
+		outliveClosedPipes()
+	}
 	if args[0] == "acp" { // stdout carries the protocol, not text for people
 		return runACP(args[1:], stdin, stdout, stderr)
 	}

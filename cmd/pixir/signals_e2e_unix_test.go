@@ -4,7 +4,10 @@ package main
 
 import (
 	"errors"
+	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"testing"
 
@@ -58,4 +61,55 @@ func TestASignalCancelsTheTurnAndTheLogRecordsIt(t *testing.T) {
 			require.Contains(t, string(last.Data), `"stop_reason":"cancelled"`)
 		})
 	}
+}
+
+// A script reads the start of a run's answer and closes the pipe (pixir
+// run … | head -1): the turn goes on to its end and the Log keeps all of
+// it. SIGPIPE killed the run at its next write to stdout (exit 141): the
+// tool calls had run, but the Log held only the prompt.
+func TestAClosedStdoutDoesNotLoseTheTurn(t *testing.T) {
+	e := newRunEnv(t)
+	gate := filepath.Join(t.TempDir(), "gate")
+	require.NoError(t, syscall.Mkfifo(gate, 0o600))
+	script := e.file("s.toml", `
+[[rule]]
+match = 'piped'
+  [[rule.reply]]
+  text = "first line"
+  [[rule.reply.tool_calls]]
+  name = "bash"
+  arguments = { command = "read x < `+gate+`; echo ran > ran.txt" }
+  [[rule.reply]]
+  text = "second line, written after the reader left"
+`)
+	cmd := e.command("run", "--script", script, "piped")
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	require.NoError(t, cmd.Start())
+	first := make([]byte, len("first"))
+	_, err = io.ReadFull(stdout, first)
+	require.NoError(t, err)
+	require.NoError(t, stdout.Close()) // as head does once it has its line
+	stderr.waitFor("⚙ Run")
+	require.NoError(t, os.WriteFile(gate, []byte("go\n"), 0o600)) // the command may end
+
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		require.Equal(t, exitOK, exit.ExitCode(), "%v\n%s", err, stderr.String())
+	}
+	require.NoError(t, err, stderr.String())
+	require.Equal(t, "ran\n", e.read("ran.txt"))
+	var answers []string
+	for _, ev := range readLog(t, e.ws, e.sessionIDs()[0]) {
+		if ev.Type == "assistant_message" {
+			answers = append(answers, string(ev.Data))
+		}
+	}
+	require.Len(t, answers, 2)
+	require.Contains(t, answers[1], "second line, written after the reader left")
+	require.Contains(t, stderr.String(), "pixir: session ", "the last line still names the session")
+	t.Log(stderr.String())
 }
