@@ -74,7 +74,13 @@ type Conn struct {
 	// inputDone is closed when the peer's input has ended: no reply to our
 	// own calls can arrive after that.
 	inputDone chan struct{}
-	done      chan struct{}
+	// interrupted, once Interrupt is called, is closed when no request
+	// is in flight (guarded by mu).
+	interrupted chan struct{}
+	// stopping is set by Interrupt: a request read after it starts
+	// cancelled (guarded by mu).
+	stopping bool
+	done     chan struct{}
 	// started is closed once engine is set: the engine's read loop may hand
 	// over the first message before NewConn has returned.
 	started chan struct{}
@@ -151,6 +157,28 @@ func (c *Conn) Done() <-chan struct{} { return c.done }
 // Close ends the connection now.
 func (c *Conn) Close() error { return c.engine.Close() }
 
+// Interrupt ends the work of the connection before its process does (on
+// SIGTERM): every request's context ends, as when the peer cancels each,
+// requests read later start ended, and it returns once every handler has
+// replied (or could not) and run what follows its reply. A prompt's
+// handler records its end before it replies, so the process may exit
+// then without leaving a turn open in its Log.
+func (c *Conn) Interrupt() {
+	c.mu.Lock()
+	c.stopping = true
+	for req := range c.inflight {
+		req.cancel()
+	}
+	if len(c.inflight) == 0 {
+		c.mu.Unlock()
+		return
+	}
+	idle := make(chan struct{})
+	c.interrupted = idle
+	c.mu.Unlock()
+	<-idle
+}
+
 // dispatcher adapts Conn to the engine's Handler interface.
 type dispatcher struct{ c *Conn }
 
@@ -194,6 +222,9 @@ func (c *Conn) dispatch(_ context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Reque
 	c.mu.Lock()
 	c.inflight[running] = struct{}{}
 	c.handlers.Add(1)
+	if c.stopping {
+		cancel()
+	}
 	c.mu.Unlock()
 	go c.serveRequest(ctx, running, msg, c.notesQueued)
 }
@@ -211,6 +242,10 @@ func (c *Conn) serveRequest(ctx context.Context, req *inflightRequest, msg *inbo
 	defer func() {
 		c.mu.Lock()
 		delete(c.inflight, req)
+		if c.interrupted != nil && len(c.inflight) == 0 {
+			close(c.interrupted)
+			c.interrupted = nil
+		}
 		c.mu.Unlock()
 		req.cancel()
 	}()

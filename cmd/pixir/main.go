@@ -212,7 +212,16 @@ func runACP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer rt.Close()
 	srv := acp.NewServer(rt, acp.Options{Version: version, Logger: logger})
 	conn := srv.Serve(stdin, stdout, nil)
-	<-conn.Done()
+	ended, stop := stopSignals()
+	defer stop()
+	select {
+	case <-conn.Done():
+	case <-ended:
+		// An editor quitting, a bot's supervisor or a CI job's end: the
+		// turns running are cancelled and recorded, their clients
+		// answered, as when the input ends. A second signal kills.
+		conn.Interrupt()
+	}
 	return exitOK
 }
 

@@ -177,32 +177,47 @@ func parseMode(s string) (runtime.Mode, error) {
 // nothing.
 func workspaceDir(cwd string) (string, error) { return projectDir(cwd) }
 
-// interruptible is a context cancelled by the first Ctrl-C (or SIGTERM,
-// or SIGHUP: a closed terminal or ssh session, a CI runner hanging up):
-// the run stops its children, records their end and prints what it has.
-// A second signal kills the process at once, as usual. A SIGHUP the run
-// was started ignoring (nohup) stays ignored: catching it would undo nohup.
+// interruptible is a context cancelled by the first stop signal (see
+// stopSignals): the run stops its children, records their end and prints
+// what it has. A second signal kills the process at once, as usual.
 func interruptible() (context.Context, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
+	ended, stop := stopSignals()
+	go func() {
+		<-ended
+		cancel()
+	}()
+	return ctx, func() {
+		stop()
+		cancel()
+	}
+}
+
+// stopSignals returns a channel closed by the first Ctrl-C, SIGTERM or
+// SIGHUP (a closed terminal or ssh session, a CI runner hanging up), after
+// which the signals are left to their defaults: a second one kills. A
+// SIGHUP the process was started ignoring (nohup) stays ignored: catching
+// it would undo nohup. stop ends the watch; the channel is then never
+// closed.
+func stopSignals() (<-chan struct{}, func()) {
 	caught := []os.Signal{os.Interrupt, syscall.SIGTERM}
 	if !signal.Ignored(syscall.SIGHUP) {
 		caught = append(caught, syscall.SIGHUP)
 	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, caught...)
-	done := make(chan struct{})
+	ended, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		select {
 		case <-sigs:
 			signal.Reset(caught...)
-			cancel()
+			close(ended)
 		case <-done:
 		}
 	}()
-	return ctx, func() {
+	return ended, func() {
 		close(done)
 		signal.Stop(sigs)
-		cancel()
 	}
 }
 

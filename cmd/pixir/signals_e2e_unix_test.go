@@ -113,3 +113,34 @@ match = 'piped'
 	require.Contains(t, stderr.String(), "pixir: session ", "the last line still names the session")
 	t.Log(stderr.String())
 }
+
+// An editor quitting, a bot's supervisor or a CI job's end stops pixir acp
+// with SIGTERM (or SIGHUP, SIGINT) mid-turn: the turn is cancelled as a
+// session/cancel would, its command killed, the client answered
+// (stopReason cancelled) and the Log given the command's end and the
+// turn's stop before the process exits 0. The signal killed it outright:
+// the call unfinished in the Log, the turn incomplete.
+func TestASignalEndsPixirACPAfterCancellingItsTurns(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			e := newEnv(t, signalScript)
+			a := e.start()
+			a.initialize()
+			sid := a.newSession()
+			a.sendJSON(map[string]any{"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": promptParams(sid, "hold")})
+			a.awaitUpdate(func(u map[string]any) bool {
+				return u["sessionUpdate"] == "tool_call_update" && u["status"] == "in_progress"
+			})
+			require.NoError(t, a.cmd.Process.Signal(sig))
+			m, _ := a.reply("2")
+			require.Equal(t, "cancelled", stopReason(t, m))
+			require.NoError(t, a.cmd.Wait(), a.stderr.String())
+
+			events := readLog(t, e.ws, sid)
+			require.Contains(t, eventTypes(events), "tool_result", "the command's end is in the Log")
+			last := events[len(events)-1]
+			require.Equal(t, "assistant_message", last.Type)
+			require.Contains(t, string(last.Data), `"stop_reason":"cancelled"`)
+		})
+	}
+}
