@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/pixir-go/pixir/internal/suggest"
+	"github.com/pixir-go/pixir/tools"
 )
 
 // commands are the command names pixir accepts, for "did you mean".
@@ -42,7 +43,27 @@ func parseFlags(fs *flag.FlagSet, args []string, interleaved bool, stdout, stder
 		return nil, exitOK, true
 	}
 	fmt.Fprintf(stderr, "%s: %s\nRun \"%s -h\" for its flags.\n", fs.Name(), flagProblem(fs, err), fs.Name())
+	if (fs.Name() == "pixir run" || fs.Name() == "pixir resume") && asksForJSON(args) {
+		// A script that asked for the envelope reads stdout: it gets the
+		// one of invalid input there, as for every other invalid input.
+		newRunOutput(stdout, io.Discard, true).envelope(tools.Failed(
+			&tools.Failure{Kind: tools.ErrInvalidArgs, Message: flagProblem(fs, err)}))
+	}
 	return nil, exitUsage, true
+}
+
+// asksForJSON reports whether the command line, which the flag package
+// could not parse to its end, sets --json before any "--".
+func asksForJSON(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-json", "--json", "-json=true", "--json=true":
+			return true
+		}
+	}
+	return false
 }
 
 // flagProblem rewrites the flag package's error for a person: "unknown

@@ -152,6 +152,11 @@ func TestRunPromptExitCodesAndJSON(t *testing.T) {
 		{"run", "--dry-run", "hi"},
 		{"run", "--workflow", "missing.yaml"},
 		{"run", "two", "prompts"},
+		// Flags the flag package refuses, the --json after them never
+		// parsed: the envelope was missing and stdout empty.
+		{"run", "--jsn", "hi"},
+		{"run", "--max-threads", "many", "hi"},
+		{"resume", "--max-depth=deep", "x", "y"},
 	} {
 		stdout, stderr, code := e.pixir(append(args, "--json")...)
 		require.Equal(t, exitUsage, code, "%v: %s", args, stderr)
