@@ -21,6 +21,7 @@ import (
 	"github.com/pixir-go/pixir/budget"
 	"github.com/pixir-go/pixir/runtime/merge"
 	"github.com/pixir-go/pixir/runtime/provider"
+	"github.com/pixir-go/pixir/runtime/wslock"
 	"github.com/pixir-go/pixir/tools"
 	"github.com/pixir-go/pixir/workflows"
 )
@@ -207,47 +208,42 @@ type Manager struct {
 	// spawned counts the Subagents of each user session (by its id), its
 	// descendants' included, for max_subagents.
 	spawned map[string]int
-	// workspaces keeps a snapshot's copy of a workspace apart from a
-	// merge into it (a *sync.RWMutex by the workspace's root): a copy
-	// sees the workspace before or after a merge, never half of one.
-	workspaces sync.Map
+	// merging serialises this process's merges into a workspace (a
+	// *sync.Mutex by its root), question included: two steps of one
+	// workflow merge one after the other, each planned against the
+	// other's result. Copies do not wait for it (see inWorkspace).
+	merging sync.Map
 }
 
-// workspaceLock is the lock of the workspace at root: merges take it to
-// write, snapshot copies to read.
-func (m *Manager) workspaceLock(root string) *sync.RWMutex {
-	l, _ := m.workspaces.LoadOrStore(root, new(sync.RWMutex))
-	return l.(*sync.RWMutex)
+// mergeLock is the lock that serialises this process's merges into the
+// workspace at root.
+func (m *Manager) mergeLock(root string) *sync.Mutex {
+	l, _ := m.merging.LoadOrStore(root, new(sync.Mutex))
+	return l.(*sync.Mutex)
 }
 
-// inWorkspace runs f, a snapshot's copy or merge, holding the workspace's
-// lock at root (to write, or to read): this process's, then the lock file
-// in its state folder, which keeps other processes' copies and merges
-// apart from it (a second pixir run, an editor's pixir acp). The locks
-// are released however f ends, a panic included: a copy or merge that
-// panicked (recovered by the child's run, the tool, or a workflow's
-// runner) must not leave every later merge, or copy, waiting for good.
-func (m *Manager) inWorkspace(ctx context.Context, root string, write bool, f func() error) error {
-	l := m.workspaceLock(root)
-	if write {
-		l.Lock()
-		defer l.Unlock()
-	} else {
-		l.RLock()
-		defer l.RUnlock()
-	}
-	what := "a snapshot's copy"
-	if write {
-		what = "a merge"
-	}
-	unlock, err := lockWorkspaceFile(ctx, root, write, func(holder string) {
-		m.rt.log.Warn(what+" waits for "+holder+" to end its merge or copy in the same workspace", "workspace", root)
-	})
+// inWorkspace runs f, a snapshot's copy or a dry run's plan, holding the
+// workspace's lock at root to read (see runtime/wslock): a merge of this
+// process or another (a second pixir run, an editor's pixir acp) writes
+// before or after it, never during it. A merge takes the lock to write
+// itself, only while it writes (after its question). The lock is released
+// however f ends, a panic included: a copy that panicked (recovered by the
+// child's run) must not leave every later merge waiting for good.
+func (m *Manager) inWorkspace(ctx context.Context, root string, f func() error) error {
+	unlock, err := wslock.Lock(ctx, root, false, m.lockWaiting(root, "a snapshot's copy"))
 	if err != nil {
 		return err
 	}
 	defer unlock()
 	return f()
+}
+
+// lockWaiting says on stderr that what (a copy, a merge) waits for
+// another process's merge or copy in the workspace at root.
+func (m *Manager) lockWaiting(root, what string) func(holder string) {
+	return func(holder string) {
+		m.rt.log.Warn(what+" waits for "+holder+" to end its merge or copy in the same workspace", "workspace", root)
+	}
 }
 
 type subagent struct {

@@ -94,14 +94,30 @@ func (b binding) mergeChild(ctx context.Context, sa *subagent, cm childMerge) (t
 		}
 	}
 	// A sibling's snapshot copied while this merge renames files into the
-	// workspace would start from half of it: the copies wait. A dry run
-	// writes nothing: it reads beside them. (In ask mode the question is
-	// asked within the merge, so a copy waits for the answer.)
+	// workspace would start from half of it: the merge takes the
+	// workspace's lock to write while it writes (merge.Request.Waiting
+	// says when it waits for another process), after its question, so a
+	// copy, here or in another process, never waits for the user. A dry
+	// run writes nothing and reads holding it to read. This process's
+	// merges into the workspace are made one at a time, question
+	// included, so each is planned against the one before.
 	var rep tools.MergeReport
-	err := m.inWorkspace(ctx, req.Workspace, !cm.dryRun, func() (err error) {
-		rep, err = snap.Merge(ctx, req)
-		return err
-	})
+	var err error
+	if cm.dryRun {
+		err = m.inWorkspace(ctx, req.Workspace, func() (err error) {
+			rep, err = snap.Merge(ctx, req)
+			return err
+		})
+	} else {
+		req.Waiting = m.lockWaiting(req.Workspace, "a merge")
+		l := m.mergeLock(req.Workspace)
+		err = func() (err error) {
+			l.Lock()
+			defer l.Unlock()
+			rep, err = snap.Merge(ctx, req)
+			return err
+		}()
+	}
 	if err != nil {
 		if errors.Is(err, merge.ErrNoSnapshot) {
 			return tools.MergeReport{}, failure(tools.ErrNotFound, "subagent %s's snapshot is gone: %v", sa.id, err)

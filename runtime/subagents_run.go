@@ -202,7 +202,7 @@ func (m *Manager) prepare(ctx context.Context, sa *subagent) (*Session, error) {
 	if sa.mode == WorkspaceIsolated && was == nil {
 		root := sa.parent.workspace.Root()
 		var snap Snapshot
-		err := m.inWorkspace(ctx, root, false, func() (err error) {
+		err := m.inWorkspace(ctx, root, func() (err error) {
 			snap, err = m.cfg.Snapshot(ctx, root, sa.workspace)
 			return err
 		})

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixir-go/pixir/runtime/merge"
+	"github.com/pixir-go/pixir/runtime/wslock"
 	"github.com/pixir-go/pixir/tools"
 )
 
@@ -28,12 +29,12 @@ func (p lockProbe) note(s string) {
 }
 
 func (p lockProbe) Merge(_ context.Context, req merge.Request) (tools.MergeReport, error) {
-	l := p.m.workspaceLock(req.Workspace)
-	if l.TryRLock() {
-		l.RUnlock()
-		p.note("a copy could run during the merge")
+	// The merge takes the workspace's lock itself, to write, after its
+	// question (see runtime/merge): here, before it, a copy can run.
+	if wslock.Held(req.Workspace, false) {
+		p.note("merge: the workspace's lock is held before the merge writes")
 	} else {
-		p.note("merge: copies wait")
+		p.note("merge: copies run beside its plan and question")
 	}
 	return tools.MergeReport{Status: tools.MergeMerged}, nil
 }
@@ -41,20 +42,19 @@ func (p lockProbe) Merge(_ context.Context, req merge.Request) (tools.MergeRepor
 // TestASnapshotNeverCopiesAWorkspaceBeingMerged: found in review, a
 // sibling's snapshot was copied while an on_ready merge renamed its files
 // into the workspace, so its base could hold half of a merge (under load,
-// TestFanOutHoldsEachInstanceToItsFiles saw it). A merge holds the
-// workspace's lock to write, a copy to read.
+// TestFanOutHoldsEachInstanceToItsFiles saw it). A copy holds the
+// workspace's lock to read; a merge takes it to write only while it
+// writes (TestTheQuestionIsAskedWithoutTheWorkspaceLock in runtime/merge).
 func TestASnapshotNeverCopiesAWorkspaceBeingMerged(t *testing.T) {
 	var mu sync.Mutex
 	var seen []string
 	var f *managerFixture
 	f = newManagerFixture(t, SubagentConfig{Snapshot: func(ctx context.Context, src, dst string) (Snapshot, error) {
-		l := f.rt.subagents.workspaceLock(src)
 		probe := lockProbe{m: f.rt.subagents, mu: &mu, seen: &seen}
-		if l.TryLock() {
-			l.Unlock()
-			probe.note("a merge could run during the copy")
-		} else {
+		if wslock.Held(src, false) {
 			probe.note("copy: merges wait")
+		} else {
+			probe.note("a merge could run during the copy")
 		}
 		s, err := takeCopy(ctx, src, dst)
 		if err != nil {
@@ -69,7 +69,7 @@ func TestASnapshotNeverCopiesAWorkspaceBeingMerged(t *testing.T) {
 	require.NoError(t, err)
 	mu.Lock()
 	defer mu.Unlock()
-	require.Equal(t, []string{"copy: merges wait", "merge: copies wait"}, seen)
+	require.Equal(t, []string{"copy: merges wait", "merge: copies run beside its plan and question"}, seen)
 }
 
 // panickyMerge is a snapshot whose merge panics.
@@ -102,11 +102,13 @@ func TestAPanicInACopyOrMergeReleasesTheWorkspaceLock(t *testing.T) {
 		}
 		return panickyMerge{s.(snapshotCopy)}, nil
 	}})
-	lock := f.rt.subagents.workspaceLock(f.parent.workspace.Root())
+	root := f.parent.workspace.Root()
+	merging := f.rt.subagents.mergeLock(root)
 	free := func(what string) {
 		t.Helper()
-		require.True(t, lock.TryLock(), "the workspace's lock is still held after %s", what)
-		lock.Unlock()
+		require.False(t, wslock.Held(root, false), "the workspace's lock is still held after %s", what)
+		require.True(t, merging.TryLock(), "this process's merge lock is still held after %s", what)
+		merging.Unlock()
 	}
 
 	crashed := f.spawn(t, "write new.txt")

@@ -1,17 +1,19 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixir-go/pixir/acp/client"
+	"github.com/pixir-go/pixir/runtime/merge"
 )
 
 // twoProcessesScript plays both processes: an editor's session whose
@@ -59,15 +61,47 @@ match = '^spawn a reader$'
   text = "{{.ToolResult}}"
 `
 
-// TestASnapshotWaitsForAMergeOfAnotherProcess: an editor's pixir acp
-// merges a workflow step into the workspace, and holds the merge (ask
-// mode: the question is asked within it) while a pixir run in the same
-// workspace spawns an isolated child. The run's snapshot waits for the
-// merge, says on stderr whose, and copies the workspace after it: its
-// child reads the merged file. Before, the rule "a snapshot never copies
-// while a merge writes" was held by a lock of one process only: the run
-// copied at once, in the middle of the other's merge.
-func TestASnapshotWaitsForAMergeOfAnotherProcess(t *testing.T) {
+// startRun starts, in e's workspace, a pixir run whose isolated child
+// reads a.txt from its snapshot. waited is closed when the run says on
+// stderr that it waits for another process (pid …) in the workspace;
+// exited gets the run's end.
+func startRun(t *testing.T, e *env) (out *strings.Builder, stderr *syncBuffer, waited chan struct{}, exited chan error) {
+	t.Helper()
+	run := exec.Command(pixirBin, "run", "--script", e.script, "spawn a reader")
+	run.Dir = e.ws
+	run.Env = append(os.Environ(), "PIXIR_HOME="+e.home, "PIXIR_PROVIDER=", "PIXIR_SCRIPT=", "PIXIR_MODEL=")
+	out, stderr = &strings.Builder{}, &syncBuffer{}
+	run.Stdout, run.Stderr = out, stderr
+	require.NoError(t, run.Start())
+	waited, exited = make(chan struct{}), make(chan error, 1)
+	var ended atomic.Bool
+	go func() {
+		stderr.waitUntil(func(text string) bool {
+			return ended.Load() || strings.Contains(text, "waits for another process (pid ")
+		})
+		if !ended.Load() {
+			close(waited)
+		}
+	}()
+	go func() {
+		err := run.Wait()
+		ended.Store(true)
+		_, _ = stderr.Write(nil) // wakes the wait above
+		exited <- err
+	}()
+	t.Cleanup(func() { _ = run.Process.Kill() })
+	return out, stderr, waited, exited
+}
+
+// TestAMergeQuestionDoesNotHoldAnotherProcessesSnapshot: an editor's
+// pixir acp asks the user whether to merge a workflow step (ask mode)
+// while a pixir run in the same workspace spawns an isolated child. The
+// run's snapshot does not wait for the user's answer (said only on the
+// run's stderr, which the editor's user never sees): it copies the
+// workspace as it is, before the merge, and the run ends while the
+// question still waits. Before, the merge held the workspace's lock
+// across its question, and the run waited for a human in another tool.
+func TestAMergeQuestionDoesNotHoldAnotherProcessesSnapshot(t *testing.T) {
 	e := newEnv(t, twoProcessesScript)
 	require.NoError(t, os.WriteFile(filepath.Join(e.ws, "a.txt"), []byte("base\n"), 0o644))
 	a := e.start()
@@ -75,35 +109,24 @@ func TestASnapshotWaitsForAMergeOfAnotherProcess(t *testing.T) {
 	sid := a.newSession()
 	a.result(2, "session/set_mode", map[string]any{"sessionId": sid, "modeId": "ask"}, nil)
 
-	var run *exec.Cmd
-	var runOut strings.Builder
-	waited := false
+	ran := false
 	a.sendJSON(map[string]any{"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": promptParams(sid, "run the writer")})
 	m, seenMsgs := a.serveUntilReply("3", map[string]func(json.RawMessage) any{
 		"session/request_permission": func(raw json.RawMessage) any {
 			var q map[string]any
 			require.NoError(t, json.Unmarshal(raw, &q))
-			if title, _ := q["toolCall"].(map[string]any)["title"].(string); strings.HasPrefix(title, "Merge") && run == nil {
-				// The merge is under way and waits on this answer: the
-				// other process starts its child now.
-				run = exec.Command(pixirBin, "run", "--script", e.script, "spawn a reader")
-				run.Dir = e.ws
-				run.Env = append(os.Environ(), "PIXIR_HOME="+e.home, "PIXIR_PROVIDER=", "PIXIR_SCRIPT=", "PIXIR_MODEL=")
-				run.Stdout = &runOut
-				stderr, err := run.StderrPipe()
-				require.NoError(t, err)
-				require.NoError(t, run.Start())
-				sc := bufio.NewScanner(stderr)
-				var seen []string
-				for sc.Scan() {
-					seen = append(seen, sc.Text())
-					if strings.Contains(sc.Text(), "pixir: warning: a snapshot's copy waits for another process (pid ") {
-						waited = true
-						break
-					}
+			if title, _ := q["toolCall"].(map[string]any)["title"].(string); strings.HasPrefix(title, "Merge") && !ran {
+				// The merge waits on this answer: the other process
+				// spawns its child now, and ends before it is given.
+				ran = true
+				out, stderr, waited, exited := startRun(t, e)
+				select {
+				case err := <-exited:
+					require.NoError(t, err, "the run's stderr:\n%s", stderr.String())
+				case <-waited:
+					t.Fatalf("the run's snapshot waits for the other process's merge question")
 				}
-				require.True(t, waited, "the run's snapshot did not wait for the merge; its stderr:\n%s", strings.Join(seen, "\n"))
-				go func() { _, _ = bufio.NewReader(stderr).WriteTo(nopWriter{}) }() // the rest, unread
+				require.Contains(t, out.String(), "saw base", "the run's child got the workspace as it was before the merge")
 			}
 			res, err := client.Select(raw, "allow_once")
 			require.NoError(t, err)
@@ -111,14 +134,42 @@ func TestASnapshotWaitsForAMergeOfAnotherProcess(t *testing.T) {
 		},
 	})
 	require.Equal(t, "end_turn", stopReason(t, m))
-	require.NotNil(t, run, "the merge asked: %s", agentText(updates(t, seenMsgs)))
-	require.NoError(t, run.Wait())
+	require.True(t, ran, "the merge asked: %s", agentText(updates(t, seenMsgs)))
 	b, err := os.ReadFile(filepath.Join(e.ws, "a.txt"))
 	require.NoError(t, err)
 	require.Equal(t, "merged\n", string(b))
-	require.Contains(t, runOut.String(), "saw merged", "the run's child got the workspace after the merge")
 }
 
-type nopWriter struct{}
+// TestASnapshotWaitsForAMergeOfAnotherProcess: an editor's pixir acp is
+// held (the test hook) in the middle of writing a merge into the
+// workspace, and a pixir run in the same workspace starts a session and
+// spawns an isolated child. The run waits for the merge, and says on
+// stderr whose (before, it waited for a merge journal it found with no
+// word: merge.Recover's lock was its own); the acp is then killed (kill
+// -9): the run finishes the half-done merge and its child reads the
+// merged file. A snapshot never copies half of a merge of another process.
+func TestASnapshotWaitsForAMergeOfAnotherProcess(t *testing.T) {
+	e := newEnv(t, twoProcessesScript)
+	require.NoError(t, os.WriteFile(filepath.Join(e.ws, "a.txt"), []byte("base\n"), 0o644))
+	a := e.startWith(map[string]string{merge.HoldEnv: "1"})
+	a.initialize()
+	sid := a.newSession()
+	a.sendJSON(map[string]any{"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": promptParams(sid, "run the writer")})
+	a.stderr.waitFor("merge held after 1 operations")
 
-func (nopWriter) Write(p []byte) (int, error) { return len(p), nil }
+	out, stderr, waited, exited := startRun(t, e)
+	select {
+	case <-waited:
+	case err := <-exited:
+		t.Fatalf("the run ended (%v) without waiting for the other process's merge; its stderr:\n%s", err, stderr.String())
+	}
+	require.NoError(t, a.cmd.Process.Signal(syscall.SIGKILL))
+	require.NoError(t, <-exited, "the run's stderr:\n%s", stderr.String())
+	require.Contains(t, out.String(), "saw merged", "the run's child got the workspace after the merge")
+	b, err := os.ReadFile(filepath.Join(e.ws, "a.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "merged\n", string(b))
+	journals, err := filepath.Glob(filepath.Join(e.ws, ".pixir", "merges", "*", "journal.json"))
+	require.NoError(t, err)
+	require.Empty(t, journals, "the run finished the killed process's merge")
+}

@@ -75,7 +75,7 @@ func TestKillDuringApplyThenRecover(t *testing.T) {
 	require.Len(t, journals, 1)
 
 	// A rerun (any later merge, or a session opening here) finishes it.
-	done, err := Recover(f.ws)
+	done, err := Recover(context.Background(), f.ws, nil)
 	require.NoError(t, err)
 	require.Len(t, done, 1)
 	for i := range n {
@@ -85,7 +85,7 @@ func TestKillDuringApplyThenRecover(t *testing.T) {
 	journals, _ = filepath.Glob(filepath.Join(mergesDir(f.ws), "*", journalFile))
 	require.Empty(t, journals)
 	// Finishing again changes nothing.
-	done, err = Recover(f.ws)
+	done, err = Recover(context.Background(), f.ws, nil)
 	require.NoError(t, err)
 	require.Empty(t, done)
 }

@@ -58,7 +58,10 @@
 // (Wait waits for it; Runtime.Close calls it): on a disk that frees blocks
 // synchronously (ext4 with discard), freeing the old versions was most of
 // a merge's time, and nobody needs to wait for it. Merges of one
-// workspace are serialised by a lock file; nothing is fsynced, so the
+// workspace, and snapshots' copies of it, are kept apart by the
+// workspace's lock (.pixir/workspace.lock, runtime/wslock), which a merge
+// takes only to apply (after its plan and question: each path is checked
+// again then) and Recover to finish; nothing is fsynced, so the
 // guarantee is against a process dying (kill -9), not against the machine
 // losing power.
 //

@@ -71,7 +71,7 @@ func TestAHeldMergeEndsWhenCancelled(t *testing.T) {
 	journals, _ := filepath.Glob(filepath.Join(mergesDir(f.ws), "*", journalFile))
 	require.Len(t, journals, 1, "left for Recover")
 
-	recovered, err := Recover(f.ws)
+	recovered, err := Recover(context.Background(), f.ws, nil)
 	require.NoError(t, err)
 	require.Len(t, recovered, 1)
 	for i := range n {

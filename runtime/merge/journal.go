@@ -57,7 +57,6 @@ type journalOp struct {
 // Names in a merge's folder.
 const (
 	journalFile = "journal.json"
-	lockFile    = "lock"
 	stageDir    = "stage"
 	asideDir    = "old"
 	// freedPrefix names a finished merge's folder while reap removes it.
@@ -76,8 +75,8 @@ var testHookApplied func(n int)
 
 // apply stages the operations, commits the journal and applies it; moved
 // are the paths found changed since the plan (left alone).
-func apply(ctx context.Context, workspace string, ops []*op, files tools.Files) (string, map[string]bool, error) {
-	unlock, err := lockWorkspace(workspace)
+func apply(ctx context.Context, workspace string, ops []*op, files tools.Files, waiting func(string)) (string, map[string]bool, error) {
+	unlock, err := lockWorkspace(ctx, workspace, waiting)
 	if err != nil {
 		return "", nil, err
 	}
@@ -461,8 +460,10 @@ func samePlace(dirfd int, path string) bool {
 // Recover finishes the merges of workspace that a process left
 // half-done (a journal was written) and removes those that never got so
 // far (no journal: nothing was written). Merges another process is making
-// are left to it. It returns the ids of the merges it finished.
-func Recover(workspace string) ([]string, error) {
+// are left to it. It returns the ids of the merges it finished. It holds
+// the workspace's lock to write while it does (see lockWorkspace), so no
+// copy takes half of what it finishes; waiting and ctx are the lock's.
+func Recover(ctx context.Context, workspace string, waiting func(holder string)) ([]string, error) {
 	entries, err := os.ReadDir(mergesDir(workspace))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -479,7 +480,7 @@ func Recover(workspace string) ([]string, error) {
 	if len(pending) == 0 {
 		return nil, nil
 	}
-	unlock, err := lockWorkspace(workspace)
+	unlock, err := lockWorkspace(ctx, workspace, waiting)
 	if err != nil {
 		return nil, err
 	}

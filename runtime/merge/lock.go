@@ -1,48 +1,22 @@
 package merge
 
 import (
-	"errors"
+	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"sync"
-	"syscall"
+
+	"github.com/pixir-go/pixir/runtime/wslock"
 )
 
-// inProcess serialises the merges of one workspace within this process;
-// the lock file serialises them between processes.
-var inProcess sync.Map // workspace -> *sync.Mutex
-
-// lockWorkspace takes the workspace's merge lock and returns its release.
-// It waits for a merge another process is making (they are short: the
-// plan and the question to the user are made before the lock is taken).
-func lockWorkspace(workspace string) (func(), error) {
-	mu, _ := inProcess.LoadOrStore(workspace, new(sync.Mutex))
-	mu.(*sync.Mutex).Lock()
-	dir := mergesDir(workspace)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		mu.(*sync.Mutex).Unlock()
-		return nil, fmt.Errorf("locking the workspace for a merge: %w", err)
-	}
-	f, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_RDWR|os.O_CREATE, 0o600)
+// lockWorkspace takes the workspace's lock to write (.pixir/workspace.lock,
+// see runtime/wslock) and returns its release: a snapshot's copy, in this
+// process or another, never sees half of a merge, and merges are made one
+// at a time. It is taken only to write (the plan and the question to the
+// user are made before it), so it is held briefly; a wait for another
+// process is said through waiting, and ctx ends it.
+func lockWorkspace(ctx context.Context, workspace string, waiting func(holder string)) (func(), error) {
+	unlock, err := wslock.Lock(ctx, workspace, true, waiting)
 	if err != nil {
-		mu.(*sync.Mutex).Unlock()
 		return nil, fmt.Errorf("locking the workspace for a merge: %w", err)
 	}
-	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
-		if !errors.Is(err, syscall.EINTR) {
-			break
-		}
-	}
-	if err != nil {
-		f.Close()
-		mu.(*sync.Mutex).Unlock()
-		return nil, fmt.Errorf("locking the workspace for a merge: %w", err)
-	}
-	return func() {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-		mu.(*sync.Mutex).Unlock()
-	}, nil
+	return unlock, nil
 }

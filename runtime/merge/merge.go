@@ -36,6 +36,9 @@ type Request struct {
 	// Files, when set, writes the text files (the editor's
 	// fs/write_text_file); everything else is applied locally.
 	Files tools.Files
+	// Waiting, when set, is told that the merge waits for another process
+	// (holder) to end its copy or merge of the workspace before writing.
+	Waiting func(holder string)
 }
 
 // Error kinds of Merge's errors, for the runtime to wrap.
@@ -60,7 +63,7 @@ func Merge(ctx context.Context, req Request) (tools.MergeReport, error) {
 	if !req.DryRun {
 		// A merge that died half-way in this workspace is finished first:
 		// this one plans against the workspace as that one left it.
-		if _, err := Recover(req.Workspace); err != nil {
+		if _, err := Recover(ctx, req.Workspace, req.Waiting); err != nil {
 			return tools.MergeReport{}, err
 		}
 	}
@@ -94,7 +97,7 @@ func Merge(ctx context.Context, req Request) (tools.MergeReport, error) {
 	}
 	if len(p.ops) > 0 {
 		journalNote := ""
-		id, moved, err := apply(ctx, req.Workspace, p.ops, req.Files)
+		id, moved, err := apply(ctx, req.Workspace, p.ops, req.Files, req.Waiting)
 		var left *journalLeftError
 		if errors.As(err, &left) {
 			// Every file was written: the merge is whole, not cut off.

@@ -9,12 +9,14 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/pixir-go/pixir/runtime/snapshot"
+	"github.com/pixir-go/pixir/runtime/wslock"
 	"github.com/pixir-go/pixir/tools"
 )
 
@@ -434,7 +436,7 @@ func TestMergeFreesWhatItReplacedAfterwards(t *testing.T) {
 	left := filepath.Join(mergesDir(f.ws), freedPrefix+"20260101T000000-dead", asideDir)
 	require.NoError(t, os.MkdirAll(left, 0o700))
 	require.NoError(t, os.WriteFile(filepath.Join(left, "0"), []byte("a\n"), 0o600))
-	done, err := Recover(f.ws)
+	done, err := Recover(context.Background(), f.ws, nil)
 	require.NoError(t, err)
 	require.Empty(t, done)
 	require.NoDirExists(t, filepath.Dir(left))
@@ -446,7 +448,7 @@ func TestRecoverRemovesAnUncommittedMerge(t *testing.T) {
 	stage := filepath.Join(mergesDir(ws), "20260101T000000-dead", stageDir)
 	require.NoError(t, os.MkdirAll(stage, 0o700))
 	write(t, stage, "0", "never applied\n")
-	done, err := Recover(ws)
+	done, err := Recover(context.Background(), ws, nil)
 	require.NoError(t, err)
 	require.Empty(t, done)
 	require.NoDirExists(t, filepath.Join(mergesDir(ws), "20260101T000000-dead"))
@@ -482,4 +484,39 @@ func needGit(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git")
 	}
+}
+
+// The question is asked without the workspace's lock (a snapshot's copy,
+// here or in another process, does not wait for the user's answer), and
+// the merge writes holding it to write. A file the user changed while the
+// question waited is not written blind: it is left as the user made it, a
+// conflict that says to merge again; the rest is written.
+func TestTheQuestionIsAskedWithoutTheWorkspaceLock(t *testing.T) {
+	f := newFixture(t, map[string]string{"a.txt": text, "b.txt": "b\n"})
+	f.child("a.txt", replace(text, "one", "ONE"))
+	f.child("b.txt", "b2\n")
+	var heldWhileWriting atomic.Bool
+	old := testHookApplied
+	testHookApplied = func(int) {
+		if wslock.Held(f.ws, true) {
+			heldWhileWriting.Store(true)
+		}
+	}
+	t.Cleanup(func() { testHookApplied = old })
+	rep := f.merge(func(r *Request) {
+		r.Approve = func(context.Context, tools.MergeReport) (bool, string, error) {
+			require.False(t, wslock.Held(f.ws, false), "the workspace's lock is held while the user is asked")
+			f.ours("b.txt", "the user's b\n") // meanwhile
+			return true, "", nil
+		}
+	})
+	require.True(t, heldWhileWriting.Load(), "the merge wrote without the workspace's lock")
+	require.Equal(t, tools.MergeConflicted, rep.Status)
+	require.Equal(t, []string{"a.txt"}, rep.Applied.Updated)
+	require.Len(t, rep.Conflicts, 1)
+	require.Equal(t, "b.txt", rep.Conflicts[0].Path)
+	require.Equal(t, tools.ConflictMoved, rep.Conflicts[0].Kind)
+	require.Equal(t, "the user's b\n", read(t, f.ws, "b.txt"))
+	require.Equal(t, replace(text, "one", "ONE"), read(t, f.ws, "a.txt"))
+	require.False(t, wslock.Held(f.ws, false), "released")
 }

@@ -264,7 +264,7 @@ func TestAMergeWhoseJournalStaysSaysWhatIsTrue(t *testing.T) {
 
 	// The next one finds every path as the journal wants it, and removes it.
 	removeJournal = os.Remove
-	done, err := Recover(f.ws)
+	done, err := Recover(context.Background(), f.ws, nil)
 	require.NoError(t, err)
 	require.Equal(t, []string{rep.MergeID}, done)
 	require.NoDirExists(t, filepath.Join(f.ws, ".pixir", "merges", rep.MergeID))

@@ -1,32 +1,26 @@
 //go:build unix
 
-package runtime
+package wslock
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 )
 
-// workspaceLockFile is the file in a workspace's state folder whose flock
-// keeps snapshot copies and merges of every process apart: a merge holds
-// it exclusive, a copy shared.
-const workspaceLockFile = "workspace.lock"
-
-// lockWorkspaceFile takes the workspace's lock file at root, exclusive to
-// write or shared to read, and returns what releases it. When another
-// process holds it the other way, holder is told who (once) and the wait
-// lasts until it lets go or ctx ends. The kernel drops the lock of a
-// process however it ends, so a crash leaves none behind.
-func lockWorkspaceFile(ctx context.Context, root string, write bool, waiting func(holder string)) (func(), error) {
-	dir := filepath.Join(root, StateDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+// lockFile takes the flock of the workspace's lock file (see Lock).
+func lockFile(ctx context.Context, root string, write bool, waiting func(holder string)) (func(), error) {
+	path := Path(root)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("locking the workspace against other processes' merges: %w", err)
 	}
-	f, err := os.OpenFile(filepath.Join(dir, workspaceLockFile), os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_CLOEXEC, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("locking the workspace against other processes' merges: %w", err)
 	}
@@ -45,7 +39,7 @@ func lockWorkspaceFile(ctx context.Context, root string, write bool, waiting fun
 	}
 	if waiting != nil {
 		holder := "another process"
-		if pid, cmd := lockHolder(f); pid != 0 {
+		if pid, cmd := Holder(f); pid != 0 {
 			holder = fmt.Sprintf("another process (pid %d: %s)", pid, cmd)
 		}
 		waiting(holder)
@@ -80,4 +74,42 @@ func flockRetry(f *os.File, how int) error {
 			return err
 		}
 	}
+}
+
+// Holder finds the process holding a flock on f in /proc/locks (Linux),
+// and its command line. It returns 0 when it cannot tell.
+func Holder(f *os.File) (int, string) {
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, ""
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, ""
+	}
+	locks, err := os.Open("/proc/locks")
+	if err != nil {
+		return 0, ""
+	}
+	defer locks.Close()
+	ino := ":" + strconv.FormatUint(st.Ino, 10)
+	sc := bufio.NewScanner(locks)
+	for sc.Scan() {
+		// "1: FLOCK  ADVISORY  WRITE 4242 00:2f:1234 0 EOF"; a waiter's
+		// line has "->" after the number.
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 6 || fields[1] != "FLOCK" {
+			continue
+		}
+		if !strings.HasSuffix(fields[5], ino) {
+			continue
+		}
+		pid, err := strconv.Atoi(fields[4])
+		if err != nil {
+			continue
+		}
+		cmd, _ := os.ReadFile("/proc/" + fields[4] + "/cmdline")
+		return pid, strings.TrimSpace(strings.ReplaceAll(string(cmd), "\x00", " "))
+	}
+	return 0, ""
 }
