@@ -316,6 +316,9 @@ func runGrep(ctx context.Context, env Env, a GrepArgs, dryRun bool) Result {
 	if err != nil {
 		return Failed(AsFailure(err))
 	}
+	if !w.startIsDir && s.binary > 0 {
+		return Fail(ErrInvalidArgs, "%s looks binary (it contains NUL bytes), so grep does not search it; search it with bash (grep -a, or strings | grep)", t.rel)
+	}
 	out := s.out
 	out.Unreadable = w.unreadableNote()
 	out.Omitted = out.TotalMatches - len(out.Matches)
@@ -355,6 +358,8 @@ type grepSearch struct {
 	out  GrepOutput
 	// content and lower are buffers reused from file to file.
 	content, lower []byte
+	// binary counts the binary files passed over.
+	binary int
 }
 
 // file searches one file. Files that cannot be opened (removed meanwhile,
@@ -371,7 +376,11 @@ func (s *grepSearch) file(ctx context.Context, w *fileWalk, f walkedFile) error 
 		return s.stream(ctx, file, f.rel)
 	}
 	s.content, err = readAllInto(s.content[:0], io.LimitReader(file, grepWholeFile))
-	if err != nil || looksBinary(s.content) {
+	if err != nil {
+		return nil
+	}
+	if looksBinary(s.content) {
+		s.binary++
 		return nil
 	}
 	s.out.FilesSearched++
@@ -414,6 +423,7 @@ func (s *grepSearch) file(ctx context.Context, w *fileWalk, f walkedFile) error 
 func (s *grepSearch) stream(ctx context.Context, file io.Reader, rel string) error {
 	r := bufio.NewReaderSize(file, 64<<10)
 	if head, _ := r.Peek(8000); looksBinary(head) {
+		s.binary++
 		return nil
 	}
 	s.out.FilesSearched++

@@ -328,3 +328,19 @@ func TestGrepRefusesAPatternThatSpansLines(t *testing.T) {
 		require.Equal(t, 1, requireOK[GrepOutput](t, run(t, GrepTool(), env, fmt.Sprintf(`{"pattern":%q}`, p))).TotalMatches, p)
 	}
 }
+
+// A binary file named as path is said to be binary, as read says it: the
+// search answered no matches and files_searched 0, and the model took the
+// text for absent. In a walk binary files are still passed over quietly.
+func TestGrepSaysABinaryFileItWasGivenIsBinary(t *testing.T) {
+	env, root := newEnv(t)
+	big := "\x00" + strings.Repeat("needle\n", grepWholeFile/7+1)
+	writeFiles(t, root, map[string]string{"lib/a.so": "ELF\x00needle\n", "lib/big.db": big, "lib/b.txt": "needle\n"})
+	for _, p := range []string{"lib/a.so", "lib/big.db"} {
+		requireFailure(t, run(t, GrepTool(), env, fmt.Sprintf(`{"pattern":"needle","path":%q}`, p)), ErrInvalidArgs,
+			p+" looks binary (it contains NUL bytes), so grep does not search it; search it with bash (grep -a, or strings | grep)")
+	}
+	out := requireOK[GrepOutput](t, run(t, GrepTool(), env, `{"pattern":"needle","path":"lib"}`))
+	require.Equal(t, 1, out.TotalMatches)
+	require.Equal(t, 1, out.FilesSearched)
+}
