@@ -77,6 +77,14 @@ func runEdit(ctx context.Context, env Env, a EditArgs, dryRun bool) Result {
 		return Fail(ErrNotFound, "old_text was not found in %s: it holds \ufffd, which read shows for the bytes of %s that are not UTF-8, and they are not \ufffd in the file; "+
 			"choose old_text without them, or change those lines with bash (sed, or iconv to convert the file)", t.rel, t.rel)
 	case len(lines) == 0:
+		if from, to, ok := matchIgnoringSpace(*old, a.OldText); ok {
+			return Failed(&Failure{
+				Kind: ErrNotFound,
+				Message: fmt.Sprintf("old_text was not found in %s, but %s match it if white space is ignored (the file's tabs, spaces or line ends differ); "+
+					"copy old_text again exactly from those lines: they are in details.text", t.rel, lineSpan(from, to)),
+				Details: map[string]any{"start_line": from, "end_line": to, "text": fileLines(*old, from, to)},
+			})
+		}
 		return Fail(ErrNotFound, "old_text was not found in %s; read the file and copy the exact text, including whitespace", t.rel)
 	case len(lines) > 1 && !a.ReplaceAll:
 		return Failed(&Failure{
@@ -126,6 +134,79 @@ func toCRLF(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
+}
+
+// matchIgnoringSpace finds the one run of lines of s that holds sub if
+// white space is ignored: runs of it count as one space, and none at the
+// ends of lines. sub may start inside its first line and end inside its
+// last. It gives the lines' numbers (1-based), or ok false when no run or
+// more than one holds it.
+func matchIgnoringSpace(s, sub string) (from, to int, ok bool) {
+	want := strings.Split(strings.TrimRight(sub, " \t\r\n"), "\n")
+	for i := range want {
+		want[i] = strings.Join(strings.Fields(want[i]), " ")
+	}
+	for len(want) > 1 && want[0] == "" {
+		want = want[1:]
+	}
+	if len(want) == 0 || want[0] == "" {
+		return 0, 0, false
+	}
+	have := strings.Split(s, "\n")
+	if len(have) > 1<<20 {
+		return 0, 0, false // too long to look through; the plain message says what to do
+	}
+	for i := range have {
+		have[i] = strings.Join(strings.Fields(have[i]), " ")
+	}
+	found := 0
+	for i := 0; i+len(want) <= len(have); i++ {
+		if holds(have[i:i+len(want)], want) {
+			if found++; found > 1 {
+				return 0, 0, false
+			}
+			from, to = i+1, i+len(want)
+		}
+	}
+	return from, to, found == 1
+}
+
+// holds reports whether the lines have hold want: the first ends with
+// want's first, the last starts with want's last, and the others are
+// equal (one line: it is within).
+func holds(have, want []string) bool {
+	if len(want) == 1 {
+		return strings.Contains(have[0], want[0])
+	}
+	last := len(want) - 1
+	if !strings.HasSuffix(have[0], want[0]) || !strings.HasPrefix(have[last], want[last]) {
+		return false
+	}
+	for i := 1; i < last; i++ {
+		if have[i] != want[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// fileLines is lines from to to (1-based) of s, as they are in it, cut
+// after 4 KiB.
+func fileLines(s string, from, to int) string {
+	lines := strings.SplitAfter(s, "\n")
+	text := strings.Join(lines[from-1:to], "")
+	if len(text) > 4<<10 {
+		return truncated(text[:4<<10], len(text))
+	}
+	return text
+}
+
+// lineSpan names lines from to to in a sentence.
+func lineSpan(from, to int) string {
+	if from == to {
+		return fmt.Sprintf("line %d", from)
+	}
+	return fmt.Sprintf("lines %d-%d", from, to)
 }
 
 // matchLines gives the 1-based line on which each non-overlapping match of

@@ -169,3 +169,29 @@ func TestEditKeepsCRLFLineEnds(t *testing.T) {
 	requireFailure(t, run(t, EditTool(), env, `{"path":"f.txt","old_text":"one\r\n","new_text":"one\n"}`), ErrInvalidArgs,
 		`old_text and new_text differ only in line ends, and f.txt ends its lines with \r\n, as the edit would too: it would change nothing; put the changed text in new_text`)
 }
+
+// An old_text that differs from the file only in white space (spaces for
+// the file's tabs, a trailing space, a different indent) is not applied,
+// but the failure says which lines it matches that way and gives their
+// exact text, so the model can copy it: "copy the exact text, including
+// whitespace" alone sent it back to read and guess again.
+func TestEditSaysWhereOldTextMatchesButForWhiteSpace(t *testing.T) {
+	env, root := newEnv(t)
+	writeFiles(t, root, map[string]string{"m.go": editFixture, "t.py": "def f():\n    x = 1  \n    return x\n"})
+	res := run(t, EditTool(), env, `{"path":"m.go","old_text":"func b() {\n    return\n}","new_text":"func b() {}"}`)
+	requireFailure(t, res, ErrNotFound, "old_text was not found in m.go, but lines 7-9 match it if white space is ignored (the file's tabs, spaces or line ends differ); "+
+		"copy old_text again exactly from those lines: they are in details.text")
+	require.Equal(t, map[string]any{"start_line": 7, "end_line": 9, "text": "func b() {\n\treturn\n}\n"}, res.Error.Details)
+
+	res = run(t, EditTool(), env, `{"path":"t.py","old_text":"x = 1\n  return x","new_text":"return 1"}`)
+	requireFailure(t, res, ErrNotFound, "old_text was not found in t.py, but lines 2-3 match it if white space is ignored (the file's tabs, spaces or line ends differ); "+
+		"copy old_text again exactly from those lines: they are in details.text")
+	require.Equal(t, map[string]any{"start_line": 2, "end_line": 3, "text": "    x = 1  \n    return x\n"}, res.Error.Details)
+
+	// Matching twice that way, or not at all, says only what it said.
+	for _, args := range []string{`{"path":"m.go","old_text":"  return","new_text":"x"}`, `{"path":"m.go","old_text":"func c()","new_text":"x"}`} {
+		res = run(t, EditTool(), env, args)
+		requireFailure(t, res, ErrNotFound, "old_text was not found in m.go; read the file and copy the exact text, including whitespace")
+		require.Nil(t, res.Error.Details)
+	}
+}
