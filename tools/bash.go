@@ -107,6 +107,15 @@ func runBash(ctx context.Context, env Env, a BashArgs, dryRun bool) Result {
 	if dryRun {
 		return Preview("would run %q with %s in %s, with a %s time limit", a.Command, shell, dir, timeout)
 	}
+	// A command that may write nothing (a read_only session's, a read-only
+	// shell's) runs only where the kernel can hold it so. Its call was
+	// refused for that already, but the session may have been switched to
+	// read_only since the call was allowed.
+	if p := env.Commands; p.Confine && len(p.Writable) == 0 {
+		if sup := env.Sandbox.Support(); !sup.Landlock {
+			return Fail(ErrPermissionDenied, "this command may not write (the session is in read_only mode, or its agent's shell is read-only), and no kernel sandbox can hold it to read-only here (%s); ask the user to switch the mode to auto or ask", sup.LandlockProblem)
+		}
+	}
 	// A command the sandbox must hold never runs in the editor's terminal,
 	// which the sandbox cannot reach.
 	if env.Terminals != nil && !env.Commands.Restricts() {

@@ -163,6 +163,27 @@ func TestBashReadOnlySandbox(t *testing.T) {
 	require.ErrorIs(t, err, os.ErrNotExist)
 }
 
+// A command that may write nothing is refused where no kernel sandbox can
+// hold it so, even when its call was allowed: a session switched to
+// read_only between the call's permission and the command's start ran it
+// unconfined.
+func TestBashReadOnlyWithoutLandlockIsRefused(t *testing.T) {
+	env, root := newEnv(t)
+	off := false
+	env.Sandbox = sandbox.New(sandbox.Config{Landlock: &off})
+	env.Commands = sandbox.Policy{Confine: true}
+	res := run(t, BashTool(), env, `{"command":"touch ran.txt"}`)
+	require.False(t, res.OK)
+	require.Equal(t, ErrPermissionDenied, res.Error.Kind)
+	require.Contains(t, res.Error.Message, "no kernel sandbox can hold it to read-only here (turned off by landlock = false")
+	_, err := os.Stat(filepath.Join(root, "ran.txt"))
+	require.ErrorIs(t, err, os.ErrNotExist)
+
+	env.Commands = sandbox.Policy{Confine: true, Writable: []string{root}}
+	out := requireOK[BashOutput](t, run(t, BashTool(), env, `{"command":"touch ran.txt"}`))
+	require.Equal(t, 0, out.ExitCode, "a writer's command runs unconfined without Landlock, and says so")
+}
+
 func TestBashSaysTheSandboxNotice(t *testing.T) {
 	env, _ := newEnv(t)
 	env.SandboxNotice = "Pixir: no kernel sandbox here."
