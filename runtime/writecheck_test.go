@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -387,6 +388,47 @@ func TestASharedWritersWritesAreSeenInFoldersSnapshotsLeaveOut(t *testing.T) {
 			require.NotNil(t, got.WriteSetViolation, "%+v", got.Error)
 			require.Equal(t, want, got.WriteSetViolation.Paths)
 			require.Contains(t, got.Changes.Added, "src/a_test.go")
+		})
+	}
+}
+
+// Landlock cannot stop a command changing a file's mode or times (no right
+// governs chmod or utime), so what the check after the fact sees of them
+// is what README promises: such a change beneath what a shared writer's
+// check stamps (its write set's folders under Landlock, the whole
+// workspace without) is a change outside its write set; elsewhere nothing
+// sees it.
+func TestAModeOrTimeChangeIsSeenWhereTheCheckLooks(t *testing.T) {
+	const command = "chmod 600 docs/sub/x.txt; touch -d 2000-01-01 docs/old.txt; chmod 600 README.md; echo y > docs/a.md"
+	for _, tt := range []struct {
+		landlock bool
+		want     []string
+	}{
+		{true, []string{"docs/old.txt", "docs/sub/x.txt"}},
+		{false, []string{"README.md", "docs/old.txt", "docs/sub/x.txt"}},
+	} {
+		t.Run(fmt.Sprintf("landlock=%v", tt.landlock), func(t *testing.T) {
+			sbx := landlockOff()
+			if tt.landlock {
+				needLandlock(t)
+				sbx = nil
+			}
+			f := newManagerFixtureSandboxed(t, SubagentConfig{}, childProvider{}, sbx)
+			root := f.parent.workspace.Root()
+			for _, p := range []string{"docs/sub/x.txt", "docs/old.txt", "README.md"} {
+				require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o755))
+				require.NoError(t, os.WriteFile(filepath.Join(root, p), []byte("x\n"), 0o644))
+			}
+			st := newSteps(f)
+			v := st.start(t, workflows.StepRequest{Name: "docs", Task: "bash " + command, WorkspaceMode: WorkspaceShared,
+				WriteSet: []string{"docs/*.md"}, MayWrite: globMatcher("docs/*.md")})
+			got := st.await(t, v.ID)
+			require.Equal(t, tools.SubagentFailed, got.Status)
+			require.NotNil(t, got.WriteSetViolation, "%+v", got.Error)
+			require.Equal(t, tt.want, got.WriteSetViolation.Paths)
+			info, err := os.Stat(filepath.Join(root, "README.md"))
+			require.NoError(t, err)
+			require.Equal(t, fs.FileMode(0o600), info.Mode().Perm(), "the kernel sandbox does not stop a chmod")
 		})
 	}
 }
