@@ -506,40 +506,63 @@ func (s Settings) MCPConfig(getenv func(string) string) (MCPConfig, error) {
 	cfg := MCPConfig{ToolTimeout: s.MCP.ToolTimeout.Duration, StartupTimeout: s.MCP.StartupTimeout.Duration}
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(s.MCPServers)) {
-		m := s.MCPServers[name]
-		if m.Enabled != nil && !*m.Enabled {
-			continue
+		c, enabled, err := s.MCPServer(name, getenv)
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case enabled:
+			cfg.Servers = append(cfg.Servers, c)
 		}
-		c := mcp.ServerConfig{Name: name, Command: m.Command, Args: m.Args, URL: m.URL,
-			ToolTimeout: m.ToolTimeout.Duration, StartupTimeout: m.StartupTimeout.Duration}
-		for _, k := range slices.Sorted(maps.Keys(m.Env)) {
-			c.Env = append(c.Env, mcp.EnvVar{Name: k, Value: m.Env[k]})
-		}
-		for _, k := range slices.Sorted(maps.Keys(m.HTTPHeaders)) {
-			c.Headers = append(c.Headers, mcp.Header{Name: k, Value: m.HTTPHeaders[k]})
-		}
-		var missing []string
-		fromEnv := func(header, variable, prefix string) {
-			v := getenv(variable)
-			if v == "" {
-				missing = append(missing, variable)
-				return
-			}
-			c.Headers = append(c.Headers, mcp.Header{Name: header, Value: prefix + v})
-		}
-		for _, k := range slices.Sorted(maps.Keys(m.EnvHTTPHeaders)) {
-			fromEnv(k, m.EnvHTTPHeaders[k], "")
-		}
-		if m.BearerTokenEnvVar != "" {
-			fromEnv("Authorization", m.BearerTokenEnvVar, "Bearer ")
-		}
-		if len(missing) > 0 {
-			errs = append(errs, fmt.Errorf("[mcp_servers.%s] is left out: %s not set in the environment", name, strings.Join(missing, ", ")))
-			continue
-		}
-		cfg.Servers = append(cfg.Servers, c)
 	}
 	return cfg, errors.Join(errs...)
+}
+
+// MCPServer is the [mcp_servers.NAME] table as a session starts it, and
+// whether it is enabled; an error says why a server the environment does
+// not complete is left out.
+func (s Settings) MCPServer(name string, getenv func(string) string) (mcp.ServerConfig, bool, error) {
+	m := s.MCPServers[name]
+	if m.Enabled != nil && !*m.Enabled {
+		return mcp.ServerConfig{}, false, nil
+	}
+	c := mcp.ServerConfig{Name: name, Command: m.Command, Args: m.Args, URL: m.URL,
+		ToolTimeout: m.ToolTimeout.Duration, StartupTimeout: m.StartupTimeout.Duration}
+	for _, k := range slices.Sorted(maps.Keys(m.Env)) {
+		c.Env = append(c.Env, mcp.EnvVar{Name: k, Value: m.Env[k]})
+	}
+	for _, k := range slices.Sorted(maps.Keys(m.HTTPHeaders)) {
+		c.Headers = append(c.Headers, mcp.Header{Name: k, Value: m.HTTPHeaders[k]})
+	}
+	var missing []string
+	fromEnv := func(header, variable, prefix string) {
+		v := getenv(variable)
+		if v == "" {
+			missing = append(missing, variable)
+			return
+		}
+		c.Headers = append(c.Headers, mcp.Header{Name: header, Value: prefix + v})
+	}
+	for _, k := range slices.Sorted(maps.Keys(m.EnvHTTPHeaders)) {
+		fromEnv(k, m.EnvHTTPHeaders[k], "")
+	}
+	if m.BearerTokenEnvVar != "" {
+		fromEnv("Authorization", m.BearerTokenEnvVar, "Bearer ")
+	}
+	if len(missing) > 0 {
+		return mcp.ServerConfig{}, true, &MissingEnvError{Server: name, Variables: missing}
+	}
+	return c, true, nil
+}
+
+// MissingEnvError is a server left out because variables its headers
+// name are not set.
+type MissingEnvError struct {
+	Server    string
+	Variables []string
+}
+
+func (e *MissingEnvError) Error() string {
+	return fmt.Sprintf("[mcp_servers.%s] is left out: %s not set in the environment", e.Server, strings.Join(e.Variables, ", "))
 }
 
 // validate checks the [mcp_servers] tables: each a stdio or an http

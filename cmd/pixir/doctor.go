@@ -2,14 +2,22 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
+
+	"github.com/pixir-go/pixir/internal/plural"
+	"github.com/pixir-go/pixir/runtime"
+	"github.com/pixir-go/pixir/tools/mcp"
 
 	"github.com/pixir-go/pixir/runtime/provider/doctor"
 	"github.com/pixir-go/pixir/runtime/provider/scripted"
@@ -60,8 +68,16 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 func diagnose(ctx context.Context, pf providerFlags) *doctor.Report {
 	r := &doctor.Report{}
 	home, settings, c, err := loadChoice(pf)
-	// Last, whatever the provider checks say: commands run either way.
-	defer func() { r.Add(sandboxCheck(ctx, settings.Sandbox)) }()
+	// The MCP servers start now and answer while the provider is checked.
+	mcpChecks := startMCPChecks(settings)
+	// Last, whatever the provider checks say: commands and MCP servers
+	// run either way. The sandbox is checked before the wait for a slow
+	// server can spend the time left.
+	defer func() {
+		sb := sandboxCheck(ctx, settings.Sandbox)
+		r.Add(mcpChecks(ctx)...)
+		r.Add(sb)
+	}()
 	if err != nil {
 		r.Provider = firstOf(pf.provider, os.Getenv("PIXIR_PROVIDER"))
 		r.Add(doctor.Check{Name: "config", Status: doctor.Fail, Detail: err.Error(), Fix: "correct the configuration"})
@@ -135,4 +151,113 @@ func sandboxCheck(ctx context.Context, cfg sandbox.Config) doctor.Check {
 		c.Fix = "allow PID namespaces (run as root, or enable unprivileged user namespaces) so that every process a command starts ends with it"
 	}
 	return c
+}
+
+// startMCPChecks starts the enabled [mcp_servers] of config.toml here, as
+// a session would, and returns what waits for them (at most until ctx
+// ends) and says, per server, whether it started and what it offers. A
+// server a session would leave out (a variable its headers name is not
+// set) or whose command is not found is not started. The servers are
+// stopped before the checks are returned.
+func startMCPChecks(settings runtime.Settings) func(context.Context) []doctor.Check {
+	if len(settings.MCPServers) == 0 {
+		return func(context.Context) []doctor.Check { return nil }
+	}
+	where := "[mcp_servers.%s]"
+	if settings.Path != "" {
+		where += " of " + settings.Path
+	}
+	var checks []doctor.Check // one per server, in name order
+	var configs []mcp.ServerConfig
+	var at []int // configs[i] is checks[at[i]]'s
+	cfg := runtime.MCPConfig{ToolTimeout: settings.MCP.ToolTimeout.Duration, StartupTimeout: settings.MCP.StartupTimeout.Duration}
+	dir, dirErr := os.Getwd()
+	for _, name := range slices.Sorted(maps.Keys(settings.MCPServers)) {
+		table := fmt.Sprintf(where, name)
+		c, enabled, err := settings.MCPServer(name, os.Getenv)
+		var missing *runtime.MissingEnvError
+		switch {
+		case !enabled:
+			checks = append(checks, doctor.Check{Name: "mcp", Status: doctor.OK, Detail: fmt.Sprintf("%q is disabled (enabled = false): not started", name)})
+			continue
+		case errors.As(err, &missing):
+			checks = append(checks, doctor.Check{Name: "mcp", Status: doctor.Fail,
+				Detail: fmt.Sprintf("%q is left out of every session: %s not set in the environment", name, strings.Join(missing.Variables, ", ")),
+				Fix:    fmt.Sprintf("set %s where pixir runs, or enabled = false in %s", strings.Join(missing.Variables, ", "), table)})
+			continue
+		case err != nil:
+			checks = append(checks, doctor.Check{Name: "mcp", Status: doctor.Fail, Detail: fmt.Sprintf("%q: %v", name, err), Fix: "correct " + table})
+			continue
+		case dirErr != nil:
+			checks = append(checks, doctor.Check{Name: "mcp", Status: doctor.Fail, Detail: fmt.Sprintf("%q not started: %v", name, dirErr), Fix: "run pixir doctor in your workspace"})
+			continue
+		}
+		if c.Transport() == "stdio" {
+			if _, err := exec.LookPath(c.Command); err != nil {
+				checks = append(checks, doctor.Check{Name: "mcp", Status: doctor.Fail,
+					Detail: fmt.Sprintf("%q (stdio): its command is not found: %v", name, err),
+					Fix:    fmt.Sprintf("install %s, or correct command in %s", c.Command, table)})
+				continue
+			}
+		}
+		at = append(at, len(checks))
+		checks = append(checks, doctor.Check{Name: "mcp"})
+		configs = append(configs, c)
+	}
+	cfg.Servers = configs
+	servers := cfg.WithDefaults()
+	var set *mcp.Set
+	if len(servers) > 0 {
+		set = mcp.Start(servers, mcp.Options{Dir: dir, Version: version})
+	}
+	return func(ctx context.Context) []doctor.Check {
+		if set == nil {
+			return checks
+		}
+		_ = set.Ready(ctx) // a server still starting is said below
+		for i, st := range set.Status() {
+			c := &checks[at[i]]
+			c.Name = "mcp"
+			table := fmt.Sprintf(where, st.Name)
+			switch st.State {
+			case mcp.StateRunning:
+				c.Status = doctor.OK
+				c.Detail = fmt.Sprintf("%q (%s): started, %s", st.Name, st.Transport, plural.Of(len(st.Tools), "tool", "tools"))
+				if len(st.Tools) > 0 {
+					names := make([]string, len(st.Tools))
+					for j, t := range st.Tools {
+						names[j] = t.Name()
+					}
+					c.Detail += ": " + someNames(names, 5)
+				}
+			case mcp.StateStarting:
+				wait := servers[i].StartupTimeout
+				if wait == 0 {
+					wait = mcp.DefaultStartupTimeout
+				}
+				c.Status = doctor.Warn
+				c.Detail = fmt.Sprintf("%q (%s): still starting when doctor gave up (it waits %s in all; the server's startup_timeout is %s)",
+					st.Name, st.Transport, doctorTimeout, wait)
+				c.Fix = "run pixir tools --mcp to wait for it"
+			default:
+				c.Status = doctor.Fail
+				c.Detail = fmt.Sprintf("%q (%s) did not start: %s", st.Name, st.Transport, st.Error)
+				if st.Transport == "http" {
+					c.Fix = "check the url and headers of " + table + ", and that the server answers"
+				} else {
+					c.Fix = "run its command by hand to see why, or correct " + table
+				}
+			}
+		}
+		set.Close()
+		return checks
+	}
+}
+
+// someNames is up to n names, and how many more there are.
+func someNames(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
 }

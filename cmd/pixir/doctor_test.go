@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -204,4 +205,60 @@ func TestDoctorBadUsage(t *testing.T) {
 	_, stderr, code := runDoctorBin(t, "", nil, "--jsn")
 	require.Equal(t, exitUsage, code)
 	require.Contains(t, stderr, "unknown flag --jsn; did you mean --json?")
+}
+
+// TestDoctorChecksTheMCPServers: each [mcp_servers] table is checked as a
+// session would start it; one a session would leave out, or that does not
+// start, fails the report, and a server that never answers does not hold
+// doctor past its startup_timeout.
+func TestDoctorChecksTheMCPServers(t *testing.T) {
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	config := fmt.Sprintf(`
+[mcp_servers.gadgets]
+command = %q
+args = ["-test.run=^$"]
+env = { PIXIR_TEST_MCP_SERVER = "stdio" }
+
+[mcp_servers.old]
+command = "/nonexistent/old"
+enabled = false
+`, exe)
+	stdout, stderr, code := runDoctorBin(t, config, nil, "--provider", "scripted", "--json")
+	require.Equal(t, exitOK, code, "stdout: %s\nstderr: %s", stdout, stderr)
+	r := decodeReport(t, stdout)
+	var mcpChecks []doctor.Check
+	for _, c := range r.Checks {
+		if c.Name == "mcp" {
+			mcpChecks = append(mcpChecks, c)
+		}
+	}
+	require.Equal(t, []doctor.Check{
+		{Name: "mcp", Status: doctor.OK, Detail: `"gadgets" (stdio): started, 1 tool: mcp__gadgets__ping`},
+		{Name: "mcp", Status: doctor.OK, Detail: `"old" is disabled (enabled = false): not started`},
+	}, mcpChecks)
+	require.Equal(t, "sandbox", r.Checks[len(r.Checks)-1].Name, "the sandbox stays last")
+
+	config += `
+[mcp_servers.tracker]
+url = "https://tracker.example/mcp"
+bearer_token_env_var = "PIXIR_TEST_UNSET_TOKEN"
+
+[mcp_servers.missing]
+command = "pixir-test-no-such-server"
+
+[mcp_servers.silent]
+command = "sleep"
+args = ["600"]
+startup_timeout = "1s"
+`
+	stdout, stderr, code = runDoctorBin(t, config, nil, "--provider", "scripted")
+	require.Equal(t, exitError, code, "stdout: %s\nstderr: %s", stdout, stderr)
+	require.Contains(t, stdout, "  ok    mcp        \"gadgets\" (stdio): started, 1 tool: mcp__gadgets__ping\n")
+	require.Contains(t, stdout, "  FAIL  mcp        \"tracker\" is left out of every session: PIXIR_TEST_UNSET_TOKEN not set in the environment\n"+
+		"                   fix: set PIXIR_TEST_UNSET_TOKEN where pixir runs, or enabled = false in [mcp_servers.tracker] of ")
+	require.Contains(t, stdout, "  FAIL  mcp        \"missing\" (stdio): its command is not found: ")
+	require.Contains(t, stdout, "fix: install pixir-test-no-such-server, or correct command in [mcp_servers.missing] of ")
+	require.Contains(t, stdout, "  FAIL  mcp        \"silent\" (stdio) did not start: it did not answer within 1s")
+	require.True(t, strings.HasSuffix(stdout, "\n3 check(s) failed.\n"), stdout)
 }

@@ -21,7 +21,8 @@ import (
 // is the server (the official SDK's, over stdio).
 
 // serveTestMCP is this test binary as an MCP server with one tool, ping.
-// It writes its pid to $PIXIR_TEST_MCP_PIDFILE when that is set.
+// It writes its pid to $PIXIR_TEST_MCP_PIDFILE when that is set, and
+// exits at a ping, with a line on stderr, when $PIXIR_TEST_MCP_DIE is set.
 func serveTestMCP() {
 	if f := os.Getenv("PIXIR_TEST_MCP_PIDFILE"); f != "" {
 		_ = os.WriteFile(f, []byte(strconv.Itoa(os.Getpid())), 0o644)
@@ -32,6 +33,10 @@ func serveTestMCP() {
 		func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			var args struct{ Text string }
 			_ = json.Unmarshal(req.Params.Arguments, &args)
+			if os.Getenv("PIXIR_TEST_MCP_DIE") != "" {
+				fmt.Fprintln(os.Stderr, "gadgets: out of cheese, giving up")
+				os.Exit(3)
+			}
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "pong " + args.Text}}}, nil
 		})
 	if err := srv.Run(context.Background(), &sdk.StdioTransport{}); err != nil {
@@ -100,6 +105,35 @@ match = "ping"
 	stdout, stderr, code := e.pixir("run", "--script", script, "ping")
 	require.Equal(t, exitOK, code, stderr)
 	require.Contains(t, stdout, "The server said: pong headless")
+}
+
+// TestRunSaysWhyAnMCPServerStopped: pixir run's warning for a server that
+// stopped during the session ends with the server's last stderr lines, as
+// the ACP notice does.
+func TestRunSaysWhyAnMCPServerStopped(t *testing.T) {
+	e := newRunEnv(t)
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(e.home, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(e.home, "config.toml"), []byte(fmt.Sprintf(`
+[mcp_servers.gadgets]
+command = %q
+args = ["-test.run=^$"]
+env = { PIXIR_TEST_MCP_SERVER = "stdio", PIXIR_TEST_MCP_DIE = "1" }
+`, exe)), 0o644))
+	script := e.file("script.toml", `
+[[rule]]
+match = "ping"
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "mcp__gadgets__ping"
+  arguments = { text = "headless" }
+  [[rule.reply]]
+  text = "done"
+`)
+	_, stderr, _ := e.pixir("run", "--script", script, "ping")
+	require.Contains(t, stderr, `MCP server stopped`, stderr)
+	require.Contains(t, stderr, "gadgets: out of cheese, giving up", stderr)
 }
 
 // awaitExit blocks until process pid has ended, whoever its parent is

@@ -104,7 +104,7 @@ func Start(configs []ServerConfig, opt Options) *Set {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Set{opt: opt, ctx: ctx, cancel: cancel, ready: make(chan struct{}), starting: len(configs)}
 	for _, c := range configs {
-		s.servers = append(s.servers, &server{set: s, cfg: c, state: StateStarting, refresh: make(chan struct{}, 1)})
+		s.servers = append(s.servers, &server{set: s, cfg: c, state: StateStarting, refresh: make(chan struct{}, 1), done: make(chan struct{})})
 	}
 	if len(configs) == 0 {
 		close(s.ready)
@@ -222,6 +222,9 @@ type server struct {
 	set     *Set
 	cfg     ServerConfig
 	refresh chan struct{} // tools/list_changed arrived
+	// done is closed when run returns: a server that stopped has been
+	// recorded and the user told.
+	done chan struct{}
 
 	// Guarded by set.mu.
 	state   string
@@ -284,6 +287,7 @@ func (srv *server) onProgress(p progressParams) {
 // run connects, lists the tools, then serves list changes until the
 // server stops or the Set closes.
 func (srv *server) run(ctx context.Context) {
+	defer close(srv.done)
 	log := srv.set.opt.Logger.With("server", srv.cfg.Name)
 	startCtx, cancel := context.WithTimeout(ctx, srv.cfg.startupTimeout())
 	err := srv.connect(startCtx, log)
@@ -516,11 +520,12 @@ func (srv *server) died(log *slog.Logger) {
 			reason = srv.proc.exitReason()
 		}
 	}
-	detail := reason
+	detail, tail := reason, ""
 	if srv.proc != nil {
-		if tail := srv.proc.stderrTail(); tail != "" {
-			detail += "\n" + tail
-		}
+		tail = srv.proc.stderrTail()
+	}
+	if tail != "" {
+		detail += "\n" + tail
 	}
 	n := srv.setState(StateStopped, errors.New(reason), true)
 	// The session records the notice before the log says so: whoever
@@ -528,7 +533,11 @@ func (srv *server) died(log *slog.Logger) {
 	srv.set.notify(Notice{Server: srv.cfg.Name, Severity: SeverityError,
 		Title:  fmt.Sprintf("MCP server %q stopped (%s); its %s withdrawn", srv.cfg.Name, reason, plural.Of(n, "tool is", "tools are")),
 		Detail: detail})
-	log.Warn("MCP server stopped", "reason", reason)
+	attrs := []any{"reason", reason}
+	if tail != "" {
+		attrs = append(attrs, "stderr", tail)
+	}
+	log.Warn("MCP server stopped", attrs...)
 }
 
 // gone reports whether a stdio server's process has ended.

@@ -182,6 +182,13 @@ func (t *tool) Run(ctx context.Context, env tools.Env, args json.RawMessage) too
 		return tools.Fail(tools.ErrTimeout, "the MCP tool %q did not answer within %s and was cancelled on its server; "+
 			"try smaller work, or raise tool_timeout for the server %q in config.toml", t.remote.Name, timeout, t.srv.cfg.Name)
 	case errors.Is(err, jsonrpc2.ErrClosed), errors.Is(err, io.EOF), t.srv.gone():
+		// Its end is recorded and said (the notice, the warning with
+		// its stderr) before the call's result: a headless run that
+		// ends at this result would otherwise end before it.
+		select {
+		case <-t.srv.done:
+		case <-ctx.Done():
+		}
 		return tools.Fail(tools.ErrInternal, "the MCP server %q stopped during the call; its tools are withdrawn, so do not retry", t.srv.cfg.Name)
 	}
 	var werr *jsonrpc2.Error
