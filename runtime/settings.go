@@ -355,8 +355,8 @@ func inFileOrder(path string, problems []error) []error {
 // is left out (withoutSettingsKey) and the rest decoded again, until the
 // rest decodes. The settings are nil when the file is not TOML (its one
 // problem is where it stops being TOML); otherwise they hold every value that decoded,
-// for validate to check. blanked are the keys left out ("mcp_servers.foo.command").
-func decodeSettings(path string, data []byte) (_ *Settings, problems []error, blanked []string) {
+// for validate to check. blanked are the keys left out (["mcp_servers", "foo", "command"]).
+func decodeSettings(path string, data []byte) (_ *Settings, problems []error, blanked [][]string) {
 	for {
 		var s Settings
 		err := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields().Decode(&s)
@@ -385,7 +385,7 @@ func decodeSettings(path string, data []byte) (_ *Settings, problems []error, bl
 			return nil, problems, nil
 		}
 		data = rest
-		blanked = append(blanked, strings.Join(key, "."))
+		blanked = append(blanked, key)
 	}
 }
 
@@ -395,15 +395,17 @@ func decodeSettings(path string, data []byte) (_ *Settings, problems []error, bl
 // a url" for command = 42), or a cost budget without a price when a price
 // was left out (not another key of model_info: the price is still
 // missing, and said now rather than one round later).
-func aboutBlanked(err error, blanked []string) bool {
+func aboutBlanked(err error, blanked [][]string) bool {
 	m := keyOfMessageRE().FindStringSubmatch(err.Error())
 	for _, key := range blanked {
-		if errors.Is(err, errNoPrice) && strings.HasPrefix(key, "model_info.") && (strings.HasSuffix(key, ".input_price") || strings.HasSuffix(key, ".output_price")) {
+		if errors.Is(err, errNoPrice) && key[0] == "model_info" && slices.Contains([]string{"input_price", "output_price"}, key[len(key)-1]) {
 			return true
 		}
+		// By key, not by text: "mcp_servers.a." begins the text of a
+		// key of server "a.b" too.
 		if m != nil && m[1] != "" && m[2] == "" {
-			table := strings.NewReplacer(`"`, "", "'", "").Replace(m[1])
-			if strings.HasPrefix(key, table+".") {
+			table := splitTOMLKey(m[1])
+			if len(key) > len(table) && slices.Equal(key[:len(table)], table) {
 				return true
 			}
 		}
@@ -562,7 +564,7 @@ type MissingEnvError struct {
 }
 
 func (e *MissingEnvError) Error() string {
-	return fmt.Sprintf("[mcp_servers.%s] is left out: %s not set in the environment", e.Server, strings.Join(e.Variables, ", "))
+	return fmt.Sprintf("[%s] is left out: %s not set in the environment", TOMLKey("mcp_servers", e.Server), strings.Join(e.Variables, ", "))
 }
 
 // validate checks the [mcp_servers] tables: each a stdio or an http
@@ -573,14 +575,14 @@ func (s Settings) validateMCP() error {
 		m := s.MCPServers[name]
 		c := mcp.ServerConfig{Name: name, Command: m.Command, URL: m.URL}
 		if err := mcp.Check([]mcp.ServerConfig{c}); err != nil {
-			errs = append(errs, fmt.Errorf("[mcp_servers.%s]: %w", name, err))
+			errs = append(errs, fmt.Errorf("[%s]: %w", TOMLKey("mcp_servers", name), err))
 			continue
 		}
 		if m.URL == "" && (len(m.HTTPHeaders) > 0 || len(m.EnvHTTPHeaders) > 0 || m.BearerTokenEnvVar != "") {
-			errs = append(errs, fmt.Errorf("[mcp_servers.%s]: headers go with a url, and this server has a command", name))
+			errs = append(errs, fmt.Errorf("[%s]: headers go with a url, and this server has a command", TOMLKey("mcp_servers", name)))
 		}
 		if m.URL != "" && (len(m.Args) > 0 || len(m.Env) > 0) {
-			errs = append(errs, fmt.Errorf("[mcp_servers.%s]: args and env go with a command, and this server has a url", name))
+			errs = append(errs, fmt.Errorf("[%s]: args and env go with a command, and this server has a url", TOMLKey("mcp_servers", name)))
 		}
 	}
 	return errors.Join(errs...)

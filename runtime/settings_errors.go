@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -96,10 +97,13 @@ func settingsDecodeError(path string, data []byte, err error) (key []string, pro
 		msg := strings.TrimPrefix(de.Error(), "toml: ")
 		key := de.Key()
 		if m := mismatchRE().FindStringSubmatch(msg); m != nil && len(key) > 0 {
-			return key, fmt.Errorf("%s:%d:%d: %s: got a TOML %s, want %s", path, line, col, strings.Join(key, "."), m[1], settingsWant(key, m[2]))
+			// go-toml names the inline table of a value inside one
+			// (scripted = { script = 5 }): the key is the value's.
+			key = inlineValueKey(data, key, line, col)
+			return key, fmt.Errorf("%s:%d:%d: %s: got a TOML %s, want %s", path, line, col, TOMLKey(key...), m[1], settingsWant(key, m[2]))
 		}
 		if len(key) > 0 {
-			return key, fmt.Errorf("%s:%d:%d: %s: %s", path, line, col, strings.Join(key, "."), msg)
+			return key, fmt.Errorf("%s:%d:%d: %s: %s", path, line, col, TOMLKey(key...), msg)
 		}
 		return nil, fmt.Errorf("%s:%d:%d: not valid TOML: %s", path, line, col, msg)
 	}
@@ -176,6 +180,122 @@ func withoutSettingsKey(data []byte, key []string) (_ []byte, ok bool) {
 		}
 	}
 	return out, true
+}
+
+// inlineValueKey is key, the key of an inline table go-toml could not
+// decode, completed with the keys inside it (and inside the inline tables
+// in it) that lead to the value at line and column; key itself when that
+// value is not inside an inline table key sets.
+func inlineValueKey(data []byte, key []string, line, col int) []string {
+	offset := 0
+	for l := 1; l < line; l++ {
+		nl := bytes.IndexByte(data[offset:], '\n')
+		if nl < 0 {
+			return key
+		}
+		offset += nl + 1
+	}
+	offset += col - 1
+	var p unstable.Parser
+	p.Reset(data)
+	var table []string
+	for p.NextExpression() {
+		e := p.Expression()
+		var parts []string
+		for it := e.Key(); it.Next(); {
+			parts = append(parts, string(it.Node().Data))
+		}
+		switch e.Kind {
+		case unstable.Table, unstable.ArrayTable:
+			table = parts
+			continue
+		case unstable.KeyValue:
+		default:
+			continue
+		}
+		if !slices.Equal(append(slices.Clip(table), parts...), key) {
+			continue
+		}
+		out := slices.Clone(key)
+		for v := e.Value(); v.Kind == unstable.InlineTable; {
+			// The last key = value of the table that begins before the
+			// value holds it.
+			var in *unstable.Node
+			for it := v.Children(); it.Next(); {
+				kv := it.Node()
+				if kv.Kind != unstable.KeyValue {
+					continue
+				}
+				k := kv.Key()
+				if !k.Next() || int(k.Node().Raw.Offset) > offset {
+					break
+				}
+				in = kv
+			}
+			if in == nil {
+				break
+			}
+			for it := in.Key(); it.Next(); {
+				out = append(out, string(it.Node().Data))
+			}
+			v = in.Value()
+		}
+		return out
+	}
+	return key
+}
+
+// TOMLKey is a key path as TOML writes it: a part that is not a bare
+// key (a server named "a.b") quoted.
+func TOMLKey(parts ...string) string {
+	out := make([]string, len(parts))
+	for i, p := range parts {
+		out[i] = p
+		bare := func(r rune) bool {
+			return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-'
+		}
+		if p == "" || strings.IndexFunc(p, func(r rune) bool { return !bare(r) }) >= 0 {
+			out[i] = strconv.Quote(p)
+		}
+	}
+	return strings.Join(out, ".")
+}
+
+// splitTOMLKey is the parts of a key path as TOMLKey writes it (or with
+// single quotes); best effort, for keys named in Pixir's own messages.
+func splitTOMLKey(s string) []string {
+	var parts []string
+	for {
+		s = strings.TrimSpace(s)
+		var part string
+		switch {
+		case strings.HasPrefix(s, `"`):
+			if q, err := strconv.QuotedPrefix(s); err == nil {
+				part, _ = strconv.Unquote(q)
+				s = s[len(q):]
+				break
+			}
+			part, s = s, ""
+		case strings.HasPrefix(s, "'"):
+			if end := strings.IndexByte(s[1:], '\''); end >= 0 {
+				part, s = s[1:1+end], s[2+end:]
+				break
+			}
+			part, s = s, ""
+		default:
+			end := strings.IndexByte(s, '.')
+			if end < 0 {
+				end = len(s)
+			}
+			part, s = strings.TrimSpace(s[:end]), s[end:]
+		}
+		parts = append(parts, part)
+		s = strings.TrimSpace(s)
+		if !strings.HasPrefix(s, ".") {
+			return parts
+		}
+		s = s[1:]
+	}
 }
 
 // mismatchRE is compiled at its first use, not at every start of pixir.

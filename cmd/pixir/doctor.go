@@ -163,9 +163,11 @@ func startMCPChecks(settings runtime.Settings) func(context.Context) []doctor.Ch
 	if len(settings.MCPServers) == 0 {
 		return func(context.Context) []doctor.Check { return nil }
 	}
-	where := "[mcp_servers.%s]"
-	if settings.Path != "" {
-		where += " of " + settings.Path
+	where := func(name string) string {
+		if settings.Path == "" {
+			return "[" + runtime.TOMLKey("mcp_servers", name) + "]"
+		}
+		return "[" + runtime.TOMLKey("mcp_servers", name) + "] of " + settings.Path
 	}
 	var checks []doctor.Check // one per server, in name order
 	var configs []mcp.ServerConfig
@@ -173,7 +175,7 @@ func startMCPChecks(settings runtime.Settings) func(context.Context) []doctor.Ch
 	cfg := runtime.MCPConfig{ToolTimeout: settings.MCP.ToolTimeout.Duration, StartupTimeout: settings.MCP.StartupTimeout.Duration}
 	dir, dirErr := os.Getwd()
 	for _, name := range slices.Sorted(maps.Keys(settings.MCPServers)) {
-		table := fmt.Sprintf(where, name)
+		table := where(name)
 		c, enabled, err := settings.MCPServer(name, os.Getenv)
 		var missing *runtime.MissingEnvError
 		switch {
@@ -218,7 +220,7 @@ func startMCPChecks(settings runtime.Settings) func(context.Context) []doctor.Ch
 		for i, st := range set.Status() {
 			c := &checks[at[i]]
 			c.Name = "mcp"
-			table := fmt.Sprintf(where, st.Name)
+			table := where(st.Name)
 			switch st.State {
 			case mcp.StateRunning:
 				c.Status = doctor.OK

@@ -836,7 +836,8 @@ scripted = { script = 5 }
 	for i := range want {
 		require.True(t, strings.HasPrefix(got[i], want[i]), "line %d: got %q, want %q", i+1, got[i], want[i])
 	}
-	require.Contains(t, got[10], "16:23: profiles.a.scripted: got a TOML integer")
+	// A value inside an inline table is named by its own key.
+	require.Equal(t, at+"16:23: profiles.a.scripted.script: got a TOML integer, want a string", got[10])
 
 	// A file that is not TOML has one problem: where it stops being TOML.
 	require.NoError(t, os.WriteFile(filepath.Join(home, "config.toml"), []byte("model = 3\nmax_tokens = = 2\n"), 0o644))
@@ -847,6 +848,32 @@ scripted = { script = 5 }
 	cmd.Stderr = &stderr
 	require.Error(t, cmd.Run())
 	require.Equal(t, "pixir: "+at+"2:14: not valid TOML: unexpected character U+003D '=' at start of value", strings.TrimSpace(stderr.String()))
+}
+
+// A server whose name holds a dot: its key left out for its type does not
+// hide the problem of the server whose name begins its own, and both are
+// named as TOML writes them.
+func TestAConfigProblemOfAServerNamedWithADotHidesNoOther(t *testing.T) {
+	const config = `[mcp_servers.a]
+command = "x"
+url = "https://example.com/mcp"
+
+[mcp_servers."a.b"]
+command = 42
+`
+	home := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o644))
+	cmd := exec.Command(pixirBin, "run", "hello")
+	cmd.Env = append(os.Environ(), "PIXIR_HOME="+home, "PIXIR_PROVIDER=", "PIXIR_SCRIPT=")
+	cmd.Dir = t.TempDir()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	var exit *exec.ExitError
+	require.ErrorAs(t, cmd.Run(), &exit)
+	require.Equal(t, exitUsage, exit.ExitCode())
+	at := filepath.Join(home, "config.toml") + ":"
+	require.Equal(t, "pixir: "+at+`1:2: [mcp_servers.a]: MCP server "a" has both a command and a url; give one`+"\n"+
+		at+`6:11: mcp_servers."a.b".command: got a TOML integer, want a string`, strings.TrimSpace(stderr.String()))
 }
 
 func TestLogsGoToStderrAndTheLogFile(t *testing.T) {
