@@ -481,8 +481,12 @@ func nextActions(o *Outcome) []NextAction {
 			Reason: "these steps need a decision (needs_orchestrator) or produced only partial evidence; settle them before building on them"})
 	}
 	acts = append(acts, mergeActions(o.Steps)...)
+	what := "this partial outcome"
+	if o.Status == StatusFailed {
+		what = "this failed run"
+	}
 	acts = append(acts, NextAction{Action: "abort",
-		Reason: "stop here and report this partial outcome as it is; isolated writers' changes that were not merged stay in their snapshots"})
+		Reason: "stop here and report " + what + " as it is; isolated writers' changes that were not merged stay in their snapshots"})
 	return acts
 }
 

@@ -225,7 +225,11 @@ func (n sessionNext) actions(w io.Writer, out workflows.Outcome) {
 			}
 			fmt.Fprintf(w, "- decide about %s: they need a decision (needs_orchestrator) or gave only partial evidence; pixir inspect%s %s shows what they reported\n", steps, n.cwdFlag(), n.short)
 		case "abort":
-			fmt.Fprintln(w, "- or stop here: this partial outcome stands as it is; isolated writers' changes that were not merged stay in their snapshots (pixir inspect shows where)")
+			what := "this partial outcome stands"
+			if out.Status == workflows.StatusFailed {
+				what = "this failed run stands"
+			}
+			fmt.Fprintf(w, "- or stop here: %s as it is; isolated writers' changes that were not merged stay in their snapshots (pixir inspect shows where)\n", what)
 		default:
 			if steps != "" {
 				steps = " [" + steps + "]"

@@ -649,3 +649,27 @@ func TestWorkflowViewReadsTheLogAsItReadsLiveEvents(t *testing.T) {
 	require.ElementsMatch(t, want, got)
 	require.Equal(t, bySubject(want), bySubject(got))
 }
+
+// A FAILED run's last lines do not call it partial, nor does the abort
+// action the model reads.
+func TestAFailedRunIsNotCalledPartial(t *testing.T) {
+	e := newRunEnv(t)
+	script := e.file("script.toml", `
+[[rule]]
+match = 'gate'
+  [[rule.reply]]
+  text = '''no go
+checkpoint_status: failed'''
+`)
+	wf := e.file("wf.json", `{"steps":[{"id":"gate","task":"gate"}]}`)
+	stdout, stderr, code := e.pixir("run", "--script", script, "--workflow", wf)
+	require.NotEqual(t, exitOK, code, stderr)
+	require.Contains(t, stdout, "- or stop here: this failed run stands as it is;", stdout)
+	require.NotContains(t, stdout, "partial outcome", stdout)
+	stdout, stderr, _ = e.pixir("run", "--script", script, "--workflow", wf, "--json")
+	out := validEnvelope(t, stdout, "run_workflow_output.json")["output"].(map[string]any)
+	require.Equal(t, "failed", out["status"], stderr)
+	acts := out["safe_next_actions"].([]any)
+	require.Equal(t, "stop here and report this failed run as it is; isolated writers' changes that were not merged stay in their snapshots",
+		acts[len(acts)-1].(map[string]any)["reason"])
+}
