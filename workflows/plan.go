@@ -153,6 +153,9 @@ type PlannedStep struct {
 	DependsOn     []string       `json:"depends_on"`
 	ReadSet       []string       `json:"read_set"`
 	WriteSet      []string       `json:"write_set"`
+	// AgentWriteSet is the write set of the step's agent, when it has
+	// one: a writer may change only a file that matches both.
+	AgentWriteSet []string `json:"agent_write_set,omitempty"`
 	// Loop is the innermost loop the step repeats in.
 	Loop string `json:"loop,omitempty"`
 	// When is the step's condition as text; Join is any when it is.

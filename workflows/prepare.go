@@ -88,6 +88,15 @@ func (p *Prepared) DryRun(ctx context.Context) (DryRunOutcome, error) {
 	if err != nil {
 		return DryRunOutcome{}, &tools.Failure{Kind: tools.ErrCancelled, Message: "the dry run was cancelled before its plan was complete: " + err.Error()}
 	}
+	// What a writer may change is narrowed by its agent's write set too.
+	if ws, ok := p.ports.Agents.(AgentWriteSets); ok {
+		for i := range plan.Steps {
+			ps, st := &plan.Steps[i], &p.w.Steps[i]
+			if ps.Posture == Writer {
+				ps.AgentWriteSet = ws.AgentWriteSet(tools.SpawnRequest{Agent: st.Agent, Task: st.Task, WorkspaceMode: string(st.WorkspaceMode)})
+			}
+		}
+	}
 	// The text is bounded by its own limits; rendered from the whole plan,
 	// it counts what a wave cut short leaves out.
 	text := RenderPlan(&plan)

@@ -102,6 +102,22 @@ func runWorkflowTool(ctx context.Context, env tools.Env, ports Ports, a Workflow
 	return tools.Result{OK: false, Output: out.Bounded()}
 }
 
+// writesOf is what a planned step may change: its write set, and its
+// agent's when that narrows it (a file must match both).
+func writesOf(s PlannedStep) string {
+	if len(s.AgentWriteSet) == 0 {
+		return orDash(s.WriteSet)
+	}
+	agent := s.Agent
+	if agent == "" {
+		agent = "default"
+	}
+	if len(s.WriteSet) == 0 {
+		return "agent " + agent + ": " + strings.Join(s.AgentWriteSet, ", ")
+	}
+	return orDash(s.WriteSet) + " ∩ agent " + agent + ": " + strings.Join(s.AgentWriteSet, ", ")
+}
+
 // RenderPlan is a dry run as a person reads it, bounded whatever the size
 // of the workflow: the first waves, steps, serialized steps and merge
 // risks, each list saying how many more there are.
@@ -140,7 +156,7 @@ func RenderPlan(p *DryRun) string {
 		b.WriteString("\n\n| step | posture | workspace | depends on | writes | merge |\n|---|---|---|---|---|---|\n")
 		for _, s := range rows {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", s.ID, s.Posture, s.WorkspaceMode,
-				cell(orDash(s.DependsOn)), cell(orDash(s.WriteSet)), orDashString(string(s.Merge)))
+				cell(orDash(s.DependsOn)), cell(writesOf(s)), orDashString(string(s.Merge)))
 		}
 		if more := sum.Steps - len(rows); more > 0 {
 			fmt.Fprintf(&b, "| … | | | | | %s |\n", plural.Of(more, "more step", "more steps"))
@@ -157,7 +173,7 @@ func RenderPlan(p *DryRun) string {
 				over += fmt.Sprintf(" (max %d)", s.MaxItems)
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %d |\n", s.ID, s.Posture, s.WorkspaceMode,
-				cell(orDash(s.DependsOn)), cell(orDash(s.WriteSet)), orDashString(string(s.Merge)), orDashString(s.Loop), orDashString(cell(when)), orDashString(cell(over)), s.MaxRuns)
+				cell(orDash(s.DependsOn)), cell(writesOf(s)), orDashString(string(s.Merge)), orDashString(s.Loop), orDashString(cell(when)), orDashString(cell(over)), s.MaxRuns)
 		}
 		if more := sum.Steps - len(rows); more > 0 {
 			fmt.Fprintf(&b, "| … | | | | | | | | | %s |\n", plural.Of(more, "more step", "more steps"))

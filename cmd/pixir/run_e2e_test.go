@@ -673,3 +673,28 @@ checkpoint_status: failed'''
 	require.Equal(t, "stop here and report this failed run as it is; isolated writers' changes that were not merged stay in their snapshots",
 		acts[len(acts)-1].(map[string]any)["reason"])
 }
+
+// The dry run's writes column shows what a writer may change: its own
+// write set narrowed by its agent's (a file must match both).
+func TestTheDryRunShowsTheAgentsWriteSet(t *testing.T) {
+	e := newRunEnv(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(e.ws, ".pixir", "agents"), 0o755))
+	e.file(".pixir/agents/docwriter.toml", `name = "docwriter"
+description = "Writes docs."
+developer_instructions = "Write docs."
+write_set = ["docs/**"]
+`)
+	wf := e.file("wf.json", `{"steps":[
+		{"id":"a","task":"x","agent":"docwriter","write_set":["docs/api/**"]},
+		{"id":"b","task":"y","agent":"docwriter","permission_mode":"writer"},
+		{"id":"c","task":"z","write_set":["src/**"]}]}`)
+	stdout, stderr, code := e.pixir("run", "--workflow", wf, "--dry-run")
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, stdout, "| a | writer | isolated | – | docs/api/** ∩ agent docwriter: docs/** |", stdout)
+	require.Contains(t, stdout, "| b | writer | isolated | – | **/* ∩ agent docwriter: docs/** |", stdout)
+	require.Contains(t, stdout, "| c | writer | isolated | – | src/** |", stdout)
+	stdout, stderr, code = e.pixir("run", "--workflow", wf, "--dry-run", "--json")
+	require.Equal(t, exitOK, code, stderr)
+	plan := validEnvelope(t, stdout, "run_workflow_dry_run_output.json")["output"].(map[string]any)
+	require.Equal(t, []any{"docs/**"}, plan["steps"].([]any)[0].(map[string]any)["agent_write_set"])
+}
