@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -452,6 +453,47 @@ func DecodeAndCheckFile(raw json.RawMessage, agents Agents) (*Workflow, error) {
 		return nil, problemsFailure(inFileOrder(problems))
 	}
 	return w, nil
+}
+
+// TemplateDecodeProblems reports every problem that keeps a template
+// file's spec (one with params) from decoding before it has arguments: its
+// unknown keys and its values of the wrong type, each with its location,
+// as DecodeAndCheckFile reports a plain file's; nil when it decodes (or is
+// no template: ParseTemplate says why). An instance's other problems are
+// found when it is made (InstantiateChecked), with their locations too.
+func TemplateDecodeProblems(raw json.RawMessage) error {
+	obj, params, ok := templateParts(raw)
+	if !ok {
+		return nil // ParseTemplate says why
+	}
+	delete(obj, "params")
+	delete(obj, "description")
+	t := &Template{spec: obj, Params: params}
+	spec := mustJSON(placeholders(obj, t.declared()))
+	if _, err := Decode(spec); err == nil {
+		return nil
+	}
+	unknown, stripped := unknownKeys(spec)
+	if stripped == nil {
+		return nil
+	}
+	typed, _, _ := typeProblems(stripped)
+	if problems := append(unknown, typed...); len(problems) > 0 {
+		return problemsFailure(inFileOrder(problems))
+	}
+	return nil
+}
+
+// templateParts is a template file's spec (a copy, to change) and its
+// parameters; ok is false when either does not read.
+func templateParts(raw json.RawMessage) (map[string]any, []Param, bool) {
+	v, err := decodeValue(raw)
+	obj, ok := v.(map[string]any)
+	if err != nil || !ok {
+		return nil, nil, false
+	}
+	params, err := parseParams(raw)
+	return maps.Clone(obj), params, err == nil
 }
 
 // withoutDescription is a file's spec without its description: a file may

@@ -541,14 +541,18 @@ func instantiateWorkflow(ref, dir string, sets setFlags, agents workflows.Agents
 		return nil, f
 	}
 	if err != nil {
+		if tpl.Source != workflows.SourceBuiltin {
+			ref = tpl.Source // found by name: its file has the lines
+		}
 		return nil, inFile(ref, err)
 	}
 	return w, nil
 }
 
-// everyProblem is the report of every problem of a plain workflow file (one
-// without params) that did not read, when it can be made: reading a
-// template stops at its first decoding problem.
+// everyProblem is the report of every problem of a workflow file that did
+// not read, when it can be made: reading a template stops at its first
+// decoding problem. A template's (a file with params) are those of its
+// decoding.
 func everyProblem(path string, agents workflows.Agents) error {
 	var raw json.RawMessage
 	b, readErr := os.ReadFile(path)
@@ -558,6 +562,13 @@ func everyProblem(path string, agents workflows.Agents) error {
 	var keys map[string]json.RawMessage
 	plain := readErr == nil && json.Unmarshal(raw, &keys) == nil && keys["params"] == nil
 	if !plain {
+		if readErr == nil {
+			// A template's spec before it has arguments: what keeps it
+			// from decoding, each problem at its line.
+			if err := workflows.TemplateDecodeProblems(raw); err != nil {
+				return inFile(path, err)
+			}
+		}
 		return nil // the template reader's message says it
 	}
 	if _, err := workflows.DecodeAndCheckFile(raw, agents); err != nil && tools.AsFailure(err).Kind == tools.ErrInvalidArgs {

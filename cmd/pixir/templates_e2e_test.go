@@ -293,3 +293,22 @@ func TestTheResumeCommandOfATemplateRunRepeatsItsArguments(t *testing.T) {
 	require.NotEqual(t, exitUsage, code, stderr)
 	require.Contains(t, stdout, "| write |", stdout+stderr)
 }
+
+// The problems of a template with params name its file and their lines:
+// those of its decoding (every one at once), and those of its instance
+// when it is run by name.
+func TestTemplateProblemsNameTheirLines(t *testing.T) {
+	e, home := templateEnv(t)
+	file := filepath.Join(e.ws, ".pixir/workflows/review.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(reviewTemplateFile+"  - id: z\n    tsk: y\n    max_items: 3\n"), 0o644))
+	_, stderr, code := e.pixirAtHome(home, "run", "--dry-run", "--workflow", file, "--set", "issue=GAL-1")
+	require.Equal(t, exitUsage, code, stderr)
+	require.Contains(t, stderr, file+" has 2 problems:\n", stderr)
+	require.Contains(t, stderr, "  "+file+`:19:5: steps[2] "z": unknown key "tsk"; did you mean "task"?`, stderr)
+	require.Contains(t, stderr, "  "+file+`:20:5: steps[2] "z": unknown key "max_items"`, stderr)
+
+	require.NoError(t, os.WriteFile(file, []byte(strings.Replace(reviewTemplateFile, "depends_on: [check]", "depends_on: [chek]", 1)), 0o644))
+	_, stderr, code = e.pixirAtHome(home, "run", "--dry-run", "--workflow", "review", "--set", "issue=GAL-1")
+	require.Equal(t, exitUsage, code, stderr)
+	require.Contains(t, stderr, "pixir: "+file+`:16:5: steps[1] "write": depends_on "chek" is not a step id`, stderr)
+}
