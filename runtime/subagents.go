@@ -285,6 +285,7 @@ type subagent struct {
 	failure      *tools.Failure
 	changes      *tools.FileChanges
 	violation    *tools.WriteSetViolation // of changes
+	denied       int                      // mutations the user refused, all runs
 	started      time.Time
 	ended        time.Time
 	input        string        // the prompt of the next run
@@ -459,6 +460,7 @@ func (m *Manager) viewLocked(sa *subagent) tools.SubagentView {
 	}
 	if sa.status.Ended() {
 		v.Summary, v.Error, v.Changes, v.WriteSetViolation = sa.summary, sa.failure, sa.changes, sa.violation
+		v.DeniedChanges = sa.denied
 	}
 	v.Usage = usageOf(sa.account)
 	return v

@@ -166,6 +166,8 @@ type childTracker struct {
 	// failed is set when the child's turn ended on a provider failure.
 	failed   *tools.Failure
 	reported time.Time
+	// denied counts the mutations the user refused when asked.
+	denied int
 }
 
 func (t *childTracker) observe(ev Event) {
@@ -192,6 +194,16 @@ func (t *childTracker) observe(ev Event) {
 		if json.Unmarshal(ev.Data, &d) == nil {
 			activity = d.Title
 		}
+	case EventPermissionDecision:
+		d, ok := ev.Value().(PermissionDecisionData)
+		if !ok {
+			ok = json.Unmarshal(ev.Data, &d) == nil
+		}
+		if ok && d.Decision == "denied" && d.Source == "user" {
+			t.mu.Lock()
+			t.denied++
+			t.mu.Unlock()
+		}
 	case EventTurnFailed:
 		var d TurnFailedData
 		if json.Unmarshal(ev.Data, &d) == nil {
@@ -211,6 +223,13 @@ func (t *childTracker) observe(ev Event) {
 	t.reported = time.Now()
 	t.mu.Unlock()
 	_ = t.sa.parent.emitBackground(EventStatus, SubagentProgressData{SubagentID: t.sa.id, Activity: activity})
+}
+
+// deniedByUser is how many of the child's mutations the user refused.
+func (t *childTracker) deniedByUser() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.denied
 }
 
 func (t *childTracker) summary() string {

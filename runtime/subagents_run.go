@@ -132,6 +132,11 @@ func (m *Manager) run(ctx context.Context, sa *subagent, event tools.SubagentEve
 	runStart := time.Now()
 	stop, err := child.Prompt(ctx, Prompt{Text: input}, opts)
 	summary = tracker.summary()
+	if n := tracker.deniedByUser(); n > 0 {
+		m.mu.Lock()
+		sa.denied += n
+		m.mu.Unlock()
+	}
 	switch {
 	case sa.snap != nil:
 		if ch, err := sa.snap.Changes(context.WithoutCancel(ctx), child.workspace.Root()); err == nil {

@@ -122,6 +122,9 @@ type SubagentView struct {
 	// what it may write: its run failed for it, and its changes must not
 	// be merged into the workspace.
 	WriteSetViolation *WriteSetViolation `json:"write_set_violation,omitempty"`
+	// DeniedChanges counts the child's mutating tool calls the user was
+	// asked about and refused (ask mode), all its runs together.
+	DeniedChanges int `json:"denied_changes,omitempty"`
 }
 
 // WriteSetViolationCode names a write-set violation in a Failure's message

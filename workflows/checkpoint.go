@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/pixir-go/pixir/internal/plural"
 	"github.com/pixir-go/pixir/tools"
 )
 
@@ -203,6 +204,23 @@ func decide(st *Step, view tools.SubagentView, slot *reportSlot) StepOutcome {
 		status = CheckpointFailed
 		bundle.KnownLimitations = append(bundle.KnownLimitations, fmt.Sprintf(
 			"%s: the child changed %s, outside its write set; the step failed for it", tools.WriteSetViolationCode, strings.Join(v.Paths, ", ")))
+	}
+	if n := view.DeniedChanges; n > 0 && status == CheckpointReady && st.PermissionMode == Writer {
+		// Partial work is reported as partial: a writer the user refused
+		// every change to, or whose changes are unknown, has not done
+		// the work it reports ready.
+		if view.Changes == nil || view.Changes.Empty() {
+			status = CheckpointPartial
+			made := "no file of the step changed"
+			if view.Changes == nil {
+				made = "what the step changed is unknown"
+			}
+			bundle.KnownLimitations = append(bundle.KnownLimitations, fmt.Sprintf(
+				"the user denied %s the child asked to make, and %s: it reported checkpoint_ready, but its work is not done", plural.Of(n, "change", "changes"), made))
+		} else {
+			bundle.KnownLimitations = append(bundle.KnownLimitations, fmt.Sprintf(
+				"the user denied %s the child asked to make; the rest of its changes were made", plural.Of(n, "change", "changes")))
+		}
 	}
 	if !completed && status == CheckpointReady {
 		status = CheckpointPartial

@@ -108,3 +108,104 @@ match = 'go'
 	}
 	require.Equal(t, []string{"w"}, again)
 }
+
+// An editor in ask mode denies every write of a writer step whose child
+// then reports checkpoint_ready anyway: the step did not do its work, so
+// it is partial (it said "merged (0 files)" and the run completed), and
+// the Log, inspect and the plan say so alike.
+func TestAStepWhoseEveryChangeWasDeniedIsPartial(t *testing.T) {
+	e := newEnv(t, writesOutA+`
+[[rule]]
+match = '\A\[d\]'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "report_checkpoint"
+  arguments_json = '{"status":"checkpoint_ready","summary":"looked"}'
+  [[rule.reply]]
+  text = "ok"
+
+[[rule]]
+match = 'go'
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "run_workflow"
+  arguments_json = '{"name":"w","steps":[{"id":"w","task":"[w] write","write_set":["out/**"]},{"id":"d","task":"[d] look"}]}'
+  [[rule.reply]]
+  text = "RESULT {{.ToolResult}}"
+`)
+	a := e.start()
+	a.result(0, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}}, nil)
+	sid := a.newSession()
+	a.result(2, "session/set_mode", map[string]any{"sessionId": sid, "modeId": "ask"}, nil)
+	a.sendJSON(map[string]any{"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": promptParams(sid, "go")})
+	var asked []string
+	m, before := a.serveUntilReply("3", map[string]func(json.RawMessage) any{"session/request_permission": func(p json.RawMessage) any {
+		var q struct {
+			ToolCall map[string]any `json:"toolCall"`
+		}
+		require.NoError(t, json.Unmarshal(p, &q))
+		title, _ := q.ToolCall["title"].(string)
+		asked = append(asked, title)
+		if strings.HasPrefix(title, "Workflow") || strings.HasPrefix(title, "Merge") {
+			return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "allow_once"}}
+		}
+		return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "reject_once"}}
+	}})
+	require.Equal(t, "end_turn", stopReason(t, m))
+	require.Len(t, asked, 2, "the workflow, then w's write: %q", asked)
+	require.NoFileExists(t, filepath.Join(e.ws, "out", "a.txt"), "denied: not written")
+
+	// The plan's last entry for w says partial.
+	var planW string
+	for _, u := range updates(t, before) {
+		if u["sessionUpdate"] != "plan" {
+			continue
+		}
+		for _, en := range u["entries"].([]any) {
+			en := en.(map[string]any)
+			if content, _ := en["content"].(string); strings.HasPrefix(content, "w:") {
+				planW = en["status"].(string) + " " + content
+			}
+		}
+	}
+	require.True(t, strings.HasSuffix(planW, "— partial"), planW)
+
+	// The run_workflow result, as the parent's Log has it.
+	logs, err := filepath.Glob(filepath.Join(e.ws, ".pixir", "sessions", "*.ndjson"))
+	require.NoError(t, err)
+	b, err := os.ReadFile(logs[0])
+	require.NoError(t, err)
+	var res struct {
+		Output struct {
+			Status string `json:"status"`
+			Steps  []struct {
+				CheckpointStatus string `json:"checkpoint_status"`
+				Checkpoint       struct {
+					KnownLimitations []string `json:"known_limitations"`
+				} `json:"checkpoint"`
+			} `json:"steps"`
+		} `json:"output"`
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		var ev struct {
+			Type string `json:"type"`
+			Data struct {
+				Name   string          `json:"name"`
+				Result json.RawMessage `json:"result"`
+			} `json:"data"`
+		}
+		if json.Unmarshal([]byte(line), &ev) == nil && ev.Type == "tool_result" && ev.Data.Name == "run_workflow" {
+			require.NoError(t, json.Unmarshal(ev.Data.Result, &res))
+		}
+	}
+	require.Equal(t, "partial", res.Output.Status, "never completed: w's work was not done")
+	require.Equal(t, "partial", res.Output.Steps[0].CheckpointStatus)
+	require.Contains(t, strings.Join(res.Output.Steps[0].Checkpoint.KnownLimitations, "\n"), "the user denied 1 change the child asked to make")
+	require.Equal(t, "checkpoint_ready", res.Output.Steps[1].CheckpointStatus)
+	a.exit()
+
+	stdout, stderr, code := e.cli("inspect", sid)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, "partial", stdout)
+	require.NotContains(t, stdout, "merged (0 files)", stdout)
+}
