@@ -50,7 +50,7 @@ func runEdit(ctx context.Context, env Env, a EditArgs, dryRun bool) Result {
 	if a.OldText == a.NewText {
 		return Fail(ErrInvalidArgs, "old_text and new_text are the same, so the edit would change nothing; put the changed text in new_text")
 	}
-	t, f := resolve(env, a.Path)
+	t, f := resolveFile(env, a.Path)
 	if f != nil {
 		return Failed(f)
 	}

@@ -30,6 +30,17 @@ func resolve(env Env, path string) (target, *Failure) {
 	return target{abs: abs, rel: relative(env.Workspace.Root(), abs)}, nil
 }
 
+// resolveFile is resolve for the path of a file (read, write, edit). A
+// path that ends with a slash names a directory: cleaned, "notes/" would
+// be the file notes, and write made a file where a folder was meant.
+func resolveFile(env Env, path string) (target, *Failure) {
+	if strings.HasSuffix(path, "/") || strings.HasSuffix(path, string(filepath.Separator)) {
+		return target{}, &Failure{Kind: ErrInvalidArgs, Message: fmt.Sprintf(
+			"%s ends with a slash, so it names a directory, not a file; name a file in it (%sNAME), or list it with glob", path, path)}
+	}
+	return resolve(env, path)
+}
+
 // relative shows abs relative to root when it is inside it.
 func relative(root, abs string) string {
 	rel, err := filepath.Rel(root, abs)

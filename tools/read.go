@@ -86,7 +86,7 @@ func lineRange(offset, limit int) string {
 }
 
 func runRead(ctx context.Context, env Env, a ReadArgs, dryRun bool) Result {
-	t, f := resolve(env, a.Path)
+	t, f := resolveFile(env, a.Path)
 	if f != nil {
 		return Failed(f)
 	}

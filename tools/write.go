@@ -40,7 +40,7 @@ func WriteTool() Tool {
 func describeWrite(a WriteArgs) Presentation { return fileCall("Write", a.Path) }
 
 func runWrite(ctx context.Context, env Env, a WriteArgs, dryRun bool) Result {
-	t, f := resolve(env, a.Path)
+	t, f := resolveFile(env, a.Path)
 	if f != nil {
 		return Failed(f)
 	}

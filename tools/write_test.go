@@ -124,3 +124,29 @@ func TestWriteWhenTheOldTextCannotBeRead(t *testing.T) {
 		require.Equal(t, "after\n", string(got))
 	}
 }
+
+// A path that ends with a slash names a directory: write made a file of
+// that name ("notes/" wrote the file notes), and read and edit took the
+// file before the slash. All three refuse it, saying what to give.
+func TestFileToolsRefuseAPathThatEndsWithASlash(t *testing.T) {
+	env, root := newEnv(t)
+	writeFiles(t, root, map[string]string{"m.go": "x\n"})
+	for _, call := range []struct {
+		tool Tool
+		args string
+	}{
+		{WriteTool(), `{"path":"notes/","content":"x"}`},
+		{ReadTool(), `{"path":"m.go/"}`},
+		{EditTool(), `{"path":"m.go/","old_text":"x","new_text":"y"}`},
+	} {
+		var a struct{ Path string }
+		require.NoError(t, json.Unmarshal([]byte(call.args), &a))
+		requireFailure(t, run(t, call.tool, env, call.args), ErrInvalidArgs,
+			a.Path+" ends with a slash, so it names a directory, not a file; name a file in it ("+a.Path+"NAME), or list it with glob")
+	}
+	_, err := os.Lstat(filepath.Join(root, "notes"))
+	require.ErrorIs(t, err, os.ErrNotExist)
+	got, err := os.ReadFile(filepath.Join(root, "m.go"))
+	require.NoError(t, err)
+	require.Equal(t, "x\n", string(got))
+}
