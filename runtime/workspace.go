@@ -94,6 +94,12 @@ func (w *Workspace) Resolve(path string) (string, error) {
 		return "", deny("%s is outside the workspace %s; use a path inside it", path, w.root)
 	}
 	real, err := resolveNormalized(p)
+	if errors.Is(err, syscall.ENOTDIR) {
+		// The user's file where the path needs a folder: a wrong path,
+		// as a missing one is, not a refusal.
+		return "", &tools.Failure{Kind: tools.ErrNotFound, Message: fmt.Sprintf(
+			"a parent of %s is a file, not a directory; check the path, or find the file with glob", path)}
+	}
 	if err != nil {
 		return "", deny("%s cannot be resolved: %v", path, err)
 	}

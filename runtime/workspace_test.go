@@ -231,6 +231,20 @@ func TestFilesRefuseAHardLinkToALog(t *testing.T) {
 	require.Equal(t, "rewritten\n", string(got))
 }
 
+// A path through a file (src/main.go/x) is a wrong path, said as not_found
+// with what is wrong: it was permission_denied "cannot be resolved: not a
+// directory", as if the workspace had refused it.
+func TestResolveSaysAPathThroughAFileIsWrong(t *testing.T) {
+	s := newConfinedWorkspace(t)
+	for _, p := range []string{"src/main.go/x", "src/main.go/x/y.go"} {
+		_, err := s.ws.Resolve(p)
+		var f *tools.Failure
+		require.ErrorAs(t, err, &f, p)
+		require.Equal(t, tools.ErrNotFound, f.Kind, p)
+		require.Equal(t, "a parent of "+p+" is a file, not a directory; check the path, or find the file with glob", f.Message)
+	}
+}
+
 // A name written in one Unicode form finds the file named in the other
 // (macOS writes names decomposed, NFD; a model writes them composed, NFC):
 // "there is no file at café.txt" beside café.txt left the model no way on,
