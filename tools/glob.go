@@ -62,15 +62,19 @@ func describeGlob(a GlobArgs) Presentation {
 }
 
 func runGlob(ctx context.Context, env Env, a GlobArgs, dryRun bool) Result {
-	filter, f := newPathFilter(a.Pattern, "pattern")
-	if f != nil {
-		return Failed(f)
-	}
 	w, t, f := openWalk(env, a.Path)
 	if f != nil {
 		return Failed(f)
 	}
 	defer w.Close()
+	pattern, f := absolutePattern(a.Pattern, "pattern", t.abs, env.Workspace.Root())
+	if f != nil {
+		return Failed(f)
+	}
+	filter, f := newPathFilter(pattern, "pattern")
+	if f != nil {
+		return Failed(f)
+	}
 	if !w.startIsDir {
 		return Fail(ErrInvalidArgs, "%s is a file, not a directory; give the directory to list as path, or read the file with read", t.rel)
 	}

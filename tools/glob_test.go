@@ -123,3 +123,26 @@ func TestDescribeGlob(t *testing.T) {
 		require.Equal(t, tt.want, GlobTool().Describe(json.RawMessage(tt.args)), tt.args)
 	}
 }
+
+// A glob written as an absolute path inside the searched folder is taken
+// relative to it: a leading / keeps a glob to path, so it was looked for
+// beneath path again and matched nothing, without a word. One that names
+// another folder of the workspace is refused, saying what to give.
+func TestGlobTakesAnAbsolutePatternInsideThePath(t *testing.T) {
+	env, root := newEnv(t)
+	writeFiles(t, root, map[string]string{"src/a.go": "needle\n", "src/sub/b.go": "needle\n", "c.go": "needle\n"})
+	out := requireOK[GlobOutput](t, run(t, GlobTool(), env, fmt.Sprintf(`{"pattern":%q}`, root+"/src/**/*.go")))
+	require.Equal(t, []string{"src/a.go", "src/sub/b.go"}, out.Files)
+	out = requireOK[GlobOutput](t, run(t, GlobTool(), env, fmt.Sprintf(`{"pattern":%q,"path":"src"}`, root+"/src/*.go")))
+	require.Equal(t, []string{"src/a.go"}, out.Files)
+	grep := requireOK[GrepOutput](t, run(t, GrepTool(), env, fmt.Sprintf(`{"pattern":"needle","glob":%q}`, root+"/*.go")))
+	require.Equal(t, 1, grep.TotalMatches)
+	require.Equal(t, "c.go", grep.Matches[0].Path)
+
+	requireFailure(t, run(t, GlobTool(), env, fmt.Sprintf(`{"pattern":%q,"path":"src"}`, root+"/*.go")), ErrInvalidArgs,
+		fmt.Sprintf("pattern %q is an absolute path that is not inside the searched folder %s; write it relative to that folder (e.g. **/*.go), or set path to the folder it names", root+"/*.go", filepath.Join(root, "src")))
+	// A leading / that is not the workspace's keeps its meaning: files
+	// directly in path.
+	out = requireOK[GlobOutput](t, run(t, GlobTool(), env, `{"pattern":"/*.go"}`))
+	require.Equal(t, []string{"c.go"}, out.Files)
+}

@@ -285,17 +285,21 @@ func runGrep(ctx context.Context, env Env, a GrepArgs, dryRun bool) Result {
 	if f != nil {
 		return Failed(f)
 	}
-	var filter pathFilter
-	if a.Glob != "" {
-		if filter, f = newPathFilter(a.Glob, "glob"); f != nil {
-			return Failed(f)
-		}
-	}
 	w, t, f := openWalk(env, a.Path)
 	if f != nil {
 		return Failed(f)
 	}
 	defer w.Close()
+	var filter pathFilter
+	if a.Glob != "" {
+		glob, f := absolutePattern(a.Glob, "glob", t.abs, env.Workspace.Root())
+		if f != nil {
+			return Failed(f)
+		}
+		if filter, f = newPathFilter(glob, "glob"); f != nil {
+			return Failed(f)
+		}
+	}
 	if dryRun {
 		return Preview("would search the files under %s for %q", searchedPlace(t.rel), a.Pattern)
 	}

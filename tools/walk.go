@@ -297,6 +297,26 @@ type pathFilter struct {
 	glob string
 }
 
+// absolutePattern makes a glob argument written as an absolute path (a
+// model that names files by absolute path writes /home/u/proj/src/*.go)
+// relative to dir, the searched directory: a leading / keeps a glob to
+// dir, so that one was taken for home/u/proj/src/*.go under dir and
+// matched nothing, without a word. A glob that leads elsewhere in the
+// workspace is refused with what to give instead; any other leading /
+// keeps its meaning.
+func absolutePattern(pattern, arg, dir, root string) (string, *Failure) {
+	clean := filepath.Clean(pattern)
+	switch {
+	case !filepath.IsAbs(pattern):
+	case strings.HasPrefix(clean, dir+string(filepath.Separator)):
+		return "/" + strings.TrimPrefix(clean, dir+string(filepath.Separator)), nil
+	case clean == root || strings.HasPrefix(clean, root+string(filepath.Separator)):
+		return "", &Failure{Kind: ErrInvalidArgs, Message: fmt.Sprintf(
+			"%s %q is an absolute path that is not inside the searched folder %s; write it relative to that folder (e.g. **/*.go), or set path to the folder it names", arg, pattern, dir)}
+	}
+	return pattern, nil
+}
+
 // newPathFilter compiles a glob argument; the argument name goes into the
 // error message.
 func newPathFilter(pattern, arg string) (pathFilter, *Failure) {
