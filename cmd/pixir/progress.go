@@ -531,7 +531,11 @@ func (v *turnView) outcome(sessionID string, stop runtime.StopReason, err error)
 		// work so far stands, as at the limit of model calls.
 		res.Status = runtime.TurnPartial
 	case v.turnFail != nil:
-		res.Status = runtime.TurnFailed
+		// The provider failed: the turn did not stop for a reason ACP
+		// names (the editor is told end_turn after the error's text), and
+		// the envelope said "stop_reason": "end_turn" beside "failed". Its
+		// error says why it ended.
+		res.Status, res.StopReason = runtime.TurnFailed, ""
 	case stop == runtime.StopEndTurn:
 		res.Status = runtime.TurnCompleted
 	default:

@@ -135,6 +135,8 @@ func TestRunPromptExitCodesAndJSON(t *testing.T) {
 	env = validEnvelope(t, stdout, "pixir_run_output.json")
 	require.Equal(t, false, env["ok"])
 	require.Equal(t, "failed", env["output"].(map[string]any)["status"])
+	require.NotContains(t, env["output"], "stop_reason", "a failed turn has no stop reason; its error says why it ended")
+	require.Equal(t, "provider_error", env["output"].(map[string]any)["error"].(map[string]any)["kind"])
 
 	// resume goes on in the same session.
 	sid := out["session_id"].(string)
