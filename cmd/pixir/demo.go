@@ -43,6 +43,10 @@ func demo(stdout, stderr io.Writer, keep bool) error {
 	if err != nil {
 		return err
 	}
+	// A signal (Ctrl-C, a CI job's time limit) ends the demo as its end
+	// does: the scratch folder removed, pixir acp stopped.
+	interrupted, stop := interruptible()
+	defer stop()
 	scratch, err := os.MkdirTemp("", "pixir-demo-")
 	if err != nil {
 		return err
@@ -84,7 +88,7 @@ func demo(stdout, stderr io.Writer, keep bool) error {
 			},
 		})
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(interrupted, time.Minute)
 	defer cancel()
 
 	c, err := start()

@@ -144,3 +144,24 @@ func TestASignalEndsPixirACPAfterCancellingItsTurns(t *testing.T) {
 		})
 	}
 }
+
+// pixir demo stopped by SIGTERM (a CI job's time limit, Ctrl-C) removes
+// its scratch workspace and stops its pixir acp, as its end does: the
+// signal killed it, leaving a pixir-demo-* folder in TMPDIR each time.
+func TestASignalEndsTheDemoWithoutLeavingItsScratchFolder(t *testing.T) {
+	tmp := t.TempDir()
+	cmd := exec.Command(pixirBin, "demo")
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	require.NoError(t, cmd.Start())
+	stdout.waitFor("── session ")
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	require.True(t, errors.As(err, &exit), "%v\n%s", err, stderr.String())
+	require.Equal(t, exitError, exit.ExitCode(), stderr.String())
+	left, err := filepath.Glob(filepath.Join(tmp, "pixir-demo-*"))
+	require.NoError(t, err)
+	require.Empty(t, left, "the scratch workspace is removed")
+}
