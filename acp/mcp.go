@@ -101,6 +101,10 @@ func (s *Server) notice(sessionID string, d runtime.NoticeData) {
 			s.mu.Unlock()
 			return
 		}
+		if slices.Contains(s.shownInTurn[sessionID], text) {
+			s.mu.Unlock()
+			return
+		}
 		s.mu.Unlock()
 		s.notify(context.Background(), sessionID, ContentChunk{SessionUpdate: "agent_message_chunk", Content: textBlock(text)})
 		return
@@ -120,6 +124,12 @@ func (s *Server) turnStarted(pr *presenter) func() {
 	s.turns[id] = true
 	pending := s.pendingNotices[id]
 	delete(s.pendingNotices, id)
+	if len(pending) > 0 {
+		if s.shownInTurn == nil {
+			s.shownInTurn = map[string][]string{}
+		}
+		s.shownInTurn[id] = pending
+	}
 	s.mu.Unlock()
 	for _, text := range pending {
 		pr.send(ContentChunk{SessionUpdate: "agent_message_chunk", Content: textBlock(text)})
@@ -127,6 +137,7 @@ func (s *Server) turnStarted(pr *presenter) func() {
 	return func() {
 		s.mu.Lock()
 		delete(s.turns, id)
+		delete(s.shownInTurn, id)
 		s.mu.Unlock()
 	}
 }

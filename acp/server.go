@@ -43,6 +43,11 @@ type Server struct {
 	// notices for a client without session.notices until the next turn.
 	turns          map[string]bool
 	pendingNotices map[string][]string
+	// shownInTurn are the pending notices the running turn of a session
+	// began with: a notice made again after it began (the after-reply
+	// work of a session/load answered just before the prompt) is not
+	// said a second time.
+	shownInTurn map[string][]string
 	// titles are the session titles this client was told.
 	titles map[string]string
 	// prompts are the session/prompt requests not answered yet, by
