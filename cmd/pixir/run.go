@@ -116,7 +116,7 @@ func parseRunCommand(name, usage string, resume bool, args []string, stdout, std
 
 // runRun is `pixir run "prompt"` and `pixir run --workflow FILE`.
 func runRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c, code, done := parseRunCommand("pixir run", "Usage: pixir run [flags] \"prompt\"\n       pixir run [flags] --workflow FILE|TEMPLATE [--set name=value]…\n", false, args, stdout, stderr)
+	c, code, done := parseRunCommand("pixir run", "Usage: pixir run [flags] \"prompt\"   (- reads the prompt from stdin)\n       pixir run [flags] --workflow FILE|TEMPLATE [--set name=value]…\n", false, args, stdout, stderr)
 	if done {
 		return code
 	}
@@ -132,7 +132,30 @@ func runRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case len(c.rest) != 1 || strings.TrimSpace(c.rest[0]) == "":
 		return c.out.usage(errors.New(`give the prompt as one argument, in quotes: pixir run "what to do"`))
 	}
-	return runPrompt(c.o, c.mode, "", c.rest[0], stdin, c.out)
+	prompt, err := promptArgument(c.rest[0], stdin)
+	if err != nil {
+		return c.out.usage(err)
+	}
+	return runPrompt(c.o, c.mode, "", prompt, stdin, c.out)
+}
+
+// promptArgument is the prompt a command line gives: the argument, or
+// with "-" what stdin holds to its end, as a script passes a prompt longer
+// than one argument may be (128 KiB on Linux: a diff, a log) or one it
+// does not want in the process table. "-" was sent to the model as the
+// prompt.
+func promptArgument(arg string, stdin io.Reader) (string, error) {
+	if arg != "-" {
+		return arg, nil
+	}
+	b, err := io.ReadAll(stdin)
+	if err != nil {
+		return "", fmt.Errorf("reading the prompt from standard input (\"-\"): %w", err)
+	}
+	if strings.TrimSpace(string(b)) == "" {
+		return "", errors.New(`the prompt "-" is read from standard input, and it held none: pipe it in (pixir run - < prompt.txt), or give it as one argument, in quotes`)
+	}
+	return string(b), nil
 }
 
 // runResume is `pixir resume ID "prompt"` and `pixir resume ID --workflow
@@ -150,7 +173,11 @@ func runResume(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case c.o.workflow != "" || len(c.rest) != 2 || strings.TrimSpace(c.rest[1]) == "":
 		return c.out.usage(errors.New(`give the session id and a prompt, or a workflow: pixir resume SESSION_ID "what next", or pixir resume SESSION_ID --workflow FILE (pixir sessions lists the ids)`))
 	}
-	return runPrompt(c.o, c.mode, c.rest[0], c.rest[1], stdin, c.out)
+	prompt, err := promptArgument(c.rest[1], stdin)
+	if err != nil {
+		return c.out.usage(err)
+	}
+	return runPrompt(c.o, c.mode, c.rest[0], prompt, stdin, c.out)
 }
 
 // flagGiven reports whether the command line set the flag name.

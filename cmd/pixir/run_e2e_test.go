@@ -700,3 +700,34 @@ write_set = ["docs/**"]
 	plan := validEnvelope(t, stdout, "run_workflow_dry_run_output.json")["output"].(map[string]any)
 	require.Equal(t, []any{"docs/**"}, plan["steps"].([]any)[0].(map[string]any)["agent_write_set"])
 }
+
+// A script gives a prompt longer than one argument may be (128 KiB on
+// Linux: a diff, a log) on stdin, as "-": it was sent to the model as
+// the prompt "-".
+func TestRunReadsThePromptFromStdinForADash(t *testing.T) {
+	e := newRunEnv(t)
+	long := strings.Repeat("x", 200<<10)
+	cmd := e.command("run", "--json", "-")
+	cmd.Stdin = strings.NewReader("hello from stdin " + long)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), stderr.String())
+	out := validEnvelope(t, stdout.String(), "pixir_run_output.json")["output"].(map[string]any)
+	require.Contains(t, out["text"], `You said: "hello from stdin`)
+	sid := out["session_id"].(string)
+	events := readLog(t, e.ws, sid)
+	require.Equal(t, "user_message", events[0].Type)
+	require.Contains(t, string(events[0].Data), long, "the whole prompt is in the Log")
+
+	cmd = e.command("resume", sid, "-")
+	cmd.Stdin = strings.NewReader("hello again")
+	stdout.Reset()
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), stderr.String())
+	require.Contains(t, stdout.String(), `You said: "hello again"`)
+
+	// Nothing on stdin: invalid input, said.
+	_, errOut, code := e.pixir("run", "-")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, `the prompt "-" is read from standard input, and it held none`)
+}
