@@ -118,7 +118,7 @@ func runRead(ctx context.Context, env Env, a ReadArgs, dryRun bool) Result {
 	if byRange {
 		out, f = readRange(ctx, file, t, a.Offset, a.Limit)
 	} else {
-		out, f = readLines(ctx, file, t, a.Offset, a.Limit)
+		out, f = readLines(ctx, file, t, a.Offset, a.Limit, 1)
 	}
 	if f != nil {
 		return Failed(f)
@@ -131,7 +131,10 @@ func runRead(ctx context.Context, env Env, a ReadArgs, dryRun bool) Result {
 // readLines streams the file, keeping at most readLimit bytes of the
 // selected lines and counting the rest, so memory stays bounded however
 // large the file or its lines are.
-func readLines(ctx context.Context, file io.Reader, t target, offset, limit int) (ReadOutput, *Failure) {
+//
+// first is the number in the file of the stream's first line: 1, or where
+// the editor's range starts; only the marker of a cut line uses it.
+func readLines(ctx context.Context, file io.Reader, t target, offset, limit, first int) (ReadOutput, *Failure) {
 	r := bufio.NewReaderSize(file, 64<<10)
 	if head, _ := r.Peek(8000); bytes.IndexByte(head, 0) >= 0 {
 		return ReadOutput{}, &Failure{Kind: ErrInvalidArgs, Message: fmt.Sprintf(
@@ -148,6 +151,8 @@ func readLines(ctx context.Context, file io.Reader, t target, offset, limit int)
 	// whole is how much of kept ends on a whole line, and wholeLine that
 	// line's number: a cut ends there when a line fits.
 	whole, wholeLine := 0, 0
+	// firstLen is the length of line start, without its line end.
+	firstLen := 0
 	for {
 		if err := ctx.Err(); err != nil {
 			return ReadOutput{}, AsFailure(err)
@@ -158,6 +163,12 @@ func readLines(ctx context.Context, file io.Reader, t target, offset, limit int)
 				line++
 			}
 			atLineStart = chunk[len(chunk)-1] == '\n'
+			if line == start {
+				firstLen += len(chunk)
+				if atLineStart {
+					firstLen-- // its line end
+				}
+			}
 			if line >= start && line <= end {
 				if len(kept) < readLimit {
 					out.EndLine = line
@@ -193,7 +204,15 @@ func readLines(ctx context.Context, file io.Reader, t target, offset, limit int)
 		kept, out.EndLine = kept[:whole], wholeLine
 	}
 	out.Content = string(kept)
-	if selected > len(kept) {
+	switch {
+	case selected > len(kept) && whole == 0:
+		// The cap fell in the first line: no line range shows the rest of
+		// it, so the marker says what does.
+		head := dropPartialRune(out.Content)
+		out.Content = fmt.Sprintf("%s\n[… line %d is cut: it alone is longer than one read shows (%d KiB), and %d of its %d bytes are not shown; "+
+			"see the rest of it with bash (sed -n %dp FILE | cut -b %d-), or go on from offset %d]",
+			head, start+first-1, readLimit>>10, firstLen-len(head), firstLen, start+first-1, len(head)+1, start+first)
+	case selected > len(kept):
 		out.Content = truncated(out.Content, selected)
 	}
 	if n := invalidUTF8(out.Content); n > 0 {
@@ -229,7 +248,7 @@ func readRange(ctx context.Context, file io.Reader, t target, offset, limit int)
 	if want <= 0 {
 		want = rangeLines
 	}
-	out, f := readLines(ctx, file, t, 1, want)
+	out, f := readLines(ctx, file, t, 1, want, start)
 	if f != nil {
 		return out, f
 	}

@@ -186,11 +186,19 @@ func TestReadTruncatesLargeFiles(t *testing.T) {
 	out = requireOK[ReadOutput](t, run(t, ReadTool(), env, `{"path":"big.txt","offset":2900}`))
 	require.Equal(t, strings.Repeat(line, 101), out.Content)
 
-	// One line longer than the limit is cut on a rune boundary.
+	// One line longer than the limit is cut on a rune boundary, and the
+	// marker says how to see the rest of it: no line range shows it (it
+	// said "narrow the request (line range, grep)").
 	out = requireOK[ReadOutput](t, run(t, ReadTool(), env, `{"path":"wide.txt"}`))
 	require.Equal(t, ReadOutput{Path: "wide.txt", StartLine: 1, EndLine: 1, TotalLines: 1}, ReadOutput{Path: out.Path, StartLine: out.StartLine, EndLine: out.EndLine, TotalLines: out.TotalLines})
-	require.Equal(t, strings.Repeat("é", readLimit/2)+
-		"\n[… truncated 137856 bytes of 400000; narrow the request (line range, grep) to see more]", out.Content)
+	require.True(t, strings.HasPrefix(out.Content, strings.Repeat("é", readLimit/2)+"\n[…"))
+	require.Equal(t, "\n[… line 1 is cut: it alone is longer than one read shows (256 KiB), and 137856 of its 400000 bytes are not shown; "+
+		"see the rest of it with bash (sed -n 1p FILE | cut -b 262145-), or go on from offset 2]", out.Content[readLimit:])
+	writeFiles(t, root, map[string]string{"mid.txt": "a\n" + strings.Repeat("x", readLimit+10) + "\r\nb\n"})
+	out = requireOK[ReadOutput](t, run(t, ReadTool(), env, `{"path":"mid.txt","offset":2,"limit":2}`))
+	require.Equal(t, 2, out.EndLine)
+	require.Equal(t, "\n[… line 2 is cut: it alone is longer than one read shows (256 KiB), and 11 of its 262155 bytes are not shown; "+
+		"see the rest of it with bash (sed -n 2p FILE | cut -b 262145-), or go on from offset 3]", out.Content[readLimit:])
 }
 
 func TestReadDryRun(t *testing.T) {
