@@ -432,3 +432,52 @@ func TestAModeOrTimeChangeIsSeenWhereTheCheckLooks(t *testing.T) {
 		})
 	}
 }
+
+// Under Landlock a shared writer's command may make a new file at the top
+// of the workspace when its write set allows one there, as its write tool
+// may (its folder, the workspace, holds .git and .pixir, which mounts keep
+// read-only); one whose write set does not reach the top is refused by the
+// kernel, and one that writes a top-level file its set does not match is
+// caught after the fact. The workspace's .git stays as it was.
+func TestASharedWriterCommandMakesANewFileAtTheTop(t *testing.T) {
+	needLandlock(t)
+	tests := []struct {
+		name, writeSet, command string
+		made                    bool
+		violation               []string
+	}{
+		{"allowed at the top", "*.md", "echo x > NEW.md && mkdir -p sub", true, nil},
+		{"not in the write set's folder", "docs/**", "echo x > NEW.md", false, nil},
+		{"in the folder, not the set", "*.md", "echo x > NEW.md && echo x > NEW.txt", true, []string{"NEW.txt"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newManagerFixtureSandboxed(t, SubagentConfig{}, childProvider{}, nil)
+			root := f.parent.workspace.Root()
+			require.NoError(t, os.MkdirAll(filepath.Join(root, ".git"), 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(root, ".git", "HEAD"), []byte("ref\n"), 0o644))
+			st := newSteps(f)
+			v := st.start(t, workflows.StepRequest{Name: "w", Task: "bash " + tt.command + "; touch .git/x; echo z >> .git/HEAD",
+				WorkspaceMode: WorkspaceShared, WriteSet: []string{tt.writeSet}, MayWrite: globMatcher(tt.writeSet)})
+			got := st.await(t, v.ID)
+			_, err := os.Stat(filepath.Join(root, "NEW.md"))
+			if !tt.made {
+				require.ErrorIs(t, err, fs.ErrNotExist)
+			} else {
+				require.NoError(t, err, "%+v", got)
+			}
+			if tt.violation != nil {
+				require.Equal(t, tools.SubagentFailed, got.Status)
+				require.Equal(t, tt.violation, got.WriteSetViolation.Paths)
+			} else {
+				require.Equal(t, tools.SubagentCompleted, got.Status, "%+v", got.Error)
+			}
+			entries, err := os.ReadDir(filepath.Join(root, ".git"))
+			require.NoError(t, err)
+			require.Len(t, entries, 1)
+			b, err := os.ReadFile(filepath.Join(root, ".git", "HEAD"))
+			require.NoError(t, err)
+			require.Equal(t, "ref\n", string(b))
+		})
+	}
+}
