@@ -467,3 +467,33 @@ func TestCancelRequestCancelsEveryRequestUnderAReusedID(t *testing.T) {
 	requireError(t, p.next(), "x", CodeRequestCancelled)
 	requireError(t, p.next(), "x", CodeRequestCancelled)
 }
+
+// The first answer to a call decides it: a client that answers a
+// permission request twice (reject, then allow) must not have the second
+// replace the first before the call takes it.
+func TestASecondAnswerToACallDoesNotReplaceTheFirst(t *testing.T) {
+	answers := `{"jsonrpc":"2.0","id":7,"result":"first"}` + "\n" + `{"jsonrpc":"2.0","id":7,"result":"second"}` + "\n"
+	s := newLineStream(strings.NewReader(answers), io.Discard, nil, 0)
+	var dropped []string
+	s.onInvalid = func(reason string) { dropped = append(dropped, reason) }
+	s.await("7")
+	var v json.RawMessage
+	require.NoError(t, s.ReadObject(&v))
+	second := s.ReadObject(&v) // the call has not taken its result yet
+	require.JSONEq(t, `"first"`, string(s.result("7")), "the second answer replaced the first")
+	require.ErrorIs(t, second, io.EOF, "the second answer is not handed on")
+	require.Equal(t, []string{"a second answer to call 7 was dropped: the first one decides"}, dropped)
+
+	// Over real pipes: every call gets its first answer.
+	p := serveOverPipes(t, Options{})
+	for i := range 20 {
+		p.send(`{"jsonrpc":"2.0","id":` + jsonNumber(i+1) + `,"method":"ask"}`)
+		q := p.next()
+		require.Equal(t, "question", q["method"])
+		p.send(`{"jsonrpc":"2.0","id":` + jsonNumber(q["id"]) + `,"result":"no"}` + "\n" +
+			`{"jsonrpc":"2.0","id":` + jsonNumber(q["id"]) + `,"result":"yes"}`)
+		reply := p.next()
+		require.Equal(t, float64(i+1), reply["id"])
+		require.Equal(t, "peer said no", reply["result"], "the second answer replaced the first")
+	}
+}

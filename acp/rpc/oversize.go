@@ -41,6 +41,9 @@ func (s *lineStream) oversized() ([]byte, bool) {
 		s.replyError(id, CodeInvalidRequest, msg)
 		return nil, false
 	}
+	if s.answeredBefore(id) {
+		return nil, false
+	}
 	key := string(id)
 	s.mu.Lock()
 	ours := s.awaited[key]

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"runtime/debug"
 	"strconv"
@@ -263,6 +264,9 @@ func (s *lineStream) vet(line []byte) ([]byte, bool) {
 	isResponse := env.result != nil || env.error != nil
 	if env.method == nil {
 		if isResponse && id != nil {
+			if s.answeredBefore(id) {
+				return nil, false
+			}
 			if s.beforeResponse != nil {
 				s.beforeResponse()
 			}
@@ -337,6 +341,23 @@ func (s *lineStream) responseStandIn(id, result, errObj json.RawMessage) []byte 
 		return append(b, '}')
 	}
 	return append(b, `,"result":null}`...)
+}
+
+// answeredBefore reports whether id is a call of ours the peer has already
+// answered, and says so: a second answer to it is dropped. The first one
+// decides: the call may not have taken its result yet (it does once the
+// engine wakes it), and a later answer must not replace it (a client that
+// rejected a permission request and then sent "allow" for it too had the
+// tool run).
+func (s *lineStream) answeredBefore(id json.RawMessage) bool {
+	key := string(echoID(id))
+	s.mu.Lock()
+	again := s.awaited[key] && s.answered[key]
+	s.mu.Unlock()
+	if again && s.onInvalid != nil {
+		s.onInvalid(fmt.Sprintf("a second answer to call %s was dropped: the first one decides", key))
+	}
+	return again
 }
 
 // wasAnswered reports whether the peer answered our call id, even if the
