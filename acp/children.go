@@ -114,6 +114,19 @@ func (p *presenter) subagentNative(d runtime.SubagentEventData, seq int64) {
 		kept = "" // a replay shows no prompt: nothing will ask for it
 	}
 	announced := p.s.announce(d.ChildSessionID, p.sessionID, d.Workspace, kept)
+	if p.replaying && !p.retold[d.ChildSessionID] {
+		// A replay is the whole story: the client loads the session to
+		// show it from its start (an editor reopening a tab it closed, on
+		// this connection), so the first update of each child in it
+		// announces the child again, with its title, cwd and
+		// capabilities, and links it to its spawn, even when this
+		// connection was told of it before.
+		if p.retold == nil {
+			p.retold = map[string]bool{}
+		}
+		p.retold[d.ChildSessionID] = true
+		announced = true
+	}
 	if announced {
 		u.Title = d.Agent + ": " + titleOf(d.Task)
 		if d.Name != "" { // a workflow step

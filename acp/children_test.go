@@ -85,3 +85,45 @@ func TestAChildsTaskIsKeptOnlyUntilItsFirstPrompt(t *testing.T) {
 	}
 	require.Equal(t, map[string][]string{"ran": {"THE TASK"}, "resent": {"THE MESSAGE"}}, prompts)
 }
+
+// A session loaded again on the connection that saw its children live
+// (an editor reopening a tab) has each child announced again in the
+// replay: the client shows the replay from nothing.
+func TestAReplayAnnouncesChildrenTheConnectionKnows(t *testing.T) {
+	s := NewServer(nil, Options{})
+	in, input := io.Pipe()
+	var out lockedBuffer
+	conn := s.Serve(in, &out, in.Close)
+	queued := runtime.SubagentEventData{Event: tools.SubagentEventQueued, SubagentID: "sa-1", ChildSessionID: "child",
+		Agent: "default", Task: "the task", Workspace: "/w", ParentToolCallID: "call_1"}
+	live := &presenter{s: s, ctx: context.Background(), sessionID: "parent", native: true}
+	live.subagentNative(queued, 1)
+	replay := &presenter{s: s, ctx: context.Background(), sessionID: "parent", native: true, replaying: true}
+	replay.subagentNative(queued, 1)
+	replay.subagentNative(runtime.SubagentEventData{Event: tools.SubagentEventStarted, SubagentID: "sa-1", ChildSessionID: "child", Agent: "default"}, 2)
+	require.NoError(t, input.Close())
+	<-conn.Done()
+
+	var announces, links int
+	lines := bufio.NewScanner(bytes.NewReader(out.buf.Bytes()))
+	for lines.Scan() {
+		var n struct {
+			Params struct {
+				Update map[string]any `json:"update"`
+			} `json:"params"`
+		}
+		require.NoError(t, json.Unmarshal(lines.Bytes(), &n))
+		u := n.Params.Update
+		switch {
+		case u["sessionUpdate"] == "subagent_update" && u["title"] != nil:
+			announces++
+			require.Equal(t, "default: the task", u["title"])
+			require.Equal(t, "/w", u["cwd"])
+			require.NotNil(t, u["capabilities"])
+		case u["sessionUpdate"] == "tool_call_update":
+			links++
+		}
+	}
+	require.Equal(t, 2, announces, "announced live, and again in the replay (once)")
+	require.Equal(t, 2, links, "the spawn call linked live, and again in the replay")
+}

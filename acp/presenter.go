@@ -40,6 +40,8 @@ type presenter struct {
 	// own, plans when it keeps plans by id (children.go); child when this
 	// presents a Subagent's own session.
 	native, plans, child bool
+	// retold are the children a replay has announced (subagentNative).
+	retold map[string]bool
 
 	// ends holds workflow steps' Subagent ends until their checkpoints
 	// are decided (see holdStepEnd); a session's presenters share it (a

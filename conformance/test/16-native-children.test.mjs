@@ -349,3 +349,32 @@ test("native children: a step whose child ended well but whose checkpoint is not
     await b.request(acpUnstable.methods.agent.session.load, { sessionId, cwd: f.sandbox.workspace, mcpServers: [] });
     check(b, "replayed");
   }));
+
+// An editor that closes a tab and opens it again loads the session on the
+// same connection: the replay announces each child again, as a fresh
+// process's does, with its title, cwd and cancel capability, and links
+// the spawn_agent call to it; a client that dropped the tab's state would
+// otherwise meet children it cannot name.
+test("native children: a load on the same connection announces the children again", { timeout: TEST_TIMEOUT_MS * 2 }, () =>
+  withFixture(async (f) => {
+    const a = await startNative(f, FAN_OUT);
+    const { sessionId } = await a.newSession(f.sandbox.workspace);
+    await a.turn(sessionId, "fan out");
+    const live = new Map();
+    for (const { update } of subagentUpdates(a, sessionId)) if (!live.has(update.sessionId)) live.set(update.sessionId, update);
+    assert.equal(live.size, 2);
+    await a.request(acpUnstable.methods.agent.session.close, { sessionId });
+
+    const before = a.wire.length;
+    await a.request(acpUnstable.methods.agent.session.load, { sessionId, cwd: f.sandbox.workspace, mcpServers: [] });
+    const replay = a.wire.slice(before).filter((w) => w.dir === "agent" && w.msg.method === "session/update" && w.msg.params.sessionId === sessionId).map((w) => w.msg.params.update);
+    for (const [childId, first] of live) {
+      const again = replay.find((u) => u.sessionUpdate === "subagent_update" && u.sessionId === childId);
+      assert.ok(again, `${childId} replayed`);
+      for (const field of ["title", "description", "cwd", "capabilities"]) assert.deepEqual(again[field], first[field], `${childId}: ${field} in the replay's first update`);
+      assert.ok(
+        replay.some((u) => u.sessionUpdate === "tool_call_update" && u._meta?.pixir?.subagentSessionId === childId),
+        `the replayed spawn_agent call links to ${childId}`,
+      );
+    }
+  }));
