@@ -364,6 +364,9 @@ func (s *Server) setupError(err error) error {
 }
 
 func (s *Server) loadSession(ctx context.Context, p *LoadSessionRequest) (any, error) {
+	if err := s.childError(p.SessionID, rpc.CodeResourceNotFound, notOnItsOwn); err != nil {
+		return nil, err
+	}
 	servers, err := mcpServers(p.MCPServers)
 	if err != nil {
 		return nil, err
@@ -411,6 +414,9 @@ func (s *Server) loadSession(ctx context.Context, p *LoadSessionRequest) (any, e
 }
 
 func (s *Server) resumeSession(ctx context.Context, p *ResumeSessionRequest) (any, error) {
+	if err := s.childError(p.SessionID, rpc.CodeResourceNotFound, notOnItsOwn); err != nil {
+		return nil, err
+	}
 	servers, err := mcpServers(p.MCPServers)
 	if err != nil {
 		return nil, err
@@ -559,6 +565,16 @@ func (s *Server) listSessions(p *ListSessionsRequest) (any, error) {
 // ("cancelled"), so that nothing of the closed session comes after the
 // close's reply: the spec's "cancel any ongoing work, then free".
 func (s *Server) closeSession(ctx context.Context, p *SessionRequest) (any, error) {
+	if s.isChild(p.SessionID) {
+		// A child's session the client closes (its tab): "cancel any
+		// ongoing work related to the session (treat it as if
+		// session/cancel was called)", as session/cancel on its id does;
+		// its parent keeps it, as it keeps every child that ended. A
+		// "not found" would not do: clients take it as closed (the SDK
+		// answers it as success), and the child would go on working.
+		s.rt.CancelSubagent(p.SessionID)
+		return struct{}{}, nil
+	}
 	if _, err := s.rt.Session(p.SessionID); err == nil {
 		// The requests read before this one: a prompt among them is
 		// cancelled, started or not.
@@ -589,6 +605,9 @@ func (s *Server) closeSession(ctx context.Context, p *SessionRequest) (any, erro
 // forkSession makes a new session whose history is the source's up to
 // now (session/fork).
 func (s *Server) forkSession(ctx context.Context, p *ForkSessionRequest) (any, error) {
+	if err := s.childError(p.SessionID, rpc.CodeResourceNotFound, notOnItsOwn); err != nil {
+		return nil, err
+	}
 	servers, err := mcpServers(p.MCPServers)
 	if err != nil {
 		return nil, err
@@ -605,6 +624,11 @@ func (s *Server) forkSession(ctx context.Context, p *ForkSessionRequest) (any, e
 // deleteSession removes a stored session (its Log, metadata and its
 // Subagents' folders), refusing one that is running.
 func (s *Server) deleteSession(p *SessionRequest) (any, error) {
+	// Invalid, not "not found": clients take a "not found" answer to
+	// session/delete as deleted, and nothing was.
+	if err := s.childError(p.SessionID, rpc.CodeInvalidRequest, notOnItsOwn); err != nil {
+		return nil, err
+	}
 	err := s.rt.DeleteSession(p.SessionID)
 	switch {
 	case err == nil:
@@ -628,21 +652,46 @@ func (s *Server) deleteSession(p *SessionRequest) (any, error) {
 func (s *Server) session(id string) (*runtime.Session, error) {
 	sess, err := s.rt.Session(id)
 	if err != nil {
-		s.mu.Lock()
-		c := s.children[id]
-		s.mu.Unlock()
-		if c != nil {
-			// A child's session, announced to this client: it takes no
-			// prompt or setting of its own, and loading it finds no Log
-			// of a session: say whose it is and what reaches it.
-			return nil, rpc.Errorf(rpc.CodeResourceNotFound,
-				"%v: %s is the session of a Subagent of session %s, which takes no prompt or setting of its own; prompt that session instead (its model reaches the Subagent with send_input), or cancel the Subagent with session/cancel on this id",
-				runtime.ErrSessionNotFound, id, c.parentID)
+		// A child's session, announced to this client: it takes no
+		// prompt or setting of its own: say whose it is and what reaches
+		// it.
+		if err := s.childError(id, rpc.CodeResourceNotFound, "which takes no prompt or setting of its own; prompt that session instead (its model reaches the Subagent with send_input), or cancel the Subagent with session/cancel on this id"); err != nil {
+			return nil, err
 		}
 		return nil, &rpc.Error{Code: rpc.CodeResourceNotFound, Message: err.Error()}
 	}
 	return sess, nil
 }
+
+// childError is the answer to a request naming the session of a Subagent
+// this client was told of (subagent_update) as if it were a session of its
+// own, or nil when id is none: it says whose child it is and what the
+// client can do instead (what, after "which"), with code. Without it a session/load
+// of a child said there was no Log of it, which there is, under its
+// parent's.
+func (s *Server) childError(id string, code int64, what string) error {
+	s.mu.Lock()
+	c := s.children[id]
+	s.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	return rpc.Errorf(code, "%v: %s is the session of a Subagent of session %s, %s",
+		runtime.ErrSessionNotFound, id, c.parentID, what)
+}
+
+// isChild reports whether id is the session of a Subagent this client was
+// told of.
+func (s *Server) isChild(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.children[id] != nil
+}
+
+// notOnItsOwn is what a client can do with a child's session instead of
+// loading, resuming, forking or deleting it.
+const notOnItsOwn = "which is not loaded, resumed, forked or deleted on its own: its updates come on this connection as it runs, " +
+	"and a session/load of its parent shows it again; session/cancel or session/close on this id stops the Subagent; deleting the parent deletes it"
 
 func (s *Server) prompt(ctx context.Context, p *PromptRequest) (any, error) {
 	sess, err := s.session(p.SessionID)

@@ -378,3 +378,41 @@ test("native children: a load on the same connection announces the children agai
       );
     }
   }));
+
+// A client that treats a child's session as one of its own (load, resume,
+// fork, delete) is told whose child it is and what to do instead; a load
+// said there was no Log of it. Closing it (its tab) stops it, as
+// session/cancel on it does: a "not found" answer, which the SDK takes
+// for closed, left it running.
+test("native children: session requests naming a child say whose child it is; closing it stops it", { timeout: TEST_TIMEOUT_MS * 2 }, () =>
+  withFixture(async (f) => {
+    const a = await startNative(f, TWO_HANGING);
+    const { sessionId } = await a.newSession(f.sandbox.workspace);
+    await a.turn(sessionId, "start two");
+    const children = [...new Set(subagentUpdates(a, sessionId).map((u) => u.update.sessionId))];
+    assert.equal(children.length, 2);
+    for (const c of children) await a.waitFor(() => lastState(a, sessionId, c)?.state === "running", `${c} running`);
+    const [childId, sibling] = children;
+    const m = acpUnstable.methods.agent.session;
+    const cwd = f.sandbox.workspace;
+    for (const [method, params, code] of [
+      [m.load, { sessionId: childId, cwd, mcpServers: [] }, -32002],
+      [m.resume, { sessionId: childId, cwd }, -32002],
+      [m.fork, { sessionId: childId, cwd, mcpServers: [] }, -32002],
+      [m.delete, { sessionId: childId }, -32600],
+    ]) {
+      const { error } = await a.requestError(method, params);
+      assert.ok(error, `${method} of a child fails`);
+      assert.equal(error.code, code, method);
+      assert.match(error.message, new RegExp(`${childId} is the session of a Subagent of session ${sessionId}`), `${method}: ${error.message}`);
+    }
+    assert.equal(lastState(a, sessionId, childId).state, "running", "none of them touched the child");
+
+    await a.request(m.close, { sessionId: childId });
+    await a.waitFor(() => lastState(a, sessionId, childId)?.state === "idle", "the closed child stopped");
+    assert.equal(lastState(a, sessionId, childId).stopReason, "cancelled");
+    assert.equal(lastState(a, sessionId, sibling).state, "running", "its sibling goes on");
+    assert.equal((await a.turn(sessionId, "still there?")).response.stopReason, "end_turn", "its parent goes on");
+    await a.cancel(sibling);
+    await a.waitFor(() => lastState(a, sessionId, sibling)?.state === "idle", "sibling idle after its cancel");
+  }));
