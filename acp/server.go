@@ -56,6 +56,9 @@ type Server struct {
 	// cancelsAfter is, by session, how many requests the client had sent
 	// before its latest session/cancel (startPrompt).
 	cancelsAfter map[string]uint64
+	// cancels counts the session/cancel notifications the client sent,
+	// by the session (or child's session) they name (AskPermission).
+	cancels map[string]uint64
 	// children are the Subagents' sessions this client was told of, by
 	// their id (children.go).
 	children map[string]*childSession
@@ -140,13 +143,22 @@ func (s *Server) startPrompt(ctx context.Context, id string) (turnCtx context.Co
 	}
 }
 
-// promptCancelled reports whether the client cancelled the session's
-// prompt in flight.
-func (s *Server) promptCancelled(id string) bool {
+// noteCancel counts a session/cancel the client sent for session id (its
+// own or a child's).
+func (s *Server) noteCancel(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	run := s.prompts[id]
-	return run != nil && run.cancelled
+	if s.cancels == nil {
+		s.cancels = map[string]uint64{}
+	}
+	s.cancels[id]++
+}
+
+// cancelsOf is how many session/cancel the client sent for session id.
+func (s *Server) cancelsOf(id string) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cancels[id]
 }
 
 // cancelPrompt marks the session's prompt in flight, if any, cancelled,
@@ -256,6 +268,7 @@ func (s *Server) HandleNotification(ctx context.Context, method string, params j
 		s.log.Warn("bad session/cancel", "err", err)
 		return
 	}
+	s.noteCancel(p.SessionID)
 	if sess, err := s.rt.Session(p.SessionID); err == nil {
 		s.cancelPrompt(p.SessionID, rpc.RequestsBefore(ctx))
 		sess.CancelAsync()
@@ -598,6 +611,7 @@ func (s *Server) closeSession(ctx context.Context, p *SessionRequest) (any, erro
 	delete(s.pendingNotices, p.SessionID) // no turn will show them now
 	delete(s.stepEnds, p.SessionID)
 	delete(s.cancelsAfter, p.SessionID)
+	delete(s.cancels, p.SessionID) // its turn has asked its last question
 	s.mu.Unlock()
 	return struct{}{}, nil
 }
@@ -644,6 +658,7 @@ func (s *Server) deleteSession(p *SessionRequest) (any, error) {
 	delete(s.pendingNotices, p.SessionID)
 	delete(s.stepEnds, p.SessionID)
 	delete(s.cancelsAfter, p.SessionID)
+	delete(s.cancels, p.SessionID)
 	s.mu.Unlock()
 	return struct{}{}, nil
 }
@@ -942,9 +957,13 @@ func (a *permissionAsker) AskPermission(ctx context.Context, req runtime.Permiss
 		},
 	}
 	var resp RequestPermissionResponse
-	// After session/cancel the client answers "cancelled" itself; a
-	// $/cancel_request would cross its answer.
-	ctx = rpc.WithCancelNotice(ctx, func() bool { return !a.s.promptCancelled(a.sess.ID()) })
+	// After session/cancel the client answers "cancelled" itself to the
+	// requests of the session it cancelled; a $/cancel_request would
+	// cross its answer. A request it was not told to drop is withdrawn:
+	// its session was closed (no session/cancel came), or it is a
+	// child's, whose parent the client cancelled.
+	cancels := a.s.cancelsOf(req.SessionID)
+	ctx = rpc.WithCancelNotice(ctx, func() bool { return a.s.cancelsOf(req.SessionID) == cancels })
 	if err := a.s.conn.Call(ctx, MethodRequestPermission, params, &resp); err != nil {
 		return runtime.PermissionCancelled, err
 	}
