@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/pixir-go/pixir/acp/rpc"
 	"github.com/pixir-go/pixir/runtime"
+	"github.com/pixir-go/pixir/tools"
 )
 
 // Options configure a Server.
@@ -964,8 +966,17 @@ func (a *permissionAsker) AskPermission(ctx context.Context, req runtime.Permiss
 	// child's, whose parent the client cancelled.
 	cancels := a.s.cancelsOf(req.SessionID)
 	ctx = rpc.WithCancelNotice(ctx, func() bool { return a.s.cancelsOf(req.SessionID) == cancels })
-	if err := a.s.conn.Call(ctx, MethodRequestPermission, params, &resp); err != nil {
+	var answer json.RawMessage
+	if err := a.s.conn.Call(ctx, MethodRequestPermission, params, &answer); err != nil {
 		return runtime.PermissionCancelled, err
+	}
+	if err := json.Unmarshal(answer, &resp); err != nil {
+		// Said as what was wrong with the answer and what one looks like:
+		// the user and the model read it in the tool call's failure.
+		shown := tools.Truncate(string(answer), 200)
+		a.s.log.Warn("permission: the client's answer is not a permission outcome", "answer", shown, "err", err)
+		return runtime.PermissionCancelled, fmt.Errorf("the client's answer %s is not a permission outcome: "+
+			`want {"outcome":{"outcome":"selected","optionId":"allow_once"}} (or another option's id) or {"outcome":{"outcome":"cancelled"}}`, shown)
 	}
 	switch resp.Outcome.Outcome {
 	case "cancelled":
