@@ -51,6 +51,9 @@ type presenter struct {
 	// runs, while a session/load replays, are the workflow runs whose
 	// plans are still to show (see replayPlan).
 	runs replayedRuns
+	// planCalls, while a session/load replays, are the arguments of the
+	// update_plan calls whose end is still to come (keepPlanCall).
+	planCalls map[string]json.RawMessage
 }
 
 // replayedRuns are the workflow_events of each workflow run a replay has
@@ -228,9 +231,55 @@ func (p *presenter) replay(ev runtime.Event) {
 	case runtime.EventToolResult:
 		p.replayCallEnd(ev) // before the call's end, as the live session showed it
 		p.common(ev)
-	case runtime.EventToolCall, runtime.EventTurnFailed, runtime.EventSubagent, runtime.EventCompaction:
+		p.replayModelPlan(ev)
+	case runtime.EventToolCall:
+		p.common(ev)
+		p.keepPlanCall(ev)
+	case runtime.EventTurnFailed, runtime.EventSubagent, runtime.EventCompaction:
 		p.common(ev)
 	}
+}
+
+// keepPlanCall keeps the arguments of a replayed update_plan call until
+// its end: the plan it showed is not in the Log (plans are live only), and
+// they make it again.
+func (p *presenter) keepPlanCall(ev runtime.Event) {
+	if name, _ := jsonraw.Lookup(ev.Data, "name"); string(name) != `"update_plan"` {
+		return
+	}
+	var d runtime.ToolCallData
+	if !p.decode(ev, &d) {
+		return
+	}
+	if p.planCalls == nil {
+		p.planCalls = map[string]json.RawMessage{}
+	}
+	p.planCalls[d.ToolCallID] = d.Arguments
+}
+
+// replayModelPlan shows, after a replayed update_plan call's end, the plan
+// the call showed the live session when it succeeded: a session/load
+// showed the model's plan never, the client's plan was empty while the
+// model went on from it.
+func (p *presenter) replayModelPlan(ev runtime.Event) {
+	if len(p.planCalls) == 0 {
+		return
+	}
+	var call string
+	if raw, ok := jsonraw.Lookup(ev.Data, "tool_call_id"); !ok || json.Unmarshal(raw, &call) != nil {
+		return
+	}
+	args, ok := p.planCalls[call]
+	if !ok {
+		return
+	}
+	delete(p.planCalls, call)
+	result, _ := jsonraw.Lookup(ev.Data, "result")
+	var a tools.UpdatePlanArgs
+	if okRaw, _ := jsonraw.Lookup(result, "ok"); string(okRaw) != "true" || json.Unmarshal(args, &a) != nil {
+		return
+	}
+	p.sendPlan(runtime.PlanData{PlanID: runtime.AgentPlanID, Entries: a.Plan()})
 }
 
 // replayPlan keeps a replayed workflow_event with its run's, and at the

@@ -89,3 +89,66 @@ func TestAReplayShowsARunCutOffsPlanWhereItsCallEnded(t *testing.T) {
 		"plan: only: task of B — checkpoint_ready", "call-b completed",
 	}, got)
 }
+
+// A session/load shows the model's plan again where its update_plan call
+// ended, as the live session did (plans are not in the Log: the call's
+// arguments make it again); a call that failed showed none.
+func TestAReplayShowsTheModelsPlan(t *testing.T) {
+	for _, byID := range []bool{false, true} {
+		s := NewServer(nil, Options{})
+		in, input := io.Pipe()
+		out := &lockedBuffer{}
+		conn := s.Serve(in, out, in.Close)
+		p := &presenter{s: s, ctx: context.Background(), sessionID: "parent", replaying: true, plans: byID, ends: &stepEnds{}}
+		var seq int64
+		replay := func(typ runtime.EventType, data any) {
+			raw, err := json.Marshal(data)
+			require.NoError(t, err)
+			seq++
+			p.replay(runtime.Event{Seq: seq, SessionID: "parent", Type: typ, Data: raw})
+		}
+		call := func(id, args string, result tools.Result) {
+			replay(runtime.EventToolCall, runtime.ToolCallData{ToolCallID: id, Name: "update_plan", Title: "Update plan", Arguments: json.RawMessage(args)})
+			replay(runtime.EventToolResult, runtime.ToolResultData{ToolCallID: id, Name: "update_plan", Result: result})
+		}
+		call("c1", `{"entries":[{"content":"look","status":"completed"},{"content":"fix","status":"in_progress","priority":"high"}]}`, tools.OK("ok"))
+		call("c2", `{"entries":[{"content":"refused","status":"pending"}]}`, tools.Fail(tools.ErrInvalidArgs, "no"))
+		require.NoError(t, input.Close())
+		<-conn.Done()
+
+		var plans []string
+		lines := bufio.NewScanner(bytes.NewReader(out.buf.Bytes()))
+		for lines.Scan() {
+			var n struct {
+				Params struct {
+					Update struct {
+						SessionUpdate string           `json:"sessionUpdate"`
+						Entries       []PlanEntry      `json:"entries"`
+						Plan          *PlanItemsUpdate `json:"plan"`
+					} `json:"update"`
+				} `json:"params"`
+			}
+			require.NoError(t, json.Unmarshal(lines.Bytes(), &n))
+			u := n.Params.Update
+			entries := u.Entries
+			switch u.SessionUpdate {
+			case "plan":
+			case "plan_update":
+				require.Equal(t, runtime.AgentPlanID, u.Plan.PlanID)
+				entries = u.Plan.Entries
+			default:
+				continue
+			}
+			line := u.SessionUpdate + ":"
+			for _, e := range entries {
+				line += " " + e.Content + "/" + e.Status + "/" + e.Priority
+			}
+			plans = append(plans, line)
+		}
+		kind := "plan"
+		if byID {
+			kind = "plan_update"
+		}
+		require.Equal(t, []string{kind + ": look/completed/medium fix/in_progress/high"}, plans)
+	}
+}

@@ -55,16 +55,25 @@ func UpdatePlanTool() Tool {
 	})
 }
 
-func runUpdatePlan(_ context.Context, _ Env, a UpdatePlanArgs, dryRun bool) Result {
-	// Never nil: an empty plan is a plan, and clears the one shown.
+// Plan is the plan the arguments make: their entries, medium priority
+// where none is given; never nil (an empty plan is a plan, and clears the
+// one shown). A session/load shows it again from the call's arguments.
+func (a UpdatePlanArgs) Plan() []PlanEntry {
 	plan := make([]PlanEntry, 0, len(a.Entries))
-	out := UpdatePlanOutput{Entries: len(a.Entries)}
-	var current []string
 	for _, e := range a.Entries {
 		if e.Priority == "" {
 			e.Priority = PlanPriorityMedium
 		}
 		plan = append(plan, PlanEntry(e))
+	}
+	return plan
+}
+
+func runUpdatePlan(_ context.Context, _ Env, a UpdatePlanArgs, dryRun bool) Result {
+	plan := a.Plan()
+	out := UpdatePlanOutput{Entries: len(a.Entries)}
+	var current []string
+	for _, e := range a.Entries {
 		switch e.Status {
 		case PlanPending:
 			out.Pending++
