@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -310,4 +311,41 @@ func TestInspectSaysWhyATurnStopped(t *testing.T) {
 	m, before := b.call(2, "session/prompt", promptParams(sid, "hello"))
 	require.Equal(t, "end_turn", stopReason(t, m))
 	require.Equal(t, "You said: hello", agentText(updates(t, before)))
+}
+
+// pixir sessions says why a session's last turn stopped when it stopped
+// other than end_turn; a later turn that ends normally clears it.
+func TestSessionsSayWhyTheLastTurnStopped(t *testing.T) {
+	e := newRunEnv(t)
+	script := e.file("script.toml", `
+[[rule]]
+match = 'long'
+  [[rule.reply]]
+  text = "a long answer, cut"
+  cut_off = true
+
+[[rule]]
+match = 'short'
+  [[rule.reply]]
+  text = "done"
+`)
+	_, stderr, code := e.pixir("run", "--script", script, "long")
+	require.Equal(t, exitPartial, code, stderr)
+	sid := regexp.MustCompile(`pixir: session ([0-9a-f]{8,}) `).FindStringSubmatch(stderr)[1]
+	stdout, stderr, code := e.pixir("sessions")
+	require.Equal(t, exitOK, code, stderr)
+	require.Regexp(t, `(?m)^`+sid+`\S*\s+\S+ \S+\s+auto\s+1 \(last: max_tokens\)\s+long$`, stdout)
+	stdout, stderr, code = e.pixir("sessions", "--json")
+	require.Equal(t, exitOK, code, stderr)
+	var list []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(stdout), &list), stdout)
+	require.Equal(t, "max_tokens", list[0]["last_stop_reason"])
+
+	_, stderr, code = e.pixir("resume", sid, "--script", script, "short")
+	require.Equal(t, exitOK, code, stderr)
+	stdout, stderr, code = e.pixir("sessions", "--json")
+	require.Equal(t, exitOK, code, stderr)
+	list = nil
+	require.NoError(t, json.Unmarshal([]byte(stdout), &list), stdout)
+	require.Nil(t, list[0]["last_stop_reason"], "the last turn ended end_turn")
 }

@@ -230,6 +230,10 @@ type Listed struct {
 	runtime.Meta
 	Turns int    `json:"turns"`
 	Log   string `json:"log"`
+	// LastStopReason is why the last turn stopped, when it stopped other
+	// than end_turn (cancelled, max_turn_requests, max_tokens), as the
+	// Log records it.
+	LastStopReason string `json:"last_stop_reason,omitempty"`
 }
 
 // List lists the sessions of workspace dir, newest first.
@@ -255,9 +259,64 @@ func List(dir string) ([]Listed, error) {
 		if l.Title == "" {
 			l.Title = firstPrompt(l.Log)
 		}
+		l.LastStopReason = lastStopReason(l.Log)
 		out = append(out, l)
 	}
 	return out, nil
+}
+
+// stopTail is how much of a Log's end lastStopReason reads: a turn's stop
+// reason is on its last event, a short line. pixir sessions reads this
+// much of every Log.
+const stopTail = 16 << 10
+
+// lastStopReason is the stop reason of the Log's last turn when it
+// stopped other than end_turn, read from the Log's end alone: the last
+// assistant_message with a stop_reason, when no user_message (a later
+// turn) follows it. "" when there is none, or the end does not read.
+func lastStopReason(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	off := max(fi.Size()-stopTail, 0)
+	b := make([]byte, fi.Size()-off)
+	if _, err := f.ReadAt(b, off); err != nil && !errors.Is(err, io.EOF) {
+		return ""
+	}
+	if off > 0 { // the first line is cut: skip it
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			b = b[i+1:]
+		}
+	}
+	lines := bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
+	for i := len(lines) - 1; i >= 0; i-- {
+		line := lines[i]
+		if bytes.Contains(line, userMessage) {
+			var ev struct {
+				Type runtime.EventType `json:"type"`
+			}
+			if json.Unmarshal(line, &ev) == nil && ev.Type == runtime.EventUserMessage {
+				return "" // a later turn; it ended end_turn, or still runs
+			}
+		}
+		if !bytes.Contains(line, []byte(`"stop_reason"`)) {
+			continue
+		}
+		var ev struct {
+			Type runtime.EventType            `json:"type"`
+			Data runtime.AssistantMessageData `json:"data"`
+		}
+		if json.Unmarshal(line, &ev) == nil && ev.Type == runtime.EventAssistantMessage && ev.Data.StopReason != "" {
+			return string(ev.Data.StopReason)
+		}
+	}
+	return ""
 }
 
 // userMessage is how a user_message's type appears in a Log line. A

@@ -483,6 +483,9 @@ func RenderList(w io.Writer, list []Listed, loc *time.Location) error {
 		if l.Turns >= 0 {
 			turns = fmt.Sprint(l.Turns)
 		}
+		if l.LastStopReason != "" {
+			turns += " (last: " + l.LastStopReason + ")"
+		}
 		if mode == "" {
 			mode = "-"
 		}
