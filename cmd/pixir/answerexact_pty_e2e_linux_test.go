@@ -3,7 +3,6 @@
 package main
 
 import (
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -29,18 +28,8 @@ func TestANoteMidAnswerEndsTheLineOnASharedTerminal(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(e.ws, "a.txt"), []byte("a\n"), 0o644))
 	e.env = append(e.env, "PIXIR_PROFILE=", "OPENAI_API_KEY=test-key", "OPENAI_BASE_URL="+model.URL+"/v1", "TERM=xterm")
 	cmd := e.command("run", "--provider", "openai", "--model", "m1", "look")
-	master, tty := openPTY(t)
-	defer master.Close()
-	cmd.Stdout, cmd.Stderr = tty, tty
 	var out syncBuffer
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_, _ = io.Copy(&out, master) // ends with EIO once pixir exits and tty is closed
-	}()
-	require.NoError(t, cmd.Start())
-	tty.Close()
-	require.NoError(t, cmd.Wait())
-	<-done
-	require.Regexp(t, regexp.MustCompile(`Looking\r\n(\r\x1b\[K)*  ⚙ Read a\.txt`), out.String())
+	got := runOnPTY(t, cmd, &out)
+	require.Equal(t, 0, cmd.ProcessState.ExitCode(), got)
+	require.Regexp(t, regexp.MustCompile(`Looking\r\n(\r\x1b\[K)*  ⚙ Read a\.txt`), got)
 }

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,20 +34,9 @@ func TestDumbTerminalGetsPlainLines(t *testing.T) {
 			cmd.Dir = e.ws
 			cmd.Env = append(os.Environ(), "PIXIR_HOME="+filepath.Join(e.home), "PIXIR_PROVIDER=", "PIXIR_SCRIPT=", "PIXIR_MODEL=",
 				"PIXIR_PROFILE=", "TERM="+c.term)
-			master, tty := openPTY(t)
-			defer master.Close()
-			cmd.Stdout, cmd.Stderr = tty, tty
 			var out syncBuffer
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				_, _ = io.Copy(&out, master) // ends with EIO once pixir exits and tty is closed
-			}()
-			require.NoError(t, cmd.Start())
-			tty.Close()
-			require.NoError(t, cmd.Wait())
-			<-done
-			got := out.String()
+			got := runOnPTY(t, cmd, &out)
+			require.Equal(t, 0, cmd.ProcessState.ExitCode(), got)
 			require.Contains(t, got, "pixir: session ")
 			if c.term == "xterm" {
 				require.Contains(t, got, "\x1b[K", "the control: a terminal that can gets the live view")

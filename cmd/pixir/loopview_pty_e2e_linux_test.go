@@ -3,9 +3,6 @@
 package main
 
 import (
-	"errors"
-	"io"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -22,24 +19,8 @@ func TestLiveViewsLastFrameCountsAsTheOutcome(t *testing.T) {
 	wf := e.file("wf.yaml", reviewLoop)
 	cmd := e.command("run", "--script", script, "--workflow", wf)
 	cmd.Env = append(cmd.Env, "TERM=xterm")
-	master, tty := openPTY(t)
-	defer master.Close()
 	var out syncBuffer
-	cmd.Stdout, cmd.Stderr = tty, tty
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_, _ = io.Copy(&out, master) // ends with EIO once pixir exits
-	}()
-	require.NoError(t, cmd.Start())
-	tty.Close()
-	err := cmd.Wait()
-	var exit *exec.ExitError
-	if err != nil && !errors.As(err, &exit) {
-		require.NoError(t, err)
-	}
-	<-done
-	got := out.String()
+	got := runOnPTY(t, cmd, &out)
 	require.Contains(t, got, "COMPLETED — 3 of 3 steps checkpoint_ready; 2 runs of earlier iterations")
 	last := strings.LastIndex(got, "Workflow review loop — ")
 	require.GreaterOrEqual(t, last, 0, got)

@@ -4,14 +4,12 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 )
 
 // TestATerminalTooShortForTheLiveViewGetsPlainLines: the live view of a
@@ -29,21 +27,9 @@ func TestATerminalTooShortForTheLiveViewGetsPlainLines(t *testing.T) {
 			cmd.Dir = e.ws
 			cmd.Env = append(os.Environ(), "PIXIR_HOME="+filepath.Join(e.home), "PIXIR_PROVIDER=", "PIXIR_SCRIPT=", "PIXIR_MODEL=",
 				"PIXIR_PROFILE=", "TERM=xterm")
-			master, tty := openPTY(t)
-			defer master.Close()
-			require.NoError(t, unix.IoctlSetWinsize(int(tty.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: rows, Col: 100}))
-			cmd.Stdout, cmd.Stderr = tty, tty
 			var out syncBuffer
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				_, _ = io.Copy(&out, master) // ends with EIO once pixir exits and tty is closed
-			}()
-			require.NoError(t, cmd.Start())
-			tty.Close()
-			require.NoError(t, cmd.Wait())
-			<-done
-			got := out.String()
+			got := runOnPTYSized(t, cmd, &out, rows)
+			require.Equal(t, 0, cmd.ProcessState.ExitCode(), got)
 			require.Contains(t, got, "pixir: session ")
 			if rows >= 5 {
 				require.Contains(t, got, "\x1b[K", "the control: a terminal of five rows gets the live view")

@@ -34,6 +34,40 @@ func openPTY(t *testing.T) (master, tty *os.File) {
 	return m, s
 }
 
+// runOnPTY runs cmd with its stdout and stderr on a pseudo-terminal, to
+// its end, and is what it wrote there (out has it as it comes). An exit
+// code other than 0 is the caller's to check (cmd.ProcessState).
+func runOnPTY(t *testing.T, cmd *exec.Cmd, out *syncBuffer) string {
+	t.Helper()
+	return runOnPTYSized(t, cmd, out, 0)
+}
+
+// runOnPTYSized is runOnPTY on a terminal of rows rows of 100 columns
+// (0: the kernel's default size).
+func runOnPTYSized(t *testing.T, cmd *exec.Cmd, out *syncBuffer, rows uint16) string {
+	t.Helper()
+	master, tty := openPTY(t)
+	defer master.Close()
+	if rows > 0 {
+		require.NoError(t, unix.IoctlSetWinsize(int(tty.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: rows, Col: 100}))
+	}
+	cmd.Stdout, cmd.Stderr = tty, tty
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = io.Copy(out, master) // ends with EIO once pixir exits and tty is closed
+	}()
+	require.NoError(t, cmd.Start())
+	tty.Close()
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		require.NoError(t, err)
+	}
+	<-done
+	return out.String()
+}
+
 // TestRunShowsTheModelIsWaitedFor: on a terminal, pixir run says the
 // model is being waited for while it is silent, and clears that line
 // before the answer; with --json, or without a terminal, it never does.

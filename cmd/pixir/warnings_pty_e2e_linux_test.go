@@ -3,11 +3,8 @@
 package main
 
 import (
-	"errors"
-	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -82,29 +79,6 @@ match = '.'
 	notice := regexp.MustCompile(`^  ! The session has spent [0-9]+% of its budget: [0-9,]+ tokens .* of 5 tokens\. At the limit the next model call or spawn is refused`)
 	require.True(t, slicesAny(screenOf(got), notice.MatchString),
 		"the budget's notice is on the screen:\n%s\n(the stream: %q)", strings.Join(screenOf(got), "\n"), got)
-}
-
-// runOnPTY runs cmd with its stdout and stderr on a pseudo-terminal, to
-// its end, and is what it wrote there (out has it as it comes).
-func runOnPTY(t *testing.T, cmd *exec.Cmd, out *syncBuffer) string {
-	t.Helper()
-	master, tty := openPTY(t)
-	defer master.Close()
-	cmd.Stdout, cmd.Stderr = tty, tty
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_, _ = io.Copy(out, master) // ends with EIO once pixir exits and tty is closed
-	}()
-	require.NoError(t, cmd.Start())
-	tty.Close()
-	err := cmd.Wait()
-	var exit *exec.ExitError
-	if err != nil && !errors.As(err, &exit) {
-		require.NoError(t, err)
-	}
-	<-done
-	return out.String()
 }
 
 func nextIndex(s, sub string, after int) int {
