@@ -236,7 +236,7 @@ func (r *Runtime) SystemPrompt(dir, agent string) (prompt.Prompt, error) {
 				return prompt.Prompt{}, fmt.Errorf("%w; fix the file (pixir agents lists its problems)", err)
 			}
 			if !ok {
-				return prompt.Prompt{}, fmt.Errorf("there is no agent named %q; pixir agents lists them", agent)
+				return prompt.Prompt{}, fmt.Errorf("there is no agent named %q; pixir agents lists them%s", agent, otherBroken(cat))
 			}
 			spec = s
 		} else if agent != "default" {

@@ -133,6 +133,29 @@ func brokenAgent(cat AgentCatalog, name string) error {
 	return nil
 }
 
+// otherBroken says, for a name cat does not know, which agent files do
+// not load and why: one of them may be meant to define it (a file whose
+// name cannot be read is known by its file's name). "" when none.
+func otherBroken(cat AgentCatalog) string {
+	b, ok := cat.(interface {
+		Broken(name string) error
+		BrokenNames() []string
+	})
+	if !ok {
+		return ""
+	}
+	var problems []string
+	for _, n := range b.BrokenNames() {
+		if err := b.Broken(n); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	if len(problems) == 0 {
+		return ""
+	}
+	return "; agent files that do not load, one of which may be meant to define it: " + strings.Join(problems, "; ")
+}
+
 // Snapshot is a copy of a workspace taken for an isolated child; Changes
 // lists what the child did to it.
 type Snapshot interface {
@@ -401,7 +424,7 @@ func (m *Manager) resolve(parent spawnParent, req tools.SpawnRequest) (AgentSpec
 				"%v. Tell the user to fix the file (pixir agents lists its problems); meanwhile spawn another agent or do the work yourself", err)
 		}
 		if !ok {
-			return AgentSpec{}, "", 0, failure(tools.ErrNotFound, "there is no agent named %q; use one of: %s", name, strings.Join(cat.Names(), ", "))
+			return AgentSpec{}, "", 0, failure(tools.ErrNotFound, "there is no agent named %q; use one of: %s%s", name, strings.Join(cat.Names(), ", "), otherBroken(cat))
 		}
 		spec = s
 	} else if name != "default" {

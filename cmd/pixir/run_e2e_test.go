@@ -731,3 +731,18 @@ func TestRunReadsThePromptFromStdinForADash(t *testing.T) {
 	require.Equal(t, exitUsage, code)
 	require.Contains(t, errOut, `the prompt "-" is read from standard input, and it held none`)
 }
+
+// A step naming an agent that no file defines, where an agent file does
+// not load (here one whose name cannot be read), says that file and why
+// it does not load: it said only "there is no agent named …".
+func TestAStepsUnknownAgentNamesTheAgentFilesThatDoNotLoad(t *testing.T) {
+	e := newRunEnv(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(e.ws, ".pixir", "agents"), 0o755))
+	file := e.file(".pixir/agents/rev.toml", "description = = 5\nname = \"reviewer2\"\n")
+	wf := e.file("wf.json", `{"steps":[{"id":"a","task":"x","agent":"reviewer2"}]}`)
+	_, stderr, code := e.pixir("run", "--workflow", wf, "--dry-run")
+	require.Equal(t, exitUsage, code, stderr)
+	require.Contains(t, stderr, `there is no agent named "reviewer2"; use one of: `, stderr)
+	require.Contains(t, stderr, "; agent files that do not load, one of which may be meant to define it: agent \"rev\" is defined by "+file+
+		", which does not load: "+file+":1:15: ", stderr)
+}

@@ -71,6 +71,9 @@ func (c catalog) Names() []string { return c.reg.Names() }
 // Broken says why an agent whose file does not load is refused.
 func (c catalog) Broken(name string) error { return c.reg.Broken(name) }
 
+// BrokenNames are the agents whose file does not load.
+func (c catalog) BrokenNames() []string { return c.reg.BrokenNames() }
+
 // Warnings are what `pixir agents` warns about the agent files, for the
 // notices of a session opened in the editor.
 func (c catalog) Warnings() []string {

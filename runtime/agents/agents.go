@@ -74,6 +74,7 @@ package agents
 import (
 	"embed"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -209,6 +210,12 @@ func (r *Registry) Broken(name string) error {
 		problems[i] = err.Error()
 	}
 	return fmt.Errorf("agent %q is defined by %s, which does not load: %s", name, b.file, strings.Join(problems, "; "))
+}
+
+// BrokenNames are the names of the agents whose file does not load (a
+// file's name when what it defines cannot be read), sorted.
+func (r *Registry) BrokenNames() []string {
+	return slices.Sorted(maps.Keys(r.broken))
 }
 
 // Get returns the agent called name.
