@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/pixir-go/pixir/internal/suggest"
@@ -53,17 +54,27 @@ func parseFlags(fs *flag.FlagSet, args []string, interleaved bool, stdout, stder
 }
 
 // asksForJSON reports whether the command line, which the flag package
-// could not parse to its end, sets --json before any "--".
+// could not parse to its end, sets --json before any "--": the last
+// setting wins, in every spelling the flag package takes (-json,
+// --json=1, --json=TRUE; strconv.ParseBool's).
 func asksForJSON(args []string) bool {
+	on := false
 	for _, a := range args {
-		switch a {
-		case "--":
-			return false
-		case "-json", "--json", "-json=true", "--json=true":
-			return true
+		if a == "--" {
+			break
 		}
+		name, value, hasValue := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
+		if name != "json" || !strings.HasPrefix(a, "-") {
+			continue
+		}
+		if !hasValue {
+			on = true
+			continue
+		}
+		set, err := strconv.ParseBool(value)
+		on = err == nil && set
 	}
-	return false
+	return on
 }
 
 // flagProblem rewrites the flag package's error for a person: "unknown

@@ -32,3 +32,27 @@ func TestEditDistance(t *testing.T) {
 		require.Equal(t, c.want, editDistance(c.a, c.b), "%s/%s", c.a, c.b)
 	}
 }
+
+// A command line the flag package stops on still gets the --json envelope
+// in every spelling that package would have taken for true, the last one
+// winning, and none after "--".
+func TestAsksForJSONTakesTheFlagPackagesSpellings(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"--json", "--max-threads", "many"}, true},
+		{[]string{"-json", "--bogus"}, true},
+		{[]string{"--json=1", "--bogus"}, true},
+		{[]string{"--json=t", "--bogus"}, true},
+		{[]string{"-json=TRUE", "--bogus"}, true},
+		{[]string{"--json=false", "--bogus"}, false},
+		{[]string{"--json=0", "--json", "--bogus"}, true},
+		{[]string{"--json", "--json=false", "--bogus"}, false},
+		{[]string{"--bogus", "--", "--json"}, false},
+		{[]string{"json", "--bogus"}, false},
+		{[]string{"--jsonx", "--bogus"}, false},
+	} {
+		require.Equal(t, c.want, asksForJSON(c.args), "%q", c.args)
+	}
+}

@@ -211,9 +211,11 @@ func runACP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	defer rt.Close()
 	srv := acp.NewServer(rt, acp.Options{Version: version, Logger: logger})
-	conn := srv.Serve(stdin, stdout, nil)
+	// Watch before serving: a SIGTERM that lands once a turn can run must
+	// cancel it, not kill the process outright.
 	ended, stop := stopSignals()
 	defer stop()
+	conn := srv.Serve(stdin, stdout, nil)
 	select {
 	case <-conn.Done():
 	case <-ended:

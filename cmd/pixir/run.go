@@ -211,8 +211,13 @@ func interruptible() (context.Context, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ended, stop := stopSignals()
 	go func() {
-		<-ended
-		cancel()
+		// stop ends the watch without closing ended: ctx's end lets this
+		// goroutine go too, or each call would leave one behind.
+		select {
+		case <-ended:
+			cancel()
+		case <-ctx.Done():
+		}
 	}()
 	return ctx, func() {
 		stop()

@@ -93,7 +93,15 @@ match = 'piped'
 	require.NoError(t, err)
 	require.NoError(t, stdout.Close()) // as head does once it has its line
 	stderr.waitFor("⚙ Run")
-	require.NoError(t, os.WriteFile(gate, []byte("go\n"), 0o600)) // the command may end
+	// The command may end. Opened read-write, the FIFO takes the line
+	// without waiting for its reader, so a command that never starts fails
+	// the checks below instead of hanging the test; held open until the run
+	// ends, the line waits in it for a reader that opens it late.
+	release, err := os.OpenFile(gate, os.O_RDWR, 0)
+	require.NoError(t, err)
+	defer release.Close()
+	_, err = release.WriteString("go\n")
+	require.NoError(t, err)
 
 	err = cmd.Wait()
 	var exit *exec.ExitError
