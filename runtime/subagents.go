@@ -300,9 +300,15 @@ type subagent struct {
 	// child is its session, made at its first run; once a run has ended
 	// the session is let go (dormant keeps what a next run needs), unless
 	// it has children of its own (Manager.retire).
-	child        *Session
-	dormant      *dormantSession
+	child   *Session
+	dormant *dormantSession
+	// snap is an isolated child's snapshot while something uses it
+	// (snapUsers: its run, a merge); between uses it is let go when it can
+	// be read back from disk (snapOnDisk), so a process that ran many
+	// writers does not keep every one's manifest (~150 B a file).
 	snap         Snapshot
+	snapUsers    int
+	snapOnDisk   bool
 	status       tools.SubagentStatus
 	summary      string
 	failure      *tools.Failure
@@ -561,6 +567,52 @@ func (m *Manager) home(sa *subagent) string {
 
 // removeSnapshot deletes an isolated child's workspace snapshot and its
 // base; its Log, beside them, stays as evidence.
+// useSnapshot returns sa's snapshot for one use (its run, a merge), to
+// be given back with doneSnapshot. A snapshot let go between uses is read
+// back from disk; load also reads one this process never held (a child
+// restored from the Log). Nil, nil: sa has none to use.
+func (m *Manager) useSnapshot(sa *subagent, load bool) (Snapshot, error) {
+	m.mu.Lock()
+	snap := sa.snap
+	if snap != nil {
+		sa.snapUsers++
+	}
+	load = snap == nil && (load || sa.snapOnDisk) && m.cfg.LoadSnapshot != nil
+	m.mu.Unlock()
+	if !load {
+		return snap, nil
+	}
+	loaded, err := m.cfg.LoadSnapshot(sa.workspace)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if sa.snap == nil {
+		sa.snap = loaded
+	}
+	sa.snapUsers++
+	return sa.snap, nil
+}
+
+// doneSnapshot ends a use of sa's snapshot (useSnapshot, or its run's
+// after prepare made it). When no use is left and the snapshot can be
+// read back (its manifest is saved beside it: Take, an overlay and a merge
+// save it), it is let go: only children in use hold theirs in memory.
+func (m *Manager) doneSnapshot(sa *subagent) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if sa.snap == nil {
+		return
+	}
+	if sa.snapUsers > 0 {
+		sa.snapUsers--
+	}
+	if sa.snapUsers == 0 && m.cfg.LoadSnapshot != nil {
+		sa.snap, sa.snapOnDisk = nil, true
+	}
+}
+
 func (m *Manager) removeSnapshot(sa *subagent) {
 	remove := m.cfg.RemoveSnapshot
 	if remove == nil {

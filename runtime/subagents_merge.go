@@ -49,7 +49,7 @@ func (b binding) Merge(ctx context.Context, id string, dryRun bool) (tools.Merge
 func (b binding) mergeChild(ctx context.Context, sa *subagent, cm childMerge) (tools.MergeReport, error) {
 	m := b.m
 	m.mu.Lock()
-	status, mode, snap, workspace, limit := sa.status, sa.mode, sa.snap, sa.workspace, sa.limit
+	status, mode, limit := sa.status, sa.mode, sa.limit
 	m.mu.Unlock()
 	switch {
 	case mode != WorkspaceIsolated:
@@ -62,18 +62,16 @@ func (b binding) mergeChild(ctx context.Context, sa *subagent, cm childMerge) (t
 		return tools.MergeReport{}, failure(tools.ErrPermissionDenied,
 			"subagent %s is %s; wait for it with wait_agent, then merge it", sa.id, status)
 	}
-	if snap == nil {
-		if m.cfg.LoadSnapshot == nil {
-			return tools.MergeReport{}, failure(tools.ErrNotFound, "subagent %s has no snapshot this process can merge", sa.id)
-		}
-		loaded, err := m.cfg.LoadSnapshot(workspace)
-		if err != nil {
-			return tools.MergeReport{}, failure(tools.ErrNotFound, "subagent %s's snapshot cannot be read (%v); close it with close_agent", sa.id, err)
-		}
-		m.mu.Lock()
-		sa.snap, snap = loaded, loaded
-		m.mu.Unlock()
+	// Its snapshot is read back from disk unless a use holds it, and let
+	// go again when the merge is decided.
+	snap, err := m.useSnapshot(sa, true)
+	switch {
+	case err != nil:
+		return tools.MergeReport{}, failure(tools.ErrNotFound, "subagent %s's snapshot cannot be read (%v); close it with close_agent", sa.id, err)
+	case snap == nil:
+		return tools.MergeReport{}, failure(tools.ErrNotFound, "subagent %s has no snapshot this process can merge", sa.id)
 	}
+	defer m.doneSnapshot(sa)
 	parent := b.parent
 	req := merge.Request{Workspace: parent.workspace.Root(), Label: cm.label, DryRun: cm.dryRun, Files: b.files}
 	if limit.limits() {
@@ -102,7 +100,6 @@ func (b binding) mergeChild(ctx context.Context, sa *subagent, cm childMerge) (t
 	// merges into the workspace are made one at a time, question
 	// included, so each is planned against the one before.
 	var rep tools.MergeReport
-	var err error
 	if cm.dryRun {
 		err = m.inWorkspace(ctx, req.Workspace, func() (err error) {
 			rep, err = snap.Merge(ctx, req)

@@ -120,7 +120,13 @@ func (m *Manager) run(ctx context.Context, sa *subagent, event tools.SubagentEve
 	// before and after its run; an isolated child's snapshot lists them.
 	var before tree
 	var scan []string
-	if sa.snap == nil {
+	snap, err := m.useSnapshot(sa, false)
+	switch {
+	case err != nil:
+		m.rt.log.Warn("subagent changes will be unknown: its snapshot cannot be read", "subagent", sa.id, "err", err)
+	case snap != nil:
+		defer m.doneSnapshot(sa)
+	default:
 		scan = child.sharedScan(sa.limit)
 	}
 	if scan != nil {
@@ -138,8 +144,8 @@ func (m *Manager) run(ctx context.Context, sa *subagent, event tools.SubagentEve
 		m.mu.Unlock()
 	}
 	switch {
-	case sa.snap != nil:
-		if ch, err := sa.snap.Changes(context.WithoutCancel(ctx), child.workspace.Root()); err == nil {
+	case snap != nil:
+		if ch, err := snap.Changes(context.WithoutCancel(ctx), child.workspace.Root()); err == nil {
 			changes = &ch
 		} else {
 			m.rt.log.Warn("subagent changes unknown", "subagent", sa.id, "err", err)
