@@ -37,6 +37,10 @@ type Log struct {
 	// size is where the last whole line ends: a failed append is cut back
 	// to it.
 	size int64
+	// users is how many user_messages (turns) the first size bytes hold:
+	// the session's metadata keeps both (LogCount), so a list of sessions
+	// reads only what was appended since, not every Log whole.
+	users int
 	// broken is set when a failed append could not be cut back: the Log
 	// then refuses every later append rather than write after half a line.
 	broken error
@@ -183,6 +187,7 @@ type scanned struct {
 	// needsNewline is set when that last event has no newline.
 	needsNewline bool
 	seq          int64
+	users        int // user_messages
 }
 
 // scanLog decodes r line by line, calling visit with each event as it is
@@ -203,6 +208,9 @@ func scanLog(r io.Reader, visit func(Event)) (scanned, error) {
 	emit := func(ev *Event) {
 		sc.report.Events++
 		sc.seq = max(sc.seq, ev.Seq)
+		if ev.Type == EventUserMessage {
+			sc.users++
+		}
 		if visit != nil {
 			visit(*ev)
 		}
@@ -366,7 +374,7 @@ func OpenLog(path string, visit func(Event)) (*Log, LoadReport, error) {
 		}
 		size++
 	}
-	return &Log{f: f, path: path, seq: sc.seq, size: size, writeGroup: writeEventLines}, sc.report, nil
+	return &Log{f: f, path: path, seq: sc.seq, size: size, users: sc.users, writeGroup: writeEventLines}, sc.report, nil
 }
 
 // CreateLog creates a new, empty Log at path, locked for this process; it
@@ -508,6 +516,9 @@ func (l *Log) Append(ev *Event) error {
 	}
 	l.seq = seq
 	l.size += int64(n)
+	if ev.Type == EventUserMessage {
+		l.users++
+	}
 	return nil
 }
 
@@ -547,7 +558,28 @@ func (l *Log) AppendGroup(evs []*Event) error {
 	}
 	l.seq = seq
 	l.size += int64(n)
+	for _, ev := range evs {
+		if ev.Type == EventUserMessage {
+			l.users++
+		}
+	}
 	return nil
+}
+
+// LogCount says how many user_messages (turns) the first Bytes bytes of a
+// Log hold, whole lines. A Log is only appended to, so the count stays
+// true of those bytes: whoever counts turns reads only the lines after
+// them (pixir sessions). Kept in the session's metadata.
+type LogCount struct {
+	Bytes        int64 `json:"bytes"`
+	UserMessages int   `json:"user_messages"`
+}
+
+// Count is the Log's LogCount now.
+func (l *Log) Count() LogCount {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return LogCount{Bytes: l.size, UserMessages: l.users}
 }
 
 // writeEventLines writes evs as their lines: in one write when none is

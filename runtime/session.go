@@ -83,6 +83,10 @@ type Meta struct {
 	Model     string    `json:"model"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// Count is how many turns the Log held at its size when the metadata
+	// was saved; nil in metadata older versions wrote (the Log is
+	// counted whole then).
+	Count *LogCount `json:"log_count,omitempty"`
 }
 
 // Session is one conversation in one workspace. Its History is a fold over
@@ -722,6 +726,15 @@ func (s *Session) reattachLog() error {
 	return nil
 }
 
+// logCount is the Log's count of turns for the metadata.
+func (s *Session) logCount() *LogCount {
+	if s.log == nil {
+		return nil
+	}
+	c := s.log.Count()
+	return &c
+}
+
 // saveMeta writes the metadata as it is.
 func (s *Session) saveMeta() error { return s.updateMeta(func(*Meta) {}) }
 
@@ -780,6 +793,7 @@ func (s *Session) updateMeta(change func(*Meta)) error {
 	change(&m)
 	m.UpdatedAt = time.Now().UTC()
 	if s.depth == 0 {
+		m.Count = s.logCount()
 		// .pixir removed while the session is open (a git clean -fdx): the
 		// Log is written back first, as before a turn, so that the change
 		// is saved beside it, not refused for a missing folder.
@@ -792,7 +806,7 @@ func (s *Session) updateMeta(change func(*Meta)) error {
 	}
 	s.mu.Lock()
 	change(&s.meta) // onto the current state: a turn may have titled it meanwhile
-	s.meta.UpdatedAt = m.UpdatedAt
+	s.meta.UpdatedAt, s.meta.Count = m.UpdatedAt, m.Count
 	s.mu.Unlock()
 	return nil
 }

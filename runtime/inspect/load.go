@@ -253,9 +253,10 @@ func List(dir string) ([]Listed, error) {
 		// The Log is where it was found, even if the metadata names a
 		// workspace that has moved since.
 		l := Listed{Meta: m, Log: filepath.Join(runtime.SessionsDir(root), m.ID+".ndjson")}
-		if l.Turns, err = CountTurns(l.Log); err != nil {
+		if l.Turns, err = countTurnsSince(l.Log, m.Count); err != nil {
 			l.Turns = -1
 		}
+		l.Count = nil // how it was counted, not what is listed
 		if l.Title == "" {
 			l.Title = firstPrompt(l.Log)
 		}
@@ -332,6 +333,34 @@ func CountTurns(path string) (int, error) {
 	return n, err
 }
 
+// countTurnsSince counts the user_messages of a Log whose first
+// c.Bytes bytes hold c.UserMessages (the session's metadata says so):
+// only the lines after them are read. A Log whose metadata has no count
+// (older versions), or that is shorter than it or does not end a line
+// there (not the Log that was counted), is counted whole.
+func countTurnsSince(path string, c *runtime.LogCount) (int, error) {
+	if c == nil || c.Bytes < 0 || c.UserMessages < 0 {
+		return CountTurns(path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	if c.Bytes > 0 {
+		var last [1]byte
+		if _, err := f.ReadAt(last[:], c.Bytes-1); err != nil || last[0] != '\n' {
+			return CountTurns(path)
+		}
+		if _, err := f.Seek(c.Bytes, io.SeekStart); err != nil {
+			return 0, err
+		}
+	}
+	n := c.UserMessages
+	err = scanUserMessagesIn(f, func(runtime.UserMessageData) bool { n++; return true })
+	return n, err
+}
+
 // firstPrompt is the title the runtime gives a session without one.
 func firstPrompt(path string) string {
 	var title string
@@ -347,6 +376,11 @@ func scanUserMessages(path string, fn func(runtime.UserMessageData) bool) error 
 		return err
 	}
 	defer f.Close()
+	return scanUserMessagesIn(f, fn)
+}
+
+// scanUserMessagesIn is scanUserMessages of what is left to read in f.
+func scanUserMessagesIn(f io.Reader, fn func(runtime.UserMessageData) bool) error {
 	r := bufio.NewReaderSize(f, 64<<10)
 	for {
 		line, err := r.ReadSlice('\n')
