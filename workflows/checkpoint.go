@@ -207,17 +207,20 @@ func decide(st *Step, view tools.SubagentView, slot *reportSlot) StepOutcome {
 	}
 	if n := view.DeniedChanges; n > 0 && status == CheckpointReady && st.PermissionMode == Writer {
 		// Partial work is reported as partial: a writer the user refused
-		// every change to, or whose changes are unknown, has not done
-		// the work it reports ready.
-		if view.Changes == nil || view.Changes.Empty() {
+		// every change to has not done the work it reports ready. Only
+		// known changes can show that: a shared writer no check scans
+		// (no write set) has unknown changes, and one denial among its
+		// many allowed writes must not undo the step, so it keeps its
+		// status with the denial said.
+		switch {
+		case view.Changes != nil && view.Changes.Empty():
 			status = CheckpointPartial
-			made := "no file of the step changed"
-			if view.Changes == nil {
-				made = "what the step changed is unknown"
-			}
 			bundle.KnownLimitations = append(bundle.KnownLimitations, fmt.Sprintf(
-				"the user denied %s the child asked to make, and %s: it reported checkpoint_ready, but its work is not done", plural.Of(n, "change", "changes"), made))
-		} else {
+				"the user denied %s the child asked to make, and no file of the step changed: it reported checkpoint_ready, but its work is not done", plural.Of(n, "change", "changes")))
+		case view.Changes == nil:
+			bundle.KnownLimitations = append(bundle.KnownLimitations, fmt.Sprintf(
+				"the user denied %s the child asked to make; what the step changed is unknown (no write set to check it against), so check its work", plural.Of(n, "change", "changes")))
+		default:
 			bundle.KnownLimitations = append(bundle.KnownLimitations, fmt.Sprintf(
 				"the user denied %s the child asked to make; the rest of its changes were made", plural.Of(n, "change", "changes")))
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -386,4 +387,32 @@ steps:
 	require.Equal(t, []string{"`go test ./...` (expect fail), only when the payload has /result = \"TESTS_READY\""}, d.Steps[0].Verify)
 	require.Contains(t, RenderPlan(&d), "\nVerified by Pixir when a step reports checkpoint_ready:\n- write-tests: `go test ./...` (expect fail), only when the payload has /result = \"TESTS_READY\"\n")
 	require.Contains(t, verifyPrompt(&w.Steps[0]), "- `go test ./...` must exit non-zero (fail): RED (only when your payload has /result = \"TESTS_READY\")\n")
+}
+
+// A writer the user refused changes to is partial only when its changes
+// are known to be none: a shared writer no check scans (its changes are
+// unknown) keeps checkpoint_ready with the denial said, so one refusal
+// among many allowed writes does not undo the step and fail the run.
+func TestDecideDeniedChangesNeedKnownChanges(t *testing.T) {
+	tests := []struct {
+		name    string
+		changes *tools.FileChanges
+		want    CheckpointStatus
+		said    string
+	}{
+		{"nothing changed", &tools.FileChanges{}, CheckpointPartial, "the user denied 2 changes the child asked to make, and no file of the step changed"},
+		{"changes unknown", nil, CheckpointReady, "the user denied 2 changes the child asked to make; what the step changed is unknown"},
+		{"some made", &tools.FileChanges{Added: []string{"out/a.txt"}}, CheckpointReady, "the user denied 2 changes the child asked to make; the rest of its changes were made"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			slot := &reportSlot{stepID: "w"}
+			require.True(t, reportCheckpoint(slot).Run(context.Background(), tools.Env{}, []byte(`{"status":"checkpoint_ready","summary":"written"}`)).OK)
+			st := &Step{ID: "w", Task: "t", PermissionMode: Writer, WorkspaceMode: Shared}
+			out := decide(st, tools.SubagentView{ID: "sa-1", Status: tools.SubagentCompleted, DeniedChanges: 2, Changes: tt.changes}, slot)
+			require.Equal(t, tt.want, out.CheckpointStatus)
+			require.NotNil(t, out.Checkpoint)
+			require.Contains(t, strings.Join(out.Checkpoint.KnownLimitations, "\n"), tt.said)
+		})
+	}
 }
