@@ -41,7 +41,9 @@ type historyFold struct {
 	// be written, before their results).
 	interrupted []openCall
 	title       string
-	// subagents are the subagent events, for the Subagents Manager.
+	// subagents are the subagent events, for the Subagents Manager, with
+	// what showed the model children's ends (subagent_summaries, results
+	// of wait_agent, list_agents and close_agent: see untoldDetached).
 	subagents []Event
 	// usage is what the session's own model calls spent; children what
 	// each Subagent spent, as its last event says.
@@ -127,6 +129,7 @@ func (f *historyFold) add(ev Event) {
 		}
 		f.closePending()
 		f.history = append(f.history, provider.Message{Role: provider.RoleUser, Text: text, FromPixir: true})
+		f.subagents = append(f.subagents, ev)
 	case EventCompaction:
 		var d CompactionData
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
@@ -149,6 +152,9 @@ func (f *historyFold) add(ev Event) {
 		var result json.RawMessage
 		if !f.read(ev, map[string]any{"tool_call_id": &id, "name": &name, "result": &result}) {
 			return
+		}
+		if name == "wait_agent" || name == "list_agents" || name == "close_agent" {
+			f.subagents = append(f.subagents, ev)
 		}
 		if i := f.find(f.pending, id); i >= 0 {
 			f.pending = slices.Delete(f.pending, i, i+1)

@@ -162,6 +162,9 @@ type Session struct {
 	// events that say so not in the Log yet (recordDetached).
 	detachedNow []SubagentEventData
 	unrecorded  []SubagentEventData
+	// recording keeps two recordDetached apart (the session's opening and
+	// a turn that started meanwhile), so each end is written once.
+	recording   sync.Mutex
 	allowAlways map[string]bool
 	turnCancel  context.CancelFunc // non-nil while a turn runs
 	turnDone    chan struct{}
@@ -557,6 +560,8 @@ func (s *Session) DetachedSubagents() []SubagentEventData {
 // opens and before each turn; what it could not record (the Log cannot be
 // written) stays for the next time.
 func (s *Session) recordDetached() error {
+	s.recording.Lock()
+	defer s.recording.Unlock()
 	s.mu.Lock()
 	ds := slices.Clone(s.unrecorded)
 	s.mu.Unlock()
@@ -567,8 +572,10 @@ func (s *Session) recordDetached() error {
 		if err := s.emit(nil, EventSubagent, d); err != nil {
 			return err
 		}
+		// By id: what is recorded leaves the list, whatever else changed
+		// in it meanwhile.
 		s.mu.Lock()
-		s.unrecorded = s.unrecorded[1:]
+		s.unrecorded = slices.DeleteFunc(s.unrecorded, func(u SubagentEventData) bool { return u.SubagentID == d.SubagentID })
 		s.mu.Unlock()
 	}
 	return s.log.Sync()

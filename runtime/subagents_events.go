@@ -5,6 +5,7 @@
 package runtime
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -99,11 +100,15 @@ func (m *Manager) emit(sa *subagent, d SubagentEventData) {
 // child that was not over when its process ended is detached: no process
 // runs it, and nothing says it finished. It returns the events that say
 // so, for the parent's Log (Session.recordDetached): a child whose
-// detached end is in the Log already is not returned again.
+// detached end is in the Log already is not returned again, but its end
+// is still news to the parent's model until the Log shows the model was
+// told (see untoldDetached).
 func (m *Manager) restore(parent *Session, events []Event) []SubagentEventData {
 	last := map[string]SubagentEventData{}
 	var order []string
+	untold := untoldDetached{}
 	for _, ev := range events {
+		untold.see(ev)
 		if ev.Type != EventSubagent {
 			continue
 		}
@@ -111,6 +116,7 @@ func (m *Manager) restore(parent *Session, events []Event) []SubagentEventData {
 		if json.Unmarshal(ev.Data, &d) != nil || d.SubagentID == "" {
 			continue
 		}
+		untold.end(d)
 		prev, seen := last[d.SubagentID]
 		if !seen {
 			order = append(order, d.SubagentID)
@@ -138,6 +144,11 @@ func (m *Manager) restore(parent *Session, events []Event) []SubagentEventData {
 		if d.Usage != nil {
 			sa.account.Start(*d.Usage)
 		}
+		if sa.status == tools.SubagentDetached && sa.name == "" && untold[id] {
+			// Recorded detached by an earlier opening whose process
+			// made no model call after it: the model never heard.
+			sa.seen = false
+		}
 		if !sa.status.Ended() {
 			sa.status = tools.SubagentDetached
 			sa.failure = &tools.Failure{Kind: tools.ErrDetached, Message: "the process that ran this subagent ended before it did; its work is not known to be complete"}
@@ -154,6 +165,46 @@ func (m *Manager) restore(parent *Session, events []Event) []SubagentEventData {
 		m.spawned[parent.root().ID()]++
 	}
 	return detached
+}
+
+// untoldDetached are the children whose last event in a Log is a detached
+// end (recorded when a session was opened after a crash) that the parent's
+// model was not shown after it: no subagent_summaries names it, and no
+// result of wait_agent, list_agents or close_agent does. Fed the Log's
+// events in order.
+type untoldDetached map[string]bool
+
+// end notes a child's event.
+func (u untoldDetached) end(d SubagentEventData) {
+	if d.Status == tools.SubagentDetached {
+		u[d.SubagentID] = true
+	} else {
+		delete(u, d.SubagentID)
+	}
+}
+
+// see notes what the parent's model was told.
+func (u untoldDetached) see(ev Event) {
+	if len(u) == 0 {
+		return
+	}
+	switch ev.Type {
+	case EventSubagentSummaries:
+		var d SubagentSummariesData
+		if json.Unmarshal(ev.Data, &d) == nil {
+			for _, id := range d.SubagentIDs {
+				delete(u, id)
+			}
+		}
+	case EventToolResult:
+		// Only those of wait_agent, list_agents and close_agent are
+		// given (see historyFold.subagents).
+		for id := range u {
+			if bytes.Contains(ev.Data, []byte(id)) {
+				delete(u, id)
+			}
+		}
+	}
 }
 
 // childTracker watches a child's turn: it remembers the final answer and a

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -664,4 +665,109 @@ func TestKeepEndsKeepsTheConclusion(t *testing.T) {
 	require.True(t, strings.HasSuffix(got, "\ncheckpoint_status: partial"))
 	require.Contains(t, got, "bytes omitted")
 	require.Less(t, len(got), 4096+100)
+}
+
+// summariesNaming counts the subagent_summaries events of a Log that name
+// the child id.
+func summariesNaming(t *testing.T, logFile, id string) int {
+	t.Helper()
+	events, _, err := ReadLog(logFile)
+	require.NoError(t, err)
+	n := 0
+	for _, ev := range events {
+		var d SubagentSummariesData
+		if ev.Type == EventSubagentSummaries && json.Unmarshal(ev.Data, &d) == nil && slices.Contains(d.SubagentIDs, id) {
+			n++
+		}
+	}
+	return n
+}
+
+// A child a crash left running is recorded detached by the next opening;
+// when that process ends before any model call (the user opened the
+// session and closed it), its end is still news at the next opening, and
+// is told once: at the model call after it, not again after that. Before,
+// the second opening read the recorded end as told, and the model never
+// heard the child had ended.
+func TestADetachedEndIsNewsUntilTheModelIsTold(t *testing.T) {
+	home, ws := t.TempDir(), t.TempDir()
+	cfg := Config{Home: home, Provider: childProvider{}, Model: "m", Tools: tools.Builtins(), Subagents: SubagentConfig{Snapshot: takeCopy}}
+	rt := New(cfg)
+	parent, err := rt.NewSession(ws)
+	require.NoError(t, err)
+	events := newCollector()
+	parent.SetObserver(events.observe)
+	hung, err := binding{m: rt.subagents, parent: parent}.Spawn(context.Background(), tools.SpawnRequest{Task: "hang forever"})
+	require.NoError(t, err)
+	events.await(hung.ID, tools.SubagentEventStarted)
+	logFile := logPath(parent.workspace.Root(), parent.ID())
+	crashed, err := os.ReadFile(logFile)
+	require.NoError(t, err)
+	rt.Close()
+	require.NoError(t, os.WriteFile(logFile, crashed, 0o644))
+
+	// Opened and closed without a model call: the end is recorded, not told.
+	rt2 := New(cfg)
+	_, _, err = rt2.OpenSession(parent.ID(), ws, nil)
+	require.NoError(t, err)
+	rt2.Close()
+	require.Zero(t, summariesNaming(t, logFile, hung.ID))
+
+	rt3 := New(cfg)
+	s3, _, err := rt3.OpenSession(parent.ID(), ws, nil)
+	require.NoError(t, err)
+	_, err = s3.Prompt(context.Background(), Prompt{Text: "hello"}, TurnOptions{})
+	require.NoError(t, err)
+	rt3.Close()
+	require.Equal(t, 1, summariesNaming(t, logFile, hung.ID), "told at the first model call after it")
+
+	rt4 := New(cfg)
+	defer rt4.Close()
+	s4, _, err := rt4.OpenSession(parent.ID(), ws, nil)
+	require.NoError(t, err)
+	_, err = s4.Prompt(context.Background(), Prompt{Text: "hello again"}, TurnOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 1, summariesNaming(t, logFile, hung.ID), "told once")
+}
+
+// Two records of the detached ends at once (the session's opening, and a
+// turn an editor started meanwhile) write each end once, and leave none
+// unrecorded. Before, each took the whole list and dropped entries by
+// position: ends were written twice.
+func TestDetachedEndsRecordedAtOnceAreWrittenOnce(t *testing.T) {
+	rt := New(Config{Home: t.TempDir(), Provider: childProvider{}, Model: "m"})
+	defer rt.Close()
+	for range 5 {
+		s, err := rt.NewSession(t.TempDir())
+		require.NoError(t, err)
+		var ends []SubagentEventData
+		for i := range 200 {
+			ends = append(ends, SubagentEventData{SubagentID: fmt.Sprintf("sa-%d", i), Event: tools.SubagentEventFailed, Status: tools.SubagentDetached})
+		}
+		s.mu.Lock()
+		s.unrecorded = slices.Clone(ends)
+		s.mu.Unlock()
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for range 2 {
+			wg.Go(func() {
+				<-start
+				require.NoError(t, s.recordDetached())
+			})
+		}
+		close(start)
+		wg.Wait()
+		events, _, err := ReadLog(logPath(s.workspace.Root(), s.ID()))
+		require.NoError(t, err)
+		n := 0
+		for _, ev := range events {
+			if ev.Type == EventSubagent {
+				n++
+			}
+		}
+		require.Equal(t, len(ends), n, "each end written once")
+		s.mu.Lock()
+		require.Empty(t, s.unrecorded)
+		s.mu.Unlock()
+	}
 }
