@@ -413,16 +413,7 @@ func (s *Server) loadSession(ctx context.Context, p *LoadSessionRequest) (any, e
 	}
 	pr.sess = sess
 	s.reportDamage(ctx, sess, report)
-	// Children still running when their process ended are shown as what
-	// they are now: detached, not complete.
-	for _, d := range sess.DetachedSubagents() {
-		if pr.native {
-			pr.detachedNative(d)
-			continue
-		}
-		pr.send(ToolCall{SessionUpdate: "tool_call_update", ToolCallID: subagentCallID(d.SubagentID), Status: "failed",
-			Content: []ToolCallContent{{Type: "content", Content: &ContentBlock{Type: "text", Text: "detached: " + d.Error.Message}}}})
-	}
+	pr.showDetached()
 	s.watch(sess)
 	s.setupNotices(ctx, sess, p.AdditionalDirectories)
 	return SessionSetupResponse{Modes: modeState(sess), ConfigOptions: s.configOptions(sess)}, nil
@@ -450,9 +441,32 @@ func (s *Server) resumeSession(ctx context.Context, p *ResumeSessionRequest) (an
 		return nil, s.setupError(err)
 	}
 	s.reportDamage(ctx, sess, report)
+	// No replay (the client did not ask for one), but a child this opening
+	// found detached changed since the client last saw it: its call is
+	// updated, as a load does after its replay.
+	pr := &presenter{s: s, ctx: ctx, sessionID: p.SessionID, sess: sess, native: s.nativeChildren()}
+	pr.showDetached()
 	s.watch(sess)
 	s.setupNotices(ctx, sess, p.AdditionalDirectories)
 	return SessionSetupResponse{Modes: modeState(sess), ConfigOptions: s.configOptions(sess)}, nil
+}
+
+// showDetached shows the children this process found detached when it
+// opened the session (still running when their process ended) as what
+// they are now: detached, not complete.
+func (p *presenter) showDetached() {
+	for _, d := range p.sess.DetachedSubagents() {
+		if p.native {
+			p.detachedNative(d)
+			continue
+		}
+		msg := "the process that ran this subagent ended before it did"
+		if d.Error != nil {
+			msg = d.Error.Message
+		}
+		p.send(ToolCall{SessionUpdate: "tool_call_update", ToolCallID: subagentCallID(d.SubagentID), Status: "failed",
+			Content: []ToolCallContent{{Type: "content", Content: &ContentBlock{Type: "text", Text: "detached: " + msg}}}})
+	}
 }
 
 // openElsewhere refuses to load or resume a session this process has open

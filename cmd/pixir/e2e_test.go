@@ -1225,3 +1225,40 @@ match = "^write a file$"
 	require.NoError(t, err)
 	require.Equal(t, "from the child\n", string(data))
 }
+
+// A session/resume after a crash (kill -9) replays nothing, but updates
+// the tool call of the child the crash left running: the editor that
+// resumes shows it failed, detached, as a load does. Before, a resume sent
+// no update at all, and the editor showed the child running for ever.
+func TestResumeAfterACrashUpdatesTheDetachedChildsCall(t *testing.T) {
+	e := newEnv(t, subagentScript)
+	a := e.start()
+	a.initialize()
+	sid := a.newSession()
+	m, during := a.call(2, "session/prompt", promptParams(sid, "spawn two"))
+	require.Equal(t, "end_turn", stopReason(t, m))
+	childCompleted := func(u map[string]any) bool {
+		id, _ := u["toolCallId"].(string)
+		return strings.HasPrefix(id, "subagent-") && u["status"] == "completed"
+	}
+	if !slices.ContainsFunc(updates(t, during), childCompleted) {
+		a.awaitUpdate(childCompleted)
+	}
+	require.NoError(t, a.cmd.Process.Signal(syscall.SIGKILL))
+	_ = a.cmd.Wait()
+
+	b := e.start()
+	b.initialize()
+	m, before := b.call(1, "session/resume", map[string]any{"sessionId": sid, "cwd": e.ws, "mcpServers": []any{}})
+	require.Nil(t, m.Error, m.raw)
+	var calls []map[string]any
+	for _, u := range updates(t, before) {
+		require.Equal(t, "tool_call_update", u["sessionUpdate"], "a resume replays nothing: %v", u)
+		calls = append(calls, u)
+	}
+	require.Len(t, calls, 1, "the hung child's call, and only it")
+	require.True(t, strings.HasPrefix(calls[0]["toolCallId"].(string), "subagent-"))
+	require.Equal(t, "failed", calls[0]["status"])
+	require.Contains(t, fmt.Sprint(calls[0]["content"]), "detached: the process that ran this subagent ended")
+	b.exit()
+}
