@@ -145,12 +145,15 @@ func (w *Workflow) writable() func(path string) bool {
 // is committed. A run its preflight stopped starts nothing and records
 // nothing of its own (it carries on the record of a run it resumes): a
 // resume of it that finds no record makes one, as the user's edits since
-// are theirs (one run's record, kept, took them for the run's). nil: no
-// commit, no recorder, or a preflight that failed.
+// are theirs (one run's record, kept, took them for the run's). So does a
+// resume of a run that made its record and then started no step (killed
+// or cancelled before its first, or every step skipped): nothing of that
+// run's is in the workspace, and a file the user edited since is theirs.
+// nil: no commit, no recorder, or a preflight that failed.
 func (r *runner) recordBefore(preflightFailed bool) *BeforeRun {
 	rec, ok := r.committer.(BeforeRecorder)
 	switch {
-	case r.w.ResumeFrom != "" && r.prior != nil && r.prior.Before != nil:
+	case r.w.ResumeFrom != "" && r.prior != nil && r.prior.Before != nil && r.prior.Started:
 		return r.prior.Before // carried on: a resume of this run finds it too
 	case !ok || r.w.Commit == nil || preflightFailed:
 		return nil

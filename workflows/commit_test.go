@@ -614,6 +614,41 @@ func TestAResumeOfARunItsPreflightStoppedRecordsTheUsersWorkAgain(t *testing.T) 
 	require.Equal(t, CommitRequest{Message: "feat: add", Paths: []string{"src/a.go"}, Before: now}, fc.reqs[len(fc.reqs)-1])
 }
 
+// A run that made its record of the user's work and then started no step
+// (cancelled, or killed, before its first) changed nothing: its resume
+// records the user's work again, as the user may have edited a file since
+// (src/a.go a1 → a2), and that edit is theirs. The record kept from the
+// run that started nothing took it for the run's work, and committed it
+// (review32c #6).
+func TestAResumeOfARunThatStartedNoStepRecordsTheUsersWorkAgain(t *testing.T) {
+	const spec = `{"commit": {"message": "feat: add"}, "steps": [
+	  {"id": "code", "task": "t", "write_set": ["src/**"], "workspace_mode": "shared"}]}`
+	sim := newSim(func(string) childPlan {
+		return childPlan{dur: 5, changes: &tools.FileChanges{Changed: []string{"src/a.go"}}}
+	})
+	atStart := BeforeRun{"src/a.go": "1111111111111111111111111111111111111111"}
+	fc := &recordingCommitter{rec: atStart}
+	p, err := Prepare(mustParse(t, spec), Ports{Agents: sim, Children: sim, Evidence: sim, Committer: fc})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	first := p.Run(ctx, RunOptions{WorkflowID: "wf-1", Now: fixedClock(), waiting: sim.waiting})
+	require.Equal(t, StoppedCancelled, first.StoppedBy)
+	require.Empty(t, sim.order, "nothing started")
+	require.Equal(t, &atStart, sim.events[0].Before, "the record was made")
+
+	now := BeforeRun{"src/a.go": "2222222222222222222222222222222222222222"} // the user's edit since
+	fc.rec = now
+	w := mustParse(t, spec)
+	w.ResumeFrom = "wf-1"
+	p, err = Prepare(w, Ports{Agents: sim, Children: sim, Evidence: sim, Committer: fc})
+	require.NoError(t, err)
+	out := p.Run(context.Background(), RunOptions{WorkflowID: "wf-2", Now: fixedClock(), waiting: sim.waiting})
+	require.Equal(t, StatusCompleted, out.Status, out.Output)
+	require.Equal(t, 2, fc.asked, "recorded again at the resume")
+	require.Equal(t, CommitRequest{Message: "feat: add", Paths: []string{"src/a.go"}, Before: now}, fc.reqs[len(fc.reqs)-1])
+}
+
 // The record copies only the files a step may write (its write set): a
 // commit takes nothing else. Every file when a fan-out's write set
 // depends on its items.

@@ -27,8 +27,10 @@ type Reuse struct {
 	// (its workflow_started's): nil when it made none.
 	Before *BeforeRun
 	// Started says that run started (or reused) a step: only then can
-	// its work be in the workspace, so that a resume of it that finds no
-	// Before commits nothing of the user's (recordBefore).
+	// its work be in the workspace, so that a resume of it takes its
+	// Before, or, finding none, commits nothing of the user's; a resume of
+	// a run that started nothing records the user's work again
+	// (recordBefore).
 	Started bool
 	// undecided are the shared writers' runs with a start and no
 	// decision (undecidedWriters).
