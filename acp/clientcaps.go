@@ -52,6 +52,10 @@ func (c clientFiles) readText(ctx context.Context, params map[string]any, path s
 	return io.NopCloser(strings.NewReader(resp.Content)), nil
 }
 
+// WritesThroughEditor says whether writes go to the client: a merge
+// writes itself when they would fall back to the workspace's files.
+func (c clientFiles) WritesThroughEditor() bool { return c.write }
+
 func (c clientFiles) WriteFile(ctx context.Context, path string, data []byte) error {
 	if !c.write {
 		return c.local.WriteFile(ctx, path, data)

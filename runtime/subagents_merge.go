@@ -73,7 +73,7 @@ func (b binding) mergeChild(ctx context.Context, sa *subagent, cm childMerge) (t
 	}
 	defer m.doneSnapshot(sa)
 	parent := b.parent
-	req := merge.Request{Workspace: parent.workspace.Root(), Label: cm.label, DryRun: cm.dryRun, Files: b.files}
+	req := merge.Request{Workspace: parent.workspace.Root(), Label: cm.label, DryRun: cm.dryRun, Files: editorWrites(b.files)}
 	if limit.limits() {
 		req.Allow = limit.allows
 	}
@@ -199,4 +199,20 @@ func (s stepMerger) Merge(ctx context.Context, req workflows.MergeRequest) (tool
 		return tools.MergeReport{}, err
 	}
 	return s.b.mergeChild(ctx, sa, childMerge{label: "step " + req.StepID + " (" + sa.id + ")"})
+}
+
+// editorWriter is a turn's Files that can say whether its writes reach an
+// editor (an ACP client's fs/write_text_file) or fall back to the
+// workspace's own files (a client that reads but does not write).
+type editorWriter interface{ WritesThroughEditor() bool }
+
+// editorWrites is the Files a merge writes text through: the editor's,
+// so its buffers stay true, or none, so the merge writes itself. A
+// fallback to the file tools' writer would refuse what the tools refuse
+// (a read-only file the child made writable) and cut the merge off midway.
+func editorWrites(files tools.Files) tools.Files {
+	if w, ok := files.(editorWriter); ok && !w.WritesThroughEditor() {
+		return nil
+	}
+	return files
 }

@@ -322,6 +322,54 @@ func TestMergeAgentAsksWithDiffsAndWritesThroughTheEditor(t *testing.T) {
 	require.Equal(t, withB, string(b))
 }
 
+// A client that reads files but does not write them (fs.readTextFile
+// only): a merge of a file the workspace keeps read-only, which the child
+// made writable in its copy and changed, is written by the merge itself.
+// It went through the file tools' writer, which refuses a read-only file
+// (d69dbb2), and the merge was cut off midway.
+func TestAMergeForAReadingClientWritesAReadOnlyFile(t *testing.T) {
+	p := &mergeParent{t: t, children: map[string][]oaCall{
+		"[A]": {{"a1", "bash", bashCall("chmod u+w f.txt && sed -i s/two/TWO/ f.txt")}},
+		"[B]": {{"b1", "edit", edit("g.txt", "g\n", "G\n")}},
+	}}
+	srv := newFakeModel(t, p.serve)
+	providerEnv(t, "OPENAI_API_KEY", "sk-e2e")
+	e := newEnv(t, "")
+	t.Setenv("HOME", filepath.Join(e.home, "user"))
+	e.writeConfig("provider = \"openai\"\nbase_url = \"" + srv.URL + "/v1\"\nmodel = \"m\"\n")
+	target := filepath.Join(e.ws, "f.txt")
+	require.NoError(t, os.WriteFile(target, []byte(tenLines), 0o444))
+	require.NoError(t, os.WriteFile(filepath.Join(e.ws, "g.txt"), []byte("g\n"), 0o644))
+
+	a := e.start()
+	a.result(0, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{
+		"fs": map[string]any{"readTextFile": true}}}, nil)
+	sid := a.newSession()
+	a.sendJSON(map[string]any{"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": promptParams(sid, "merge the children")})
+	m, _ := a.serveUntilReply("3", map[string]func(json.RawMessage) any{
+		"fs/read_text_file": func(raw json.RawMessage) any {
+			var req struct{ Path string }
+			require.NoError(t, json.Unmarshal(raw, &req))
+			b, err := os.ReadFile(req.Path)
+			if err != nil {
+				return &rpcError{Code: -32002, Message: "Resource not found"}
+			}
+			return map[string]any{"content": string(b)}
+		},
+	})
+	require.Equal(t, "end_turn", stopReason(t, m))
+	merged := p.result("call_merge_a")
+	require.Equal(t, true, merged["ok"], "%v", merged)
+	b, err := os.ReadFile(target)
+	require.NoError(t, err)
+	require.Equal(t, strings.Replace(tenLines, "two\n", "TWO\n", 1), string(b))
+	require.Equal(t, true, p.result("call_merge_b")["ok"])
+	b, err = os.ReadFile(filepath.Join(e.ws, "g.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "G\n", string(b))
+	a.exit()
+}
+
 // A workflow's writer whose file the user changed on the same line while
 // it ran: the run merges what it can, leaves that file as the user has it,
 // and the step needs the orchestrator, with the safe next actions; a
