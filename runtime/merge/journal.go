@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,6 +62,10 @@ const (
 	asideDir    = "old"
 	// freedPrefix names a finished merge's folder while reap removes it.
 	freedPrefix = "freed-"
+	// threeWayPrefix names a planner's scratch folder for git merge-file
+	// (mergeText): a live merge's, planned without the workspace's lock,
+	// so Recover must leave it alone.
+	threeWayPrefix = "3way-"
 )
 
 // mergesDir is where a workspace's merges are journaled.
@@ -473,7 +478,7 @@ func Recover(ctx context.Context, workspace string, waiting func(holder string))
 	}
 	var pending []string
 	for _, e := range entries {
-		if e.IsDir() && !reaping(filepath.Join(mergesDir(workspace), e.Name())) {
+		if e.IsDir() && !strings.HasPrefix(e.Name(), threeWayPrefix) && !reaping(filepath.Join(mergesDir(workspace), e.Name())) {
 			pending = append(pending, e.Name())
 		}
 	}

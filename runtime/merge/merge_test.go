@@ -442,6 +442,20 @@ func TestMergeFreesWhatItReplacedAfterwards(t *testing.T) {
 	require.NoDirExists(t, filepath.Dir(left))
 }
 
+// A planner's git merge-file folder sits among the merges while the merge
+// that made it is planned, which holds no lock: another session's (or
+// process's) Recover removed it under the running git (review33a #2).
+func TestRecoverLeavesAPlannersScratchAlone(t *testing.T) {
+	ws := t.TempDir()
+	scratch := filepath.Join(mergesDir(ws), threeWayPrefix+"123", "workspace")
+	require.NoError(t, os.MkdirAll(filepath.Dir(scratch), 0o700))
+	write(t, filepath.Dir(scratch), "workspace", "ours\n")
+	done, err := Recover(context.Background(), ws, nil)
+	require.NoError(t, err)
+	require.Empty(t, done)
+	require.FileExists(t, scratch)
+}
+
 func TestRecoverRemovesAnUncommittedMerge(t *testing.T) {
 	ws := t.TempDir()
 	write(t, ws, "a.txt", "a\n")

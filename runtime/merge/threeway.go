@@ -37,7 +37,7 @@ func mergeText(ctx context.Context, tmp string, ours, base, theirs []byte, label
 	if err != nil {
 		return threeWay{}, errNoGit
 	}
-	dir, err := os.MkdirTemp(tmp, "3way-")
+	dir, err := os.MkdirTemp(tmp, threeWayPrefix+"*")
 	if err != nil {
 		return threeWay{}, err
 	}
