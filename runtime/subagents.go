@@ -232,17 +232,19 @@ type Manager struct {
 	// descendants' included, for max_subagents.
 	spawned map[string]int
 	// merging serialises this process's merges into a workspace (a
-	// *sync.Mutex by its root), question included: two steps of one
+	// one-slot channel by its root), question included: two steps of one
 	// workflow merge one after the other, each planned against the
 	// other's result. Copies do not wait for it (see inWorkspace).
 	merging sync.Map
 }
 
 // mergeLock is the lock that serialises this process's merges into the
-// workspace at root.
-func (m *Manager) mergeLock(root string) *sync.Mutex {
-	l, _ := m.merging.LoadOrStore(root, new(sync.Mutex))
-	return l.(*sync.Mutex)
+// workspace at root: a one-slot channel, not a mutex, because a merge
+// holds it across its question to the user, and another session's merge
+// waiting behind that question must end when its own turn is cancelled.
+func (m *Manager) mergeLock(root string) chan struct{} {
+	l, _ := m.merging.LoadOrStore(root, make(chan struct{}, 1))
+	return l.(chan struct{})
 }
 
 // inWorkspace runs f, a snapshot's copy or a dry run's plan, holding the

@@ -109,8 +109,15 @@ func (b binding) mergeChild(ctx context.Context, sa *subagent, cm childMerge) (t
 		req.Waiting = m.lockWaiting(req.Workspace, "a merge")
 		l := m.mergeLock(req.Workspace)
 		err = func() (err error) {
-			l.Lock()
-			defer l.Unlock()
+			if ctx.Err() != nil {
+				return context.Cause(ctx)
+			}
+			select {
+			case l <- struct{}{}:
+			case <-ctx.Done():
+				return fmt.Errorf("waiting for another merge into the workspace (its question to the user may be open): %w", context.Cause(ctx))
+			}
+			defer func() { <-l }()
 			rep, err = snap.Merge(ctx, req)
 			return err
 		}()

@@ -107,8 +107,12 @@ func TestAPanicInACopyOrMergeReleasesTheWorkspaceLock(t *testing.T) {
 	free := func(what string) {
 		t.Helper()
 		require.False(t, wslock.Held(root, false), "the workspace's lock is still held after %s", what)
-		require.True(t, merging.TryLock(), "this process's merge lock is still held after %s", what)
-		merging.Unlock()
+		select {
+		case merging <- struct{}{}:
+			<-merging
+		default:
+			t.Fatalf("this process's merge lock is still held after %s", what)
+		}
 	}
 
 	crashed := f.spawn(t, "write new.txt")
@@ -123,4 +127,62 @@ func TestAPanicInACopyOrMergeReleasesTheWorkspaceLock(t *testing.T) {
 		require.PanicsWithValue(t, "a fault in the merge", func() { _, _ = f.b.Merge(context.Background(), v.ID, dryRun) })
 		free(fmt.Sprintf("a merge (dry run %v) that panicked", dryRun))
 	}
+}
+
+// heldMerge is a snapshot whose merge holds this process's merge lock
+// until released, as a merge waiting for its user's answer does.
+type heldMerge struct {
+	snapshotCopy
+	entered chan<- string
+	release <-chan struct{}
+}
+
+func (h heldMerge) Merge(context.Context, merge.Request) (tools.MergeReport, error) {
+	h.entered <- h.root
+	<-h.release
+	return tools.MergeReport{Status: tools.MergeMerged}, nil
+}
+
+// A merge waiting behind another's open question ends when its own turn
+// is cancelled: the lock was a mutex, and session B's cancel could not end
+// its wait for session A's user (review33a #5).
+func TestAMergeWaitingBehindAnotherEndsWhenCancelled(t *testing.T) {
+	entered := make(chan string, 2)
+	release := make(chan struct{})
+	f := newManagerFixture(t, SubagentConfig{Snapshot: func(ctx context.Context, src, dst string) (Snapshot, error) {
+		s, err := takeCopy(ctx, src, dst)
+		if err != nil {
+			return nil, err
+		}
+		return heldMerge{snapshotCopy: s.(snapshotCopy), entered: entered, release: release}, nil
+	}})
+	first, second := f.spawn(t, "write a.txt"), f.spawn(t, "write b.txt")
+	f.wait(t, first.ID)
+	f.wait(t, second.ID)
+
+	firstDone := make(chan error, 1)
+	go func() {
+		_, err := f.b.Merge(context.Background(), first.ID, false)
+		firstDone <- err
+	}()
+	<-entered // the first merge holds the lock, its "question" open
+
+	ctx, cancel := context.WithCancel(context.Background())
+	secondDone := make(chan error, 1)
+	go func() {
+		_, err := f.b.Merge(ctx, second.ID, false)
+		secondDone <- err
+	}()
+	cancel()
+	select {
+	case err := <-secondDone:
+		require.Error(t, err)
+		var failure *tools.Failure
+		require.ErrorAs(t, err, &failure)
+		require.Equal(t, tools.ErrCancelled, failure.Kind, err.Error())
+	case <-entered:
+		t.Fatal("the second merge ran while the first held the lock")
+	}
+	close(release)
+	require.NoError(t, <-firstDone)
 }
