@@ -132,7 +132,7 @@ func runRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case len(c.rest) != 1 || strings.TrimSpace(c.rest[0]) == "":
 		return c.out.usage(errors.New(`give the prompt as one argument, in quotes: pixir run "what to do"`))
 	}
-	prompt, err := promptArgument(c.rest[0], stdin)
+	prompt, err := promptArgument(c.rest[0], stdin, c.out.stderr)
 	if err != nil {
 		return c.out.usage(err)
 	}
@@ -144,19 +144,31 @@ func runRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // than one argument may be (128 KiB on Linux: a diff, a log) or one it
 // does not want in the process table. "-" was sent to the model as the
 // prompt.
-func promptArgument(arg string, stdin io.Reader) (string, error) {
+func promptArgument(arg string, stdin io.Reader, stderr io.Writer) (string, error) {
 	if arg != "-" {
 		return arg, nil
 	}
-	b, err := io.ReadAll(stdin)
+	if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		// A person typing: say how the prompt ends, rather than wait
+		// silently for an end of input nobody knows is awaited.
+		fmt.Fprintln(stderr, "pixir: type the prompt, then Ctrl-D on a line of its own to send it")
+	}
+	b, err := io.ReadAll(io.LimitReader(stdin, maxStdinPrompt+1))
 	if err != nil {
 		return "", fmt.Errorf("reading the prompt from standard input (\"-\"): %w", err)
+	}
+	if len(b) > maxStdinPrompt {
+		return "", fmt.Errorf(`the prompt "-" read from standard input is over %d MiB, more than any model's context holds: give the model a file's path to read instead`, maxStdinPrompt>>20)
 	}
 	if strings.TrimSpace(string(b)) == "" {
 		return "", errors.New(`the prompt "-" is read from standard input, and it held none: pipe it in (pixir run - < prompt.txt), or give it as one argument, in quotes`)
 	}
 	return string(b), nil
 }
+
+// maxStdinPrompt bounds a prompt read from standard input: /dev/zero or a
+// runaway pipe must not grow memory without end.
+const maxStdinPrompt = 16 << 20
 
 // runResume is `pixir resume ID "prompt"` and `pixir resume ID --workflow
 // FILE [--resume-from WORKFLOW_ID]`.
@@ -173,7 +185,7 @@ func runResume(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case c.o.workflow != "" || len(c.rest) != 2 || strings.TrimSpace(c.rest[1]) == "":
 		return c.out.usage(errors.New(`give the session id and a prompt, or a workflow: pixir resume SESSION_ID "what next", or pixir resume SESSION_ID --workflow FILE (pixir sessions lists the ids)`))
 	}
-	prompt, err := promptArgument(c.rest[1], stdin)
+	prompt, err := promptArgument(c.rest[1], stdin, c.out.stderr)
 	if err != nil {
 		return c.out.usage(err)
 	}

@@ -730,6 +730,27 @@ func TestRunReadsThePromptFromStdinForADash(t *testing.T) {
 	_, errOut, code := e.pixir("run", "-")
 	require.Equal(t, exitUsage, code)
 	require.Contains(t, errOut, `the prompt "-" is read from standard input, and it held none`)
+
+	// A runaway input is refused at its bound, not read without end.
+	cmd = e.command("run", "-")
+	cmd.Stdin = io.LimitReader(neverEnding('x'), 64<<20)
+	stderr.Reset()
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, stderr.String())
+	require.Equal(t, exitUsage, exit.ExitCode())
+	require.Contains(t, stderr.String(), `the prompt "-" read from standard input is over 16 MiB`)
+}
+
+// neverEnding is an endless reader of one byte, as /dev/zero is.
+type neverEnding byte
+
+func (b neverEnding) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(b)
+	}
+	return len(p), nil
 }
 
 // A step naming an agent that no file defines, where an agent file does
