@@ -293,6 +293,37 @@ func TestAStreamThatEndsUnansweredFailsTheCall(t *testing.T) {
 	require.Contains(t, res.Error.Message, "ended the stream of its answer")
 }
 
+// TestADroppedRequestFailsTheCallAtOnce: an HTTP server that drops the
+// connection of one call without answering ("Post …: EOF") fails that
+// request; its session lives on, so the call neither waits for the
+// server's end (it waited for the turn's, ignoring tool_timeout) nor
+// says the server stopped. The turn's deadline only ends the test if the
+// call hangs.
+func TestADroppedRequestFailsTheCallAtOnce(t *testing.T) {
+	hs := newHTTPServerWith(t, func(w http.ResponseWriter, _ *http.Request, method, tool string, _ http.Handler) bool {
+		if method != "tools/call" || tool != "slow" {
+			return false
+		}
+		c, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			_ = c.Close()
+		}
+		return true
+	})
+	s := startReady(t, []ServerConfig{{Name: "web", URL: hs.URL, ToolTimeout: time.Hour}}, newRecorder().options(t))
+	turn, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	res := byName(t, s, "mcp__web__slow").Run(turn, tools.Env{}, json.RawMessage(`{}`))
+	require.NoError(t, turn.Err(), "the call waited for the turn's end: %+v", res.Error)
+	require.NotNil(t, res.Error)
+	require.Equal(t, tools.ErrInternal, res.Error.Kind)
+	require.Contains(t, res.Error.Message, `calling the MCP server "web" failed`)
+	require.Contains(t, res.Error.Message, "EOF")
+	require.NotContains(t, res.Error.Message, "stopped")
+	// The session lives on: the next call is answered.
+	require.True(t, call(t, byName(t, s, "mcp__web__echo"), `{"text":"x"}`).OK)
+}
+
 // TestAServerThatNeverTakesTheCancelDoesNotHoldTheCall: the cancel of a
 // call is a notification the server must accept; one that never does
 // (busy with that very call) costs the caller a bounded wait, not its

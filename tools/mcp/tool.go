@@ -181,13 +181,14 @@ func (t *tool) Run(ctx context.Context, env tools.Env, args json.RawMessage) too
 	case errors.Is(context.Cause(cctx), errToolTimeout):
 		return tools.Fail(tools.ErrTimeout, "the MCP tool %q did not answer within %s and was cancelled on its server; "+
 			"try smaller work, or raise tool_timeout for the server %q in config.toml", t.remote.Name, timeout, t.srv.cfg.Name)
-	case errors.Is(err, jsonrpc2.ErrClosed), errors.Is(err, io.EOF), t.srv.gone():
+	case t.srv.stoppedBy(err):
 		// Its end is recorded and said (the notice, the warning with
 		// its stderr) before the call's result: a headless run that
-		// ends at this result would otherwise end before it.
+		// ends at this result would otherwise end before it. The
+		// call's own time bounds the wait.
 		select {
 		case <-t.srv.done:
-		case <-ctx.Done():
+		case <-cctx.Done():
 		}
 		return tools.Fail(tools.ErrInternal, "the MCP server %q stopped during the call; its tools are withdrawn, so do not retry", t.srv.cfg.Name)
 	}
@@ -202,6 +203,23 @@ func (t *tool) Run(ctx context.Context, env tools.Env, args json.RawMessage) too
 		return tools.Fail(tools.ErrInternal, "the MCP server %q answered with an error (code %d): %s", t.srv.cfg.Name, werr.Code, werr.Message)
 	}
 	return tools.Fail(tools.ErrInternal, "calling the MCP server %q failed: %v", t.srv.cfg.Name, err)
+}
+
+// stoppedBy reports whether a call failed with err because its server
+// stopped: the connection ended, or a stdio server's process did (an EOF
+// from its pipes). An HTTP request that failed alone (the server dropped
+// the connection of one POST: "Post …: EOF") leaves the session running,
+// so it is a failed request, not a stop.
+func (srv *server) stoppedBy(err error) bool {
+	if errors.Is(err, jsonrpc2.ErrClosed) || srv.gone() {
+		return true
+	}
+	select {
+	case <-srv.session.Done():
+		return true
+	default:
+	}
+	return srv.proc != nil && errors.Is(err, io.EOF)
 }
 
 // call makes the call and, while it runs, passes the server's progress to
