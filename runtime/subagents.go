@@ -308,9 +308,12 @@ type subagent struct {
 	// (snapUsers: its run, a merge); between uses it is let go when it can
 	// be read back from disk (snapOnDisk), so a process that ran many
 	// writers does not keep every one's manifest (~150 B a file).
-	snap         Snapshot
-	snapUsers    int
-	snapOnDisk   bool
+	snap       Snapshot
+	snapUsers  int
+	snapOnDisk bool
+	// snapRemoved: its work was merged whole and its snapshot removed
+	// (dropMerged); nothing is left to merge or to run in.
+	snapRemoved  bool
 	status       tools.SubagentStatus
 	summary      string
 	failure      *tools.Failure

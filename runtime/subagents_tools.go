@@ -271,6 +271,10 @@ func (b binding) SendInput(_ context.Context, id, message string) (tools.Subagen
 		return tools.SubagentView{}, failure(tools.ErrPermissionDenied,
 			"subagent %s ran in an earlier Pixir process and cannot be resumed; spawn a new one with spawn_agent (its summary is in list_agents)", id)
 	}
+	if sa.snapRemoved {
+		m.mu.Unlock()
+		return tools.SubagentView{}, failure(tools.ErrPermissionDenied, removedSnapshot, id)
+	}
 	sa.status, sa.input, sa.done = tools.SubagentQueued, message, make(chan struct{})
 	sa.summary, sa.failure, sa.stopping = "", nil, false
 	sa.seen = sa.name != "" // its next end is news

@@ -163,7 +163,14 @@ type sessionEvidence struct {
 // Record takes the path of subagent events, so the Log and live observers
 // both see workflow events.
 func (e sessionEvidence) Record(d workflows.WorkflowEvent) error {
-	return e.s.emitBackground(EventWorkflow, d)
+	if err := e.s.emitBackground(EventWorkflow, d); err != nil {
+		return err
+	}
+	if d.Kind == workflows.EventCheckpointDecided {
+		// Recorded: a resume reuses the step as decided, merged.
+		e.s.rt.subagents.dropMerged(d.Outcome)
+	}
+	return nil
 }
 
 func (e sessionEvidence) ShowPlan(entries []tools.PlanEntry) {
