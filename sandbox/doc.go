@@ -22,13 +22,6 @@
 // parent for PR_SET_PDEATHSIG, which is why it must live as long as the
 // command does.
 //
-// A writable folder holding a protected path (.git, .pixir) is the one
-// case where a command starts as something else first: Pixir's own binary,
-// in a mount namespace of its own, binds each protected path read-only
-// over itself, enters the ruleset (the folder allowed whole) and executes
-// the command in its place (mountinit_linux.go). Landlock cannot take a
-// path out of a folder it allows.
-//
 // Where the kernel cannot do something (no Landlock, no PID namespaces),
 // Support says so and the command still runs, as unconfined as before;
 // the caller decides whether that is acceptable and tells the user.

@@ -3,11 +3,9 @@ package sandbox
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"runtime"
-	"slices"
 	"sync"
 	"syscall"
 
@@ -80,36 +78,6 @@ func namespaceRefused(err error) bool {
 		errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EUSERS) || errors.Is(err, syscall.EACCES)
 }
 
-// errRetry: the command could not start in namespaces, or its mounts
-// could not be made, and it must be started again without them
-// (noteContainFailed or noteMountFailed said so).
-var errRetry = errors.New("start again without namespaces or mounts")
-
-// mountFailed records why making a command's read-only mounts failed (a
-// seccomp profile that refuses mount calls, a kernel before 5.12): from
-// then on protected paths are taken out of the ruleset instead (openUp).
-var mountFailed struct {
-	sync.Mutex
-	problem string
-}
-
-// mountFault, in tests, is a path more to mount, which fails.
-var mountFault []string
-
-func mountProblem() string {
-	mountFailed.Lock()
-	defer mountFailed.Unlock()
-	return mountFailed.problem
-}
-
-func noteMountFailed(msg string) {
-	mountFailed.Lock()
-	defer mountFailed.Unlock()
-	if mountFailed.problem == "" {
-		mountFailed.problem = msg
-	}
-}
-
 // run starts the command newCmd makes under p, on a thread of its own, and
 // waits for it.
 func (s *Sandbox) run(newCmd func() *exec.Cmd, p Policy) (Outcome, error) {
@@ -117,11 +85,6 @@ func (s *Sandbox) run(newCmd func() *exec.Cmd, p Policy) (Outcome, error) {
 	contain := containProblem() == ""
 	attr, userns := containAttr(contain)
 	ruleset := -1
-	// byMount: the protected paths are kept read-only by mounts in the
-	// command's namespaces, so its writable folders are allowed whole (see
-	// mountInitName).
-	var byMount []string
-	var report, reportW *os.File
 	if p.Restricts() {
 		k := probeKernel()
 		switch {
@@ -130,13 +93,7 @@ func (s *Sandbox) run(newCmd func() *exec.Cmd, p Policy) (Outcome, error) {
 		case k.landlockABI == 0:
 			out.Unconfined = k.landlockProblem
 		default:
-			rp := p
-			if contain && p.Confine && mountProblem() == "" {
-				if byMount = protectedByMount(p); byMount != nil {
-					rp.Protected = nil
-				}
-			}
-			fd, err := buildRuleset(k.landlockABI, rp, userns)
+			fd, err := buildRuleset(k.landlockABI, p, userns)
 			if err != nil {
 				return out, fmt.Errorf("preparing the command's sandbox: %w", err)
 			}
@@ -153,35 +110,6 @@ func (s *Sandbox) run(newCmd func() *exec.Cmd, p Policy) (Outcome, error) {
 		return cmd
 	}
 	cmd := prepare(attr)
-	if byMount != nil {
-		// Pixir's binary starts first, in a mount namespace too, and
-		// becomes the command (mountInit).
-		attr.Cloneflags |= syscall.CLONE_NEWNS
-		if userns {
-			// Not root in its user namespace, it would lose the
-			// capability to mount at the exec; it drops it before the
-			// command's.
-			attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN}
-		}
-		cmd.Args = slices.Concat([]string{mountInitName}, byMount, mountFault, []string{"--", cmd.Path}, cmd.Args)
-		cmd.Path = "/proc/self/exe"
-		dup, err := unix.FcntlInt(uintptr(ruleset), unix.F_DUPFD_CLOEXEC, 0)
-		if err != nil {
-			return out, fmt.Errorf("preparing the command's sandbox: %w", err)
-		}
-		rf := os.NewFile(uintptr(dup), "ruleset")
-		defer rf.Close()
-		// What goes wrong before the command is executed comes back on
-		// a pipe, which its exec closes.
-		var err2 error
-		report, reportW, err2 = os.Pipe()
-		if err2 != nil {
-			return out, fmt.Errorf("preparing the command's sandbox: %w", err2)
-		}
-		defer report.Close()
-		defer reportW.Close()
-		cmd.ExtraFiles = []*os.File{rf, reportW} // rulesetFD, reportFD
-	}
 
 	started := make(chan error, 1)
 	waited := make(chan error, 1)
@@ -192,7 +120,7 @@ func (s *Sandbox) run(newCmd func() *exec.Cmd, p Policy) (Outcome, error) {
 		// the command's parent thread, whose death (Pixir's death) kills
 		// the command through PR_SET_PDEATHSIG.
 		runtime.LockOSThread()
-		if ruleset >= 0 && byMount == nil {
+		if ruleset >= 0 {
 			if err := restrictThread(ruleset); err != nil {
 				started <- fmt.Errorf("entering the command's sandbox: %w", err)
 				return
@@ -201,26 +129,9 @@ func (s *Sandbox) run(newCmd func() *exec.Cmd, p Policy) (Outcome, error) {
 		err := cmd.Start()
 		if err != nil && contain && namespaceRefused(err) {
 			noteContainFailed(err)
-			if byMount != nil {
-				// Started again without namespaces, the protected paths
-				// taken out of the ruleset.
-				started <- errRetry
-				return
-			}
-			// (The retry below has no namespaces, so no mounts either.)
 			fallback, _ := containAttr(false)
 			cmd = prepare(fallback)
 			err = cmd.Start()
-		}
-		if err == nil && report != nil {
-			reportW.Close()
-			if msg, _ := io.ReadAll(report); len(msg) > 0 {
-				// The mounts could not be made: never again in this
-				// process, and this command is started without them.
-				_ = cmd.Wait()
-				noteMountFailed(string(msg))
-				err = errRetry
-			}
 		}
 		started <- err
 		if err != nil {
@@ -229,9 +140,6 @@ func (s *Sandbox) run(newCmd func() *exec.Cmd, p Policy) (Outcome, error) {
 		waited <- cmd.Wait()
 	}()
 	if err := <-started; err != nil {
-		if errors.Is(err, errRetry) {
-			return s.run(newCmd, p)
-		}
 		return out, err
 	}
 	err := <-waited

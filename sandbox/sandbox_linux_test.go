@@ -4,17 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 
 	"github.com/pixir-go/pixir/sandbox/sandboxtest"
 )
@@ -132,9 +129,7 @@ func TestProtectedPathsStayReadOnly(t *testing.T) {
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(ws, ".pixir", "sessions", "s.ndjson"), []byte("{}\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(ws, "README"), []byte("r\n"), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(ws, ".git", "HEAD"), []byte("ref\n"), 0o644))
 	p := Policy{Confine: true, Writable: []string{ws}, Protected: []string{filepath.Join(ws, ".git"), filepath.Join(ws, ".pixir")}}
-	contained := (*Sandbox)(nil).Support().Contain == "pid-namespace"
 
 	for script, ok := range map[string]bool{
 		"echo x > src/new.go":                 true,
@@ -144,38 +139,15 @@ func TestProtectedPathsStayReadOnly(t *testing.T) {
 		"touch .git/HEAD":                     false,
 		"rm -rf .pixir":                       false,
 		"mv .git gone":                        false,
+		"echo x > NEWTOP":                     false, // a new entry at the top: documented limit
 		"ln -s .pixir/sessions src/l && true": true,
-		"touch .git/new":                      false,
-		"mkdir .pixir/x":                      false,
-		"ln README .git/r":                    false,
-		"mv src/new.go .pixir/":               false,
-		"umount .git":                         false,
-		"rm -rf .git/* .git/.[!.]*":           false,
-		// New entries at the top, and the rest of what a folder allows,
-		// where the command has namespaces (.git and .pixir are then kept
-		// read-only by mounts, and the folder is allowed whole).
-		"echo x > NEWTOP && mkdir NEWDIR && echo y > NEWDIR/f": contained,
-		"mv README README2 && rm README2":                      contained,
 	} {
 		out, got, _ := sh(t, nil, p, ws, script)
 		require.Equal(t, ok, got == 0, "%s: %s", script, out)
 	}
-	if contained && os.Geteuid() != 0 {
-		// Started in a user namespace, the binary that made the mounts
-		// held CAP_SYS_ADMIN there: the command holds nothing.
-		out, code, _ := sh(t, nil, p, ws, "grep -E '^Cap(Eff|Prm|Amb):' /proc/self/status; id -u")
-		require.Equal(t, 0, code, out)
-		require.Equal(t, fmt.Sprintf("CapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapAmb:\t0000000000000000\n%d\n", os.Getuid()), out)
-	}
 	b, err := os.ReadFile(filepath.Join(ws, ".pixir", "sessions", "s.ndjson"))
 	require.NoError(t, err)
 	require.Equal(t, "{}\n", string(b))
-	b, err = os.ReadFile(filepath.Join(ws, ".git", "HEAD"))
-	require.NoError(t, err)
-	require.Equal(t, "ref\n", string(b))
-	entries, err := os.ReadDir(filepath.Join(ws, ".git"))
-	require.NoError(t, err)
-	require.Len(t, entries, 1, "nothing made in .git")
 }
 
 func TestDenyNetworkRefusesLoopback(t *testing.T) {
@@ -394,115 +366,5 @@ func TestGoBuildCacheFromTheEnvironment(t *testing.T) {
 		"PATH=/bin":                     "",
 	} {
 		require.Equal(t, want, goBuildCache(strings.Fields(env)), env)
-	}
-}
-
-// A worktree's .git is a file: it stays read-only as a folder does. A
-// writable path beneath a protected one (a workspace that is the home
-// folder, whose .pixir holds the Go cache) stays writable.
-func TestProtectedFilesAndWritablePathsBeneathThem(t *testing.T) {
-	needLandlock(t)
-	ws := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(ws, ".git"), []byte("gitdir: /elsewhere\n"), 0o644))
-	require.NoError(t, os.MkdirAll(filepath.Join(ws, ".pixir", "cache"), 0o755))
-	p := Policy{Confine: true, Writable: []string{ws}, Protected: []string{filepath.Join(ws, ".git"), filepath.Join(ws, ".pixir")}}
-	contained := (*Sandbox)(nil).Support().Contain == "pid-namespace"
-	for script, ok := range map[string]bool{
-		"echo x > NEW":     contained,
-		"echo y >> .git":   false,
-		"rm .git":          false,
-		"mv .git g":        false,
-		"touch .pixir/new": false,
-	} {
-		out, got, _ := sh(t, nil, p, ws, script)
-		require.Equal(t, ok, got == 0, "%s: %s", script, out)
-	}
-	// Without a .git, no mount can keep a command from making one (with
-	// hooks the user's git would run): nothing new at the top then.
-	noGit := t.TempDir()
-	require.NoError(t, os.MkdirAll(filepath.Join(noGit, ".pixir"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(noGit, "a"), []byte("a\n"), 0o644))
-	q := Policy{Confine: true, Writable: []string{noGit}, Protected: []string{filepath.Join(noGit, ".git"), filepath.Join(noGit, ".pixir")}}
-	for script, ok := range map[string]bool{"mkdir .git": false, "echo x > NEW": false, "echo b >> a": true} {
-		out, got, _ := sh(t, nil, q, noGit, script)
-		require.Equal(t, ok, got == 0, "%s: %s", script, out)
-	}
-	p.Writable = append(p.Writable, filepath.Join(ws, ".pixir", "cache"))
-	out, code, _ := sh(t, nil, p, ws, "echo x > .pixir/cache/c")
-	require.Equal(t, 0, code, out)
-	b, err := os.ReadFile(filepath.Join(ws, ".git"))
-	require.NoError(t, err)
-	require.Equal(t, "gitdir: /elsewhere\n", string(b))
-}
-
-// A command whose mounts cannot be made is started without them, the
-// protected paths taken out of its ruleset as before; and later ones are
-// not tried with mounts again.
-func TestACommandWhoseMountsFailRunsWithoutThem(t *testing.T) {
-	needLandlock(t)
-	if (*Sandbox)(nil).Support().Contain != "pid-namespace" {
-		t.Skip("no namespaces here")
-	}
-	mountFault = []string{"/nonexistent/fault"}
-	t.Cleanup(func() {
-		mountFault = nil
-		mountFailed.Lock()
-		mountFailed.problem = ""
-		mountFailed.Unlock()
-	})
-	ws := t.TempDir()
-	require.NoError(t, os.MkdirAll(filepath.Join(ws, ".git"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(ws, "a"), []byte("a\n"), 0o644))
-	p := Policy{Confine: true, Writable: []string{ws}, Protected: []string{filepath.Join(ws, ".git")}}
-	out, code, _ := sh(t, nil, p, ws, "echo b >> a; touch .git/x")
-	require.NotEqual(t, 0, code, out)
-	require.NotContains(t, out, "pixir:", "the failure is Pixir's to handle, not the command's output")
-	b, err := os.ReadFile(filepath.Join(ws, "a"))
-	require.NoError(t, err)
-	require.Equal(t, "a\nb\n", string(b), "the command ran")
-	require.Contains(t, mountProblem(), "keeping /nonexistent/fault read-only")
-	_, code, _ = sh(t, nil, p, ws, "echo x > NEW")
-	require.NotEqual(t, 0, code, "no mounts any more: nothing new at the top")
-}
-
-// What goes wrong in the binary that makes a command's mounts comes back
-// on its report pipe, for Pixir to start the command without them; and
-// it touches no mount outside namespaces of its own.
-func TestMountInitReportsWhatWentWrong(t *testing.T) {
-	if (*Sandbox)(nil).Support().Contain != "pid-namespace" {
-		t.Skip("no namespaces here")
-	}
-	for _, tc := range []struct {
-		name      string
-		namespace bool
-		want      string
-	}{
-		{"a protected path gone", true, "keeping /nonexistent/.git read-only: open_tree: no such file or directory"},
-		{"outside namespaces of its own", false, "is not the first process of a namespace of its own"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r, w, err := os.Pipe()
-			require.NoError(t, err)
-			defer r.Close()
-			cmd := exec.Command("/proc/self/exe")
-			cmd.Args = []string{mountInitName, "/nonexistent/.git", "--", "/bin/true", "true"}
-			cmd.ExtraFiles = []*os.File{w, w} // no ruleset: it fails before
-			if tc.namespace {
-				attr, userns := containAttr(true)
-				attr.Cloneflags |= syscall.CLONE_NEWNS
-				if userns {
-					attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN}
-				}
-				cmd.SysProcAttr = attr
-			}
-			require.NoError(t, cmd.Start())
-			w.Close()
-			msg, err := io.ReadAll(r)
-			require.NoError(t, err)
-			var exit *exec.ExitError
-			require.ErrorAs(t, cmd.Wait(), &exit)
-			require.Equal(t, 126, exit.ExitCode())
-			require.Contains(t, string(msg), tc.want)
-		})
 	}
 }
