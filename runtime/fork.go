@@ -81,6 +81,10 @@ func (r *Runtime) ForkSession(id, dir string, opts ...SessionOption) (*Session, 
 	err = errors.Join(log.Sync(), log.Close())
 	now := time.Now().UTC()
 	meta.ID, meta.Workspace, meta.ParentID, meta.Depth, meta.CreatedAt, meta.UpdatedAt = fork, root, "", 0, now, now
+	// The source's count is of the source's Log: the fork's is written
+	// anew (usage and Subagent events dropped, renumbered), so its turns
+	// are counted from the Log until its own first turn saves a count.
+	meta.Count = nil
 	if err == nil {
 		err = writeMeta(meta)
 	}

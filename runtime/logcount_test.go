@@ -39,3 +39,32 @@ func TestTheMetadataSaysHowManyTurnsTheLogHeldAtWhatSize(t *testing.T) {
 	require.NoError(t, log.Append(&Event{Type: EventUserMessage, Data: []byte(`{"text":"three"}`)}))
 	require.Equal(t, 3, log.Count().UserMessages)
 }
+
+// A fork's Log is written anew (usage events dropped, renumbered, a
+// notice added), so the source's count, kept with the source's byte size,
+// is not carried into the fork's metadata: a list would count the fork's
+// turns from an offset that means nothing in its Log (review33c #4).
+func TestAForkDoesNotTakeItsSourcesCount(t *testing.T) {
+	home, ws := t.TempDir(), t.TempDir()
+	rt := New(Config{Home: home, Provider: &fakeProvider{}, Model: "m"})
+	defer rt.Close()
+	src, err := rt.NewSession(ws)
+	require.NoError(t, err)
+	for _, text := range []string{"one", "two"} {
+		_, err := src.Prompt(context.Background(), Prompt{Text: text}, TurnOptions{})
+		require.NoError(t, err)
+	}
+	saved, err := readMeta(ws, src.ID())
+	require.NoError(t, err)
+	require.NotNil(t, saved.Count)
+
+	fork, _, err := rt.ForkSession(src.ID(), ws)
+	require.NoError(t, err)
+	forked, err := readMeta(ws, fork.ID())
+	require.NoError(t, err)
+	if forked.Count != nil {
+		info, err := os.Stat(fork.LogPath())
+		require.NoError(t, err)
+		require.Equal(t, info.Size(), forked.Count.Bytes, "a count of the fork's own Log, or none")
+	}
+}
