@@ -666,3 +666,37 @@ func TestTheRecordCopiesWhatAStepMayWrite(t *testing.T) {
 	  {"id": "make", "task": "do it", "depends_on": ["split"], "for_each": {"step": "split", "path": "/tasks"}, "write_set": ["${item.files}"]}]}`)
 	require.Nil(t, w.writable(), "a write set known only as the fan-out runs")
 }
+
+// A resume cancelled before its first step carries its prior's record of
+// the user's work, and a resume of it carries that record on: the first
+// run's changes in the workspace are the run's, not the user's. It made
+// a fresh record, which took them for the user's (review33c #2).
+func TestAResumeOfAResumeThatStartedNothingCarriesTheFirstRecord(t *testing.T) {
+	const spec = `{"commit": {"message": "feat: add"}, "steps": [
+	  {"id": "code", "task": "t", "write_set": ["src/**"], "workspace_mode": "shared"}]}`
+	sim := newSim(func(string) childPlan {
+		return childPlan{dur: 5, status: tools.SubagentFailed, changes: &tools.FileChanges{Changed: []string{"src/a.go"}}}
+	})
+	atStart := BeforeRun{"src/a.go": "1111111111111111111111111111111111111111"}
+	fc := &recordingCommitter{rec: atStart}
+	p, err := Prepare(mustParse(t, spec), Ports{Agents: sim, Children: sim, Evidence: sim, Committer: fc})
+	require.NoError(t, err)
+	first := p.Run(context.Background(), RunOptions{WorkflowID: "wf-1", Now: fixedClock(), waiting: sim.waiting})
+	require.NotEqual(t, StatusCompleted, first.Status)
+	require.Equal(t, 1, fc.asked)
+
+	fc.rec = BeforeRun{"src/a.go": "2222222222222222222222222222222222222222"} // wf-1's change, on disk
+	for _, run := range []struct{ id, from string }{{"wf-2", "wf-1"}, {"wf-3", "wf-2"}} {
+		w := mustParse(t, spec)
+		w.ResumeFrom = run.from
+		p, err = Prepare(w, Ports{Agents: sim, Children: sim, Evidence: sim, Committer: fc})
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		if run.id == "wf-2" {
+			cancel() // before its first step
+		}
+		p.Run(ctx, RunOptions{WorkflowID: run.id, Now: fixedClock(), waiting: sim.waiting})
+		cancel()
+	}
+	require.Equal(t, 1, fc.asked, "the first run's record is carried down the chain, never made again")
+}

@@ -56,10 +56,8 @@ func Reusable(events []WorkflowEvent, w *Workflow) (*Reuse, error) {
 		return nil, &tools.Failure{Kind: tools.ErrInvalidArgs, Message: p.Message, Details: ValidationDetails{Problems: []Problem{p}}}
 	}
 	r := &Reuse{From: prior.id, Runs: map[string]StepOutcome{}, Finished: prior.iterDone, Steps: prior.stepsByID, Merging: map[string]bool{}, Before: prior.before}
+	r.Started = startedDown(prior, runs)
 	for _, sr := range prior.runs {
-		if sr.agent != "" || (sr.outcome != nil && (sr.outcome.AgentID != "" || sr.outcome.ReusedFrom != "")) {
-			r.Started = true
-		}
 		switch o := sr.outcome; {
 		case o != nil && (o.AgentID != "" || o.ReusedFrom != ""):
 			r.Runs[sr.label] = *o
@@ -73,6 +71,33 @@ func Reusable(events []WorkflowEvent, w *Workflow) (*Reuse, error) {
 		}
 	}
 	return r, nil
+}
+
+// startedDown reports whether run, or a run its record of the user's work
+// was carried from, started a step: a resume cancelled before its first
+// step carries its prior's record, and its own resume must carry it on
+// too, or the prior's work in the workspace is taken for the user's
+// (review33c #2). A chain is followed only through runs that carried a
+// record (a run that made its own resumed one that started nothing).
+func startedDown(run *foldedRun, runs []foldedRun) bool {
+	for seen := 0; run != nil && seen <= len(runs); seen++ {
+		for _, sr := range run.runs {
+			if sr.agent != "" || (sr.outcome != nil && (sr.outcome.AgentID != "" || sr.outcome.ReusedFrom != "")) {
+				return true
+			}
+		}
+		if run.before == nil || run.w == nil || run.w.ResumeFrom == "" {
+			return false
+		}
+		from := run.w.ResumeFrom
+		run = nil
+		for i := range runs {
+			if runs[i].id == from {
+				run = &runs[i]
+			}
+		}
+	}
+	return false
 }
 
 // undecidedRun is a shared writer's run of the run resumed from that
