@@ -578,27 +578,38 @@ func (m *Manager) home(sa *subagent) string {
 // restored from the Log). Nil, nil: sa has none to use.
 func (m *Manager) useSnapshot(sa *subagent, load bool) (Snapshot, error) {
 	m.mu.Lock()
+	if sa.snapRemoved {
+		m.mu.Unlock()
+		return nil, errSnapshotRemoved
+	}
 	snap := sa.snap
-	if snap != nil {
+	load = snap == nil && (load || sa.snapOnDisk) && m.cfg.LoadSnapshot != nil
+	if snap != nil || load {
+		// Counted before it is read back, so that dropMerged, which
+		// removes only a snapshot nothing uses, cannot remove it under
+		// the read.
 		sa.snapUsers++
 	}
-	load = snap == nil && (load || sa.snapOnDisk) && m.cfg.LoadSnapshot != nil
 	m.mu.Unlock()
 	if !load {
 		return snap, nil
 	}
 	loaded, err := m.cfg.LoadSnapshot(sa.workspace)
-	if err != nil {
-		return nil, err
-	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err != nil {
+		sa.snapUsers--
+		return nil, err
+	}
 	if sa.snap == nil {
 		sa.snap = loaded
 	}
-	sa.snapUsers++
 	return sa.snap, nil
 }
+
+// errSnapshotRemoved: a workflow step's snapshot removed once its work was
+// merged whole (dropMerged).
+var errSnapshotRemoved = errors.New("its snapshot was removed once its work was merged whole")
 
 // doneSnapshot ends a use of sa's snapshot (useSnapshot, or its run's
 // after prepare made it). When no use is left and the snapshot can be

@@ -68,6 +68,8 @@ func (b binding) mergeChild(ctx context.Context, sa *subagent, cm childMerge) (t
 	// go again when the merge is decided.
 	snap, err := m.useSnapshot(sa, true)
 	switch {
+	case errors.Is(err, errSnapshotRemoved):
+		return tools.MergeReport{}, failure(tools.ErrNotFound, removedSnapshot, sa.id)
 	case err != nil:
 		return tools.MergeReport{}, failure(tools.ErrNotFound, "subagent %s's snapshot cannot be read (%v); close it with close_agent", sa.id, err)
 	case snap == nil:
