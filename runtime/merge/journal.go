@@ -478,7 +478,11 @@ func Recover(ctx context.Context, workspace string, waiting func(holder string))
 	}
 	var pending []string
 	for _, e := range entries {
-		if e.IsDir() && !strings.HasPrefix(e.Name(), threeWayPrefix) && !reaping(filepath.Join(mergesDir(workspace), e.Name())) {
+		if e.IsDir() && strings.HasPrefix(e.Name(), threeWayPrefix) {
+			removeStaleScratch(filepath.Join(mergesDir(workspace), e.Name()))
+			continue
+		}
+		if e.IsDir() && !reaping(filepath.Join(mergesDir(workspace), e.Name())) {
 			pending = append(pending, e.Name())
 		}
 	}
@@ -523,6 +527,19 @@ func Recover(ctx context.Context, workspace string, waiting func(holder string))
 		done = append(done, id)
 	}
 	return done, errors.Join(errs...)
+}
+
+// staleScratch is how old a planner's git merge-file folder must be to be
+// taken for one a killed process left: a live one lasts as long as one
+// file's three-way merge.
+const staleScratch = time.Hour
+
+// removeStaleScratch removes a planner's scratch folder a killed process
+// left behind; a live planner's (younger) is left alone.
+func removeStaleScratch(dir string) {
+	if info, err := os.Stat(dir); err == nil && time.Since(info.ModTime()) > staleScratch {
+		_ = os.RemoveAll(dir)
+	}
 }
 
 // umask is the process's, read once.

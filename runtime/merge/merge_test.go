@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -453,6 +454,17 @@ func TestRecoverLeavesAPlannersScratchAlone(t *testing.T) {
 	done, err := Recover(context.Background(), ws, nil)
 	require.NoError(t, err)
 	require.Empty(t, done)
+	require.FileExists(t, scratch)
+
+	// One a killed process left, long ago, goes.
+	old := filepath.Join(mergesDir(ws), threeWayPrefix+"456")
+	require.NoError(t, os.MkdirAll(old, 0o700))
+	write(t, old, "workspace", "ours\n")
+	long := time.Now().Add(-2 * staleScratch)
+	require.NoError(t, os.Chtimes(old, long, long))
+	_, err = Recover(context.Background(), ws, nil)
+	require.NoError(t, err)
+	require.NoDirExists(t, old)
 	require.FileExists(t, scratch)
 }
 
