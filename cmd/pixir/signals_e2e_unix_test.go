@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -37,6 +39,7 @@ match = 'hold'
 // went away, a CI runner hanging up) killed the process outright: exit
 // 129, the call unfinished in the Log, the turn incomplete.
 func TestASignalCancelsTheTurnAndTheLogRecordsIt(t *testing.T) {
+	hangupAtDefault()
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
 		t.Run(sig.String(), func(t *testing.T) {
 			e := newRunEnv(t)
@@ -129,6 +132,7 @@ match = 'piped'
 // turn's stop before the process exits 0. The signal killed it outright:
 // the call unfinished in the Log, the turn incomplete.
 func TestASignalEndsPixirACPAfterCancellingItsTurns(t *testing.T) {
+	hangupAtDefault()
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
 			e := newEnv(t, signalScript)
@@ -173,3 +177,14 @@ func TestASignalEndsTheDemoWithoutLeavingItsScratchFolder(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, left, "the scratch workspace is removed")
 }
+
+// hangupAtDefault makes the pixir processes these tests start take SIGHUP
+// at its default. A test run started ignoring it (under nohup, or by a CI
+// runner that does) passes SIG_IGN on through exec, and pixir then rightly
+// keeps ignoring it, so the hangup cases failed there; a handler of this
+// process's own is reset to the default at exec instead.
+var hangupAtDefault = sync.OnceFunc(func() {
+	if signal.Ignored(syscall.SIGHUP) {
+		signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP)
+	}
+})
