@@ -10,6 +10,7 @@ import (
 
 	"github.com/pixir-go/pixir/runtime/merge"
 	"github.com/pixir-go/pixir/tools"
+	"github.com/pixir-go/pixir/workflows"
 )
 
 // heldSnapshot reports whether the Manager holds child id's snapshot in
@@ -68,4 +69,48 @@ func TestAnIsolatedChildsSnapshotIsHeldOnlyWhileInUse(t *testing.T) {
 	require.Equal(t, 1, rep.Applied.Count(), "%+v", rep)
 	require.FileExists(t, filepath.Join(ws, "two.txt"))
 	require.False(t, f.heldSnapshot(v.ID))
+}
+
+// A snapshot being read back is in use already: a workflow's removal of a
+// merged step's snapshot (dropMerged, which removes only one nothing uses)
+// cannot remove it under the read, and once removed a merge says why.
+// The use was counted only after the read (review33c #8).
+func TestASnapshotBeingReadBackIsNotRemovedUnderTheRead(t *testing.T) {
+	reading, release := make(chan struct{}), make(chan struct{})
+	f := newManagerFixture(t, SubagentConfig{
+		Snapshot: func(ctx context.Context, src, dst string) (Snapshot, error) {
+			return merge.TakeChild(ctx, src, dst)
+		},
+		LoadSnapshot: func(dst string) (Snapshot, error) {
+			close(reading)
+			<-release
+			return merge.LoadChild(dst)
+		},
+		RemoveSnapshot: merge.RemoveChild,
+	})
+	v, err := f.b.Spawn(context.Background(), tools.SpawnRequest{Task: "write new.txt", WorkspaceMode: WorkspaceIsolated})
+	require.NoError(t, err)
+	require.Equal(t, tools.SubagentCompleted, f.wait(t, v.ID).Agents[0].Status)
+	require.False(t, f.heldSnapshot(v.ID))
+
+	m := f.rt.subagents
+	sa := func() *subagent { m.mu.Lock(); defer m.mu.Unlock(); return m.byID[v.ID] }()
+	merged := make(chan error, 1)
+	go func() {
+		_, err := f.b.Merge(context.Background(), v.ID, false)
+		merged <- err
+	}()
+	<-reading
+	whole := &workflows.StepOutcome{AgentID: v.ID, WorkspaceMode: workflows.Isolated,
+		Changes: &tools.FileChanges{Added: []string{"new.txt"}},
+		Merge:   &workflows.StepMerge{MergeReport: tools.MergeReport{Status: tools.MergeMerged, Applied: tools.MergeFiles{Added: []string{"new.txt"}}}}}
+	m.dropMerged(whole)
+	require.False(t, m.snapshotRemoved(sa), "removed while a merge read it back")
+	close(release)
+	require.NoError(t, <-merged)
+
+	m.dropMerged(whole)
+	require.True(t, m.snapshotRemoved(sa), "nothing uses it now")
+	_, err = f.b.Merge(context.Background(), v.ID, false)
+	require.ErrorContains(t, err, "its snapshot was removed then")
 }
