@@ -114,3 +114,10 @@ func TestASnapshotBeingReadBackIsNotRemovedUnderTheRead(t *testing.T) {
 	_, err = f.b.Merge(context.Background(), v.ID, false)
 	require.ErrorContains(t, err, "its snapshot was removed then")
 }
+
+// snapshotRemoved reports whether dropMerged removed sa's snapshot.
+func (m *Manager) snapshotRemoved(sa *subagent) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return sa.snapRemoved
+}

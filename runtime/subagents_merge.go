@@ -61,8 +61,6 @@ func (b binding) mergeChild(ctx context.Context, sa *subagent, cm childMerge) (t
 	case !status.Ended():
 		return tools.MergeReport{}, failure(tools.ErrPermissionDenied,
 			"subagent %s is %s; wait for it with wait_agent, then merge it", sa.id, status)
-	case m.snapshotRemoved(sa):
-		return tools.MergeReport{}, failure(tools.ErrNotFound, removedSnapshot, sa.id)
 	}
 	// Its snapshot is read back from disk unless a use holds it, and let
 	// go again when the merge is decided.
@@ -141,12 +139,6 @@ func (b binding) mergeChild(ctx context.Context, sa *subagent, cm childMerge) (t
 // removedSnapshot says why a child whose work a workflow merged whole can
 // neither be merged nor run again.
 const removedSnapshot = "subagent %s was a workflow step whose work was merged into the workspace whole, and its snapshot was removed then: nothing is left to merge or to work in; its Log stays (pixir inspect); spawn a new one with spawn_agent"
-
-func (m *Manager) snapshotRemoved(sa *subagent) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return sa.snapRemoved
-}
 
 // dropMerged removes the snapshot of a workflow step's isolated child once
 // the step is decided (its checkpoint_decided is in the parent's Log) with
