@@ -1079,15 +1079,17 @@ match = "^child"
   text = "summary of {{.User}}"
 `
 
-func TestKilledWithChildrenRunningReloadsThemDetached(t *testing.T) {
-	e := newEnv(t, subagentScript)
+// killWithAChildRunning starts pixir acp on subagentScript, spawns its two
+// children (the quick one finishes, the other hangs) and kills the
+// process with SIGKILL once the quick one's end has reached the client
+// (so its end is in the Log). It returns the session's id.
+func killWithAChildRunning(t *testing.T, e *env) string {
+	t.Helper()
 	a := e.start()
 	a.initialize()
 	sid := a.newSession()
 	m, during := a.call(2, "session/prompt", promptParams(sid, "spawn two"))
 	require.Equal(t, "end_turn", stopReason(t, m))
-	// The quick child finishes, during or after the turn; the other hangs.
-	// Its update reaches the client after its end is in the Log.
 	childCompleted := func(u map[string]any) bool {
 		id, _ := u["toolCallId"].(string)
 		return strings.HasPrefix(id, "subagent-") && u["status"] == "completed"
@@ -1097,6 +1099,12 @@ func TestKilledWithChildrenRunningReloadsThemDetached(t *testing.T) {
 	}
 	require.NoError(t, a.cmd.Process.Signal(syscall.SIGKILL))
 	_ = a.cmd.Wait()
+	return sid
+}
+
+func TestKilledWithChildrenRunningReloadsThemDetached(t *testing.T) {
+	e := newEnv(t, subagentScript)
+	sid := killWithAChildRunning(t, e)
 
 	b := e.start()
 	b.initialize()
@@ -1232,20 +1240,7 @@ match = "^write a file$"
 // no update at all, and the editor showed the child running for ever.
 func TestResumeAfterACrashUpdatesTheDetachedChildsCall(t *testing.T) {
 	e := newEnv(t, subagentScript)
-	a := e.start()
-	a.initialize()
-	sid := a.newSession()
-	m, during := a.call(2, "session/prompt", promptParams(sid, "spawn two"))
-	require.Equal(t, "end_turn", stopReason(t, m))
-	childCompleted := func(u map[string]any) bool {
-		id, _ := u["toolCallId"].(string)
-		return strings.HasPrefix(id, "subagent-") && u["status"] == "completed"
-	}
-	if !slices.ContainsFunc(updates(t, during), childCompleted) {
-		a.awaitUpdate(childCompleted)
-	}
-	require.NoError(t, a.cmd.Process.Signal(syscall.SIGKILL))
-	_ = a.cmd.Wait()
+	sid := killWithAChildRunning(t, e)
 
 	b := e.start()
 	b.initialize()
