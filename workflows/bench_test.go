@@ -582,3 +582,63 @@ func benchLooped(b *testing.B, c int, alike, estimates bool) {
 		b.ReportMetric(reservingWorst, "worst-reserving/bound")
 	}
 }
+
+// sleepyChildren run each child for run on the real clock, and make each
+// merge wait merge (as one waits for another session's merge, or for
+// another process's copy or merge in the workspace, to end).
+type sleepyChildren struct {
+	run, merge time.Duration
+}
+
+func (s *sleepyChildren) CheckSpawn(tools.SpawnRequest) error { return nil }
+
+func (s *sleepyChildren) Start(_ context.Context, req StepRequest) (tools.SubagentView, error) {
+	go func() {
+		time.Sleep(s.run)
+		req.Ended <- tools.SubagentView{ID: "sa-" + req.Name, Status: tools.SubagentCompleted, Summary: "ok",
+			WorkspaceMode: req.WorkspaceMode, Workspace: "/snap/" + req.Name,
+			Changes: &tools.FileChanges{Added: []string{}, Changed: []string{req.Name + "/x"}, Deleted: []string{}}}
+	}()
+	return tools.SubagentView{ID: "sa-" + req.Name}, nil
+}
+
+func (s *sleepyChildren) Merge(context.Context, MergeRequest) (tools.MergeReport, error) {
+	time.Sleep(s.merge)
+	return tools.MergeReport{Status: tools.MergeMerged}, nil
+}
+
+func (s *sleepyChildren) Stop(string)                              {}
+func (s *sleepyChildren) Record(WorkflowEvent) error               { return nil }
+func (s *sleepyChildren) ShowPlan([]tools.PlanEntry)               {}
+func (s *sleepyChildren) WorkflowEvents() ([]WorkflowEvent, error) { return nil, nil }
+
+// BenchmarkFanOutWithWaitingMerges is the makespan of 12 isolated writers
+// (one folder each) at concurrency 4, each child running 100 ms and each
+// merge waiting 20 or 50 ms (one at a time), on the real clock. Lower
+// bounds: 3 rounds of 100 ms and the last round's merges, or the first
+// child and 12 merges in a row, whichever is longer: 380 and 700 ms.
+func BenchmarkFanOutWithWaitingMerges(b *testing.B) {
+	w := &Workflow{MaxConcurrency: 4}
+	for i := range 12 {
+		w.Steps = append(w.Steps, Step{ID: fmt.Sprintf("t%02d", i), Task: "t", WriteSet: []string{fmt.Sprintf("t%02d/**", i)}, WorkspaceMode: Isolated})
+	}
+	w.Normalize()
+	for _, merge := range []time.Duration{20 * time.Millisecond, 50 * time.Millisecond} {
+		b.Run(fmt.Sprintf("merge=%s", merge), func(b *testing.B) {
+			sp := &sleepyChildren{run: 100 * time.Millisecond, merge: merge}
+			var total time.Duration
+			for b.Loop() {
+				p, err := Prepare(w, Ports{Agents: sp, Children: sp, Evidence: sp, Merger: sp})
+				if err != nil {
+					b.Fatal(err)
+				}
+				start := time.Now()
+				if out := p.Run(context.Background(), RunOptions{WorkflowID: "wf", NoPlan: true}); out.Status != StatusCompleted {
+					b.Fatal(out.Status, out.Output)
+				}
+				total += time.Since(start)
+			}
+			b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "makespan-ms")
+		})
+	}
+}

@@ -21,10 +21,24 @@ import (
 // ready step needs_orchestrator: its dependents are held, and the parent
 // decides (resolve then merge again, keep it in the snapshot, discard it).
 func (r *runner) land(run *stepRun, out StepOutcome) StepOutcome {
+	out, merging := r.toLand(run, out)
+	if !merging {
+		return out
+	}
+	rep, err := r.merger.Merge(r.ctx, MergeRequest{StepID: run.label, AgentID: out.AgentID})
+	return r.landed(run, out, rep, err)
+}
+
+// toLand is the first half of land: it gives the outcome its Merge and
+// says whether the merger is to be asked (merging); then the step's
+// merging event is recorded, and landed takes what the merger answered.
+// A run's loop asks the merger apart from its own work (mergeAsync), so
+// a merge that waits does not keep the step's slot.
+func (r *runner) toLand(run *stepRun, out StepOutcome) (_ StepOutcome, merging bool) {
 	st := &r.w.Steps[run.step]
 	policy := r.w.MergePolicyOf(st)
 	if policy == "" || out.WorkspaceMode != Isolated || out.AgentID == "" {
-		return out // nothing of its own to merge
+		return out, false // nothing of its own to merge
 	}
 	m := &StepMerge{Policy: policy, MergeReport: tools.MergeReport{Status: tools.MergeNotMerged}}
 	out.Merge = m
@@ -46,32 +60,39 @@ func (r *runner) land(run *stepRun, out StepOutcome) StepOutcome {
 		// again (reuse) instead of running the step again on top of work
 		// that may have landed.
 		r.record(WorkflowEvent{Kind: EventStepMerging, StepID: out.StepID, Run: run.label, Outcome: &out})
-		rep, err := r.merger.Merge(r.ctx, MergeRequest{StepID: run.label, AgentID: out.AgentID})
-		if err != nil {
-			m.Reason = "the merge could not be made: " + tools.AsFailure(err).Message
-			unlanded(&out, m.Reason)
-			break
-		}
-		m.MergeReport = rep
-		if rep.Status == tools.MergeNotMerged {
-			// Declined (ask), or refused (read_only): the work is
-			// ready but not where the user looks, and dependents would
-			// build on a workspace without it.
-			unlanded(&out, "not merged: "+rep.Reason)
-			break
-		}
-		for k := range m.Conflicts {
-			m.Conflicts[k].Steps = r.involved(run.label, m.Conflicts[k].Path)
-		}
-		for _, p := range mergedPaths(rep.Applied) {
-			r.mergedBy[p] = append(r.mergedBy[p], run.label)
-		}
-		if rep.Status == tools.MergeConflicted {
-			out.CheckpointStatus = CheckpointNeedsOrchestrator
-			if b := out.Checkpoint; b != nil {
-				b.Status, b.DependentSafe = CheckpointNeedsOrchestrator, false
-				b.KnownLimitations = append(b.KnownLimitations, conflictNote(rep.Conflicts))
-			}
+		return out, true
+	}
+	return out, false
+}
+
+// landed is the second half of land: the outcome as the merger's answer
+// (rep, or err when the merge could not be made) leaves it.
+func (r *runner) landed(run *stepRun, out StepOutcome, rep tools.MergeReport, err error) StepOutcome {
+	m := out.Merge
+	if err != nil {
+		m.Reason = "the merge could not be made: " + tools.AsFailure(err).Message
+		unlanded(&out, m.Reason)
+		return out
+	}
+	m.MergeReport = rep
+	if rep.Status == tools.MergeNotMerged {
+		// Declined (ask), or refused (read_only): the work is
+		// ready but not where the user looks, and dependents would
+		// build on a workspace without it.
+		unlanded(&out, "not merged: "+rep.Reason)
+		return out
+	}
+	for k := range m.Conflicts {
+		m.Conflicts[k].Steps = r.involved(run.label, m.Conflicts[k].Path)
+	}
+	for _, p := range mergedPaths(rep.Applied) {
+		r.mergedBy[p] = append(r.mergedBy[p], run.label)
+	}
+	if rep.Status == tools.MergeConflicted {
+		out.CheckpointStatus = CheckpointNeedsOrchestrator
+		if b := out.Checkpoint; b != nil {
+			b.Status, b.DependentSafe = CheckpointNeedsOrchestrator, false
+			b.KnownLimitations = append(b.KnownLimitations, conflictNote(rep.Conflicts))
 		}
 	}
 	return out

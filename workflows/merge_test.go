@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -293,4 +294,46 @@ func TestAWriteSetViolationIsNeverMerged(t *testing.T) {
 	require.Equal(t, tools.MergeNotMerged, docs.Merge.Status)
 	require.Contains(t, docs.Merge.Reason, "write_set_violation")
 	require.Equal(t, CheckpointHeld, out.Steps[1].CheckpointStatus)
+}
+
+// A merge that waits (for another session's merge, the workspace's lock,
+// the user's answer) does not keep its step's slot: the next step's child
+// starts while it waits. The merges still happen one at a time in the
+// order the steps ended, and each step's outcome says its own merge.
+func TestAWaitingMergeFreesItsStepsSlot(t *testing.T) {
+	spec := `{"max_concurrency":2,"steps":[
+		{"id":"a","task":"t","write_set":["a/**"]},
+		{"id":"b","task":"t","write_set":["b/**"]},
+		{"id":"c","task":"t","write_set":["c/**"]},
+		{"id":"d","task":"t","write_set":["d/**"]}]}`
+	plan := func(step string) childPlan {
+		d := map[string]int64{"a": 1, "b": 5, "c": 2, "d": 2}[step]
+		return childPlan{dur: d, changes: changed(step + "/x")}
+	}
+	var startedWhileWaiting []string
+	m := &fakeMerger{}
+	m.answer = func(step string) (tools.MergeReport, error) {
+		if step == "a" {
+			// a's merge waits until nothing else can move: what started
+			// meanwhile is what a waiting merge lets start.
+			m.mu.Unlock()
+			synctest.Wait()
+			m.sim.mu.Lock()
+			startedWhileWaiting = slices.Clone(m.sim.order)
+			m.sim.mu.Unlock()
+			m.mu.Lock()
+		}
+		return tools.MergeReport{Status: tools.MergeMerged, Applied: tools.MergeFiles{Updated: []string{step + "/x"}}}, nil
+	}
+	out, _ := runWithMerger(t, spec, plan, m)
+	require.Equal(t, StatusCompleted, out.Status)
+	require.Equal(t, []string{"a", "b", "c"}, startedWhileWaiting, "c did not start while a's merge waited")
+	// c ends at 3, b and d at 5 (b started first): merged in that order.
+	require.Equal(t, []string{"a/sa-a", "c/sa-c", "b/sa-b", "d/sa-d"}, m.merged)
+	for _, id := range []string{"a", "b", "c", "d"} {
+		s := stepOf(out, id)
+		require.Equal(t, CheckpointReady, s.CheckpointStatus, id)
+		require.Equal(t, tools.MergeMerged, s.Merge.Status, id)
+		require.Equal(t, []string{id + "/x"}, s.Merge.Applied.Updated, id)
+	}
 }

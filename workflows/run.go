@@ -80,9 +80,17 @@ type runner struct {
 	lastPlan   []tools.PlanEntry
 
 	// ends receives every started child's final view. At most
-	// MaxConcurrency children are started and not yet decided, so it never
+	// MaxConcurrency children are started and not yet ended, so it never
 	// holds more ends than that: a send from the Manager never waits.
 	ends chan tools.SubagentView
+	// landing are the runs whose children ended, not yet decided, in the
+	// order they ended: the first waits for its merge (mergeAsync), the
+	// others for it, so runs are merged and decided in the order they
+	// ended, one merge at a time, while their slots start other runs.
+	landing []*landingRun
+	// merges receives the answer of the merge in flight (merging).
+	merges  chan mergeAnswer
+	merging bool
 	// recordErr is the first failure to write the Log: the run goes on (the
 	// children are real), but the result says the evidence is incomplete.
 	recordErr error
@@ -100,7 +108,7 @@ func run(ctx context.Context, p *Prepared, opt RunOptions) Outcome {
 		account: p.runAccount(opt.WorkflowID), budgets: p.ports.Budgets, w: w, opt: opt, prior: p.reuse,
 		s:       sched{g: w.graph(), index: newConflictIndex(newOverlapCache()), parked: map[*stepRun][]profileID{}, estimates: newRunEstimates(w)},
 		schemas: make([]*tools.Schema, n), schemaOf: map[string]*tools.Schema{}, byAgent: map[string]*stepRun{}, conditions: map[string][]ConditionSeen{},
-		ends: make(chan tools.SubagentView, max(1, w.MaxConcurrency)), started: opt.Now(),
+		ends: make(chan tools.SubagentView, max(1, w.MaxConcurrency)), merges: make(chan mergeAnswer, 1), started: opt.Now(),
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -144,7 +152,8 @@ func run(ctx context.Context, p *Prepared, opt RunOptions) Outcome {
 	// (on the real clock) would let two rounds of ends arrive as one.
 	acted := true
 	for len(r.s.running) > 0 {
-		if r.opt.waiting != nil && acted {
+		if r.opt.waiting != nil && acted && !r.merging {
+			// A simulated clock stands still while a merge is made.
 			r.opt.waiting()
 		}
 		acted = true
@@ -162,6 +171,12 @@ func run(ctx context.Context, p *Prepared, opt RunOptions) Outcome {
 					drained = true
 				}
 			}
+			r.dispatch(ctx)
+		case a := <-r.merges:
+			r.merging = false
+			l := r.landing[0]
+			l.rep, l.err, l.answered = a.rep, a.err, true
+			r.settle()
 			r.dispatch(ctx)
 		case <-deadline:
 			deadline = nil
@@ -391,12 +406,80 @@ func (r *runner) ended(v tools.SubagentView) {
 			"the workflow's timeout_ms (%d) passed while this step ran; it was stopped, and its work so far is in its own log", r.w.TimeoutMS)}
 	}
 	r.describeRun(&out, run)
-	r.decided(run, r.land(run, out))
-	if r.s.stopped == "" && r.spent() != nil {
-		// Running steps get no more model calls; none starts. The
-		// session's budget as much as the run's: spent while every step
-		// already ran, no start is refused to say so.
-		r.halt(StoppedBudget)
+	run.childEnded = true
+	r.s.ended++
+	r.landing = append(r.landing, &landingRun{run: run, out: out})
+	r.settle()
+}
+
+// landingRun is a run whose child ended, on its way to its decision: its
+// outcome so far, and its merge's answer once it has one.
+type landingRun struct {
+	run              *stepRun
+	out              StepOutcome
+	planned, merging bool // toLand looked at it; it asked the merger
+	answered         bool
+	rep              tools.MergeReport
+	err              error
+}
+
+type mergeAnswer struct {
+	rep tools.MergeReport
+	err error
+}
+
+// settle decides the ended runs in the order they ended, as far as it
+// can: a run to merge first has its merge made (mergeAsync), and it and
+// the runs behind it wait for the answer, which the loop brings back.
+func (r *runner) settle() {
+	for len(r.landing) > 0 {
+		l := r.landing[0]
+		if !l.planned {
+			l.planned = true
+			if l.out, l.merging = r.toLand(l.run, l.out); l.merging {
+				r.mergeAsync(l)
+			}
+		}
+		if l.merging && !l.answered {
+			return
+		}
+		r.landing = r.landing[1:]
+		out := l.out
+		if l.merging {
+			out = r.landed(l.run, out, l.rep, l.err)
+		}
+		r.decided(l.run, out)
+		if r.s.stopped == "" && r.spent() != nil {
+			// Running steps get no more model calls; none starts. The
+			// session's budget as much as the run's: spent while every step
+			// already ran, no start is refused to say so.
+			r.halt(StoppedBudget)
+		}
+	}
+}
+
+// mergeAsync asks the merger for l's merge on a goroutine of its own,
+// whose answer the loop receives from r.merges: a merge can wait (for
+// this process's other merges and their questions to the user, for
+// another process's hold on the workspace), and the loop goes on
+// starting runs meanwhile. One merge is in flight at a time; it ends by
+// itself (the run's context ends it when the run is cancelled), and the
+// loop, which runs while any run is undecided, receives its answer.
+func (r *runner) mergeAsync(l *landingRun) {
+	r.merging = true
+	req := MergeRequest{StepID: l.run.label, AgentID: l.out.AgentID}
+	go func() {
+		rep, err := r.merger.Merge(r.ctx, req)
+		r.merges <- mergeAnswer{rep, err}
+	}()
+}
+
+// awaitMerge waits for the merge in flight to end, and puts its answer
+// back for the loop: a merge made out of turn (a resumed run's, in
+// reuse) comes after it, never beside it.
+func (r *runner) awaitMerge() {
+	if r.merging {
+		r.merges <- <-r.merges
 	}
 }
 
@@ -524,6 +607,9 @@ func (r *runner) stop(reason string) {
 	r.halt(reason)
 	var wg sync.WaitGroup
 	for _, run := range s.running {
+		if run.childEnded {
+			continue // ended: it waits to be decided
+		}
 		if run.reason == "" {
 			run.reason = reason
 		}
@@ -537,6 +623,9 @@ func (r *runner) stop(reason string) {
 func (r *runner) stopRunning() {
 	var wg sync.WaitGroup
 	for _, run := range r.s.running {
+		if run.childEnded {
+			continue
+		}
 		wg.Go(func() { r.children.Stop(run.agentID) })
 	}
 	wg.Wait()

@@ -58,9 +58,11 @@ type stepRun struct {
 	outcome *StepOutcome
 	inputs  []*stepRun // its dependencies' runs, whose checkpoints it receives
 	agentID string
-	wave    int
-	reason  string // why the workflow closed it early
-	slot    *reportSlot
+	// childEnded: its child ended; it waits in runner.landing.
+	childEnded bool
+	wave       int
+	reason     string // why the workflow closed it early
+	slot       *reportSlot
 	// fresh: a new child ran for it or for one of its inputs, so its
 	// outcome may differ from a resumed run's (resume_from).
 	fresh bool
@@ -154,7 +156,11 @@ type sched struct {
 	root    *frame
 	runs    []*stepRun // every run, in creation order
 	loops   []*loopRun // every loop run, in start order
-	running []*stepRun // in start order
+	running []*stepRun // in start order, until decided
+	// ended counts the running runs whose children ended and which wait
+	// to be decided (runner.landing): they hold their write sets against
+	// conflicting runs, not a slot.
+	ended   int
 	queue   []gateItem // gates due, first in first out
 	stopped string
 
@@ -904,6 +910,7 @@ func (r *runner) reuse(run *stepRun, out StepOutcome) {
 			out.Checkpoint = &c
 		}
 		out.Merge = nil
+		r.awaitMerge()
 		out = r.land(run, out)
 	}
 	run.state = runReady
@@ -988,7 +995,10 @@ func (r *runner) runDecided(run *stepRun) {
 
 // next marks and returns the runs to start now, in priority order: a
 // waiting run starts when a slot is free and it conflicts with no running
-// run; one that conflicts does not block later ones. It looks only at the
+// run (one whose child ended and that waits for its merge or its turn to
+// be decided frees its slot but still counts as running for conflicts:
+// a run started beside it must not write what it is merging); one that
+// conflicts does not block later ones. It looks only at the
 // first waiting run of each conflict profile: when that one conflicts with
 // a running run, so does every run behind it, and the profile is parked
 // on that run until it ends. So a decision costs in proportion to the runs
@@ -999,7 +1009,7 @@ func (r *runner) next() []*stepRun {
 		return nil
 	}
 	var start []*stepRun
-	for len(s.running) < r.w.MaxConcurrency && s.heads.len() > 0 {
+	for len(s.running)-s.ended < r.w.MaxConcurrency && s.heads.len() > 0 {
 		q := s.heads.top()
 		queue := &s.queues[q]
 		if queue.dropWhile(func(run *stepRun) bool { return run.state != runWaiting }) {
@@ -1067,6 +1077,9 @@ func (r *runner) finished(run *stepRun) {
 		return
 	}
 	s.running = slices.DeleteFunc(s.running, func(o *stepRun) bool { return o == run })
+	if run.childEnded {
+		s.ended--
+	}
 	for _, q := range s.parked[run] {
 		if s.queues[q].len() > 0 && !s.heads.has(q) {
 			s.heads.push(q)
