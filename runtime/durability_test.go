@@ -81,16 +81,16 @@ func TestAFullDiskEndsTheTurnWithEveryCallFinalized(t *testing.T) {
 	// The observer (the editor) saw c1 announced and then ended, failed,
 	// and the reason; c2 was never shown, so nothing ends it there.
 	require.Equal(t, []EventType{
-		EventUserMessage, EventAssistantMessage,
+		EventUserMessage, EventAssistantMessage, EventNotice, EventProviderUsage, // its usage estimated
 		EventToolCall, EventPermissionDecision, EventStatus,
 		EventToolResult, EventTurnFailed,
 	}, rec.types())
 	var end ToolResultData
-	require.NoError(t, json.Unmarshal(rec.events[5].Data, &end))
+	require.NoError(t, json.Unmarshal(rec.events[7].Data, &end))
 	require.Equal(t, "c1", end.ToolCallID)
 	require.Equal(t, tools.ErrInternal, end.Result.Error.Kind)
 	var failed TurnFailedData
-	require.NoError(t, json.Unmarshal(rec.events[6].Data, &failed))
+	require.NoError(t, json.Unmarshal(rec.events[8].Data, &failed))
 	require.Contains(t, failed.Message, "could not be written")
 	require.Contains(t, failed.Message, "no space left on device")
 
@@ -98,7 +98,7 @@ func TestAFullDiskEndsTheTurnWithEveryCallFinalized(t *testing.T) {
 	events, report, err := s.Events()
 	require.NoError(t, err)
 	require.True(t, report.Intact(), report.String())
-	require.Equal(t, []string{"user_message", "assistant_message", "tool_call", "permission_decision"}, typeNames(events))
+	require.Equal(t, []string{"user_message", "assistant_message", "notice", "provider_usage", "tool_call", "permission_decision"}, typeNames(events))
 
 	// Space again: the next turn first records both calls as interrupted,
 	// so the model's conversation is valid.

@@ -150,6 +150,10 @@ type ProviderUsageData struct {
 	// correction of its token estimate, which a session loaded again
 	// folds from the Log. Logs before 2026-11-25 have none.
 	RequestBytes int `json:"request_bytes,omitempty"`
+	// Estimated is set when the server reported no usage for the call:
+	// its tokens are Pixir's estimate from the request's and the answer's
+	// sizes (estimatedUsage), so that budgets still hold.
+	Estimated bool `json:"estimated,omitempty"`
 }
 
 // appendJSON appends d, whose Cost is 0, as json.Marshal writes it (a
@@ -170,6 +174,9 @@ func (d ProviderUsageData) appendJSON(b []byte) []byte {
 	}
 	if d.RequestBytes != 0 {
 		b = strconv.AppendInt(append(b, `,"request_bytes":`...), int64(d.RequestBytes), 10)
+	}
+	if d.Estimated {
+		b = append(b, `,"estimated":true`...)
 	}
 	return append(b, '}')
 }

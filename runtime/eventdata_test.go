@@ -67,7 +67,7 @@ func TestTheFastEncodedEventTypesHaveTheFieldsTheEncoderWrites(t *testing.T) {
 	require.Equal(t, []string{"Text"}, fields(TextDeltaData{}))
 	// ProviderUsageData.appendJSON too, the fields of the provider's Usage
 	// it embeds included (found in review: one added there would be lost).
-	require.Equal(t, []string{"Provider", "Model", "Usage", "InputTokens", "OutputTokens", "ContextWindow", "Cost", "Currency", "Purpose", "RequestBytes"},
+	require.Equal(t, []string{"Provider", "Model", "Usage", "InputTokens", "OutputTokens", "ContextWindow", "Cost", "Currency", "Purpose", "RequestBytes", "Estimated"},
 		fields(ProviderUsageData{}))
 }
 

@@ -184,6 +184,9 @@ type Session struct {
 	// commands cannot be sandboxed.
 	commands    *childCommands
 	sandboxTold bool
+	// estimateTold is set once the session was told the model server
+	// reports no usage, so its calls are estimated (estimatedUsage).
+	estimateTold bool
 	// keep and writes are what a Subagent may be offered and may write
 	// (its profile, posture and step, and its parent's): its own children
 	// are held to them too. nil and zero for a user's session.

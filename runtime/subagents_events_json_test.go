@@ -142,6 +142,7 @@ func TestProviderUsageProgressAndWorkflowEventsAreEncodedAsEncodingJSONDoes(t *t
 		{"every member", ProviderUsageData{Provider: "a<b>", Model: "m\u2028\xff", Usage: provider.Usage{InputTokens: -1, OutputTokens: 2, ContextWindow: 3},
 			Currency: "EUR&", Purpose: "compaction"}},
 		{"a cost", ProviderUsageData{Provider: "p", Model: "m", Cost: 0.000001234, Currency: "USD"}},
+		{"an estimate", ProviderUsageData{Provider: "openai", Model: "m", Usage: provider.Usage{InputTokens: 3000, OutputTokens: 2}, Estimated: true}},
 		{"a child's progress", SubagentProgressData{SubagentID: "sa-1", Activity: "Done."}},
 		{"a child's progress to escape", SubagentProgressData{SubagentID: "<sa>", Activity: "a \"b\" & c\u2028\xff\n"}},
 		{"a child's progress of nothing", SubagentProgressData{}},

@@ -505,11 +505,24 @@ func (t *turn) recordResponse(resp *provider.ModelResponse, partial bool) error 
 	}
 	group = append(group, eventOf{EventAssistantMessage, AssistantMessageData{Text: resp.Text, ToolCalls: resp.ToolCalls, Partial: partial, StopReason: t.stopRecorded}})
 	var call budget.Usage
-	charged := resp.Usage != nil && !partial
+	u, estimated := resp.Usage, false
+	if u == nil && !partial {
+		// A whole answer the server did not count still cost tokens.
+		u, estimated = s.estimatedUsage(t.requestBytes, resp), true
+	}
+	charged := u != nil && !partial
 	if charged {
 		var usage ProviderUsageData
-		usage, call = t.usageEvent(s.Model(), *resp.Usage, "")
-		usage.RequestBytes = t.requestBytes
+		usage, call = t.usageEvent(s.Model(), *u, "")
+		if estimated {
+			// No request_bytes: an estimate must not calibrate estimates.
+			usage.Estimated = true
+			if notice, ok := s.tellEstimate(); ok {
+				group = append(group, eventOf{EventNotice, notice})
+			}
+		} else {
+			usage.RequestBytes = t.requestBytes
+		}
 		group = append(group, eventOf{EventProviderUsage, usage})
 	}
 	if err := s.emitGroup(t.opt.Observe, group); err != nil {
@@ -517,10 +530,42 @@ func (t *turn) recordResponse(resp *provider.ModelResponse, partial bool) error 
 	}
 	s.appendHistory(provider.Message{Role: provider.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
 	if charged {
-		s.calibrate(t.requestBytes, resp.Usage.InputTokens)
-		s.charge(call, s.rt.contextWindow(s.Model(), resp.Usage.ContextWindow))
+		if !estimated {
+			s.calibrate(t.requestBytes, u.InputTokens)
+		}
+		s.charge(call, s.rt.contextWindow(s.Model(), u.ContextWindow))
 	}
 	return nil
+}
+
+// estimatedUsage is what a model call the server reported no usage for
+// (an OpenAI-compatible server that ignores stream_options.include_usage,
+// a gateway that drops the last chunk) is counted at: its request of
+// requestBytes and its answer, in tokens as the session estimates them.
+// Counting nothing would leave every budget open.
+func (s *Session) estimatedUsage(requestBytes int, resp *provider.ModelResponse) *provider.Usage {
+	answer := len(resp.Text) + len(resp.Reasoning)
+	for _, tc := range resp.ToolCalls {
+		answer += len(tc.Name) + len(tc.Arguments) + len(tc.Unparsed)
+	}
+	return &provider.Usage{InputTokens: int(max(s.tokens(requestBytes), 1)), OutputTokens: int(max(s.tokens(answer), 1))}
+}
+
+// tellEstimate is the notice, once per session, that the model server
+// reports no usage and Pixir estimates it; false once told.
+func (s *Session) tellEstimate() (NoticeData, bool) {
+	s.mu.Lock()
+	told := s.estimateTold
+	s.estimateTold = true
+	s.mu.Unlock()
+	if told {
+		return NoticeData{}, false
+	}
+	return NoticeData{Source: "provider", Severity: "warning",
+		Title: "The model server reported no token usage",
+		Detail: "Its answers do not say how many tokens they used (a server that ignores stream_options.include_usage, or a proxy that drops the last chunk), " +
+			"so Pixir estimates each call from the sizes of its request and answer (about 4 bytes a token): the usage shown and the budgets count estimates, " +
+			"marked estimated in the Log's provider_usage events."}, true
 }
 
 // usageEvent is the provider_usage event of a model call (with its cost,

@@ -99,7 +99,8 @@ func TestTurnRunsToolsAndFeedsResultsBack(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, StopEndTurn, stop)
 	require.Equal(t, []EventType{
-		EventUserMessage, EventAssistantMessage,
+		// The first answer has no usage: it is estimated, and said once.
+		EventUserMessage, EventAssistantMessage, EventNotice, EventProviderUsage,
 		EventToolCall, EventPermissionDecision, EventStatus, EventToolResult,
 		EventToolCall, EventToolResult,
 		EventTextDelta, EventAssistantMessage, EventProviderUsage,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -180,4 +181,45 @@ match = '.'
 	stdout, stderr, code = e.pixir("inspect", sid)
 	require.Equal(t, exitOK, code, stderr)
 	require.Contains(t, stdout, "stopped by budget_exhausted")
+}
+
+// A server that reports no usage (an OpenAI-compatible server that ignores
+// stream_options.include_usage, or a gateway that drops the last chunk)
+// counted nothing, so a budget never held: every turn of a session with
+// session_tokens = 50 ran. Its calls are estimated from the request's and
+// the answer's sizes, said once, marked estimated in the Log, and the
+// budget holds on the next call.
+func TestABudgetHoldsWhenTheServerReportsNoUsage(t *testing.T) {
+	srv := newFakeModel(t, sseReply(0, concat(oaText("Hello ", "there."), []string{oaChunk(`{}`, "stop"), oaDone})...))
+	providerEnv(t)
+	e := newRunEnv(t)
+	require.NoError(t, os.MkdirAll(e.home, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(e.home, "config.toml"), []byte("[budget]\nsession_tokens = 50\n"), 0o644))
+	flags := []string{"--provider", "openai", "--base-url", srv.URL + "/v1", "--model", "m"}
+
+	stdout, stderr, code := e.pixir(append([]string{"run", "hi"}, flags...)...)
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, stdout, "Hello there.")
+	require.Contains(t, stderr, "! The model server reported no token usage")
+	require.Regexp(t, `pixir: usage: [0-9,]+ tokens`, stderr)
+	sid := onlySession(t, e.ws)
+	var estimated int
+	for _, ev := range readLog(t, e.ws, sid) {
+		if ev.Type == "provider_usage" {
+			var d struct {
+				InputTokens int  `json:"input_tokens"`
+				Estimated   bool `json:"estimated"`
+			}
+			require.NoError(t, json.Unmarshal(ev.Data, &d))
+			require.True(t, d.Estimated)
+			require.Positive(t, d.InputTokens)
+			estimated++
+		}
+	}
+	require.Equal(t, 1, estimated, "the call is in the Log, estimated")
+
+	_, stderr, code = e.pixir(append([]string{"resume", sid, "again"}, flags...)...)
+	require.Equal(t, exitPartial, code, stderr)
+	require.Contains(t, stderr, "budget_exhausted: the budget of the session is spent")
+	require.Len(t, srv.received(), 1, "the spent budget refused the second call")
 }
