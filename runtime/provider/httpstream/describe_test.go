@@ -124,3 +124,10 @@ func TestContextTooLongIsToldApart(t *testing.T) {
 		})
 	}
 }
+
+// A status Go has no text for (Anthropic's 529 overloaded) reads without a
+// gap in the retry warning: it said "HTTP 529 : Overloaded".
+func TestAStatusWithoutAGoTextReadsWhole(t *testing.T) {
+	require.Equal(t, "HTTP 529: Overloaded", (&StatusError{StatusCode: 529, Message: "Overloaded"}).Error())
+	require.Equal(t, "HTTP 503 Service Unavailable: busy", (&StatusError{StatusCode: 503, Message: "busy"}).Error())
+}

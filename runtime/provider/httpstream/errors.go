@@ -32,7 +32,7 @@ type StatusError struct {
 }
 
 func (e *StatusError) Error() string {
-	s := fmt.Sprintf("HTTP %d %s", e.StatusCode, http.StatusText(e.StatusCode))
+	s := "HTTP " + e.Status()
 	if e.Message != "" {
 		s += ": " + e.Message
 	}
