@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // Kind classifies a provider failure.
@@ -168,7 +169,12 @@ func (s Subject) status(e *StatusError) (Kind, string) {
 		return KindQuota, fmt.Sprintf("%s refuses more requests for now (%s)%s; check the plan and billing of the key in %s",
 			s.Server, detail, says, s.KeyEnv)
 	case e.StatusCode == http.StatusTooManyRequests:
-		return KindRateLimit, fmt.Sprintf("%s is rate limiting requests (%s)%s; wait a little and send the prompt again", s.Server, detail, says)
+		wait := "wait a little"
+		if e.RetryAfter >= time.Second {
+			// A daily limit asks for hours: "a little" would mislead.
+			wait = "wait " + e.RetryAfter.Round(time.Second).String() + ", as the server asks,"
+		}
+		return KindRateLimit, fmt.Sprintf("%s is rate limiting requests (%s)%s; %s and send the prompt again", s.Server, detail, says, wait)
 	case e.StatusCode >= 500:
 		return KindServer, fmt.Sprintf("%s failed (%s)%s; try again later", s.Server, detail, says)
 	case e.StatusCode == http.StatusBadRequest, e.StatusCode == http.StatusUnprocessableEntity:
