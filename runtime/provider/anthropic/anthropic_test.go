@@ -225,6 +225,26 @@ func TestFaultServerClosesMidStream(t *testing.T) {
 	}
 }
 
+// A stream that ends after message_delta said why the answer stopped,
+// without message_stop, holds the whole answer: it failed as closed
+// before the answer was complete, its text kept as partial and the usage
+// the server counted dropped.
+func TestAStreamWithoutMessageStopAfterTheStopReasonIsWhole(t *testing.T) {
+	wiretest.NoLeaks(t)
+	for _, reply := range []wiretest.Reply{
+		{Body: upTo(t, "text.sse", `"type":"message_delta"`)},
+		{Body: upTo(t, "text.sse", `"type":"message_delta"`), Cut: true},
+	} {
+		srv := wiretest.New(t, reply)
+		p := newProvider(t, srv)
+		resp, err := p.Generate(context.Background(), request("m"), nil)
+		require.NoError(t, err)
+		require.Equal(t, "Hello! The README describes Pixir, a supervised runtime.", resp.Text)
+		require.Equal(t, 15, resp.Usage.OutputTokens)
+		require.Len(t, srv.Requests(), 1)
+	}
+}
+
 func TestFaultClosedBeforeOutputIsRetried(t *testing.T) {
 	wiretest.NoLeaks(t)
 	srv := wiretest.New(t, wiretest.Reply{Body: upTo(t, "text.sse", "event: ping"), Cut: true}, sse(t, "text.sse"))

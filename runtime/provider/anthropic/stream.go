@@ -110,6 +110,12 @@ func (a *assembler) readStream(s *httpstream.Stream, sink func(provider.Delta)) 
 	emit := emitter(s, sink)
 	for {
 		ev, err := s.Next()
+		if a.stopReason != "" && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
+			// message_delta's stop_reason comes after the last block: the
+			// answer is whole though message_stop never came (a server or
+			// proxy that leaves it out, or a cut just before it).
+			return nil
+		}
 		if errors.Is(err, io.EOF) {
 			return httpstream.ErrStreamClosed
 		}
