@@ -108,6 +108,13 @@ func (s Subject) describe(err error) (Kind, string) {
 	case errors.As(err, &na):
 		return KindNotFound, fmt.Sprintf("%s answered with a web page (%s), not the API; the base URL leads somewhere else: check %s",
 			s.Server, na.ContentType, s.BaseURLHint)
+	case errors.As(err, &ue) && ue.Proxy != "" && strings.Contains(ue.Err.Error(), "407 Proxy Authentication Required"):
+		// An https server through a proxy: the proxy refused the CONNECT.
+		return KindAuth, fmt.Sprintf("%s between Pixir and %s wants credentials (407 Proxy Authentication Required); "+
+			"give them in the proxy's address, as in HTTPS_PROXY=http://user:password@proxy:3128", ue.Proxy, s.Server)
+	case errors.As(err, &ue) && ue.Proxy != "":
+		return KindUnreachable, fmt.Sprintf("cannot reach %s on the way to %s: %s; is the proxy running, and are HTTPS_PROXY and HTTP_PROXY right? "+
+			"(NO_PROXY lists the hosts reached without it)", ue.Proxy, s.Server, ue.Reason())
 	case errors.As(err, &ue):
 		return KindUnreachable, fmt.Sprintf("cannot reach %s: %s; is it running, and is the address right? Check %s",
 			s.Server, ue.Reason(), s.BaseURLHint)
@@ -165,6 +172,9 @@ func (s Subject) status(e *StatusError) (Kind, string) {
 	case e.TooLarge():
 		return KindTooLarge, fmt.Sprintf("%s refused the request as too large (%s)%s; waiting will not help, a shorter request will: "+
 			"start a new session, or ask for less at once (smaller files, narrower searches, shorter command output)", s.Server, detail, says)
+	case e.StatusCode == http.StatusProxyAuthRequired:
+		return KindAuth, fmt.Sprintf("the proxy between Pixir and %s wants credentials (%s)%s; "+
+			"give them in the proxy's address, as in HTTPS_PROXY=http://user:password@proxy:3128", s.Server, detail, says)
 	case e.StatusCode == http.StatusTooManyRequests && !e.Retryable():
 		return KindQuota, fmt.Sprintf("%s refuses more requests for now (%s)%s; check the plan and billing of the key in %s",
 			s.Server, detail, says, s.KeyEnv)

@@ -164,6 +164,9 @@ func (e *StreamError) Retryable() bool {
 type UnreachableError struct {
 	URL string
 	Err error
+	// Proxy is the proxy's address when the connection to the proxy (from
+	// HTTPS_PROXY, HTTP_PROXY or ALL_PROXY) failed, not the server's.
+	Proxy string
 }
 
 func (e *UnreachableError) Error() string { return "cannot reach " + e.URL + ": " + e.Reason() }
@@ -310,6 +313,14 @@ func transportError(url string, err error) error {
 	var op *net.OpError
 	var dns *net.DNSError
 	switch {
+	case errors.As(err, &op) && op.Op == "proxyconnect":
+		// net/http's wrapping of any failure to reach the proxy.
+		proxy := "the proxy"
+		var dial *net.OpError
+		if errors.As(op.Err, &dial) && dial.Addr != nil {
+			proxy = "the proxy at " + dial.Addr.String()
+		}
+		return &UnreachableError{URL: url, Err: err, Proxy: proxy}
 	case errors.As(err, &dns), errors.As(err, &op) && op.Op == "dial":
 		return &UnreachableError{URL: url, Err: err}
 	case isTimeout(err):
