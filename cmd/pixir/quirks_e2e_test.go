@@ -138,3 +138,35 @@ func TestQuirkGeminiThoughtSignatureSurvivesResume(t *testing.T) {
 	require.Len(t, srv.received(), 3)
 	require.Contains(t, string(srv.received()[2].Body), `"thought_signature":"c2lnbmF0dXJlLW9mLXRoZS10aG91Z2h0"`, "reloaded from the Log")
 }
+
+// An answer the server's content filter stopped (OpenAI and Azure send
+// finish_reason content_filter) ended the turn completed, exit 0, its
+// half answer taken for the whole. Through the binary: the turn fails,
+// says why, and keeps what arrived, marked partial, with the usage charged.
+func TestQuirkAnAnswerStoppedByTheContentFilterIsNotCompleted(t *testing.T) {
+	srv := newFakeModel(t, sseReply(0, concat(oaText("Here is how to "), []string{oaChunk(`{}`, "content_filter"), oaUsage(900, 4), oaDone})...))
+	providerEnv(t)
+	e := newRunEnv(t)
+	stdout, stderr, code := e.pixir("run", "--provider", "openai", "--base-url", srv.URL+"/v1", "--model", "m", "hi")
+	require.Equal(t, exitError, code, stderr)
+	require.Contains(t, stdout, "Here is how to")
+	require.Contains(t, stderr, "stopped the answer with its content filter (finish_reason: content_filter)")
+	require.Contains(t, stderr, "pixir: usage: 904 tokens")
+	var partial, failed bool
+	for _, ev := range readLog(t, e.ws, onlySession(t, e.ws)) {
+		switch ev.Type {
+		case "assistant_message":
+			var d struct {
+				Text    string
+				Partial bool
+			}
+			require.NoError(t, json.Unmarshal(ev.Data, &d))
+			partial = d.Partial && d.Text == "Here is how to "
+		case "turn_failed":
+			failed = true
+		}
+	}
+	require.True(t, partial, "what arrived is kept, marked partial")
+	require.True(t, failed)
+	require.Len(t, srv.received(), 1, "not retried")
+}

@@ -501,3 +501,25 @@ func TestThinkingGoesBackBeforeToolUse(t *testing.T) {
 	_, err = p.Generate(context.Background(), req, nil)
 	require.ErrorContains(t, err, "must start with a thinking block")
 }
+
+// stop_reason refusal (the API's safety classifiers stopped the answer)
+// is no finished answer: it was taken as one. It fails readably, with
+// what the server counted; model_context_window_exceeded is an answer cut
+// off, as max_tokens is.
+func TestARefusalOrAFullContextIsNotAFinishedAnswer(t *testing.T) {
+	refusal := strings.Replace(fixture(t, "text.sse"), `"stop_reason":"end_turn"`, `"stop_reason":"refusal"`, 1)
+	srv := wiretest.New(t, wiretest.Reply{Body: refusal, Chunk: 61})
+	p := newProvider(t, srv)
+	var d deltas
+	resp, err := p.Generate(context.Background(), request("m"), d.sink)
+	failure(t, err, httpstream.KindFiltered, "stopped the answer with its safety classifiers (stop_reason: refusal)", "none of its tool calls ran")
+	require.Equal(t, "Hello! The README describes Pixir, a supervised runtime.", d.text(provider.DeltaText))
+	require.Equal(t, 15, resp.Usage.OutputTokens)
+	require.Len(t, srv.Requests(), 1, "not retried")
+
+	full := strings.Replace(fixture(t, "text.sse"), `"stop_reason":"end_turn"`, `"stop_reason":"model_context_window_exceeded"`, 1)
+	srv = wiretest.New(t, wiretest.Reply{Body: full, Chunk: 61})
+	resp, err = newProvider(t, srv).Generate(context.Background(), request("m"), nil)
+	require.NoError(t, err)
+	require.True(t, resp.Truncated, "cut off by the context window")
+}

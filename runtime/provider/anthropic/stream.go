@@ -289,9 +289,19 @@ func (a *assembler) readMessage(s *httpstream.Stream, sink func(provider.Delta))
 // response is the assembled answer. Input that is not JSON is handed
 // over as it came: the turn answers such a call invalid_args.
 func (a *assembler) response() (*provider.ModelResponse, error) {
-	resp := &provider.ModelResponse{Text: a.text.String(), Reasoning: a.reasoning.String(), Truncated: a.stopReason == "max_tokens"}
+	// model_context_window_exceeded: the answer met the context window
+	// (Sonnet 4.5 and later), cut off as at max_tokens.
+	resp := &provider.ModelResponse{Text: a.text.String(), Reasoning: a.reasoning.String(),
+		Truncated: a.stopReason == "max_tokens" || a.stopReason == "model_context_window_exceeded"}
 	if u := a.usage; u != nil {
 		resp.Usage = &provider.Usage{InputTokens: u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens, OutputTokens: u.OutputTokens}
+	}
+	if a.stopReason == "refusal" {
+		// The API's safety classifiers stopped the answer: not the model's
+		// end. What streamed is kept by the turn; the usage is charged;
+		// nothing of it runs.
+		return provider.UsageOnly(resp.Usage), &httpstream.Error{Kind: httpstream.KindFiltered, Err: errRefusal,
+			Message: fmt.Sprintf("%s stopped the answer with its safety classifiers (stop_reason: refusal), so it is unfinished and none of its tool calls ran; what arrived is kept. Rephrase the request, or start a new session if it keeps happening", a.subj.Server)}
 	}
 	indexes := make([]int, 0, len(a.tools))
 	for i := range a.tools {
@@ -311,6 +321,8 @@ func (a *assembler) response() (*provider.ModelResponse, error) {
 	}
 	return resp, nil
 }
+
+var errRefusal = errors.New("the answer was stopped by a refusal")
 
 // thinkingData is the message's thinking blocks, in order, as the API wants
 // them back before the tool_use blocks.

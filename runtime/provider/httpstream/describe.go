@@ -29,6 +29,7 @@ const (
 	KindStream      Kind = "stream_error"      // the server reported an error mid-stream
 	KindProtocol    Kind = "protocol"          // a stream Pixir cannot read
 	KindToolCall    Kind = "invalid_tool_call" // the model's tool call is malformed
+	KindFiltered    Kind = "content_filter"    // the server's content filter or safety classifier stopped the answer
 	KindOther       Kind = "other"
 )
 

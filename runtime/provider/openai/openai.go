@@ -151,3 +151,5 @@ func (p *Provider) Generate(ctx context.Context, req provider.ModelRequest, sink
 }
 
 var errNoName = errors.New("a tool call has no name")
+
+var errFiltered = errors.New("the answer was stopped by the content filter")

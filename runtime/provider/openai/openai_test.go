@@ -567,3 +567,20 @@ func TestReasoningEffortIsSentWhenAskedFor(t *testing.T) {
 		}
 	}
 }
+
+// An answer the content filter stopped (finish_reason content_filter, as
+// OpenAI and Azure send it) is no finished answer: it was taken as one, so
+// a turn cut by the filter ended completed. It fails readably, with what
+// the server counted.
+func TestAnAnswerStoppedByTheContentFilterIsNotFinished(t *testing.T) {
+	body := strings.Replace(fixture(t, "text.sse"), `"finish_reason":"stop"`, `"finish_reason":"content_filter"`, 1)
+	srv := wiretest.New(t, wiretest.Reply{Body: body, Chunk: 97})
+	p := newProvider(t, srv, "sk-test")
+	var d deltas
+	resp, err := p.Generate(context.Background(), request("gpt-4.1-mini"), d.sink)
+	failure(t, err, httpstream.KindFiltered, "stopped the answer with its content filter (finish_reason: content_filter)", "none of its tool calls ran")
+	require.Equal(t, "The README says Pixir is a supervised runtime.", d.text(provider.DeltaText), "what streamed was shown")
+	require.Equal(t, 812, resp.Usage.InputTokens, "what the server counted is charged")
+	require.Empty(t, resp.ToolCalls)
+	require.Len(t, srv.Requests(), 1, "not retried")
+}

@@ -390,6 +390,13 @@ func (a *assembler) response() (*provider.ModelResponse, error) {
 	if a.usage != nil {
 		resp.Usage = &provider.Usage{InputTokens: a.usage.PromptTokens, OutputTokens: a.usage.CompletionTokens}
 	}
+	if a.finish == "content_filter" {
+		// Not the model's end: the answer is cut where the filter stopped
+		// it, and a call it held may be too. What streamed is kept by the
+		// turn; the usage is charged; nothing of it runs.
+		return provider.UsageOnly(resp.Usage), &httpstream.Error{Kind: httpstream.KindFiltered, Err: errFiltered,
+			Message: fmt.Sprintf("%s stopped the answer with its content filter (finish_reason: content_filter), so it is unfinished and none of its tool calls ran; what arrived is kept. Rephrase the request, or ask for something else", a.subj.Server)}
+	}
 	for i, c := range a.calls {
 		if c.name == "" {
 			return provider.UsageOnly(resp.Usage), &httpstream.Error{Kind: httpstream.KindToolCall, Err: errNoName,
