@@ -87,7 +87,9 @@ func diagnose(ctx context.Context, pf providerFlags) *doctor.Report {
 	if c.Name != scripted.ProviderName {
 		r.BaseURL = c.Settings.BaseURL
 	}
-	if settings.Path != "" {
+	if home == "" {
+		r.Add(doctor.Check{Name: "config", Status: doctor.Warn, Detail: noHome(), Fix: "set HOME, or PIXIR_HOME to the folder of config.toml"})
+	} else if settings.Path != "" {
 		detail := settings.Path
 		if c.Profile != "" {
 			detail += fmt.Sprintf(", profile %q", c.Profile)

@@ -46,6 +46,9 @@ func runPromptCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "pixir prompt:", err)
 		return exitUsage
 	}
+	if w := noHome(); w != "" {
+		fmt.Fprintln(stderr, "pixir prompt: warning:", w)
+	}
 	defer rt.Close()
 	p, err := rt.SystemPrompt(dir, *agent)
 	if err != nil {

@@ -200,18 +200,28 @@ func buildProvider(c providerChoice, logger *slog.Logger) (provider.Provider, er
 	return scripted.New(script), nil
 }
 
-// loadChoice reads config.toml and resolves the provider.
+// loadChoice reads config.toml and resolves the provider. With no home
+// folder (no $PIXIR_HOME, no $HOME) home is "" and nothing of it is read,
+// as pixir agents and workflows go on without one: noHome says so.
 func loadChoice(pf providerFlags) (string, runtime.Settings, providerChoice, error) {
+	var settings runtime.Settings
 	home, err := runtime.HomeDir()
 	if err != nil {
-		return "", runtime.Settings{}, providerChoice{}, err
-	}
-	settings, err := runtime.LoadSettings(home)
-	if err != nil {
+		home = ""
+	} else if settings, err = runtime.LoadSettings(home); err != nil {
 		return home, settings, providerChoice{}, err
 	}
 	c, err := resolveProvider(pf, settings, os.Getenv)
 	return home, settings, c, err
+}
+
+// noHome says what a command does without a home folder, or "" when
+// there is one.
+func noHome() string {
+	if _, err := runtime.HomeDir(); err != nil {
+		return err.Error() + "; going on: config.toml and the user's AGENTS.md are not read, confined commands get no Go build cache of Pixir's, and sessions are not indexed for pixir sessions without --cwd"
+	}
+	return ""
 }
 
 // newRuntime resolves settings (flags over environment over profile over
@@ -220,6 +230,9 @@ func newRuntime(pf providerFlags, logger *slog.Logger) (*runtime.Runtime, error)
 	home, settings, c, err := loadChoice(pf)
 	if err != nil {
 		return nil, err
+	}
+	if home == "" {
+		logger.Warn(noHome())
 	}
 	if err := c.modelProblem(); err != nil {
 		return nil, err
@@ -258,7 +271,7 @@ func newRuntime(pf providerFlags, logger *slog.Logger) (*runtime.Runtime, error)
 		Subagents:       subagentConfig(pf.subagentLimits(settings.Agents), logger),
 		// The provider's key never reaches a command, whatever its name;
 		// confined commands build Go in a cache of Pixir's, not the user's.
-		Sandbox:    sandbox.New(settings.Sandbox, c.KeyEnv).WithGoCache(filepath.Join(home, "cache", "go-build")),
+		Sandbox:    sandbox.New(settings.Sandbox, c.KeyEnv).WithGoCache(goCache(home)),
 		MCP:        mcpConfig,
 		Version:    version,
 		Budget:     settings.Budget.Config(),
@@ -273,4 +286,13 @@ func newRuntime(pf providerFlags, logger *slog.Logger) (*runtime.Runtime, error)
 		cfg.ContextWindow = anthropic.DefaultContextWindow // what Anthropic's current models take
 	}
 	return runtime.New(cfg), nil
+}
+
+// goCache is the folder of Pixir's Go build caches in home, or "" (the
+// user's own cache) without a home folder.
+func goCache(home string) string {
+	if home == "" {
+		return ""
+	}
+	return filepath.Join(home, "cache", "go-build")
 }

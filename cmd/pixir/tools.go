@@ -73,8 +73,10 @@ func runTools(args []string, stdout, stderr io.Writer) int {
 func mcpCatalogue(stderr io.Writer) ([]tools.Tool, int) {
 	home, err := runtime.HomeDir()
 	if err != nil {
-		fmt.Fprintln(stderr, "pixir:", err)
-		return nil, exitUsage
+		// No config.toml to read, so no server to list: as pixir agents
+		// and workflows, a warning, not a usage error.
+		fmt.Fprintf(stderr, "pixir: warning: %v; config.toml is not read, so there are no [mcp_servers] to list\n", err)
+		return nil, exitOK
 	}
 	settings, err := runtime.LoadSettings(home)
 	if err != nil {
