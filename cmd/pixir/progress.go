@@ -114,6 +114,11 @@ func (o *runOutput) workflow(out workflows.Outcome, next sessionNext) int {
 	case workflows.StatusPartial:
 		return exitPartial
 	}
+	if out.StoppedBy == workflows.StoppedCancelled {
+		// A cancel (a signal) is exit 2 as a cancelled turn's is, even
+		// with no step ready: not a failure.
+		return exitPartial
+	}
 	return exitError
 }
 

@@ -767,3 +767,29 @@ func TestAStepsUnknownAgentNamesTheAgentFilesThatDoNotLoad(t *testing.T) {
 	require.Contains(t, stderr, "; agent files that do not load, one of which may be meant to define it: agent \"rev\" is defined by "+file+
 		", which does not load: "+file+":1:15: ", stderr)
 }
+
+// A workflow cancelled before any step was ready is a cancel, exit 2 as a
+// cancelled turn is, not a failure: it exited 1, so a script could not
+// tell a Ctrl-C from a provider that failed. Its status stays its own.
+func TestRunInterruptedWorkflowWithNoStepReadyExitsAsACancel(t *testing.T) {
+	e := newRunEnv(t)
+	wf := e.file("wf.yaml", `steps:
+  - id: long
+    task: hang until stopped
+`)
+	cmd := e.command("run", "--workflow", wf, "--json")
+	var stdout bytes.Buffer
+	stderr := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = &stdout, stderr
+	require.NoError(t, cmd.Start())
+	stderr.waitFor("step long running")
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, stderr.String())
+	require.Equal(t, exitPartial, exit.ExitCode(), stderr.String())
+	env := validEnvelope(t, stdout.String(), "run_workflow_output.json")
+	out := env["output"].(map[string]any)
+	require.Equal(t, "failed", out["status"], "no step ready: the workflow's own status")
+	require.Equal(t, "cancelled", out["stopped_by"])
+}
