@@ -250,7 +250,9 @@ func (t *childTracker) observe(ev Event) {
 		if !ok {
 			ok = json.Unmarshal(ev.Data, &d) == nil
 		}
-		if ok && d.Decision == "denied" && d.Source == "user" {
+		// A change the user refused, or one no one could be asked about
+		// (ask mode, no terminal): either way the child asked to make it.
+		if ok && d.Decision == "denied" && (d.Source == "user" || d.Mode == ModeAsk) {
 			t.mu.Lock()
 			t.denied++
 			t.mu.Unlock()

@@ -199,6 +199,11 @@ func (b binding) approveMerge(ctx context.Context, sa *subagent, cm childMerge, 
 		SessionID: s.ID(), SubagentID: sa.id, ToolCallID: b.toolCallID, Tool: MergeAgentName,
 		Title: title, Kind: tools.KindEdit, Locations: locs, Diffs: plan.Diffs,
 	})
+	if nobody, ok := errors.AsType[*NoOneToAsk](err); ok && ctx.Err() == nil {
+		reason := nobody.Reason + "; nothing was merged: the changes stay in the snapshot"
+		b.recordMerge(sa, "denied", "mode", "", reason)
+		return false, reason, nil
+	}
 	if err != nil || ctx.Err() != nil {
 		outcome = PermissionCancelled
 	}

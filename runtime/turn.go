@@ -64,6 +64,13 @@ type Asker interface {
 	AskPermission(ctx context.Context, req PermissionRequest) (PermissionOutcome, error)
 }
 
+// NoOneToAsk is an Asker's error when no one can answer (pixir run in ask
+// mode without a terminal): the change is denied by the mode, not by a
+// user, and Reason tells the model so and how the user can allow it.
+type NoOneToAsk struct{ Reason string }
+
+func (e *NoOneToAsk) Error() string { return e.Reason }
+
 // Prompt is what the user sent.
 type Prompt struct {
 	// Text is what the model reads.
@@ -789,6 +796,9 @@ func (t *turn) authorize(tc provider.ToolCall, tool tools.Tool, pres tools.Prese
 			}
 		}
 		outcome, err := t.opt.Ask.AskPermission(t.ctx, req)
+		if nobody, ok := errors.AsType[*NoOneToAsk](err); ok && !t.cancelled() {
+			return false, tools.Fail(tools.ErrPermissionDenied, "%s", nobody.Reason), record("denied", "mode", "", nobody.Reason)
+		}
 		if err != nil || t.cancelled() {
 			outcome = PermissionCancelled
 		}

@@ -712,6 +712,13 @@ type terminalAsker struct {
 	pause func() (resume func())
 }
 
+// noOneToAsk denies a change no one could be asked about, and tells the
+// model so: nobody rejected it, and the user allows changes with a mode.
+func noOneToAsk(why string) error {
+	return &runtime.NoOneToAsk{Reason: "the session is in ask mode and no one could be asked (" + why +
+		"), so the change was not made; do not retry it: tell the user, who can allow changes with --mode auto or answer the question at a terminal"}
+}
+
 func newTerminalAsker(stdin io.Reader, stderr io.Writer) *terminalAsker {
 	f, ok := stdin.(*os.File)
 	return &terminalAsker{stdin: stdin, tty: ok && term.IsTerminal(int(f.Fd())), stderr: stderr}
@@ -739,7 +746,7 @@ func (a *terminalAsker) AskPermission(ctx context.Context, req runtime.Permissio
 			fmt.Fprintln(a.stderr, "pixir: ask mode, but standard input is not a terminal: every change is denied (use --mode auto to allow them)")
 		}
 		fmt.Fprintf(a.stderr, "pixir: denied: %s\n", req.Title)
-		return runtime.RejectOnce, nil
+		return "", noOneToAsk("pixir run's standard input is not a terminal")
 	}
 	a.readOnce.Do(a.readLines)
 	if a.pause != nil {
@@ -751,7 +758,7 @@ func (a *terminalAsker) AskPermission(ctx context.Context, req runtime.Permissio
 		select {
 		case l, ok := <-a.lines:
 			if !ok {
-				return runtime.RejectOnce, nil // stdin closed: no one to say yes
+				return "", noOneToAsk("pixir run's standard input ended before an answer")
 			}
 			line = l
 		case <-ctx.Done():

@@ -174,6 +174,26 @@ func TestRunAskModeWithoutATerminalDenies(t *testing.T) {
 	require.Contains(t, stderr, "ask mode, but standard input is not a terminal: every change is denied")
 	require.Contains(t, stdout, "did not go through")
 	require.NoFileExists(t, filepath.Join(e.ws, "hello.txt"))
+
+	// The model is told what happened: nobody was asked, so nobody
+	// rejected anything, and how the user can allow the change. It read
+	// "the user rejected this write call".
+	var result, decision string
+	for _, ev := range readLog(t, e.ws, e.sessionIDs()[0]) {
+		switch ev.Type {
+		case "tool_result":
+			if strings.Contains(string(ev.Data), `"name":"write"`) {
+				result = string(ev.Data)
+			}
+		case "permission_decision":
+			decision = string(ev.Data)
+		}
+	}
+	require.NotContains(t, result, "rejected")
+	require.Contains(t, result, "no one could be asked")
+	require.Contains(t, result, "--mode auto")
+	require.Contains(t, decision, `"decision":"denied"`)
+	require.NotContains(t, decision, `"source":"user"`, "no user decided")
 }
 
 func TestRunWorkflowFileOutcomesAndExitCodes(t *testing.T) {
@@ -792,4 +812,23 @@ func TestRunInterruptedWorkflowWithNoStepReadyExitsAsACancel(t *testing.T) {
 	out := env["output"].(map[string]any)
 	require.Equal(t, "failed", out["status"], "no step ready: the workflow's own status")
 	require.Equal(t, "cancelled", out["stopped_by"])
+}
+
+// A headless workflow in ask mode: no one can be asked, so a writer step's
+// every change is denied, and the step that reports checkpoint_ready
+// anyway is partial, as when an editor's user denies them. The denial
+// is the mode's (no one was asked), and it still counts: the step would
+// be checkpoint_ready, merged (0 files), if only a user's denial did.
+func TestRunAskModeWorkflowWithoutATerminalLeavesTheWriterPartial(t *testing.T) {
+	e := newRunEnv(t)
+	script := e.file("s.toml", writesOutA)
+	wf := e.file("wf.json", `{"steps":[{"id":"w","task":"[w] write","write_set":["out/**"]}]}`)
+	stdout, stderr, code := e.pixir("run", "--mode", "ask", "--script", script, "--workflow", wf, "--json")
+	require.Equal(t, exitError, code, stderr)
+	env := validEnvelope(t, stdout, "run_workflow_output.json")
+	out := env["output"].(map[string]any)
+	require.Equal(t, "failed", out["status"], "no step ready")
+	step := out["steps"].([]any)[0].(map[string]any)
+	require.Equal(t, "partial", step["checkpoint_status"], stdout)
+	require.NoFileExists(t, filepath.Join(e.ws, "out", "a.txt"))
 }
