@@ -272,6 +272,11 @@ type TurnOutput = runtime.TurnOutcome
 // runPrompt runs one turn in a new session (or, with id, in that one),
 // streaming the answer to stdout and tool calls to stderr.
 func runPrompt(o runOptions, mode runtime.Mode, id, prompt string, stdin io.Reader, out *runOutput) int {
+	// Watched from the start: a signal while the provider, the MCP servers
+	// and the session are set up cancels the turn like one during it
+	// (exit 2, its stop in the Log, every server stopped), not the process.
+	ctx, stop := interruptible()
+	defer stop()
 	dir, err := workspaceDir(o.cwd)
 	if err != nil {
 		return out.usage(err)
@@ -289,8 +294,6 @@ func runPrompt(o runOptions, mode runtime.Mode, id, prompt string, stdin io.Read
 	if err != nil {
 		return out.openFailed(err)
 	}
-	ctx, stop := interruptible()
-	defer stop()
 
 	view := newTurnView(out)
 	detach := func() {}
@@ -411,6 +414,9 @@ func (s *logSink) through(v liveView) (detach func()) {
 // so an invalid one makes no session.
 func runWorkflowFile(o runOptions, mode runtime.Mode, id string, stdin io.Reader, out *runOutput) int {
 	startHeap(runStartHeap)
+	// Watched from the start, as for a turn (runPrompt).
+	ctx, stop := interruptible()
+	defer stop()
 	dir, err := workspaceDir(o.cwd)
 	if err != nil {
 		return out.usage(err)
@@ -461,9 +467,7 @@ func runWorkflowFile(o runOptions, mode runtime.Mode, id string, stdin io.Reader
 		if err != nil {
 			return out.failure(err)
 		}
-		ctx, stop := interruptible() // planning 10,000 steps takes a moment
-		defer stop()
-		plan, err := p.DryRun(ctx)
+		plan, err := p.DryRun(ctx) // planning 10,000 steps takes a moment
 		if err != nil {
 			return out.refuse(tools.AsFailure(err))
 		}
@@ -499,8 +503,6 @@ func runWorkflowFile(o runOptions, mode runtime.Mode, id string, stdin io.Reader
 	if err := sess.SetTitle(title); err != nil {
 		return out.refuse(tools.AsFailure(err))
 	}
-	ctx, stop := interruptible()
-	defer stop()
 
 	sess.SetObserver(view.observe)
 	view.start()

@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -188,3 +190,81 @@ var hangupAtDefault = sync.OnceFunc(func() {
 		signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP)
 	}
 })
+
+// A signal while pixir run is still setting up (reading its script,
+// starting config.toml's MCP servers, opening the session) cancels the
+// run as one during the turn does: exit 2, the turn's stop in the Log, the
+// servers it started stopped. It killed the process outright (exit by
+// SIGTERM), so a CI job cancelled early left servers running and no
+// record. The script is a FIFO: pixir's open of it says it is setting up,
+// and it waits there until the test has signalled.
+func TestASignalDuringSetupCancelsTheRun(t *testing.T) {
+	hangupAtDefault()
+	e := newRunEnv(t)
+	dir := t.TempDir()
+	script, pidFile := filepath.Join(dir, "script.toml"), filepath.Join(dir, "server.pid")
+	require.NoError(t, syscall.Mkfifo(script, 0o600))
+	withConfig(`[mcp_servers.slow]
+command = "sh"
+args = ["-c", "echo $$ > '` + pidFile + `'; exec sleep 600"]
+`)(e)
+	cmd := e.command("run", "--script", script, "hi")
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	w := openFIFOToWrite(t, script, exited, stderr)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	_, err := w.WriteString("[[rule]]\n  [[rule.reply]]\n  text = \"answered\"\n")
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+
+	err = <-exited
+	var exit *exec.ExitError
+	require.True(t, errors.As(err, &exit), "%v\n%s", err, stderr.String())
+	require.Equal(t, exitPartial, exit.ExitCode(), "%v\n%s", err, stderr.String())
+	require.Contains(t, stderr.String(), "the turn ended cancelled")
+	events := readLog(t, e.ws, e.sessionIDs()[0])
+	last := events[len(events)-1]
+	require.Equal(t, "assistant_message", last.Type)
+	require.Contains(t, string(last.Data), `"stop_reason":"cancelled"`)
+	if b, err := os.ReadFile(pidFile); err == nil { // it had started
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		require.NoError(t, err)
+		// Stopped and waited for by pixir before it exited.
+		require.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "the MCP server outlived pixir")
+	}
+}
+
+// openFIFOToWrite opens fifo for writing once the process reading it has
+// opened it, and returns it. A process that ends first (exited) fails the
+// test with what it said, instead of leaving the open waiting for ever.
+func openFIFOToWrite(t *testing.T, fifo string, exited <-chan error, stderr *syncBuffer) *os.File {
+	t.Helper()
+	type opened struct {
+		f   *os.File
+		err error
+	}
+	done := make(chan opened, 1)
+	go func() {
+		f, err := os.OpenFile(fifo, os.O_WRONLY, 0) // returns once a reader has it open
+		done <- opened{f, err}
+	}()
+	select {
+	case o := <-done:
+		require.NoError(t, o.err)
+		return o.f
+	case err := <-exited:
+		// Our own reader lets the open above return, and its goroutine end.
+		if r, rerr := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0); rerr == nil {
+			if o := <-done; o.f != nil {
+				o.f.Close()
+			}
+			r.Close()
+		}
+		t.Fatalf("pixir ended (%v) before it opened %s:\n%s", err, fifo, stderr.String())
+		return nil
+	}
+}
