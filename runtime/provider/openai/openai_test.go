@@ -584,3 +584,16 @@ func TestAnAnswerStoppedByTheContentFilterIsNotFinished(t *testing.T) {
 	require.Empty(t, resp.ToolCalls)
 	require.Len(t, srv.Requests(), 1, "not retried")
 }
+
+// A server that leaves a thinking model's thought tokens out of
+// completion_tokens but counts them in total_tokens (Gemini behind several
+// OpenAI-compatible gateways) billed them: they were not counted, so a
+// thinking model's calls looked nearly free to every budget.
+func TestThoughtTokensOnlyInTheTotalAreCounted(t *testing.T) {
+	body := strings.Replace(fixture(t, "text.sse"), `"completion_tokens":9,"total_tokens":821`, `"completion_tokens":9,"total_tokens":1221`, 1)
+	require.NotEqual(t, fixture(t, "text.sse"), body)
+	srv := wiretest.New(t, wiretest.Reply{Body: body, Chunk: 97})
+	resp, err := newProvider(t, srv, "sk-test").Generate(context.Background(), request("gemini-2.5-flash"), nil)
+	require.NoError(t, err)
+	require.Equal(t, &provider.Usage{InputTokens: 812, OutputTokens: 409, ContextWindow: 32768}, resp.Usage)
+}

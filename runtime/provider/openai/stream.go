@@ -80,6 +80,16 @@ type toolCallFrag struct {
 type usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// outputTokens is what the answer cost in output tokens. OpenAI counts
+// reasoning in completion_tokens; some compatible servers and gateways
+// (Gemini's thinking models behind several of them) leave the thought
+// tokens out of it but keep them in total_tokens, which is what they bill:
+// completion_tokens 0 and total_tokens 81 for a prompt of 21.
+func (u *usage) outputTokens() int {
+	return max(u.CompletionTokens, u.TotalTokens-u.PromptTokens)
 }
 
 type chunkErr struct {
@@ -388,7 +398,7 @@ func (a *assembler) readCompletion(s *httpstream.Stream, sink func(provider.Delt
 func (a *assembler) response() (*provider.ModelResponse, error) {
 	resp := &provider.ModelResponse{Text: a.text.String(), Reasoning: a.reasoning.String(), Truncated: a.finish == "length"}
 	if a.usage != nil {
-		resp.Usage = &provider.Usage{InputTokens: a.usage.PromptTokens, OutputTokens: a.usage.CompletionTokens}
+		resp.Usage = &provider.Usage{InputTokens: a.usage.PromptTokens, OutputTokens: a.usage.outputTokens()}
 	}
 	if a.finish == "content_filter" {
 		// Not the model's end: the answer is cut where the filter stopped
