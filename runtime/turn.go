@@ -291,6 +291,20 @@ func (t *turn) run(p Prompt) (StopReason, error) {
 			return "", err
 		}
 		if err != nil {
+			if (resp == nil || resp.Usage == nil) && (streamed.text.Len() > 0 || streamed.reasoning.Len() > 0) {
+				// An answer cut off mid-stream (cancelled, a broken
+				// connection, an error event) reports no usage, but the
+				// server generated, and bills, what streamed: estimated,
+				// so that budgets count it. Before the cut message, which
+				// stays the turn's last word on why it stopped.
+				cut := &provider.ModelResponse{Text: streamed.text.String(), Reasoning: streamed.reasoning.String()}
+				usage, call := t.usageEvent(s.Model(), *s.estimatedUsage(t.requestBytes, cut), "")
+				usage.Estimated = true
+				if err := t.emit(EventProviderUsage, usage); err != nil {
+					return "", err
+				}
+				s.charge(call, s.rt.contextWindow(s.Model(), 0))
+			}
 			// Keep what the user already saw, so a replay shows it too.
 			if streamed.text.Len() > 0 || streamed.reasoning.Len() > 0 {
 				partial := &provider.ModelResponse{Text: streamed.text.String(), Reasoning: streamed.reasoning.String()}

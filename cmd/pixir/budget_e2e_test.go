@@ -223,3 +223,44 @@ func TestABudgetHoldsWhenTheServerReportsNoUsage(t *testing.T) {
 	require.Contains(t, stderr, "budget_exhausted: the budget of the session is spent")
 	require.Len(t, srv.received(), 1, "the spent budget refused the second call")
 }
+
+// An answer cut off mid-stream (here an error event after some text; a
+// cancel or a broken connection alike) reports no usage, though the server
+// generated and bills what streamed: it counted nothing, so a session
+// whose answers kept breaking spent without its budget knowing. It is
+// estimated, and the budget holds on the next call.
+func TestAnAnswerCutMidStreamCountsAgainstTheBudget(t *testing.T) {
+	srv := newFakeModel(t, sseReply(0, concat(oaText("I will start by ", "reading the files."),
+		[]string{`data: {"error":{"message":"The server is overloaded","type":"server_error","code":"overloaded"}}` + "\n\n"})...))
+	providerEnv(t)
+	e := newRunEnv(t)
+	require.NoError(t, os.MkdirAll(e.home, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(e.home, "config.toml"), []byte("[budget]\nsession_tokens = 50\n"), 0o644))
+	flags := []string{"--provider", "openai", "--base-url", srv.URL + "/v1", "--model", "m"}
+
+	_, stderr, code := e.pixir(append([]string{"run", "hi"}, flags...)...)
+	require.Equal(t, exitError, code, stderr)
+	require.Contains(t, stderr, "reported an error in the middle of the answer")
+	sid := onlySession(t, e.ws)
+	var types []string
+	for _, ev := range readLog(t, e.ws, sid) {
+		if ev.Type != "notice" { // the budget's warning
+			types = append(types, ev.Type)
+		}
+		if ev.Type == "provider_usage" {
+			var d struct {
+				OutputTokens int  `json:"output_tokens"`
+				Estimated    bool `json:"estimated"`
+			}
+			require.NoError(t, json.Unmarshal(ev.Data, &d))
+			require.True(t, d.Estimated)
+			require.Positive(t, d.OutputTokens)
+		}
+	}
+	require.Equal(t, []string{"user_message", "provider_usage", "assistant_message", "turn_failed"}, types)
+
+	_, stderr, code = e.pixir(append([]string{"resume", sid, "again"}, flags...)...)
+	require.Equal(t, exitPartial, code, stderr)
+	require.Contains(t, stderr, "budget_exhausted: the budget of the session is spent")
+	require.Len(t, srv.received(), 1, "the spent budget refused the second call")
+}
