@@ -25,10 +25,15 @@ func statOf(fi fs.FileInfo) string {
 	if !ok {
 		return ""
 	}
-	return statString(st.Dev, st.Ino, st.Size, st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec)
+	m, c := statTimes(st)
+	msec, mnsec := m.Unix()
+	csec, cnsec := c.Unix()
+	return statString(uint64(st.Dev), uint64(st.Ino), int64(st.Size), msec, mnsec, csec, cnsec) //nolint:unconvert // Dev and Ino differ in type between systems
 }
 
-// statString is statOf's form of a stat.
+// statString is statOf's form of a stat. Its arguments are converted by
+// the callers: a stat's field types differ between systems (a Dev of
+// int32 on macOS, 32-bit seconds on 32-bit Linux).
 func statString(dev, ino uint64, size, msec, mnsec, csec, cnsec int64) string {
 	return fmt.Sprintf("%d:%d:%d:%d.%d:%d.%d", dev, ino, size, msec, mnsec, csec, cnsec)
 }
