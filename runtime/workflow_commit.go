@@ -120,7 +120,57 @@ func (c gitCommitter) inProgress(ctx context.Context) string {
 	return ""
 }
 
+// Commit commits req's paths (commitPaths), but not a file changed after
+// the run last changed it (req.Since): the user's edit made while the
+// run went on, which the commit would have taken as the run's work. Such
+// a file is left out, and the report says which and why.
 func (c gitCommitter) Commit(ctx context.Context, req workflows.CommitRequest) (workflows.CommitReport, error) {
+	kept, late := changedAfter(c.root, req.Paths, req.Since)
+	if len(late) == 0 {
+		return c.commitPaths(ctx, req)
+	}
+	if len(kept) == 0 {
+		return workflows.CommitReport{Status: workflows.NotCommitted, Message: req.Message, Files: req.Paths, LeftOut: late,
+			Reason: "every file of the run is left out (see left_out): nothing to commit"}, nil
+	}
+	sub := req
+	sub.Paths = kept
+	rep, err := c.commitPaths(ctx, sub)
+	rep.LeftOut = append(rep.LeftOut, late...)
+	if rep.Unchanged {
+		// The rest is committed already; the files left out are not.
+		rep.Unchanged = false
+		rep.Reason = "every file of the run that differs from HEAD is left out (see left_out): nothing to commit"
+	}
+	return rep, err
+}
+
+// changedAfter splits paths into those not changed since the run last
+// changed them (since) and, left out, those changed after: their status
+// change time (which no process can set back) is later. A file made
+// again after the run removed it is changed; a file that is gone is not
+// looked at (the commit takes it as gone).
+func changedAfter(root string, paths []string, since map[string]time.Time) (kept []string, late []workflows.LeftOut) {
+	for _, p := range paths {
+		t, ok := since[p]
+		if !ok {
+			kept = append(kept, p)
+			continue
+		}
+		fi, err := os.Lstat(filepath.Join(root, filepath.FromSlash(p)))
+		if err != nil || !changedTime(fi).After(t) {
+			kept = append(kept, p)
+			continue
+		}
+		late = append(late, workflows.LeftOut{Path: p, Reason: fmt.Sprintf(
+			"changed at %s, after the run's last change to it (%s): your edit (or another program's) made while the run went on cannot be told apart from the run's; commit it yourself",
+			changedTime(fi).Format("15:04:05.000"), t.Format("15:04:05.000"))})
+	}
+	return kept, late
+}
+
+// commitPaths commits exactly req's paths.
+func (c gitCommitter) commitPaths(ctx context.Context, req workflows.CommitRequest) (workflows.CommitReport, error) {
 	rep := workflows.CommitReport{Status: workflows.NotCommitted, Message: req.Message, Files: req.Paths}
 	if c.mode() == ModeReadOnly {
 		rep.Reason = "the session is read_only: nothing is committed"

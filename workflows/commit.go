@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
 
@@ -217,6 +218,13 @@ type CommitRequest struct {
 	// Before is the workspace's uncommitted work when the run started:
 	// of a file in it, only the run's part is committed.
 	Before BeforeRun
+	// Since is, of each path the run changed, when it last did (the
+	// decision of the step that changed it, or merged it): a change
+	// made to the file after that is not the run's but the user's (or
+	// another process's), made while the run went on, and cannot be told
+	// apart from the run's in the file: the file is left out of the
+	// commit, with why. A path without a time is not checked.
+	Since map[string]time.Time
 }
 
 // LeftOut is a file of the run not committed, and why.
@@ -413,7 +421,7 @@ func (r *runner) commitWork(out *Outcome) *CommitReport {
 	case r.committer == nil:
 		rep.Reason, rep.Missed = "this run cannot commit (no committer)", true
 	default:
-		got, err := r.committer.Commit(r.ctx, CommitRequest{Message: spec.Message, Paths: rep.Files, Before: r.before})
+		got, err := r.committer.Commit(r.ctx, CommitRequest{Message: spec.Message, Paths: rep.Files, Before: r.before, Since: r.changedSince(rep.Files)})
 		if err != nil {
 			rep.Reason, rep.Missed = "the commit could not be made: "+tools.AsFailure(err).Message, true
 			break
@@ -465,7 +473,7 @@ func (r *runner) commitParts(out *Outcome) []CommitReport {
 		case len(files[k]) == 0:
 			rep.Reason = "the run brought no file this commit takes: nothing to commit"
 		default:
-			got, err := r.committer.Commit(r.ctx, CommitRequest{Message: part.Message, Paths: files[k], Before: r.before})
+			got, err := r.committer.Commit(r.ctx, CommitRequest{Message: part.Message, Paths: files[k], Before: r.before, Since: r.changedSince(files[k])})
 			if err != nil {
 				got = CommitReport{Status: NotCommitted, Reason: "the commit could not be made: " + tools.AsFailure(err).Message}
 			}
@@ -527,6 +535,53 @@ func splitFiles(parts []CommitPart, files []string) (taken [][]string, untaken [
 		taken[k] = append(taken[k], f)
 	}
 	return taken, untaken
+}
+
+// noteLanded keeps, of each file the step run of a checkpoint_decided
+// event changed in the workspace (a shared writer's changes, an isolated
+// one's merge), the time it was decided: the run's last change to the
+// file is before it, and a change after it is someone else's (the commit
+// leaves that file out). A step reused from an earlier run is decided at
+// the start of this one, after its work was done.
+func (r *runner) noteLanded(ev WorkflowEvent) {
+	o := ev.Outcome
+	if ev.Kind != EventCheckpointDecided || o == nil || r.w.Commit == nil {
+		return
+	}
+	var paths []string
+	if o.Merge != nil {
+		paths = mergedPaths(o.Merge.Applied)
+	}
+	if o.WorkspaceMode == Shared && o.Posture == Writer && o.Changes != nil {
+		paths = slices.Concat(paths, o.Changes.Added, o.Changes.Changed, o.Changes.Deleted, o.Changes.Mode)
+	}
+	if len(paths) == 0 {
+		return
+	}
+	// The wall clock, not the run's (opt.Now, simulated in tests): it
+	// is compared with the files' change times.
+	now := time.Now()
+	r.changedMu.Lock()
+	defer r.changedMu.Unlock()
+	if r.changedAt == nil {
+		r.changedAt = map[string]time.Time{}
+	}
+	for _, p := range paths {
+		r.changedAt[p] = now
+	}
+}
+
+// changedSince is, of files, when the run last changed each (noteLanded).
+func (r *runner) changedSince(files []string) map[string]time.Time {
+	r.changedMu.Lock()
+	defer r.changedMu.Unlock()
+	since := map[string]time.Time{}
+	for _, p := range files {
+		if t, ok := r.changedAt[p]; ok {
+			since[p] = t
+		}
+	}
+	return since
 }
 
 // committable are the files a run brought into the workspace, sorted:

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -13,7 +16,8 @@ import (
 )
 
 type fakeCommitter struct {
-	reqs      []CommitRequest
+	reqs      []CommitRequest // each without its Since, which since keeps
+	since     []map[string]time.Time
 	preflight []PreflightRequest
 	problems  []string
 	refuse    string // a message whose commit git refuses
@@ -27,6 +31,8 @@ func (f *fakeCommitter) Preflight(_ context.Context, req PreflightRequest) []str
 }
 
 func (f *fakeCommitter) Commit(_ context.Context, req CommitRequest) (CommitReport, error) {
+	f.since = append(f.since, req.Since)
+	req.Since = nil
 	f.reqs = append(f.reqs, req)
 	if req.Message == f.refuse {
 		return CommitReport{Status: NotCommitted, Files: req.Paths, Reason: "git commit refused: a hook said no"}, nil
@@ -146,6 +152,11 @@ func TestAResumedRunCommitsTheReusedWorkToo(t *testing.T) {
 	require.Equal(t, StatusCompleted, second.Status, second.Output)
 	require.Equal(t, "wf-1", second.Steps[0].ReusedFrom)
 	require.Equal(t, []CommitRequest{{Message: "feat: add", Paths: []string{"docs/a.md", "src/a.go", "src/b.go"}}}, fc.reqs)
+	// Each file with when the run last changed it: a reused step's work
+	// when the resumed run reused it, so an edit after that is seen.
+	require.Len(t, fc.since, 1)
+	require.ElementsMatch(t, []string{"docs/a.md", "src/a.go", "src/b.go"}, slices.Collect(maps.Keys(fc.since[0])))
+	require.False(t, fc.since[0]["docs/a.md"].Before(fc.since[0]["src/a.go"]), "docs was decided after the reused code")
 }
 
 func TestCommitIsValidated(t *testing.T) {

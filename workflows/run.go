@@ -52,6 +52,10 @@ type runner struct {
 	before    BeforeRun
 	// mergedBy: a merged path, and the runs that merged it, in order.
 	mergedBy map[string][]string
+	// changedAt: of each file the run changed, when its last change was
+	// decided (noteLanded), for the commit.
+	changedMu sync.Mutex
+	changedAt map[string]time.Time
 	// account is the run's budget, which its children's calls are charged
 	// to: once it is spent, no step starts.
 	account  *budget.Account
@@ -671,6 +675,7 @@ func (r *runner) finish() Outcome {
 
 // record writes a workflow_event, keeping the first failure.
 func (r *runner) record(ev WorkflowEvent) {
+	r.noteLanded(ev)
 	r.recorded(r.evidence.Record(r.stamped(ev)))
 }
 
