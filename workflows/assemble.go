@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -686,6 +687,14 @@ func Render(o *Outcome) string {
 	if len(o.Commits) > 0 {
 		b.WriteString("\n" + strings.Join(CommitLines(nil, o.Commits), "\n") + "\n")
 	}
+	if files := uncommitted(o); len(files) > 0 {
+		listed := files[:min(len(files), maxRenderedLines)]
+		fmt.Fprintf(&b, "In the workspace, not committed (%s the run changed): %s", plural.Of(len(files), "file", "files"), strings.Join(listed, ", "))
+		if more := len(files) - len(listed); more > 0 {
+			fmt.Fprintf(&b, " … and %d more: see steps", more)
+		}
+		b.WriteString("\n")
+	}
 	if len(o.SafeNextActions) > 0 {
 		b.WriteString("\nNext:\n")
 		for _, a := range o.SafeNextActions {
@@ -702,6 +711,44 @@ func Render(o *Outcome) string {
 		}
 	}
 	return b.String()
+}
+
+// uncommitted are, of a run whose commit (or one of its commits) was not
+// made, the files its steps brought into the workspace, sorted: those
+// the commit would have taken, and the changes of its shared writers
+// that were not ready (partial work, which no commit takes). They are in
+// the workspace all the same, uncommitted: the outcome names them, so a
+// partial run does not leave the user to find its work with git status.
+// None when every commit was made, or found its files committed already.
+func uncommitted(o *Outcome) []string {
+	seen := map[string]bool{}
+	for _, c := range o.Commits {
+		if c.Status != Committed && !c.Unchanged {
+			for _, p := range c.Files {
+				seen[p] = true
+			}
+		}
+	}
+	if c := o.Commit; c != nil && c.Status != Committed && !c.Unchanged {
+		for _, p := range c.Files {
+			seen[p] = true
+		}
+	}
+	if len(seen) == 0 && (o.Status == StatusCompleted || (o.Commit == nil && len(o.Commits) == 0)) {
+		return nil
+	}
+	for i := range o.Steps {
+		s := &o.Steps[i]
+		if s.WorkspaceMode != Shared || s.Posture != Writer || s.CheckpointStatus == CheckpointReady || s.Changes == nil {
+			continue
+		}
+		for _, p := range slices.Concat(s.Changes.Added, s.Changes.Changed, s.Changes.Deleted, s.Changes.Mode) {
+			if p != ".pixir" && !strings.HasPrefix(p, ".pixir/") {
+				seen[p] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // tableRows picks the steps the table shows: every step when they fit,

@@ -324,7 +324,10 @@ func TestARunMakesItsCommitsInOrderEachWithItsFiles(t *testing.T) {
 			{Status: NotCommitted, Message: work.Message, Files: work.Paths, Reason: "the workflow is partial, not completed: nothing is committed"},
 			{Status: NotCommitted, Message: todo.Message, Files: []string{"TODO/GAL-1.md"}, Reason: "the workflow is partial, not completed: nothing is committed"},
 		},
-		output: []string{"Not committed (GAL-1: the work): the workflow is partial, not completed: nothing is committed\nNot committed (chore(todo): GAL-1 done): the workflow is partial"},
+		output: []string{"Not committed (GAL-1: the work): the workflow is partial, not completed: nothing is committed\nNot committed (chore(todo): GAL-1 done): the workflow is partial",
+			// What the run left in the workspace: its ready writers' work
+			// and the failed finish's changes.
+			"\nIn the workspace, not committed (4 files the run changed): TODO/GAL-1-1.md, TODO/GAL-1.md, src/a.go, src/b.go\n"},
 	}, {
 		name: "the first commit refused: the second is not made", refuse: work.Message,
 		reqs: []CommitRequest{work},
@@ -332,6 +335,7 @@ func TestARunMakesItsCommitsInOrderEachWithItsFiles(t *testing.T) {
 			{Status: NotCommitted, Message: work.Message, Files: work.Paths, Reason: "git commit refused: a hook said no", Missed: true},
 			{Status: NotCommitted, Message: todo.Message, Files: todo.Paths, Reason: "not made: the commit before it (GAL-1: the work) was not made", Missed: true},
 		},
+		output: []string{"\nIn the workspace, not committed (4 files the run changed): TODO/GAL-1-1.md, TODO/GAL-1.md, src/a.go, src/b.go\n"},
 		missed: true,
 	}, {
 		name: "the first committed already (a run resumed after a kill between the two): the second is made", unchanged: work.Message,
@@ -398,6 +402,9 @@ func TestARunMakesItsCommitsInOrderEachWithItsFiles(t *testing.T) {
 			require.Equal(t, tt.reqs, fc.reqs)
 			require.Nil(t, out.Commit, "several commits are reported in commits")
 			require.Equal(t, tt.want, out.Commits)
+			if !tt.missed && tt.finishEnds == "" {
+				require.NotContains(t, out.Output, "In the workspace, not committed", "every file committed")
+			}
 			switch {
 			case tt.finishEnds != "":
 				require.Equal(t, StatusPartial, out.Status)
