@@ -259,6 +259,17 @@ func (c gitCommitter) commitPaths(ctx context.Context, req workflows.CommitReque
 		}
 		paths, rep.Files = kept, kept[1:]
 	}
+	// What the user's index holds of these paths before they are staged:
+	// when no commit is made, it is put back, so the run's files are not
+	// left staged (a commit of the user's own would take them).
+	if held, err := git(append([]string{"ls-files", "-s", "-z", "--full-name"}, paths...)...); err == nil {
+		staged := slices.Clone(paths[1:])
+		defer func() {
+			if rep.Status != workflows.Committed {
+				c.unstage(ctx, staged, held)
+			}
+		}()
+	}
 	if out, err := git(append([]string{"add", "--all"}, paths...)...); err != nil {
 		rep.Reason = fmt.Sprintf("git add refused (%v): %s", err, out)
 		if why, ok := locked("add"); ok {
@@ -331,6 +342,20 @@ func (c gitCommitter) commitPaths(ctx context.Context, req workflows.CommitReque
 	}
 	rep.Commit = strings.TrimSpace(hash)
 	return rep, nil
+}
+
+// unstage puts the user's index back as it was for paths (held: git
+// ls-files -s -z --full-name of them then) after a commit that was not
+// made: without it, a refused commit (a hook, a missing identity) left
+// the run's files staged. It runs on when ctx is cancelled.
+func (c gitCommitter) unstage(ctx context.Context, paths []string, held string) {
+	ctx = context.WithoutCancel(ctx)
+	if _, err := c.git(ctx, nil, append([]string{"rm", "--cached", "-q", "--ignore-unmatch", "--"}, paths...)...); err != nil {
+		return
+	}
+	if held != "" {
+		_, _ = c.gitIn(ctx, nil, strings.NewReader(held), "update-index", "-z", "--index-info")
+	}
 }
 
 // gitStopGrace is how long a git command stopped by a cancel (SIGTERM)

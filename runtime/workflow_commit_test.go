@@ -587,3 +587,26 @@ func TestGitCommitterMadeAfterAllWhateverAHookWroteAfterTheCommit(t *testing.T) 
 		})
 	}
 }
+
+// A commit git refuses (a pre-commit hook says no) leaves the user's
+// index as it was: the run's files are not left staged, where a commit
+// of the user's own would take them, and what the user had staged stays
+// staged. They were left staged (git add ran before git commit).
+func TestARefusedCommitLeavesTheIndexAsItWas(t *testing.T) {
+	repo, ws, git := gitRepo(t)
+	require.NoError(t, os.WriteFile(filepath.Join(repo, ".git", "hooks", "pre-commit"), []byte("#!/bin/sh\necho no >&2\nexit 1\n"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "kept.txt"), []byte("staged by the user\n"), 0o644))
+	git("add", "kept.txt")
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "kept.txt"), []byte("the run's\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "new.txt"), []byte("the run's\n"), 0o644))
+	require.NoError(t, os.Remove(filepath.Join(ws, "gone.txt")))
+	before := git("status", "--porcelain", "--", ".")
+
+	c := gitCommitter{root: ws, mode: func() Mode { return ModeAuto }}
+	rep, err := c.Commit(context.Background(), workflows.CommitRequest{Message: "the run's work", Paths: []string{"gone.txt", "kept.txt", "new.txt"}})
+	require.NoError(t, err)
+	require.Equal(t, workflows.NotCommitted, rep.Status)
+	require.Contains(t, rep.Reason, "git commit refused")
+	require.Equal(t, before, git("status", "--porcelain", "--", "."), "the index as it was: new.txt untracked, gone.txt not staged as deleted, kept.txt's staged version")
+	require.Equal(t, "staged by the user", git("show", ":ws/kept.txt"))
+}
