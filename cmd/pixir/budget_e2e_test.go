@@ -264,3 +264,38 @@ func TestAnAnswerCutMidStreamCountsAgainstTheBudget(t *testing.T) {
 	require.Contains(t, stderr, "budget_exhausted: the budget of the session is spent")
 	require.Len(t, srv.received(), 1, "the spent budget refused the second call")
 }
+
+// The commands a run prints to go on repeat the flags that chose its
+// model: the retry of a workflow a budget stopped, pasted as printed, ran
+// the rest on the offline scripted model (nothing else was configured),
+// and the run ended COMPLETED, exit 0, its last step's summary "Scripted
+// step: no model, nothing checked.", the real server never asked.
+func TestThePrintedResumeKeepsTheModelTheRunWasGiven(t *testing.T) {
+	srv := newFakeModel(t, oaAnswer("Looked.", 1000, 50))
+	providerEnv(t)
+	e := newRunEnv(t)
+	wf := e.file("wf.yaml", "name: chain\nbudget: {tokens: 1500}\nsteps:\n  - {id: one, agent: explorer, task: Look.}\n  - {id: two, agent: explorer, task: Look again., depends_on: [one]}\n  - {id: three, agent: explorer, task: Look once more., depends_on: [two]}\n")
+	flags := []string{"--provider", "openai", "--base-url", srv.URL + "/v1", "--model", "m"}
+	stdout, stderr, code := e.pixir(append([]string{"run", "--workflow", wf}, flags...)...)
+	require.Equal(t, exitPartial, code, stderr)
+	require.Regexp(t, `pixir: session [0-9a-f]+ · go on: pixir resume --provider openai --model m --base-url http://127\.0\.0\.1:[0-9]+/v1 [0-9a-f]+ "…"`, stderr)
+	retry := regexp.MustCompile(`(?m)^    (pixir resume .*)$`).FindStringSubmatch(stdout)
+	require.NotNil(t, retry, stdout)
+	require.Len(t, srv.received(), 2)
+
+	// Raised and pasted as printed: the rest runs on the same model.
+	require.NoError(t, os.WriteFile(wf, []byte(strings.Replace(readFile(t, wf), "tokens: 1500", "tokens: 100000", 1)), 0o644))
+	args := strings.Fields(retry[1])[1:]
+	stdout, stderr, code = e.pixir(args...)
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, stdout, "Looked.")
+	require.NotContains(t, stdout, "Scripted step")
+	require.Len(t, srv.received(), 3, "the last step asked the run's model")
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return string(b)
+}

@@ -572,7 +572,7 @@ func TestAHoldingLoopsNextStepsSayWhatToChange(t *testing.T) {
 	require.Contains(t, stdout, "not started: its dependencies [loop plan] did not become checkpoint_ready")
 	require.NotContains(t, stdout, "ship never started")
 	require.Regexp(t, `- loop plan ended converged at iteration 2 of 3 and holds ship \(on_exhausted: hold\): resuming reuses its iterations and ends it the same way; set its on_exhausted to proceed \(its dependents run, told its blockers\), then:
-    pixir resume [0-9a-f]{8} --workflow \S+wf.yaml --resume-from wf-[0-9a-f]{12}
+    pixir resume --script \S+script.toml [0-9a-f]{8} --workflow \S+wf.yaml --resume-from wf-[0-9a-f]{12}
 `, stdout)
 }
 

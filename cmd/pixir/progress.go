@@ -157,13 +157,18 @@ type sessionNext struct {
 	cwd      string   // the --cwd the run was given, repeated in the commands
 	workflow string   // the --workflow file, for a retry
 	sets     []string // its --set name=value arguments (a template's), repeated in a retry
+	// model is the flags that chose the model (providerFlags.repeat),
+	// repeated in every resume: without them a pasted resume runs on
+	// whatever the environment and config.toml choose, the offline
+	// scripted model when they choose nothing.
+	model string
 }
 
 func (n sessionNext) print(w io.Writer) {
 	if n.short == "" {
 		return
 	}
-	fmt.Fprintf(w, "pixir: session %s · go on: pixir resume%s %s \"…\" · see what it did: pixir inspect%s %s\n", n.short, n.cwdFlag(), n.short, n.cwdFlag(), n.short)
+	fmt.Fprintf(w, "pixir: session %s · go on: pixir resume%s%s %s \"…\" · see what it did: pixir inspect%s %s\n", n.short, n.cwdFlag(), n.model, n.short, n.cwdFlag(), n.short)
 }
 
 func (n sessionNext) cwdFlag() string {
@@ -183,7 +188,7 @@ func (n sessionNext) actions(w io.Writer, out workflows.Outcome) {
 	for _, set := range n.sets {
 		sets.WriteString(" --set " + shellQuote(set))
 	}
-	retry := fmt.Sprintf("pixir resume%s %s --workflow %s%s --resume-from %s", n.cwdFlag(), n.short, shellQuote(n.workflow), sets.String(), out.WorkflowID)
+	retry := fmt.Sprintf("pixir resume%s%s %s --workflow %s%s --resume-from %s", n.cwdFlag(), n.model, n.short, shellQuote(n.workflow), sets.String(), out.WorkflowID)
 	fmt.Fprintln(w, "\nNext:")
 	retried := false
 	for _, a := range out.SafeNextActions {

@@ -45,6 +45,20 @@ func (p *providerFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&p.limits.TimeoutMS, "subagent-timeout-ms", 0, fmt.Sprintf("a subagent's time limit (default %d; also [agents] timeout_ms)", runtime.DefaultSubagentTimeout.Milliseconds()))
 }
 
+// repeat is the flags that chose the model as given, to repeat in the
+// commands a run prints ("" when none was given).
+func (p *providerFlags) repeat() string {
+	var b strings.Builder
+	for _, f := range []struct{ name, value string }{
+		{"provider", p.provider}, {"profile", p.profile}, {"model", p.model}, {"base-url", p.baseURL}, {"script", p.script},
+	} {
+		if f.value != "" {
+			b.WriteString(" --" + f.name + " " + shellQuote(f.value))
+		}
+	}
+	return b.String()
+}
+
 // subagentLimits lays the flags over config.toml's [agents] table.
 func (p *providerFlags) subagentLimits(fromFile runtime.SubagentLimits) runtime.SubagentLimits {
 	l := fromFile

@@ -309,7 +309,7 @@ func runPrompt(o runOptions, mode runtime.Mode, id, prompt string, stdin io.Read
 	res := view.outcome(sess.ID(), stopReason, err)
 	detach()
 	res.Usage = sess.Usage().Sub(before)
-	return out.turn(res, sessionNext{short: inspect.ShortID(dir, sess.ID()), cwd: o.cwd})
+	return out.turn(res, sessionNext{short: inspect.ShortID(dir, sess.ID()), cwd: o.cwd, model: o.pf.repeat()})
 }
 
 // openSession starts a session in dir, or reopens session id there, in
@@ -524,7 +524,7 @@ func runWorkflowFile(o runOptions, mode runtime.Mode, id string, stdin io.Reader
 	if !outcome.Usage.IsZero() {
 		fmt.Fprintf(out.stderr, "pixir: usage: %s\n", outcome.Usage)
 	}
-	next := sessionNext{short: inspect.ShortID(dir, sess.ID()), cwd: o.cwd, workflow: o.workflow, sets: o.sets}
+	next := sessionNext{short: inspect.ShortID(dir, sess.ID()), cwd: o.cwd, workflow: o.workflow, sets: o.sets, model: o.pf.repeat()}
 	code := out.workflow(outcome, next)
 	next.print(out.stderr)
 	return code
