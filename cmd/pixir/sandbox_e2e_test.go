@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"io/fs"
 	"net"
@@ -225,11 +226,7 @@ func hangingCommand(t *testing.T) (*env, *agent, string, string, []int) {
 	a.initialize()
 	sid := a.newSession()
 	a.sendJSON(map[string]any{"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": promptParams(sid, "sbx hang")})
-	f, err := os.Open(fifo) // returns once the command opens it to write
-	require.NoError(t, err)
-	_, err = f.Read(make([]byte, 3))
-	f.Close()
-	require.NoError(t, err)
+	awaitFIFOLine(t, a, fifo, "3")
 	// The FIFO says the shell started its children; each becomes "sleep
 	// MARKER" once it has exec'd, which nothing outside can await: look
 	// until all three have (the test's timeout bounds it).
@@ -240,6 +237,45 @@ func hangingCommand(t *testing.T) (*env, *agent, string, string, []int) {
 	}
 	require.Len(t, pids, 3, "the setsid child, the double-forked child and the foreground sleep")
 	return e, a, sid, marker, pids
+}
+
+// awaitFIFOLine returns once a command of a's turn (the prompt with
+// request id promptID) has written a line to fifo. Should the turn end, or
+// pixir, before the command writes, it fails the test with what pixir said
+// instead of waiting for ever: a blocking open of the FIFO waited until
+// the command opened it, so a command that never started (seen once, in a
+// whole-suite run at load 30–45) hung the test to go test's timeout with
+// nothing said. Opened read-write, the FIFO never waits for a writer, and
+// closing it ends the read.
+func awaitFIFOLine(t *testing.T, a *agent, fifo, promptID string) {
+	t.Helper()
+	f, err := os.OpenFile(fifo, os.O_RDWR, 0)
+	require.NoError(t, err)
+	defer f.Close()
+	read := make(chan error, 1)
+	go func() {
+		_, err := bufio.NewReader(f).ReadString('\n')
+		read <- err
+	}()
+	var seen []string // what pixir wrote meanwhile, for the failure
+	for {
+		select {
+		case err := <-read:
+			require.NoError(t, err)
+			return
+		case line, ok := <-a.lines:
+			if !ok {
+				f.Close()
+				t.Fatalf("pixir ended before the command wrote to %s; it wrote:\n%s\nstderr:\n%s", fifo, strings.Join(seen, ""), a.stderr)
+			}
+			seen = append(seen, line)
+			var m message
+			if json.Unmarshal([]byte(line), &m) == nil && string(m.ID) == promptID {
+				f.Close()
+				t.Fatalf("the turn ended before the command wrote to %s; pixir wrote:\n%s\nstderr:\n%s", fifo, strings.Join(seen, ""), a.stderr)
+			}
+		}
+	}
 }
 
 func TestCancelEndsEveryProcessOfTheCommand(t *testing.T) {
