@@ -135,6 +135,17 @@ func (m *Manager) run(ctx context.Context, sa *subagent, event tools.SubagentEve
 			before = nil
 		}
 	}
+	// A writer's new git repositories (src/.git) are looked for in every
+	// workspace, whatever its write set: a write set that allows src/**
+	// allows src/.git/hooks too, and without one nothing is scanned.
+	var reposBefore []string
+	watchRepos := child.Mode() != ModeReadOnly
+	if watchRepos {
+		if reposBefore, err = nestedRepos(ctx, child.workspace.Root()); err != nil {
+			m.rt.log.Warn("a git repository the subagent makes will not be seen", "subagent", sa.id, "err", err)
+			watchRepos = false
+		}
+	}
 	runStart := time.Now()
 	stop, err := child.Prompt(ctx, Prompt{Text: input}, opts)
 	summary = tracker.summary()
@@ -159,6 +170,14 @@ func (m *Manager) run(ctx context.Context, sa *subagent, event tools.SubagentEve
 		}
 	}
 	violation = m.checkWrites(sa, changes, runStart)
+	var madeRepo *tools.Failure
+	if watchRepos {
+		if after, rerr := nestedRepos(context.WithoutCancel(ctx), child.workspace.Root()); rerr != nil {
+			m.rt.log.Warn("a git repository the subagent made may not be seen", "subagent", sa.id, "err", rerr)
+		} else if made := madeRepos(reposBefore, after); len(made) > 0 {
+			madeRepo = nestedRepoFailure(made, sa.mode)
+		}
+	}
 	if !m.hasLiveChildren(child.ID()) {
 		// Its grandchildren, if any, still report into its Log.
 		child.release()
@@ -184,6 +203,13 @@ func (m *Manager) run(ctx context.Context, sa *subagent, event tools.SubagentEve
 	}
 	if violation != nil && status == tools.SubagentCompleted {
 		status, fail = tools.SubagentFailed, violationFailure(violation, sa.limit)
+	}
+	switch {
+	case madeRepo == nil:
+	case status == tools.SubagentCompleted:
+		status, fail = tools.SubagentFailed, madeRepo
+	case fail != nil:
+		fail = &tools.Failure{Kind: fail.Kind, Message: fail.Message + "; and " + madeRepo.Message, Details: fail.Details}
 	}
 }
 

@@ -424,3 +424,92 @@ func violationFailure(v *tools.WriteSetViolation, limit writeLimit) *tools.Failu
 	}
 	return &tools.Failure{Kind: tools.ErrPermissionDenied, Message: msg, Details: v}
 }
+
+// NestedRepositoryCode names, in a run's failure, a git repository the
+// child made inside its workspace.
+const NestedRepositoryCode = "nested_repository"
+
+// nestedRepos lists the folders beneath root (root-relative, slash
+// separated) that hold a .git of their own, a folder or a file (a worktree's
+// or submodule's pointer): where the user's git would take it for the
+// repository, and run its hooks. No .git is looked into, nor .pixir, nor
+// what snapshots leave out as installed dependencies (node_modules, .venv:
+// nobody runs git there, and a node_modules of 10,000 files tripled the
+// cost); links are not followed. Only folders are read (a file's name and
+// type are in its folder's listing), by name in their open parent, as
+// scanDir does.
+func nestedRepos(ctx context.Context, root string) ([]string, error) {
+	dir, err := os.Open(root)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	defer dir.Close()
+	var out []string
+	err = findRepos(ctx, dir, root, "", &out)
+	return out, err
+}
+
+func findRepos(ctx context.Context, dir *os.File, path, rel string, out *[]string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	entries, err := dir.ReadDir(-1)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if name == ".git" {
+			if rel != "" {
+				*out = append(*out, rel)
+			}
+			continue
+		}
+		if !e.IsDir() || snapshot.Excluded(name, true) {
+			continue // .pixir, other systems' metadata, installed dependencies
+		}
+		epath, erel := path+string(filepath.Separator)+name, name
+		if rel != "" {
+			erel = rel + "/" + name
+		}
+		sub, err := openDirIn(dir, epath, name)
+		if err != nil {
+			// Gone, replaced by a link or a file while we looked, or made
+			// unreadable: no repository git could use there.
+			continue
+		}
+		err = findRepos(ctx, sub, epath, erel, out)
+		sub.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// madeRepos is what after lists that before did not.
+func madeRepos(before, after []string) []string {
+	var out []string
+	for _, r := range after {
+		if !slices.Contains(before, r) {
+			out = append(out, r+"/.git")
+		}
+	}
+	return out
+}
+
+// nestedRepoFailure is the failure of a run that made git repositories
+// (their .git paths) inside its workspace: never work to merge, and in a
+// shared workspace a repository the user's git would use, hooks and all.
+func nestedRepoFailure(made []string, mode string) *tools.Failure {
+	msg := NestedRepositoryCode + ": the child made a git repository at " + strings.Join(made, ", ")
+	if mode == WorkspaceIsolated {
+		msg += " in its snapshot; a repository is not work to merge, so nothing of this run is merged into the workspace"
+	} else {
+		msg += " in the shared workspace, where git run beneath it would use it instead of the workspace's repository, its hooks too; Pixir does not remove it (it cannot tell it from yours): check it and remove it"
+	}
+	return &tools.Failure{Kind: tools.ErrPermissionDenied, Message: msg, Details: map[string]any{"code": NestedRepositoryCode, "paths": made, "workspace": mode}}
+}

@@ -283,7 +283,7 @@ func BenchmarkSharedChangeList(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			ctx := context.Background()
 			type cost struct{ wall, cpu time.Duration }
-			var root, whole, snap cost
+			var root, whole, snap, repos cost
 			measure := func(c *cost, f func()) {
 				cpu0, start := cpuTime(), time.Now()
 				f()
@@ -308,6 +308,15 @@ func BenchmarkSharedChangeList(b *testing.B) {
 			for b.Loop() {
 				measure(&root, changeList(filepath.Join(ws, "docs")))
 				measure(&whole, changeList(ws))
+				// Every writer's look for a git repository it made, before
+				// and after its run, whatever its write set.
+				measure(&repos, func() {
+					for range 2 {
+						if r, err := nestedRepos(ctx, ws); err != nil || len(r) != 0 {
+							b.Fatal(r, err)
+						}
+					}
+				})
 				if files > 1000 {
 					continue
 				}
@@ -326,6 +335,8 @@ func BenchmarkSharedChangeList(b *testing.B) {
 			b.ReportMetric(ms(root.wall), "docs-root-ms")
 			b.ReportMetric(ms(whole.wall), "workspace-ms")
 			b.ReportMetric(ms(whole.cpu), "workspace-cpu-ms")
+			b.ReportMetric(ms(repos.wall), "nested-repos-ms")
+			b.ReportMetric(ms(repos.cpu), "nested-repos-cpu-ms")
 			if files <= 1000 {
 				b.ReportMetric(ms(snap.wall), "snapshot-ms")
 				b.ReportMetric(ms(snap.cpu), "snapshot-cpu-ms")
