@@ -34,9 +34,39 @@ type keyPos struct {
 // error.
 func locateSettingsKeys(data []byte) map[string]keyPos {
 	ps := map[string]keyPos{}
+	walkTOML(data, func(x tomlExpr) bool {
+		key := strings.Join(x.key, ".")
+		if _, seen := ps[key]; !seen {
+			kp := keyPos{line: x.shape.Start.Line, col: x.shape.Start.Column}
+			if !x.table {
+				kp.value = x.node.Value().Kind
+			}
+			ps[key] = kp
+		}
+		return true
+	})
+	return ps
+}
+
+// tomlExpr is a table header or a key = value of a TOML document.
+type tomlExpr struct {
+	node *unstable.Node
+	// key is a header's key, or a key = value's under its table.
+	key   []string
+	table bool           // a [table] or [[array table]] header
+	start int            // the offset of its first key part
+	shape unstable.Shape // where its first key part is
+}
+
+// walkTOML calls visit with each table header and key = value of data in
+// order, until visit returns false: the one walk of locateSettingsKeys,
+// withoutSettingsKey and inlineValueKey, each of which tracked the table
+// and joined it to a key itself. It stops at the first part that is not
+// TOML; x.node is good only during its call.
+func walkTOML(data []byte, visit func(x tomlExpr) bool) {
 	var p unstable.Parser
 	p.Reset(data)
-	table := ""
+	var table []string
 	for p.NextExpression() {
 		e := p.Expression()
 		var parts []string
@@ -51,27 +81,20 @@ func locateSettingsKeys(data []byte) map[string]keyPos {
 		if first == nil {
 			continue
 		}
-		sh := p.Shape(first.Raw)
-		key := strings.Join(parts, ".")
+		x := tomlExpr{node: e, start: int(first.Raw.Offset), shape: p.Shape(first.Raw)}
 		switch e.Kind {
 		case unstable.Table, unstable.ArrayTable:
-			table = key
+			table = parts
+			x.key, x.table = parts, true
 		case unstable.KeyValue:
-			if table != "" {
-				key = table + "." + key
-			}
+			x.key = append(slices.Clip(table), parts...)
 		default:
 			continue
 		}
-		if _, seen := ps[key]; !seen {
-			kp := keyPos{line: sh.Start.Line, col: sh.Start.Column}
-			if e.Kind == unstable.KeyValue {
-				kp.value = e.Value().Kind
-			}
-			ps[key] = kp
+		if !visit(x) {
+			return
 		}
 	}
-	return ps
 }
 
 // settingsDecodeError turns go-toml's error into one per problem, with
@@ -134,32 +157,11 @@ func withoutSettingsKey(data []byte, key []string) (_ []byte, ok bool) {
 		lineStart int // the offset of the line it starts on
 	}
 	var exprs []expr
-	var p unstable.Parser
-	p.Reset(data)
-	var table []string
-	for p.NextExpression() {
-		e := p.Expression()
-		var parts []string
-		start := -1
-		for it := e.Key(); it.Next(); {
-			k := it.Node()
-			if start < 0 {
-				start = int(k.Raw.Offset)
-			}
-			parts = append(parts, string(k.Data))
-		}
-		if start < 0 {
-			continue
-		}
-		lineStart := bytes.LastIndexByte(data[:start], '\n') + 1
-		switch e.Kind {
-		case unstable.Table, unstable.ArrayTable:
-			table = parts
-			exprs = append(exprs, expr{key: parts, start: start, lineStart: lineStart})
-		case unstable.KeyValue:
-			exprs = append(exprs, expr{key: append(slices.Clip(table), parts...), value: true, start: start, lineStart: lineStart})
-		}
-	}
+	walkTOML(data, func(x tomlExpr) bool {
+		lineStart := bytes.LastIndexByte(data[:x.start], '\n') + 1
+		exprs = append(exprs, expr{key: x.key, value: !x.table, start: x.start, lineStart: lineStart})
+		return true
+	})
 	best := -1
 	for i, e := range exprs {
 		if e.value && len(e.key) <= len(key) && slices.Equal(e.key, key[:len(e.key)]) && (best < 0 || len(e.key) > len(exprs[best].key)) {
@@ -196,28 +198,13 @@ func inlineValueKey(data []byte, key []string, line, col int) []string {
 		offset += nl + 1
 	}
 	offset += col - 1
-	var p unstable.Parser
-	p.Reset(data)
-	var table []string
-	for p.NextExpression() {
-		e := p.Expression()
-		var parts []string
-		for it := e.Key(); it.Next(); {
-			parts = append(parts, string(it.Node().Data))
+	out := key
+	walkTOML(data, func(x tomlExpr) bool {
+		if x.table || !slices.Equal(x.key, key) {
+			return true
 		}
-		switch e.Kind {
-		case unstable.Table, unstable.ArrayTable:
-			table = parts
-			continue
-		case unstable.KeyValue:
-		default:
-			continue
-		}
-		if !slices.Equal(append(slices.Clip(table), parts...), key) {
-			continue
-		}
-		out := slices.Clone(key)
-		for v := e.Value(); v.Kind == unstable.InlineTable; {
+		out = slices.Clone(key)
+		for v := x.node.Value(); v.Kind == unstable.InlineTable; {
 			// The last key = value of the table that begins before the
 			// value holds it.
 			var in *unstable.Node
@@ -240,9 +227,9 @@ func inlineValueKey(data []byte, key []string, line, col int) []string {
 			}
 			v = in.Value()
 		}
-		return out
-	}
-	return key
+		return false
+	})
+	return out
 }
 
 // TOMLKey is a key path as TOML writes it: a part that is not a bare
