@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 	"unicode/utf8"
 
 	"github.com/pixir-go/pixir/budget"
@@ -215,8 +214,9 @@ type childTracker struct {
 	mu   sync.Mutex
 	last string
 	// failed is set when the child's turn ended on a provider failure.
-	failed   *tools.Failure
-	reported time.Time
+	failed *tools.Failure
+	// progress passes the child's activity on to the parent, throttled.
+	progress *progressThrottle
 	// denied counts the mutations the user refused when asked.
 	denied int
 }
@@ -268,14 +268,15 @@ func (t *childTracker) observe(ev Event) {
 	if activity == "" {
 		return
 	}
-	t.mu.Lock()
-	if time.Since(t.reported) < progressEvery {
-		t.mu.Unlock()
-		return
-	}
-	t.reported = time.Now()
-	t.mu.Unlock()
-	_ = t.sa.parent.emitBackground(EventStatus, SubagentProgressData{SubagentID: t.sa.id, Activity: activity})
+	t.progress.offer(activity)
+}
+
+func newChildTracker(m *Manager, sa *subagent) *childTracker {
+	t := &childTracker{m: m, sa: sa}
+	t.progress = &progressThrottle{every: progressEvery, emit: func(activity string) {
+		_ = sa.parent.emitBackground(EventStatus, SubagentProgressData{SubagentID: sa.id, Activity: activity})
+	}}
+	return t
 }
 
 // deniedByUser is how many of the child's mutations the user refused.

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"testing"
 	"testing/quick"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -198,7 +197,7 @@ func TestAChildsSummaryIsItsAnswerAsTheLogHasIt(t *testing.T) {
 		require.NoError(t, err)
 		var want AssistantMessageData
 		require.NoError(t, json.Unmarshal(raw, &want))
-		tr := &childTracker{reported: time.Now().Add(time.Hour)} // no progress to show
+		tr := &childTracker{progress: &progressThrottle{stopped: true}} // no progress to show
 		tr.observe(Event{Type: EventAssistantMessage, Data: raw, value: d})
 		require.Equal(t, want.Text, tr.summary(), "%q", text)
 	}

@@ -100,7 +100,7 @@ func (m *Manager) run(ctx context.Context, sa *subagent, event tools.SubagentEve
 	}
 	m.record(sa, event, recorded)
 
-	tracker := &childTracker{m: m, sa: sa}
+	tracker := newChildTracker(m, sa)
 	var ask Asker
 	if sa.ask != nil {
 		ask = childAsker{sa: sa}
@@ -148,6 +148,7 @@ func (m *Manager) run(ctx context.Context, sa *subagent, event tools.SubagentEve
 	}
 	runStart := time.Now()
 	stop, err := child.Prompt(ctx, Prompt{Text: input}, opts)
+	tracker.progress.stop()
 	summary = tracker.summary()
 	if n := tracker.deniedByUser(); n > 0 {
 		m.mu.Lock()
