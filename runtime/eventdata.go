@@ -74,6 +74,10 @@ type ToolResultData struct {
 	// images, audio, resources), kept so a replay shows them too.
 	Blocks    []tools.Block `json:"blocks,omitempty"`
 	ElapsedMS int64         `json:"elapsed_ms"`
+	// Seen is what the model has now seen of a file (a read, or what its
+	// write or edit left there): opened again, the session knows it from
+	// here, so a later write is checked against it (tools.Seen).
+	Seen *tools.Seen `json:"seen,omitempty"`
 	// Interrupted marks the result recorded for a call that never got one
 	// (the process ended, or the Log could not be written, first).
 	Interrupted bool `json:"interrupted,omitempty"`

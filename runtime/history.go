@@ -61,6 +61,8 @@ type historyFold struct {
 	// calib is the correction of the estimate of tokens its last model
 	// call made (Session.calib), 0 when the Log holds none.
 	calib float64
+	// seen is what the model last saw of each file (Session.seen).
+	seen map[string]tools.Seen
 }
 
 // leaveOut notes an event the fold cannot read: it is left out of
@@ -150,8 +152,15 @@ func (f *historyFold) add(ev Event) {
 		// Log (modelTextRaw reads it as modelText would the live result).
 		var id, name string
 		var result json.RawMessage
-		if !f.read(ev, map[string]any{"tool_call_id": &id, "name": &name, "result": &result}) {
+		var seen *tools.Seen
+		if !f.read(ev, map[string]any{"tool_call_id": &id, "name": &name, "result": &result, "seen": &seen}) {
 			return
+		}
+		if seen != nil && seen.Path != "" {
+			if f.seen == nil {
+				f.seen = map[string]tools.Seen{}
+			}
+			f.seen[seen.Path] = *seen
 		}
 		if name == "wait_agent" || name == "list_agents" || name == "close_agent" {
 			f.subagents = append(f.subagents, ev)

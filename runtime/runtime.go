@@ -207,7 +207,7 @@ func (r *Runtime) wakeChildSession(was *dormantSession, dir, logPath string, par
 	agent.ReasoningEffort = was.effort
 	s := r.childSession(ws, log, parent, agent, accounts, was.meta)
 	s.history, s.histBytes, s.callIDs, s.interrupted = fold.history, historyBytes(fold.history), fold.callIDs, fold.unanswered()
-	s.calib, s.allowAlways, s.sandboxTold = was.calib, was.allowAlways, was.sandboxTold
+	s.calib, s.allowAlways, s.sandboxTold, s.seen = was.calib, was.allowAlways, was.sandboxTold, fold.seen
 	if was.prompt != "" { // the prompt it had, so that providers' prompt caches hold
 		s.promptOnce.Do(func() { s.prompt = was.prompt })
 	}
@@ -466,7 +466,7 @@ func (r *Runtime) openSession(id, dir string, visit func(Event)) (*Session, Load
 	}
 	s := &Session{rt: r, workspace: ws, log: log, meta: meta, depth: meta.Depth, history: fold.history, histBytes: historyBytes(fold.history),
 		interrupted: fold.unanswered(), restoreEvents: fold.subagents, accounts: budget.Accounts{r.sessionAccount()},
-		callIDs: fold.callIDs, allowAlways: fold.allowAlways, fallbacks: fallbacks, calib: fold.calib}
+		callIDs: fold.callIDs, allowAlways: fold.allowAlways, fallbacks: fallbacks, calib: fold.calib, seen: fold.seen}
 	// What it spent before counts against its budget still.
 	s.accounts[0].Start(fold.spent())
 	// A crash left calls without results: answer them now, so the next

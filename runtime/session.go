@@ -166,8 +166,11 @@ type Session struct {
 	// a turn that started meanwhile), so each end is written once.
 	recording   sync.Mutex
 	allowAlways map[string]bool
-	turnCancel  context.CancelFunc // non-nil while a turn runs
-	turnDone    chan struct{}
+	// seen is what the model has seen of each file (tools.SeenFiles), by
+	// absolute path: folded from the Log's tool results on opening.
+	seen       map[string]tools.Seen
+	turnCancel context.CancelFunc // non-nil while a turn runs
+	turnDone   chan struct{}
 	// turnCancelled is set once the running turn was told to stop: a
 	// prompt then waits for it to end instead of being refused.
 	turnCancelled bool

@@ -711,7 +711,7 @@ func (t *turn) env(tc provider.ToolCall, notice bool) tools.Env {
 	env := tools.Env{
 		SessionID: t.s.ID(), ToolCallID: tc.ID, Workspace: t.s.workspace,
 		Files: files, Terminals: t.opt.Terminals, Subagents: t.binding(tc),
-		Sandbox: t.s.rt.cfg.Sandbox, Commands: policy,
+		Sandbox: t.s.rt.cfg.Sandbox, Commands: policy, Seen: t.s,
 		Progress: func(message string) {
 			// Ephemeral: shown, not kept; a failure to show it is no fault.
 			_ = t.emit(EventStatus, ToolProgressData{ToolCallID: tc.ID, Status: "in_progress", Activity: message})
@@ -732,8 +732,12 @@ func (t *turn) recordResult(tc provider.ToolCall, result tools.Result, elapsed t
 	for _, d := range result.Diffs {
 		data.Diffs = append(data.Diffs, DiffData(d))
 	}
+	data.Seen = result.Seen
 	if err := t.emit(EventToolResult, data); err != nil {
 		return err
+	}
+	if result.Seen != nil {
+		t.s.noteSeen(*result.Seen)
 	}
 	if result.Plan != nil {
 		if err := t.emit(EventPlan, PlanData{PlanID: AgentPlanID, Entries: result.Plan}); err != nil {
@@ -901,6 +905,25 @@ func (s *Session) allowedAlways(tool string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.allowAlways[tool]
+}
+
+// SeenFile implements tools.SeenFiles: what the session's model last saw
+// of the file at path.
+func (s *Session) SeenFile(path string) (tools.Seen, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seen, ok := s.seen[path]
+	return seen, ok
+}
+
+// noteSeen keeps what a tool result says the model has now seen of a file.
+func (s *Session) noteSeen(seen tools.Seen) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seen == nil {
+		s.seen = map[string]tools.Seen{}
+	}
+	s.seen[seen.Path] = seen
 }
 
 func (s *Session) rememberAllow(tool string) {

@@ -108,6 +108,7 @@ func runEdit(ctx context.Context, env Env, a EditArgs, dryRun bool) Result {
 			return Failed(f)
 		}
 		res = OK(EditOutput{Path: t.rel, Replacements: len(lines)})
+		res.Seen = seenText(t.abs, text)
 	}
 	res.Diffs = []Diff{{Path: t.abs, OldText: old, NewText: text}}
 	res.Locations = []Location{{Path: t.abs, Line: lines[0]}}

@@ -114,17 +114,44 @@ func runRead(ctx context.Context, env Env, a ReadArgs, dryRun bool) Result {
 	if dryRun {
 		return Preview("would read %s%s", t.rel, lineRange(a.Offset, a.Limit))
 	}
+	// What the model sees of the file is hashed as it is read: a write
+	// over the file later checks that it has not changed since.
+	h := newSeenHash()
+	src := io.TeeReader(file, h)
 	var out ReadOutput
 	if byRange {
-		out, f = readRange(ctx, file, t, a.Offset, a.Limit)
+		out, f = readRange(ctx, src, t, a.Offset, a.Limit)
 	} else {
-		out, f = readLines(ctx, file, t, a.Offset, a.Limit, 1)
+		out, f = readLines(ctx, src, t, a.Offset, a.Limit, 1)
 	}
 	if f != nil {
-		return Failed(f)
+		res := Failed(f)
+		if !byRange && ctx.Err() == nil {
+			// The model has seen the file (binary, or shorter than
+			// the offset): what it did not read is hashed too, up
+			// to editLimit (past it, the record has no hash).
+			switch n, err := io.Copy(io.Discard, io.LimitReader(src, editLimit+1)); {
+			case err == nil && n <= editLimit:
+				res.Seen = h.seen(t.abs)
+			case err == nil:
+				res.Seen = &Seen{Path: t.abs}
+			}
+		}
+		return res
 	}
 	res := OK(out)
 	res.Locations = []Location{{Path: t.abs, Line: out.StartLine}}
+	switch {
+	case !byRange:
+		res.Seen = h.seen(t.abs) // read to its end, whatever the range
+	case max(a.Offset, 1) == 1 && !out.More:
+		res.Seen = h.seen(t.abs) // the editor served it whole
+	default:
+		// The editor served some of its lines (a whole file may be more
+		// than one message can carry): the file was read, but what it
+		// holds is not known, so a write over it is not checked.
+		res.Seen = &Seen{Path: t.abs}
+	}
 	return res
 }
 

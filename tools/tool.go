@@ -67,6 +67,9 @@ type Env struct {
 	// the result of a command: the policy asked the kernel for
 	// confinement that it cannot give.
 	SandboxNotice string
+	// Seen, when set, is what the session's model has seen of each file:
+	// write refuses to replace a file it has not seen as it is now.
+	Seen SeenFiles
 	// Progress, when set, shows the user how a long call is going (an MCP
 	// server's progress notifications). It is called on the goroutine
 	// that runs the tool.
@@ -138,6 +141,10 @@ type Result struct {
 	TerminalID string `json:"-"`
 	// Plan, when set, replaces the plan shown to the user.
 	Plan []PlanEntry `json:"-"`
+	// Seen, when set, is what the model has now seen of a file (a read,
+	// or the content its write or edit left): the runtime keeps it in
+	// the session's SeenFiles and records it in the Log.
+	Seen *Seen `json:"-"`
 	// Blocks, when set, are shown to the user instead of the output: an
 	// MCP tool's text, images, audio and resources, as it returned them.
 	Blocks []Block `json:"-"`

@@ -35,8 +35,14 @@ func TestAFileTheUserEditedWhileTheRunWentOnIsLeftOutOfItsCommit(t *testing.T) {
 match = '\A\[w\]'
   [[rule.reply]]
   [[rule.reply.tool_calls]]
+  name = "read"
+  arguments = { path = "code.txt" }
+  [[rule.reply.tool_calls]]
   name = "write"
   arguments = { path = "code.txt", content = "base\nthe run's line\n" }
+  [[rule.reply.tool_calls]]
+  name = "read"
+  arguments = { path = "other.txt" }
   [[rule.reply.tool_calls]]
   name = "write"
   arguments = { path = "other.txt", content = "base\nthe run's other line\n" }

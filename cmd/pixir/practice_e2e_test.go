@@ -182,6 +182,9 @@ name = "the split reports two tasks and writes one"
 match = '\ASplit the reviewed plan'
   [[rule.reply]]
   [[rule.reply.tool_calls]]
+  name = "read"
+  arguments = { path = ".workflow/run-GAL-1/task-1.md" }
+  [[rule.reply.tool_calls]]
   name = "write"
   arguments = { path = ".workflow/run-GAL-1/task-1.md", content = "# Task 1: mul\n" }
   [[rule.reply]]
@@ -222,6 +225,9 @@ name = "test writes the failing test and escalates it"
 match = '\AWrite the failing tests of task'
   [[rule.reply]]
   [[rule.reply.tool_calls]]
+  name = "read"
+  arguments = { path = "tests/test_mul.sh" }
+  [[rule.reply.tool_calls]]
   name = "write"
   arguments = { path = "tests/test_mul.sh", content = "[ \"$(sh -c '. ./calc.sh; mul 3 4')\" = 13 ] || { echo \"mul 3 4: want 13\"; exit 1; }\n" }
   [[rule.reply]]
@@ -245,6 +251,9 @@ match = '\ALight review of the tests of task'
 name = "test fixes the tests"
 match = '\AFix the tests of task'
   [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "read"
+  arguments = { path = "tests/test_mul.sh" }
   [[rule.reply.tool_calls]]
   name = "write"
   arguments = { path = "tests/test_mul.sh", content = ". ./calc.sh\n[ \"$(mul 3 4)\" = 13 ] || { echo \"mul 3 4: got $(mul 3 4), want 13\"; exit 1; }\n" }
@@ -309,13 +318,22 @@ name = "the split into three tasks"
 match = '\ASplit the reviewed plan'
   [[rule.reply]]
   [[rule.reply.tool_calls]]
+  name = "read"
+  arguments = { path = ".workflow/run-GAL-1/task-1.md" }
+  [[rule.reply.tool_calls]]
   name = "write"
   arguments = { path = ".workflow/run-GAL-1/task-1.md", content = "# Task 1: mul\n" }
   [[rule.reply]]
   [[rule.reply.tool_calls]]
+  name = "read"
+  arguments = { path = ".workflow/run-GAL-1/task-2.md" }
+  [[rule.reply.tool_calls]]
   name = "write"
   arguments = { path = ".workflow/run-GAL-1/task-2.md", content = "# Task 2: stamp prints t=<now>\n" }
   [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "read"
+  arguments = { path = ".workflow/run-GAL-1/task-3.md" }
   [[rule.reply.tool_calls]]
   name = "write"
   arguments = { path = ".workflow/run-GAL-1/task-3.md", content = "# Task 3: neg\n" }
@@ -330,6 +348,9 @@ match = '\ASplit the reviewed plan'
 name = "test writes task 2's tests once the seam is there"
 match = '(?s)\AWrite the failing tests of task 2 .*This is iteration 2 of at most 2 of loop "testability"'
   [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "read"
+  arguments = { path = "tests/test_clock.sh" }
   [[rule.reply.tool_calls]]
   name = "write"
   arguments = { path = "tests/test_clock.sh", content = ". ./clock.sh\nNOW=5\n[ \"$(stamp)\" = t=5 ] || { echo \"stamp: want t=5\"; exit 1; }\n" }
@@ -355,6 +376,9 @@ name = "test writes task 3's tests"
 match = '\AWrite the failing tests of task 3 '
   [[rule.reply]]
   [[rule.reply.tool_calls]]
+  name = "read"
+  arguments = { path = "tests/test_neg.sh" }
+  [[rule.reply.tool_calls]]
   name = "write"
   arguments = { path = "tests/test_neg.sh", content = ". ./neg.sh\n[ \"$(neg 2)\" = -2 ] || { echo \"neg 2: want -2\"; exit 1; }\n" }
   [[rule.reply]]
@@ -368,6 +392,9 @@ match = '\AWrite the failing tests of task 3 '
 name = "make adds task 2's seam"
 match = '\AThe test step could not test task 2 '
   [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "read"
+  arguments = { path = "clock.sh" }
   [[rule.reply.tool_calls]]
   name = "write"
   arguments = { path = "clock.sh", content = "now() { echo \"${NOW:-$(date +%s)}\"; }\n" }
@@ -383,6 +410,9 @@ name = "make implements task 2"
 match = '\AImplement task 2 '
   [[rule.reply]]
   [[rule.reply.tool_calls]]
+  name = "read"
+  arguments = { path = "clock.sh" }
+  [[rule.reply.tool_calls]]
   name = "write"
   arguments = { path = "clock.sh", content = "now() { echo \"${NOW:-$(date +%s)}\"; }\nstamp() { echo \"t=$(now)\"; }\n" }
   [[rule.reply]]
@@ -396,6 +426,9 @@ match = '\AImplement task 2 '
 name = "make implements task 3"
 match = '\AImplement task 3 '
   [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "read"
+  arguments = { path = "neg.sh" }
   [[rule.reply.tool_calls]]
   name = "write"
   arguments = { path = "neg.sh", content = "neg() { echo $((0 - $1)); }\n" }
@@ -685,6 +718,9 @@ name = "make writes calc.sh with a typo"
 match = '(?s)\AImplement task.*This is iteration 2 of at most 2 of loop "escalation"'
   [[rule.reply]]
   [[rule.reply.tool_calls]]
+  name = "read"
+  arguments = { path = "calc.sh" }
+  [[rule.reply.tool_calls]]
   name = "write"
   arguments = { path = "calc.sh", content = "# calc.sh: shell arithmetc, sourced by its users and tests.\nadd() { echo $(($1 + $2)); }\nmul() { echo $(($1 * $2)); }\n" }
   [[rule.reply]]
@@ -712,6 +748,9 @@ const orchestratorFixesTypo = `
 name = "the orchestrator fixes the typo"
 match = '\AThe final review of issue \S+ routed a strictly cosmetic finding'
   [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "read"
+  arguments = { path = "STYLE.md" }
   [[rule.reply.tool_calls]]
   name = "write"
   arguments = { path = "STYLE.md", content = "spelling matters\n" }
@@ -781,6 +820,9 @@ match = '\AFinish issue'
   name = "edit"
   arguments = { path = "TODO/GAL-1.md", old_text = "status: In Progress", new_text = "status: Done" }
   [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "read"
+  arguments = { path = "TODO/GAL-1-1.md" }
   [[rule.reply.tool_calls]]
   name = "write"
   arguments = { path = "TODO/GAL-1-1.md", content = "title: the final review's unresolved blocker\nstatus: Todo\nparent: GAL-1\nlabel: followup\n" }

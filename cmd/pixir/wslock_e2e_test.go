@@ -24,6 +24,9 @@ const twoProcessesScript = `
 match = '\A\[w\]'
   [[rule.reply]]
   [[rule.reply.tool_calls]]
+  name = "read"
+  arguments = { path = "a.txt" }
+  [[rule.reply.tool_calls]]
   name = "write"
   arguments = { path = "a.txt", content = "merged\n" }
   [[rule.reply]]

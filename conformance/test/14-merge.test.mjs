@@ -28,6 +28,9 @@ name = "writer step"
 match = '\\[write\\]'
   [[rule.reply]]
   [[rule.reply.tool_calls]]
+  name = "read"
+  arguments = { path = "src/a.txt" }
+  [[rule.reply.tool_calls]]
   name = "write"
   arguments = { path = "src/a.txt", content = "fixed\\n" }
   [[rule.reply]]
