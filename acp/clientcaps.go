@@ -67,6 +67,17 @@ func (c clientFiles) WriteFile(ctx context.Context, path string, data []byte) er
 	return nil
 }
 
+// ReplaceFile implements tools.Replacer for the local files it falls back
+// to; a write through the editor cannot be compared and swapped
+// (errors.ErrUnsupported: the tool reads the text again before it).
+func (c clientFiles) ReplaceFile(ctx context.Context, path string, data []byte, was fs.FileInfo) error {
+	r, ok := c.local.(tools.Replacer)
+	if c.write || !ok {
+		return errors.ErrUnsupported
+	}
+	return r.ReplaceFile(ctx, path, data, was)
+}
+
 // clientError makes an editor's refusal readable, and "not found" match
 // fs.ErrNotExist so tools treat it like a missing local file. Editors say
 // "not found" in different places: the code (-32002), the message, or the

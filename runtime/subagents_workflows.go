@@ -6,7 +6,9 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -239,11 +241,31 @@ type writeSetFiles struct {
 }
 
 func (f writeSetFiles) WriteFile(ctx context.Context, path string, data []byte) error {
+	if err := f.allows(path); err != nil {
+		return err
+	}
+	return f.Files.WriteFile(ctx, path, data)
+}
+
+// ReplaceFile implements tools.Replacer when the files it holds do.
+func (f writeSetFiles) ReplaceFile(ctx context.Context, path string, data []byte, was fs.FileInfo) error {
+	if err := f.allows(path); err != nil {
+		return err
+	}
+	r, ok := f.Files.(tools.Replacer)
+	if !ok {
+		return errors.ErrUnsupported
+	}
+	return r.ReplaceFile(ctx, path, data, was)
+}
+
+// allows refuses a write outside the write sets.
+func (f writeSetFiles) allows(path string) error {
 	rel, err := filepath.Rel(f.root, path)
 	if err == nil && !f.limit.allows(filepath.ToSlash(rel)) {
 		return &tools.Failure{Kind: tools.ErrPermissionDenied, Message: fmt.Sprintf(
 			"%s is outside %s (%s); write only there, or report needs_orchestrator if the task needs more",
 			filepath.ToSlash(rel), f.limit.whose(), f.limit)}
 	}
-	return f.Files.WriteFile(ctx, path, data)
+	return nil
 }

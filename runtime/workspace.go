@@ -236,6 +236,8 @@ func (l localFiles) confined(path string, err error) error {
 			"%s is read-only (no write permission for anyone), so it was left as it is; if it is meant to change, make it writable first with bash (chmod u+w)", path)}
 	case errors.Is(err, syscall.EISDIR):
 		return fmt.Errorf("%s: %w", path, tools.ErrIsDir)
+	case errors.Is(err, sandbox.ErrChanged):
+		return fmt.Errorf("%s: %w", path, tools.ErrChanged)
 	}
 	return err
 }
@@ -276,6 +278,16 @@ func (l localFiles) WriteFile(_ context.Context, path string, data []byte) error
 		return err
 	}
 	return l.confined(path, l.w.fs.WriteFile(rel, data, 0o644))
+}
+
+// ReplaceFile implements tools.Replacer: WriteFile, left undone when the
+// file is no longer the one read as was, checked just before the rename.
+func (l localFiles) ReplaceFile(_ context.Context, path string, data []byte, was fs.FileInfo) error {
+	rel, err := l.rel(path)
+	if err != nil {
+		return err
+	}
+	return l.confined(path, l.w.fs.ReplaceFile(rel, data, was))
 }
 
 func within(root, p string) bool {

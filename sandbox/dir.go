@@ -22,6 +22,10 @@ var (
 	// it (a new file renamed over it) needs none, but its owner made it
 	// read-only to keep it as it is.
 	ErrReadOnly = errors.New("is read-only")
+	// ErrChanged: ReplaceFile found the file at the path is no longer the
+	// one the caller read (another file, size or modification time), just
+	// before it would have replaced it.
+	ErrChanged = errors.New("changed since it was read")
 )
 
 // checkRel refuses a path that is absolute or climbs out.

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -131,6 +133,19 @@ func (d *Dir) Stat(rel string) (fs.FileInfo, error) {
 // a file. The old file's permissions are kept; a new file gets perm.
 // Missing parent directories are made.
 func (d *Dir) WriteFile(rel string, data []byte, perm os.FileMode) error {
+	return d.writeFile(rel, data, perm, nil)
+}
+
+// ReplaceFile is WriteFile over the file read as was (the FileInfo of what
+// was opened): just before the rename it checks that the file at rel is
+// still that one, the same size and modification time, and if not it
+// leaves it as it is and says ErrChanged. A save between the caller's read
+// and its write is not lost.
+func (d *Dir) ReplaceFile(rel string, data []byte, was fs.FileInfo) error {
+	return d.writeFile(rel, data, 0o644, was)
+}
+
+func (d *Dir) writeFile(rel string, data []byte, perm os.FileMode, was fs.FileInfo) error {
 	clean, err := checkRel(rel)
 	if err != nil {
 		return err
@@ -175,12 +190,33 @@ func (d *Dir) WriteFile(rel string, data []byte, perm os.FileMode) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	if err == nil && was != nil {
+		err = d.unchanged(parent, name, was)
+	}
 	if err == nil {
 		err = unix.Renameat(parent, tmp, parent, name)
 	}
 	if err != nil {
 		_ = unix.Unlinkat(parent, tmp, 0)
 		return &fs.PathError{Op: "write", Path: rel, Err: err}
+	}
+	return nil
+}
+
+// unchanged checks that name in the directory parent is still the file
+// was (ReplaceFile).
+func (d *Dir) unchanged(parent int, name string, was fs.FileInfo) error {
+	var st unix.Stat_t
+	if err := unix.Fstatat(parent, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return ErrChanged
+		}
+		return err
+	}
+	ws, ok := was.Sys().(*syscall.Stat_t)
+	if !ok || uint64(ws.Dev) != uint64(st.Dev) || uint64(ws.Ino) != uint64(st.Ino) || //nolint:unconvert // their types differ between architectures
+		st.Size != was.Size() || !time.Unix(st.Mtim.Unix()).Equal(was.ModTime()) {
+		return ErrChanged
 	}
 	return nil
 }

@@ -85,6 +85,17 @@ func (d *Dir) Stat(rel string) (fs.FileInfo, error) {
 // WriteFile writes a new file beside rel and renames it over the old one,
 // keeping the old one's permissions.
 func (d *Dir) WriteFile(rel string, data []byte, perm os.FileMode) error {
+	return d.writeFile(rel, data, perm, nil)
+}
+
+// ReplaceFile is WriteFile over the file read as was: just before the
+// rename it checks that the file at rel is still that one, and if not it
+// leaves it as it is and says ErrChanged.
+func (d *Dir) ReplaceFile(rel string, data []byte, was fs.FileInfo) error {
+	return d.writeFile(rel, data, 0o644, was)
+}
+
+func (d *Dir) writeFile(rel string, data []byte, perm os.FileMode, was fs.FileInfo) error {
 	clean, err := checkRel(rel)
 	if err != nil {
 		return err
@@ -110,9 +121,21 @@ func (d *Dir) WriteFile(rel string, data []byte, perm os.FileMode) error {
 	if err := d.root.WriteFile(tmp, data, perm); err != nil {
 		return err
 	}
+	if was != nil {
+		if now, err := d.root.Lstat(clean); err != nil || !sameVersion(was, now) {
+			_ = d.root.Remove(tmp)
+			return &fs.PathError{Op: "write", Path: rel, Err: ErrChanged}
+		}
+	}
 	if err := d.root.Rename(tmp, clean); err != nil {
 		_ = d.root.Remove(tmp)
 		return err
 	}
 	return nil
+}
+
+// sameVersion says whether now is the file was: the same file, size and
+// modification time.
+func sameVersion(was, now fs.FileInfo) bool {
+	return os.SameFile(was, now) && was.Size() == now.Size() && was.ModTime().Equal(now.ModTime())
 }

@@ -85,3 +85,56 @@ func TestDirWriteFileMakesParents(t *testing.T) {
 	_, err = d.Stat("nope")
 	require.True(t, errors.Is(err, fs.ErrNotExist), "%v", err)
 }
+
+// ReplaceFile replaces only the file that was read: one saved since (the
+// same name, other content), or replaced by another file, or removed, is
+// left as it is, with ErrChanged, and no temporary file stays behind.
+func TestDirReplaceFileLeavesAFileChangedSinceItWasRead(t *testing.T) {
+	d, root := openDir(t)
+	path := filepath.Join(root, "a.txt")
+	read := func() fs.FileInfo {
+		t.Helper()
+		require.NoError(t, os.WriteFile(path, []byte("as read\n"), 0o644))
+		f, err := d.OpenFile("a.txt", os.O_RDONLY)
+		require.NoError(t, err)
+		defer f.Close()
+		info, err := f.Stat()
+		require.NoError(t, err)
+		return info
+	}
+	saves := map[string]func(){
+		"saved in place": func() {
+			f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+			require.NoError(t, err)
+			_, err = f.WriteString("the user's line\n")
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
+		},
+		"replaced by another file": func() {
+			require.NoError(t, os.WriteFile(path+".new", []byte("as read\n"), 0o644))
+			require.NoError(t, os.Rename(path+".new", path))
+		},
+		"removed": func() { require.NoError(t, os.Remove(path)) },
+	}
+	for name, save := range saves {
+		t.Run(name, func(t *testing.T) {
+			was := read()
+			save()
+			before, _ := os.ReadFile(path)
+			err := d.ReplaceFile("a.txt", []byte("the edit\n"), was)
+			require.ErrorIs(t, err, ErrChanged)
+			after, _ := os.ReadFile(path)
+			require.Equal(t, string(before), string(after), "left as it is")
+			entries, err := os.ReadDir(root)
+			require.NoError(t, err)
+			for _, e := range entries {
+				require.NotContains(t, e.Name(), ".pixir-", "no temporary file is left")
+			}
+		})
+	}
+	was := read()
+	require.NoError(t, d.ReplaceFile("a.txt", []byte("the edit\n"), was))
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, "the edit\n", string(b), "unchanged since it was read: replaced")
+}

@@ -54,7 +54,7 @@ func runEdit(ctx context.Context, env Env, a EditArgs, dryRun bool) Result {
 	if f != nil {
 		return Failed(f)
 	}
-	old, f := currentText(ctx, env, t)
+	old, info, f := currentText(ctx, env, t)
 	if f != nil {
 		return Failed(f)
 	}
@@ -104,7 +104,7 @@ func runEdit(ctx context.Context, env Env, a EditArgs, dryRun bool) Result {
 	if dryRun {
 		res = Preview("would replace %d match(es) of old_text in %s, the first at line %d", len(lines), t.rel, lines[0])
 	} else {
-		if f := writeText(ctx, env, t, text); f != nil {
+		if f := replaceText(ctx, env, t, text, *old, info); f != nil {
 			return Failed(f)
 		}
 		res = OK(EditOutput{Path: t.rel, Replacements: len(lines)})

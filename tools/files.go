@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"time"
 )
 
@@ -30,11 +31,26 @@ type LineRanges interface {
 	OpenLines(ctx context.Context, path string, line, limit int) (io.ReadCloser, error)
 }
 
+// Replacer is a Files that can replace a file only if it is still the one
+// a tool read (compare and swap): edit uses it, so that a save made between
+// its read and its write is not lost.
+type Replacer interface {
+	// ReplaceFile is WriteFile over the file read as was (the Stat of
+	// what Open returned): just before the file is replaced it checks
+	// that it is still that one, and if not leaves it and returns an
+	// error matching ErrChanged. An error matching errors.ErrUnsupported
+	// says it cannot check (the editor writes): the caller checks the text
+	// itself.
+	ReplaceFile(ctx context.Context, path string, data []byte, was fs.FileInfo) error
+}
+
 // Errors a Files implementation wraps so tools can explain them with the
 // path the model used.
 var (
 	ErrIsDir      = errors.New("is a directory")
 	ErrNotRegular = errors.New("is not a regular file")
+	// ErrChanged: a Replacer found the file changed since it was read.
+	ErrChanged = errors.New("changed since it was read")
 )
 
 // Terminals runs commands in terminals the editor owns (ACP terminal/*),

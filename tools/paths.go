@@ -110,29 +110,77 @@ func openFailure(err error, rel, hint string) *Failure {
 }
 
 // currentText is the content of the file at t, or nil when there is none
-// yet. Anything there that is not a plain file is refused.
-func currentText(ctx context.Context, env Env, t target) (*string, *Failure) {
+// yet, and what the file read was (its Stat, for a Replacer), nil when the
+// reader does not say (the editor's). Anything there that is not a plain
+// file is refused.
+func currentText(ctx context.Context, env Env, t target) (*string, fs.FileInfo, *Failure) {
 	fsys, f := files(env)
 	if f != nil {
-		return nil, f
+		return nil, nil, f
 	}
 	r, err := fsys.Open(ctx, t.abs)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, openFailure(err, t.rel, "check the path")
+		return nil, nil, openFailure(err, t.rel, "check the path")
 	}
 	defer r.Close()
+	var info fs.FileInfo
+	if st, ok := r.(interface{ Stat() (fs.FileInfo, error) }); ok {
+		info, _ = st.Stat()
+	}
 	b, err := io.ReadAll(io.LimitReader(r, editLimit+1))
 	if err != nil {
-		return nil, fileFailure(err, t.rel, "check the path")
+		return nil, nil, fileFailure(err, t.rel, "check the path")
 	}
 	if len(b) > editLimit {
-		return nil, &Failure{Kind: ErrInvalidArgs, Message: fmt.Sprintf("%s is larger than %d MiB, too large to rewrite in one call; change it with bash (sed, patch) instead", t.rel, editLimit>>20)}
+		return nil, nil, &Failure{Kind: ErrInvalidArgs, Message: fmt.Sprintf("%s is larger than %d MiB, too large to rewrite in one call; change it with bash (sed, patch) instead", t.rel, editLimit>>20)}
 	}
 	s := string(b)
-	return &s, nil
+	return &s, info, nil
+}
+
+// testBeforeReplace, set by tests only, runs between edit's read of a file
+// and its write: where a save by the user would fall.
+var testBeforeReplace func(path string)
+
+// replaceText writes text over the file at t that was read as old (info
+// its Stat, when known) if it is still so: through a Replacer, which
+// checks just before it replaces the file, or else by reading the file
+// again just before the write. A file changed meanwhile is left as it is.
+func replaceText(ctx context.Context, env Env, t target, text, old string, info fs.FileInfo) *Failure {
+	fsys, f := files(env)
+	if f != nil {
+		return f
+	}
+	if testBeforeReplace != nil {
+		testBeforeReplace(t.abs)
+	}
+	err := errors.ErrUnsupported
+	if r, ok := fsys.(Replacer); ok && info != nil {
+		err = r.ReplaceFile(ctx, t.abs, []byte(text), info)
+	}
+	if errors.Is(err, errors.ErrUnsupported) {
+		now, _, f := currentText(ctx, env, t)
+		switch {
+		case f != nil:
+			return f
+		case now == nil || *now != old:
+			err = ErrChanged
+		default:
+			err = fsys.WriteFile(ctx, t.abs, []byte(text))
+		}
+	}
+	if errors.Is(err, ErrChanged) {
+		return &Failure{Kind: ErrConflict, Message: fmt.Sprintf(
+			"%s changed while the edit was being made (it was saved, or changed by someone else, after the edit read it), so it was left as it is; run the edit again: it applies to the file as it is now",
+			t.rel)}
+	}
+	if err != nil {
+		return openFailure(err, t.rel, "check the path")
+	}
+	return nil
 }
 
 // writeText writes the whole file through env.Files.
