@@ -225,7 +225,7 @@ func (w *fileWalk) dir(ctx context.Context, dir string, visit func(walkedFile) e
 // readDir lists dir in walk order. A directory that cannot be read (its
 // permissions, or removed meanwhile) is searched as empty.
 func (w *fileWalk) readDir(dir string) []entry {
-	f, err := w.root.OpenFile(osPath(dir), os.O_RDONLY|syscall.O_DIRECTORY)
+	f, err := w.root.OpenFile(osPath(dir), dirFlags)
 	if err != nil {
 		name := dir + "/"
 		if dir == "" {
