@@ -242,10 +242,44 @@ func TOMLKey(parts ...string) string {
 			return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-'
 		}
 		if p == "" || strings.IndexFunc(p, func(r rune) bool { return !bare(r) }) >= 0 {
-			out[i] = strconv.Quote(p)
+			out[i] = tomlString(p)
 		}
 	}
 	return strings.Join(out, ".")
+}
+
+// tomlString is s as a TOML basic string: Go's strconv.Quote writes \x7f,
+// \a and \v, which TOML does not have. Control characters are \uXXXX,
+// the rest of Unicode as it is (TOML is UTF-8).
+func tomlString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		case '\b':
+			b.WriteString(`\b`)
+		case '\t':
+			b.WriteString(`\t`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\f':
+			b.WriteString(`\f`)
+		case '\r':
+			b.WriteString(`\r`)
+		default:
+			if r < 0x20 || r == 0x7f {
+				fmt.Fprintf(&b, `\u%04X`, r)
+			} else {
+				b.WriteRune(r)
+			}
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
 }
 
 // splitTOMLKey is the parts of a key path as TOMLKey writes it (or with
