@@ -413,8 +413,8 @@ func (v *turnView) observe(ev runtime.Event) {
 		var d runtime.ToolCallData
 		if json.Unmarshal(ev.Data, &d) == nil {
 			v.calls++
-			v.titles[d.ToolCallID] = d.Title
-			v.note("  ⚙ %s\n", d.Title)
+			v.titles[d.ToolCallID] = titleLine(d.Title)
+			v.note("  ⚙ %s\n", v.titles[d.ToolCallID])
 		}
 	case runtime.EventToolResult:
 		var d runtime.ToolResultData
@@ -552,6 +552,19 @@ func (v *turnView) outcome(sessionID string, stop runtime.StopReason, err error)
 		res.Status = runtime.TurnPartial
 	}
 	return res
+}
+
+// titleLine is a tool call's title on one progress line: its first line,
+// with " …" when more follow (a task, a path or a pattern that holds line
+// ends). Printed whole, the rest broke the line: it read as lines of their
+// own, with no mark of the call they belong to.
+func titleLine(title string) string {
+	first, _, more := strings.Cut(strings.TrimSpace(title), "\n")
+	first = strings.TrimRight(first, " \t\r")
+	if more {
+		first += " …"
+	}
+	return first
 }
 
 func oneLine(s string, limit int) string {

@@ -832,3 +832,24 @@ func TestRunAskModeWorkflowWithoutATerminalLeavesTheWriterPartial(t *testing.T) 
 	require.Equal(t, "partial", step["checkpoint_status"], stdout)
 	require.NoFileExists(t, filepath.Join(e.ws, "out", "a.txt"))
 }
+
+// A tool call's title that holds a line end (here a path) is shown on its
+// progress lines as its first line, marked as cut: printed whole, its rest
+// made lines of its own, with no mark of the call they belong to.
+func TestRunProgressShowsAMultiLineTitleOnOneLine(t *testing.T) {
+	e := newRunEnv(t)
+	script := e.file("script.toml", `
+[[rule]]
+  [[rule.reply]]
+  [[rule.reply.tool_calls]]
+  name = "read"
+  arguments = { path = "first\nsecond.txt" }
+  [[rule.reply]]
+  text = "done"
+`)
+	_, stderr, code := e.pixir("run", "--script", script, "go")
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, stderr, "⚙ Read first …\n")
+	require.Contains(t, stderr, "✗ Read first … — not_found")
+	require.NotContains(t, stderr, "\nsecond.txt")
+}
