@@ -100,6 +100,11 @@ func clientError(method, path string, err error) error {
 	if missingFile(wire) {
 		return fmt.Errorf("the editor has no file %s: %s: %w", path, wire.Message, fs.ErrNotExist)
 	}
+	if method == "fs/read_text_file" {
+		// The tool says it is the editor's refusal, and why: as an
+		// error of Pixir's (internal), the model took it for a bug.
+		return fmt.Errorf("the editor refused %s for %s: %s (code %d): %w", method, path, wire.Message, wire.Code, tools.ErrEditorRefused)
+	}
 	return fmt.Errorf("the editor refused %s for %s: %s (code %d)", method, path, wire.Message, wire.Code)
 }
 

@@ -51,6 +51,9 @@ var (
 	ErrNotRegular = errors.New("is not a regular file")
 	// ErrChanged: a Replacer found the file changed since it was read.
 	ErrChanged = errors.New("changed since it was read")
+	// ErrEditorRefused: the editor answered a request for a file with an
+	// error (not "not found"): its reason is in the error's text.
+	ErrEditorRefused = errors.New("the editor refused")
 )
 
 // Terminals runs commands in terminals the editor owns (ACP terminal/*),

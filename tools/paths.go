@@ -80,6 +80,9 @@ func fileFailure(err error, rel, hint string) *Failure {
 		return &Failure{Kind: ErrNotFound, Message: fmt.Sprintf("a parent of %s is a file, not a directory; %s", rel, hint)}
 	case errors.Is(err, fs.ErrNotExist):
 		return &Failure{Kind: ErrNotFound, Message: fmt.Sprintf("there is no file at %s; %s", rel, hint)}
+	case errors.Is(err, ErrEditorRefused):
+		return &Failure{Kind: ErrPermissionDenied, Message: fmt.Sprintf("%s: %v; this is the editor's answer, not a missing file: check the path, or ask the user why the editor will not give it",
+			rel, strings.TrimSuffix(err.Error(), ": "+ErrEditorRefused.Error()))}
 	case errors.Is(err, fs.ErrPermission):
 		return &Failure{Kind: ErrPermissionDenied, Message: fmt.Sprintf("the filesystem denies access to %s; choose another file or check its permissions with bash (ls -l)", rel)}
 	}
