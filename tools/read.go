@@ -120,7 +120,7 @@ func runRead(ctx context.Context, env Env, a ReadArgs, dryRun bool) Result {
 	src := io.TeeReader(file, h)
 	var out ReadOutput
 	if byRange {
-		out, f = readRange(ctx, src, t, a.Offset, a.Limit)
+		out, f = readRange(ctx, src, t, a.Offset, a.Limit, func() (int, bool) { return countLines(ctx, fsys, t) })
 	} else {
 		out, f = readLines(ctx, src, t, a.Offset, a.Limit, 1)
 	}
@@ -269,7 +269,10 @@ func invalidUTF8(s string) int {
 // readRange reads lines the editor served from offset: at most limit (or
 // rangeLines) of them, and one more when more follow. Their numbers start
 // at offset; the file's length is known only when it ended before.
-func readRange(ctx context.Context, file io.Reader, t target, offset, limit int) (ReadOutput, *Failure) {
+//
+// lines, asked only when offset is past the end, counts the file's lines
+// (false when it cannot), so the failure says how many there are.
+func readRange(ctx context.Context, file io.Reader, t target, offset, limit int, lines func() (int, bool)) (ReadOutput, *Failure) {
 	start := max(offset, 1)
 	want := limit
 	if want <= 0 {
@@ -281,6 +284,10 @@ func readRange(ctx context.Context, file io.Reader, t target, offset, limit int)
 	}
 	served := out.TotalLines
 	if served == 0 && start > 1 {
+		if n, ok := lines(); ok && n < start {
+			return ReadOutput{}, &Failure{Kind: ErrInvalidArgs, Message: fmt.Sprintf(
+				"offset %d is past the end of %s, which has %s; read from an offset between 1 and %d", offset, t.rel, plural.Of(n, "line", "lines"), max(n, 1))}
+		}
 		return ReadOutput{}, &Failure{Kind: ErrInvalidArgs, Message: fmt.Sprintf(
 			"offset %d is past the end of %s; read from an earlier offset", offset, t.rel)}
 	}
@@ -293,4 +300,34 @@ func readRange(ctx context.Context, file io.Reader, t target, offset, limit int)
 		out.TotalLines = start - 1 + served
 	}
 	return out, nil
+}
+
+// countLines counts the lines of the file at t as read numbers them (a
+// last line without a line end counts), reading it whole through fsys:
+// false when it cannot.
+func countLines(ctx context.Context, fsys Files, t target) (int, bool) {
+	r, err := fsys.Open(ctx, t.abs)
+	if err != nil {
+		return 0, false
+	}
+	defer r.Close()
+	buf := make([]byte, 64<<10)
+	n, last := 0, byte('\n')
+	for {
+		k, err := r.Read(buf)
+		if k > 0 {
+			n += bytes.Count(buf[:k], []byte{'\n'})
+			last = buf[k-1]
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil || ctx.Err() != nil {
+			return 0, false
+		}
+	}
+	if last != '\n' {
+		n++
+	}
+	return n, true
 }
