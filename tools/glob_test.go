@@ -146,3 +146,21 @@ func TestGlobTakesAnAbsolutePatternInsideThePath(t *testing.T) {
 	out = requireOK[GlobOutput](t, run(t, GlobTool(), env, `{"pattern":"/*.go"}`))
 	require.Equal(t, []string{"c.go"}, out.Files)
 }
+
+// An absolute glob written through a symbolic link to the workspace (the
+// path the user sees; the root is its real path) is taken as the same
+// folder: it fell through as a glob relative to path and matched nothing.
+func TestGlobTakesAnAbsolutePatternThroughALinkedRoot(t *testing.T) {
+	real, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	env := Env{SessionID: "s1", Workspace: fakeWorkspace{root: real}, Files: osFiles{}}
+	writeFiles(t, real, map[string]string{"src/a.go": "needle\n", "src/sub/b.go": "needle\n", "c.go": "needle\n"})
+	link := filepath.Join(t.TempDir(), "proj")
+	require.NoError(t, os.Symlink(real, link))
+	out := requireOK[GlobOutput](t, run(t, GlobTool(), env, fmt.Sprintf(`{"pattern":%q}`, link+"/src/**/*.go")))
+	require.Equal(t, []string{"src/a.go", "src/sub/b.go"}, out.Files)
+	grep := requireOK[GrepOutput](t, run(t, GrepTool(), env, fmt.Sprintf(`{"pattern":"needle","glob":%q}`, link+"/*.go")))
+	require.Equal(t, 1, grep.TotalMatches)
+	requireFailure(t, run(t, GlobTool(), env, fmt.Sprintf(`{"pattern":%q,"path":"src"}`, link+"/*.go")), ErrInvalidArgs,
+		fmt.Sprintf("pattern %q is an absolute path that is not inside the searched folder %s; write it relative to that folder (e.g. **/*.go), or set path to the folder it names", link+"/*.go", filepath.Join(real, "src")))
+}

@@ -306,6 +306,9 @@ type pathFilter struct {
 // keeps its meaning.
 func absolutePattern(pattern, arg, dir, root string) (string, *Failure) {
 	clean := filepath.Clean(pattern)
+	if filepath.IsAbs(clean) && !strings.HasPrefix(clean, dir+string(filepath.Separator)) && clean != root && !strings.HasPrefix(clean, root+string(filepath.Separator)) {
+		clean = throughLinks(clean)
+	}
 	switch {
 	case !filepath.IsAbs(pattern):
 	case strings.HasPrefix(clean, dir+string(filepath.Separator)):
@@ -315,6 +318,27 @@ func absolutePattern(pattern, arg, dir, root string) (string, *Failure) {
 			"%s %q is an absolute path that is not inside the searched folder %s; write it relative to that folder (e.g. **/*.go), or set path to the folder it names", arg, pattern, dir)}
 	}
 	return pattern, nil
+}
+
+// throughLinks is the absolute pattern clean with the symbolic links of
+// its leading folders resolved, as the workspace's root is: a workspace
+// opened through a link (/home/me/proj -> /data/proj) is searched at its
+// real path, and the model writes the one the user sees. The folders are
+// the pattern's leading names without glob syntax; clean as it was when
+// none of them resolves.
+func throughLinks(clean string) string {
+	sep := string(filepath.Separator)
+	parts := strings.Split(clean, sep)
+	literal := 0
+	for literal < len(parts) && !strings.ContainsAny(parts[literal], `*?[]{}\`) {
+		literal++
+	}
+	for i := literal; i > 1; i-- {
+		if real, err := filepath.EvalSymlinks(strings.Join(parts[:i], sep)); err == nil {
+			return filepath.Join(append([]string{real}, parts[i:]...)...)
+		}
+	}
+	return clean
 }
 
 // newPathFilter compiles a glob argument; the argument name goes into the
