@@ -61,6 +61,9 @@ func (c gitCommitter) Preflight(ctx context.Context, req workflows.PreflightRequ
 	}
 	switch bare, err := git("rev-parse", "--is-bare-repository"); {
 	case err != nil:
+		if why := gitUnusable(err, bare); why != "" {
+			return append(problems, why)
+		}
 		return append(problems, fmt.Sprintf("the workspace is not in a git repository (%s); run in a git work tree", firstLineOf(bare)))
 	case bare == "true":
 		return append(problems, "the workspace is a bare repository; run in a work tree of it (git worktree add <path> -b <branch>)")
@@ -183,7 +186,10 @@ func (c gitCommitter) commitPaths(ctx context.Context, req workflows.CommitReque
 	git := func(args ...string) (string, error) { return c.git(ctx, nil, args...) }
 	where, err := git("rev-parse", "--show-toplevel", "--git-path", "index")
 	if err != nil {
-		rep.Reason = fmt.Sprintf("the workspace is not in a git repository (%v: %s)", err, firstLineOf(where))
+		rep.Reason = gitUnusable(err, where)
+		if rep.Reason == "" {
+			rep.Reason = fmt.Sprintf("the workspace is not in a git repository (%v: %s)", err, firstLineOf(where))
+		}
 		return rep, nil
 	}
 	top, index, _ := strings.Cut(strings.TrimSpace(where), "\n")
@@ -478,6 +484,27 @@ func (c gitCommitter) treeOf(ctx context.Context, before string, paths []string)
 const nothingNew = "the run's files are as the repository's HEAD has them (committed already): nothing to commit"
 
 // firstLineOf is the first line of s.
+// gitUnusable says why git could not look at the workspace when the
+// reason is not that it is outside a repository, with what to do: git is
+// not installed (or not on PATH), or git refuses the repository because
+// another user owns it (its safe.directory check: a folder shared with
+// the team, a checkout made by root or in a container). "" otherwise.
+func gitUnusable(err error, out string) string {
+	if errors.Is(err, exec.ErrNotFound) {
+		return fmt.Sprintf("git is not installed or not on PATH (%v); install git, or put it on the PATH Pixir runs with", err)
+	}
+	if !strings.Contains(out, "dubious ownership") {
+		return ""
+	}
+	fix := "git config --global --add safe.directory <the repository>"
+	for _, line := range strings.Split(out, "\n") {
+		if line = strings.TrimSpace(line); strings.HasPrefix(line, "git config ") {
+			fix = line
+		}
+	}
+	return fmt.Sprintf("git refuses the repository: another user owns it (%s); if you trust it, tell git so (%s) and run again", firstLineOf(out), fix)
+}
+
 func firstLineOf(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line

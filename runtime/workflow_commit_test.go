@@ -503,6 +503,30 @@ func TestGitCommitterPreflightNamesEachProblem(t *testing.T) {
 		require.Len(t, got, 1)
 		require.Contains(t, got[0], "the workspace is not in a git repository")
 	})
+	// A repository another user owns (a checkout shared with the team, or
+	// made by root), which git refuses: it is a repository, and the fix
+	// is git's safe.directory, not "run in a git work tree".
+	t.Run("a repository git refuses as another user's", func(t *testing.T) {
+		git("switch", "-q", "-c", "GAL-4")
+		t.Cleanup(func() { git("switch", "-q", "main") })
+		t.Setenv("GIT_TEST_ASSUME_DIFFERENT_OWNER", "1")
+		got := check(ws, req)
+		require.Len(t, got, 1)
+		require.NotContains(t, got[0], "not in a git repository")
+		require.Contains(t, got[0], "git refuses the repository: another user owns it (fatal: detected dubious ownership in repository at ")
+		require.Contains(t, got[0], "git config --global --add safe.directory ")
+	})
+	// No git on PATH: the workspace is not said to be outside a
+	// repository.
+	t.Run("no git on PATH", func(t *testing.T) {
+		git("switch", "-q", "-c", "GAL-5")
+		t.Cleanup(func() { git("switch", "-q", "main") })
+		t.Setenv("PATH", t.TempDir())
+		got := check(ws, req)
+		require.Len(t, got, 1)
+		require.NotContains(t, got[0], "not in a git repository")
+		require.Contains(t, got[0], "git is not installed or not on PATH")
+	})
 	t.Run("a required file that links out of the workspace", func(t *testing.T) {
 		root := t.TempDir()
 		outside := filepath.Join(t.TempDir(), "GAL-3.md")
