@@ -271,13 +271,14 @@ func (l localFiles) Open(_ context.Context, path string) (io.ReadCloser, error) 
 
 // WriteFile implements tools.Files: it replaces the file whole (a new file
 // renamed over the old one), keeping an existing file's mode, so a write
-// never goes through a hard link into another name's content.
+// never goes through a hard link into another name's content. A new file
+// is 0666 less the user's umask, as an editor's or a shell's is.
 func (l localFiles) WriteFile(_ context.Context, path string, data []byte) error {
 	rel, err := l.rel(path)
 	if err != nil {
 		return err
 	}
-	return l.confined(path, l.w.fs.WriteFile(rel, data, 0o644))
+	return l.confined(path, l.w.fs.WriteFile(rel, data, 0o666))
 }
 
 // ReplaceFile implements tools.Replacer: WriteFile, left undone when the

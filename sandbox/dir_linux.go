@@ -130,8 +130,8 @@ func (d *Dir) Stat(rel string) (fs.FileInfo, error) {
 // WriteFile gives the file at rel the content data: it writes a new file
 // beside it and renames it over the old one, so the old file's other
 // names, if it has any, keep their content, and a reader never sees half
-// a file. The old file's permissions are kept; a new file gets perm.
-// Missing parent directories are made.
+// a file. The old file's permissions are kept; a new file gets perm less
+// the umask. Missing parent directories are made (0777 less the umask).
 func (d *Dir) WriteFile(rel string, data []byte, perm os.FileMode) error {
 	return d.writeFile(rel, data, perm, nil)
 }
@@ -159,7 +159,9 @@ func (d *Dir) writeFile(rel string, data []byte, perm os.FileMode, was fs.FileIn
 	}
 	defer unix.Close(parent)
 	name := filepath.Base(clean)
-	mode := uint32(perm.Perm())
+	// A new file gets perm less the umask, as every program's new file
+	// does: a user's umask 077 keeps it private, a team's 002 shares it.
+	mode, replaced := uint32(perm.Perm()), false
 	var st unix.Stat_t
 	switch err := unix.Fstatat(parent, name, &st, unix.AT_SYMLINK_NOFOLLOW); {
 	case err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK:
@@ -171,7 +173,7 @@ func (d *Dir) writeFile(rel string, data []byte, perm os.FileMode, was fs.FileIn
 	case err == nil && st.Mode&0o222 == 0:
 		return &fs.PathError{Op: "write", Path: rel, Err: ErrReadOnly}
 	case err == nil:
-		mode = st.Mode & 0o7777
+		mode, replaced = st.Mode&0o7777, true
 	case !errors.Is(err, unix.ENOENT):
 		return &fs.PathError{Op: "stat", Path: rel, Err: err}
 	}
@@ -184,8 +186,8 @@ func (d *Dir) writeFile(rel string, data []byte, perm os.FileMode, was fs.FileIn
 	}
 	f := os.NewFile(uintptr(fd), tmp)
 	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(os.FileMode(mode)) // the umask narrowed it
+	if err == nil && replaced {
+		err = f.Chmod(os.FileMode(mode)) // the umask narrowed the old file's mode
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -234,7 +236,7 @@ func (d *Dir) mkdirAll(rel string) (int, error) {
 	for _, p := range strings.Split(rel, string(filepath.Separator)) {
 		next, err := openat(cur, p, unix.O_PATH|unix.O_DIRECTORY, 0)
 		if errors.Is(err, unix.ENOENT) {
-			if err = unix.Mkdirat(cur, p, 0o755); err == nil || errors.Is(err, unix.EEXIST) {
+			if err = unix.Mkdirat(cur, p, 0o777); err == nil || errors.Is(err, unix.EEXIST) {
 				next, err = openat(cur, p, unix.O_PATH|unix.O_DIRECTORY, 0)
 			}
 		}
