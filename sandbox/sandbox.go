@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -46,6 +47,21 @@ func (s *Sandbox) orDefault() *Sandbox {
 	return s
 }
 
+// TempDirError is why a confined command did not start: its private
+// temporary directory could not be made in the system's temporary folder
+// ($TMPDIR, or /tmp): missing, not a folder, not writable or full. It is
+// the folder's problem, not the kernel's.
+type TempDirError struct {
+	Dir string // os.TempDir()
+	Err error
+}
+
+func (e *TempDirError) Error() string {
+	return fmt.Sprintf("making the command's private temporary directory in %s (the system's temporary folder: $TMPDIR, or /tmp; set TMPDIR to a folder you can write): %v", e.Dir, e.Err)
+}
+
+func (e *TempDirError) Unwrap() error { return e.Err }
+
 // Support is what this kernel and configuration give the sandbox.
 type Support struct {
 	// LandlockABI is the kernel's Landlock ABI version, 0 without one.
@@ -65,6 +81,10 @@ type Support struct {
 	// ContainProblem says why PID namespaces are not used, when they are
 	// not.
 	ContainProblem string
+	// TempProblem says why confined commands cannot start here at all
+	// (their private temporary directory cannot be made), when Check
+	// found that; Landlock is not the matter then.
+	TempProblem string
 }
 
 // Support probes the kernel once per process and reports what commands
@@ -97,6 +117,11 @@ func (s *Sandbox) Check(ctx context.Context) Support {
 	o, err := s.Run(ctx, Command{Path: "/bin/sh", Args: []string{"sh", "-c", "exit 0"}, Dir: os.TempDir(), Output: io.Discard,
 		Policy: Policy{Confine: true, DenyNetwork: true}})
 	sup := s.Support()
+	var tmpErr *TempDirError
+	if errors.As(err, &tmpErr) {
+		sup.TempProblem = tmpErr.Error()
+		return sup
+	}
 	if err != nil && sup.Landlock {
 		sup.Landlock, sup.LandlockNetwork = false, false
 		sup.LandlockProblem = fmt.Sprintf("a sandboxed command failed to start: %v", err)
@@ -116,6 +141,9 @@ func (sup Support) Describe() string {
 		}
 	} else {
 		fmt.Fprintf(&b, "no kernel sandbox for commands (%s): read-only agents cannot run commands, writers' commands are not confined and are checked only after the fact", sup.LandlockProblem)
+	}
+	if sup.TempProblem != "" {
+		fmt.Fprintf(&b, "; but no confined command can start: %s", sup.TempProblem)
 	}
 	if sup.Contain == "pid-namespace" {
 		b.WriteString("; every process a command starts ends with it (PID namespace)")
@@ -165,7 +193,7 @@ func (s *Sandbox) Run(ctx context.Context, c Command) (Outcome, error) {
 	if p.Confine {
 		tmp, err := os.MkdirTemp("", "pixir-cmd-")
 		if err != nil {
-			return Outcome{}, fmt.Errorf("making the command's private temporary directory: %w", err)
+			return Outcome{}, &TempDirError{Dir: os.TempDir(), Err: err}
 		}
 		defer os.RemoveAll(tmp)
 		env = setEnv(env, "TMPDIR="+tmp)

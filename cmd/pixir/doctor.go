@@ -139,6 +139,9 @@ func sandboxCheck(ctx context.Context, cfg sandbox.Config) doctor.Check {
 	sup := sandbox.New(cfg).Check(ctx)
 	c := doctor.Check{Name: "sandbox", Status: doctor.OK, Detail: sup.Describe()}
 	switch {
+	case sup.TempProblem != "":
+		c.Status = doctor.Warn
+		c.Fix = "set TMPDIR to a folder you can write (or unset it for /tmp): confined commands make their private temporary directory there"
 	case !sup.Landlock && cfg.Landlock != nil && !*cfg.Landlock:
 		c.Status = doctor.Warn
 		c.Fix = "remove landlock = false from [sandbox] in config.toml"

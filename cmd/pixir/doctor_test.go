@@ -262,3 +262,29 @@ startup_timeout = "1s"
 	require.Contains(t, stdout, "  FAIL  mcp        \"silent\" (stdio) did not start: it did not answer within 1s")
 	require.True(t, strings.HasSuffix(stdout, "\n3 check(s) failed.\n"), stdout)
 }
+
+// A $TMPDIR that is missing (or not a folder, or not writable) stops every
+// confined command from starting: doctor says so and how to fix it, and
+// does not blame the kernel (it said Landlock was missing, and to reboot
+// with it in lsm=).
+func TestDoctorNamesATemporaryFolderConfinedCommandsCannotUse(t *testing.T) {
+	sandboxCheck := func(tmpdir string) doctor.Check {
+		cmd := exec.Command(pixirBin, "doctor", "--json")
+		cmd.Env = append(os.Environ(), "PIXIR_HOME="+t.TempDir(), "PIXIR_PROVIDER=", "PIXIR_SCRIPT=", "PIXIR_MODEL=", "PIXIR_PROFILE=", "TMPDIR="+tmpdir)
+		out, err := cmd.Output()
+		require.NoError(t, err, "a warning, not a failure: %s", out)
+		r := decodeReport(t, string(out))
+		c := r.Checks[len(r.Checks)-1]
+		require.Equal(t, "sandbox", c.Name)
+		return c
+	}
+	if c := sandboxCheck(t.TempDir()); !strings.HasPrefix(c.Detail, "Landlock ABI") {
+		t.Skipf("no Landlock here: %s", c.Detail)
+	}
+	missing := filepath.Join(t.TempDir(), "gone")
+	c := sandboxCheck(missing)
+	require.Equal(t, doctor.Warn, c.Status, c.Detail)
+	require.NotContains(t, c.Detail, "no kernel sandbox")
+	require.Contains(t, c.Detail, "no confined command can start: making the command's private temporary directory in "+missing)
+	require.Contains(t, c.Fix, "set TMPDIR to a folder you can write")
+}
