@@ -234,6 +234,13 @@ func (l localFiles) confined(path string, err error) error {
 	case errors.Is(err, sandbox.ErrReadOnly):
 		return &tools.Failure{Kind: tools.ErrPermissionDenied, Message: fmt.Sprintf(
 			"%s is read-only (no write permission for anyone), so it was left as it is; if it is meant to change, make it writable first with bash (chmod u+w)", path)}
+	case errors.Is(err, sandbox.ErrNotWritable):
+		why := sandbox.ErrNotWritable.Error()
+		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+			why = pe.Err.Error()
+		}
+		return &tools.Failure{Kind: tools.ErrPermissionDenied, Message: fmt.Sprintf(
+			"%s %s, so it was left as it is: it belongs to another user, or its mode leaves its owner out. Ask its owner, or make it writable first with bash (chmod u+w) if it is yours", path, why)}
 	case errors.Is(err, syscall.EISDIR):
 		return fmt.Errorf("%s: %w", path, tools.ErrIsDir)
 	case errors.Is(err, sandbox.ErrChanged):

@@ -26,6 +26,11 @@ var (
 	// one the caller read (another file, size or modification time), just
 	// before it would have replaced it.
 	ErrChanged = errors.New("changed since it was read")
+	// ErrNotWritable: the file is writable, but not by this process (it
+	// belongs to another user, or its owner's own bits leave out
+	// writing). Renaming a new file over it needs only the folder's
+	// permission, which would take another user's file for this one.
+	ErrNotWritable = errors.New("is not writable by you")
 )
 
 // checkRel refuses a path that is absolute or climbs out.

@@ -172,6 +172,8 @@ func (d *Dir) writeFile(rel string, data []byte, perm os.FileMode, was fs.FileIn
 		return &fs.PathError{Op: "write", Path: rel, Err: fmt.Errorf("not a regular file")}
 	case err == nil && st.Mode&0o222 == 0:
 		return &fs.PathError{Op: "write", Path: rel, Err: ErrReadOnly}
+	case err == nil && notWritable(parent, name):
+		return &fs.PathError{Op: "write", Path: rel, Err: fmt.Errorf("%w (owner uid %d, mode %04o)", ErrNotWritable, st.Uid, st.Mode&0o7777)}
 	case err == nil:
 		mode, replaced = st.Mode&0o7777, true
 	case !errors.Is(err, unix.ENOENT):
@@ -221,6 +223,13 @@ func (d *Dir) unchanged(parent int, name string, was fs.FileInfo) error {
 		return ErrChanged
 	}
 	return nil
+}
+
+// notWritable says whether this process may not write name in parent, as
+// open(O_WRONLY) would decide: a shell's "> file" is refused there.
+func notWritable(parent int, name string) bool {
+	err := unix.Faccessat(parent, name, unix.W_OK, unix.AT_EACCESS|unix.AT_SYMLINK_NOFOLLOW)
+	return errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM)
 }
 
 // mkdirAll opens the directory rel, making what is missing of it, through
