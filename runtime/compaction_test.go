@@ -26,6 +26,8 @@ type windowed struct {
 	window int
 	// failSummary makes summaries fail, as a flaky server would.
 	failSummary bool
+	// chat answers every prompt in one call, with text.
+	chat bool
 
 	mu       sync.Mutex
 	calls    int
@@ -68,7 +70,7 @@ func (p *windowed) Generate(_ context.Context, req provider.ModelRequest, sink f
 		return &provider.ModelResponse{Text: text, Usage: usage}, nil
 	}
 	last := req.Messages[len(req.Messages)-1]
-	if last.Role == provider.RoleTool {
+	if last.Role == provider.RoleTool || p.chat {
 		return &provider.ModelResponse{Text: "read it", Usage: usage}, nil
 	}
 	args, _ := json.Marshal(map[string]string{"path": strings.TrimPrefix(last.Text, "read ")})
@@ -290,4 +292,41 @@ func TestTheTokenEstimatesCorrectionSurvivesALoad(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, live, s2.calib)
 	require.Equal(t, s.tokens(1000), s2.tokens(1000))
+}
+
+// A fork (session/fork) starts with its source's conversation, and with
+// the correction of the token estimate the source's provider counts made:
+// ForkSession leaves the source's provider_usage out (what it spent is not
+// the fork's), so the fork estimated 4 bytes a token again, and a turn
+// whose first request passed the threshold did not compact where its
+// source did. Source and fork, given the same prompt, compact alike.
+// Each turn is one model call, so that the threshold is passed at a
+// turn's first call, before any count of the fork's own.
+func TestCompactionStartsWhereItShouldAfterAFork(t *testing.T) {
+	p := &windowed{window: 9000, chat: true}
+	s, _ := compactionSession(t, p, Config{ContextWindow: 9000}, 0)
+	compacted := 0
+	for i := range 16 {
+		fork, _, err := s.rt.ForkSession(s.ID(), s.Workspace().Root())
+		require.NoError(t, err)
+		require.Equal(t, s.calibration(), fork.calibration(), "before prompt %d: the fork corrects its estimate as its source does", i)
+		require.Zero(t, fork.Usage().InputTokens, "what the source spent is not the fork's")
+		var reasons [2][]string
+		for j, sess := range []*Session{s, fork} {
+			rec := &recorder{}
+			text := fmt.Sprintf("note %d: %s", i, strings.Repeat(fmt.Sprintf("word %d, ", i), 300))
+			_, err := sess.Prompt(context.Background(), Prompt{Text: text}, TurnOptions{Observe: rec.observe})
+			require.NoError(t, err)
+			for _, c := range eventsOf[CompactionData](t, rec, EventCompaction) {
+				reasons[j] = append(reasons[j], c.Reason)
+			}
+		}
+		require.Equal(t, reasons[0], reasons[1], "prompt %d: the fork compacts where its source does", i)
+		compacted += len(reasons[0])
+	}
+	require.Positive(t, compacted, "16 notes of 2 KB do not fit 9,000 tokens")
+	sent, _ := p.received()
+	for i, n := range sent {
+		require.LessOrEqual(t, n, 9000, "request %d went past the window", i)
+	}
 }

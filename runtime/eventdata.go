@@ -315,4 +315,9 @@ type NoticeData struct {
 	Severity string `json:"severity"`
 	Title    string `json:"title"`
 	Detail   string `json:"detail,omitempty"`
+	// TokenCorrection, in the notice that starts a fork (Source "fork"),
+	// is the correction of the token estimate its source's provider
+	// counts made (Session.calib): the fork's requests are the source's
+	// conversation, though the source's provider_usage is not copied.
+	TokenCorrection float64 `json:"token_correction,omitempty"`
 }

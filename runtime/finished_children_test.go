@@ -150,3 +150,27 @@ type doneProvider struct{ childProvider }
 func (doneProvider) Generate(context.Context, provider.ModelRequest, func(provider.Delta)) (*provider.ModelResponse, error) {
 	return &provider.ModelResponse{Text: "Done."}, nil
 }
+
+// A child let go and woken again (send_input) corrects its token estimate
+// as its Log says, as a resumed session does: its next run compacts where
+// it would have without the pause.
+func TestAWokenChildCorrectsItsTokenEstimateFromItsLog(t *testing.T) {
+	f := newManagerFixtureWith(t, SubagentConfig{}, &windowed{window: 1 << 20, chat: true})
+	v := f.spawn(t, "first")
+	f.wait(t, v.ID)
+	f.rt.subagents.mu.Lock()
+	sa := f.rt.subagents.byID[v.ID]
+	let, log := sa.child == nil && sa.dormant != nil, sa.childLog
+	f.rt.subagents.mu.Unlock()
+	require.True(t, let, "the finished child's session is let go")
+	events, _, err := ReadLog(log)
+	require.NoError(t, err)
+	fold := &historyFold{log: f.rt.log}
+	for _, ev := range events {
+		fold.add(ev)
+	}
+	require.Greater(t, fold.calib, 1.0, "the provider counts more tokens than 4 bytes a token make")
+	woken := f.session(t, v.ID)
+	defer woken.release()
+	require.Equal(t, fold.calib, woken.calibration())
+}

@@ -50,12 +50,19 @@ func (r *Runtime) ForkSession(id, dir string, opts ...SessionOption) (*Session, 
 	if err != nil {
 		return nil, LoadReport{}, fmt.Errorf("creating the fork's log: %w", err)
 	}
+	// The correction of the token estimate the source's provider counts
+	// made is the fork's too (its requests are the source's conversation),
+	// folded as a session opened again folds it (historyFold.calib).
+	calib := &historyFold{log: r.log}
 	for _, ev := range events {
 		switch ev.Type {
 		case EventSubagent, EventWorkflow:
 			continue // the source's children and runs stay the source's
 		case EventProviderUsage:
+			calib.add(ev)
 			continue // what the source spent is not the fork's
+		case EventNotice:
+			calib.add(ev) // the source is a fork: the correction it started from
 		}
 		ev.SessionID, ev.ID, ev.Seq = fork, "", 0
 		if err := log.Append(&ev); err != nil {
@@ -69,7 +76,8 @@ func (r *Runtime) ForkSession(id, dir string, opts ...SessionOption) (*Session, 
 	// fork asks again. The notice says where it came from, and History's
 	// fold forgets the grants before it.
 	raw, _, err := encodeEventData(NoticeData{Source: "fork", Severity: "info", Title: "Forked from session " + id,
-		Detail: "This session starts with that session's conversation up to the fork. Its answers \"always allow\" stay with it: this session asks again."})
+		Detail:          "This session starts with that session's conversation up to the fork. Its answers \"always allow\" stay with it: this session asks again.",
+		TokenCorrection: calib.calib})
 	if err == nil {
 		err = log.Append(&Event{SessionID: fork, Type: EventNotice, Data: raw})
 	}

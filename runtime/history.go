@@ -213,8 +213,12 @@ func (f *historyFold) add(ev Event) {
 		// A session forked (session/fork) or started from a fork: the
 		// grants before it were the source's.
 		var source string
-		if f.read(ev, map[string]any{"source": &source}) && source == "fork" {
+		var calib float64
+		if f.read(ev, map[string]any{"source": &source, "token_correction": &calib}) && source == "fork" {
 			f.allowAlways = nil
+			if calib > 0 {
+				f.calib = calib
+			}
 		}
 	case EventReasoning, EventWorkflow, EventTurnFailed:
 		// Not part of History; their readers check them.

@@ -207,7 +207,9 @@ func (r *Runtime) wakeChildSession(was *dormantSession, dir, logPath string, par
 	agent.ReasoningEffort = was.effort
 	s := r.childSession(ws, log, parent, agent, accounts, was.meta)
 	s.history, s.histBytes, s.callIDs, s.interrupted = fold.history, historyBytes(fold.history), fold.callIDs, fold.unanswered()
-	s.calib, s.allowAlways, s.sandboxTold, s.seen = was.calib, was.allowAlways, was.sandboxTold, fold.seen
+	// The correction of the token estimate is the Log's, as a resumed
+	// session's is (historyFold.calib).
+	s.calib, s.allowAlways, s.sandboxTold, s.seen = fold.calib, was.allowAlways, was.sandboxTold, fold.seen
 	if was.prompt != "" { // the prompt it had, so that providers' prompt caches hold
 		s.promptOnce.Do(func() { s.prompt = was.prompt })
 	}

@@ -617,7 +617,6 @@ type dormantSession struct {
 	meta   Meta
 	prompt string // its system prompt, once built
 	effort string
-	calib  float64
 	// allowAlways and sandboxTold: what the user allowed for the rest of
 	// the session, and whether it was told its commands are not sandboxed.
 	allowAlways map[string]bool
@@ -633,7 +632,7 @@ func (s *Session) dormant() (*dormantSession, bool) {
 	if s.turnCancel != nil || len(s.pending) > 0 || len(s.interrupted) > 0 {
 		return nil, false
 	}
-	return &dormantSession{meta: s.meta, prompt: s.prompt, effort: s.effort, calib: s.calib, allowAlways: s.allowAlways, sandboxTold: s.sandboxTold}, true
+	return &dormantSession{meta: s.meta, prompt: s.prompt, effort: s.effort, allowAlways: s.allowAlways, sandboxTold: s.sandboxTold}, true
 }
 
 func (s *Session) reacquire() error {
