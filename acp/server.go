@@ -600,8 +600,21 @@ func (s *Server) closeSession(ctx context.Context, p *SessionRequest) (any, erro
 		// session/cancel was called)", as session/cancel on its id does;
 		// its parent keeps it, as it keeps every child that ended. A
 		// "not found" would not do: clients take it as closed (the SDK
-		// answers it as success), and the child would go on working.
-		s.rt.CancelSubagent(p.SessionID)
+		// answers it as success), and the child would go on working. The
+		// answer waits for the child to stop, so that its last updates
+		// come before it, not under a session the client closed; a child
+		// that does not stop within childCloseWait (a tool that ignores
+		// its cancel) is answered anyway, and stops when it can.
+		if stopped := s.rt.CancelSubagent(p.SessionID); stopped != nil {
+			wait := time.NewTimer(childCloseWait)
+			defer wait.Stop()
+			select {
+			case <-stopped:
+			case <-wait.C:
+				s.log.Warn("answered session/close of a Subagent's session before the Subagent stopped", "session", p.SessionID, "waited", childCloseWait)
+			case <-ctx.Done():
+			}
+		}
 		return struct{}{}, nil
 	}
 	if _, err := s.rt.Session(p.SessionID); err == nil {
@@ -631,6 +644,10 @@ func (s *Server) closeSession(ctx context.Context, p *SessionRequest) (any, erro
 	s.mu.Unlock()
 	return struct{}{}, nil
 }
+
+// childCloseWait bounds how long a session/close of a Subagent's session
+// waits for the Subagent to stop before it is answered.
+const childCloseWait = 10 * time.Second
 
 // forkSession makes a new session whose history is the source's up to
 // now (session/fork).

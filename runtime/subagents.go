@@ -727,9 +727,11 @@ func (m *Manager) shutdown() {
 // CancelSubagent stops the current work of the Subagent whose own session
 // is sessionID (and its descendants'), as a client's session/cancel on that
 // child asks: its siblings and its parent go on, and the parent's model
-// sees the child cancelled. It reports whether sessionID is a Subagent's
-// session of this process; the stop itself goes on in the background.
-func (r *Runtime) CancelSubagent(sessionID string) bool {
+// sees the child cancelled. The stop goes on in the background; the
+// channel returned closes once it is over (the child's last events
+// recorded and shown), and is nil when sessionID is no Subagent's session
+// of this process.
+func (r *Runtime) CancelSubagent(sessionID string) <-chan struct{} {
 	m := r.subagents
 	m.mu.Lock()
 	var sa *subagent
@@ -739,16 +741,22 @@ func (r *Runtime) CancelSubagent(sessionID string) bool {
 			break
 		}
 	}
+	stopped := make(chan struct{})
 	if sa == nil || m.closed { // shutdown stops it anyway
 		m.mu.Unlock()
-		return sa != nil
+		if sa == nil {
+			return nil
+		}
+		close(stopped)
+		return stopped
 	}
 	m.wg.Add(1) // under the lock: shutdown waits for it
 	m.mu.Unlock()
 	go func() {
 		defer m.wg.Done()
+		defer close(stopped)
 		m.cancelChildren(sessionID)
 		m.stop(sa, false)
 	}()
-	return true
+	return stopped
 }

@@ -409,10 +409,16 @@ test("native children: session requests naming a child say whose child it is; cl
     assert.equal(lastState(a, sessionId, childId).state, "running", "none of them touched the child");
 
     await a.request(m.close, { sessionId: childId });
-    await a.waitFor(() => lastState(a, sessionId, childId)?.state === "idle", "the closed child stopped");
+    // Answered once the child has stopped: its end came before the answer,
+    // and nothing of it comes after (it came after, under the closed id).
+    const closed = a.responseSeq(m.close);
+    const idle = subagentUpdates(a, sessionId).find((u) => u.update.sessionId === childId && u.update.state?.state === "idle");
+    assert.ok(idle && idle.seq < closed, `the closed child's end comes before the answer to session/close: ${JSON.stringify(idle)}, answer at ${closed}`);
     assert.equal(lastState(a, sessionId, childId).stopReason, "cancelled");
     assert.equal(lastState(a, sessionId, sibling).state, "running", "its sibling goes on");
     assert.equal((await a.turn(sessionId, "still there?")).response.stopReason, "end_turn", "its parent goes on");
+    const after = [...a.wireUpdates(childId), ...subagentUpdates(a, sessionId).filter((u) => u.update.sessionId === childId)].filter((u) => u.seq > closed);
+    assert.deepEqual(after, [], "nothing of the closed child comes after the answer to its close");
     await a.cancel(sibling);
     await a.waitFor(() => lastState(a, sessionId, sibling)?.state === "idle", "sibling idle after its cancel");
   }));
