@@ -58,9 +58,12 @@ type Server struct {
 	// cancelsAfter is, by session, how many requests the client had sent
 	// before its latest session/cancel (startPrompt).
 	cancelsAfter map[string]uint64
-	// cancels counts the session/cancel notifications the client sent,
-	// by the session (or child's session) they name (AskPermission).
-	cancels map[string]uint64
+	// asks are the permission questions waiting for the client's answer,
+	// by the session (or child's session) that asks, with the
+	// session/cancel notifications that named it meanwhile
+	// (AskPermission). An entry lives as long as a question: a cancel of
+	// a session with none, or of an id that is no session, keeps nothing.
+	asks map[string]*pendingAsks
 	// children are the Subagents' sessions this client was told of, by
 	// their id (children.go).
 	children map[string]*childSession
@@ -145,22 +148,52 @@ func (s *Server) startPrompt(ctx context.Context, id string) (turnCtx context.Co
 	}
 }
 
+// pendingAsks are the questions a session is waiting on, and the
+// session/cancel notifications that named it while any was.
+type pendingAsks struct {
+	n       int
+	cancels uint64
+}
+
 // noteCancel counts a session/cancel the client sent for session id (its
-// own or a child's).
+// own or a child's), if a question of it waits for an answer.
 func (s *Server) noteCancel(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cancels == nil {
-		s.cancels = map[string]uint64{}
+	if a := s.asks[id]; a != nil {
+		a.cancels++
 	}
-	s.cancels[id]++
 }
 
-// cancelsOf is how many session/cancel the client sent for session id.
-func (s *Server) cancelsOf(id string) uint64 {
+// askStarted notes a question of session id waiting for the client's
+// answer. cancelledSince reports whether the client sent session/cancel
+// for the session since; ended marks the question answered or dropped.
+func (s *Server) askStarted(id string) (cancelledSince func() bool, ended func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.cancels[id]
+	a := s.asks[id]
+	if a == nil {
+		if s.asks == nil {
+			s.asks = map[string]*pendingAsks{}
+		}
+		a = &pendingAsks{}
+		s.asks[id] = a
+	}
+	a.n++
+	before := a.cancels
+	cancelledSince = func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return a.cancels != before
+	}
+	ended = func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if a.n--; a.n == 0 {
+			delete(s.asks, id)
+		}
+	}
+	return cancelledSince, ended
 }
 
 // cancelPrompt marks the session's prompt in flight, if any, cancelled,
@@ -636,12 +669,7 @@ func (s *Server) closeSession(ctx context.Context, p *SessionRequest) (any, erro
 		case <-ctx.Done():
 		}
 	}
-	s.mu.Lock()
-	delete(s.pendingNotices, p.SessionID) // no turn will show them now
-	delete(s.stepEnds, p.SessionID)
-	delete(s.cancelsAfter, p.SessionID)
-	delete(s.cancels, p.SessionID) // its turn has asked its last question
-	s.mu.Unlock()
+	s.forget(p.SessionID)
 	return struct{}{}, nil
 }
 
@@ -686,14 +714,32 @@ func (s *Server) deleteSession(p *SessionRequest) (any, error) {
 	default:
 		return nil, err
 	}
-	s.mu.Lock()
-	delete(s.titles, p.SessionID)
-	delete(s.pendingNotices, p.SessionID)
-	delete(s.stepEnds, p.SessionID)
-	delete(s.cancelsAfter, p.SessionID)
-	delete(s.cancels, p.SessionID)
-	s.mu.Unlock()
+	s.forget(p.SessionID)
 	return struct{}{}, nil
+}
+
+// forget drops what this connection keeps of a session it closed or
+// deleted, and of the children it was told of under it: a long-lived
+// connection keeps only what its open sessions need. A session opened
+// again is told its title and children again.
+func (s *Server) forget(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	gone := []string{id}
+	for len(gone) > 0 {
+		id := gone[0]
+		gone = gone[1:]
+		delete(s.titles, id)
+		delete(s.pendingNotices, id) // no turn will show them now
+		delete(s.stepEnds, id)
+		delete(s.cancelsAfter, id)
+		for child, c := range s.children {
+			if c.parentID == id {
+				delete(s.children, child)
+				gone = append(gone, child)
+			}
+		}
+	}
 }
 
 // session finds a live session or answers -32002.
@@ -995,8 +1041,9 @@ func (a *permissionAsker) AskPermission(ctx context.Context, req runtime.Permiss
 	// cross its answer. A request it was not told to drop is withdrawn:
 	// its session was closed (no session/cancel came), or it is a
 	// child's, whose parent the client cancelled.
-	cancels := a.s.cancelsOf(req.SessionID)
-	ctx = rpc.WithCancelNotice(ctx, func() bool { return a.s.cancelsOf(req.SessionID) == cancels })
+	cancelled, ended := a.s.askStarted(req.SessionID)
+	defer ended()
+	ctx = rpc.WithCancelNotice(ctx, func() bool { return !cancelled() })
 	var answer json.RawMessage
 	if err := a.s.conn.Call(ctx, MethodRequestPermission, params, &answer); err != nil {
 		return runtime.PermissionCancelled, err
