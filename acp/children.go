@@ -101,14 +101,7 @@ func (p *presenter) subagentNative(d runtime.SubagentEventData, seq int64) {
 	if d.ChildSessionID == "" {
 		return // a Log older than child ids at the spawn: its child has none yet
 	}
-	meta := map[string]any{"subagentId": d.SubagentID, "agent": d.Agent, "status": d.Status, "workspaceMode": d.WorkspaceMode}
-	if d.Name != "" {
-		meta["stepId"] = d.Name
-	}
-	if d.ParentToolCallID != "" {
-		meta["parentToolCallId"] = d.ParentToolCallID
-	}
-	u := SubagentUpdate{SessionUpdate: "subagent_update", SessionID: d.ChildSessionID, Meta: map[string]any{"pixir": meta}}
+	u := SubagentUpdate{SessionUpdate: "subagent_update", SessionID: d.ChildSessionID, Meta: map[string]any{"pixir": childMeta(d)}}
 	kept := d.Task
 	if p.replaying {
 		kept = "" // a replay shows no prompt: nothing will ask for it
@@ -128,10 +121,7 @@ func (p *presenter) subagentNative(d runtime.SubagentEventData, seq int64) {
 		announced = true
 	}
 	if announced {
-		u.Title = d.Agent + ": " + titleOf(d.Task)
-		if d.Name != "" { // a workflow step
-			u.Title = d.Name + " (" + d.Agent + "): " + titleOf(d.Task)
-		}
+		u.Title = childTitle(d)
 		u.Description = tools.Truncate(d.Task, displayLimit)
 		u.Cwd = d.Workspace
 		u.Capabilities = &SubagentCapabilities{Cancel: &Marker{}}
@@ -211,15 +201,41 @@ func (p *presenter) subagentNative(d runtime.SubagentEventData, seq int64) {
 // detachedNative shows a child restored from the Log whose run did not
 // end while its process lived: its activity is not known.
 func (p *presenter) detachedNative(d runtime.SubagentEventData) {
-	p.s.mu.Lock()
-	_, known := p.s.children[d.ChildSessionID]
-	p.s.mu.Unlock()
-	if !known {
-		return // never announced (a Log older than child ids at the spawn)
+	if d.ChildSessionID == "" {
+		return // a Log older than child ids at the spawn: it has none
 	}
 	u := SubagentUpdate{SessionUpdate: "subagent_update", SessionID: d.ChildSessionID,
 		State: &SubagentState{State: "unknown", Meta: map[string]any{"pixir": detachedMeta(d)}}}
+	if p.s.announce(d.ChildSessionID, p.sessionID, d.Workspace, "") {
+		// A connection that was not told of it (a session/resume in a
+		// new process, which replays nothing): the update announces it,
+		// as a replay would.
+		u.Title, u.Description, u.Cwd = childTitle(d), tools.Truncate(d.Task, displayLimit), d.Workspace
+		u.Capabilities = &SubagentCapabilities{}
+		u.Meta = map[string]any{"pixir": childMeta(d)}
+	}
 	p.send(u)
+}
+
+// childMeta is the _meta.pixir of a subagent_update: which Subagent the
+// child session is, and where it came from.
+func childMeta(d runtime.SubagentEventData) map[string]any {
+	meta := map[string]any{"subagentId": d.SubagentID, "agent": d.Agent, "status": d.Status, "workspaceMode": d.WorkspaceMode}
+	if d.Name != "" {
+		meta["stepId"] = d.Name
+	}
+	if d.ParentToolCallID != "" {
+		meta["parentToolCallId"] = d.ParentToolCallID
+	}
+	return meta
+}
+
+// childTitle is the title a child session is announced with.
+func childTitle(d runtime.SubagentEventData) string {
+	if d.Name != "" { // a workflow step
+		return d.Name + " (" + d.Agent + "): " + titleOf(d.Task)
+	}
+	return d.Agent + ": " + titleOf(d.Task)
 }
 
 // detachedMeta is the _meta.pixir of a detached child's state.

@@ -407,6 +407,9 @@ func (r *Runtime) openLive(id, dir string, visit func(Event)) (*Session, LoadRep
 	s.mu.Lock()
 	s.restoreEvents = nil
 	s.detachedNow, s.unrecorded = detached, slices.Clone(detached)
+	for i := range s.unrecorded {
+		s.unrecorded[i].Task = "" // written once, at the spawn
+	}
 	s.mu.Unlock()
 	if err := s.recordDetached(); err != nil {
 		r.log.Warn("recording the children a crash left detached", "session", id, "err", err)

@@ -155,7 +155,9 @@ func (m *Manager) restore(parent *Session, events []Event) []SubagentEventData {
 			// step is reported by its workflow).
 			sa.seen = sa.name != ""
 			e := d
-			e.Event, e.Status, e.Error, e.Task, e.Input = tools.SubagentEventFailed, sa.status, sa.failure, "", ""
+			// Its task is kept for who shows it (an editor told of it
+			// anew); the Log has it at the spawn (Session.recordDetached).
+			e.Event, e.Status, e.Error, e.Input = tools.SubagentEventFailed, sa.status, sa.failure, ""
 			detached = append(detached, e)
 		}
 		close(sa.done)

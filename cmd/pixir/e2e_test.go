@@ -1257,3 +1257,33 @@ func TestResumeAfterACrashUpdatesTheDetachedChildsCall(t *testing.T) {
 	require.Contains(t, fmt.Sprint(calls[0]["content"]), "detached: the process that ran this subagent ended")
 	b.exit()
 }
+
+// An editor that shows children as sessions of their own
+// (clientCapabilities.subagents) and resumes after a crash is told the
+// child the crash left running ended, not known to be complete: a
+// subagent_update (state unknown, detached) that announces the child to
+// this connection, which had not been told of it. Before, such an editor
+// was sent nothing, and showed the child running for ever.
+func TestResumeAfterACrashShowsANativeEditorTheDetachedChild(t *testing.T) {
+	e := newEnv(t, subagentScript)
+	sid := killWithAChildRunning(t, e)
+
+	b := e.start()
+	b.initializeWith(map[string]any{"subagents": map[string]any{}})
+	m, before := b.call(1, "session/resume", map[string]any{"sessionId": sid, "cwd": e.ws, "mcpServers": []any{}})
+	require.Nil(t, m.Error, m.raw)
+	var children []map[string]any
+	for _, u := range updates(t, before) {
+		require.Equal(t, "subagent_update", u["sessionUpdate"], "a resume replays nothing: %v", u)
+		children = append(children, u)
+	}
+	require.Len(t, children, 1, "the hung child, and only it")
+	u := children[0]
+	require.NotEmpty(t, u["sessionId"])
+	require.Equal(t, "default: child hang", u["title"], "announced to this connection")
+	require.Equal(t, e.ws, u["cwd"])
+	state, _ := u["state"].(map[string]any)
+	require.Equal(t, "unknown", state["state"], "%v", u)
+	require.Contains(t, fmt.Sprint(state["_meta"]), "detached")
+	b.exit()
+}
