@@ -487,8 +487,9 @@ func (r *Runtime) openSession(id, dir string, visit func(Event)) (*Session, Load
 // workspace (it was killed while it applied one): each file is old or
 // new until then, and the journal says which to write.
 func (r *Runtime) recoverMerges(root string) {
-	done, err := merge.Recover(context.Background(), root, func(holder string) {
+	done, err := merge.Recover(context.Background(), root, func(holder string) func() {
 		r.log.Warn("finishing a half-done merge waits for "+holder+" to end its merge or copy in the same workspace", "workspace", root)
+		return nil
 	})
 	for _, id := range done {
 		r.log.Info("finished a merge an earlier process left half-done", "workspace", root, "merge", id)

@@ -254,8 +254,8 @@ func (m *Manager) mergeLock(root string) chan struct{} {
 // itself, only while it writes (after its question). The lock is released
 // however f ends, a panic included: a copy that panicked (recovered by the
 // child's run) must not leave every later merge waiting for good.
-func (m *Manager) inWorkspace(ctx context.Context, root string, f func() error) error {
-	unlock, err := wslock.Lock(ctx, root, false, m.lockWaiting(root, "a snapshot's copy"))
+func (m *Manager) inWorkspace(ctx context.Context, root string, show func(string), f func() error) error {
+	unlock, err := wslock.Lock(ctx, root, false, m.lockWaiting(root, "a snapshot's copy", show))
 	if err != nil {
 		return err
 	}
@@ -263,11 +263,36 @@ func (m *Manager) inWorkspace(ctx context.Context, root string, f func() error) 
 	return f()
 }
 
+// lockWaitShown is how long a wait for another process's lock of the
+// workspace lasts before the user is shown it (most last milliseconds).
+const lockWaitShown = time.Second
+
 // lockWaiting says on stderr that what (a copy, a merge) waits for
-// another process's merge or copy in the workspace at root.
-func (m *Manager) lockWaiting(root, what string) func(holder string) {
-	return func(holder string) {
+// another process's merge or copy in the workspace at root, and, with
+// show, once the wait has lasted lockWaitShown, says it where the user
+// sees it (the tool call that waits, in the editor): an editor's user saw
+// nothing while pixir acp waited for a pixir run's merge.
+func (m *Manager) lockWaiting(root, what string, show func(text string)) wslock.Waiting {
+	return func(holder string) func() {
 		m.rt.log.Warn(what+" waits for "+holder+" to end its merge or copy in the same workspace", "workspace", root)
+		if show == nil {
+			return nil
+		}
+		t := time.AfterFunc(lockWaitShown, func() {
+			show("Waiting for " + holder + " to finish its merge or copy in this workspace: " + what + " goes on once it has.")
+		})
+		return func() { t.Stop() }
+	}
+}
+
+// showOnCall is what shows the user a wait of the tool call callID of
+// session s (a merge's, a workflow's step's copy): the call's progress.
+func showOnCall(s *Session, callID string) func(string) {
+	if callID == "" {
+		return nil
+	}
+	return func(text string) {
+		_ = s.emitBackground(EventStatus, ToolProgressData{ToolCallID: callID, Status: "in_progress", Activity: text})
 	}
 }
 

@@ -103,12 +103,12 @@ func (b binding) mergeChild(ctx context.Context, sa *subagent, cm childMerge) (t
 	// included, so each is planned against the one before.
 	var rep tools.MergeReport
 	if cm.dryRun {
-		err = m.inWorkspace(ctx, req.Workspace, func() (err error) {
+		err = m.inWorkspace(ctx, req.Workspace, showOnCall(b.parent, b.toolCallID), func() (err error) {
 			rep, err = snap.Merge(ctx, req)
 			return err
 		})
 	} else {
-		req.Waiting = m.lockWaiting(req.Workspace, "a merge")
+		req.Waiting = m.lockWaiting(req.Workspace, "the merge", showOnCall(b.parent, b.toolCallID))
 		l := m.mergeLock(req.Workspace)
 		err = func() (err error) {
 			if ctx.Err() != nil {

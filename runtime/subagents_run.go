@@ -240,7 +240,16 @@ func (m *Manager) prepare(ctx context.Context, sa *subagent) (*Session, error) {
 	if sa.mode == WorkspaceIsolated && was == nil {
 		root := sa.parent.workspace.Root()
 		var snap Snapshot
-		err := m.inWorkspace(ctx, root, func() (err error) {
+		// A wait for another process is shown on the workflow's call for
+		// a step, on the child's own progress for a spawned child (its
+		// spawn_agent call has ended).
+		show := showOnCall(sa.parent, sa.parentToolCallID)
+		if sa.name == "" {
+			show = func(text string) {
+				_ = sa.parent.emitBackground(EventStatus, SubagentProgressData{SubagentID: sa.id, Activity: text})
+			}
+		}
+		err := m.inWorkspace(ctx, root, show, func() (err error) {
 			snap, err = m.cfg.Snapshot(ctx, root, sa.workspace)
 			return err
 		})

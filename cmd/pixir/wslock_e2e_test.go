@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -175,4 +176,43 @@ func TestASnapshotWaitsForAMergeOfAnotherProcess(t *testing.T) {
 	journals, err := filepath.Glob(filepath.Join(e.ws, ".pixir", "merges", "*", "journal.json"))
 	require.NoError(t, err)
 	require.Empty(t, journals, "the run finished the killed process's merge")
+}
+
+// TestAWaitForAnotherProcessesMergeIsShownInTheEditor: an editor's pixir
+// acp runs a workflow whose isolated step must copy the workspace while
+// another process (a second pixir acp, held by the test hook) is in the
+// middle of writing a merge into it. The step's copy waits, and once the
+// wait lasts, the editor is told on the run_workflow call who it waits
+// for, once. Before, the wait was said only on the acp's stderr, which an
+// editor's user never sees: the call sat silent.
+func TestAWaitForAnotherProcessesMergeIsShownInTheEditor(t *testing.T) {
+	e := newEnv(t, twoProcessesScript)
+	require.NoError(t, os.WriteFile(filepath.Join(e.ws, "a.txt"), []byte("base\n"), 0o644))
+	// The editor's session is open first: opening one while another
+	// process's merge is half done waits to finish it (merge.Recover).
+	a := e.start()
+	a.initialize()
+	sid := a.newSession()
+	h := e.startWith(map[string]string{merge.HoldEnv: "1"})
+	h.initialize()
+	hid := h.newSession()
+	h.sendJSON(map[string]any{"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": promptParams(hid, "run the writer")})
+	h.stderr.waitFor("merge held after 1 operations")
+
+	a.sendJSON(map[string]any{"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": promptParams(sid, "run the writer")})
+	waits := func(u map[string]any) bool {
+		return u["sessionUpdate"] == "tool_call_update" && strings.Contains(fmt.Sprint(u["content"]), "Waiting for another process (pid ")
+	}
+	shown := a.awaitUpdate(waits)
+	require.Equal(t, "in_progress", shown["status"])
+	require.Contains(t, fmt.Sprint(shown["content"]), fmt.Sprintf("pid %d", h.cmd.Process.Pid))
+	require.NoError(t, h.cmd.Process.Signal(syscall.SIGKILL))
+	m, after := a.serveUntilReply("3", nil)
+	require.Equal(t, "end_turn", stopReason(t, m))
+	for _, u := range updates(t, after) {
+		require.False(t, waits(u), "the wait is shown once: %v", u)
+	}
+	b, err := os.ReadFile(filepath.Join(e.ws, "a.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "merged\n", string(b))
 }

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/pixir-go/pixir/runtime/snapshot"
+	"github.com/pixir-go/pixir/runtime/wslock"
 	"github.com/pixir-go/pixir/tools"
 )
 
@@ -80,7 +81,7 @@ var testHookApplied func(n int)
 
 // apply stages the operations, commits the journal and applies it; moved
 // are the paths found changed since the plan (left alone).
-func apply(ctx context.Context, workspace string, ops []*op, files tools.Files, waiting func(string)) (string, map[string]bool, error) {
+func apply(ctx context.Context, workspace string, ops []*op, files tools.Files, waiting wslock.Waiting) (string, map[string]bool, error) {
 	unlock, err := lockWorkspace(ctx, workspace, waiting)
 	if err != nil {
 		return "", nil, err
@@ -468,7 +469,7 @@ func samePlace(dirfd int, path string) bool {
 // are left to it. It returns the ids of the merges it finished. It holds
 // the workspace's lock to write while it does (see lockWorkspace), so no
 // copy takes half of what it finishes; waiting and ctx are the lock's.
-func Recover(ctx context.Context, workspace string, waiting func(holder string)) ([]string, error) {
+func Recover(ctx context.Context, workspace string, waiting wslock.Waiting) ([]string, error) {
 	entries, err := os.ReadDir(mergesDir(workspace))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil

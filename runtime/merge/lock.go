@@ -13,7 +13,7 @@ import (
 // at a time. It is taken only to write (the plan and the question to the
 // user are made before it), so it is held briefly; a wait for another
 // process is said through waiting, and ctx ends it.
-func lockWorkspace(ctx context.Context, workspace string, waiting func(holder string)) (func(), error) {
+func lockWorkspace(ctx context.Context, workspace string, waiting wslock.Waiting) (func(), error) {
 	unlock, err := wslock.Lock(ctx, workspace, true, waiting)
 	if err != nil {
 		return nil, fmt.Errorf("locking the workspace for a merge: %w", err)

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/pixir-go/pixir/runtime/snapshot"
+	"github.com/pixir-go/pixir/runtime/wslock"
 	"github.com/pixir-go/pixir/tools"
 )
 
@@ -37,8 +38,9 @@ type Request struct {
 	// fs/write_text_file); everything else is applied locally.
 	Files tools.Files
 	// Waiting, when set, is told that the merge waits for another process
-	// (holder) to end its copy or merge of the workspace before writing.
-	Waiting func(holder string)
+	// (holder) to end its copy or merge of the workspace before writing,
+	// and (through what it returns) when the wait ends.
+	Waiting wslock.Waiting
 }
 
 // Error kinds of Merge's errors, for the runtime to wrap.

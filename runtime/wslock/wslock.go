@@ -30,12 +30,17 @@ func local(root string) *sync.RWMutex {
 	return l.(*sync.RWMutex)
 }
 
+// Waiting is told that a copy or merge waits for another process (holder)
+// to let the workspace's lock go, when the wait begins; the func it
+// returns (nil: none) is called when the wait ends, the lock taken or not.
+type Waiting func(holder string) (ended func())
+
 // Lock takes the lock of the workspace at root, exclusive to write (a
 // merge) or shared to read (a copy), and returns what releases it. When
 // another process holds it the other way, waiting is told who (once) and
 // the wait lasts until that process lets go or ctx ends. The kernel drops
 // a process's lock however it ends, so a crash leaves none behind.
-func Lock(ctx context.Context, root string, write bool, waiting func(holder string)) (func(), error) {
+func Lock(ctx context.Context, root string, write bool, waiting Waiting) (func(), error) {
 	l := local(root)
 	if write {
 		l.Lock()

@@ -15,7 +15,7 @@ import (
 )
 
 // lockFile takes the flock of the workspace's lock file (see Lock).
-func lockFile(ctx context.Context, root string, write bool, waiting func(holder string)) (func(), error) {
+func lockFile(ctx context.Context, root string, write bool, waiting Waiting) (func(), error) {
 	path := Path(root)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("locking the workspace against other processes' merges: %w", err)
@@ -42,7 +42,9 @@ func lockFile(ctx context.Context, root string, write bool, waiting func(holder 
 		if pid, cmd := Holder(f); pid != 0 {
 			holder = fmt.Sprintf("another process (pid %d: %s)", pid, cmd)
 		}
-		waiting(holder)
+		if ended := waiting(holder); ended != nil {
+			defer ended()
+		}
 	}
 	got := make(chan error, 1)
 	go func() { got <- flockRetry(f, how) }()
