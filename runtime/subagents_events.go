@@ -143,9 +143,10 @@ func (m *Manager) restore(parent *Session, events []Event) []SubagentEventData {
 		if d.Usage != nil {
 			sa.account.Start(*d.Usage)
 		}
-		if sa.status == tools.SubagentDetached && sa.name == "" && untold[id] {
-			// Recorded detached by an earlier opening whose process
-			// made no model call after it: the model never heard.
+		if sa.status.Ended() && sa.name == "" && untold[id] {
+			// It ended (or was recorded detached by an earlier opening)
+			// while the parent's model was not waiting, and the process
+			// ended before a model call told it: the model never heard.
 			sa.seen = false
 		}
 		if !sa.status.Ended() {
@@ -168,16 +169,18 @@ func (m *Manager) restore(parent *Session, events []Event) []SubagentEventData {
 	return detached
 }
 
-// untoldDetached are the children whose last event in a Log is a detached
-// end (recorded when a session was opened after a crash) that the parent's
-// model was not shown after it: no subagent_summaries names it, and no
-// result of wait_agent, list_agents or close_agent does. Fed the Log's
-// events in order.
+// untoldDetached are the children whose last event in a Log is an end (a
+// run's, or a detached one recorded when a session was opened after a
+// crash) that the parent's model was not shown after it: no
+// subagent_summaries names it, and no result of wait_agent, list_agents or
+// close_agent does. A closed child is not news (close_agent's result, or
+// its parent's close, said so), nor is a workflow's step (its workflow's
+// outcome reports it). Fed the Log's events in order.
 type untoldDetached map[string]bool
 
 // end notes a child's event.
 func (u untoldDetached) end(d SubagentEventData) {
-	if d.Status == tools.SubagentDetached {
+	if d.Status.Ended() && d.Status != tools.SubagentClosed && d.Name == "" {
 		u[d.SubagentID] = true
 	} else {
 		delete(u, d.SubagentID)

@@ -771,3 +771,54 @@ func TestDetachedEndsRecordedAtOnceAreWrittenOnce(t *testing.T) {
 		s.mu.Unlock()
 	}
 }
+
+// A child that ended well while its parent was not waiting for it, in a
+// process that ended before the parent's next model call, is news to the
+// parent's model at the next opening, told once, as a detached one is.
+// Before, every child a Log showed ended counted as told when the session
+// was opened again, and the model never heard it had finished.
+func TestAnEndTheModelWasNotToldIsNewsAfterTheProcessEnds(t *testing.T) {
+	home, ws := t.TempDir(), t.TempDir()
+	cfg := Config{Home: home, Provider: childProvider{}, Model: "m", Tools: tools.Builtins(), Subagents: SubagentConfig{Snapshot: takeCopy}}
+	rt := New(cfg)
+	parent, err := rt.NewSession(ws)
+	require.NoError(t, err)
+	events := newCollector()
+	parent.SetObserver(events.observe)
+	told, err := binding{m: rt.subagents, parent: parent}.Spawn(context.Background(), tools.SpawnRequest{Task: "told"})
+	require.NoError(t, err)
+	events.await(told.ID, tools.SubagentEventFinished)
+	// This one the model is told of: the next call's summaries name it.
+	_, err = parent.Prompt(context.Background(), Prompt{Text: "hello"}, TurnOptions{})
+	require.NoError(t, err)
+	quiet, err := binding{m: rt.subagents, parent: parent}.Spawn(context.Background(), tools.SpawnRequest{Task: "quiet"})
+	require.NoError(t, err)
+	events.await(quiet.ID, tools.SubagentEventFinished)
+	logFile := logPath(parent.workspace.Root(), parent.ID())
+	rt.Close()
+	require.Equal(t, 1, summariesNaming(t, logFile, told.ID))
+	require.Zero(t, summariesNaming(t, logFile, quiet.ID))
+
+	// Opened and closed without a model call: still news.
+	rt2 := New(cfg)
+	_, _, err = rt2.OpenSession(parent.ID(), ws, nil)
+	require.NoError(t, err)
+	rt2.Close()
+
+	rt3 := New(cfg)
+	s3, _, err := rt3.OpenSession(parent.ID(), ws, nil)
+	require.NoError(t, err)
+	_, err = s3.Prompt(context.Background(), Prompt{Text: "hello again"}, TurnOptions{})
+	require.NoError(t, err)
+	rt3.Close()
+	require.Equal(t, 1, summariesNaming(t, logFile, quiet.ID), "told at the first model call after it")
+	require.Equal(t, 1, summariesNaming(t, logFile, told.ID), "what the model was told is not told again")
+
+	rt4 := New(cfg)
+	defer rt4.Close()
+	s4, _, err := rt4.OpenSession(parent.ID(), ws, nil)
+	require.NoError(t, err)
+	_, err = s4.Prompt(context.Background(), Prompt{Text: "and again"}, TurnOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 1, summariesNaming(t, logFile, quiet.ID), "told once")
+}
