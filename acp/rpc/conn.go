@@ -133,6 +133,7 @@ func Serve(r io.Reader, w io.Writer, closeInput func() error, h Handler, opt Opt
 	// it were handled, so a caller sees a peer's updates before its answer.
 	c.stream.beforeResponse = c.notesWG.Wait
 	c.stream.onInvalid = func(reason string) { c.log.Warn("answered invalid input", "reason", reason) }
+	c.stream.onUnawaited = func(reason string) { c.log.Info("dropped an answer", "reason", reason) }
 	// The engine closes the stream once, last, when it disconnects (after
 	// its pending calls are failed): the connection is done then. (Not a
 	// goroutine waiting on DisconnectNotify: a start pays for every

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -496,4 +497,37 @@ func TestASecondAnswerToACallDoesNotReplaceTheFirst(t *testing.T) {
 		require.Equal(t, float64(i+1), reply["id"])
 		require.Equal(t, "peer said no", reply["result"], "the second answer replaced the first")
 	}
+}
+
+// lockedLog is a log a connection writes from its goroutines.
+type lockedLog struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// An answer to no call waiting for one (an id never used, or a call that
+// already ended: a late answer after a cancel) is dropped with a line in
+// the log that names it. It was dropped without a word, so a client whose
+// answers never arrived (wrong id type, say) left nothing to go on.
+func TestAnAnswerToNoWaitingCallIsLogged(t *testing.T) {
+	var log lockedLog
+	p := serveOverPipes(t, Options{Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	p.send(`{"jsonrpc":"2.0","id":99,"result":"late"}`)
+	p.send(`{"jsonrpc":"2.0","id":"q","error":{"code":-32603,"message":"no"}}`)
+	p.send(`{"jsonrpc":"2.0","id":6,"method":"echo","params":1}`)
+	require.Equal(t, float64(6), p.next()["id"], "the connection goes on")
+	require.Contains(t, log.String(), "an answer to call 99 was dropped: no call of this connection waits for one")
+	require.Contains(t, log.String(), `an answer to call \"q\" was dropped`)
 }

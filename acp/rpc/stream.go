@@ -65,6 +65,9 @@ type lineStream struct {
 	// onInvalid is told about every line answered by the stream itself.
 	onInvalid func(reason string)
 
+	// onUnawaited is told about an answer no call of ours waits for.
+	onUnawaited func(reason string)
+
 	// oversize are the ends of the last line over maxLine (read loop only).
 	oversize oversizedEnds
 	// answered are our calls the peer answered, by the id's text, kept
@@ -264,7 +267,7 @@ func (s *lineStream) vet(line []byte) ([]byte, bool) {
 	isResponse := env.result != nil || env.error != nil
 	if env.method == nil {
 		if isResponse && id != nil {
-			if s.answeredBefore(id) {
+			if s.answeredBefore(id) || s.unawaited(id) {
 				return nil, false
 			}
 			if s.beforeResponse != nil {
@@ -358,6 +361,20 @@ func (s *lineStream) answeredBefore(id json.RawMessage) bool {
 		s.onInvalid(fmt.Sprintf("a second answer to call %s was dropped: the first one decides", key))
 	}
 	return again
+}
+
+// unawaited reports whether id is no call of ours waiting for an answer
+// (never made, or ended: a late answer after a cancel), and says so: the
+// answer is dropped. The engine would drop it too, said only at debug level.
+func (s *lineStream) unawaited(id json.RawMessage) bool {
+	key := string(echoID(id))
+	s.mu.Lock()
+	ours := s.awaited[key]
+	s.mu.Unlock()
+	if !ours && s.onUnawaited != nil {
+		s.onUnawaited(fmt.Sprintf("an answer to call %s was dropped: no call of this connection waits for one (it was never made, or it ended, as a cancelled one does)", key))
+	}
+	return !ours
 }
 
 // wasAnswered reports whether the peer answered our call id, even if the
