@@ -221,10 +221,13 @@ type Manager struct {
 	byID map[string]*subagent
 	// children indexes the subagents of each parent session.
 	children map[string][]*subagent
-	running  int
-	queue    []*subagent
-	wg       sync.WaitGroup
-	closed   bool
+	// running counts the children running, by the user session whose
+	// tree they are in (Session.root): max_threads is each session's, so
+	// one editor tab's children never queue another's.
+	running map[string]int
+	queue   []*subagent
+	wg      sync.WaitGroup
+	closed  bool
 	// ended is closed, and replaced, whenever a run ends: waiters watch it
 	// instead of every child's own channel.
 	ended chan struct{}

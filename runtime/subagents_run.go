@@ -41,14 +41,26 @@ func (m *Manager) enqueue(sa *subagent, input string, scheduled *workflows.Sched
 	m.schedule()
 }
 
-// schedule starts queued children, in order, while there is capacity.
+// schedule starts queued children, in order, while their user session
+// has capacity (max_threads is each session's: its children, its
+// children's children and its workflows' steps).
 func (m *Manager) schedule() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for !m.closed && m.running < m.cfg.MaxThreads && len(m.queue) > 0 {
-		sa := m.queue[0]
-		m.queue = m.queue[1:]
-		m.running++
+	if m.closed {
+		return
+	}
+	waiting := m.queue[:0]
+	for _, sa := range m.queue {
+		root := sa.parent.root().ID()
+		if m.running[root] >= m.cfg.MaxThreads {
+			waiting = append(waiting, sa)
+			continue
+		}
+		if m.running == nil {
+			m.running = map[string]int{}
+		}
+		m.running[root]++
 		// Its deadline is counted from the start its elapsed time is: a
 		// run that timed out has run its whole timeout. Two readings of
 		// the clock (context.WithTimeout's, then started) differed by as
@@ -67,6 +79,8 @@ func (m *Manager) schedule() {
 		m.wg.Add(1)
 		go m.run(ctx, sa, event, input)
 	}
+	clear(m.queue[len(waiting):])
+	m.queue = waiting
 }
 
 // run is one turn of a child, from its start to its end; it always ends
@@ -405,7 +419,10 @@ func (m *Manager) end(sa *subagent, event tools.SubagentEvent, status tools.Suba
 	m.mu.Lock()
 	sa.status = status
 	if freeSlot {
-		m.running--
+		root := sa.parent.root().ID()
+		if m.running[root]--; m.running[root] <= 0 {
+			delete(m.running, root)
+		}
 		sa.cancel = nil // its run's context (cancelled by finish) goes with the run
 	}
 	done := sa.done

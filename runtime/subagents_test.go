@@ -309,6 +309,33 @@ func TestMaxThreadsQueuesInOrder(t *testing.T) {
 	require.Equal(t, []string{"queued", "started", "cancelled", "closed"}, f.events.of(a.ID))
 }
 
+// max_threads is each user session's: one editor tab whose children fill
+// its slots does not queue another tab's child. Before, the slots were the
+// whole process's.
+func TestMaxThreadsIsEachSessions(t *testing.T) {
+	f := newManagerFixture(t, SubagentConfig{MaxThreads: 1})
+	a := f.spawn(t, "hang a")
+	f.events.await(a.ID, tools.SubagentEventStarted)
+	queued := f.spawn(t, "quick queued")
+
+	other, err := f.rt.NewSession(t.TempDir())
+	require.NoError(t, err)
+	events := newCollector()
+	other.SetObserver(events.observe)
+	ob := binding{m: f.rt.subagents, parent: other, toolCallID: "call-9"}
+	v, err := ob.Spawn(context.Background(), tools.SpawnRequest{Task: "quick other"})
+	require.NoError(t, err)
+	out, err := ob.Wait(context.Background(), tools.WaitRequest{IDs: []string{v.ID}, Timeout: noHorizon})
+	require.NoError(t, err)
+	require.Equal(t, tools.SubagentCompleted, out.Agents[0].Status, "the other session's child ran while the first's slot was taken")
+	views, _ := f.b.List(context.Background())
+	require.Equal(t, tools.SubagentQueued, views[1].Status, "the first session's second child waits for its own slot")
+
+	_, err = f.b.Close(context.Background(), a.ID)
+	require.NoError(t, err)
+	require.Equal(t, tools.SubagentCompleted, f.wait(t, queued.ID).Agents[0].Status)
+}
+
 func TestASharedChildIsNotListedAsAUserSession(t *testing.T) {
 	f := newManagerFixture(t, SubagentConfig{})
 	v, err := f.b.Spawn(context.Background(), tools.SpawnRequest{Task: "quick", WorkspaceMode: WorkspaceShared})

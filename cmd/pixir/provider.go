@@ -40,7 +40,7 @@ func (p *providerFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&p.baseURL, "base-url", "", "API root of the openai or anthropic provider, e.g. http://localhost:11434/v1 (also OPENAI_BASE_URL, ANTHROPIC_BASE_URL or base_url in config.toml)")
 	fs.StringVar(&p.script, "script", "", "script file for the scripted provider (also PIXIR_SCRIPT or config.toml [scripted] script)")
 	fs.IntVar(&p.maxTurnRequests, "max-turn-requests", 0, fmt.Sprintf("model calls allowed in one turn (default %d)", runtime.DefaultMaxTurnRequests))
-	fs.IntVar(&p.limits.MaxThreads, "max-threads", 0, fmt.Sprintf("subagents running at once (default %d; also [agents] max_threads)", runtime.DefaultMaxThreads))
+	fs.IntVar(&p.limits.MaxThreads, "max-threads", 0, fmt.Sprintf("subagents running at once in each session (default %d; also [agents] max_threads)", runtime.DefaultMaxThreads))
 	fs.IntVar(&p.limits.MaxDepth, "max-depth", 0, fmt.Sprintf("how deep subagents may spawn subagents (default %d; also [agents] max_depth)", runtime.DefaultMaxDepth))
 	fs.IntVar(&p.limits.TimeoutMS, "subagent-timeout-ms", 0, fmt.Sprintf("a subagent's time limit (default %d; also [agents] timeout_ms)", runtime.DefaultSubagentTimeout.Milliseconds()))
 }
