@@ -687,13 +687,8 @@ func Render(o *Outcome) string {
 	if len(o.Commits) > 0 {
 		b.WriteString("\n" + strings.Join(CommitLines(nil, o.Commits), "\n") + "\n")
 	}
-	if files := uncommitted(o); len(files) > 0 {
-		listed := files[:min(len(files), maxRenderedLines)]
-		fmt.Fprintf(&b, "In the workspace, not committed (%s the run changed): %s", plural.Of(len(files), "file", "files"), strings.Join(listed, ", "))
-		if more := len(files) - len(listed); more > 0 {
-			fmt.Fprintf(&b, " … and %d more: see steps", more)
-		}
-		b.WriteString("\n")
+	if files := Uncommitted(o); len(files) > 0 {
+		b.WriteString(UncommittedLine(files) + "\n")
 	}
 	if len(o.SafeNextActions) > 0 {
 		b.WriteString("\nNext:\n")
@@ -713,14 +708,26 @@ func Render(o *Outcome) string {
 	return b.String()
 }
 
-// uncommitted are, of a run whose commit (or one of its commits) was not
+// UncommittedLine is an outcome's line naming the files its run left in
+// the workspace uncommitted (Uncommitted), as the outcome and pixir
+// inspect show it.
+func UncommittedLine(files []string) string {
+	listed := files[:min(len(files), maxRenderedLines)]
+	line := fmt.Sprintf("In the workspace, not committed (%s the run changed): %s", plural.Of(len(files), "file", "files"), strings.Join(listed, ", "))
+	if more := len(files) - len(listed); more > 0 {
+		line += fmt.Sprintf(" … and %d more: see steps", more)
+	}
+	return line
+}
+
+// Uncommitted are, of a run whose commit (or one of its commits) was not
 // made, the files its steps brought into the workspace, sorted: those
 // the commit would have taken, and the changes of its shared writers
 // that were not ready (partial work, which no commit takes). They are in
 // the workspace all the same, uncommitted: the outcome names them, so a
 // partial run does not leave the user to find its work with git status.
 // None when every commit was made, or found its files committed already.
-func uncommitted(o *Outcome) []string {
+func Uncommitted(o *Outcome) []string {
 	seen := map[string]bool{}
 	for _, c := range o.Commits {
 		if c.Status != Committed && !c.Unchanged {

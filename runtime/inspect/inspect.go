@@ -225,6 +225,9 @@ type Workflow struct {
 	// the run's work its spec asked for, as its outcome says.
 	Commit  *workflows.CommitReport  `json:"commit,omitempty"`
 	Commits []workflows.CommitReport `json:"commits,omitempty"`
+	// Uncommitted are the files the run left in the workspace when a
+	// commit it asked for was not made (workflows.Uncommitted).
+	Uncommitted []string `json:"uncommitted,omitempty"`
 }
 
 // Step is one step run with its outcome and its child: a step, one
@@ -664,7 +667,7 @@ func (f *folder) rebuildWorkflows() {
 		if len(o.Loops) > 0 {
 			w.Loops = o.Loops
 		}
-		w.Commit, w.Commits = o.Commit, o.Commits
+		w.Commit, w.Commits, w.Uncommitted = o.Commit, o.Commits, workflows.Uncommitted(&o)
 		if o.Name != "" {
 			w.Name = o.Name
 		}

@@ -335,6 +335,9 @@ func workflowNode(wf *Workflow, loc *time.Location) *node {
 	for _, l := range workflows.CommitLines(wf.Commit, wf.Commits) {
 		n.note("%s", oneLine(l, lineWidth))
 	}
+	if len(wf.Uncommitted) > 0 {
+		n.note("%s", oneLine(workflows.UncommittedLine(wf.Uncommitted), lineWidth))
+	}
 	for _, st := range wf.Steps {
 		n.children = append(n.children, stepNode(st, loc))
 	}

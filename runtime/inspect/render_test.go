@@ -413,3 +413,24 @@ func TestInspectShowsWhatBecameOfARunsCommit(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(j), `"commit":{"status":"committed","commit":"1376af5be9bd0123456789"`)
 }
+
+// A run whose commit was not made names, in inspect as in its outcome,
+// the files it left in the workspace uncommitted.
+func TestInspectNamesTheFilesARunLeftUncommitted(t *testing.T) {
+	spec := &workflows.Workflow{Name: "w", Steps: []workflows.Step{{ID: "a", Task: "write a", WriteSet: []string{"a/**"}}},
+		Commit: &workflows.CommitSpec{Message: "a: the work"}}
+	refused := &workflows.CommitReport{Status: workflows.NotCommitted, Message: "a: the work", Files: []string{"a/x", "a/y"}, Reason: "git commit refused: a hook said no", Missed: true}
+	s := Fold(logOf(t,
+		wf(workflows.WorkflowEvent{Kind: workflows.EventWorkflowStarted, WorkflowID: "wf-1", Workflow: spec}),
+		wf(workflows.WorkflowEvent{Kind: workflows.EventStepScheduled, WorkflowID: "wf-1", StepID: "a", Wave: 1, SubagentID: "sa-a"}),
+		wf(workflows.WorkflowEvent{Kind: workflows.EventCheckpointDecided, WorkflowID: "wf-1", StepID: "a", Outcome: ready("a", "sa-a", 1)}),
+		wf(workflows.WorkflowEvent{Kind: workflows.EventCommitted, WorkflowID: "wf-1", Commit: refused}),
+		wf(workflows.WorkflowEvent{Kind: workflows.EventWorkflowFinished, WorkflowID: "wf-1", Status: workflows.StatusPartial}),
+	))
+	var b bytes.Buffer
+	require.NoError(t, Render(&b, s, RenderOptions{Location: time.UTC}))
+	require.Contains(t, b.String(), "Not committed: git commit refused: a hook said no")
+	require.Contains(t, b.String(), "In the workspace, not committed (2 files the run changed): a/x, a/y")
+	require.Len(t, s.Workflows, 1)
+	require.Equal(t, []string{"a/x", "a/y"}, s.Workflows[0].Uncommitted)
+}
