@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -49,6 +50,15 @@ func NewClient(p Policy, log *slog.Logger) *Client {
 		IdleConnTimeout:     90 * time.Second,
 		// Compressed streams arrive in bursts; SSE is small anyway.
 		DisableCompression: true,
+		// net/http reports a proxy's refused CONNECT (an https server
+		// through HTTPS_PROXY) as a bare "Proxy Authentication Required":
+		// say it was the proxy, and which.
+		OnProxyConnectResponse: func(_ context.Context, proxy *url.URL, _ *http.Request, resp *http.Response) error {
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			return &ProxyRefusedError{Proxy: proxy.Redacted(), StatusCode: resp.StatusCode, WithCredentials: proxy.User != nil}
+		},
 	}
 	// No overall timeout: a stream may last long; the idle timer bounds
 	// silence instead.

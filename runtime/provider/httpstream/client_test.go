@@ -1,12 +1,15 @@
 package httpstream
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -475,3 +478,73 @@ func (h onMessage) Handle(_ context.Context, r slog.Record) error {
 }
 func (h onMessage) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h onMessage) WithGroup(string) slog.Handler      { return h }
+
+// refusingProxy is a real proxy on a local port that answers every CONNECT
+// with status; it returns the proxy's URL and the CONNECTs it received.
+func refusingProxy(t *testing.T, status int) (string, <-chan *http.Request) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	got := make(chan *http.Request, 8)
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	wg.Go(func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() {
+				defer conn.Close()
+				req, err := http.ReadRequest(bufio.NewReader(conn))
+				if err != nil {
+					return
+				}
+				got <- req
+				fmt.Fprintf(conn, "HTTP/1.1 %d %s\r\nProxy-Authenticate: Basic realm=\"corp\"\r\nContent-Length: 0\r\n\r\n", status, http.StatusText(status))
+			})
+		}
+	})
+	return "http://" + ln.Addr().String(), got
+}
+
+// An https server through a proxy that refuses the CONNECT: net/http says
+// only "Proxy Authentication Required"; the error names the proxy (its
+// password hidden) and says what to set.
+func TestAProxyThatRefusesTheTunnelIsNamed(t *testing.T) {
+	subj := Subject{Server: "the OpenAI-compatible server at https://api.example.invalid/v1", KeyEnv: "OPENAI_API_KEY", HasKey: true,
+		BaseURLHint: "--base-url or OPENAI_BASE_URL"}
+	for _, tt := range []struct {
+		name   string
+		status int
+		user   string
+		kind   Kind
+		want   string
+	}{
+		{"no credentials", http.StatusProxyAuthRequired, "", KindAuth,
+			"wants credentials (407 Proxy Authentication Required); give them in the proxy's address, as in HTTPS_PROXY=http://user:password@proxy:3128"},
+		{"wrong credentials", http.StatusProxyAuthRequired, "ann:s3cret@", KindAuth,
+			"rejected the credentials in its address (407 Proxy Authentication Required); correct the user and password in HTTPS_PROXY"},
+		{"forbidden", http.StatusForbidden, "", KindUnreachable,
+			"refused to open the connection to the OpenAI-compatible server at https://api.example.invalid/v1 (403 Forbidden); check HTTPS_PROXY"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			proxy, got := refusingProxy(t, tt.status)
+			proxyURL, err := url.Parse(strings.Replace(proxy, "http://", "http://"+tt.user, 1))
+			require.NoError(t, err)
+			c := newTestClient(t, testPolicy())
+			c.hc.Transport.(*http.Transport).Proxy = http.ProxyURL(proxyURL)
+			err = c.Stream(context.Background(), post("https://api.example.invalid/v1"), func(*Stream) error { return nil })
+			require.Error(t, err)
+			req := <-got
+			require.Equal(t, http.MethodConnect, req.Method)
+			require.Len(t, got, 0, "a refused tunnel is not retried")
+			desc := subj.Describe(err)
+			var e *Error
+			require.ErrorAs(t, desc, &e)
+			require.Equal(t, tt.kind, e.Kind, desc.Error())
+			require.Contains(t, desc.Error(), "the proxy "+proxyURL.Redacted()+" ")
+			require.Contains(t, desc.Error(), tt.want)
+			require.NotContains(t, desc.Error(), "s3cret")
+		})
+	}
+}

@@ -102,6 +102,7 @@ func (s Subject) describe(err error) (Kind, string) {
 		ce *ConnError
 		na *NotAPIError
 		al *AnswerTooLargeError
+		pr *ProxyRefusedError
 	)
 	switch {
 	case errors.As(err, &se):
@@ -109,10 +110,15 @@ func (s Subject) describe(err error) (Kind, string) {
 	case errors.As(err, &na):
 		return KindNotFound, fmt.Sprintf("%s answered with a web page (%s), not the API; the base URL leads somewhere else: check %s",
 			s.Server, na.ContentType, s.BaseURLHint)
-	case errors.As(err, &ue) && ue.Proxy != "" && strings.Contains(ue.Err.Error(), "407 Proxy Authentication Required"):
-		// An https server through a proxy: the proxy refused the CONNECT.
-		return KindAuth, fmt.Sprintf("%s between Pixir and %s wants credentials (407 Proxy Authentication Required); "+
-			"give them in the proxy's address, as in HTTPS_PROXY=http://user:password@proxy:3128", ue.Proxy, s.Server)
+	case errors.As(err, &pr) && pr.StatusCode == http.StatusProxyAuthRequired && pr.WithCredentials:
+		return KindAuth, fmt.Sprintf("the proxy %s between Pixir and %s rejected the credentials in its address (407 Proxy Authentication Required); "+
+			"correct the user and password in HTTPS_PROXY (or HTTP_PROXY, ALL_PROXY), as in http://user:password@proxy:3128", pr.Proxy, s.Server)
+	case errors.As(err, &pr) && pr.StatusCode == http.StatusProxyAuthRequired:
+		return KindAuth, fmt.Sprintf("the proxy %s between Pixir and %s wants credentials (407 Proxy Authentication Required); "+
+			"give them in the proxy's address, as in HTTPS_PROXY=http://user:password@proxy:3128", pr.Proxy, s.Server)
+	case errors.As(err, &pr):
+		return KindUnreachable, fmt.Sprintf("the proxy %s refused to open the connection to %s (%s); check HTTPS_PROXY (or HTTP_PROXY, ALL_PROXY), "+
+			"the proxy's rules, or list the server's host in NO_PROXY to reach it without the proxy", pr.Proxy, s.Server, (&StatusError{StatusCode: pr.StatusCode}).Status())
 	case errors.As(err, &ue) && ue.Proxy != "":
 		return KindUnreachable, fmt.Sprintf("cannot reach %s on the way to %s: %s; is the proxy running, and are HTTPS_PROXY and HTTP_PROXY right? "+
 			"(NO_PROXY lists the hosts reached without it)", ue.Proxy, s.Server, ue.Reason())

@@ -189,6 +189,21 @@ func (e *UnreachableError) Reason() string {
 	return e.Err.Error()
 }
 
+// ProxyRefusedError is a proxy that refused to open the tunnel to an https
+// server (its answer to CONNECT was not 200): 407 when it wants
+// credentials. Not retried.
+type ProxyRefusedError struct {
+	// Proxy is the proxy's address, its password hidden.
+	Proxy      string
+	StatusCode int
+	// WithCredentials says the proxy's address carried credentials.
+	WithCredentials bool
+}
+
+func (e *ProxyRefusedError) Error() string {
+	return fmt.Sprintf("the proxy %s refused the tunnel (%s)", e.Proxy, (&StatusError{StatusCode: e.StatusCode}).Status())
+}
+
 // ConnError is a connection that broke: reset by the peer, closed before
 // the response or in the middle of it. Retried while nothing was streamed.
 type ConnError struct {
@@ -312,7 +327,10 @@ func isTimeout(err error) bool {
 func transportError(url string, err error) error {
 	var op *net.OpError
 	var dns *net.DNSError
+	var pr *ProxyRefusedError
 	switch {
+	case errors.As(err, &pr):
+		return pr
 	case errors.As(err, &op) && op.Op == "proxyconnect":
 		// net/http's wrapping of any failure to reach the proxy.
 		proxy := "the proxy"
