@@ -200,6 +200,41 @@ func (s *Stream) IsJSON() bool {
 	return false
 }
 
+// checkAnswer refuses a 2xx body that is neither an event stream nor JSON
+// (a proxy's "upstream connect error …" in text/plain), and an empty one,
+// with what the server sent: read as a stream, such a body would be a cut
+// stream, retried and never shown. Only the first line is looked at, as it
+// arrives, so a stream's first event is not waited for past its line.
+func (s *Stream) checkAnswer(url string) error {
+	if s.IsEventStream() {
+		return nil
+	}
+	var b []byte
+	var err error
+	for {
+		b, err = s.buf.Peek(s.buf.Buffered() + 1)
+		rest := bytes.TrimLeft(b, " \t\r\n")
+		if err != nil || len(rest) > 0 && (bytes.IndexByte(rest, '\n') >= 0 || len(b) >= 512) {
+			break
+		}
+	}
+	switch {
+	case len(bytes.TrimSpace(b)) == 0 && errors.Is(err, io.EOF):
+		return &UnexpectedBodyError{URL: url, ContentType: s.Header.Get("Content-Type")}
+	case len(bytes.TrimSpace(b)) == 0:
+		return nil // consume sees the failure
+	case s.IsJSON():
+		return nil
+	}
+	line := bytes.TrimLeft(b, " \t\r\n")
+	for _, field := range []string{"data:", "event:", "id:", "retry:", ":", "["} {
+		if bytes.HasPrefix(line, []byte(field)) {
+			return nil // an event stream (or JSON) under another name
+		}
+	}
+	return &UnexpectedBodyError{URL: url, ContentType: s.Header.Get("Content-Type"), Sample: strings.TrimSpace(string(b[:min(len(b), 300)]))}
+}
+
 // Started records that output reached the user: from now on a failure is
 // final, never retried, so nothing is shown twice.
 func (s *Stream) Started() { s.started = true }
@@ -212,7 +247,7 @@ func (s *Stream) Started() { s.started = true }
 // several).
 func (c *Client) Stream(ctx context.Context, req Request, consume func(*Stream) error) error {
 	for attempt := 1; ; attempt++ {
-		s, err := c.attempt(ctx, req, consume)
+		s, err := c.attempt(ctx, req, true, consume)
 		if err == nil {
 			return nil
 		}
@@ -246,7 +281,7 @@ func (c *Client) Stream(ctx context.Context, req Request, consume func(*Stream) 
 // and returns the body of a 2xx answer.
 func (c *Client) Get(ctx context.Context, req Request) ([]byte, error) {
 	var data []byte
-	_, err := c.attempt(ctx, req, func(s *Stream) error {
+	_, err := c.attempt(ctx, req, false, func(s *Stream) error {
 		var err error
 		data, err = io.ReadAll(io.LimitReader(s.Body(), 16<<20))
 		if err != nil {
@@ -269,8 +304,9 @@ func retriesError(err error, attempts int, reason string) error {
 
 // attempt makes one request. The idle timer cancels the request's own
 // context, which makes the transport close the connection; a cancelled ctx
-// does the same.
-func (c *Client) attempt(ctx context.Context, req Request, consume func(*Stream) error) (*Stream, error) {
+// does the same. answer says the 2xx body must be a model's answer (an
+// event stream or JSON), checked before consume reads it.
+func (c *Client) attempt(ctx context.Context, req Request, answer bool, consume func(*Stream) error) (*Stream, error) {
 	s := &Stream{url: req.URL}
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -316,6 +352,11 @@ func (c *Client) attempt(ctx context.Context, req Request, consume func(*Stream)
 	})
 	s.quiet.Stop()
 	defer s.quiet.Stop()
+	if answer {
+		if err := s.checkAnswer(req.URL); err != nil {
+			return s, failure(ctx, actx, err)
+		}
+	}
 	if err := consume(s); err != nil {
 		return s, failure(ctx, actx, err)
 	}

@@ -548,3 +548,48 @@ func TestAProxyThatRefusesTheTunnelIsNamed(t *testing.T) {
 		})
 	}
 }
+
+// A 200 that is no model's answer (a gateway's text/plain, an empty body)
+// is said with what the server sent, at once: not read as a stream cut
+// short and retried. An event stream or JSON under another name still
+// reads.
+func TestAnAnswerThatIsNoAnswerSaysWhatCame(t *testing.T) {
+	wiretest.NoLeaks(t)
+	subj := Subject{Server: "the OpenAI-compatible server at http://127.0.0.1:1/v1", BaseURLHint: "--base-url or OPENAI_BASE_URL"}
+	plain := "upstream connect error or disconnect/reset before headers. reset reason: overflow"
+	for _, tt := range []struct {
+		name  string
+		reply wiretest.Reply
+		want  string // "" when it reads
+	}{
+		{"plain text", wiretest.Reply{Header: map[string]string{"Content-Type": "text/plain"}, Body: plain},
+			`answered with something that is not a model's answer (200 OK, Content-Type text/plain): "` + plain + `"`},
+		{"empty JSON", wiretest.Reply{Header: map[string]string{"Content-Type": "application/json"}, Body: ""},
+			"answered with an empty body (200 OK, Content-Type application/json): no answer at all"},
+		{"blank, no type", wiretest.Reply{Header: map[string]string{"Content-Type": ""}, Body: "\r\n"},
+			"answered with an empty body (200 OK, no Content-Type)"},
+		{"an event stream as text/plain", wiretest.Reply{Header: map[string]string{"Content-Type": "text/plain"}, Body: okStream, Chunk: 3}, ""},
+		{"a comment first as text/plain", wiretest.Reply{Header: map[string]string{"Content-Type": "text/plain"}, Body: "\n: hi\n\n" + okStream}, ""},
+		{"JSON as text/plain", wiretest.Reply{Header: map[string]string{"Content-Type": "text/plain"}, Body: `{"id":"x"}`}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := wiretest.New(t, tt.reply)
+			c := newTestClient(t, testPolicy())
+			err := c.Stream(context.Background(), post(srv.URL), func(s *Stream) error {
+				if s.IsJSON() {
+					_, err := s.ReadBody()
+					return err
+				}
+				var out []string
+				return collect(&out, false)(s)
+			})
+			if tt.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			require.Len(t, srv.Requests(), 1, "not retried")
+			require.Contains(t, subj.Describe(err).Error(), tt.want)
+		})
+	}
+}

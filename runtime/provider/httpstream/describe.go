@@ -103,6 +103,7 @@ func (s Subject) describe(err error) (Kind, string) {
 		na *NotAPIError
 		al *AnswerTooLargeError
 		pr *ProxyRefusedError
+		ub *UnexpectedBodyError
 	)
 	switch {
 	case errors.As(err, &se):
@@ -110,6 +111,12 @@ func (s Subject) describe(err error) (Kind, string) {
 	case errors.As(err, &na):
 		return KindNotFound, fmt.Sprintf("%s answered with a web page (%s), not the API; the base URL leads somewhere else: check %s",
 			s.Server, na.ContentType, s.BaseURLHint)
+	case errors.As(err, &ub) && ub.Sample == "":
+		return KindProtocol, fmt.Sprintf("%s answered with an empty body (200 OK, %s): no answer at all; a proxy or gateway on the way may have dropped it. "+
+			"Send the prompt again; if it keeps happening, check %s", s.Server, ub.contentType(), s.BaseURLHint)
+	case errors.As(err, &ub):
+		return KindProtocol, fmt.Sprintf("%s answered with something that is not a model's answer (200 OK, %s): %q; "+
+			"a proxy or gateway on the way may have sent it. Check %s, or send the prompt again if it was passing", s.Server, ub.contentType(), Truncate(ub.Sample, 200), s.BaseURLHint)
 	case errors.As(err, &pr) && pr.StatusCode == http.StatusProxyAuthRequired && pr.WithCredentials:
 		return KindAuth, fmt.Sprintf("the proxy %s between Pixir and %s rejected the credentials in its address (407 Proxy Authentication Required); "+
 			"correct the user and password in HTTPS_PROXY (or HTTP_PROXY, ALL_PROXY), as in http://user:password@proxy:3128", pr.Proxy, s.Server)

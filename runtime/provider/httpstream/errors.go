@@ -277,6 +277,28 @@ func (e *NotAPIError) Error() string {
 	return fmt.Sprintf("%s answered with a web page (%s), not the API: %s", e.URL, e.ContentType, Truncate(e.Sample, 120))
 }
 
+// UnexpectedBodyError is a 2xx answer that is no model's answer: empty
+// (Sample is ""), or neither an event stream nor JSON, such as a proxy's
+// "upstream connect error …" in text/plain. Not retried: nothing says
+// another attempt would be read.
+type UnexpectedBodyError struct {
+	URL, ContentType, Sample string
+}
+
+func (e *UnexpectedBodyError) Error() string {
+	if e.Sample == "" {
+		return fmt.Sprintf("%s answered 200 with an empty body (%s)", e.URL, e.contentType())
+	}
+	return fmt.Sprintf("%s answered 200 with %s, not a model's answer: %s", e.URL, e.contentType(), Truncate(e.Sample, 200))
+}
+
+func (e *UnexpectedBodyError) contentType() string {
+	if e.ContentType == "" {
+		return "no Content-Type"
+	}
+	return "Content-Type " + e.ContentType
+}
+
 // ErrStreamClosed is a stream that ended before its end marker ([DONE],
 // message_stop). Retried while nothing was streamed.
 var ErrStreamClosed = errors.New("the server closed the stream before the answer was complete")
