@@ -152,4 +152,6 @@ func (p *Provider) Generate(ctx context.Context, req provider.ModelRequest, sink
 
 var errNoName = errors.New("a tool call has no name")
 
+var errNoChoices = errors.New("the answer held no choice")
+
 var errFiltered = errors.New("the answer was stopped by the content filter")

@@ -597,3 +597,23 @@ func TestThoughtTokensOnlyInTheTotalAreCounted(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, &provider.Usage{InputTokens: 812, OutputTokens: 409, ContextWindow: 32768}, resp.Usage)
 }
+
+// A stream of usage chunks only, no choice at all, ended with [DONE]
+// (qa34p's emptychoices): the server answered nothing, and the turn must
+// fail, not end completed having done nothing. What it counted is charged.
+func TestAnAnswerWithoutAnyChoiceFails(t *testing.T) {
+	body := `data: {"id":"x","object":"chat.completion.chunk","model":"m","choices":[]}` + "\n\n" +
+		`data: {"id":"x","object":"chat.completion.chunk","model":"m","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":0}}` + "\n\n" +
+		"data: [DONE]\n\n"
+	srv := wiretest.New(t, wiretest.Reply{Body: body})
+	p := newProvider(t, srv, "sk-test")
+	resp, err := p.Generate(context.Background(), request("gpt-4.1-mini"), nil)
+	failure(t, err, httpstream.KindProtocol, "answered nothing: its answer ended without a single choice", `serves the model "gpt-4.1-mini"`)
+	require.Equal(t, 10, resp.Usage.InputTokens, "what the server counted is charged")
+	require.Len(t, srv.Requests(), 1)
+
+	// A choice that says nothing is the model's (empty) answer.
+	srv = wiretest.New(t, wiretest.Reply{Body: `data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":"stop"}]}` + "\n\ndata: [DONE]\n\n"})
+	_, err = newProvider(t, srv, "sk-test").Generate(context.Background(), request("gpt-4.1-mini"), nil)
+	require.NoError(t, err)
+}

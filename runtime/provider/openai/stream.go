@@ -192,6 +192,9 @@ type assembler struct {
 	byIndex   map[int]int // wire index → position in calls
 	finish    string
 	usage     *usage
+	// choices says a choice of index 0 came: an answer without any (a
+	// stream of usage chunks only) is no answer.
+	choices bool
 }
 
 type callBuilder struct {
@@ -251,6 +254,7 @@ func (a *assembler) readStream(s *httpstream.Stream, sink func(provider.Delta)) 
 			if ch.Index != 0 {
 				continue // only one choice is asked for
 			}
+			a.choices = true
 			if err := a.add(ch.Delta, s, sink); err != nil {
 				return err
 			}
@@ -376,6 +380,7 @@ func (a *assembler) readCompletion(s *httpstream.Stream, sink func(provider.Delt
 		if ch.Index != 0 {
 			continue
 		}
+		a.choices = true
 		m := ch.Message
 		if m.Content.text == "" && m.Content.thinking == "" && m.Refusal == "" && len(m.ToolCalls) == 0 {
 			m = ch.Delta // a server that sent one chunk for the whole answer
@@ -406,6 +411,13 @@ func (a *assembler) response() (*provider.ModelResponse, error) {
 		// turn; the usage is charged; nothing of it runs.
 		return provider.UsageOnly(resp.Usage), &httpstream.Error{Kind: httpstream.KindFiltered, Err: errFiltered,
 			Message: fmt.Sprintf("%s stopped the answer with its content filter (finish_reason: content_filter), so it is unfinished and none of its tool calls ran; what arrived is kept. Rephrase the request, or ask for something else", a.subj.Server)}
+	}
+	if !a.choices && resp.Text == "" && resp.Reasoning == "" && len(a.calls) == 0 {
+		// Ended as if complete, with nothing: taken as the model's
+		// answer, the turn would end completed having done nothing.
+		return provider.UsageOnly(resp.Usage), &httpstream.Error{Kind: httpstream.KindProtocol, Err: errNoChoices,
+			Message: fmt.Sprintf("%s answered nothing: its answer ended without a single choice (no text, no tool call, no finish_reason), so the turn failed; "+
+				"send the prompt again, and if it keeps happening check that the server serves the model %q", a.subj.Server, a.subj.Model)}
 	}
 	for i, c := range a.calls {
 		if c.name == "" {
