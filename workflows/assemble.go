@@ -482,13 +482,19 @@ func nextActions(o *Outcome) []NextAction {
 			Reason: "these steps need a decision (needs_orchestrator) or produced only partial evidence; settle them before building on them"})
 	}
 	acts = append(acts, mergeActions(o.Steps)...)
-	what := "this partial outcome"
-	if o.Status == StatusFailed {
-		what = "this failed run"
-	}
 	acts = append(acts, NextAction{Action: "abort",
-		Reason: "stop here and report " + what + " as it is; isolated writers' changes that were not merged stay in their snapshots"})
+		Reason: "stop here and report " + o.What() + " as it is; isolated writers' changes that were not merged stay in their snapshots"})
 	return acts
+}
+
+// What names a run that is not completed, as its abort action and pixir
+// run's list of next steps say it: "this failed run", or "this partial
+// outcome".
+func (o *Outcome) What() string {
+	if o.Status == StatusFailed {
+		return "this failed run"
+	}
+	return "this partial outcome"
 }
 
 // planEntry shows one step run as an ACP plan entry: its run's label, its

@@ -235,11 +235,7 @@ func (n sessionNext) actions(w io.Writer, out workflows.Outcome) {
 			}
 			fmt.Fprintf(w, "- decide about %s: they need a decision (needs_orchestrator) or gave only partial evidence; pixir inspect%s %s shows what they reported\n", steps, n.cwdFlag(), n.short)
 		case "abort":
-			what := "this partial outcome stands"
-			if out.Status == workflows.StatusFailed {
-				what = "this failed run stands"
-			}
-			fmt.Fprintf(w, "- or stop here: %s as it is; isolated writers' changes that were not merged stay in their snapshots (pixir inspect shows where)\n", what)
+			fmt.Fprintf(w, "- or stop here: %s stands as it is; isolated writers' changes that were not merged stay in their snapshots (pixir inspect shows where)\n", out.What())
 		default:
 			if steps != "" {
 				steps = " [" + steps + "]"
