@@ -222,7 +222,8 @@ type childTracker struct {
 	failed *tools.Failure
 	// progress passes the child's activity on to the parent, throttled.
 	progress *progressThrottle
-	// denied counts the mutations the user refused when asked.
+	// denied counts the mutations the user refused when asked (those
+	// that could have changed something: couldChange).
 	denied int
 }
 
@@ -256,8 +257,9 @@ func (t *childTracker) observe(ev Event) {
 			ok = json.Unmarshal(ev.Data, &d) == nil
 		}
 		// A change the user refused, or one no one could be asked about
-		// (ask mode, no terminal): either way the child asked to make it.
-		if ok && d.Decision == "denied" && (d.Source == "user" || d.Mode == ModeAsk) {
+		// (ask mode, no terminal): either way the child asked to make it,
+		// if it could have changed anything (couldChange).
+		if ok && d.Decision == "denied" && (d.Source == "user" || d.Mode == ModeAsk) && t.couldChange(d.Tool) {
 			t.mu.Lock()
 			t.denied++
 			t.mu.Unlock()
@@ -282,6 +284,13 @@ func newChildTracker(m *Manager, sa *subagent) *childTracker {
 		_ = sa.parent.emitBackground(EventStatus, SubagentProgressData{SubagentID: sa.id, Activity: activity})
 	}}
 	return t
+}
+
+// couldChange says whether a call of tool could have changed anything:
+// not the commands of a child whose agent's shell is read-only (they see
+// a read-only workspace), which ask mode asks about all the same.
+func (t *childTracker) couldChange(tool string) bool {
+	return tool != "bash" || t.sa == nil || t.sa.spec.Profile.Shell != ShellReadOnly
 }
 
 // deniedByUser is how many of the child's mutations the user refused.

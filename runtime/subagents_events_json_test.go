@@ -202,3 +202,26 @@ func TestAChildsSummaryIsItsAnswerAsTheLogHasIt(t *testing.T) {
 		require.Equal(t, want.Text, tr.summary(), "%q", text)
 	}
 }
+
+// A denied call counts as a denied change only when it could have changed
+// something: a bash the user refused to a child whose commands see a
+// read-only workspace (its agent's shell = "read-only") could not.
+func TestARefusedReadOnlyCommandIsNoDeniedChange(t *testing.T) {
+	for _, tt := range []struct {
+		shell, tool string
+		denied      int
+	}{
+		{ShellReadOnly, "bash", 0},
+		{ShellReadOnly, "write", 1},
+		{ShellWriteSet, "bash", 1},
+		{"", "bash", 1},
+	} {
+		sa := &subagent{spec: AgentSpec{Profile: AgentProfile{Shell: tt.shell}}}
+		tr := &childTracker{sa: sa, progress: &progressThrottle{stopped: true}}
+		d := PermissionDecisionData{ToolCallID: "c1", Tool: tt.tool, Mode: ModeAsk, Decision: "denied", Source: "user", Option: "reject_once"}
+		raw, _, err := encodeEventData(d)
+		require.NoError(t, err)
+		tr.observe(Event{Type: EventPermissionDecision, Data: raw, value: d})
+		require.Equal(t, tt.denied, tr.deniedByUser(), "%s with shell %q", tt.tool, tt.shell)
+	}
+}
