@@ -134,9 +134,13 @@ func (m *Manager) run(ctx context.Context, sa *subagent, event tools.SubagentEve
 	// before and after its run; an isolated child's snapshot lists them.
 	var before tree
 	var scan []string
+	// unknown is why the child's changes could not be found: a writer
+	// with a write set is then not reported completed (unchecked).
+	var unknown error
 	snap, err := m.useSnapshot(sa, false)
 	switch {
 	case err != nil:
+		unknown = fmt.Errorf("its snapshot cannot be read: %w", err)
 		m.rt.log.Warn("subagent changes will be unknown: its snapshot cannot be read", "subagent", sa.id, "err", err)
 	case snap != nil:
 		defer m.doneSnapshot(sa)
@@ -145,6 +149,7 @@ func (m *Manager) run(ctx context.Context, sa *subagent, event tools.SubagentEve
 	}
 	if scan != nil {
 		if before, err = scanTree(ctx, child.workspace.Root(), scan); err != nil {
+			unknown = err
 			m.rt.log.Warn("subagent changes will be unknown", "subagent", sa.id, "err", err)
 			before = nil
 		}
@@ -174,6 +179,7 @@ func (m *Manager) run(ctx context.Context, sa *subagent, event tools.SubagentEve
 		if ch, err := snap.Changes(context.WithoutCancel(ctx), child.workspace.Root()); err == nil {
 			changes = &ch
 		} else {
+			unknown = err
 			m.rt.log.Warn("subagent changes unknown", "subagent", sa.id, "err", err)
 		}
 	case before != nil:
@@ -181,6 +187,7 @@ func (m *Manager) run(ctx context.Context, sa *subagent, event tools.SubagentEve
 			ch := changesSince(before, after)
 			changes = &ch
 		} else {
+			unknown = err
 			m.rt.log.Warn("subagent changes unknown", "subagent", sa.id, "err", err)
 		}
 	}
@@ -216,8 +223,13 @@ func (m *Manager) run(ctx context.Context, sa *subagent, event tools.SubagentEve
 	default:
 		status = tools.SubagentCompleted
 	}
-	if violation != nil && status == tools.SubagentCompleted {
+	switch {
+	case violation != nil && status == tools.SubagentCompleted:
 		status, fail = tools.SubagentFailed, violationFailure(violation, sa.limit)
+	case unknown != nil && changes == nil && sa.limit.limits() && status == tools.SubagentCompleted:
+		// Fail closed: a writer whose check could not run is not
+		// reported clean.
+		status, fail = tools.SubagentFailed, uncheckedFailure(unknown, sa.limit)
 	}
 	switch {
 	case madeRepo == nil:

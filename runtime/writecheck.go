@@ -413,6 +413,14 @@ func (m *Manager) sharedWritersDuring(sa *subagent, since time.Time) []writeLimi
 	return out
 }
 
+// uncheckedFailure is the failure of a writer's run whose changes could
+// not be found (why), so not checked against its write sets: it may have
+// written outside them, and is not reported as if it had not.
+func uncheckedFailure(why error, limit writeLimit) *tools.Failure {
+	return &tools.Failure{Kind: tools.ErrInternal, Message: "the child's changes could not be found (" + why.Error() + "), so they could not be checked against " +
+		limit.String() + ": what it changed is unknown, and it is not reported completed; review the workspace (or its snapshot) before relying on its work"}
+}
+
 // violationFailure is the failure of a run that wrote outside its write
 // sets.
 func violationFailure(v *tools.WriteSetViolation, limit writeLimit) *tools.Failure {

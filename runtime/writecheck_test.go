@@ -443,3 +443,23 @@ func TestAModeOrTimeChangeIsSeenWhereTheCheckLooks(t *testing.T) {
 		})
 	}
 }
+
+// A writer whose changes could not be found (the stamping of what it can
+// reach failed: here its write set lies beneath a file, which the scan
+// cannot go through) is not reported completed as if it had been checked
+// and found clean: the check's failure is said, and the run is not
+// completed.
+func TestAWriterWhoseWriteCheckCouldNotRunIsNotCompleted(t *testing.T) {
+	needLandlock(t) // so only the write set's roots are stamped
+	f := newManagerFixtureSandboxed(t, SubagentConfig{}, childProvider{}, nil)
+	root := f.parent.workspace.Root()
+	require.NoError(t, os.WriteFile(filepath.Join(root, "notes"), []byte("a file\n"), 0o644))
+	st := newSteps(f)
+	v := st.start(t, workflows.StepRequest{Name: "n", Task: "done", WorkspaceMode: WorkspaceShared,
+		WriteSet: []string{"notes/x/*.md"}, MayWrite: globMatcher("notes/x/*.md")})
+	got := st.await(t, v.ID)
+	require.NotEqual(t, tools.SubagentCompleted, got.Status, "a writer whose write check could not run was reported completed")
+	require.NotNil(t, got.Error)
+	require.Contains(t, got.Error.Message, "could not be checked against notes/x/*.md")
+	require.Nil(t, got.Changes, "its changes are unknown, not none")
+}
