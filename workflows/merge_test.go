@@ -337,3 +337,36 @@ func TestAWaitingMergeFreesItsStepsSlot(t *testing.T) {
 		require.Equal(t, []string{id + "/x"}, s.Merge.Applied.Updated, id)
 	}
 }
+
+// agentSets is the fake runtime whose agents have write sets of their own.
+type agentSets struct {
+	*simRuntime
+	sets map[string][]string
+}
+
+func (a agentSets) AgentWriteSet(req tools.SpawnRequest) []string { return a.sets[req.Agent] }
+
+// What a writer may change is its write set narrowed by its agent's (a
+// file must match both), and the scheduler judges conflicts by that: the
+// dry run and the run, which share it, start the same steps together. A
+// docwriter (docs/**) with the default write set (the whole workspace)
+// and a step writing src/** cannot touch one file.
+func TestTheSchedulerJudgesConflictsByWhatTheAgentMayWriteToo(t *testing.T) {
+	spec := `{"max_concurrency":3,"steps":[
+		{"id":"docs","task":"t","agent":"docwriter","permission_mode":"writer"},
+		{"id":"src","task":"t","write_set":["src/**"]},
+		{"id":"more-docs","task":"t","write_set":["docs/api/**"]}]}`
+	w := mustParse(t, spec)
+	sim := newSim(func(string) childPlan { return childPlan{dur: 1} })
+	ports := sim.ports()
+	ports.Agents = agentSets{sim, map[string][]string{"docwriter": {"docs/**"}}}
+	p, err := Prepare(w, ports)
+	require.NoError(t, err)
+	d, err := p.DryRun(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, [][]string{{"docs", "src"}, {"more-docs"}}, d.order, "the dry run")
+	synctest.Test(t, func(*testing.T) {
+		p.Run(context.Background(), RunOptions{WorkflowID: "wf-a", Now: fixedClock(), waiting: sim.waiting})
+	})
+	require.Equal(t, [][]string{{"docs", "src"}, {"more-docs"}}, sim.byStart(), "the run")
+}

@@ -42,6 +42,16 @@ func Prepare(w *Workflow, ports Ports) (*Prepared, error) {
 		return nil, err
 	}
 	p := &Prepared{w: w, ports: ports}
+	if ws, ok := ports.Agents.(AgentWriteSets); ok {
+		// What a writer may change is narrowed by its agent's write set
+		// too: the dry run shows it, and both it and the run schedule by
+		// it (conflictIndex).
+		for i := range w.Steps {
+			if st := &w.Steps[i]; st.PermissionMode == Writer {
+				st.agentWrite = ws.AgentWriteSet(tools.SpawnRequest{Agent: st.Agent, Task: st.Task, WorkspaceMode: string(st.WorkspaceMode)})
+			}
+		}
+	}
 	if w.ResumeFrom != "" {
 		if ports.Evidence == nil {
 			return nil, &tools.Failure{Kind: tools.ErrInvalidArgs, Message: "resume_from names a run of an earlier session, and only that session's Log can say what it reuses: " +
@@ -88,13 +98,11 @@ func (p *Prepared) DryRun(ctx context.Context) (DryRunOutcome, error) {
 	if err != nil {
 		return DryRunOutcome{}, &tools.Failure{Kind: tools.ErrCancelled, Message: "the dry run was cancelled before its plan was complete: " + err.Error()}
 	}
-	// What a writer may change is narrowed by its agent's write set too.
-	if ws, ok := p.ports.Agents.(AgentWriteSets); ok {
-		for i := range plan.Steps {
-			ps, st := &plan.Steps[i], &p.w.Steps[i]
-			if ps.Posture == Writer {
-				ps.AgentWriteSet = ws.AgentWriteSet(tools.SpawnRequest{Agent: st.Agent, Task: st.Task, WorkspaceMode: string(st.WorkspaceMode)})
-			}
+	// What a writer may change is narrowed by its agent's write set too
+	// (Prepare).
+	for i := range plan.Steps {
+		if ps := &plan.Steps[i]; ps.Posture == Writer {
+			ps.AgentWriteSet = p.w.Steps[i].agentWrite
 		}
 	}
 	// The text is bounded by its own limits; rendered from the whole plan,

@@ -2,8 +2,9 @@ package workflows
 
 import "strings"
 
-// Conflict profiles. The conflict rules (Conflicts) look at three things of
-// a step: what it may write, what it may read, and, for a writer, its
+// Conflict profiles. The conflict rules (Conflicts) look at four things of
+// a step: what it may write, what its agent may write (a writer changes
+// only a file both allow), what it may read, and, for a writer, its
 // workspace. Steps that agree on these conflict with exactly the same
 // steps: they share a profile. Workflows repeat a few sets over many steps
 // (a hundred reviewers of one tree, a fan-out over one directory), so the
@@ -30,7 +31,9 @@ type conflictIndex struct {
 // profile is what the conflict rules read of a step, its patterns named by
 // the overlapCache.
 type profile struct {
-	write  []patternID // nil for a step that writes nothing
+	write []patternID // nil for a step that writes nothing
+	// agent is a writer's agent's write set; nil: no narrowing.
+	agent  []patternID
 	read   []patternID
 	shared bool // a writer in the shared workspace
 }
@@ -47,6 +50,11 @@ func (x *conflictIndex) profile(s *Step) profileID {
 		x.key.WriteString("w\x00")
 		x.key.WriteString(string(s.WorkspaceMode))
 		for _, p := range write {
+			x.key.WriteByte(0)
+			x.key.WriteString(p)
+		}
+		x.key.WriteByte(2)
+		for _, p := range s.agentWrite {
 			x.key.WriteByte(0)
 			x.key.WriteString(p)
 		}
@@ -68,6 +76,11 @@ func (x *conflictIndex) profile(s *Step) profileID {
 		for _, p := range write {
 			pr.write = append(pr.write, x.patterns.id(p))
 		}
+		if len(write) > 0 {
+			for _, p := range s.agentWrite {
+				pr.agent = append(pr.agent, x.patterns.id(p))
+			}
+		}
 		for _, p := range read {
 			pr.read = append(pr.read, x.patterns.id(p))
 		}
@@ -84,12 +97,34 @@ func (x *conflictIndex) conflict(p, q profileID) bool {
 		return x.answers.get(p, q)
 	}
 	a, b := &x.profs[p], &x.profs[q]
-	v := x.anyOverlap(a.write, b.write) ||
-		(a.shared && x.anyOverlap(a.write, b.read)) ||
-		(b.shared && x.anyOverlap(a.read, b.write))
+	v := x.mayMeet(a, b.write, b.agent) ||
+		(a.shared && x.mayMeet(a, b.read, nil)) ||
+		(b.shared && x.mayMeet(b, a.read, nil))
 	x.known.set(p, q, true)
 	x.answers.set(p, q, v)
 	return v
+}
+
+// mayMeet says whether what writer a may change (its write set, narrowed
+// by its agent's) may meet the paths of set narrowed by narrow (nil: not
+// narrowed). Two narrowed sets share a path only if each side's patterns
+// overlap each of the other's: every pair is asked, and any pair that
+// cannot overlap rules a meeting out (a conflict found where there is
+// none costs parallelism; one missed would let two children write one
+// file).
+func (x *conflictIndex) mayMeet(a *profile, set, narrow []patternID) bool {
+	if !x.anyOverlap(a.write, set) {
+		return false
+	}
+	if a.agent != nil && !x.anyOverlap(a.agent, set) {
+		return false
+	}
+	if narrow != nil {
+		if !x.anyOverlap(a.write, narrow) || (a.agent != nil && !x.anyOverlap(a.agent, narrow)) {
+			return false
+		}
+	}
+	return true
 }
 
 func (x *conflictIndex) anyOverlap(as, bs []patternID) bool {

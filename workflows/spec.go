@@ -116,6 +116,11 @@ type Step struct {
 	// 90s, 10m, 1h30m): a priority input of the scheduler, never a limit
 	// (estimate.go).
 	Estimate string `json:"estimate,omitempty" jsonschema_description:"How long the step is expected to take, e.g. 90s, 10m, 1h30m: the scheduler starts the steps with the longest estimated time still ahead of them first. Never a limit (timeout_ms is). Default: the median of the workflow's other estimates; in a workflow without any, every step counts the same."`
+
+	// agentWrite is a writer's agent's write set (nil: none), set by
+	// Prepare: the child may change only a file that matches both, so the
+	// conflict rules (profiles.go) of the dry run and of the run read it.
+	agentWrite []string
 }
 
 // UnmarshalJSON rejects unknown keys, so a misspelt field is an error the
