@@ -455,13 +455,18 @@ func DecodeAndCheckFile(raw json.RawMessage, agents Agents) (*Workflow, error) {
 	return w, nil
 }
 
-// TemplateDecodeProblems reports every problem that keeps a template
-// file's spec (one with params) from decoding before it has arguments: its
-// unknown keys and its values of the wrong type, each with its location,
-// as DecodeAndCheckFile reports a plain file's; nil when it decodes (or is
-// no template: ParseTemplate says why). An instance's other problems are
-// found when it is made (InstantiateChecked), with their locations too.
-func TemplateDecodeProblems(raw json.RawMessage) error {
+// TemplateDecodeProblems reports every problem of a template file's spec
+// (one with params) that does not decode before it has arguments: its
+// unknown keys and its values of the wrong type, and with them, in the
+// same go, its undeclared or misplaced ${…} and what the check of its
+// instance finds in the rest (made with args, the --set texts by name,
+// and the defaults; agents may be nil), each with its location, as
+// DecodeAndCheckFile reports a plain file's. A field the decoding or a
+// reference faults is left out of that instance, so nothing is said of it
+// twice; arguments that do not fit leave the instance's problems for
+// when the template decodes. nil when it decodes (or is no template:
+// ParseTemplate says why).
+func TemplateDecodeProblems(raw json.RawMessage, args map[string]string, agents Agents) error {
 	obj, params, ok := templateParts(raw)
 	if !ok {
 		return nil // ParseTemplate says why
@@ -478,10 +483,70 @@ func TemplateDecodeProblems(raw json.RawMessage) error {
 		return nil
 	}
 	typed, _, _ := typeProblems(stripped)
-	if problems := append(unknown, typed...); len(problems) > 0 {
-		return problemsFailure(inFileOrder(problems))
+	problems := append(unknown, typed...)
+	if len(problems) == 0 {
+		return nil
 	}
-	return nil
+	gone := map[fieldAt]bool{}
+	for _, p := range problems {
+		gone[p.at()] = true
+	}
+	for _, p := range t.checkReferences() {
+		if !gone[p.at()] {
+			problems = append(problems, p)
+		}
+	}
+	for _, p := range problems {
+		gone[p.at()] = true
+	}
+	problems = append(problems, t.instanceProblems(gone, args, agents)...)
+	return problemsFailure(inFileOrder(problems))
+}
+
+// instanceProblems are the problems of t's instance without the fields
+// gone (each left out; nothing is said of them), made with args (texts by
+// parameter) and the defaults: none when the arguments do not fit or the
+// rest does not decode.
+func (t *Template) instanceProblems(gone map[fieldAt]bool, args map[string]string, agents Agents) []Problem {
+	spec := maps.Clone(t.spec)
+	if steps, ok := spec["steps"].([]any); ok {
+		steps = slices.Clone(steps)
+		for i, st := range steps {
+			if m, ok := st.(map[string]any); ok {
+				m = maps.Clone(m)
+				maps.DeleteFunc(m, func(k string, _ any) bool { return gone[fieldAt{i, k}] })
+				steps[i] = m
+			}
+		}
+		spec["steps"] = steps
+	}
+	maps.DeleteFunc(spec, func(k string, _ any) bool { return gone[fieldAt{-1, k}] })
+	u := &Template{Name: t.Name, spec: spec, Params: t.Params}
+	var err error
+	if u.schema, err = argsSchema(t.Name, t.Params); err != nil {
+		return nil
+	}
+	values := map[string]any{}
+	for name, text := range args {
+		v, err := u.ParseArgValue(name, text)
+		if err != nil {
+			return nil
+		}
+		values[name] = v
+	}
+	raw, _, err := u.instantiateJSON(values)
+	if err != nil {
+		return nil
+	}
+	w, err := Decode(raw)
+	if err != nil {
+		return nil
+	}
+	problems, f := appendChecked(nil, w, agents, gone)
+	if f != nil {
+		return nil
+	}
+	return problems
 }
 
 // templateParts is a template file's spec (a copy, to change) and its

@@ -542,7 +542,7 @@ func instantiateWorkflow(ref, dir string, sets setFlags, agents workflows.Agents
 	if fi, statErr := os.Stat(ref); statErr == nil && !fi.IsDir() || !workflows.IsTemplateName(ref) {
 		t, err := workflows.ReadTemplateFile(ref)
 		if err != nil {
-			if all := everyProblem(ref, agents); all != nil {
+			if all := everyProblem(ref, sets, agents); all != nil {
 				return nil, all
 			}
 			if f, ok := errors.AsType[*tools.Failure](err); ok {
@@ -598,8 +598,9 @@ func instantiateWorkflow(ref, dir string, sets setFlags, agents workflows.Agents
 // everyProblem is the report of every problem of a workflow file that did
 // not read, when it can be made: reading a template stops at its first
 // decoding problem. A template's (a file with params) are those of its
-// decoding.
-func everyProblem(path string, agents workflows.Agents) error {
+// decoding and, with them, what else can be found (with the --set values
+// sets).
+func everyProblem(path string, sets []string, agents workflows.Agents) error {
 	var raw json.RawMessage
 	b, readErr := os.ReadFile(path)
 	if readErr == nil {
@@ -611,7 +612,12 @@ func everyProblem(path string, agents workflows.Agents) error {
 		if readErr == nil {
 			// A template's spec before it has arguments: what keeps it
 			// from decoding, each problem at its line.
-			if err := workflows.TemplateDecodeProblems(raw); err != nil {
+			args := map[string]string{}
+			for _, set := range sets {
+				name, text, _ := strings.Cut(set, "=")
+				args[name] = text
+			}
+			if err := workflows.TemplateDecodeProblems(raw, args, agents); err != nil {
 				return inFile(path, err)
 			}
 		}

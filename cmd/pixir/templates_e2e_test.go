@@ -295,20 +295,50 @@ func TestTheResumeCommandOfATemplateRunRepeatsItsArguments(t *testing.T) {
 }
 
 // The problems of a template with params name its file and their lines:
-// those of its decoding (every one at once), and those of its instance
-// when it is run by name.
+// those of its decoding and its instance's (every one at once), and those
+// of its instance when it is run by name.
 func TestTemplateProblemsNameTheirLines(t *testing.T) {
 	e, home := templateEnv(t)
 	file := filepath.Join(e.ws, ".pixir/workflows/review.yaml")
 	require.NoError(t, os.WriteFile(file, []byte(reviewTemplateFile+"  - id: z\n    tsk: y\n    max_items: 3\n"), 0o644))
 	_, stderr, code := e.pixirAtHome(home, "run", "--dry-run", "--workflow", file, "--set", "issue=GAL-1")
 	require.Equal(t, exitUsage, code, stderr)
-	require.Contains(t, stderr, file+" has 2 problems:\n", stderr)
+	require.Contains(t, stderr, file+" has 3 problems:\n", stderr)
 	require.Contains(t, stderr, "  "+file+`:19:5: steps[2] "z": unknown key "tsk"; did you mean "task"?`, stderr)
 	require.Contains(t, stderr, "  "+file+`:20:5: steps[2] "z": unknown key "max_items"`, stderr)
+	// and, in the same go, what the step lacks without it (a plain file
+	// says the same)
+	require.Contains(t, stderr, "  "+file+`:18:5: steps[2] "z": task is empty`, stderr)
 
 	require.NoError(t, os.WriteFile(file, []byte(strings.Replace(reviewTemplateFile, "depends_on: [check]", "depends_on: [chek]", 1)), 0o644))
 	_, stderr, code = e.pixirAtHome(home, "run", "--dry-run", "--workflow", "review", "--set", "issue=GAL-1")
 	require.Equal(t, exitUsage, code, stderr)
 	require.Contains(t, stderr, "pixir: "+file+`:16:5: steps[1] "write": depends_on "chek" is not a step id`, stderr)
+}
+
+// A template that does not decode (an unknown key, a value of the wrong
+// type) says every other problem it has in the same go, each at its
+// line: an undeclared ${…} and what its instance's check finds (an
+// unknown dependency). They came only once the first two were fixed.
+func TestATemplateThatDoesNotDecodeSaysItsOtherProblemsToo(t *testing.T) {
+	e, home := templateEnv(t)
+	file := filepath.Join(e.ws, ".pixir/workflows/broken.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(`params:
+  issue: {type: string}
+steps:
+  - id: a
+    task: Review ${issue}.
+    colour: red
+  - id: b
+    task: Write ${reprt}.
+    timeout_ms: soon
+    depends_on: [nope]
+`), 0o644))
+	_, stderr, code := e.pixirAtHome(home, "run", "--dry-run", "--workflow", file, "--set", "issue=GAL-1")
+	require.Equal(t, exitUsage, code, stderr)
+	require.Contains(t, stderr, file+" has 4 problems:\n", stderr)
+	require.Contains(t, stderr, "  "+file+`:6:5: steps[0] "a": unknown key "colour"`, stderr)
+	require.Contains(t, stderr, "  "+file+`:9:17: steps[1] "b": timeout_ms: got JSON string, want integer`, stderr)
+	require.Contains(t, stderr, "${reprt}", stderr)
+	require.Contains(t, stderr, "  "+file+`:10:5: steps[1] "b": depends_on "nope" is not a step id`, stderr)
 }
