@@ -224,7 +224,7 @@ test("openai provider: a turn with fragmented parallel tool calls, reasoning, te
 test("openai provider: a wrong key ends the turn readably and the session goes on", { timeout: TEST_TIMEOUT_MS }, async () => {
   const server = await fakeOpenAI([
     errorReply(401, { message: "Incorrect API key provided: sk-conf*****. You can find your API key at https://platform.openai.com/account/api-keys.", type: "invalid_request_error", param: null, code: "invalid_api_key" }),
-    stream([chunk({ role: "assistant", content: "" }), chunk({ content: "Hello" }), chunk({ content: " again." }), chunk({}, "stop"), "data: [DONE]\n\n"]),
+    stream([chunk({ role: "assistant", content: "" }), chunk({ content: "Hello" }), chunk({ content: " again." }), chunk({}, "stop"), chunk(null, null, usage(1180, 3)), "data: [DONE]\n\n"]),
   ]);
   try {
     await withFixture(async (f) => {

@@ -71,10 +71,14 @@ test("session/fork of an unknown session is -32002", { timeout: TEST_TIMEOUT_MS 
 
 // --- a child started from a fork, against a fake OpenAI server -----------
 
+// Each answer ends with its usage, as OpenAI sends it when asked
+// (stream_options.include_usage): a server that sends none makes Pixir
+// estimate and say so in the reply.
+const usageChunk = { id: "c", object: "chat.completion.chunk", created: 1, model: "m", choices: [], usage: { prompt_tokens: 1000, completion_tokens: 5, total_tokens: 1005 } };
 function sse(events) {
   return async (res) => {
     res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8" });
-    for (const ev of events) res.write(`data: ${JSON.stringify(ev)}\n\n`);
+    for (const ev of [...events, usageChunk]) res.write(`data: ${JSON.stringify(ev)}\n\n`);
     res.write("data: [DONE]\n\n");
     res.end();
   };
