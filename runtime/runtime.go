@@ -38,6 +38,9 @@ type Config struct {
 	// switch to (Model is always among them).
 	Model  string
 	Models []string
+	// ProviderUse says which provider serves Model, as the session's
+	// metadata records it (see Meta.Provider); zero records nothing.
+	ProviderUse ProviderUse
 	// ReasoningEffort is what sessions ask of reasoning models
 	// (model_reasoning_effort); empty leaves it to the model. A Subagent's
 	// agent may set its own.
@@ -277,6 +280,16 @@ func (r *Runtime) ProviderName() string { return r.cfg.Provider.Name() }
 
 func (r *Runtime) knowsModel(m string) bool { return slices.Contains(r.cfg.Models, m) }
 
+// providerUse is what a session's metadata records of the provider, or
+// nil when the configuration said nothing of it.
+func (r *Runtime) providerUse() *ProviderUse {
+	if r.cfg.ProviderUse == (ProviderUse{}) {
+		return nil
+	}
+	u := r.cfg.ProviderUse
+	return &u
+}
+
 // toolSpecs describes the tools to the model, built once.
 func (r *Runtime) toolSpecs() []provider.ToolSpec {
 	r.specsOnce.Do(func() {
@@ -306,7 +319,7 @@ func (r *Runtime) NewSession(dir string, opts ...SessionOption) (*Session, error
 	}
 	now := time.Now().UTC()
 	s := &Session{rt: r, workspace: ws, log: log, accounts: budget.Accounts{r.sessionAccount()}, meta: Meta{
-		ID: id, Workspace: ws.Root(), Mode: ModeAuto, Model: r.cfg.Model, CreatedAt: now, UpdatedAt: now,
+		ID: id, Workspace: ws.Root(), Mode: ModeAuto, Model: r.cfg.Model, Provider: r.providerUse(), CreatedAt: now, UpdatedAt: now,
 	}}
 	// The workspace is indexed first, even when the metadata waits: a
 	// session of a workspace the home has not seen would otherwise be
@@ -469,6 +482,9 @@ func (r *Runtime) openSession(id, dir string, visit func(Event)) (*Session, Load
 	if meta.Title == "" {
 		meta.Title = fold.title
 	}
+	// It goes on with this runtime's provider: that is what it last used
+	// once its next turn saves the metadata.
+	meta.Provider = r.providerUse()
 	s := &Session{rt: r, workspace: ws, log: log, meta: meta, depth: meta.Depth, history: fold.history, histBytes: historyBytes(fold.history),
 		interrupted: fold.unanswered(), restoreEvents: fold.subagents, accounts: budget.Accounts{r.sessionAccount()},
 		callIDs: fold.callIDs, allowAlways: fold.allowAlways, fallbacks: fallbacks, calib: fold.calib, seen: fold.seen}

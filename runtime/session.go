@@ -76,18 +76,36 @@ type Meta struct {
 	ID        string `json:"session_id"`
 	Workspace string `json:"workspace"`
 	// ParentID and Depth are set on the session of a Subagent.
-	ParentID  string    `json:"parent_id,omitempty"`
-	Depth     int       `json:"depth,omitempty"`
-	Title     string    `json:"title,omitempty"`
-	Mode      Mode      `json:"mode"`
-	Model     string    `json:"model"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	ParentID string `json:"parent_id,omitempty"`
+	Depth    int    `json:"depth,omitempty"`
+	Title    string `json:"title,omitempty"`
+	Mode     Mode   `json:"mode"`
+	Model    string `json:"model"`
+	// Provider is the provider that served Model when the session last
+	// ran (nil in metadata older versions wrote): pixir resume goes on
+	// with it, not with what the environment chooses now.
+	Provider  *ProviderUse `json:"provider,omitempty"`
+	CreatedAt time.Time    `json:"created_at"`
+	UpdatedAt time.Time    `json:"updated_at"`
 	// Count is how many turns the Log held at its size when the metadata
 	// was saved; nil in metadata older versions wrote (the Log is
 	// counted whole then).
 	Count *LogCount `json:"log_count,omitempty"`
 }
+
+// ProviderUse is the provider a session ran with, as chosen by flags,
+// environment, profile and config.toml: enough to choose it again.
+type ProviderUse struct {
+	Name string `json:"name"`
+	// Profile is the [profiles.NAME] table it came from, if any.
+	Profile string `json:"profile,omitempty"`
+	BaseURL string `json:"base_url,omitempty"`
+	// Script is the scripted provider's script file ("" for its default).
+	Script string `json:"script,omitempty"`
+}
+
+// ReadMeta reads the stored metadata of session id in workspace.
+func ReadMeta(workspace, id string) (Meta, error) { return readMeta(workspace, id) }
 
 // Session is one conversation in one workspace. Its History is a fold over
 // its Log; at most one Turn runs at a time.

@@ -18,7 +18,7 @@ func runSessions(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("pixir sessions", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = usageFunc(fs, "Usage: pixir sessions [--json] [--cwd DIR]\n\nLists the sessions of a workspace, newest first.\n")
-	asJSON := fs.Bool("json", false, "print a JSON array of {session_id, workspace, title, mode, model, created_at, updated_at, turns, log, last_stop_reason?}")
+	asJSON := fs.Bool("json", false, "print a JSON array of {session_id, workspace, title, mode, model, provider?, created_at, updated_at, turns, log, last_stop_reason?}")
 	cwd := fs.String("cwd", "", "the workspace whose sessions are listed (default: the current directory)")
 	if _, code, done := parseFlags(fs, args, false, stdout, stderr); done {
 		return code

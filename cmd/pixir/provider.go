@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/pixir-go/pixir/runtime"
+	"github.com/pixir-go/pixir/runtime/inspect"
 	"github.com/pixir-go/pixir/runtime/provider"
 	"github.com/pixir-go/pixir/runtime/provider/anthropic"
 	"github.com/pixir-go/pixir/runtime/provider/httpstream"
@@ -134,6 +135,70 @@ func resolveProvider(pf providerFlags, settings runtime.Settings, getenv func(st
 		}
 	}
 	return c, nil
+}
+
+// use is what a session's metadata records of the choice, for pixir
+// resume to choose it again (resumeFlags). A script's path is made whole:
+// a resume may be run from another folder.
+func (c providerChoice) use() runtime.ProviderUse {
+	u := runtime.ProviderUse{Name: c.Name, Profile: c.Profile, BaseURL: c.Settings.BaseURL, Script: c.Settings.Scripted.Script}
+	if u.Script != "" {
+		if abs, err := filepath.Abs(u.Script); err == nil {
+			u.Script = abs
+		}
+	}
+	return u
+}
+
+// resumeFlags are the provider flags of pixir resume of session id in
+// dir. With neither --provider nor --profile given, the session goes on
+// with the provider, profile, model, base URL and script it last ran
+// with, as its metadata records them, not with what the environment and
+// config.toml choose now (the offline scripted model when nothing is
+// set); --model, --base-url or --script alone change that setting only.
+// kept describes what was taken from the session ("" when nothing was:
+// flags chose, or the session records no provider).
+func resumeFlags(pf providerFlags, dir, id string) (flags providerFlags, kept string) {
+	if pf.provider != "" || pf.profile != "" {
+		return pf, ""
+	}
+	found, err := inspect.Locate(dir, id)
+	if err != nil || found.Child {
+		return pf, "" // openSession says what is wrong
+	}
+	meta, err := runtime.ReadMeta(found.Workspace, found.ID)
+	if err != nil || meta.Provider == nil || meta.Provider.Name == "" {
+		return pf, "" // an older session's metadata, or none: as before
+	}
+	u := meta.Provider
+	pf.provider, pf.profile = u.Name, u.Profile
+	pf.model = firstOf(pf.model, meta.Model)
+	pf.baseURL = firstOf(pf.baseURL, u.BaseURL)
+	pf.script = firstOf(pf.script, u.Script)
+	kept = "the " + u.Name + " provider"
+	if pf.model != "" {
+		kept += ", model " + pf.model
+	}
+	if pf.baseURL != "" {
+		kept += ", at " + pf.baseURL
+	}
+	if pf.profile != "" {
+		kept += ", profile " + pf.profile
+	}
+	if pf.script != "" {
+		kept += ", script " + pf.script
+	}
+	return pf, kept
+}
+
+// keptFailed says that what a resumed session last ran with cannot be
+// had now, and how to choose another, rather than run it on a different
+// model than it had.
+func keptFailed(id, kept string, err error) error {
+	if kept == "" || err == nil {
+		return err
+	}
+	return fmt.Errorf("session %s last ran with %s, which cannot be used now: %w; to go on with another model, choose it: --provider (with --model, --base-url) or --profile", id, kept, err)
 }
 
 // policy is the request policy the settings ask for.
@@ -275,6 +340,7 @@ func newRuntime(pf providerFlags, logger *slog.Logger) (*runtime.Runtime, error)
 		Home:            home,
 		Provider:        provider,
 		Model:           c.Model,
+		ProviderUse:     c.use(),
 		Models:          c.Settings.Models,
 		ReasoningEffort: c.Settings.ReasoningEffort,
 		MaxTurnRequests: settings.MaxTurnRequests,

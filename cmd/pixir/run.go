@@ -281,13 +281,17 @@ func runPrompt(o runOptions, mode runtime.Mode, id, prompt string, stdin io.Read
 	if err != nil {
 		return out.usage(err)
 	}
-	if err := requireKey(o.pf); err != nil {
-		return out.usage(err)
+	pf, kept := o.pf, ""
+	if id != "" { // it goes on with the model it had
+		pf, kept = resumeFlags(o.pf, dir, id)
+	}
+	if err := requireKey(pf); err != nil {
+		return out.usage(keptFailed(id, kept, err))
 	}
 	logs := &logSink{w: out.stderr}
-	rt, err := newRuntime(o.pf, runLogger(logs, o.verbose))
+	rt, err := newRuntime(pf, runLogger(logs, o.verbose))
 	if err != nil {
-		return out.usage(err)
+		return out.usage(keptFailed(id, kept, err))
 	}
 	defer rt.Close()
 	sess, err := openSession(rt, id, dir, mode, out.stderr)
@@ -431,10 +435,14 @@ func runWorkflowFile(o runOptions, mode runtime.Mode, id string, stdin io.Reader
 		defer held.Flush()
 		out = holdingStderr(out, held)
 	}
+	pf, kept := o.pf, ""
+	if id != "" { // its Subagents go on with the model it had
+		pf, kept = resumeFlags(o.pf, dir, id)
+	}
 	logs := &logSink{w: out.stderr}
-	rt, err := newRuntime(o.pf, runLogger(logs, o.verbose))
+	rt, err := newRuntime(pf, runLogger(logs, o.verbose))
 	if err != nil {
-		return out.usage(err)
+		return out.usage(keptFailed(id, kept, err))
 	}
 	defer rt.Close()
 	// Every problem of the file at once, unknown agents among them, before
@@ -456,8 +464,8 @@ func runWorkflowFile(o runOptions, mode runtime.Mode, id string, stdin io.Reader
 		return out.refuse(readOnly)
 	}
 	if !dryRun {
-		if err := requireKey(o.pf); err != nil {
-			return out.usage(err)
+		if err := requireKey(pf); err != nil {
+			return out.usage(keptFailed(id, kept, err))
 		}
 	}
 	if dryRun {
