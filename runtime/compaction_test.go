@@ -28,6 +28,9 @@ type windowed struct {
 	failSummary bool
 	// chat answers every prompt in one call, with text.
 	chat bool
+	// summaryNoUsage answers summaries without usage, as a server that
+	// ignores stream_options.include_usage does.
+	summaryNoUsage bool
 
 	mu       sync.Mutex
 	calls    int
@@ -67,6 +70,9 @@ func (p *windowed) Generate(_ context.Context, req provider.ModelRequest, sink f
 		}
 		text := fmt.Sprintf("SUMMARY %d: the user asked to read the files one by one; all were read.", call)
 		sink(provider.Delta{Kind: provider.DeltaText, Text: text})
+		if p.summaryNoUsage {
+			usage = nil
+		}
 		return &provider.ModelResponse{Text: text, Usage: usage}, nil
 	}
 	last := req.Messages[len(req.Messages)-1]
@@ -329,4 +335,32 @@ func TestCompactionStartsWhereItShouldAfterAFork(t *testing.T) {
 	for i, n := range sent {
 		require.LessOrEqual(t, n, 9000, "request %d went past the window", i)
 	}
+}
+
+// A summary the server reported no usage for is estimated, as a turn's
+// answer is, and says so: the once-per-session notice was only sent for a
+// turn's answer, so a session whose only uncounted calls were summaries
+// showed estimates as counts.
+func TestAnEstimatedSummaryIsSaidToBeEstimated(t *testing.T) {
+	p := &windowed{window: 9000, summaryNoUsage: true}
+	s, rec := compactionSession(t, p, Config{ContextWindow: 9000}, 12)
+	readAll(t, s, rec, 12)
+	var summaries []ProviderUsageData
+	for _, u := range eventsOf[ProviderUsageData](t, rec, EventProviderUsage) {
+		if u.Purpose == "compaction" {
+			summaries = append(summaries, u)
+		}
+	}
+	require.NotEmpty(t, summaries)
+	for _, u := range summaries {
+		require.True(t, u.Estimated)
+		require.Positive(t, u.OutputTokens)
+	}
+	var told int
+	for _, n := range eventsOf[NoticeData](t, rec, EventNotice) {
+		if n.Title == "The model server reported no token usage" {
+			told++
+		}
+	}
+	require.Equal(t, 1, told, "said once")
 }

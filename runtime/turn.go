@@ -291,19 +291,16 @@ func (t *turn) run(p Prompt) (StopReason, error) {
 			return "", err
 		}
 		if err != nil {
-			if (resp == nil || resp.Usage == nil) && (streamed.text.Len() > 0 || streamed.reasoning.Len() > 0) {
+			if cut := streamed.text.Len() + streamed.reasoning.Len() + streamed.toolCalls; (resp == nil || resp.Usage == nil) && cut > 0 {
 				// An answer cut off mid-stream (cancelled, a broken
 				// connection, an error event) reports no usage, but the
-				// server generated, and bills, what streamed: estimated,
-				// so that budgets count it. Before the cut message, which
-				// stays the turn's last word on why it stopped.
-				cut := &provider.ModelResponse{Text: streamed.text.String(), Reasoning: streamed.reasoning.String()}
-				usage, call := t.usageEvent(s.Model(), *s.estimatedUsage(t.requestBytes, cut), "")
-				usage.Estimated = true
-				if err := t.emit(EventProviderUsage, usage); err != nil {
+				// server generated, and bills, what streamed (tool calls'
+				// fragments included): estimated, so that budgets count
+				// it. Before the cut message, which stays the turn's last
+				// word on why it stopped.
+				if err := t.recordUsage(s.Model(), s.estimatedUsage(t.requestBytes, cut), "", true); err != nil {
 					return "", err
 				}
-				s.charge(call, s.rt.contextWindow(s.Model(), 0))
 			}
 			// Keep what the user already saw, so a replay shows it too.
 			if streamed.text.Len() > 0 || streamed.reasoning.Len() > 0 {
@@ -320,7 +317,7 @@ func (t *turn) run(p Prompt) (StopReason, error) {
 			// be used (a tool call without a tool's name) still cost what
 			// it counted.
 			if resp != nil && resp.Usage != nil {
-				if err := t.recordUsage(s.Model(), *resp.Usage, ""); err != nil {
+				if err := t.recordUsage(s.Model(), *resp.Usage, "", false); err != nil {
 					return "", err
 				}
 			}
@@ -406,7 +403,7 @@ func (t *turn) cutOffCall(resp *provider.ModelResponse, call string) (StopReason
 		}
 	}
 	if resp.Usage != nil {
-		if err := t.recordUsage(t.s.Model(), *resp.Usage, ""); err != nil {
+		if err := t.recordUsage(t.s.Model(), *resp.Usage, "", false); err != nil {
 			return "", err
 		}
 	}
@@ -432,7 +429,11 @@ func (t *turn) foldUnseen() error {
 // streamedSoFar is what the user saw of an answer, kept in case the answer
 // fails. Builders, not strings: each delta is appended once, so a long
 // answer costs the same per delta at its end as at its start.
-type streamedSoFar struct{ text, reasoning strings.Builder }
+// toolCalls counts the bytes of tool calls' fragments, never shown.
+type streamedSoFar struct {
+	text, reasoning strings.Builder
+	toolCalls       int
+}
 
 // generate makes one model call, streaming deltas to the observer.
 // specs are the tools offered.
@@ -453,6 +454,10 @@ func (t *turn) generate(specs []provider.ToolSpec) (*provider.ModelResponse, *st
 	var emitErr error
 	resp, err := s.rt.cfg.Provider.Generate(t.ctx, req, func(d provider.Delta) {
 		if d.Text == "" || emitErr != nil {
+			return
+		}
+		if d.Kind == provider.DeltaToolCall {
+			so.toolCalls += len(d.Text)
 			return
 		}
 		typ := EventTextDelta
@@ -529,22 +534,14 @@ func (t *turn) recordResponse(resp *provider.ModelResponse, partial bool) error 
 	u, estimated := resp.Usage, false
 	if u == nil && !partial {
 		// A whole answer the server did not count still cost tokens.
-		u, estimated = s.estimatedUsage(t.requestBytes, resp), true
+		est := s.estimatedUsage(t.requestBytes, answerBytes(resp))
+		u, estimated = &est, true
 	}
 	charged := u != nil && !partial
 	if charged {
-		var usage ProviderUsageData
-		usage, call = t.usageEvent(s.Model(), *u, "")
-		if estimated {
-			// No request_bytes: an estimate must not calibrate estimates.
-			usage.Estimated = true
-			if notice, ok := s.tellEstimate(); ok {
-				group = append(group, eventOf{EventNotice, notice})
-			}
-		} else {
-			usage.RequestBytes = t.requestBytes
-		}
-		group = append(group, eventOf{EventProviderUsage, usage})
+		var usage []eventOf
+		usage, call = t.usageEvents(s.Model(), *u, "", estimated, t.requestBytes)
+		group = append(group, usage...)
 	}
 	if err := s.emitGroup(t.opt.Observe, group); err != nil {
 		return err
@@ -562,14 +559,19 @@ func (t *turn) recordResponse(resp *provider.ModelResponse, partial bool) error 
 // estimatedUsage is what a model call the server reported no usage for
 // (an OpenAI-compatible server that ignores stream_options.include_usage,
 // a gateway that drops the last chunk) is counted at: its request of
-// requestBytes and its answer, in tokens as the session estimates them.
-// Counting nothing would leave every budget open.
-func (s *Session) estimatedUsage(requestBytes int, resp *provider.ModelResponse) *provider.Usage {
-	answer := len(resp.Text) + len(resp.Reasoning)
+// requestBytes and its answer of answer bytes, in tokens as the session
+// estimates them. Counting nothing would leave every budget open.
+func (s *Session) estimatedUsage(requestBytes, answer int) provider.Usage {
+	return provider.Usage{InputTokens: int(max(s.tokens(requestBytes), 1)), OutputTokens: int(max(s.tokens(answer), 1))}
+}
+
+// answerBytes is the size of an answer: its text, reasoning and calls.
+func answerBytes(resp *provider.ModelResponse) int {
+	n := len(resp.Text) + len(resp.Reasoning)
 	for _, tc := range resp.ToolCalls {
-		answer += len(tc.Name) + len(tc.Arguments) + len(tc.Unparsed)
+		n += len(tc.Name) + len(tc.Arguments) + len(tc.Unparsed)
 	}
-	return &provider.Usage{InputTokens: int(max(s.tokens(requestBytes), 1)), OutputTokens: int(max(s.tokens(answer), 1))}
+	return n
 }
 
 // tellEstimate is the notice, once per session, that the model server
@@ -598,12 +600,31 @@ func (t *turn) usageEvent(model string, u provider.Usage, purpose string) (Provi
 		Cost: call.Cost, Currency: call.Currency, Purpose: purpose}, call
 }
 
-// recordUsage records a model call's usage (with its cost, where priced)
-// and charges it to the session's budgets.
-func (t *turn) recordUsage(model string, u provider.Usage, purpose string) error {
-	s := t.s
+// usageEvents are the events of a model call's usage: its provider_usage,
+// with requestBytes when the server counted it; when Pixir estimated it
+// (estimated: the server reported none), marked so, without request_bytes
+// (an estimate must not calibrate estimates), after the once-per-session
+// notice that usage is estimated. And the cost to charge.
+func (t *turn) usageEvents(model string, u provider.Usage, purpose string, estimated bool, requestBytes int) ([]eventOf, budget.Usage) {
 	usage, call := t.usageEvent(model, u, purpose)
-	if err := t.emit(EventProviderUsage, usage); err != nil {
+	group := make([]eventOf, 0, 2)
+	if estimated {
+		usage.Estimated = true
+		if notice, ok := t.s.tellEstimate(); ok {
+			group = append(group, eventOf{EventNotice, notice})
+		}
+	} else {
+		usage.RequestBytes = requestBytes
+	}
+	return append(group, eventOf{EventProviderUsage, usage}), call
+}
+
+// recordUsage records a model call's usage (with its cost, where priced;
+// see usageEvents for estimated) and charges it to the session's budgets.
+func (t *turn) recordUsage(model string, u provider.Usage, purpose string, estimated bool) error {
+	s := t.s
+	group, call := t.usageEvents(model, u, purpose, estimated, 0)
+	if err := s.emitGroup(t.opt.Observe, group); err != nil {
 		return err
 	}
 	s.charge(call, s.rt.contextWindow(model, u.ContextWindow))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -515,4 +516,35 @@ func TestAForkAsksAgainWhatItsSourceAllowedAlways(t *testing.T) {
 	_, err = again.Prompt(context.Background(), Prompt{Text: "four"}, TurnOptions{Ask: asker})
 	require.NoError(t, err)
 	require.Equal(t, 0, asker.n, "its own allow always holds")
+}
+
+// An answer cut off while it streamed a tool call's arguments (no text)
+// reports no usage, though the server generated and bills them: it was
+// counted only by its text and reasoning, so nothing. The fragments are
+// counted, estimated, with the notice that usage is estimated.
+func TestACutToolCallCountsItsFragments(t *testing.T) {
+	args := `{"path":"a.txt","content":"` + strings.Repeat("x", 4000)
+	p := &fakeProvider{calls: []func(context.Context, provider.ModelRequest, func(provider.Delta)) (*provider.ModelResponse, error){
+		func(_ context.Context, _ provider.ModelRequest, sink func(provider.Delta)) (*provider.ModelResponse, error) {
+			sink(provider.Delta{Kind: provider.DeltaToolCall, Text: "write"})
+			for i := 0; i < len(args); i += 100 {
+				sink(provider.Delta{Kind: provider.DeltaToolCall, Text: args[i:min(i+100, len(args))]})
+			}
+			return nil, errors.New("the connection broke")
+		},
+	}}
+	s := newTestSession(t, p)
+	var rec recorder
+	_, err := s.Prompt(context.Background(), Prompt{Text: "go"}, TurnOptions{Observe: rec.observe})
+	require.NoError(t, err)
+	require.Equal(t, []EventType{EventUserMessage, EventNotice, EventProviderUsage, EventTurnFailed}, rec.types(),
+		"nothing was shown: no text delta, no partial message")
+	var u ProviderUsageData
+	for _, ev := range rec.events {
+		if ev.Type == EventProviderUsage {
+			require.NoError(t, json.Unmarshal(ev.Data, &u))
+		}
+	}
+	require.True(t, u.Estimated)
+	require.InDelta(t, 1000, u.OutputTokens, 100, "about 4 bytes a token")
 }

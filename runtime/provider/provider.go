@@ -102,6 +102,10 @@ type DeltaKind string
 const (
 	DeltaText      DeltaKind = "text"
 	DeltaReasoning DeltaKind = "reasoning"
+	// DeltaToolCall is a fragment of a tool call (its name, a piece of
+	// its arguments), not shown: what an answer cut off had generated is
+	// counted with it.
+	DeltaToolCall DeltaKind = "tool_call"
 )
 
 // Delta is one streamed fragment of a model response.

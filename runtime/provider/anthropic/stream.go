@@ -156,6 +156,9 @@ func (a *assembler) readStream(s *httpstream.Stream, sink func(provider.Delta)) 
 			case "tool_use":
 				a.tools[e.Index] = &toolUse{id: b.ID, name: b.Name}
 				err = s.Progress(len(b.ID) + len(b.Name))
+				if err == nil && b.Name != "" {
+					sink(provider.Delta{Kind: provider.DeltaToolCall, Text: b.Name})
+				}
 			}
 			if err != nil {
 				return err
@@ -182,6 +185,9 @@ func (a *assembler) readStream(s *httpstream.Stream, sink func(provider.Delta)) 
 				if t := a.tools[e.Index]; t != nil {
 					t.input.WriteString(d.PartialJSON)
 					err = s.Progress(len(d.PartialJSON))
+					if err == nil && d.PartialJSON != "" {
+						sink(provider.Delta{Kind: provider.DeltaToolCall, Text: d.PartialJSON})
+					}
 				}
 			}
 			if err != nil {

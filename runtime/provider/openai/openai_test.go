@@ -120,7 +120,8 @@ func TestAssemblesParallelToolCallsFromFragments(t *testing.T) {
 	var d deltas
 	resp, err := p.Generate(context.Background(), request("gpt-4.1-mini"), d.sink)
 	require.NoError(t, err)
-	require.Empty(t, d.got, "tool calls are not streamed as text")
+	require.Empty(t, d.text(provider.DeltaText)+d.text(provider.DeltaReasoning), "tool calls are not streamed as text")
+	require.Contains(t, d.text(provider.DeltaToolCall), "README", "their fragments are passed on, to be counted")
 	require.Len(t, resp.ToolCalls, 2)
 	require.Equal(t, "call_Yb3Xr9kQ2fVt1nEo8LmZaC4d", resp.ToolCalls[0].ID)
 	require.Equal(t, "read", resp.ToolCalls[0].Name)

@@ -309,7 +309,14 @@ func (a *assembler) add(d chunkBody, s *httpstream.Stream, sink func(provider.De
 		}
 	}
 	if n := a.addToolCalls(d.ToolCalls); n > 0 {
-		return s.Progress(n)
+		if err := s.Progress(n); err != nil {
+			return err
+		}
+		for _, f := range d.ToolCalls {
+			if frag := f.Function.Name + string(f.Function.Arguments); frag != "" {
+				sink(provider.Delta{Kind: provider.DeltaToolCall, Text: frag})
+			}
+		}
 	}
 	return nil
 }
