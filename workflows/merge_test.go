@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -369,4 +370,61 @@ func TestTheSchedulerJudgesConflictsByWhatTheAgentMayWriteToo(t *testing.T) {
 		p.Run(context.Background(), RunOptions{WorkflowID: "wf-a", Now: fixedClock(), waiting: sim.waiting})
 	})
 	require.Equal(t, [][]string{{"docs", "src"}, {"more-docs"}}, sim.byStart(), "the run")
+}
+
+// Under fail_fast a failed step stops the workflow when its child ends,
+// not once the steps that ended before it are merged: while their merge
+// waits, its slot must not start the rest (review34a #1).
+func TestFailFastStopsWhileAnotherStepsMergeWaits(t *testing.T) {
+	spec := `{"max_concurrency":2,"failure_policy":"fail_fast","steps":[
+		{"id":"a","task":"t","write_set":["a/**"]},
+		{"id":"f","task":"t","write_set":["f/**"]},
+		{"id":"c","task":"t","write_set":["c/**"]},
+		{"id":"d","task":"t","write_set":["d/**"]},
+		{"id":"e","task":"t","write_set":["e/**"]}]}`
+	plan := func(step string) childPlan {
+		switch step {
+		case "a":
+			return childPlan{dur: 1, changes: changed("a/x")}
+		case "f":
+			return childPlan{dur: 1, status: tools.SubagentFailed}
+		}
+		return childPlan{dur: 6, changes: changed(step + "/x")}
+	}
+	m := &fakeMerger{}
+	m.answer = func(step string) (tools.MergeReport, error) {
+		if step == "a" {
+			m.mu.Unlock()
+			synctest.Wait() // a's merge waits until nothing else can move
+			m.mu.Lock()
+		}
+		return tools.MergeReport{Status: tools.MergeMerged, Applied: tools.MergeFiles{Updated: []string{step + "/x"}}}, nil
+	}
+	out, sim := runWithMerger(t, spec, plan, m)
+	require.Equal(t, StoppedFailFast, out.StoppedBy)
+	require.NotContains(t, sim.order, "d", "started after f failed: %v", sim.order)
+	require.NotContains(t, sim.order, "e", "started after f failed: %v", sim.order)
+	require.Equal(t, CheckpointHeld, stepOf(out, "e").CheckpointStatus)
+}
+
+// A panic in the merger, now made beside the run's loop, still reaches
+// the run's caller as a panic (the tool's recover makes it the call's
+// internal failure), and does not take the process down (review34a #2).
+func TestAPanicInAMergeReachesTheRunsCaller(t *testing.T) {
+	spec := `{"steps":[{"id":"a","task":"t","write_set":["a/**"]}]}`
+	w := mustParse(t, spec)
+	sim := newSim(func(step string) childPlan { return childPlan{dur: 1, changes: changed(step + "/x")} })
+	m := &fakeMerger{answer: func(string) (tools.MergeReport, error) { panic("merge bug") }}
+	m.sim, m.at = sim, map[string][]string{}
+	ports := sim.ports()
+	ports.Merger = m
+	p, err := Prepare(w, ports)
+	require.NoError(t, err)
+	var got any
+	synctest.Test(t, func(*testing.T) {
+		defer func() { got = recover() }()
+		p.Run(context.Background(), RunOptions{WorkflowID: "wf-p", Now: fixedClock(), waiting: sim.waiting})
+	})
+	require.NotNil(t, got, "the panic reaches the caller")
+	require.Contains(t, fmt.Sprint(got), "merge bug")
 }

@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
@@ -178,6 +179,11 @@ func run(ctx context.Context, p *Prepared, opt RunOptions) Outcome {
 			r.dispatch(ctx)
 		case a := <-r.merges:
 			r.merging = false
+			if a.panicked != nil {
+				// The merger's fault, raised where run's recover sees it,
+				// as when the loop made the merge itself.
+				panic(a.panicked)
+			}
 			l := r.landing[0]
 			l.rep, l.err, l.answered = a.rep, a.err, true
 			r.settle()
@@ -412,6 +418,12 @@ func (r *runner) ended(v tools.SubagentView) {
 	r.describeRun(&out, run)
 	run.childEnded = true
 	r.s.ended++
+	if out.CheckpointStatus != CheckpointReady && r.failFastFor(run) {
+		// Stopped now, not when decided: the runs that ended before it
+		// are merged and decided first, and while a merge waits their
+		// slots would start the rest of the workflow.
+		r.stop(StoppedFailFast)
+	}
 	r.landing = append(r.landing, &landingRun{run: run, out: out})
 	r.settle()
 }
@@ -430,6 +442,18 @@ type landingRun struct {
 type mergeAnswer struct {
 	rep tools.MergeReport
 	err error
+	// panicked is what a panic in the merger left, with its stack.
+	panicked *mergePanic
+}
+
+// mergePanic is a panic of the merger, carried to the run's loop.
+type mergePanic struct {
+	value any
+	stack []byte
+}
+
+func (p *mergePanic) String() string {
+	return fmt.Sprintf("%v\n\nin the merge, at:\n%s", p.value, p.stack)
 }
 
 // settle decides the ended runs in the order they ended, as far as it
@@ -473,8 +497,14 @@ func (r *runner) mergeAsync(l *landingRun) {
 	r.merging = true
 	req := MergeRequest{StepID: l.run.label, AgentID: l.out.AgentID}
 	go func() {
-		rep, err := r.merger.Merge(r.ctx, req)
-		r.merges <- mergeAnswer{rep, err}
+		var a mergeAnswer
+		defer func() {
+			if p := recover(); p != nil {
+				a = mergeAnswer{panicked: &mergePanic{value: p, stack: debug.Stack()}}
+			}
+			r.merges <- a
+		}()
+		a.rep, a.err = r.merger.Merge(r.ctx, req)
 	}()
 }
 
@@ -543,18 +573,26 @@ func (r *runner) decided(run *stepRun, out StepOutcome) {
 // its runs' failures mean) and no step tests its status (a failure
 // branch).
 func (r *runner) failFast(run *stepRun) {
-	if r.w.FailurePolicy != FailFast || run.state == runReady || run.frame.loop != nil {
-		return
+	if run.state != runReady && r.failFastFor(run) {
+		r.stop(StoppedFailFast)
+	}
+}
+
+// failFastFor says whether run not being ready stops the workflow: under
+// fail_fast, in no loop, with no step that tolerates its failure.
+func (r *runner) failFastFor(run *stepRun) bool {
+	if r.w.FailurePolicy != FailFast || run.frame.loop != nil {
+		return false
 	}
 	g := r.s.g
 	for _, d := range g.dependents[run.step] {
 		for k, dep := range g.deps[d] {
 			if dep == run.step && g.tolerated[d][k] {
-				return
+				return false
 			}
 		}
 	}
-	r.stop(StoppedFailFast)
+	return true
 }
 
 // failFastLoop stops the workflow under fail_fast when a loop ended

@@ -1009,7 +1009,10 @@ func (r *runner) next() []*stepRun {
 		return nil
 	}
 	var start []*stepRun
-	for len(s.running)-s.ended < r.w.MaxConcurrency && s.heads.len() > 0 {
+	// Runs that ended and wait to be decided give their slots back, up to
+	// MaxConcurrency of them: each keeps a snapshot until it is merged, so
+	// at most twice MaxConcurrency snapshots are alive while merges wait.
+	for len(s.running)-min(s.ended, r.w.MaxConcurrency) < r.w.MaxConcurrency && s.heads.len() > 0 {
 		q := s.heads.top()
 		queue := &s.queues[q]
 		if queue.dropWhile(func(run *stepRun) bool { return run.state != runWaiting }) {
