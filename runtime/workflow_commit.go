@@ -56,7 +56,8 @@ func (c gitCommitter) Preflight(ctx context.Context, req workflows.PreflightRequ
 		return problems
 	}
 	git := func(args ...string) (string, error) {
-		out, err := c.git(ctx, nil, args...)
+		// In C's locale: gitUnusable reads git's words.
+		out, err := c.git(ctx, []string{"LC_ALL=C"}, args...)
 		return strings.TrimSpace(out), err
 	}
 	switch bare, err := git("rev-parse", "--is-bare-repository"); {
@@ -173,8 +174,8 @@ func changedAfter(root string, paths []string, since map[string]time.Time) (kept
 }
 
 // commitPaths commits exactly req's paths.
-func (c gitCommitter) commitPaths(ctx context.Context, req workflows.CommitRequest) (workflows.CommitReport, error) {
-	rep := workflows.CommitReport{Status: workflows.NotCommitted, Message: req.Message, Files: req.Paths}
+func (c gitCommitter) commitPaths(ctx context.Context, req workflows.CommitRequest) (rep workflows.CommitReport, _ error) {
+	rep = workflows.CommitReport{Status: workflows.NotCommitted, Message: req.Message, Files: req.Paths}
 	if c.mode() == ModeReadOnly {
 		rep.Reason = "the session is read_only: nothing is committed"
 		return rep, nil
@@ -184,7 +185,7 @@ func (c gitCommitter) commitPaths(ctx context.Context, req workflows.CommitReque
 		return rep, nil
 	}
 	git := func(args ...string) (string, error) { return c.git(ctx, nil, args...) }
-	where, err := git("rev-parse", "--show-toplevel", "--git-path", "index")
+	where, err := c.git(ctx, []string{"LC_ALL=C"}, "rev-parse", "--show-toplevel", "--git-path", "index") // C: gitUnusable reads git's words
 	if err != nil {
 		rep.Reason = gitUnusable(err, where)
 		if rep.Reason == "" {
@@ -268,20 +269,24 @@ func (c gitCommitter) commitPaths(ctx context.Context, req workflows.CommitReque
 	// What the user's index holds of these paths before they are staged:
 	// when no commit is made, it is put back, so the run's files are not
 	// left staged (a commit of the user's own would take them).
-	if held, err := git(append([]string{"ls-files", "-s", "-z", "--full-name"}, paths...)...); err == nil {
-		staged := slices.Clone(paths[1:])
-		defer func() {
-			if rep.Status != workflows.Committed {
-				c.unstage(ctx, staged, held)
-			}
-		}()
-	}
+	held, heldErr := git(append([]string{"ls-files", "-s", "-z", "--full-name"}, paths...)...)
 	if out, err := git(append([]string{"add", "--all"}, paths...)...); err != nil {
 		rep.Reason = fmt.Sprintf("git add refused (%v): %s", err, out)
 		if why, ok := locked("add"); ok {
 			rep.Reason = why
 		}
-		return rep, nil
+		return rep, nil // git add writes the index whole or not at all
+	}
+	if heldErr == nil {
+		staged := slices.Clone(paths[1:])
+		defer func() {
+			if rep.Status == workflows.Committed {
+				return
+			}
+			if err := c.unstage(ctx, staged, held); err != nil {
+				rep.Reason += fmt.Sprintf("; the run's files are left staged, git could not put the index back (%v): git restore --staged -- <the files> unstages them", err)
+			}
+		}()
 	}
 	// Only the paths whose content differs from HEAD's are committed and
 	// reported: a resumed run names the work of the runs it reuses, and a
@@ -353,15 +358,19 @@ func (c gitCommitter) commitPaths(ctx context.Context, req workflows.CommitReque
 // unstage puts the user's index back as it was for paths (held: git
 // ls-files -s -z --full-name of them then) after a commit that was not
 // made: without it, a refused commit (a hook, a missing identity) left
-// the run's files staged. It runs on when ctx is cancelled.
-func (c gitCommitter) unstage(ctx context.Context, paths []string, held string) {
+// the run's files staged. It runs on when ctx is cancelled, and says
+// what git said when it could not (another git holding the index).
+func (c gitCommitter) unstage(ctx context.Context, paths []string, held string) error {
 	ctx = context.WithoutCancel(ctx)
-	if _, err := c.git(ctx, nil, append([]string{"rm", "--cached", "-q", "--ignore-unmatch", "--"}, paths...)...); err != nil {
-		return
+	if out, err := c.git(ctx, nil, append([]string{"rm", "--cached", "-q", "--ignore-unmatch", "--"}, paths...)...); err != nil {
+		return fmt.Errorf("git rm --cached: %w: %s", err, firstLineOf(out))
 	}
 	if held != "" {
-		_, _ = c.gitIn(ctx, nil, strings.NewReader(held), "update-index", "-z", "--index-info")
+		if out, err := c.gitIn(ctx, nil, strings.NewReader(held), "update-index", "-z", "--index-info"); err != nil {
+			return fmt.Errorf("git update-index: %w: %s", err, firstLineOf(out))
+		}
 	}
+	return nil
 }
 
 // gitStopGrace is how long a git command stopped by a cancel (SIGTERM)
@@ -483,7 +492,6 @@ func (c gitCommitter) treeOf(ctx context.Context, before string, paths []string)
 // are as HEAD has them.
 const nothingNew = "the run's files are as the repository's HEAD has them (committed already): nothing to commit"
 
-// firstLineOf is the first line of s.
 // gitUnusable says why git could not look at the workspace when the
 // reason is not that it is outside a repository, with what to do: git is
 // not installed (or not on PATH), or git refuses the repository because
@@ -505,6 +513,7 @@ func gitUnusable(err error, out string) string {
 	return fmt.Sprintf("git refuses the repository: another user owns it (%s); if you trust it, tell git so (%s) and run again", firstLineOf(out), fix)
 }
 
+// firstLineOf is the first line of s.
 func firstLineOf(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
