@@ -96,6 +96,9 @@ type runner struct {
 	// merges receives the answer of the merge in flight (merging).
 	merges  chan mergeAnswer
 	merging bool
+	// failing: a run failed under fail_fast and waits to be decided;
+	// nothing starts meanwhile (failFast stops the run at its decision).
+	failing bool
 	// recordErr is the first failure to write the Log: the run goes on (the
 	// children are real), but the result says the evidence is incomplete.
 	recordErr error
@@ -419,10 +422,13 @@ func (r *runner) ended(v tools.SubagentView) {
 	run.childEnded = true
 	r.s.ended++
 	if out.CheckpointStatus != CheckpointReady && r.failFastFor(run) {
-		// Stopped now, not when decided: the runs that ended before it
-		// are merged and decided first, and while a merge waits their
-		// slots would start the rest of the workflow.
-		r.stop(StoppedFailFast)
+		// Its running siblings are stopped and nothing starts from now,
+		// not from its decision: the runs that ended before it are merged
+		// and decided first, and while a merge waits their slots would
+		// start the rest of the workflow. What has not started is held
+		// when it is decided (failFast), its dependents for it first.
+		r.failing = true
+		r.stopChildren(StoppedFailFast)
 	}
 	r.landing = append(r.landing, &landingRun{run: run, out: out})
 	r.settle()
@@ -645,10 +651,15 @@ func (r *runner) halt(reason string) {
 // running children, all at once, returning when they have ended. Their
 // end events are buffered, and decided by the loop like any other.
 func (r *runner) stop(reason string) {
-	s := &r.s
 	r.halt(reason)
+	r.stopChildren(reason)
+}
+
+// stopChildren stops the running children, returning when they have
+// ended; each run's reason is reason unless it has one.
+func (r *runner) stopChildren(reason string) {
 	var wg sync.WaitGroup
-	for _, run := range s.running {
+	for _, run := range r.s.running {
 		if run.childEnded {
 			continue // ended: it waits to be decided
 		}

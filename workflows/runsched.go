@@ -1005,7 +1005,7 @@ func (r *runner) runDecided(run *stepRun) {
 // it starts and the profiles it looks at, not to every waiting run.
 func (r *runner) next() []*stepRun {
 	s := &r.s
-	if s.stopped != "" {
+	if s.stopped != "" || r.failing {
 		return nil
 	}
 	var start []*stepRun
