@@ -433,11 +433,14 @@ func TestQuirkARequestTooLargeIsNotRetried(t *testing.T) {
 
 func TestQuirkEndlessKeepAlivesEndTheTurn(t *testing.T) {
 	wiretest.NoLeaks(t)
-	// OpenRouter-style comments, one every 20 ms for 20 s, after the
-	// first words of the answer: never silent, never progressing.
+	// OpenRouter-style comments, a few every 20 ms for about 20 s, after
+	// the first words of the answer: never silent, never progressing.
 	keepAlive := ": OPENROUTER PROCESSING\n\n"
 	first := `data: {"id":"gen-1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":"The README"},"finish_reason":null}]}` + "\n\n"
-	srv := wiretest.New(t, wiretest.Reply{Body: first + strings.Repeat(keepAlive, 1000), Chunk: len(keepAlive), Pause: 20 * time.Millisecond})
+	// The first words are one piece: sent in pieces of a keep-alive's
+	// length with pauses between, they took longer than the idle timeout
+	// to arrive on a loaded machine, and the test failed without them.
+	srv := wiretest.New(t, wiretest.Reply{Body: first + strings.Repeat(keepAlive, 5000), Chunk: len(first), Pause: 20 * time.Millisecond})
 	p := newProviderWith(t, srv, "", idlePolicy())
 	var d deltas
 	start := time.Now()
