@@ -449,14 +449,14 @@ func (t *turn) modelSummary(id string, older []provider.Message, window int, sum
 	// What the server counted is charged, an answer that fails or is of
 	// no use included.
 	if resp != nil && resp.Usage != nil {
-		if err := t.recordUsage(req.Model, *resp.Usage, "compaction", false); err != nil {
+		if err := t.recordUsage(req.Model, *resp.Usage, "compaction", usageCounted); err != nil {
 			return "", err
 		}
 	} else if resp != nil && err == nil {
 		// A server that reports no usage: the call is estimated, as a
 		// turn's is.
 		u := s.estimatedUsage(len(req.System)+len(req.Messages[0].Text), answerBytes(resp))
-		if err := t.recordUsage(req.Model, u, "compaction", true); err != nil {
+		if err := t.recordUsage(req.Model, u, "compaction", usageUncounted); err != nil {
 			return "", err
 		}
 	}

@@ -298,7 +298,7 @@ func (t *turn) run(p Prompt) (StopReason, error) {
 				// fragments included): estimated, so that budgets count
 				// it. Before the cut message, which stays the turn's last
 				// word on why it stopped.
-				if err := t.recordUsage(s.Model(), s.estimatedUsage(t.requestBytes, cut), "", true); err != nil {
+				if err := t.recordUsage(s.Model(), s.estimatedUsage(t.requestBytes, cut), "", usageCut); err != nil {
 					return "", err
 				}
 			}
@@ -317,7 +317,7 @@ func (t *turn) run(p Prompt) (StopReason, error) {
 			// be used (a tool call without a tool's name) still cost what
 			// it counted.
 			if resp != nil && resp.Usage != nil {
-				if err := t.recordUsage(s.Model(), *resp.Usage, "", false); err != nil {
+				if err := t.recordUsage(s.Model(), *resp.Usage, "", usageCounted); err != nil {
 					return "", err
 				}
 			}
@@ -403,7 +403,7 @@ func (t *turn) cutOffCall(resp *provider.ModelResponse, call string) (StopReason
 		}
 	}
 	if resp.Usage != nil {
-		if err := t.recordUsage(t.s.Model(), *resp.Usage, "", false); err != nil {
+		if err := t.recordUsage(t.s.Model(), *resp.Usage, "", usageCounted); err != nil {
 			return "", err
 		}
 	}
@@ -531,16 +531,16 @@ func (t *turn) recordResponse(resp *provider.ModelResponse, partial bool) error 
 	}
 	group = append(group, eventOf{EventAssistantMessage, AssistantMessageData{Text: resp.Text, ToolCalls: resp.ToolCalls, Partial: partial, StopReason: t.stopRecorded}})
 	var call budget.Usage
-	u, estimated := resp.Usage, false
+	u, how := resp.Usage, usageCounted
 	if u == nil && !partial {
 		// A whole answer the server did not count still cost tokens.
 		est := s.estimatedUsage(t.requestBytes, answerBytes(resp))
-		u, estimated = &est, true
+		u, how = &est, usageUncounted
 	}
 	charged := u != nil && !partial
 	if charged {
 		var usage []eventOf
-		usage, call = t.usageEvents(s.Model(), *u, "", estimated, t.requestBytes)
+		usage, call = t.usageEvents(s.Model(), *u, "", how, t.requestBytes)
 		group = append(group, usage...)
 	}
 	if err := s.emitGroup(t.opt.Observe, group); err != nil {
@@ -548,7 +548,7 @@ func (t *turn) recordResponse(resp *provider.ModelResponse, partial bool) error 
 	}
 	s.appendHistory(provider.Message{Role: provider.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
 	if charged {
-		if !estimated {
+		if how == usageCounted {
 			s.calibrate(t.requestBytes, u.InputTokens)
 		}
 		s.charge(call, s.rt.contextWindow(s.Model(), u.ContextWindow))
@@ -600,30 +600,47 @@ func (t *turn) usageEvent(model string, u provider.Usage, purpose string) (Provi
 		Cost: call.Cost, Currency: call.Currency, Purpose: purpose}, call
 }
 
+// usageKind says where a model call's usage comes from.
+type usageKind int
+
+const (
+	// usageCounted: the server counted it.
+	usageCounted usageKind = iota
+	// usageUncounted: the server answered whole and counted nothing, so
+	// Pixir estimates it, and tells the session so once.
+	usageUncounted
+	// usageCut: the answer was cut off (cancelled, a broken connection,
+	// an error event) before the server's count, which comes at its end:
+	// estimated, and nothing is said of the server.
+	usageCut
+)
+
 // usageEvents are the events of a model call's usage: its provider_usage,
-// with requestBytes when the server counted it; when Pixir estimated it
-// (estimated: the server reported none), marked so, without request_bytes
-// (an estimate must not calibrate estimates), after the once-per-session
-// notice that usage is estimated. And the cost to charge.
-func (t *turn) usageEvents(model string, u provider.Usage, purpose string, estimated bool, requestBytes int) ([]eventOf, budget.Usage) {
+// with requestBytes when the server counted it; when Pixir estimated it,
+// marked so, without request_bytes (an estimate must not calibrate
+// estimates), after the once-per-session notice that the server reports
+// no usage when it answered whole without it. And the cost to charge.
+func (t *turn) usageEvents(model string, u provider.Usage, purpose string, how usageKind, requestBytes int) ([]eventOf, budget.Usage) {
 	usage, call := t.usageEvent(model, u, purpose)
 	group := make([]eventOf, 0, 2)
-	if estimated {
-		usage.Estimated = true
+	if how == usageCounted {
+		usage.RequestBytes = requestBytes
+		return append(group, eventOf{EventProviderUsage, usage}), call
+	}
+	usage.Estimated = true
+	if how == usageUncounted {
 		if notice, ok := t.s.tellEstimate(); ok {
 			group = append(group, eventOf{EventNotice, notice})
 		}
-	} else {
-		usage.RequestBytes = requestBytes
 	}
 	return append(group, eventOf{EventProviderUsage, usage}), call
 }
 
 // recordUsage records a model call's usage (with its cost, where priced;
 // see usageEvents for estimated) and charges it to the session's budgets.
-func (t *turn) recordUsage(model string, u provider.Usage, purpose string, estimated bool) error {
+func (t *turn) recordUsage(model string, u provider.Usage, purpose string, how usageKind) error {
 	s := t.s
-	group, call := t.usageEvents(model, u, purpose, estimated, 0)
+	group, call := t.usageEvents(model, u, purpose, how, 0)
 	if err := s.emitGroup(t.opt.Observe, group); err != nil {
 		return err
 	}

@@ -521,7 +521,8 @@ func TestAForkAsksAgainWhatItsSourceAllowedAlways(t *testing.T) {
 // An answer cut off while it streamed a tool call's arguments (no text)
 // reports no usage, though the server generated and bills them: it was
 // counted only by its text and reasoning, so nothing. The fragments are
-// counted, estimated, with the notice that usage is estimated.
+// counted, estimated; no notice blames the server, whose count would have
+// come at the answer's end.
 func TestACutToolCallCountsItsFragments(t *testing.T) {
 	args := `{"path":"a.txt","content":"` + strings.Repeat("x", 4000)
 	p := &fakeProvider{calls: []func(context.Context, provider.ModelRequest, func(provider.Delta)) (*provider.ModelResponse, error){
@@ -537,8 +538,8 @@ func TestACutToolCallCountsItsFragments(t *testing.T) {
 	var rec recorder
 	_, err := s.Prompt(context.Background(), Prompt{Text: "go"}, TurnOptions{Observe: rec.observe})
 	require.NoError(t, err)
-	require.Equal(t, []EventType{EventUserMessage, EventNotice, EventProviderUsage, EventTurnFailed}, rec.types(),
-		"nothing was shown: no text delta, no partial message")
+	require.Equal(t, []EventType{EventUserMessage, EventProviderUsage, EventTurnFailed}, rec.types(),
+		"nothing was shown: no text delta, no partial message, no notice")
 	var u ProviderUsageData
 	for _, ev := range rec.events {
 		if ev.Type == EventProviderUsage {
@@ -547,4 +548,25 @@ func TestACutToolCallCountsItsFragments(t *testing.T) {
 	}
 	require.True(t, u.Estimated)
 	require.InDelta(t, 1000, u.OutputTokens, 100, "about 4 bytes a token")
+}
+
+// A cancelled answer's usage is estimated without the notice that the
+// server reports none: its count comes at the answer's end, which a cut
+// never reaches (review34c #1).
+func TestACancelledAnswerDoesNotBlameTheServerForItsUsage(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := &fakeProvider{calls: []func(context.Context, provider.ModelRequest, func(provider.Delta)) (*provider.ModelResponse, error){
+		func(c context.Context, _ provider.ModelRequest, sink func(provider.Delta)) (*provider.ModelResponse, error) {
+			sink(provider.Delta{Kind: provider.DeltaText, Text: "Here is a long answer"})
+			cancel()
+			<-c.Done()
+			return nil, c.Err()
+		},
+	}}
+	s := newTestSession(t, p)
+	var rec recorder
+	_, _ = s.Prompt(ctx, Prompt{Text: "go"}, TurnOptions{Observe: rec.observe})
+	require.NotContains(t, rec.types(), EventNotice)
+	require.Contains(t, rec.types(), EventProviderUsage, "what streamed is still charged")
 }

@@ -284,7 +284,7 @@ func (c gitCommitter) commitPaths(ctx context.Context, req workflows.CommitReque
 				return
 			}
 			if err := c.unstage(ctx, staged, held); err != nil {
-				rep.Reason += fmt.Sprintf("; the run's files are left staged, git could not put the index back (%v): git restore --staged -- <the files> unstages them", err)
+				rep.Reason += fmt.Sprintf("; the run's files are left staged, git could not put the index back (%v): git reset -q -- <the files> unstages them (with any version of them you had staged)", err)
 			}
 		}()
 	}
