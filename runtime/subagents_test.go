@@ -734,27 +734,29 @@ func TestADetachedEndIsNewsUntilTheModelIsTold(t *testing.T) {
 	require.NoError(t, os.WriteFile(logFile, crashed, 0o644))
 
 	// Opened and closed without a model call: the end is recorded, not told.
-	rt2 := New(cfg)
-	_, _, err = rt2.OpenSession(parent.ID(), ws, nil)
-	require.NoError(t, err)
-	rt2.Close()
+	openInANewProcess(t, cfg, parent.ID(), ws, "")
 	require.Zero(t, summariesNaming(t, logFile, hung.ID))
 
-	rt3 := New(cfg)
-	s3, _, err := rt3.OpenSession(parent.ID(), ws, nil)
-	require.NoError(t, err)
-	_, err = s3.Prompt(context.Background(), Prompt{Text: "hello"}, TurnOptions{})
-	require.NoError(t, err)
-	rt3.Close()
+	openInANewProcess(t, cfg, parent.ID(), ws, "hello")
 	require.Equal(t, 1, summariesNaming(t, logFile, hung.ID), "told at the first model call after it")
 
-	rt4 := New(cfg)
-	defer rt4.Close()
-	s4, _, err := rt4.OpenSession(parent.ID(), ws, nil)
-	require.NoError(t, err)
-	_, err = s4.Prompt(context.Background(), Prompt{Text: "hello again"}, TurnOptions{})
-	require.NoError(t, err)
+	openInANewProcess(t, cfg, parent.ID(), ws, "hello again")
 	require.Equal(t, 1, summariesNaming(t, logFile, hung.ID), "told once")
+}
+
+// openInANewProcess opens session id of workspace ws in a Runtime of its
+// own, as a new process would, sends it prompt (none when ""), and closes
+// that Runtime.
+func openInANewProcess(t *testing.T, cfg Config, id, ws, prompt string) {
+	t.Helper()
+	rt := New(cfg)
+	defer rt.Close()
+	s, _, err := rt.OpenSession(id, ws, nil)
+	require.NoError(t, err)
+	if prompt != "" {
+		_, err = s.Prompt(context.Background(), Prompt{Text: prompt}, TurnOptions{})
+		require.NoError(t, err)
+	}
 }
 
 // Two records of the detached ends at once (the session's opening, and a
@@ -827,25 +829,12 @@ func TestAnEndTheModelWasNotToldIsNewsAfterTheProcessEnds(t *testing.T) {
 	require.Zero(t, summariesNaming(t, logFile, quiet.ID))
 
 	// Opened and closed without a model call: still news.
-	rt2 := New(cfg)
-	_, _, err = rt2.OpenSession(parent.ID(), ws, nil)
-	require.NoError(t, err)
-	rt2.Close()
+	openInANewProcess(t, cfg, parent.ID(), ws, "")
 
-	rt3 := New(cfg)
-	s3, _, err := rt3.OpenSession(parent.ID(), ws, nil)
-	require.NoError(t, err)
-	_, err = s3.Prompt(context.Background(), Prompt{Text: "hello again"}, TurnOptions{})
-	require.NoError(t, err)
-	rt3.Close()
+	openInANewProcess(t, cfg, parent.ID(), ws, "hello again")
 	require.Equal(t, 1, summariesNaming(t, logFile, quiet.ID), "told at the first model call after it")
 	require.Equal(t, 1, summariesNaming(t, logFile, told.ID), "what the model was told is not told again")
 
-	rt4 := New(cfg)
-	defer rt4.Close()
-	s4, _, err := rt4.OpenSession(parent.ID(), ws, nil)
-	require.NoError(t, err)
-	_, err = s4.Prompt(context.Background(), Prompt{Text: "and again"}, TurnOptions{})
-	require.NoError(t, err)
+	openInANewProcess(t, cfg, parent.ID(), ws, "and again")
 	require.Equal(t, 1, summariesNaming(t, logFile, quiet.ID), "told once")
 }
